@@ -1,0 +1,245 @@
+import { LRUCache } from 'lru-cache';
+import type { UsageService } from '../credits/usage.service.js';
+import type { UsageCounters } from '../credits/usage.store.js';
+import type { Db } from '../db/connection.js';
+import { maskSecret, newSecretKey, sha256Hex } from '../lib/crypto.js';
+import { badRequest, notFound } from '../lib/errors.js';
+import { nowIso, type ResetInterval } from '../lib/time.js';
+import type { Caller } from './caller.js';
+import * as store from './keys.store.js';
+import type { OrganizationsService } from './organizations.service.js';
+import type { WorkspacesService } from './workspaces.service.js';
+
+export const RESET_INTERVALS = ['daily', 'weekly', 'monthly'] as const;
+
+export interface KeyInput {
+  name: string;
+  limit?: number | null;
+  limit_reset?: ResetInterval | null;
+  include_byok_in_limit?: boolean;
+  expires_at?: string | null;
+  creator_user_id?: string | null;
+  workspace_id?: string;
+  external?: { user: string; api_key?: string };
+}
+
+export interface KeyPatch {
+  name?: string;
+  disabled?: boolean;
+  limit?: number | null;
+  limit_reset?: ResetInterval | null;
+  include_byok_in_limit?: boolean;
+}
+
+/** The ApiKey wire object (digest §2). */
+export type ApiKeyView = ReturnType<typeof keyView>;
+
+function limitRemaining(row: store.KeyRow, u: UsageCounters): number | null {
+  if (row.limit_usd === null) return null;
+  const interval = row.limit_reset as ResetInterval | null;
+  const spent = interval ? u[`usage_${interval}`] : u.usage;
+  const byok = interval ? u[`byok_usage_${interval}`] : u.byok_usage;
+  return Math.max(0, row.limit_usd - spent - (row.include_byok_in_limit ? byok : 0));
+}
+
+export function keyView(row: store.KeyRow, u: UsageCounters) {
+  return {
+    hash: row.hash,
+    name: row.name,
+    label: row.label,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    creator_user_id: row.creator_user_id,
+    external_user: row.external_user,
+    workspace_id: row.workspace_id,
+    disabled: row.disabled === 1,
+    limit: row.limit_usd,
+    limit_remaining: limitRemaining(row, u),
+    limit_reset: row.limit_reset,
+    include_byok_in_limit: row.include_byok_in_limit === 1,
+    ...u,
+    expires_at: row.expires_at,
+  };
+}
+
+/** Accepts ISO 8601 date-times with an explicit zone and seconds; returns the canonical UTC form. */
+function parseExpiry(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value)) {
+    throw badRequest(
+      'expires_at must be an ISO 8601 date-time with seconds and a zone, e.g. 2030-01-01T00:00:00Z',
+    );
+  }
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw badRequest('expires_at is not a valid date-time');
+  if (t <= Date.now()) throw badRequest('expires_at must be in the future');
+  return new Date(t).toISOString();
+}
+
+const isKeyHash = (s: string) => /^[0-9a-f]{64}$/.test(s);
+
+/**
+ * API keys and management keys: creation (secret shown once, stored as SHA-256 hex),
+ * management, and authentication of bearer tokens through a short-lived cache.
+ */
+export class KeysService {
+  /** hash → row (or null for an unknown hash). Short TTL bounds staleness across nodes. */
+  private readonly cache = new LRUCache<string, { row: store.KeyRow | null }>({ max: 50_000, ttl: 5_000 });
+
+  constructor(
+    private readonly db: Db,
+    private readonly workspaces: WorkspacesService,
+    private readonly orgs: OrganizationsService,
+    private readonly usage: UsageService,
+  ) {}
+
+  /** Resolves a bearer token to its caller, or null when unknown, disabled or expired. */
+  async authenticate(token: string): Promise<Caller | null> {
+    const hash = sha256Hex(token);
+    let hit = this.cache.get(hash);
+    if (!hit) {
+      hit = { row: (await store.findKey(this.db, hash)) ?? null };
+      this.cache.set(hash, hit);
+    }
+    const row = hit.row;
+    if (!row || row.disabled === 1) return null;
+    if (row.expires_at !== null && Date.parse(row.expires_at) <= Date.now()) return null;
+    return {
+      keyHash: row.hash,
+      organizationId: row.organization_id,
+      workspaceId: row.workspace_id,
+      userId: row.creator_user_id,
+      isManagement: row.is_management === 1,
+    };
+  }
+
+  /** Drops cached lookups (after a write to keys, so this node sees it at once). */
+  invalidate(hash?: string): void {
+    if (hash) this.cache.delete(hash);
+    else this.cache.clear();
+  }
+
+  /**
+   * Creates a key in the caller's organization. Returns the stored row and the plaintext secret,
+   * which is never stored or shown again. `secret` lets the operator bootstrap a known key.
+   */
+  async create(
+    organizationId: string,
+    input: KeyInput,
+    opts: { management?: boolean; secret?: string } = {},
+  ): Promise<{ row: store.KeyRow; key: string }> {
+    const name = input.name.trim();
+    if (name.length === 0) throw badRequest('name must not be empty');
+    if (input.limit !== undefined && input.limit !== null && input.limit < 0) {
+      throw badRequest('limit must be zero or more');
+    }
+    const workspace = await this.workspaces.resolve({ organizationId }, input.workspace_id);
+    const creator = input.creator_user_id ?? null;
+    if (creator !== null && !(await this.orgs.isMember(organizationId, creator))) {
+      throw badRequest('creator_user_id is not a member of this organization');
+    }
+    if (input.external?.api_key !== undefined && input.external.api_key.length < 32) {
+      throw badRequest('external.api_key must be at least 32 characters');
+    }
+    const key = opts.secret ?? newSecretKey();
+    const now = nowIso();
+    const row: store.KeyRow = {
+      hash: sha256Hex(key),
+      organization_id: organizationId,
+      workspace_id: workspace.id,
+      creator_user_id: creator,
+      name,
+      label: maskSecret(key),
+      is_management: opts.management ? 1 : 0,
+      disabled: 0,
+      limit_usd: input.limit ?? null,
+      limit_reset: input.limit_reset ?? null,
+      include_byok_in_limit: input.include_byok_in_limit ? 1 : 0,
+      expires_at: input.expires_at ? parseExpiry(input.expires_at) : null,
+      external_user: input.external?.user ?? null,
+      external_api_key_hash: input.external?.api_key ? sha256Hex(input.external.api_key) : null,
+      created_at: now,
+      updated_at: now,
+    };
+    await store.insertKey(this.db, row);
+    this.invalidate(row.hash);
+    return { row, key };
+  }
+
+  async view(row: store.KeyRow): Promise<ApiKeyView> {
+    const usage = await this.usage.forKeys([row.hash]);
+    return keyView(row, usage.get(row.hash) ?? this.usage.zero());
+  }
+
+  async views(rows: store.KeyRow[]): Promise<ApiKeyView[]> {
+    const usage = await this.usage.forKeys(rows.map((r) => r.hash));
+    return rows.map((r) => keyView(r, usage.get(r.hash) ?? this.usage.zero()));
+  }
+
+  /** An inference API key of the caller's organization (management keys are not managed here). */
+  async get(caller: Caller, hash: string): Promise<store.KeyRow> {
+    const row = isKeyHash(hash) ? await store.findKey(this.db, hash) : undefined;
+    if (!row || row.organization_id !== caller.organizationId || row.is_management === 1)
+      throw notFound('Key');
+    return row;
+  }
+
+  async list(caller: Caller, q: { workspace_id?: string; include_disabled?: boolean; offset: number }) {
+    const ws = await this.workspaces.resolve(caller, q.workspace_id);
+    const rows = await store.listKeys(this.db, {
+      workspaceId: ws.id,
+      includeDisabled: q.include_disabled ?? false,
+      management: false,
+      offset: q.offset,
+      limit: 100,
+    });
+    return this.views(rows);
+  }
+
+  async update(caller: Caller, hash: string, patch: KeyPatch): Promise<store.KeyRow> {
+    const row = await this.get(caller, hash);
+    if (patch.name !== undefined && patch.name.trim().length === 0)
+      throw badRequest('name must not be empty');
+    if (patch.limit !== undefined && patch.limit !== null && patch.limit < 0) {
+      throw badRequest('limit must be zero or more');
+    }
+    const next = {
+      ...(patch.name !== undefined ? { name: patch.name.trim() } : {}),
+      ...(patch.disabled !== undefined ? { disabled: patch.disabled ? 1 : 0 } : {}),
+      ...(patch.limit !== undefined ? { limit_usd: patch.limit } : {}),
+      ...(patch.limit_reset !== undefined ? { limit_reset: patch.limit_reset } : {}),
+      ...(patch.include_byok_in_limit !== undefined
+        ? { include_byok_in_limit: patch.include_byok_in_limit ? 1 : 0 }
+        : {}),
+      updated_at: nowIso(),
+    };
+    await store.updateKey(this.db, row.hash, next);
+    this.invalidate(row.hash);
+    return { ...row, ...next };
+  }
+
+  async delete(caller: Caller, hash: string): Promise<void> {
+    const row = await this.get(caller, hash);
+    await store.deleteKey(this.db, row.hash);
+    this.invalidate(row.hash);
+  }
+
+  /** The calling key itself (GET /key), any kind of key. */
+  async current(caller: Caller) {
+    const row = await store.findKey(this.db, caller.keyHash);
+    if (!row) throw notFound('Key');
+    const { hash, name, disabled, created_at, updated_at, external_user, ...rest } = await this.view(row);
+    return {
+      ...rest,
+      organization_id: row.organization_id,
+      is_free_tier: false,
+      is_management_key: row.is_management === 1,
+      is_provisioning_key: row.is_management === 1,
+      allowed_data_regions: [] as string[],
+      free_model_daily_requests: { limit: -1, remaining: -1, used: 0 },
+      rate_limit: { interval: '10s', note: 'Deprecated; rate limits are not reported per key', requests: -1 },
+    };
+  }
+
+  /** Keys of the organization among the given hashes (unknown ones are left out). */
+  among = (organizationId: string, hashes: string[]) => store.keysAmong(this.db, organizationId, hashes);
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { loadConfig } from './config.js';
+import { openDatabase } from './db/connection.js';
+import { migrateToLatest } from './db/migrate.js';
+import { startGateway } from './gateway.js';
+import { buildServices } from './services.js';
+
+const usage = `Usage: gatehouse <command>
+
+  serve                              run the gateway (default)
+  migrate                            bring the database schema up to date and exit
+  bootstrap                          create the default organization and keys (printed once) and exit
+  org create --name NAME             create an organization with its default workspace
+  org list                           list organizations, oldest first
+  user create --email E --org ID --role owner|admin|member [--interns]
+  key create --name N (--user ID | --org ID) [--workspace ID] [--management]
+  credits add --org ID --amount USD [--note TEXT]
+
+Configuration comes from the environment; see the README.`;
+
+function printKeys(generated: { management?: string; api?: string }) {
+  if (!generated.management && !generated.api) return;
+  // Printed once, on the first start, to the terminal (never to the structured log).
+  const lines = ['', '  Gatehouse created a default organization. These keys are shown only this once:'];
+  if (generated.management) lines.push(`    management key: ${generated.management}`);
+  if (generated.api) lines.push(`    API key:        ${generated.api}`);
+  process.stdout.write(`${lines.join('\n')}\n\n`);
+}
+
+async function serve() {
+  const config = loadConfig();
+  const gateway = await startGateway(config);
+  printKeys(gateway.bootstrap.generated);
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    gateway.app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    await gateway.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** Runs `fn` against a migrated database with the services wired, then closes it. */
+async function withServices<T>(fn: (s: ReturnType<typeof buildServices>) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const handle = openDatabase(config.databaseUrl);
+  try {
+    await migrateToLatest(handle.db);
+    return await fn(buildServices(handle, config));
+  } finally {
+    await handle.close();
+  }
+}
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+async function main(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      email: { type: 'string' },
+      org: { type: 'string' },
+      user: { type: 'string' },
+      role: { type: 'string' },
+      workspace: { type: 'string' },
+      amount: { type: 'string' },
+      note: { type: 'string' },
+      interns: { type: 'boolean' },
+      management: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command = 'serve', sub] = positionals;
+  const need = (v: string | undefined, flag: string) => {
+    if (!v) throw new Error(`--${flag} is required\n\n${usage}`);
+    return v;
+  };
+  if (values.help) return void process.stdout.write(`${usage}\n`);
+
+  switch (`${command}${sub ? ` ${sub}` : ''}`) {
+    case 'serve':
+      return serve();
+    case 'migrate':
+      return withServices(async (s) => print({ applied: await migrateToLatest(s.db) }));
+    case 'bootstrap':
+      return withServices(async (s) => {
+        const { ensureBootstrap } = await import('./accounts/bootstrap.js');
+        const r = await ensureBootstrap(s);
+        print({ organization_id: r.organizationId, owner_user_id: r.ownerUserId });
+        printKeys(r.generated);
+      });
+    case 'org create':
+      return withServices(async (s) =>
+        print({ data: await s.admin.createOrganization(need(values.name, 'name')) }),
+      );
+    case 'org list':
+      return withServices(async (s) => print({ data: await s.admin.listOrganizations() }));
+    case 'user create':
+      return withServices(async (s) =>
+        print({
+          data: await s.admin.createUser({
+            email: need(values.email, 'email'),
+            organization_id: need(values.org, 'org'),
+            role: need(values.role, 'role') as 'owner' | 'admin' | 'member',
+            interns_programme: values.interns ?? false,
+          }),
+        }),
+      );
+    case 'key create':
+      return withServices(async (s) =>
+        print(
+          await s.admin.createKey({
+            name: need(values.name, 'name'),
+            user_id: values.user,
+            organization_id: values.org,
+            workspace_id: values.workspace,
+            management: values.management ?? false,
+          }),
+        ),
+      );
+    case 'credits add':
+      return withServices(async (s) =>
+        print({
+          data: await s.admin.addCredits(
+            need(values.org, 'org'),
+            Number(need(values.amount, 'amount')),
+            values.note,
+          ),
+        }),
+      );
+    default:
+      throw new Error(`Unknown command: ${positionals.join(' ')}\n\n${usage}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/** The one typed configuration object, read from the environment (see the README's table). */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** `sqlite:<path>` or a `postgres://` URL. */
+  databaseUrl: string;
+  /** 32-byte key for encryption at rest (BYOK secrets, vault values). */
+  masterKey: Buffer;
+  logLevel: string;
+  adminToken: string | null;
+  bootstrapManagementKey: string | null;
+  bootstrapApiKey: string | null;
+  /** Largest JSON body accepted on ordinary routes, in bytes. */
+  bodyLimit: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function intFrom(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+  return n;
+}
+
+/**
+ * The master key comes from GATEHOUSE_MASTER_KEY (64 hex chars or base64 of 32 bytes); when unset
+ * it is generated once into `<dataDir>/master.key` (mode 0600) and read from there afterwards.
+ */
+export function loadMasterKey(env: Env, dataDir: string): Buffer {
+  const raw = env.GATEHOUSE_MASTER_KEY?.trim();
+  if (raw) return parseMasterKey(raw);
+  const file = join(dataDir, 'master.key');
+  if (existsSync(file)) return parseMasterKey(readFileSync(file, 'utf8').trim());
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return key;
+}
+
+function parseMasterKey(raw: string): Buffer {
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32)
+    throw new Error('GATEHOUSE_MASTER_KEY must be 32 bytes (64 hex characters or base64)');
+  return key;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = resolve(env.GATEHOUSE_DATA_DIR || './data');
+  const databaseUrl = env.DATABASE_URL || `sqlite:${join(dataDir, 'gatehouse.db')}`;
+  return {
+    port: intFrom(env, 'PORT', 8080),
+    host: env.HOST || '0.0.0.0',
+    dataDir,
+    databaseUrl,
+    masterKey: loadMasterKey(env, dataDir),
+    logLevel: env.LOG_LEVEL || 'info',
+    adminToken: env.GATEHOUSE_ADMIN_TOKEN || null,
+    bootstrapManagementKey: env.GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY || null,
+    bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
+    bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),
+  };
+}

@@ -1,0 +1,19 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/connection.js';
+import type { CreditLedgerTable } from '../db/schema.js';
+
+export type LedgerRow = CreditLedgerTable;
+
+export async function insertLedgerEntry(db: Db, row: LedgerRow) {
+  await db.insertInto('credit_ledger').values(row).execute();
+}
+
+/** Sum of purchases and grants (USD). */
+export async function totalCredits(db: Db, organizationId: string): Promise<number> {
+  const r = await db
+    .selectFrom('credit_ledger')
+    .select(sql<number>`coalesce(sum(amount_usd), 0)`.as('total'))
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirstOrThrow();
+  return Number(r.total);
+}

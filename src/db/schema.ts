@@ -1,0 +1,204 @@
+/**
+ * Table types for Kysely. Both dialects store the same shapes: booleans as 0/1 integers (SQLite has
+ * no boolean and better-sqlite3 cannot bind JS booleans), lists and objects as JSON text, times as
+ * ISO 8601 UTC text (sortable as text), money as double precision USD.
+ */
+export type Bool = number;
+export type JsonText = string;
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  interns_programme: Bool;
+  created_at: string;
+}
+
+export interface OrgMembersTable {
+  organization_id: string;
+  user_id: string;
+  role: 'owner' | 'admin' | 'member';
+  created_at: string;
+}
+
+export interface WorkspacesTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  slug: string;
+  description: string | null;
+  is_default: Bool;
+  default_text_model: string | null;
+  default_image_model: string | null;
+  default_provider_sort: string | null;
+  disabled_server_tools: JsonText | null;
+  io_logging_api_key_ids: JsonText | null;
+  io_logging_sampling_rate: number;
+  is_data_discount_logging_enabled: Bool;
+  is_observability_broadcast_enabled: Bool;
+  is_observability_io_logging_enabled: Bool;
+  include_byok_in_budgets: Bool;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string | null;
+}
+
+export interface WorkspaceMembersTable {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  role: string;
+  created_at: string;
+}
+
+export interface WorkspaceBudgetsTable {
+  id: string;
+  workspace_id: string;
+  /** daily | weekly | monthly | lifetime */
+  interval: string;
+  limit_usd: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiKeysTable {
+  hash: string;
+  organization_id: string;
+  workspace_id: string;
+  creator_user_id: string | null;
+  name: string;
+  label: string;
+  is_management: Bool;
+  disabled: Bool;
+  limit_usd: number | null;
+  limit_reset: string | null;
+  include_byok_in_limit: Bool;
+  expires_at: string | null;
+  external_user: string | null;
+  external_api_key_hash: string | null;
+  created_at: string;
+  updated_at: string | null;
+}
+
+export interface GuardrailsTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string | null;
+  name: string;
+  description: string | null;
+  limit_usd: number | null;
+  reset_interval: string | null;
+  allowed_data_regions: JsonText | null;
+  allowed_models: JsonText | null;
+  allowed_providers: JsonText | null;
+  ignored_models: JsonText | null;
+  ignored_providers: JsonText | null;
+  content_filters: JsonText | null;
+  content_filter_builtins: JsonText | null;
+  include_byok_in_budgets: Bool;
+  enable_free_model_publication: Bool | null;
+  enable_free_model_training: Bool | null;
+  enable_paid_model_training: Bool | null;
+  enforce_zdr: Bool | null;
+  enforce_zdr_anthropic: Bool | null;
+  enforce_zdr_google: Bool | null;
+  enforce_zdr_openai: Bool | null;
+  enforce_zdr_other: Bool | null;
+  enforce_zdr_xai: Bool | null;
+  created_at: string;
+  updated_at: string | null;
+}
+
+export interface GuardrailKeyAssignmentsTable {
+  id: string;
+  guardrail_id: string;
+  organization_id: string;
+  key_hash: string;
+  assigned_by: string | null;
+  created_at: string;
+}
+
+export interface GuardrailMemberAssignmentsTable {
+  id: string;
+  guardrail_id: string;
+  organization_id: string;
+  user_id: string;
+  assigned_by: string | null;
+  created_at: string;
+}
+
+export interface ByokCredentialsTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string | null;
+  provider: string;
+  name: string | null;
+  label: string;
+  /** AES-256-GCM ciphertext under the master key; null once the credential is deleted (wiped). */
+  secret_ciphertext: string | null;
+  disabled: Bool;
+  is_fallback: Bool;
+  is_byok_only: Bool;
+  is_required: Bool;
+  declared_zdr: Bool | null;
+  sort_order: number;
+  allowed_api_key_hashes: JsonText | null;
+  allowed_models: JsonText | null;
+  allowed_user_ids: JsonText | null;
+  created_at: string;
+  updated_at: string | null;
+  deleted_at: string | null;
+}
+
+export interface CreditLedgerTable {
+  id: string;
+  organization_id: string;
+  /** purchase | grant */
+  kind: string;
+  amount_usd: number;
+  note: string | null;
+  created_at: string;
+}
+
+/** One row per billed call (written by the inference engine). Key and budget counters sum these. */
+export interface UsageEventsTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  key_hash: string | null;
+  user_id: string | null;
+  model: string | null;
+  provider: string | null;
+  cost_usd: number;
+  is_byok: Bool;
+  created_at: string;
+}
+
+export interface SettingsTable {
+  name: string;
+  value: string;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  users: UsersTable;
+  org_members: OrgMembersTable;
+  workspaces: WorkspacesTable;
+  workspace_members: WorkspaceMembersTable;
+  workspace_budgets: WorkspaceBudgetsTable;
+  api_keys: ApiKeysTable;
+  guardrails: GuardrailsTable;
+  guardrail_key_assignments: GuardrailKeyAssignmentsTable;
+  guardrail_member_assignments: GuardrailMemberAssignmentsTable;
+  byok_credentials: ByokCredentialsTable;
+  credit_ledger: CreditLedgerTable;
+  usage_events: UsageEventsTable;
+  settings: SettingsTable;
+}

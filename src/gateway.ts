@@ -1,0 +1,45 @@
+import { type BootstrapResult, ensureBootstrap } from './accounts/bootstrap.js';
+import type { Config } from './config.js';
+import { type DbHandle, openDatabase } from './db/connection.js';
+import { migrateToLatest } from './db/migrate.js';
+import { type App, type AppOptions, buildApp } from './server/app.js';
+import { buildServices, type Services } from './services.js';
+
+export interface Gateway {
+  app: App;
+  services: Services;
+  bootstrap: BootstrapResult;
+  /** `http://host:port` once listening. */
+  url: string;
+  /** Stops accepting, lets in-flight requests finish, then closes the database. */
+  close(): Promise<void>;
+}
+
+/** Opens the database, migrates, bootstraps tenancy and builds the app, without listening. */
+export async function prepareGateway(
+  config: Config,
+  opts: AppOptions & { schema?: string } = {},
+): Promise<Omit<Gateway, 'url'> & { handle: DbHandle }> {
+  const handle = openDatabase(config.databaseUrl, { schema: opts.schema });
+  try {
+    await migrateToLatest(handle.db);
+    const services = buildServices(handle, config);
+    const bootstrap = await ensureBootstrap(services);
+    const app = await buildApp(services, opts);
+    app.addHook('onClose', async () => handle.close());
+    return { app, services, bootstrap, handle, close: () => app.close() };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+export async function startGateway(
+  config: Config,
+  opts: AppOptions & { schema?: string } = {},
+): Promise<Gateway> {
+  const g = await prepareGateway(config, opts);
+  const address = await g.app.listen({ port: config.port, host: config.host });
+  const url = address.replace('[::1]', '127.0.0.1');
+  return { ...g, url };
+}

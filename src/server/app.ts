@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import scalar from '@scalar/fastify-api-reference';
+import { Type } from '@sinclair/typebox';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import { adminRoutes } from '../accounts/admin.routes.js';
+import { keysRoutes } from '../accounts/keys.routes.js';
+import { creditsRoutes } from '../credits/routes.js';
+import { ping } from '../db/connection.js';
+import type { Services } from '../services.js';
+import { installAuth } from './auth.js';
+import { installErrorHandling, sendError } from './errors.js';
+import { installMetrics } from './metrics.js';
+import type { Router } from './router.js';
+import { ErrorBody } from './schemas.js';
+
+export const API_PREFIX = '/api/v1';
+
+/** Every route plugin under /api/v1, in one list so a new domain is one line. */
+const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
+  keysRoutes,
+  creditsRoutes,
+  adminRoutes,
+];
+
+export interface AppOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** Builds the gateway's HTTP app (not listening). */
+export async function buildApp(services: Services, opts: AppOptions = {}) {
+  const { config } = services;
+  const app = Fastify({
+    logger: opts.logger ?? {
+      level: config.logLevel,
+      // Secrets travel only in headers and bodies; neither is logged, and these paths are redacted
+      // should a serializer ever include them.
+      redact: ['req.headers.authorization', 'req.headers.cookie', 'req.body', 'headers.authorization'],
+    },
+    bodyLimit: config.bodyLimit,
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  installErrorHandling(app);
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Gatehouse API',
+        version: '1.0.0',
+        description: 'Self-hosted model gateway: management, inference, batches and interns.',
+      },
+      servers: [{ url: API_PREFIX }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    // Components are named by their $id (ApiKey, Guardrail …) instead of def-N.
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    // Paths in the document are relative to the server URL (/api/v1), as the clients see them.
+    transform: ({ schema, url }) => ({
+      schema,
+      url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) : url,
+    }),
+  });
+  await app.register(scalar, { routePrefix: '/docs', configuration: { url: `${API_PREFIX}/openapi.json` } });
+  app.addSchema(ErrorBody);
+
+  installMetrics(app);
+  installAuth(app, services.keys, config.adminToken);
+
+  const status = Type.Object({ status: Type.String() });
+  app.get('/health', { schema: { hide: true, response: { 200: status } } }, async () => ({ status: 'ok' }));
+  app.get('/ready', { schema: { hide: true } }, async (req, reply) => {
+    try {
+      await ping(services.db);
+      return { status: 'ready' };
+    } catch (err) {
+      req.log.warn({ err }, 'readiness check failed');
+      return sendError(reply, 503, 'Database unreachable');
+    }
+  });
+
+  await app.register(
+    async (api) => {
+      for (const routes of apiRoutes) await routes(api, services);
+      api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+    },
+    { prefix: API_PREFIX },
+  );
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,56 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller } from '../accounts/caller.js';
+import type { KeysService } from '../accounts/keys.service.js';
+import { safeEqual } from '../lib/crypto.js';
+import { sendError } from './errors.js';
+
+/**
+ * Per-route authentication, declared in the route's `config.auth`:
+ * - `none`: public (health, docs);
+ * - `key`: any valid key (API or management);
+ * - `api`: an API key (inference, batches, interns);
+ * - `management`: a management key;
+ * - `admin`: the operator token GATEHOUSE_ADMIN_TOKEN.
+ */
+export type AuthMode = 'none' | 'key' | 'api' | 'management' | 'admin';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: AuthMode;
+  }
+  interface FastifyRequest {
+    /** Set on every route whose auth mode is key, api or management. */
+    caller: Caller;
+  }
+}
+
+function bearer(request: FastifyRequest): string | null {
+  const h = request.headers.authorization;
+  if (!h) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m?.[1] ?? null;
+}
+
+export function installAuth(app: FastifyInstance, keys: KeysService, adminToken: string | null): void {
+  app.decorateRequest('caller', null as unknown as Caller);
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    const mode = request.routeOptions.config?.auth ?? 'none';
+    if (mode === 'none') return;
+    const token = bearer(request);
+    if (mode === 'admin') {
+      if (!adminToken)
+        return sendError(reply, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`);
+      if (!token || !safeEqual(token, adminToken))
+        return sendError(reply, 401, 'Invalid or missing admin token');
+      return;
+    }
+    if (!token) return sendError(reply, 401, 'Missing Authentication header');
+    const caller = await keys.authenticate(token);
+    if (!caller) return sendError(reply, 401, 'Invalid, disabled or expired API key');
+    if (mode === 'management' && !caller.isManagement) {
+      return sendError(reply, 403, 'Only management keys can perform this operation');
+    }
+    request.caller = caller;
+  });
+}

@@ -1,0 +1,22 @@
+import { AdminService } from './accounts/admin.service.js';
+import { KeysService } from './accounts/keys.service.js';
+import { OrganizationsService } from './accounts/organizations.service.js';
+import { WorkspacesService } from './accounts/workspaces.service.js';
+import type { Config } from './config.js';
+import { CreditsService } from './credits/service.js';
+import { UsageService } from './credits/usage.service.js';
+import type { DbHandle } from './db/connection.js';
+
+/** The composition root: every domain service, wired once per process. */
+export function buildServices(handle: DbHandle, config: Config) {
+  const { db } = handle;
+  const usage = new UsageService(db);
+  const credits = new CreditsService(db, usage);
+  const orgs = new OrganizationsService(db);
+  const workspaces = new WorkspacesService(db);
+  const keys = new KeysService(db, workspaces, orgs, usage);
+  const admin = new AdminService(orgs, keys, credits);
+  return { config, db, dialect: handle.dialect, usage, credits, orgs, workspaces, keys, admin };
+}
+
+export type Services = ReturnType<typeof buildServices>;

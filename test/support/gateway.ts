@@ -1,0 +1,115 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { type Config, loadConfig } from '../../src/config.js';
+import { type Gateway, startGateway } from '../../src/gateway.js';
+
+export type DbKind = 'sqlite' | 'postgres';
+
+/** The PostgreSQL server for store tests (CI sets TEST_DATABASE_URL; see .ci/run). */
+export const postgresUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || null;
+
+/** The databases every store test runs on. PostgreSQL is skipped loudly when no URL is set. */
+export const databases: DbKind[] = postgresUrl ? ['sqlite', 'postgres'] : ['sqlite'];
+if (!postgresUrl) {
+  console.warn(
+    '\n!!! PostgreSQL tests SKIPPED: set TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run them !!!\n',
+  );
+}
+
+export const ADMIN_TOKEN = 'test-admin-token';
+
+export interface TestGateway extends Gateway {
+  db: DbKind;
+  managementKey: string;
+  apiKey: string;
+  organizationId: string;
+  ownerUserId: string;
+  /** Stops the server; `keepData` leaves the database for a restart test. */
+  stop(opts?: { keepData?: boolean }): Promise<void>;
+  /** Starts a new server process-equivalent on the same data (restart persistence). */
+  restart(): Promise<TestGateway>;
+}
+
+interface Storage {
+  dataDir: string;
+  env: Record<string, string>;
+  schema?: string;
+  drop(): Promise<void>;
+}
+
+async function makeStorage(db: DbKind): Promise<Storage> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-test-'));
+  if (db === 'sqlite') {
+    return { dataDir, env: {}, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+  }
+  if (!postgresUrl) throw new Error('postgres requested without TEST_DATABASE_URL');
+  // One schema per test server keeps parallel test files apart on one database.
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: postgresUrl });
+  await client.connect();
+  await client.query(`create schema ${schema}`);
+  await client.end();
+  return {
+    dataDir,
+    env: { DATABASE_URL: postgresUrl },
+    schema,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: postgresUrl });
+      await c.connect();
+      await c.query(`drop schema if exists ${schema} cascade`);
+      await c.end();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Starts a real gateway on a loopback port with its own database (a temp SQLite file, or a fresh
+ * PostgreSQL schema), known bootstrap keys and the operator API enabled.
+ */
+export async function startTestGateway(
+  db: DbKind = 'sqlite',
+  opts: { env?: Record<string, string>; logStream?: NodeJS.WritableStream } = {},
+): Promise<TestGateway> {
+  const storage = await makeStorage(db);
+  const managementKey = `sk-gh-v1-${randomBytes(32).toString('hex')}`;
+  const apiKey = `sk-gh-v1-${randomBytes(32).toString('hex')}`;
+  const env = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    GATEHOUSE_DATA_DIR: storage.dataDir,
+    GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
+    GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: managementKey,
+    GATEHOUSE_BOOTSTRAP_API_KEY: apiKey,
+    LOG_LEVEL: 'warn',
+    ...storage.env,
+    ...opts.env,
+  };
+  const boot = async (): Promise<TestGateway> => {
+    const config: Config = loadConfig(env);
+    const logger = opts.logStream
+      ? { level: 'info', stream: opts.logStream }
+      : { level: process.env.TEST_LOG_LEVEL ?? 'silent' };
+    const g = await startGateway(config, { schema: storage.schema, logger });
+    return {
+      ...g,
+      db,
+      managementKey,
+      apiKey,
+      organizationId: g.bootstrap.organizationId,
+      ownerUserId: g.bootstrap.ownerUserId,
+      stop: async ({ keepData = false } = {}) => {
+        await g.close();
+        if (!keepData) await storage.drop();
+      },
+      restart: async () => {
+        await g.close();
+        return boot();
+      },
+    };
+  };
+  return boot();
+}
