@@ -12,3 +12,10 @@ export function derivedId(namespace: string, name: string): string {
 
 export const isUuid = (s: string): boolean =>
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+
+/**
+ * A workspace's default guardrail id. It exists (in the workspace object) before the guardrail row
+ * does; PATCH /guardrails/{id} on it materialises the row.
+ */
+export const defaultGuardrailId = (workspaceId: string): string =>
+  derivedId('default-guardrail', workspaceId);
