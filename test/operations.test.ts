@@ -1,0 +1,81 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { client } from './support/http.js';
+
+describe('operations endpoints', () => {
+  let gw: TestGateway;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    const logStream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        done();
+      },
+    });
+    gw = await startTestGateway('sqlite', { logStream });
+  });
+  afterAll(() => gw?.stop());
+
+  it('answers liveness and readiness', async () => {
+    expect(await (await fetch(`${gw.url}/health`)).json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${gw.url}/ready`);
+    expect(ready.status).toBe(200);
+  });
+
+  it('exports Prometheus metrics by route pattern and status, with a latency histogram', async () => {
+    const call = client(gw.url, gw.managementKey);
+    await call('GET', `/keys/${'a'.repeat(64)}`);
+    await call('GET', '/key');
+    const res = await fetch(`${gw.url}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await res.text();
+    expect(text).toMatch(
+      /gatehouse_http_requests_total\{method="GET",route="\/api\/v1\/keys\/:hash",status_code="404"\} 1/,
+    );
+    expect(text).toMatch(
+      /gatehouse_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/key"/,
+    );
+    expect(text).not.toContain('a'.repeat(64)); // concrete URLs are not labels
+  });
+
+  it('publishes an OpenAPI 3.1 document generated from the route schemas, and a reference page', async () => {
+    const doc = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.paths['/keys'].post.requestBody).toBeDefined();
+    expect(doc.paths['/credits/crypto-charge'].post.deprecated).toBe(true);
+    expect(doc.components.schemas.ApiKey).toBeDefined();
+    const page = await fetch(`${gw.url}/docs/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('/api/v1/openapi.json');
+    const script = await fetch(`${gw.url}/docs/js/scalar.js`);
+    expect(script.status).toBe(200); // served locally, no CDN
+  });
+
+  it('never writes keys or bodies to the log', async () => {
+    const call = client(gw.url, gw.managementKey);
+    const created = await call('POST', '/keys', { name: 'logged?' });
+    await client(gw.url, created.body.key)('GET', '/key');
+    await call('POST', '/keys', { name: 1, secret_field: 'do-not-log-me' });
+    const all = lines.join('\n');
+    expect(lines.length).toBeGreaterThan(3);
+    for (const secret of [gw.managementKey, gw.apiKey, created.body.key, 'do-not-log-me']) {
+      expect(all).not.toContain(secret);
+    }
+  });
+
+  it('answers 500 in the envelope with a request id, logs it, and reports not ready when the database is gone', async () => {
+    await gw.services.db.destroy();
+    const res = await client(gw.url, 'sk-gh-v1-unknown-key-so-the-cache-misses')('GET', '/key');
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({
+      error: { code: 500, message: 'Internal server error', metadata: { request_id: expect.any(String) } },
+    });
+    expect(res.text).not.toMatch(/at .*\.ts:\d+/); // no stack trace
+    const logged = lines.find(
+      (l) => l.includes(res.body.error.metadata.request_id) && l.includes('"level":50'),
+    );
+    expect(logged).toBeDefined();
+    expect((await fetch(`${gw.url}/ready`)).status).toBe(503);
+  });
+});
