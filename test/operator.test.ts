@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/lib/crypto.js';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
@@ -161,5 +162,30 @@ describe('CLI', () => {
     const list = JSON.parse((await cli('org', 'list')).stdout).data;
     expect(list.map((o: { name: string }) => o.name)).toEqual(['Default Organization', 'Umbrella']);
     await expect(cli('nonsense')).rejects.toMatchObject({ stderr: expect.stringMatching(/Unknown command/) });
+  });
+
+  it('replaces a bootstrap key whose configured value changed, so exactly the configured keys exist', async () => {
+    const withKey = (api: string) =>
+      run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'bootstrap'], {
+        env: { ...env, GATEHOUSE_BOOTSTRAP_API_KEY: api },
+        cwd: process.cwd(),
+      });
+    const hashes = () => {
+      const file = new Database(join(dataDir, 'gatehouse.db'), { readonly: true });
+      const rows = file.prepare('select hash from api_keys where is_management = 0').all() as {
+        hash: string;
+      }[];
+      file.close();
+      return rows.map((r) => r.hash);
+    };
+    await withKey('sk-gh-v1-first-configured-api-key-000000');
+    await withKey('sk-gh-v1-first-configured-api-key-000000');
+    const first = hashes();
+    expect(first).toContain(sha256Hex('sk-gh-v1-first-configured-api-key-000000'));
+    await withKey('sk-gh-v1-second-configured-api-key-00000');
+    const second = hashes();
+    expect(second).toContain(sha256Hex('sk-gh-v1-second-configured-api-key-00000'));
+    expect(second).not.toContain(sha256Hex('sk-gh-v1-first-configured-api-key-000000'));
+    expect(second.length).toBe(first.length);
   });
 });
