@@ -40,7 +40,7 @@ describe('operations endpoints', () => {
   });
 
   it('publishes an OpenAPI 3.1 document generated from the route schemas, and a reference page', async () => {
-    const doc = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
+    const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.paths['/keys'].post.requestBody).toBeDefined();
     expect(doc.paths['/credits/crypto-charge'].post.deprecated).toBe(true);
