@@ -3,6 +3,7 @@ import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import type { Config } from './config.js';
+import { BudgetsService } from './credits/budgets.service.js';
 import { CreditsService } from './credits/service.js';
 import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
@@ -14,9 +15,21 @@ export function buildServices(handle: DbHandle, config: Config) {
   const credits = new CreditsService(db, usage);
   const orgs = new OrganizationsService(db);
   const workspaces = new WorkspacesService(db);
+  const budgets = new BudgetsService(db, workspaces);
   const keys = new KeysService(db, workspaces, orgs, usage);
   const admin = new AdminService(orgs, keys, credits);
-  return { config, db, dialect: handle.dialect, usage, credits, orgs, workspaces, keys, admin };
+  return {
+    config,
+    db,
+    dialect: handle.dialect,
+    usage,
+    credits,
+    orgs,
+    workspaces,
+    budgets,
+    keys,
+    admin,
+  };
 }
 
 export type Services = ReturnType<typeof buildServices>;

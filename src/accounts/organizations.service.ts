@@ -6,6 +6,10 @@ import * as orgs from './organizations.store.js';
 import * as workspaces from './workspaces.store.js';
 
 export const ORG_ROLES = ['owner', 'admin', 'member'] as const;
+/** Organization roles on the wire (GET /organization/members): owners and admins are org:admin. */
+export const ORG_MEMBER_ROLES = ['org:admin', 'org:member'] as const;
+export type OrgMemberRole = (typeof ORG_MEMBER_ROLES)[number];
+const wireRole = (role: orgs.OrgRole): OrgMemberRole => (role === 'member' ? 'org:member' : 'org:admin');
 
 export interface NewUser {
   email: string;
@@ -139,7 +143,7 @@ export class OrganizationsService {
         email: r.email,
         first_name: r.first_name,
         last_name: r.last_name,
-        role: r.role === 'member' ? 'org:member' : 'org:admin',
+        role: wireRole(r.role),
       })),
       total_count: total,
     };

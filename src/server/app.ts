@@ -6,6 +6,9 @@ import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import { adminRoutes } from '../accounts/admin.routes.js';
 import { keysRoutes } from '../accounts/keys.routes.js';
+import { organizationsRoutes } from '../accounts/organizations.routes.js';
+import { workspacesRoutes } from '../accounts/workspaces.routes.js';
+import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
 import { ping } from '../db/connection.js';
 import type { Services } from '../services.js';
@@ -20,7 +23,10 @@ export const API_PREFIX = '/api/v1';
 /** Every route plugin under /api/v1, in one list so a new domain is one line. */
 const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   keysRoutes,
+  workspacesRoutes,
+  organizationsRoutes,
   creditsRoutes,
+  budgetsRoutes,
   adminRoutes,
 ];
 
