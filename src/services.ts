@@ -7,6 +7,8 @@ import { BudgetsService } from './credits/budgets.service.js';
 import { CreditsService } from './credits/service.js';
 import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
+import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
+import { GuardrailsService } from './guardrails/service.js';
 
 /** The composition root: every domain service, wired once per process. */
 export function buildServices(handle: DbHandle, config: Config) {
@@ -18,10 +20,14 @@ export function buildServices(handle: DbHandle, config: Config) {
   const budgets = new BudgetsService(db, workspaces);
   const keys = new KeysService(db, workspaces, orgs, usage);
   const admin = new AdminService(orgs, keys, credits);
+  const guardrails = new GuardrailsService(db, workspaces);
+  const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs);
   return {
     config,
     db,
     dialect: handle.dialect,
+    guardrails,
+    guardrailAssignments,
     usage,
     credits,
     orgs,

@@ -11,6 +11,8 @@ import { workspacesRoutes } from '../accounts/workspaces.routes.js';
 import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
 import { ping } from '../db/connection.js';
+import { guardrailAssignmentsRoutes } from '../guardrails/assignments.routes.js';
+import { guardrailsRoutes } from '../guardrails/routes.js';
 import type { Services } from '../services.js';
 import { installAuth } from './auth.js';
 import { installErrorHandling, sendError } from './errors.js';
@@ -22,6 +24,8 @@ export const API_PREFIX = '/api/v1';
 
 /** Every route plugin under /api/v1, in one list so a new domain is one line. */
 const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
+  guardrailsRoutes,
+  guardrailAssignmentsRoutes,
   keysRoutes,
   workspacesRoutes,
   organizationsRoutes,

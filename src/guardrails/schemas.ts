@@ -1,0 +1,144 @@
+import { Type } from '@sinclair/typebox';
+import { Nullable, PageQuery, StringEnum } from '../server/schemas.js';
+import {
+  BUILTIN_SLUGS,
+  DATA_REGIONS,
+  FILTER_ACTIONS,
+  RESET_INTERVALS,
+  SCAN_SCOPES,
+  ZDR_VENDORS,
+} from './fields.js';
+
+const Strings = (description?: string) =>
+  Nullable(Type.Array(Type.String(), description ? { description } : {}));
+const Flag = (description?: string) => Type.Boolean(description ? { description } : {});
+const zdrVendorFlags = <T>(schema: () => T) =>
+  Object.fromEntries(ZDR_VENDORS.map((v) => [`enforce_zdr_${v}`, schema()])) as Record<
+    `enforce_zdr_${(typeof ZDR_VENDORS)[number]}`,
+    T
+  >;
+
+const ContentFilterOut = Type.Object({
+  pattern: Type.String({ description: 'JavaScript regular expression' }),
+  action: Type.String({ description: 'redact | block | flag' }),
+  label: Type.Optional(Nullable(Type.String())),
+});
+
+const BuiltinFilterOut = Type.Object({
+  slug: Type.String({ description: BUILTIN_SLUGS.join(' | ') }),
+  action: Type.String({ description: 'redact | block | flag' }),
+  label: Type.Optional(Type.String({ description: 'Human label derived from the slug' })),
+  scan_scope: Type.Optional(
+    Type.String({ description: 'user_only | all_messages (regex-prompt-injection only)' }),
+  ),
+});
+
+/** The Guardrail object, always in its extended form. */
+export const Guardrail = Type.Object(
+  {
+    id: Type.String(),
+    workspace_id: Nullable(Type.String()),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    created_at: Type.String(),
+    updated_at: Nullable(Type.String()),
+    limit_usd: Nullable(Type.Number({ description: 'Budget in USD; null = no budget' })),
+    reset_interval: Nullable(Type.String({ description: 'daily | weekly | monthly' })),
+    allowed_data_regions: Strings('global | europe | us; null = unrestricted'),
+    allowed_models: Strings('null = no restriction'),
+    allowed_providers: Strings(),
+    ignored_models: Strings(),
+    ignored_providers: Strings(),
+    include_byok_in_budgets: Type.Boolean(),
+    content_filters: Nullable(Type.Array(ContentFilterOut)),
+    content_filter_builtins: Nullable(Type.Array(BuiltinFilterOut)),
+    enable_free_model_publication: Flag(),
+    enable_free_model_training: Flag(),
+    enable_paid_model_training: Flag(),
+    enforce_zdr: Nullable(Type.Boolean({ description: 'Deprecated; seeds the per-vendor flags on write' })),
+    ...zdrVendorFlags(() => Flag()),
+  },
+  { $id: 'Guardrail', title: 'Guardrail' },
+);
+
+const NullableFlag = () => Type.Optional(Nullable(Type.Boolean()));
+const StringList = () => Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1 }))));
+
+const ContentFilterIn = Type.Object({
+  pattern: Type.String({ minLength: 1, description: 'JavaScript regular expression' }),
+  action: StringEnum(FILTER_ACTIONS),
+  label: Type.Optional(Nullable(Type.String())),
+});
+
+const BuiltinFilterIn = Type.Object({
+  slug: StringEnum(BUILTIN_SLUGS),
+  action: StringEnum(FILTER_ACTIONS),
+  label: Type.Optional(Type.String({ description: 'Deprecated and ignored' })),
+  scan_scope: Type.Optional(
+    StringEnum(SCAN_SCOPES, { description: 'regex-prompt-injection only; default all_messages' }),
+  ),
+});
+
+const policyFields = {
+  description: Type.Optional(Nullable(Type.String())),
+  limit_usd: Type.Optional(Nullable(Type.Number({ minimum: 0, description: 'USD; needs reset_interval' }))),
+  reset_interval: Type.Optional(Nullable(StringEnum(RESET_INTERVALS))),
+  allowed_data_regions: Type.Optional(Nullable(Type.Array(StringEnum(DATA_REGIONS)))),
+  allowed_models: StringList(),
+  allowed_providers: StringList(),
+  ignored_models: StringList(),
+  ignored_providers: StringList(),
+  content_filters: Type.Optional(Nullable(Type.Array(ContentFilterIn))),
+  content_filter_builtins: Type.Optional(Nullable(Type.Array(BuiltinFilterIn))),
+  include_byok_in_budgets: Type.Optional(Type.Boolean()),
+  enable_free_model_publication: NullableFlag(),
+  enable_free_model_training: NullableFlag(),
+  enable_paid_model_training: NullableFlag(),
+  enforce_zdr: NullableFlag(),
+  ...zdrVendorFlags(NullableFlag),
+};
+
+export const CreateGuardrailBody = Type.Object({
+  name: Type.String({ minLength: 1 }),
+  workspace_id: Type.Optional(Type.String({ description: 'UUID or slug; default workspace if omitted' })),
+  ...policyFields,
+});
+
+export const UpdateGuardrailBody = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1 })),
+  ...policyFields,
+});
+
+export const ListGuardrailsQuery = Type.Object({
+  ...PageQuery.properties,
+  workspace_id: Type.Optional(Type.String({ description: 'UUID or slug; default workspace if omitted' })),
+});
+
+export const KeyAssignment = Type.Object(
+  {
+    id: Type.String(),
+    key_hash: Type.String(),
+    key_name: Type.String(),
+    key_label: Type.String(),
+    guardrail_id: Type.String(),
+    created_at: Type.String(),
+    assigned_by: Nullable(Type.String()),
+  },
+  { $id: 'KeyAssignment', title: 'KeyAssignment' },
+);
+
+export const MemberAssignment = Type.Object(
+  {
+    id: Type.String(),
+    user_id: Type.String(),
+    organization_id: Type.String(),
+    guardrail_id: Type.String(),
+    created_at: Type.String(),
+    assigned_by: Nullable(Type.String()),
+  },
+  { $id: 'MemberAssignment', title: 'MemberAssignment' },
+);
+
+const Ids = (description: string) => Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description });
+export const KeyHashesBody = Type.Object({ key_hashes: Ids('API key hashes') });
+export const MemberIdsBody = Type.Object({ member_user_ids: Ids('User ids of organization members') });
