@@ -2,6 +2,7 @@ import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
+import { ByokService } from './byok/service.js';
 import type { Config } from './config.js';
 import { BudgetsService } from './credits/budgets.service.js';
 import { CreditsService } from './credits/service.js';
@@ -22,6 +23,7 @@ export function buildServices(handle: DbHandle, config: Config) {
   const admin = new AdminService(orgs, keys, credits);
   const guardrails = new GuardrailsService(db, workspaces);
   const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs);
+  const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs);
   return {
     config,
     db,
@@ -35,6 +37,7 @@ export function buildServices(handle: DbHandle, config: Config) {
     budgets,
     keys,
     admin,
+    byok,
   };
 }
 

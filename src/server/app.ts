@@ -8,6 +8,7 @@ import { adminRoutes } from '../accounts/admin.routes.js';
 import { keysRoutes } from '../accounts/keys.routes.js';
 import { organizationsRoutes } from '../accounts/organizations.routes.js';
 import { workspacesRoutes } from '../accounts/workspaces.routes.js';
+import { byokRoutes } from '../byok/routes.js';
 import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
 import { ping } from '../db/connection.js';
@@ -29,6 +30,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   keysRoutes,
   workspacesRoutes,
   organizationsRoutes,
+  byokRoutes,
   creditsRoutes,
   budgetsRoutes,
   adminRoutes,
