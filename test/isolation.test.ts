@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
+import { client, makeOrganization } from './support/http.js';
+
+/**
+ * One sweep over every management route that names an object in its path: a second
+ * organization's management key must get 404 on each, for the first organization's objects.
+ * The route list comes from the OpenAPI document, so a new route without a case here fails.
+ */
+describe.each(databases)('isolation between organizations (%s)', (db) => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway(db);
+  });
+  afterAll(() => gw?.stop());
+
+  it('answers 404 to another organization on every object route, and changes nothing', async () => {
+    const mine = client(gw.url, gw.managementKey);
+    const workspace = (await mine('POST', '/workspaces', { name: 'Private', slug: 'private' })).body.data;
+    const guardrail = (await mine('POST', '/guardrails', { name: 'g', allowed_models: ['a/b'] })).body.data;
+    const key = (await mine('POST', '/keys', { name: 'k' })).body.data;
+    const byok = (await mine('POST', '/byok', { provider: 'openai', key: 'sk-private-provider-secret' })).body
+      .data;
+    await mine('PUT', `/workspaces/${workspace.id}/budgets/monthly`, { limit_usd: 5 });
+    await mine('POST', `/guardrails/${guardrail.id}/assignments/keys`, { key_hashes: [key.hash] });
+
+    const ids: Record<string, string> = {
+      '/guardrails/{id}': guardrail.id,
+      '/byok/{id}': byok.id,
+      '/workspaces/{id}': workspace.id,
+      '/workspaces/{workspace_ref}': workspace.slug,
+      '/keys/{hash}': key.hash,
+    };
+    const fill = (path: string) =>
+      path
+        .replace(/^\/(guardrails|byok|workspaces|keys)\/\{(\w+)\}/, (m) =>
+          ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m,
+        )
+        .replace('{interval}', 'monthly');
+    const bodies: Record<string, unknown> = {
+      'PATCH /guardrails/{id}': { name: 'stolen' },
+      'POST /guardrails/{id}/assignments/keys': { key_hashes: [key.hash] },
+      'POST /guardrails/{id}/assignments/keys/remove': { key_hashes: [key.hash] },
+      'POST /guardrails/{id}/assignments/members': { member_user_ids: [gw.ownerUserId] },
+      'POST /guardrails/{id}/assignments/members/remove': { member_user_ids: [gw.ownerUserId] },
+      'PATCH /byok/{id}': { name: 'stolen' },
+      'PATCH /workspaces/{id}': { name: 'stolen' },
+      'POST /workspaces/{id}/members/add': { user_ids: [gw.ownerUserId] },
+      'POST /workspaces/{id}/members/remove': { user_ids: [gw.ownerUserId] },
+      'PUT /workspaces/{workspace_ref}/budgets/{interval}': { limit_usd: 1 },
+      'PATCH /keys/{hash}': { name: 'stolen' },
+    };
+
+    const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
+    const other = await makeOrganization(gw.url, `Intruder ${db}`);
+    const theirs = client(gw.url, other.managementKey);
+    const tried: string[] = [];
+    for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) {
+      if (!path.includes('{') || path.startsWith('/admin')) continue;
+      for (const method of Object.keys(ops).map((m) => m.toUpperCase())) {
+        const route = `${method} ${path}`;
+        const concrete = fill(path);
+        expect(concrete, `no object id for ${route}`).not.toMatch(/\{/);
+        const res = await theirs(
+          method,
+          concrete,
+          bodies[route] ?? (method === 'GET' || method === 'DELETE' ? undefined : {}),
+        );
+        expect(res.status, `${route} → ${res.status} ${res.text}`).toBe(404);
+        expect(res.text).not.toContain('sk-private-provider-secret');
+        tried.push(route);
+      }
+    }
+    expect(tried.length).toBeGreaterThanOrEqual(20);
+
+    // Nothing of the first organization changed.
+    expect((await mine('GET', `/guardrails/${guardrail.id}`)).body.data.name).toBe('g');
+    expect((await mine('GET', `/guardrails/${guardrail.id}/assignments/keys`)).body.total_count).toBe(1);
+    expect((await mine('GET', `/byok/${byok.id}`)).body.data.name).toBeNull();
+    expect((await mine('GET', `/workspaces/${workspace.id}`)).body.data.name).toBe('Private');
+    expect((await mine('GET', `/workspaces/${workspace.id}/budgets/monthly`)).body.data.limit_usd).toBe(5);
+    expect((await mine('GET', `/keys/${key.hash}`)).body.data.name).toBe('k');
+
+    // And the other organization's lists show none of it.
+    const lists = [
+      '/guardrails',
+      '/guardrails/assignments/keys',
+      '/guardrails/assignments/members',
+      '/byok',
+      '/workspaces',
+      '/keys',
+      '/organization/members',
+    ];
+    for (const path of lists) {
+      const res = await theirs('GET', path);
+      expect(res.status, path).toBe(200);
+      const text = JSON.stringify(res.body);
+      for (const id of [guardrail.id, byok.id, workspace.id, key.hash, gw.ownerUserId])
+        expect(text, path).not.toContain(id);
+    }
+  });
+});
