@@ -1,4 +1,5 @@
 import type { Updateable } from 'kysely';
+import { fromJsonList, isForeignKeyViolation, isUniqueViolation } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
 import type { WorkspacesTable } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../lib/errors.js';
@@ -43,8 +44,6 @@ interface Page {
   limit: number;
 }
 
-const parseList = <T>(text: string | null): T[] | null => (text === null ? null : (JSON.parse(text) as T[]));
-
 /** The Workspace wire object (digest §5), plus `is_default`. */
 export function workspaceView(row: store.WorkspaceRow) {
   return {
@@ -60,8 +59,8 @@ export function workspaceView(row: store.WorkspaceRow) {
     default_text_model: row.default_text_model,
     default_image_model: row.default_image_model,
     default_provider_sort: row.default_provider_sort,
-    disabled_server_tools: parseList<string>(row.disabled_server_tools),
-    io_logging_api_key_ids: parseList<number>(row.io_logging_api_key_ids),
+    disabled_server_tools: fromJsonList<string>(row.disabled_server_tools),
+    io_logging_api_key_ids: fromJsonList<number>(row.io_logging_api_key_ids),
     io_logging_sampling_rate: row.io_logging_sampling_rate,
     is_data_discount_logging_enabled: row.is_data_discount_logging_enabled === 1,
     is_observability_broadcast_enabled: row.is_observability_broadcast_enabled === 1,
@@ -234,7 +233,7 @@ export class WorkspacesService {
         });
       });
     } catch (err) {
-      if (store.isUniqueViolation(err)) throw slugConflict(row.slug);
+      if (isUniqueViolation(err)) throw slugConflict(row.slug);
       throw err;
     }
     return row;
@@ -257,7 +256,7 @@ export class WorkspacesService {
     try {
       await store.updateWorkspace(this.db, ws.id, cols);
     } catch (err) {
-      if (store.isUniqueViolation(err)) throw slugConflict(cols.slug ?? ws.slug);
+      if (isUniqueViolation(err)) throw slugConflict(cols.slug ?? ws.slug);
       throw err;
     }
     const next = await store.findWorkspace(this.db, caller.organizationId, ws.id);
@@ -290,7 +289,7 @@ export class WorkspacesService {
       });
     } catch (err) {
       // A key created in the workspace while it was being deleted.
-      if (store.isForeignKeyViolation(err)) {
+      if (isForeignKeyViolation(err)) {
         throw activeKeys(await keysStore.countKeysInWorkspace(this.db, ws.id, true));
       }
       throw err;

@@ -73,18 +73,6 @@ export const findWorkspaceMember = (db: Db, workspaceId: string, userId: string)
 
 export type WorkspaceMemberRow = WorkspaceMembersTable;
 
-/** True for a unique-constraint violation (PostgreSQL 23505, SQLite SQLITE_CONSTRAINT_UNIQUE/PK). */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
-
-/** True for a foreign-key violation (PostgreSQL 23503, SQLite SQLITE_CONSTRAINT_FOREIGNKEY). */
-export function isForeignKeyViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
-}
-
 /** Whether another workspace of the organization already uses `slug`. */
 export async function slugTaken(db: Db, organizationId: string, slug: string, exceptId?: string) {
   let q = db

@@ -2,6 +2,7 @@ import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import type { OrganizationsService } from '../accounts/organizations.service.js';
 import type { WorkspacesService } from '../accounts/workspaces.service.js';
+import { fromJsonList, toBit, toJsonList } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
 import { decrypt, encrypt, maskSecret } from '../lib/crypto.js';
 import { ApiError, badRequest, notFound } from '../lib/errors.js';
@@ -45,9 +46,6 @@ export interface ByokListQuery {
 export type ByokView = ReturnType<typeof byokView>;
 
 const bool = (b: boolean | undefined, fallback: boolean): number => ((b ?? fallback) ? 1 : 0);
-const zdr = (b: boolean | null): number | null => (b === null ? null : b ? 1 : 0);
-const json = (list: string[] | null): string | null => (list === null ? null : JSON.stringify(list));
-const parseList = (text: string | null): string[] | null => (text === null ? null : JSON.parse(text));
 
 export function byokView(row: store.ByokRow) {
   return {
@@ -62,9 +60,9 @@ export function byokView(row: store.ByokRow) {
     is_required: row.is_required === 1,
     declared_zdr: row.declared_zdr === null ? null : row.declared_zdr === 1,
     sort_order: Number(row.sort_order),
-    allowed_api_key_hashes: parseList(row.allowed_api_key_hashes),
-    allowed_models: parseList(row.allowed_models),
-    allowed_user_ids: parseList(row.allowed_user_ids),
+    allowed_api_key_hashes: fromJsonList(row.allowed_api_key_hashes),
+    allowed_models: fromJsonList(row.allowed_models),
+    allowed_user_ids: fromJsonList(row.allowed_user_ids),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -128,7 +126,7 @@ export class ByokService {
         is_fallback: isFallback ? 1 : 0,
         is_byok_only: isByokOnly ? 1 : 0,
         is_required: bool(input.is_required, false),
-        declared_zdr: zdr(input.declared_zdr ?? null),
+        declared_zdr: toBit(input.declared_zdr ?? null),
         sort_order:
           input.sort_order ?? (await store.nextSortOrder(tx, organizationId, workspace.id, input.provider)),
         allowed_api_key_hashes: fields.allowed_api_key_hashes ?? null,
@@ -182,7 +180,7 @@ export class ByokService {
       ...(patch.is_fallback !== undefined ? { is_fallback: bool(patch.is_fallback, false) } : {}),
       ...(patch.is_byok_only !== undefined ? { is_byok_only: bool(patch.is_byok_only, false) } : {}),
       ...(patch.is_required !== undefined ? { is_required: bool(patch.is_required, false) } : {}),
-      ...(patch.declared_zdr !== undefined ? { declared_zdr: zdr(patch.declared_zdr) } : {}),
+      ...(patch.declared_zdr !== undefined ? { declared_zdr: toBit(patch.declared_zdr) } : {}),
       ...(patch.sort_order !== undefined ? { sort_order: patch.sort_order } : {}),
       updated_at: nowIso(),
     };
@@ -238,7 +236,7 @@ export class ByokService {
             `allowed_api_key_hashes: ${bad} of ${list.length} entries are not API keys of this organization`,
           );
         }
-        out.allowed_api_key_hashes = json(list);
+        out.allowed_api_key_hashes = toJsonList(list);
       } else out.allowed_api_key_hashes = null;
     }
 
@@ -247,7 +245,7 @@ export class ByokService {
       if (models?.some((m) => m.trim().length === 0)) {
         throw badRequest('allowed_models must not contain empty entries');
       }
-      out.allowed_models = json(models === null ? null : unique(models.map((m) => m.trim())));
+      out.allowed_models = toJsonList(models === null ? null : unique(models.map((m) => m.trim())));
     }
 
     const users = input.allowed_user_ids;
@@ -261,7 +259,7 @@ export class ByokService {
             `allowed_user_ids: ${bad} of ${list.length} entries are not members of this organization`,
           );
         }
-        out.allowed_user_ids = json(list);
+        out.allowed_user_ids = toJsonList(list);
       } else out.allowed_user_ids = null;
     }
     return out;

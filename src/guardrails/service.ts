@@ -1,6 +1,7 @@
 import type { Updateable } from 'kysely';
 import type { Caller } from '../accounts/caller.js';
 import type { WorkspacesService } from '../accounts/workspaces.service.js';
+import { fromJsonList, toBit, toJsonList } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
 import type { GuardrailsTable } from '../db/schema.js';
 import { badRequest, notFound } from '../lib/errors.js';
@@ -54,11 +55,6 @@ export type GuardrailView = ReturnType<typeof guardrailView>;
 
 const DEFAULT_GUARDRAIL_NAME = 'Default guardrail';
 
-const parseList = <T>(text: string | null): T[] | null => (text === null ? null : (JSON.parse(text) as T[]));
-const jsonList = (list: readonly unknown[] | null): string | null =>
-  list === null ? null : JSON.stringify(list);
-const bit = (v: boolean | null): number | null => (v === null ? null : v ? 1 : 0);
-
 export function guardrailView(row: store.GuardrailRow) {
   return {
     id: row.id,
@@ -69,15 +65,15 @@ export function guardrailView(row: store.GuardrailRow) {
     updated_at: row.updated_at,
     limit_usd: row.limit_usd,
     reset_interval: row.reset_interval,
-    allowed_data_regions: parseList<string>(row.allowed_data_regions),
-    allowed_models: parseList<string>(row.allowed_models),
-    allowed_providers: parseList<string>(row.allowed_providers),
-    ignored_models: parseList<string>(row.ignored_models),
-    ignored_providers: parseList<string>(row.ignored_providers),
+    allowed_data_regions: fromJsonList<string>(row.allowed_data_regions),
+    allowed_models: fromJsonList<string>(row.allowed_models),
+    allowed_providers: fromJsonList<string>(row.allowed_providers),
+    ignored_models: fromJsonList<string>(row.ignored_models),
+    ignored_providers: fromJsonList<string>(row.ignored_providers),
     include_byok_in_budgets: row.include_byok_in_budgets === 1,
-    content_filters: parseList<ContentFilter>(row.content_filters),
+    content_filters: fromJsonList<ContentFilter>(row.content_filters),
     content_filter_builtins:
-      parseList<StoredBuiltinFilter>(row.content_filter_builtins)?.map(builtinFilterView) ?? null,
+      fromJsonList<StoredBuiltinFilter>(row.content_filter_builtins)?.map(builtinFilterView) ?? null,
     // The seed types these eight flags as plain booleans: unset (null) reads as false.
     enable_free_model_publication: row.enable_free_model_publication === 1,
     enable_free_model_training: row.enable_free_model_training === 1,
@@ -116,21 +112,21 @@ function columnsOf(f: GuardrailFields): Updateable<GuardrailsTable> {
   if (f.allowed_data_regions !== undefined) {
     const bad = (f.allowed_data_regions ?? []).filter((r) => !DATA_REGIONS.includes(r));
     if (bad.length > 0) throw badRequest(`allowed_data_regions has unknown regions: ${bad.join(', ')}`);
-    c.allowed_data_regions = jsonList(f.allowed_data_regions && unique(f.allowed_data_regions));
+    c.allowed_data_regions = toJsonList(f.allowed_data_regions && unique(f.allowed_data_regions));
   }
   for (const field of ['allowed_models', 'ignored_models'] as const) {
     const v = f[field];
-    if (v !== undefined) c[field] = jsonList(v && normaliseModels(field, v));
+    if (v !== undefined) c[field] = toJsonList(v && normaliseModels(field, v));
   }
   for (const field of ['allowed_providers', 'ignored_providers'] as const) {
     const v = f[field];
-    if (v !== undefined) c[field] = jsonList(v && normaliseProviders(field, v));
+    if (v !== undefined) c[field] = toJsonList(v && normaliseProviders(field, v));
   }
   if (f.content_filters !== undefined) {
-    c.content_filters = jsonList(f.content_filters && normaliseContentFilters(f.content_filters));
+    c.content_filters = toJsonList(f.content_filters && normaliseContentFilters(f.content_filters));
   }
   if (f.content_filter_builtins !== undefined) {
-    c.content_filter_builtins = jsonList(
+    c.content_filter_builtins = toJsonList(
       f.content_filter_builtins && normaliseBuiltinFilters(f.content_filter_builtins),
     );
   }
@@ -142,13 +138,13 @@ function columnsOf(f: GuardrailFields): Updateable<GuardrailsTable> {
     'enforce_zdr',
   ] as const) {
     const v = f[flag];
-    if (v !== undefined) c[flag] = bit(v);
+    if (v !== undefined) c[flag] = toBit(v);
   }
   // enforce_zdr is copied into every per-vendor flag the same request leaves out.
   for (const vendor of ZDR_VENDORS) {
     const flag: ZdrVendorFlag = `enforce_zdr_${vendor}`;
     const v = f[flag] !== undefined ? f[flag] : f.enforce_zdr;
-    if (v !== undefined) c[flag] = bit(v);
+    if (v !== undefined) c[flag] = toBit(v);
   }
   return c;
 }
