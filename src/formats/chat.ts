@@ -1,0 +1,163 @@
+/**
+ * The canonical request/response shapes inside Gatehouse: OpenAI Chat Completions, the hub every
+ * other format translates through (messages ⇄ chat ⇄ responses, and each provider's wire format).
+ * Only the fields Gatehouse understands are typed; translation refuses (400) what it cannot carry.
+ */
+
+export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: Role;
+  content: string | ContentPart[] | null;
+  name?: string;
+  /** assistant messages */
+  tool_calls?: ToolCall[];
+  /** assistant messages: reasoning text produced by the model (OpenRouter-style field) */
+  reasoning?: string | null;
+  /** tool messages */
+  tool_call_id?: string;
+}
+
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean };
+}
+
+export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean };
+    };
+
+export interface ReasoningConfig {
+  effort?: 'minimal' | 'low' | 'medium' | 'high';
+  max_tokens?: number;
+  exclude?: boolean;
+}
+
+export interface ChatRequest {
+  /** For providers: the upstream model id. At the edge: the slug the caller asked for. */
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  stop?: string | string[];
+  seed?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  tools?: ToolDefinition[];
+  tool_choice?: ToolChoice;
+  parallel_tool_calls?: boolean;
+  response_format?: ResponseFormat;
+  logprobs?: boolean;
+  top_logprobs?: number;
+  reasoning?: ReasoningConfig;
+  user?: string;
+}
+
+export interface TopLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[] | null;
+}
+
+export interface Logprobs {
+  content: (TopLogprob & { top_logprobs: TopLogprob[] })[] | null;
+  refusal?: unknown[] | null;
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'error';
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; audio_tokens?: number };
+  completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number };
+}
+
+export interface ChatResponse {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: ChatMessage & { role: 'assistant'; refusal?: string | null };
+    finish_reason: FinishReason | null;
+    /** The provider's own finish reason (e.g. Anthropic's `end_turn`). */
+    native_finish_reason?: string | null;
+    logprobs?: Logprobs | null;
+  }[];
+  usage?: Usage;
+  system_fingerprint?: string | null;
+}
+
+export interface ChatChunkToolCall {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+export interface ChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: {
+      role?: 'assistant';
+      content?: string | null;
+      reasoning?: string | null;
+      tool_calls?: ChatChunkToolCall[];
+    };
+    finish_reason: FinishReason | null;
+    native_finish_reason?: string | null;
+    logprobs?: Logprobs | null;
+  }[];
+  /** Present on the last chunk (OpenAI sends it with empty `choices`). */
+  usage?: Usage | null;
+}
+
+export interface EmbeddingsRequest {
+  model: string;
+  input: string | string[] | number[] | number[][];
+  encoding_format?: 'float' | 'base64';
+  dimensions?: number;
+  user?: string;
+}
+
+export interface EmbeddingsResponse {
+  object: 'list';
+  data: { object: 'embedding'; index: number; embedding: number[] | string }[];
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
+}
+
+/** A request the target format cannot express: the edge answers 400 with this message. */
+export class TranslationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TranslationError';
+  }
+}
