@@ -1,0 +1,38 @@
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+
+export interface SseEvent {
+  /** The `event:` field; undefined for unnamed events (OpenAI streams). */
+  event?: string;
+  data: string;
+}
+
+/** One SSE frame: `event: x\ndata: y\n\n` (multi-line data split over several `data:` lines). */
+export function encodeSse(e: SseEvent): string {
+  const data = e.data
+    .split('\n')
+    .map((line) => `data: ${line}`)
+    .join('\n');
+  return `${e.event ? `event: ${e.event}\n` : ''}${data}\n\n`;
+}
+
+/** A JSON payload as an SSE frame. */
+export const sseJson = (data: unknown, event?: string): string =>
+  encodeSse({ event, data: JSON.stringify(data) });
+
+/**
+ * Parses a byte stream of SSE into events as they arrive (comments and retry fields are skipped).
+ * Works on undici/fetch bodies (async-iterable Uint8Array chunks).
+ */
+export async function* parseSse(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
+  const queue: SseEvent[] = [];
+  const parser = createParser({
+    onEvent: (m: EventSourceMessage) => queue.push({ event: m.event, data: m.data }),
+  });
+  const decoder = new TextDecoder();
+  for await (const chunk of body) {
+    parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+    while (queue.length > 0) yield queue.shift() as SseEvent;
+  }
+  parser.feed(decoder.decode());
+  while (queue.length > 0) yield queue.shift() as SseEvent;
+}
