@@ -40,7 +40,7 @@ export type ResponseFormat =
   | { type: 'json_object' }
   | {
       type: 'json_schema';
-      json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean };
+      json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean };
     };
 
 export interface ReasoningConfig {

@@ -1,0 +1,282 @@
+import type OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { TranslationError } from './chat.js';
+import { chatRequestFromBody } from './chat-edge.js';
+
+describe('chatRequestFromBody', () => {
+  it('keeps every canonical field of a full OpenAI body and ignores Gatehouse / unknown fields (golden)', () => {
+    const body: OpenAI.Chat.ChatCompletionCreateParams & Record<string, unknown> = {
+      model: 'openai/gpt-test',
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'developer', content: [{ type: 'text', text: 'dev' }] },
+        {
+          role: 'user',
+          name: 'ann',
+          content: [
+            { type: 'text', text: 'Look' },
+            { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'high' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"x":1}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: 'ok' }] },
+        { role: 'assistant', content: [{ type: 'refusal', refusal: 'Not that.' }] },
+      ],
+      stream: true,
+      stream_options: { include_usage: true },
+      max_completion_tokens: 200,
+      temperature: 1.2,
+      top_p: 0.5,
+      stop: ['\n\n'],
+      seed: 7,
+      presence_penalty: 0.1,
+      frequency_penalty: -0.1,
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'f', description: 'F', parameters: { type: 'object' }, strict: true },
+        },
+      ],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'out', schema: { type: 'object' }, strict: true },
+      },
+      logprobs: true,
+      top_logprobs: 2,
+      reasoning_effort: 'low',
+      user: 'u',
+      n: 1,
+      store: false,
+      metadata: { a: 'b' },
+      service_tier: 'auto',
+      // Gatehouse-level fields: read by the router from the raw body, ignored here.
+      provider: { order: ['openai'] },
+      models: ['a', 'b'],
+      route: 'fallback',
+      transforms: ['middle-out'],
+      usage: { include: true },
+      debug: { echo_upstream_body: true },
+      something_new: 42,
+    };
+    expect(chatRequestFromBody(body)).toEqual({
+      model: 'openai/gpt-test',
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'developer', content: [{ type: 'text', text: 'dev' }] },
+        {
+          role: 'user',
+          name: 'ann',
+          content: [
+            { type: 'text', text: 'Look' },
+            { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'high' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"x":1}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: 'ok' }] },
+        { role: 'assistant', content: [{ type: 'text', text: 'Not that.' }] },
+      ],
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 200,
+      temperature: 1.2,
+      top_p: 0.5,
+      stop: ['\n\n'],
+      seed: 7,
+      presence_penalty: 0.1,
+      frequency_penalty: -0.1,
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'f', description: 'F', parameters: { type: 'object' }, strict: true },
+        },
+      ],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'out', schema: { type: 'object' }, strict: true },
+      },
+      logprobs: true,
+      top_logprobs: 2,
+      reasoning: { effort: 'low' },
+      user: 'u',
+    });
+  });
+
+  it('treats max_tokens and max_completion_tokens as the same field', () => {
+    const base = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+    expect(chatRequestFromBody({ ...base, max_tokens: 5 }).max_tokens).toBe(5);
+    expect(chatRequestFromBody({ ...base, max_completion_tokens: 6 }).max_tokens).toBe(6);
+    expect(chatRequestFromBody({ ...base, max_tokens: 7, max_completion_tokens: 7 })).toEqual({
+      ...base,
+      max_tokens: 7,
+    });
+  });
+
+  it('passes OpenRouter-style reasoning and assistant reasoning history through', () => {
+    const req = chatRequestFromBody({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'q' },
+        { role: 'assistant', content: 'a', reasoning: 'because' },
+      ],
+      reasoning: { max_tokens: 1000, exclude: true, enabled: true },
+      stop: 'STOP',
+    });
+    expect(req.messages[1]).toEqual({ role: 'assistant', content: 'a', reasoning: 'because' });
+    expect(req.reasoning).toEqual({ max_tokens: 1000, exclude: true });
+    expect(req.stop).toBe('STOP');
+  });
+
+  it('maps legacy functions / function_call (request, history and function messages)', () => {
+    const req = chatRequestFromBody({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          function_call: { name: 'get_weather', arguments: '{"city":"Rome"}' },
+        },
+        { role: 'function', name: 'get_weather', content: '20°C' },
+      ],
+      functions: [{ name: 'get_weather', parameters: { type: 'object' } }],
+      function_call: { name: 'get_weather' },
+    });
+    expect(req.messages.slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_legacy_1',
+            type: 'function',
+            function: { name: 'get_weather', arguments: '{"city":"Rome"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_legacy_1', content: '20°C' },
+    ]);
+    expect(req.tools).toEqual([
+      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } },
+    ]);
+    expect(req.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } });
+    expect(
+      chatRequestFromBody({ model: 'm', messages: [{ role: 'user', content: 'x' }], function_call: 'none' })
+        .tool_choice,
+    ).toBe('none');
+  });
+
+  it('says exactly "n > 1 is not supported"', () => {
+    expect(() =>
+      chatRequestFromBody({ model: 'm', messages: [{ role: 'user', content: 'x' }], n: 2 }),
+    ).toThrow(new TranslationError('n > 1 is not supported'));
+  });
+
+  const ok = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+  const msg = (m: unknown) => ({ ...ok, messages: [m] });
+  it.each([
+    ['body', []],
+    ['model', { messages: ok.messages }],
+    ['messages', { model: 'm', messages: [] }],
+    ['messages', { model: 'm' }],
+    ['messages[0].role', msg({ role: 'robot', content: 'x' })],
+    [
+      'messages[0].content[0].type',
+      msg({ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }),
+    ],
+    [
+      'messages[0].content[0].type',
+      msg({ role: 'user', content: [{ type: 'file', file: { file_id: 'f' } }] }),
+    ],
+    [
+      'messages[0].content[0].image_url',
+      msg({ role: 'user', content: [{ type: 'image_url', image_url: 'https://x' }] }),
+    ],
+    [
+      'messages[0].content[0].image_url.detail',
+      msg({ role: 'user', content: [{ type: 'image_url', image_url: { url: 'u', detail: 'max' } }] }),
+    ],
+    ['messages[0].content', msg({ role: 'user', content: 5 })],
+    [
+      'messages[0].content[0].type',
+      msg({ role: 'system', content: [{ type: 'image_url', image_url: { url: 'u' } }] }),
+    ],
+    ['messages[0].tool_call_id', msg({ role: 'tool', content: 'x' })],
+    [
+      'messages[0].tool_calls[0].function.arguments',
+      msg({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }],
+      }),
+    ],
+    [
+      'messages[0].tool_calls[0].type',
+      msg({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'custom', custom: { name: 'f', input: 'x' } }],
+      }),
+    ],
+    ['messages[0].audio', msg({ role: 'assistant', content: null, audio: { id: 'a1' } })],
+    ['messages[0]', msg({ role: 'function', name: 'f', content: 'orphan' })],
+    ['max_tokens', { ...ok, max_tokens: 0 }],
+    ['max_completion_tokens', { ...ok, max_tokens: 5, max_completion_tokens: 6 }],
+    ['temperature', { ...ok, temperature: 2.5 }],
+    ['top_p', { ...ok, top_p: 'high' }],
+    ['stop[0]', { ...ok, stop: [1] }],
+    ['seed', { ...ok, seed: 1.5 }],
+    ['presence_penalty', { ...ok, presence_penalty: 3 }],
+    ['frequency_penalty', { ...ok, frequency_penalty: -3 }],
+    ['tools[0].type', { ...ok, tools: [{ type: 'custom', custom: { name: 'x' } }] }],
+    ['tools[0].function.name', { ...ok, tools: [{ type: 'function', function: {} }] }],
+    ['functions', { ...ok, tools: [], functions: [] }],
+    ['tool_choice', { ...ok, tool_choice: 'always' }],
+    [
+      'tool_choice.type',
+      { ...ok, tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'auto', tools: [] } } },
+    ],
+    ['function_call', { ...ok, tool_choice: 'auto', function_call: 'auto' }],
+    ['response_format.type', { ...ok, response_format: { type: 'xml' } }],
+    [
+      'response_format.json_schema.name',
+      { ...ok, response_format: { type: 'json_schema', json_schema: {} } },
+    ],
+    ['logprobs', { ...ok, logprobs: 'yes' }],
+    ['top_logprobs', { ...ok, top_logprobs: 21 }],
+    ['reasoning.enabled', { ...ok, reasoning: { enabled: false } }],
+    ['reasoning.effort', { ...ok, reasoning: { effort: 'ultra' } }],
+    ['reasoning_effort', { ...ok, reasoning: { effort: 'high' }, reasoning_effort: 'low' }],
+    ['stream', { ...ok, stream: 'true' }],
+    ['stream_options.include_usage', { ...ok, stream_options: { include_usage: 1 } }],
+    ['user', { ...ok, user: 5 }],
+    ['audio', { ...ok, audio: { voice: 'alloy', format: 'mp3' } }],
+    ['modalities', { ...ok, modalities: ['text', 'audio'] }],
+    ['prediction', { ...ok, prediction: { type: 'content', content: 'x' } }],
+    ['web_search_options', { ...ok, web_search_options: {} }],
+    ['logit_bias', { ...ok, logit_bias: { '50256': -100 } }],
+  ])('refuses %s', (field, body) => {
+    expect(() => chatRequestFromBody(body)).toThrow(TranslationError);
+    expect(() => chatRequestFromBody(body)).toThrow(new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}:`));
+  });
+
+  it('ignores no-op values of refused fields', () => {
+    expect(
+      chatRequestFromBody({ ...ok, logit_bias: {}, modalities: ['text'], n: 1, stream_options: {} }),
+    ).toEqual({
+      ...ok,
+      stream_options: {},
+    });
+  });
+});

@@ -1,0 +1,651 @@
+/**
+ * Anthropic Messages (`POST /messages`) at the edge: caller request → canonical chat, canonical
+ * response / stream → Anthropic `Message` / SSE events. Pure: data in, data out.
+ *
+ * Request mapping (anything not listed as mapped or ignored is refused with a TranslationError
+ * naming the field, never dropped):
+ *
+ * | Anthropic                                   | canonical                                                  |
+ * | ------------------------------------------- | ---------------------------------------------------------- |
+ * | `system` (string or text blocks)            | a leading `system` message (one text block → string)       |
+ * | `messages[].role: 'system'`                 | a `system` message in place                                |
+ * | user `text` / `image` blocks                | user content parts; base64 source → `data:` URL, url → URL |
+ * | user `tool_result`                          | a `tool` message (text → string; with images → parts)      |
+ * | `tool_result.is_error: true`                | content prefixed with `Error: ` (canonical has no flag)    |
+ * | assistant `text` blocks                     | `content`, concatenated                                    |
+ * | assistant `thinking` blocks                 | `reasoning` (joined with a blank line; signature dropped)  |
+ * | assistant `tool_use`                        | `tool_calls` (`arguments` = JSON.stringify(input))          |
+ * | `max_tokens` (required, ≥ 1)                | `max_tokens`                                               |
+ * | `temperature`, `top_p`                      | same                                                       |
+ * | `stop_sequences`                            | `stop`                                                     |
+ * | `tools` (custom)                            | function tools (`input_schema` → `parameters`)             |
+ * | `tool_choice` auto/any/tool/none            | auto/required/{function}/none                              |
+ * | `tool_choice.disable_parallel_tool_use`     | `parallel_tool_calls: false`                               |
+ * | `thinking` enabled / adaptive / disabled    | `reasoning.max_tokens` = budget / `reasoning: {}` / none   |
+ * | `thinking.display: 'omitted'`               | `reasoning.exclude: true`                                  |
+ * | `output_config.effort` low/medium/high      | `reasoning.effort`                                         |
+ * | `output_config.format` (json_schema)        | `response_format` json_schema (name `output`, strict)      |
+ * | `metadata.user_id`                          | `user`                                                     |
+ * | `stream`                                    | `stream` + `stream_options.include_usage`                  |
+ *
+ * Ignored (hints without semantics for the answer): `cache_control` anywhere (prompt-cache
+ * optimisation), `citations` on history text blocks, `redacted_thinking` and thinking signatures
+ * (opaque provider state Gatehouse cannot forward), `service_tier`, `speed`, `diagnostics`, a tool's
+ * `eager_input_streaming`, header params the SDK may leave in the body (`user_profile_id`,
+ * `workspace_id`, `betas`), Gatehouse's own fields (`provider`, `models`, `route`, …), unknown fields.
+ *
+ * Refused: `top_k`, `container`, `mcp_servers`, `context_management`, `inference_geo`, document /
+ * search-result / server-tool blocks, file image sources, server tools (any tool `type` other than
+ * `custom`), `thinking.type: 'between_tools'`, `output_config.effort` xhigh/max, tool
+ * `input_examples` / `defer_loading` / non-direct `allowed_callers`.
+ *
+ * Response mapping: `stop`→`end_turn` (`stop_sequence` when the provider says so natively),
+ * `length`→`max_tokens`, `tool_calls` (or any tool call present)→`tool_use`,
+ * `content_filter`→`refusal`. Thinking blocks carry THINKING_SIGNATURE (a placeholder: the canonical
+ * format has no signature to relay). Tool-call arguments that are not a JSON object become
+ * `input: {}` in a non-streamed message; streams forward the upstream's argument text verbatim as
+ * `input_json_delta`. Usage: `input_tokens` = prompt − cache reads − cache writes (Anthropic counts
+ * those separately).
+ */
+import type {
+  ChatChunk,
+  ChatMessage,
+  ChatRequest,
+  ChatResponse,
+  ContentPart,
+  FinishReason,
+  ReasoningConfig,
+  ToolCall,
+  ToolChoice,
+  ToolDefinition,
+  Usage,
+} from './chat.js';
+import { type Block, responseBlocks, segmentChatStream } from './segments.js';
+import {
+  argumentsObject,
+  arr,
+  compact,
+  fail,
+  given,
+  idBase,
+  isObj,
+  nonEmptyStr,
+  num,
+  type Obj,
+  obj,
+  oneOf,
+  optBool,
+  optNum,
+  optStr,
+  str,
+  strArray,
+} from './validate.js';
+
+/** Placeholder `signature` on thinking blocks: Anthropic clients require one, Gatehouse has none to give. */
+export const THINKING_SIGNATURE = 'gatehouse-unsigned';
+
+// ---------------------------------------------------------------------------------------------
+// Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
+// ---------------------------------------------------------------------------------------------
+
+export interface AnthropicTextBlock {
+  type: 'text';
+  text: string;
+  citations: null;
+}
+export interface AnthropicThinkingBlock {
+  type: 'thinking';
+  thinking: string;
+  signature: string;
+}
+export interface AnthropicToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: Obj;
+  caller: { type: 'direct' };
+}
+export type AnthropicContentBlock = AnthropicTextBlock | AnthropicThinkingBlock | AnthropicToolUseBlock;
+
+export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
+
+export interface AnthropicUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation: null;
+  server_tool_use: null;
+  service_tier: null;
+  inference_geo: null;
+  speed: null;
+  output_tokens_details: { thinking_tokens: number } | null;
+}
+
+export interface AnthropicMessage {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  model: string;
+  content: AnthropicContentBlock[];
+  stop_reason: AnthropicStopReason | null;
+  stop_sequence: string | null;
+  stop_details: { type: 'refusal'; category: null; explanation: null } | null;
+  usage: AnthropicUsage;
+  container: null;
+  diagnostics: null;
+}
+
+export type AnthropicStreamEvent =
+  | { type: 'message_start'; message: AnthropicMessage }
+  | { type: 'content_block_start'; index: number; content_block: AnthropicContentBlock }
+  | {
+      type: 'content_block_delta';
+      index: number;
+      delta:
+        | { type: 'text_delta'; text: string }
+        | { type: 'thinking_delta'; thinking: string }
+        | { type: 'signature_delta'; signature: string }
+        | { type: 'input_json_delta'; partial_json: string };
+    }
+  | { type: 'content_block_stop'; index: number }
+  | {
+      type: 'message_delta';
+      delta: {
+        stop_reason: AnthropicStopReason | null;
+        stop_sequence: string | null;
+        stop_details: AnthropicMessage['stop_details'];
+        container: null;
+      };
+      usage: {
+        input_tokens: number;
+        output_tokens: number;
+        cache_creation_input_tokens: number;
+        cache_read_input_tokens: number;
+        server_tool_use: null;
+        output_tokens_details: { thinking_tokens: number } | null;
+      };
+    }
+  | { type: 'message_stop' }
+  | { type: 'error'; error: { type: 'api_error'; message: string } };
+
+/** One SSE frame: `event` is the event name (equal to `data.type`). */
+export interface AnthropicSseEvent {
+  event: AnthropicStreamEvent['type'];
+  data: AnthropicStreamEvent;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request: Anthropic → canonical
+// ---------------------------------------------------------------------------------------------
+
+const REFUSED_FIELDS: Record<string, string> = {
+  top_k: 'top-k sampling is not supported (the canonical request has no top_k)',
+  container: 'code-execution containers are not supported',
+  mcp_servers: 'MCP servers are not supported',
+  context_management: 'server-side context management is not supported',
+  inference_geo: 'inference geography cannot be guaranteed through Gatehouse',
+};
+
+const IMAGE_MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
+
+function imagePart(block: Obj, path: string): ContentPart {
+  const source = obj(block.source, `${path}.source`);
+  const type = source.type;
+  if (type === 'base64') {
+    const mediaType = oneOf(source.media_type, `${path}.source.media_type`, IMAGE_MEDIA_TYPES);
+    const data = nonEmptyStr(source.data, `${path}.source.data`);
+    return { type: 'image_url', image_url: { url: `data:${mediaType};base64,${data}` } };
+  }
+  if (type === 'url')
+    return { type: 'image_url', image_url: { url: nonEmptyStr(source.url, `${path}.source.url`) } };
+  if (type === 'file') fail(`${path}.source.type`, "'file' image sources (Files API) are not supported");
+  return fail(`${path}.source.type`, "must be 'base64' or 'url'");
+}
+
+function textOfBlocks(v: unknown, path: string): string | ContentPart[] {
+  if (typeof v === 'string') return v;
+  const parts = arr(v, path).map((b, i): ContentPart => {
+    const block = obj(b, `${path}[${i}]`);
+    if (block.type !== 'text') fail(`${path}[${i}].type`, "only 'text' blocks are allowed here");
+    return { type: 'text', text: str(block.text, `${path}[${i}].text`) };
+  });
+  return parts.length === 1 ? (parts[0] as { text: string }).text : parts;
+}
+
+function toolResultMessage(block: Obj, path: string): ChatMessage {
+  const toolCallId = nonEmptyStr(block.tool_use_id, `${path}.tool_use_id`);
+  const isError = optBool(block.is_error, `${path}.is_error`) === true;
+  let parts: ContentPart[] = [];
+  if (typeof block.content === 'string') parts = [{ type: 'text', text: block.content }];
+  else if (given(block.content)) {
+    parts = arr(block.content, `${path}.content`).map((b, i): ContentPart => {
+      const p = `${path}.content[${i}]`;
+      const inner = obj(b, p);
+      if (inner.type === 'text') return { type: 'text', text: str(inner.text, `${p}.text`) };
+      if (inner.type === 'image') return imagePart(inner, p);
+      return fail(`${p}.type`, `'${String(inner.type)}' blocks are not supported in tool results`);
+    });
+  }
+  if (isError) {
+    const first = parts[0];
+    if (first?.type === 'text') parts[0] = { type: 'text', text: `Error: ${first.text}` };
+    else parts.unshift({ type: 'text', text: 'Error' });
+  }
+  const allText = parts.every((p) => p.type === 'text');
+  const content = allText ? parts.map((p) => (p as { text: string }).text).join('\n') : parts;
+  return { role: 'tool', tool_call_id: toolCallId, content };
+}
+
+function userMessages(content: unknown, path: string): ChatMessage[] {
+  if (typeof content === 'string') return [{ role: 'user', content }];
+  const blocks = arr(content, path);
+  if (blocks.length === 0) fail(path, 'must not be empty');
+  const out: ChatMessage[] = [];
+  let parts: ContentPart[] = [];
+  const flush = () => {
+    if (parts.length) out.push({ role: 'user', content: parts });
+    parts = [];
+  };
+  for (const [i, b] of blocks.entries()) {
+    const p = `${path}[${i}]`;
+    const block = obj(b, p);
+    switch (block.type) {
+      case 'text':
+        parts.push({ type: 'text', text: str(block.text, `${p}.text`) });
+        break;
+      case 'image':
+        parts.push(imagePart(block, p));
+        break;
+      case 'tool_result':
+        flush();
+        out.push(toolResultMessage(block, p));
+        break;
+      case 'document':
+        fail(`${p}.type`, "'document' blocks (PDF / plain-text documents) are not supported");
+        break;
+      default:
+        fail(`${p}.type`, `'${String(block.type)}' blocks are not supported in user messages`);
+    }
+  }
+  flush();
+  return out;
+}
+
+function assistantMessage(content: unknown, path: string): ChatMessage | null {
+  if (typeof content === 'string') return { role: 'assistant', content };
+  const blocks = arr(content, path);
+  let text: string | null = null;
+  const reasoning: string[] = [];
+  const toolCalls: ToolCall[] = [];
+  for (const [i, b] of blocks.entries()) {
+    const p = `${path}[${i}]`;
+    const block = obj(b, p);
+    switch (block.type) {
+      case 'text':
+        text = (text ?? '') + str(block.text, `${p}.text`);
+        break;
+      case 'thinking':
+        reasoning.push(str(block.thinking, `${p}.thinking`));
+        break;
+      case 'redacted_thinking':
+        break; // opaque provider state: nothing Gatehouse can forward
+      case 'tool_use': {
+        if (isObj(block.caller) && block.caller.type !== 'direct') {
+          fail(`${p}.caller.type`, 'only direct tool calls are supported');
+        }
+        const input = given(block.input) ? obj(block.input, `${p}.input`) : {};
+        toolCalls.push({
+          id: nonEmptyStr(block.id, `${p}.id`),
+          type: 'function',
+          function: { name: nonEmptyStr(block.name, `${p}.name`), arguments: JSON.stringify(input) },
+        });
+        break;
+      }
+      default:
+        fail(`${p}.type`, `'${String(block.type)}' blocks are not supported in assistant messages`);
+    }
+  }
+  if (text === null && toolCalls.length === 0 && reasoning.length === 0) return null;
+  const m: ChatMessage = { role: 'assistant', content: text };
+  if (reasoning.length) m.reasoning = reasoning.join('\n\n');
+  if (toolCalls.length) m.tool_calls = toolCalls;
+  return m;
+}
+
+function tools(v: unknown): ToolDefinition[] {
+  return arr(v, 'tools').map((t, i): ToolDefinition => {
+    const p = `tools[${i}]`;
+    const tool = obj(t, p);
+    if (given(tool.type) && tool.type !== 'custom') {
+      fail(`${p}.type`, `server tool '${String(tool.type)}' is not supported (only custom tools)`);
+    }
+    if (Array.isArray(tool.input_examples) && tool.input_examples.length) {
+      fail(`${p}.input_examples`, 'tool input examples are not supported');
+    }
+    if (tool.defer_loading === true) fail(`${p}.defer_loading`, 'deferred tool loading is not supported');
+    if (
+      given(tool.allowed_callers) &&
+      strArray(tool.allowed_callers, `${p}.allowed_callers`).some((c) => c !== 'direct')
+    ) {
+      fail(`${p}.allowed_callers`, "only 'direct' callers are supported");
+    }
+    const fn: ToolDefinition['function'] = {
+      name: nonEmptyStr(tool.name, `${p}.name`),
+      parameters: obj(tool.input_schema, `${p}.input_schema`),
+    };
+    const description = optStr(tool.description, `${p}.description`);
+    if (description !== undefined) fn.description = description;
+    const strict = optBool(tool.strict, `${p}.strict`);
+    if (strict !== undefined) fn.strict = strict;
+    return { type: 'function', function: fn };
+  });
+}
+
+function toolChoice(v: unknown): { choice: ToolChoice; parallel?: false } {
+  const tc = obj(v, 'tool_choice');
+  const parallel = optBool(tc.disable_parallel_tool_use, 'tool_choice.disable_parallel_tool_use')
+    ? false
+    : undefined;
+  switch (tc.type) {
+    case 'auto':
+      return { choice: 'auto', parallel };
+    case 'any':
+      return { choice: 'required', parallel };
+    case 'none':
+      return { choice: 'none' };
+    case 'tool':
+      return {
+        choice: { type: 'function', function: { name: nonEmptyStr(tc.name, 'tool_choice.name') } },
+        parallel,
+      };
+    default:
+      return fail('tool_choice.type', "must be one of 'auto', 'any', 'tool', 'none'");
+  }
+}
+
+function reasoningConfig(b: Obj): ReasoningConfig | undefined {
+  let reasoning: ReasoningConfig | undefined;
+  if (given(b.thinking)) {
+    const t = obj(b.thinking, 'thinking');
+    switch (t.type) {
+      case 'enabled':
+        reasoning = { max_tokens: num(t.budget_tokens, 'thinking.budget_tokens', { integer: true, min: 1 }) };
+        break;
+      case 'adaptive':
+        reasoning = {};
+        break;
+      case 'disabled':
+        break;
+      case 'between_tools':
+        fail('thinking.type', "'between_tools' thinking is not supported");
+        break;
+      default:
+        fail('thinking.type', "must be one of 'enabled', 'adaptive', 'disabled'");
+    }
+    if (reasoning && t.display === 'omitted') reasoning.exclude = true;
+  }
+  if (isObj(b.output_config) && given(b.output_config.effort)) {
+    const effort = b.output_config.effort;
+    if (effort === 'xhigh' || effort === 'max') {
+      fail('output_config.effort', `'${effort}' has no canonical equivalent (low, medium or high)`);
+    }
+    reasoning = {
+      ...reasoning,
+      effort: oneOf(effort, 'output_config.effort', ['low', 'medium', 'high'] as const),
+    };
+  }
+  return reasoning;
+}
+
+/** Validates an Anthropic Messages request body and translates it to a canonical chat request. */
+export function messagesRequestToChat(body: unknown): ChatRequest {
+  const b = obj(body, 'body');
+  for (const [field, why] of Object.entries(REFUSED_FIELDS)) if (given(b[field])) fail(field, why);
+
+  const model = nonEmptyStr(b.model, 'model');
+  if (!given(b.max_tokens)) fail('max_tokens', 'is required');
+  const maxTokens = num(b.max_tokens, 'max_tokens', { integer: true, min: 1 });
+
+  const messages: ChatMessage[] = [];
+  if (given(b.system)) {
+    const system = textOfBlocks(b.system, 'system');
+    if (system !== '') messages.push({ role: 'system', content: system });
+  }
+  const input = arr(b.messages, 'messages');
+  if (input.length === 0) fail('messages', 'must not be empty');
+  for (const [i, raw] of input.entries()) {
+    const p = `messages[${i}]`;
+    const m = obj(raw, p);
+    const role = oneOf(m.role, `${p}.role`, ['user', 'assistant', 'system'] as const);
+    if (role === 'system')
+      messages.push({ role: 'system', content: textOfBlocks(m.content, `${p}.content`) });
+    else if (role === 'user') messages.push(...userMessages(m.content, `${p}.content`));
+    else {
+      const a = assistantMessage(m.content, `${p}.content`);
+      if (a) messages.push(a);
+    }
+  }
+
+  const req: ChatRequest = { model, messages, max_tokens: maxTokens };
+  req.temperature = optNum(b.temperature, 'temperature', { min: 0, max: 1 });
+  req.top_p = optNum(b.top_p, 'top_p', { min: 0, max: 1 });
+  if (given(b.stop_sequences)) {
+    const stop = strArray(b.stop_sequences, 'stop_sequences');
+    if (stop.length) req.stop = stop;
+  }
+  if (given(b.tools)) {
+    const t = tools(b.tools);
+    if (t.length) req.tools = t;
+  }
+  if (given(b.tool_choice)) {
+    const { choice, parallel } = toolChoice(b.tool_choice);
+    req.tool_choice = choice;
+    req.parallel_tool_calls = parallel;
+  }
+  req.reasoning = reasoningConfig(b);
+  if (isObj(b.output_config) && given(b.output_config.format)) {
+    const f = obj(b.output_config.format, 'output_config.format');
+    if (f.type !== 'json_schema') fail('output_config.format.type', "must be 'json_schema'");
+    req.response_format = {
+      type: 'json_schema',
+      json_schema: { name: 'output', schema: obj(f.schema, 'output_config.format.schema'), strict: true },
+    };
+  } else if (given(b.output_config)) obj(b.output_config, 'output_config');
+  if (given(b.metadata)) {
+    const meta = obj(b.metadata, 'metadata');
+    req.user = optStr(meta.user_id, 'metadata.user_id');
+  }
+  if (optBool(b.stream, 'stream')) {
+    req.stream = true;
+    req.stream_options = { include_usage: true };
+  }
+  return compact(req);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response: canonical → Anthropic
+// ---------------------------------------------------------------------------------------------
+
+export const messageId = (chatId: string): string => `msg_${idBase(chatId)}`;
+
+function stopReason(
+  finish: FinishReason | null,
+  nativeFinish: string | null,
+  hasToolUse: boolean,
+): AnthropicStopReason {
+  if (finish === 'length') return 'max_tokens';
+  if (finish === 'content_filter') return 'refusal';
+  if (finish === 'tool_calls' || hasToolUse) return 'tool_use';
+  if (nativeFinish === 'stop_sequence') return 'stop_sequence';
+  return 'end_turn';
+}
+
+const stopDetails = (reason: AnthropicStopReason): AnthropicMessage['stop_details'] =>
+  reason === 'refusal' ? { type: 'refusal', category: null, explanation: null } : null;
+
+function tokenCounts(u: Usage | null | undefined) {
+  const cacheRead = u?.prompt_tokens_details?.cached_tokens ?? 0;
+  const cacheWrite = u?.prompt_tokens_details?.cache_write_tokens ?? 0;
+  const thinking = u?.completion_tokens_details?.reasoning_tokens;
+  return {
+    input_tokens: Math.max(0, (u?.prompt_tokens ?? 0) - cacheRead - cacheWrite),
+    output_tokens: u?.completion_tokens ?? 0,
+    cache_creation_input_tokens: cacheWrite,
+    cache_read_input_tokens: cacheRead,
+    output_tokens_details: thinking === undefined ? null : { thinking_tokens: thinking },
+  };
+}
+
+/** Canonical usage → Anthropic usage. */
+export function anthropicUsage(u: Usage | null | undefined): AnthropicUsage {
+  const c = tokenCounts(u);
+  return {
+    input_tokens: c.input_tokens,
+    output_tokens: c.output_tokens,
+    cache_creation_input_tokens: c.cache_creation_input_tokens,
+    cache_read_input_tokens: c.cache_read_input_tokens,
+    cache_creation: null,
+    server_tool_use: null,
+    service_tier: null,
+    inference_geo: null,
+    speed: null,
+    output_tokens_details: c.output_tokens_details,
+  };
+}
+
+function contentBlock(block: Block): AnthropicContentBlock {
+  switch (block.kind) {
+    case 'reasoning':
+      return { type: 'thinking', thinking: block.text, signature: THINKING_SIGNATURE };
+    case 'text':
+    case 'refusal':
+      return { type: 'text', text: block.text, citations: null };
+    case 'tool':
+      return {
+        type: 'tool_use',
+        id: block.id,
+        name: block.name,
+        input: argumentsObject(block.arguments) ?? {},
+        caller: { type: 'direct' },
+      };
+  }
+}
+
+/** A canonical chat response as an Anthropic `Message`; `model` is the model the caller asked for. */
+export function chatResponseToMessages(res: ChatResponse, model: string): AnthropicMessage {
+  const { blocks, finish, nativeFinish } = responseBlocks(res);
+  const reason = stopReason(
+    finish,
+    nativeFinish,
+    blocks.some((b) => b.kind === 'tool'),
+  );
+  return {
+    id: messageId(res.id),
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: blocks.map(contentBlock),
+    stop_reason: reason,
+    stop_sequence: null,
+    stop_details: stopDetails(reason),
+    usage: anthropicUsage(res.usage),
+    container: null,
+    diagnostics: null,
+  };
+}
+
+function startBlock(block: Block): AnthropicContentBlock {
+  switch (block.kind) {
+    case 'reasoning':
+      return { type: 'thinking', thinking: '', signature: '' };
+    case 'tool':
+      return { type: 'tool_use', id: block.id, name: block.name, input: {}, caller: { type: 'direct' } };
+    default:
+      return { type: 'text', text: '', citations: null };
+  }
+}
+
+const sse = (data: AnthropicStreamEvent): AnthropicSseEvent => ({ event: data.type, data });
+
+/**
+ * A canonical chunk stream as Anthropic SSE events: message_start → per block
+ * content_block_start / content_block_delta… / content_block_stop → message_delta → message_stop.
+ * Thinking blocks end with a `signature_delta` carrying THINKING_SIGNATURE. Final usage (from the
+ * last canonical chunk) is reported in message_delta, input counts included. If the input fails,
+ * an `error` event is the last thing emitted (the iterator's error is not rethrown).
+ */
+export async function* chatStreamToMessages(
+  chunks: AsyncIterable<ChatChunk>,
+  model: string,
+): AsyncGenerator<AnthropicSseEvent> {
+  for await (const s of segmentChatStream(chunks)) {
+    switch (s.type) {
+      case 'begin':
+        yield sse({
+          type: 'message_start',
+          message: {
+            id: messageId(s.id),
+            type: 'message',
+            role: 'assistant',
+            model,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            stop_details: null,
+            usage: { ...anthropicUsage(s.usage), output_tokens: 0 },
+            container: null,
+            diagnostics: null,
+          },
+        });
+        break;
+      case 'open':
+        yield sse({ type: 'content_block_start', index: s.index, content_block: startBlock(s.block) });
+        break;
+      case 'delta':
+        yield sse({
+          type: 'content_block_delta',
+          index: s.index,
+          delta:
+            s.kind === 'reasoning'
+              ? { type: 'thinking_delta', thinking: s.text }
+              : s.kind === 'tool'
+                ? { type: 'input_json_delta', partial_json: s.text }
+                : { type: 'text_delta', text: s.text },
+        });
+        break;
+      case 'close':
+        if (s.block.kind === 'reasoning') {
+          yield sse({
+            type: 'content_block_delta',
+            index: s.index,
+            delta: { type: 'signature_delta', signature: THINKING_SIGNATURE },
+          });
+        }
+        yield sse({ type: 'content_block_stop', index: s.index });
+        break;
+      case 'end': {
+        const reason = stopReason(
+          s.finish,
+          s.nativeFinish,
+          s.blocks.some((b) => b.kind === 'tool'),
+        );
+        yield sse({
+          type: 'message_delta',
+          delta: {
+            stop_reason: reason,
+            stop_sequence: null,
+            stop_details: stopDetails(reason),
+            container: null,
+          },
+          usage: { ...tokenCounts(s.usage), server_tool_use: null },
+        });
+        yield sse({ type: 'message_stop' });
+        break;
+      }
+      case 'error':
+        yield sse({ type: 'error', error: { type: 'api_error', message: s.message } });
+        return;
+    }
+  }
+}

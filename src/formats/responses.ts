@@ -1,0 +1,889 @@
+/**
+ * OpenAI Responses (`POST /responses`) at the edge: caller request → canonical chat, canonical
+ * response / stream → Responses `Response` / SSE events. Pure: data in, data out.
+ *
+ * Gatehouse does not store responses, so everything that needs server-side state is refused:
+ * `previous_response_id`, `conversation`, `store: true`, `background: true`, `item_reference`
+ * input items, `prompt` templates. `store: false` (or absent) is fine.
+ *
+ * Request mapping:
+ *
+ * | Responses                                        | canonical                                           |
+ * | ------------------------------------------------ | --------------------------------------------------- |
+ * | `instructions`                                   | a leading `system` message                          |
+ * | `input` string                                   | one user message                                    |
+ * | message items user/system/developer              | same role; `input_text` → text, `input_image` (URL) → image_url |
+ * | assistant message items (`output_text`, `refusal`) | assistant `content` (text concatenated)           |
+ * | `reasoning` items (summary text)                 | assistant `reasoning`                               |
+ * | `function_call` items                            | assistant `tool_calls` (id = `call_id`)             |
+ * | `function_call_output` items                     | `tool` messages                                     |
+ * | consecutive reasoning/assistant/function_call    | ONE assistant message (they are one model turn)     |
+ * | `max_output_tokens`, `temperature`, `top_p`      | `max_tokens`, same, same                            |
+ * | `tools` (type function)                          | function tools (`strict` passed as given)           |
+ * | `tool_choice` none/auto/required/{function}      | same                                                |
+ * | `parallel_tool_calls`                            | same                                                |
+ * | `text.format` text/json_object/json_schema       | `response_format`                                   |
+ * | `reasoning.effort`                               | `reasoning.effort`                                  |
+ * | `include: ['message.output_text.logprobs']`, `top_logprobs` | `logprobs`, `top_logprobs`               |
+ * | `stream`, `user`                                 | same (+ `stream_options.include_usage`)             |
+ *
+ * Ignored: `metadata`, `service_tier`, `reasoning.summary` / `generate_summary` (reasoning comes
+ * back as a single summary part whatever is asked), `encrypted_content` on reasoning items (opaque
+ * provider state), other `include` values, `truncation: 'disabled'`, `prompt_cache_key`,
+ * `safety_identifier`, `stream_options`, Gatehouse's own fields, unknown fields.
+ * Refused: built-in tools (web_search, file_search, computer_use, mcp, code_interpreter, …) and
+ * hosted tool choices, `file_id` images, `input_file` / `input_audio`, `truncation: 'auto'`,
+ * `max_tool_calls`.
+ *
+ * Responses: reasoning → a `reasoning` item with one `summary_text`; text → a `message` item;
+ * tool calls → `function_call` items. `length` → status `incomplete` with
+ * `incomplete_details.reason: 'max_output_tokens'` (`content_filter` likewise); streams end with
+ * `response.completed` or, for those, `response.incomplete`, as the OpenAI API does. `output_text`
+ * (the SDK convenience: all output_text parts joined) IS sent: the official client computes it for
+ * `responses.create()` but its stream helper (`responses.stream().finalResponse()`) does not.
+ */
+import type {
+  ChatChunk,
+  ChatMessage,
+  ChatRequest,
+  ChatResponse,
+  ContentPart,
+  FinishReason,
+  ReasoningConfig,
+  ResponseFormat,
+  ToolCall,
+  ToolChoice,
+  ToolDefinition,
+  Usage,
+} from './chat.js';
+import { type Block, type LogprobEntry, responseBlocks, segmentChatStream } from './segments.js';
+import {
+  arr,
+  compact,
+  fail,
+  given,
+  idBase,
+  nonEmptyStr,
+  num,
+  type Obj,
+  obj,
+  oneOf,
+  optBool,
+  optNum,
+  optStr,
+  str,
+} from './validate.js';
+
+// ---------------------------------------------------------------------------------------------
+// Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
+// ---------------------------------------------------------------------------------------------
+
+export interface ResponsesLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+export interface ResponsesOutputText {
+  type: 'output_text';
+  text: string;
+  annotations: never[];
+  logprobs: ResponsesLogprob[];
+}
+
+export interface ResponsesRefusal {
+  type: 'refusal';
+  refusal: string;
+}
+
+export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
+
+export interface ResponsesReasoningItem {
+  type: 'reasoning';
+  id: string;
+  summary: { type: 'summary_text'; text: string }[];
+}
+
+export interface ResponsesMessageItem {
+  type: 'message';
+  id: string;
+  role: 'assistant';
+  status: ItemStatus;
+  content: (ResponsesOutputText | ResponsesRefusal)[];
+}
+
+export interface ResponsesFunctionCallItem {
+  type: 'function_call';
+  id: string;
+  call_id: string;
+  name: string;
+  arguments: string;
+  status: ItemStatus;
+}
+
+export type ResponsesOutputItem = ResponsesReasoningItem | ResponsesMessageItem | ResponsesFunctionCallItem;
+
+export interface ResponsesUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+export type ResponsesTextFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      name: string;
+      schema: Record<string, unknown>;
+      strict: boolean | null;
+      description?: string;
+    };
+
+export interface ResponsesFunctionTool {
+  type: 'function';
+  name: string;
+  description: string | null;
+  parameters: Record<string, unknown> | null;
+  strict: boolean | null;
+}
+
+export type ResponsesToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; name: string };
+
+export interface ResponsesResponse {
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: 'in_progress' | 'completed' | 'incomplete' | 'failed';
+  background: boolean;
+  error: { code: 'server_error'; message: string } | null;
+  incomplete_details: { reason: 'max_output_tokens' | 'content_filter' } | null;
+  instructions: null;
+  max_output_tokens: number | null;
+  metadata: Record<string, string>;
+  model: string;
+  output: ResponsesOutputItem[];
+  /** SDK convenience, sent anyway: the text of every output_text part, joined. */
+  output_text: string;
+  parallel_tool_calls: boolean;
+  previous_response_id: null;
+  reasoning: { effort: ReasoningConfig['effort'] | null; summary: null };
+  store: false;
+  temperature: number | null;
+  text: { format: ResponsesTextFormat };
+  tool_choice: ResponsesToolChoice;
+  tools: ResponsesFunctionTool[];
+  top_p: number | null;
+  truncation: 'disabled';
+  usage?: ResponsesUsage;
+  user?: string;
+}
+
+type OutputTextPart = ResponsesOutputText;
+type SummaryPart = { type: 'summary_text'; text: string };
+
+export type ResponsesStreamEvent =
+  | { type: 'response.created'; sequence_number: number; response: ResponsesResponse }
+  | { type: 'response.in_progress'; sequence_number: number; response: ResponsesResponse }
+  | { type: 'response.completed'; sequence_number: number; response: ResponsesResponse }
+  | { type: 'response.incomplete'; sequence_number: number; response: ResponsesResponse }
+  | { type: 'response.failed'; sequence_number: number; response: ResponsesResponse }
+  | {
+      type: 'response.output_item.added';
+      sequence_number: number;
+      output_index: number;
+      item: ResponsesOutputItem;
+    }
+  | {
+      type: 'response.output_item.done';
+      sequence_number: number;
+      output_index: number;
+      item: ResponsesOutputItem;
+    }
+  | {
+      type: 'response.content_part.added' | 'response.content_part.done';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      content_index: number;
+      part: OutputTextPart;
+    }
+  | {
+      type: 'response.output_text.delta';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      content_index: number;
+      delta: string;
+      logprobs: ResponsesLogprob[];
+    }
+  | {
+      type: 'response.output_text.done';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      content_index: number;
+      text: string;
+      logprobs: ResponsesLogprob[];
+    }
+  | {
+      type: 'response.reasoning_summary_part.added' | 'response.reasoning_summary_part.done';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      summary_index: number;
+      part: SummaryPart;
+    }
+  | {
+      type: 'response.reasoning_summary_text.delta';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      summary_index: number;
+      delta: string;
+    }
+  | {
+      type: 'response.reasoning_summary_text.done';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      summary_index: number;
+      text: string;
+    }
+  | {
+      type: 'response.function_call_arguments.delta';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      delta: string;
+    }
+  | {
+      type: 'response.function_call_arguments.done';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      arguments: string;
+    }
+  | { type: 'error'; sequence_number: number; code: 'server_error'; message: string; param: null };
+
+/** One SSE frame: `event` is the event name (equal to `data.type`). */
+export interface ResponsesSseEvent {
+  event: ResponsesStreamEvent['type'];
+  data: ResponsesStreamEvent;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request: Responses → canonical
+// ---------------------------------------------------------------------------------------------
+
+const NOT_STORED = 'Gatehouse does not store responses; send the full conversation in `input` instead';
+
+function refuseStatefulFields(b: Obj): void {
+  if (given(b.previous_response_id)) fail('previous_response_id', NOT_STORED);
+  if (given(b.conversation)) fail('conversation', NOT_STORED);
+  if (b.store === true) fail('store', `true is not supported: ${NOT_STORED} (set store: false or omit it)`);
+  if (b.background === true)
+    fail('background', 'background responses are not supported (Gatehouse does not store responses)');
+  if (given(b.prompt)) fail('prompt', 'stored prompt templates are not supported');
+  if (b.truncation === 'auto') fail('truncation', "'auto' (server-side context truncation) is not supported");
+  if (given(b.max_tool_calls)) fail('max_tool_calls', 'is not supported');
+}
+
+function inputContent(content: unknown, path: string, allowImages: boolean): string | ContentPart[] {
+  if (typeof content === 'string') return content;
+  return arr(content, path).map((raw, i): ContentPart => {
+    const p = `${path}[${i}]`;
+    const part = obj(raw, p);
+    switch (part.type) {
+      case 'input_text':
+        return { type: 'text', text: str(part.text, `${p}.text`) };
+      case 'input_image': {
+        if (!allowImages) return fail(`${p}.type`, 'images are only allowed in user messages');
+        if (given(part.file_id))
+          return fail(`${p}.file_id`, 'file ids are not supported; send image_url (a URL or data: URL)');
+        const url = nonEmptyStr(part.image_url, `${p}.image_url`);
+        const detail = given(part.detail)
+          ? oneOf(part.detail, `${p}.detail`, ['auto', 'low', 'high'] as const)
+          : undefined;
+        return { type: 'image_url', image_url: detail ? { url, detail } : { url } };
+      }
+      case 'input_file':
+        return fail(`${p}.type`, "'input_file' content is not supported");
+      case 'input_audio':
+        return fail(`${p}.type`, "'input_audio' content is not supported");
+      default:
+        return fail(`${p}.type`, `'${String(part.type)}' content is not supported here`);
+    }
+  });
+}
+
+function assistantText(content: unknown, path: string): string {
+  if (typeof content === 'string') return content;
+  return arr(content, path)
+    .map((raw, i) => {
+      const p = `${path}[${i}]`;
+      const part = obj(raw, p);
+      if (part.type === 'output_text' || part.type === 'input_text') return str(part.text, `${p}.text`);
+      if (part.type === 'refusal') return str(part.refusal, `${p}.refusal`);
+      return fail(`${p}.type`, `'${String(part.type)}' content is not supported in assistant messages`);
+    })
+    .join('');
+}
+
+function reasoningText(item: Obj, path: string): string {
+  const texts: string[] = [];
+  if (given(item.summary)) {
+    for (const [i, raw] of arr(item.summary, `${path}.summary`).entries()) {
+      texts.push(str(obj(raw, `${path}.summary[${i}]`).text, `${path}.summary[${i}].text`));
+    }
+  }
+  if (texts.length === 0 && Array.isArray(item.content)) {
+    for (const [i, raw] of item.content.entries()) {
+      const part = obj(raw, `${path}.content[${i}]`);
+      if (part.type === 'reasoning_text') texts.push(str(part.text, `${path}.content[${i}].text`));
+    }
+  }
+  return texts.join('\n\n');
+}
+
+function toolOutput(v: unknown, path: string): string | ContentPart[] {
+  if (typeof v === 'string') return v;
+  const parts = inputContent(v, path, true);
+  return typeof parts !== 'string' && parts.every((p) => p.type === 'text')
+    ? parts.map((p) => (p as { text: string }).text).join('')
+    : parts;
+}
+
+function inputMessages(input: unknown): ChatMessage[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  const items = arr(input, 'input');
+  const out: ChatMessage[] = [];
+  let turn: { text: string | null; reasoning: string[]; toolCalls: ToolCall[] } | null = null;
+  const assistantTurn = () => {
+    turn ??= { text: null, reasoning: [], toolCalls: [] };
+    return turn;
+  };
+  const closeTurn = () => {
+    if (!turn) return;
+    const t = turn;
+    turn = null;
+    if (t.text === null && t.toolCalls.length === 0 && t.reasoning.length === 0) return;
+    const m: ChatMessage = { role: 'assistant', content: t.text };
+    if (t.reasoning.length) m.reasoning = t.reasoning.join('\n\n');
+    if (t.toolCalls.length) m.tool_calls = t.toolCalls;
+    out.push(m);
+  };
+
+  for (const [i, raw] of items.entries()) {
+    const p = `input[${i}]`;
+    const item = obj(raw, p);
+    const type = item.type ?? (given(item.role) ? 'message' : undefined);
+    switch (type) {
+      case 'message': {
+        const role = oneOf(item.role, `${p}.role`, ['user', 'assistant', 'system', 'developer'] as const);
+        if (role === 'assistant') {
+          const t = assistantTurn();
+          t.text = (t.text ?? '') + assistantText(item.content, `${p}.content`);
+        } else {
+          closeTurn();
+          out.push({ role, content: inputContent(item.content, `${p}.content`, role === 'user') });
+        }
+        break;
+      }
+      case 'reasoning': {
+        const text = reasoningText(item, p);
+        const t = assistantTurn();
+        if (text) t.reasoning.push(text);
+        break;
+      }
+      case 'function_call':
+        assistantTurn().toolCalls.push({
+          id: nonEmptyStr(item.call_id, `${p}.call_id`),
+          type: 'function',
+          function: {
+            name: nonEmptyStr(item.name, `${p}.name`),
+            arguments: str(item.arguments, `${p}.arguments`),
+          },
+        });
+        break;
+      case 'function_call_output':
+        closeTurn();
+        out.push({
+          role: 'tool',
+          tool_call_id: nonEmptyStr(item.call_id, `${p}.call_id`),
+          content: toolOutput(item.output, `${p}.output`),
+        });
+        break;
+      case 'item_reference':
+        fail(`${p}.type`, `'item_reference' is not supported: ${NOT_STORED}`);
+        break;
+      default:
+        fail(`${p}.type`, `'${String(type)}' input items are not supported`);
+    }
+  }
+  closeTurn();
+  return out;
+}
+
+function tools(v: unknown): ToolDefinition[] {
+  return arr(v, 'tools').map((raw, i): ToolDefinition => {
+    const p = `tools[${i}]`;
+    const t = obj(raw, p);
+    if (t.type !== 'function')
+      fail(`${p}.type`, `built-in tool '${String(t.type)}' is not supported (only function tools)`);
+    const fn: ToolDefinition['function'] = { name: nonEmptyStr(t.name, `${p}.name`) };
+    const description = optStr(t.description, `${p}.description`);
+    if (description !== undefined) fn.description = description;
+    if (given(t.parameters)) fn.parameters = obj(t.parameters, `${p}.parameters`);
+    const strict = optBool(t.strict, `${p}.strict`);
+    if (strict !== undefined) fn.strict = strict;
+    return { type: 'function', function: fn };
+  });
+}
+
+function toolChoice(v: unknown): ToolChoice {
+  if (typeof v === 'string') return oneOf(v, 'tool_choice', ['none', 'auto', 'required'] as const);
+  const tc = obj(v, 'tool_choice');
+  if (tc.type === 'function')
+    return { type: 'function', function: { name: nonEmptyStr(tc.name, 'tool_choice.name') } };
+  return fail(
+    'tool_choice.type',
+    `'${String(tc.type)}' is not supported (only none, auto, required or a function)`,
+  );
+}
+
+function responseFormat(v: unknown): ResponseFormat | undefined {
+  const text = obj(v, 'text');
+  if (!given(text.format)) return undefined;
+  const f = obj(text.format, 'text.format');
+  switch (f.type) {
+    case 'text':
+      return { type: 'text' };
+    case 'json_object':
+      return { type: 'json_object' };
+    case 'json_schema': {
+      const js: Extract<ResponseFormat, { type: 'json_schema' }>['json_schema'] = {
+        name: nonEmptyStr(f.name, 'text.format.name'),
+        schema: obj(f.schema, 'text.format.schema'),
+      };
+      const description = optStr(f.description, 'text.format.description');
+      if (description !== undefined) js.description = description;
+      const strict = optBool(f.strict, 'text.format.strict');
+      if (strict !== undefined) js.strict = strict;
+      return { type: 'json_schema', json_schema: js };
+    }
+    default:
+      return fail('text.format.type', "must be one of 'text', 'json_object', 'json_schema'");
+  }
+}
+
+/** Validates an OpenAI Responses request body and translates it to a canonical chat request. */
+export function responsesRequestToChat(body: unknown): ChatRequest {
+  const b = obj(body, 'body');
+  refuseStatefulFields(b);
+  const model = nonEmptyStr(b.model, 'model');
+
+  const messages: ChatMessage[] = [];
+  const instructions = optStr(b.instructions, 'instructions');
+  if (instructions) messages.push({ role: 'system', content: instructions });
+  if (!given(b.input)) fail('input', 'is required');
+  if (Array.isArray(b.input) && b.input.length === 0) fail('input', 'must not be empty');
+  messages.push(...inputMessages(b.input));
+
+  const req: ChatRequest = { model, messages };
+  req.max_tokens = optNum(b.max_output_tokens, 'max_output_tokens', { integer: true, min: 1 });
+  req.temperature = optNum(b.temperature, 'temperature', { min: 0, max: 2 });
+  req.top_p = optNum(b.top_p, 'top_p', { min: 0, max: 1 });
+  if (given(b.tools)) {
+    const t = tools(b.tools);
+    if (t.length) req.tools = t;
+  }
+  if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
+  req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
+  if (given(b.text)) req.response_format = responseFormat(b.text);
+  if (given(b.reasoning)) {
+    const r = obj(b.reasoning, 'reasoning');
+    if (given(r.effort)) {
+      req.reasoning = {
+        effort: oneOf(r.effort, 'reasoning.effort', ['minimal', 'low', 'medium', 'high'] as const),
+      };
+    }
+  }
+  if (given(b.include)) {
+    const include = arr(b.include, 'include').map((v, i) => str(v, `include[${i}]`));
+    if (include.includes('message.output_text.logprobs')) req.logprobs = true;
+  }
+  if (given(b.top_logprobs)) {
+    req.top_logprobs = num(b.top_logprobs, 'top_logprobs', { integer: true, min: 0, max: 20 });
+    if (req.top_logprobs > 0) req.logprobs = true;
+  }
+  req.user = optStr(b.user, 'user');
+  if (optBool(b.stream, 'stream')) {
+    req.stream = true;
+    req.stream_options = { include_usage: true };
+  }
+  return compact(req);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Response: canonical → Responses
+// ---------------------------------------------------------------------------------------------
+
+export const responseId = (chatId: string): string => `resp_${idBase(chatId)}`;
+
+const itemId = (prefix: 'rs' | 'msg' | 'fc', base: string, index: number) => `${prefix}_${base}_${index}`;
+
+function incompleteReason(finish: FinishReason | null): 'max_output_tokens' | 'content_filter' | null {
+  if (finish === 'length') return 'max_output_tokens';
+  if (finish === 'content_filter') return 'content_filter';
+  return null;
+}
+
+/** Canonical usage → Responses usage (input_tokens include cached tokens, as OpenAI counts them). */
+export function responsesUsage(u: Usage | null | undefined): ResponsesUsage {
+  const input = u?.prompt_tokens ?? 0;
+  const output = u?.completion_tokens ?? 0;
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: u?.prompt_tokens_details?.cached_tokens ?? 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: u?.completion_tokens_details?.reasoning_tokens ?? 0 },
+    total_tokens: u?.total_tokens ?? input + output,
+  };
+}
+
+function logprobs(entries: LogprobEntry[] | undefined): ResponsesLogprob[] {
+  return (entries ?? []).map((e) => ({
+    token: e.token,
+    logprob: e.logprob,
+    bytes: e.bytes ?? [],
+    top_logprobs: (e.top_logprobs ?? []).map((t) => ({
+      token: t.token,
+      logprob: t.logprob,
+      bytes: t.bytes ?? [],
+    })),
+  }));
+}
+
+function textFormat(rf: ResponseFormat | undefined): ResponsesTextFormat {
+  if (!rf || rf.type === 'text') return { type: 'text' };
+  if (rf.type === 'json_object') return { type: 'json_object' };
+  const f: ResponsesTextFormat = {
+    type: 'json_schema',
+    name: rf.json_schema.name,
+    schema: rf.json_schema.schema ?? {},
+    strict: rf.json_schema.strict ?? null,
+  };
+  if (rf.json_schema.description !== undefined) f.description = rf.json_schema.description;
+  return f;
+}
+
+function echoToolChoice(tc: ToolChoice | undefined): ResponsesToolChoice {
+  if (tc === undefined) return 'auto';
+  return typeof tc === 'string' ? tc : { type: 'function', name: tc.function.name };
+}
+
+/** The response envelope: ids and the request parameters OpenAI echoes back. */
+function envelope(id: string, created: number, model: string, request?: ChatRequest): ResponsesResponse {
+  const r: ResponsesResponse = {
+    id: responseId(id),
+    object: 'response',
+    created_at: created,
+    status: 'in_progress',
+    background: false,
+    error: null,
+    incomplete_details: null,
+    instructions: null,
+    max_output_tokens: request?.max_tokens ?? null,
+    metadata: {},
+    model,
+    output: [],
+    output_text: '',
+    parallel_tool_calls: request?.parallel_tool_calls ?? true,
+    previous_response_id: null,
+    reasoning: { effort: request?.reasoning?.effort ?? null, summary: null },
+    store: false,
+    temperature: request?.temperature ?? null,
+    text: { format: textFormat(request?.response_format) },
+    tool_choice: echoToolChoice(request?.tool_choice),
+    tools: (request?.tools ?? []).map((t) => ({
+      type: 'function',
+      name: t.function.name,
+      description: t.function.description ?? null,
+      parameters: t.function.parameters ?? null,
+      strict: t.function.strict ?? null,
+    })),
+    top_p: request?.top_p ?? null,
+    truncation: 'disabled',
+  };
+  if (request?.user !== undefined) r.user = request.user;
+  return r;
+}
+
+function outputItem(block: Block, base: string, index: number, status: ItemStatus): ResponsesOutputItem {
+  switch (block.kind) {
+    case 'reasoning':
+      return {
+        type: 'reasoning',
+        id: itemId('rs', base, index),
+        summary: [{ type: 'summary_text', text: block.text }],
+      };
+    case 'text':
+      return {
+        type: 'message',
+        id: itemId('msg', base, index),
+        role: 'assistant',
+        status,
+        content: [
+          { type: 'output_text', text: block.text, annotations: [], logprobs: logprobs(block.logprobs) },
+        ],
+      };
+    case 'refusal':
+      return {
+        type: 'message',
+        id: itemId('msg', base, index),
+        role: 'assistant',
+        status,
+        content: [{ type: 'refusal', refusal: block.text }],
+      };
+    case 'tool':
+      return {
+        type: 'function_call',
+        id: itemId('fc', base, index),
+        call_id: block.id,
+        name: block.name,
+        arguments: block.arguments,
+        status,
+      };
+  }
+}
+
+/** Blocks → output items; a refusal right after text joins that text's message item. */
+function outputItems(blocks: Block[], base: string, incomplete: boolean): ResponsesOutputItem[] {
+  const items: ResponsesOutputItem[] = [];
+  for (const [i, block] of blocks.entries()) {
+    const status: ItemStatus = incomplete && i === blocks.length - 1 ? 'incomplete' : 'completed';
+    const prev = items.at(-1);
+    if (block.kind === 'refusal' && prev?.type === 'message') {
+      prev.content.push({ type: 'refusal', refusal: block.text });
+      prev.status = status;
+      continue;
+    }
+    items.push(outputItem(block, base, items.length, status));
+  }
+  return items;
+}
+
+/** What the official SDK computes as `output_text`. */
+function outputText(output: ResponsesOutputItem[]): string {
+  return output
+    .flatMap((item) => (item.type === 'message' ? item.content : []))
+    .map((part) => (part.type === 'output_text' ? part.text : ''))
+    .join('');
+}
+
+function finalResponse(
+  env: ResponsesResponse,
+  base: string,
+  blocks: Block[],
+  finish: FinishReason | null,
+  usage: Usage | null | undefined,
+): ResponsesResponse {
+  const reason = incompleteReason(finish);
+  const output = outputItems(blocks, base, reason !== null);
+  return {
+    ...env,
+    status: reason ? 'incomplete' : 'completed',
+    incomplete_details: reason ? { reason } : null,
+    output,
+    output_text: outputText(output),
+    usage: responsesUsage(usage),
+  };
+}
+
+/**
+ * A canonical chat response as a Responses `Response`. `model` is the model the caller asked for;
+ * pass the canonical `request` to echo its parameters (tools, tool_choice, temperature, …) the way
+ * OpenAI does — without it they are reported as defaults.
+ */
+export function chatResponseToResponses(
+  res: ChatResponse,
+  model: string,
+  request?: ChatRequest,
+): ResponsesResponse {
+  const { blocks, finish } = responseBlocks(res);
+  return finalResponse(
+    envelope(res.id, res.created, model, request),
+    idBase(res.id),
+    blocks,
+    finish,
+    res.usage,
+  );
+}
+
+/**
+ * A canonical chunk stream as Responses SSE events (with `sequence_number` from 0):
+ * response.created → response.in_progress → per item output_item.added, then for text
+ * content_part.added / output_text.delta… / output_text.done / content_part.done, for reasoning
+ * reasoning_summary_part.added / reasoning_summary_text.delta… / .done / part.done, for tool calls
+ * function_call_arguments.delta… / .done → output_item.done → response.completed (or
+ * response.incomplete) carrying the full response and usage. If the input fails, `response.failed`
+ * then an `error` event are the last things emitted (the iterator's error is not rethrown).
+ */
+export async function* chatStreamToResponses(
+  chunks: AsyncIterable<ChatChunk>,
+  model: string,
+  request?: ChatRequest,
+): AsyncGenerator<ResponsesSseEvent> {
+  let seq = 0;
+  let env: ResponsesResponse | null = null;
+  let base = '';
+  const done: ResponsesOutputItem[] = [];
+  // Event payloads without `sequence_number`; emit() numbers them.
+  type Payload = ResponsesStreamEvent extends infer E
+    ? E extends unknown
+      ? Omit<E, 'sequence_number'>
+      : never
+    : never;
+  const emit = (payload: Payload): ResponsesSseEvent => {
+    const data = { ...payload, sequence_number: seq++ } as ResponsesStreamEvent;
+    return { event: data.type, data };
+  };
+  const snapshot = (): ResponsesResponse => ({
+    ...(env as ResponsesResponse),
+    output: [...done],
+    output_text: outputText(done),
+  });
+
+  for await (const s of segmentChatStream(chunks)) {
+    switch (s.type) {
+      case 'begin':
+        env = envelope(s.id, s.created, model, request);
+        base = idBase(s.id);
+        yield emit({ type: 'response.created', response: snapshot() });
+        yield emit({ type: 'response.in_progress', response: snapshot() });
+        break;
+      case 'open': {
+        const output_index = s.index;
+        const item = outputItem(s.block, base, output_index, 'in_progress');
+        if (item.type === 'message') item.content = [];
+        if (item.type === 'reasoning') item.summary = [];
+        yield emit({ type: 'response.output_item.added', output_index, item });
+        if (item.type === 'message') {
+          yield emit({
+            type: 'response.content_part.added',
+            item_id: item.id,
+            output_index,
+            content_index: 0,
+            part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+          });
+        } else if (item.type === 'reasoning') {
+          yield emit({
+            type: 'response.reasoning_summary_part.added',
+            item_id: item.id,
+            output_index,
+            summary_index: 0,
+            part: { type: 'summary_text', text: '' },
+          });
+        }
+        break;
+      }
+      case 'delta': {
+        const output_index = s.index;
+        if (s.kind === 'text') {
+          yield emit({
+            type: 'response.output_text.delta',
+            item_id: itemId('msg', base, output_index),
+            output_index,
+            content_index: 0,
+            delta: s.text,
+            logprobs: logprobs(s.logprobs),
+          });
+        } else if (s.kind === 'reasoning') {
+          yield emit({
+            type: 'response.reasoning_summary_text.delta',
+            item_id: itemId('rs', base, output_index),
+            output_index,
+            summary_index: 0,
+            delta: s.text,
+          });
+        } else {
+          yield emit({
+            type: 'response.function_call_arguments.delta',
+            item_id: itemId('fc', base, output_index),
+            output_index,
+            delta: s.text,
+          });
+        }
+        break;
+      }
+      case 'close': {
+        const output_index = s.index;
+        const status: ItemStatus = s.final && incompleteReason(s.finish) ? 'incomplete' : 'completed';
+        const item = outputItem(s.block, base, output_index, status);
+        if (item.type === 'message') {
+          const part = item.content[0] as ResponsesOutputText;
+          yield emit({
+            type: 'response.output_text.done',
+            item_id: item.id,
+            output_index,
+            content_index: 0,
+            text: part.text,
+            logprobs: part.logprobs,
+          });
+          yield emit({
+            type: 'response.content_part.done',
+            item_id: item.id,
+            output_index,
+            content_index: 0,
+            part,
+          });
+        } else if (item.type === 'reasoning') {
+          const part = item.summary[0] as SummaryPart;
+          yield emit({
+            type: 'response.reasoning_summary_text.done',
+            item_id: item.id,
+            output_index,
+            summary_index: 0,
+            text: part.text,
+          });
+          yield emit({
+            type: 'response.reasoning_summary_part.done',
+            item_id: item.id,
+            output_index,
+            summary_index: 0,
+            part,
+          });
+        } else {
+          yield emit({
+            type: 'response.function_call_arguments.done',
+            item_id: item.id,
+            output_index,
+            arguments: item.arguments,
+          });
+        }
+        done.push(item);
+        yield emit({ type: 'response.output_item.done', output_index, item });
+        break;
+      }
+      case 'end': {
+        const response = finalResponse(env as ResponsesResponse, base, s.blocks, s.finish, s.usage);
+        yield emit({
+          type: response.status === 'incomplete' ? 'response.incomplete' : 'response.completed',
+          response,
+        });
+        break;
+      }
+      case 'error': {
+        const error = { code: 'server_error' as const, message: s.message };
+        if (env)
+          yield emit({ type: 'response.failed', response: { ...snapshot(), status: 'failed', error } });
+        yield emit({ type: 'error', ...error, param: null });
+        return;
+      }
+    }
+  }
+}

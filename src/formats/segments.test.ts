@@ -1,0 +1,111 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import type { ChatChunk, FinishReason } from './chat.js';
+import { chatStreamToMessages } from './messages.js';
+import { chatStreamToResponses } from './responses.js';
+import { segmentChatStream } from './segments.js';
+import { sseJson } from './sse.js';
+
+type Delta = ChatChunk['choices'][number]['delta'];
+const chunk = (delta: Delta, finish: FinishReason | null = null, index = 0): ChatChunk => ({
+  id: 'gen-1',
+  object: 'chat.completion.chunk',
+  created: 1,
+  model: 'x',
+  choices: [{ index, delta, finish_reason: finish }],
+});
+async function* from(chunks: ChatChunk[]): AsyncGenerator<ChatChunk> {
+  yield* chunks;
+}
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+const sseResponse = async (events: AsyncIterable<{ event: string; data: object }>) => {
+  let text = '';
+  for await (const e of events) text += sseJson(e.data, e.event);
+  return async () => new Response(text, { headers: { 'content-type': 'text/event-stream' } });
+};
+
+/** Two tool calls whose pieces interleave (some upstreams announce every call before any arguments). */
+const INTERLEAVED = [
+  chunk({ tool_calls: [{ index: 0, id: 'c0', function: { name: 'a', arguments: '{"x":' } }] }),
+  chunk({ tool_calls: [{ index: 1, id: 'c1', function: { name: 'b', arguments: '{"y":2}' } }] }),
+  chunk({ tool_calls: [{ index: 0, function: { arguments: '1}' } }] }),
+  chunk({}, 'tool_calls'),
+];
+
+describe('segmentChatStream', () => {
+  it('ignores choices other than 0 and picks up usage wherever it arrives', async () => {
+    const withUsage: ChatChunk = {
+      ...chunk({ content: 'a' }),
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    };
+    const segs = await collect(
+      segmentChatStream(from([withUsage, chunk({ content: 'ignored' }, null, 1), chunk({}, 'stop')])),
+    );
+    expect(segs.map((s) => s.type)).toEqual(['begin', 'open', 'delta', 'close', 'end']);
+    expect(segs.at(-1)).toEqual({
+      type: 'end',
+      finish: 'stop',
+      nativeFinish: null,
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      blocks: [{ kind: 'text', text: 'a' }],
+    });
+  });
+
+  it('marks tool-call pieces that arrive after their block closed as late, and keeps the full arguments', async () => {
+    const segs = await collect(segmentChatStream(from(INTERLEAVED)));
+    expect(segs.filter((s) => s.type === 'delta')).toEqual([
+      { type: 'delta', index: 0, kind: 'tool', text: '{"x":' },
+      { type: 'delta', index: 1, kind: 'tool', text: '{"y":2}' },
+      { type: 'delta', index: 0, kind: 'tool', text: '1}', late: true },
+    ]);
+    expect(segs.at(-1)).toMatchObject({
+      blocks: [
+        { kind: 'tool', id: 'c0', name: 'a', arguments: '{"x":1}' },
+        { kind: 'tool', id: 'c1', name: 'b', arguments: '{"y":2}' },
+      ],
+    });
+  });
+
+  it('reports a tool call that never got a name', async () => {
+    const segs = await collect(
+      segmentChatStream(from([chunk({ tool_calls: [{ index: 3, function: { arguments: '{}' } }] })])),
+    );
+    expect(segs.at(-1)).toEqual({
+      type: 'error',
+      message: 'the upstream stream sent tool call 3 without a name',
+    });
+  });
+
+  it('late pieces still accumulate correctly in both official clients (best effort for interleaving upstreams)', async () => {
+    const anthropic = new Anthropic({
+      apiKey: 'k',
+      baseURL: 'http://gatehouse.test',
+      maxRetries: 0,
+      fetch: await sseResponse(chatStreamToMessages(from(INTERLEAVED), 'm')),
+    });
+    const message = await anthropic.messages
+      .stream({ model: 'm', max_tokens: 10, messages: [] })
+      .finalMessage();
+    expect(message.content.map((b) => (b.type === 'tool_use' ? b.input : null))).toEqual([
+      { x: 1 },
+      { y: 2 },
+    ]);
+
+    const openai = new OpenAI({
+      apiKey: 'k',
+      baseURL: 'http://gatehouse.test',
+      maxRetries: 0,
+      fetch: await sseResponse(chatStreamToResponses(from(INTERLEAVED), 'm')),
+    });
+    const response = await openai.responses.stream({ model: 'm', input: 'x' }).finalResponse();
+    expect(response.output.map((o) => (o.type === 'function_call' ? o.arguments : null))).toEqual([
+      '{"x":1}',
+      '{"y":2}',
+    ]);
+  });
+});

@@ -1,0 +1,206 @@
+/**
+ * Canonical chat streams and responses as a sequence of output blocks (reasoning, text, tool call),
+ * the shape both caller formats that are not Chat Completions (Anthropic Messages, OpenAI Responses)
+ * are built from. One segmenter handles the chunk-level details once: interleaving kinds, tool-call
+ * pieces arriving by index, usage on a trailing chunk with empty `choices`, and upstream failures.
+ */
+import type { ChatChunk, ChatResponse, FinishReason, Logprobs, Usage } from './chat.js';
+import { idBase } from './validate.js';
+
+export type LogprobEntry = NonNullable<Logprobs['content']>[number];
+
+export type Block =
+  | { kind: 'reasoning'; text: string }
+  | { kind: 'text'; text: string; logprobs?: LogprobEntry[] }
+  | { kind: 'refusal'; text: string }
+  | { kind: 'tool'; id: string; name: string; arguments: string };
+
+export type Segment =
+  /** The first chunk arrived: its id, creation time and any usage it already carries. */
+  | { type: 'begin'; id: string; created: number; usage: Usage | null }
+  /** A new block starts (text/arguments empty). */
+  | { type: 'open'; index: number; block: Block }
+  /**
+   * More text / reasoning / arguments for block `index`. `late` marks a tool-call piece that
+   * arrived after its block was closed (only upstreams interleaving two calls' pieces do that).
+   */
+  | {
+      type: 'delta';
+      index: number;
+      kind: Block['kind'];
+      text: string;
+      logprobs?: LogprobEntry[];
+      late?: true;
+    }
+  /** Block `index` is complete; `final` when closed by the end of the stream (then `finish` is set). */
+  | { type: 'close'; index: number; block: Block; final: boolean; finish: FinishReason | null }
+  | {
+      type: 'end';
+      finish: FinishReason | null;
+      nativeFinish: string | null;
+      usage: Usage | null;
+      blocks: Block[];
+    }
+  /** The upstream failed: nothing follows. */
+  | { type: 'error'; message: string };
+
+const errorMessage = (err: unknown): string =>
+  err instanceof Error ? err.message || err.name : typeof err === 'string' ? err : 'upstream stream failed';
+
+/** The blocks of a non-streamed response (first choice), in the order a stream would produce them. */
+export function responseBlocks(res: ChatResponse): {
+  blocks: Block[];
+  finish: FinishReason | null;
+  nativeFinish: string | null;
+} {
+  const choice = res.choices[0];
+  if (!choice) return { blocks: [], finish: null, nativeFinish: null };
+  const m = choice.message;
+  const blocks: Block[] = [];
+  if (m.reasoning) blocks.push({ kind: 'reasoning', text: m.reasoning });
+  const text =
+    typeof m.content === 'string'
+      ? m.content
+      : (m.content ?? [])
+          .filter((p) => p.type === 'text')
+          .map((p) => (p as { text: string }).text)
+          .join('');
+  if (text) {
+    const logprobs = choice.logprobs?.content;
+    blocks.push(logprobs ? { kind: 'text', text, logprobs } : { kind: 'text', text });
+  }
+  if (m.refusal) blocks.push({ kind: 'refusal', text: m.refusal });
+  for (const tc of m.tool_calls ?? []) {
+    blocks.push({ kind: 'tool', id: tc.id, name: tc.function.name, arguments: tc.function.arguments });
+  }
+  return { blocks, finish: choice.finish_reason, nativeFinish: choice.native_finish_reason ?? null };
+}
+
+/**
+ * Canonical chunks → segments. Only choice 0 is read (n > 1 is refused at every edge). A delta of
+ * another kind closes the open block and opens a new one; a tool call opens its block once its name
+ * is known (pieces before that are held); an input error or `finish_reason: 'error'` ends the
+ * sequence with an `error` segment instead of `end`.
+ */
+export async function* segmentChatStream(chunks: AsyncIterable<ChatChunk>): AsyncGenerator<Segment> {
+  const blocks: Block[] = [];
+  let open: number | null = null;
+  const toolBlock = new Map<number, number>(); // chunk tool-call index → block index
+  const pending = new Map<number, { id?: string; name?: string; args: string }>();
+  let begun = false;
+  let base = '';
+  let finish: FinishReason | null = null;
+  let nativeFinish: string | null = null;
+  let usage: Usage | null = null;
+
+  function* close(final: boolean): Generator<Segment> {
+    if (open === null) return;
+    const index = open;
+    open = null;
+    yield {
+      type: 'close',
+      index,
+      block: { ...(blocks[index] as Block) },
+      final,
+      finish: final ? finish : null,
+    };
+  }
+
+  /** Closes the open block, opens `block`; returns its index. */
+  function* start(block: Block): Generator<Segment, number> {
+    yield* close(false);
+    blocks.push(block);
+    const index = blocks.length - 1;
+    open = index;
+    yield { type: 'open', index, block: { ...block } };
+    return index;
+  }
+
+  function* appendText(
+    kind: 'text' | 'reasoning',
+    text: string,
+    logprobs?: LogprobEntry[],
+  ): Generator<Segment> {
+    const cur = open === null ? undefined : blocks[open];
+    const index = cur && cur.kind === kind ? (open as number) : yield* start({ kind, text: '' });
+    const block = blocks[index] as { text: string; logprobs?: LogprobEntry[] };
+    block.text += text;
+    if (logprobs?.length) block.logprobs = [...(block.logprobs ?? []), ...logprobs];
+    yield logprobs?.length
+      ? { type: 'delta', index, kind, text, logprobs }
+      : { type: 'delta', index, kind, text };
+  }
+
+  function* toolArgs(index: number, text: string): Generator<Segment> {
+    if (!text) return;
+    const block = blocks[index] as { arguments: string };
+    block.arguments += text;
+    yield open === index
+      ? { type: 'delta', index, kind: 'tool', text }
+      : { type: 'delta', index, kind: 'tool', text, late: true };
+  }
+
+  try {
+    for await (const chunk of chunks) {
+      if (!begun) {
+        begun = true;
+        base = idBase(chunk.id);
+        yield { type: 'begin', id: chunk.id, created: chunk.created, usage: chunk.usage ?? null };
+      }
+      if (chunk.usage) usage = chunk.usage;
+      for (const choice of chunk.choices) {
+        if (choice.index !== 0) continue;
+        const d = choice.delta ?? {};
+        if (d.reasoning) yield* appendText('reasoning', d.reasoning);
+        if (d.content) yield* appendText('text', d.content, choice.logprobs?.content ?? undefined);
+        for (const tc of d.tool_calls ?? []) {
+          const args = tc.function?.arguments ?? '';
+          const known = toolBlock.get(tc.index);
+          if (known !== undefined) {
+            yield* toolArgs(known, args);
+            continue;
+          }
+          const p = pending.get(tc.index) ?? { args: '' };
+          if (tc.id) p.id = tc.id;
+          if (tc.function?.name) p.name = tc.function.name;
+          p.args += args;
+          if (!p.name) {
+            pending.set(tc.index, p);
+            continue;
+          }
+          pending.delete(tc.index);
+          const index = yield* start({
+            kind: 'tool',
+            id: p.id ?? `call_${base}_${tc.index}`,
+            name: p.name,
+            arguments: '',
+          });
+          toolBlock.set(tc.index, index);
+          yield* toolArgs(index, p.args);
+        }
+        if (choice.finish_reason) {
+          finish = choice.finish_reason;
+          nativeFinish = choice.native_finish_reason ?? null;
+        }
+      }
+    }
+  } catch (err) {
+    yield { type: 'error', message: errorMessage(err) };
+    return;
+  }
+  if (!begun) {
+    yield { type: 'error', message: 'the upstream stream ended without sending any data' };
+    return;
+  }
+  if (finish === 'error') {
+    yield { type: 'error', message: 'the upstream provider reported an error during generation' };
+    return;
+  }
+  const [unnamed] = pending.keys();
+  if (unnamed !== undefined) {
+    yield { type: 'error', message: `the upstream stream sent tool call ${unnamed} without a name` };
+    return;
+  }
+  yield* close(true);
+  yield { type: 'end', finish, nativeFinish, usage, blocks: blocks.map((b) => ({ ...b })) };
+}
