@@ -1,0 +1,406 @@
+import { describe, expect, it } from 'vitest';
+import { type ChatChunk, type ChatRequest, TranslationError } from '../../formats/chat.js';
+import { UpstreamError } from '../types.js';
+import {
+  AnthropicStreamMapper,
+  DEFAULT_MAX_TOKENS,
+  fromAnthropicResponse,
+  mapAnthropicUsage,
+  mapStopReason,
+  toAnthropicRequest,
+} from './wire.js';
+
+const req = (r: Partial<ChatRequest>): ChatRequest => ({ model: 'claude-x', messages: [], ...r });
+
+describe('toAnthropicRequest', () => {
+  it('hoists system/developer messages and defaults max_tokens', () => {
+    const body = toAnthropicRequest(
+      req({
+        messages: [
+          { role: 'system', content: 'Rule one.' },
+          { role: 'user', content: 'Hi' },
+          { role: 'developer', content: [{ type: 'text', text: 'Rule two.' }] },
+        ],
+      }),
+      false,
+    );
+    expect(body.system).toBe('Rule one.\n\nRule two.');
+    expect(body.max_tokens).toBe(DEFAULT_MAX_TOKENS);
+    expect(body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }]);
+    expect(body).not.toHaveProperty('stream');
+  });
+
+  it('turns tool calls into tool_use and consecutive tool messages into one user turn', () => {
+    const body = toAnthropicRequest(
+      req({
+        messages: [
+          { role: 'user', content: 'Weather in Paris and Rome?' },
+          {
+            role: 'assistant',
+            content: 'Checking.',
+            reasoning: 'dropped',
+            tool_calls: [
+              { id: 'tu_1', type: 'function', function: { name: 'w', arguments: '{"city":"Paris"}' } },
+              { id: 'tu_2', type: 'function', function: { name: 'w', arguments: '' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'tu_1', content: '21' },
+          { role: 'tool', tool_call_id: 'tu_2', content: [{ type: 'text', text: '25' }] },
+          { role: 'user', content: 'And tomorrow?' },
+        ],
+      }),
+      false,
+    );
+    expect(body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Weather in Paris and Rome?' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Checking.' },
+          { type: 'tool_use', id: 'tu_1', name: 'w', input: { city: 'Paris' } },
+          { type: 'tool_use', id: 'tu_2', name: 'w', input: {} },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'tu_1', content: '21' },
+          { type: 'tool_result', tool_use_id: 'tu_2', content: [{ type: 'text', text: '25' }] },
+          { type: 'text', text: 'And tomorrow?' },
+        ],
+      },
+    ]);
+  });
+
+  it('refuses tool arguments that are not a JSON object', () => {
+    const bad = (args: string) =>
+      toAnthropicRequest(
+        req({
+          messages: [
+            { role: 'user', content: 'x' },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: args } }],
+            },
+          ],
+        }),
+        false,
+      );
+    expect(() => bad('{oops')).toThrow(TranslationError);
+    expect(() => bad('[1]')).toThrow(TranslationError);
+  });
+
+  it('maps images: data URLs → base64, http URLs → url', () => {
+    const body = toAnthropicRequest(
+      req({
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image_url', image_url: { url: 'data:image/jpeg;base64,/9j/4AAQ' } },
+              { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } },
+            ],
+          },
+        ],
+      }),
+      false,
+    );
+    expect((body.messages as any)[0].content).toEqual([
+      { type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data: '/9j/4AAQ' } },
+      { type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } },
+    ]);
+    expect(() =>
+      toAnthropicRequest(
+        req({
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'ftp://x' } }] }],
+        }),
+        false,
+      ),
+    ).toThrow(TranslationError);
+  });
+
+  it('maps sampling, stop, user, tools, tool_choice and json_schema', () => {
+    const body = toAnthropicRequest(
+      req({
+        messages: [{ role: 'user', content: 'x' }],
+        max_tokens: 300,
+        temperature: 1.7,
+        top_p: 0.9,
+        stop: 'END',
+        user: 'u-1',
+        seed: 4,
+        tools: [
+          {
+            type: 'function',
+            function: {
+              name: 'f',
+              description: 'd',
+              parameters: { type: 'object', properties: { a: { type: 'string' } } },
+            },
+          },
+        ],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+        response_format: { type: 'json_schema', json_schema: { name: 's', schema: { type: 'object' } } },
+      }),
+      true,
+    );
+    expect(body).toMatchObject({
+      max_tokens: 300,
+      temperature: 1,
+      top_p: 0.9,
+      stop_sequences: ['END'],
+      metadata: { user_id: 'u-1' },
+      tools: [
+        {
+          name: 'f',
+          description: 'd',
+          input_schema: { type: 'object', properties: { a: { type: 'string' } } },
+        },
+      ],
+      tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      output_config: { format: { type: 'json_schema', schema: { type: 'object' } } },
+      stream: true,
+    });
+    expect(body).not.toHaveProperty('seed');
+    const named = toAnthropicRequest(
+      req({ messages: [], tools: [], tool_choice: { type: 'function', function: { name: 'g' } } }),
+      false,
+    );
+    expect(named.tool_choice).toEqual({ type: 'tool', name: 'g' });
+    expect(toAnthropicRequest(req({ tool_choice: 'none' }), false).tool_choice).toEqual({ type: 'none' });
+  });
+
+  it('maps reasoning to thinking with a budget below max_tokens', () => {
+    const effort = toAnthropicRequest(
+      req({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'low' }, temperature: 0.3 }),
+      false,
+    );
+    expect(effort.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+    expect(effort.max_tokens).toBe(2048 + DEFAULT_MAX_TOKENS);
+    expect(effort).not.toHaveProperty('temperature');
+
+    const budget = toAnthropicRequest(
+      req({ messages: [{ role: 'user', content: 'x' }], reasoning: { max_tokens: 5000 }, max_tokens: 3000 }),
+      false,
+    );
+    expect(budget.thinking).toEqual({ type: 'enabled', budget_tokens: 2999 });
+    expect(budget.max_tokens).toBe(3000);
+
+    const tiny = toAnthropicRequest(
+      req({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'high' }, max_tokens: 500 }),
+      false,
+    );
+    expect(tiny).not.toHaveProperty('thinking');
+    expect(tiny.max_tokens).toBe(500);
+
+    const floor = toAnthropicRequest(
+      req({ messages: [{ role: 'user', content: 'x' }], reasoning: { max_tokens: 10 } }),
+      false,
+    );
+    expect(floor.thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+  });
+
+  it('does not enable thinking for a forced tool or a tool-loop continuation', () => {
+    const forced = toAnthropicRequest(
+      req({
+        messages: [{ role: 'user', content: 'x' }],
+        reasoning: { effort: 'low' },
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: 'required',
+      }),
+      false,
+    );
+    expect(forced).not.toHaveProperty('thinking');
+    const loop = toAnthropicRequest(
+      req({
+        reasoning: { effort: 'low' },
+        messages: [
+          { role: 'user', content: 'x' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 't', content: 'ok' },
+        ],
+      }),
+      false,
+    );
+    expect(loop).not.toHaveProperty('thinking');
+  });
+});
+
+describe('Anthropic responses → canonical', () => {
+  it('maps content blocks, stop reason and usage', () => {
+    const res = fromAnthropicResponse(
+      {
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-x-2025',
+        content: [
+          { type: 'thinking', thinking: 'Let me think.', signature: 'sig' },
+          { type: 'text', text: 'Part one. ', citations: null },
+          { type: 'text', text: 'Part two.', citations: null },
+          { type: 'tool_use', id: 'toolu_1', name: 'f', input: { a: 1 } },
+        ],
+        stop_reason: 'tool_use',
+        stop_sequence: null,
+        usage: {
+          input_tokens: 10,
+          cache_read_input_tokens: 5,
+          cache_creation_input_tokens: 2,
+          output_tokens: 7,
+        },
+      },
+      'claude-x',
+    );
+    expect(res.model).toBe('claude-x-2025');
+    expect(res.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      native_finish_reason: 'tool_use',
+      message: {
+        role: 'assistant',
+        content: 'Part one. Part two.',
+        reasoning: 'Let me think.',
+        tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+      },
+    });
+    expect(res.usage).toEqual({
+      prompt_tokens: 17,
+      completion_tokens: 7,
+      total_tokens: 24,
+      prompt_tokens_details: { cached_tokens: 5, cache_write_tokens: 2 },
+    });
+    const hidden = fromAnthropicResponse(
+      {
+        content: [
+          { type: 'thinking', thinking: 't' },
+          { type: 'text', text: 'x' },
+        ],
+      },
+      'm',
+      {
+        excludeReasoning: true,
+      },
+    );
+    expect(hidden.choices[0]!.message).not.toHaveProperty('reasoning');
+  });
+
+  it('maps every stop reason', () => {
+    expect(mapStopReason('end_turn')).toBe('stop');
+    expect(mapStopReason('stop_sequence')).toBe('stop');
+    expect(mapStopReason('max_tokens')).toBe('length');
+    expect(mapStopReason('tool_use')).toBe('tool_calls');
+    expect(mapStopReason('refusal')).toBe('content_filter');
+    expect(mapStopReason(null)).toBeNull();
+  });
+
+  it('reports thinking tokens when the usage has them', () => {
+    expect(
+      mapAnthropicUsage({ input_tokens: 1, output_tokens: 9, output_tokens_details: { thinking_tokens: 4 } }),
+    ).toMatchObject({
+      completion_tokens_details: { reasoning_tokens: 4 },
+    });
+  });
+});
+
+describe('AnthropicStreamMapper', () => {
+  const run = (events: unknown[]) => {
+    const m = new AnthropicStreamMapper('claude-x');
+    const out: ChatChunk[] = [];
+    for (const e of events) out.push(...m.push(e));
+    m.finish();
+    return out;
+  };
+
+  it('maps a full stream with thinking, text and two tool calls', () => {
+    const chunks = run([
+      {
+        type: 'message_start',
+        message: {
+          id: 'msg_1',
+          model: 'claude-x-1',
+          usage: { input_tokens: 20, cache_read_input_tokens: 3, output_tokens: 1 },
+        },
+      },
+      { type: 'ping' },
+      {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'thinking', thinking: '', signature: '' },
+      },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'hmm' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'sig' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Hi' } },
+      { type: 'content_block_stop', index: 1 },
+      {
+        type: 'content_block_start',
+        index: 2,
+        content_block: { type: 'tool_use', id: 'toolu_a', name: 'f', input: {} },
+      },
+      { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '{"a":' } },
+      { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '1}' } },
+      { type: 'content_block_stop', index: 2 },
+      {
+        type: 'content_block_start',
+        index: 3,
+        content_block: { type: 'tool_use', id: 'toolu_b', name: 'g', input: {} },
+      },
+      { type: 'content_block_delta', index: 3, delta: { type: 'input_json_delta', partial_json: '{}' } },
+      { type: 'content_block_stop', index: 3 },
+      {
+        type: 'message_delta',
+        delta: { stop_reason: 'tool_use', stop_sequence: null },
+        usage: { output_tokens: 42 },
+      },
+      { type: 'message_stop' },
+    ]);
+    expect(chunks.map((c) => c.choices[0]?.delta ?? null)).toEqual([
+      { role: 'assistant', content: '' },
+      { reasoning: 'hmm' },
+      { content: 'Hi' },
+      { tool_calls: [{ index: 0, id: 'toolu_a', type: 'function', function: { name: 'f', arguments: '' } }] },
+      { tool_calls: [{ index: 0, function: { arguments: '{"a":' } }] },
+      { tool_calls: [{ index: 0, function: { arguments: '1}' } }] },
+      { tool_calls: [{ index: 1, id: 'toolu_b', type: 'function', function: { name: 'g', arguments: '' } }] },
+      { tool_calls: [{ index: 1, function: { arguments: '{}' } }] },
+      {},
+      null,
+    ]);
+    expect(chunks.every((c) => c.id === 'msg_1' && c.model === 'claude-x-1')).toBe(true);
+    expect(chunks.at(-2)!.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      native_finish_reason: 'tool_use',
+    });
+    expect(chunks.at(-1)!.usage).toEqual({
+      prompt_tokens: 23,
+      completion_tokens: 42,
+      total_tokens: 65,
+      prompt_tokens_details: { cached_tokens: 3, cache_write_tokens: 0 },
+    });
+  });
+
+  it('an error event throws UpstreamError (overloaded → 529, retryable)', () => {
+    const m = new AnthropicStreamMapper('claude-x');
+    m.push({ type: 'message_start', message: { id: 'msg_1', usage: {} } });
+    let err: unknown;
+    try {
+      m.push({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect(err).toMatchObject({ status: 529, retryable: true, message: 'Overloaded' });
+  });
+
+  it('a stream without message_stop is cut off', () => {
+    const m = new AnthropicStreamMapper('claude-x');
+    m.push({ type: 'message_start', message: { id: 'msg_1', usage: {} } });
+    expect(() => m.finish()).toThrow(UpstreamError);
+  });
+});

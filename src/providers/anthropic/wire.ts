@@ -1,0 +1,441 @@
+/**
+ * Canonical chat ⇄ Anthropic Messages (`POST /v1/messages`, `anthropic-version: 2023-06-01`).
+ *
+ * Request:
+ * - `system` and `developer` messages (wherever they are) → top-level `system`, joined by blank lines.
+ * - user/assistant → content blocks; consecutive same-role turns are merged into one; consecutive
+ *   `tool` messages → ONE user message of `tool_result` blocks (any user text after them follows
+ *   in the same turn); assistant `tool_calls` → `tool_use` blocks with the arguments parsed
+ *   (invalid JSON → TranslationError, i.e. a 400).
+ * - Assistant `reasoning` in history is DROPPED: Anthropic only accepts thinking blocks back with
+ *   their `signature`, which the canonical format does not carry. Consequently, when the request
+ *   continues a tool loop (it ends with tool results answering an assistant `tool_use`), thinking
+ *   is not enabled for that call (Anthropic would reject a thinking-enabled continuation whose last
+ *   assistant turn has no thinking block).
+ * - Images: `data:` URLs → `{type:'base64'}` sources, http(s) URLs → `{type:'url'}` sources.
+ * - `max_tokens` is required by Anthropic: `max_completion_tokens ?? max_tokens ?? 4096`
+ *   (`DEFAULT_MAX_TOKENS`); with thinking and no caller limit it is `budget + 4096`.
+ * - `stop` → `stop_sequences`; `temperature` is clamped to Anthropic's [0, 1]; `user` →
+ *   `metadata.user_id`; tools → `{name, description, input_schema}`; tool_choice auto/required/
+ *   none/named → auto/any/none/tool; `parallel_tool_calls: false` → `disable_parallel_tool_use`.
+ * - `reasoning` → `thinking: {type:'enabled', budget_tokens}` (`reasoning.max_tokens`, else the
+ *   effort table in `../reasoning.ts`; at least 1024 and below `max_tokens`, else no thinking).
+ *   With thinking on, `temperature`/`top_p` are dropped (Anthropic requires the defaults) and a
+ *   forced tool_choice (required/named) turns thinking off instead (Anthropic refuses the pair).
+ * - `response_format: json_schema` → `output_config.format`; `json_object` has no Anthropic
+ *   equivalent and is dropped, as are `seed`, penalties and `logprobs`.
+ *
+ * Response / stream: text blocks joined, thinking → `reasoning` (omitted with
+ * `reasoning.exclude`), tool_use → tool_calls; stop_reason → finish_reason (the original in
+ * `native_finish_reason`); usage.prompt_tokens = input + cache_read + cache_creation.
+ */
+import {
+  type ChatChunk,
+  type ChatChunkToolCall,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatResponse,
+  type ContentPart,
+  type FinishReason,
+  type ToolCall,
+  TranslationError,
+  type Usage,
+} from '../../formats/chat.js';
+import { isHttpUrl, parseDataUrl, parseToolArguments, textOf } from '../content.js';
+import { reasoningBudget } from '../reasoning.js';
+import { redact } from '../redact.js';
+import { UpstreamError } from '../types.js';
+
+export const ANTHROPIC_VERSION = '2023-06-01';
+export const DEFAULT_MAX_TOKENS = 4096;
+const MIN_THINKING_BUDGET = 1024;
+
+type Block = Record<string, unknown>;
+interface WireMessage {
+  role: 'user' | 'assistant';
+  content: Block[];
+}
+type Obj = Record<string, unknown>;
+const obj = (x: unknown): Obj => (x && typeof x === 'object' ? (x as Obj) : {});
+
+function imageBlock(url: string): Block {
+  const data = parseDataUrl(url);
+  if (data) return { type: 'image', source: { type: 'base64', media_type: data.mediaType, data: data.data } };
+  if (isHttpUrl(url)) return { type: 'image', source: { type: 'url', url } };
+  throw new TranslationError('image_url must be a data: URL or an http(s) URL');
+}
+
+function contentBlocks(content: ChatMessage['content']): Block[] {
+  if (content == null) return [];
+  if (typeof content === 'string') return content ? [{ type: 'text', text: content }] : [];
+  return content.flatMap((p: ContentPart): Block[] => {
+    if (p.type === 'text') return p.text ? [{ type: 'text', text: p.text }] : [];
+    if (p.type === 'image_url') return [imageBlock(p.image_url.url)];
+    throw new TranslationError(`unsupported content part type: ${(p as { type: string }).type}`);
+  });
+}
+
+function toolUseBlock(tc: ToolCall): Block {
+  let input: unknown;
+  try {
+    input = parseToolArguments(tc.function.arguments);
+  } catch {
+    throw new TranslationError(`tool call ${tc.id}: arguments are not valid JSON`);
+  }
+  if (!input || typeof input !== 'object' || Array.isArray(input)) {
+    throw new TranslationError(`tool call ${tc.id}: arguments must be a JSON object`);
+  }
+  return { type: 'tool_use', id: tc.id, name: tc.function.name, input };
+}
+
+function toolResultBlock(m: ChatMessage): Block {
+  if (!m.tool_call_id) throw new TranslationError('tool messages need a tool_call_id');
+  const block: Block = { type: 'tool_result', tool_use_id: m.tool_call_id };
+  if (typeof m.content === 'string') {
+    if (m.content) block.content = m.content;
+  } else if (m.content) {
+    const blocks = contentBlocks(m.content);
+    if (blocks.length) block.content = blocks;
+  }
+  return block;
+}
+
+/** Canonical messages → Anthropic `system` + `messages`. */
+export function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messages: WireMessage[] } {
+  const system: string[] = [];
+  const out: WireMessage[] = [];
+  const push = (role: WireMessage['role'], blocks: Block[]) => {
+    if (blocks.length === 0) return;
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.content.push(...blocks);
+    else out.push({ role, content: blocks });
+  };
+  for (const m of messages) {
+    switch (m.role) {
+      case 'system':
+      case 'developer': {
+        if (Array.isArray(m.content) && m.content.some((p) => p.type !== 'text')) {
+          throw new TranslationError('system messages can only contain text');
+        }
+        const t = textOf(m.content);
+        if (t) system.push(t);
+        break;
+      }
+      case 'user':
+        push('user', contentBlocks(m.content));
+        break;
+      case 'assistant':
+        // m.reasoning is dropped: no signature to send it back with (see the file comment).
+        push('assistant', [...contentBlocks(m.content), ...(m.tool_calls ?? []).map(toolUseBlock)]);
+        break;
+      case 'tool':
+        push('user', [toolResultBlock(m)]);
+        break;
+      default:
+        throw new TranslationError(`unsupported message role: ${(m as { role: string }).role}`);
+    }
+  }
+  return { ...(system.length ? { system: system.join('\n\n') } : {}), messages: out };
+}
+
+function continuesToolLoop(messages: WireMessage[]): boolean {
+  const last = messages[messages.length - 1];
+  return !!last && last.role === 'user' && last.content.some((b) => b.type === 'tool_result');
+}
+
+function toolChoice(req: ChatRequest): Block | undefined {
+  let choice: Block | undefined;
+  const tc = req.tool_choice;
+  if (tc === 'auto') choice = { type: 'auto' };
+  else if (tc === 'required') choice = { type: 'any' };
+  else if (tc === 'none') choice = { type: 'none' };
+  else if (tc && typeof tc === 'object') choice = { type: 'tool', name: tc.function.name };
+  if (req.parallel_tool_calls === false && req.tools?.length && choice?.type !== 'none') {
+    choice = { ...(choice ?? { type: 'auto' }), disable_parallel_tool_use: true };
+  }
+  return choice;
+}
+
+/** The Anthropic request body for a canonical request. */
+export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<string, unknown> {
+  const { system, messages } = toAnthropicMessages(req.messages);
+  const callerMax = req.max_completion_tokens ?? req.max_tokens;
+  const body: Record<string, unknown> = {
+    model: req.model,
+    max_tokens: callerMax ?? DEFAULT_MAX_TOKENS,
+    messages,
+  };
+  if (system !== undefined) body.system = system;
+  if (req.stop !== undefined) body.stop_sequences = Array.isArray(req.stop) ? req.stop : [req.stop];
+  if (req.temperature !== undefined) body.temperature = Math.min(1, Math.max(0, req.temperature));
+  if (req.top_p !== undefined) body.top_p = req.top_p;
+  if (req.user !== undefined) body.metadata = { user_id: req.user };
+  if (req.tools?.length) {
+    body.tools = req.tools.map((t) => ({
+      name: t.function.name,
+      ...(t.function.description !== undefined ? { description: t.function.description } : {}),
+      input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+    }));
+  }
+  const choice = toolChoice(req);
+  if (choice) body.tool_choice = choice;
+  if (req.response_format?.type === 'json_schema' && req.response_format.json_schema.schema) {
+    body.output_config = { format: { type: 'json_schema', schema: req.response_format.json_schema.schema } };
+  }
+
+  let budget = reasoningBudget(req.reasoning);
+  const forcedTool = choice?.type === 'any' || choice?.type === 'tool';
+  if (budget !== undefined && !forcedTool && !continuesToolLoop(messages)) {
+    budget = Math.max(MIN_THINKING_BUDGET, budget);
+    let max = callerMax ?? budget + DEFAULT_MAX_TOKENS;
+    if (callerMax !== undefined && budget >= callerMax) budget = callerMax - 1;
+    if (budget >= MIN_THINKING_BUDGET) {
+      if (max <= budget) max = budget + 1;
+      body.max_tokens = max;
+      body.thinking = { type: 'enabled', budget_tokens: budget };
+      delete body.temperature;
+      delete body.top_p;
+    }
+  }
+  if (stream) body.stream = true;
+  return body;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+const FINISH: Record<string, FinishReason> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  pause_turn: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+};
+
+export function mapStopReason(r: unknown): FinishReason | null {
+  if (typeof r !== 'string' || !r) return null;
+  return FINISH[r] ?? 'stop';
+}
+
+const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
+
+/** Anthropic usage → canonical (prompt = input + cache reads + cache writes). */
+export function mapAnthropicUsage(raw: unknown): Usage {
+  const u = obj(raw);
+  const cacheRead = num(u.cache_read_input_tokens);
+  const cacheWrite = num(u.cache_creation_input_tokens);
+  const prompt = num(u.input_tokens) + cacheRead + cacheWrite;
+  const completion = num(u.output_tokens);
+  const usage: Usage = {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
+  };
+  const thinking = obj(u.output_tokens_details).thinking_tokens;
+  if (typeof thinking === 'number') usage.completion_tokens_details = { reasoning_tokens: thinking };
+  return usage;
+}
+
+export interface AnthropicMapOptions {
+  /** `reasoning.exclude`: leave thinking out of the canonical output. */
+  excludeReasoning?: boolean;
+}
+
+/** Anthropic Message → canonical ChatResponse. */
+export function fromAnthropicResponse(
+  raw: unknown,
+  requestedModel: string,
+  opts: AnthropicMapOptions = {},
+): ChatResponse {
+  const r = obj(raw);
+  const blocks = Array.isArray(r.content) ? r.content.map(obj) : [];
+  const texts: string[] = [];
+  const thinking: string[] = [];
+  const toolCalls: ToolCall[] = [];
+  for (const b of blocks) {
+    if (b.type === 'text' && typeof b.text === 'string') texts.push(b.text);
+    else if (b.type === 'thinking' && typeof b.thinking === 'string') thinking.push(b.thinking);
+    else if (b.type === 'tool_use') {
+      toolCalls.push({
+        id: String(b.id ?? ''),
+        type: 'function',
+        function: { name: String(b.name ?? ''), arguments: JSON.stringify(b.input ?? {}) },
+      });
+    }
+  }
+  const message: ChatResponse['choices'][number]['message'] = {
+    role: 'assistant',
+    content: texts.length ? texts.join('') : toolCalls.length ? null : '',
+  };
+  if (thinking.length && !opts.excludeReasoning) message.reasoning = thinking.join('');
+  if (toolCalls.length) message.tool_calls = toolCalls;
+  const stop = typeof r.stop_reason === 'string' ? r.stop_reason : null;
+  return {
+    id: typeof r.id === 'string' ? r.id : '',
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: typeof r.model === 'string' && r.model ? r.model : requestedModel,
+    choices: [
+      { index: 0, message, finish_reason: mapStopReason(stop), native_finish_reason: stop, logprobs: null },
+    ],
+    usage: mapAnthropicUsage(r.usage),
+  };
+}
+
+const ERROR_STATUS: Record<string, number> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+};
+
+/** An Anthropic `{type:'error', error:{type, message}}` (e.g. a stream `error` event) → UpstreamError. */
+export function anthropicStreamError(raw: unknown, secrets?: (string | null)[]): UpstreamError {
+  const e = obj(obj(raw).error);
+  const type = typeof e.type === 'string' ? e.type : 'api_error';
+  const status = ERROR_STATUS[type] ?? 500;
+  const message = typeof e.message === 'string' && e.message ? e.message : type;
+  return new UpstreamError(status, redact(message, secrets), { body: raw });
+}
+
+/**
+ * Anthropic stream events → canonical chunks, one event at a time. `push` returns the chunks an
+ * event produces (throws UpstreamError on an `error` event); `finish` checks the stream ended
+ * with `message_stop` (else UpstreamError 502: the stream was cut off).
+ *
+ * Output: a role chunk (message_start), content / reasoning / tool-call deltas (tool calls are
+ * numbered 0, 1, … in order of appearance), a chunk with `finish_reason` (message_delta), and a
+ * last chunk with `choices: []` and `usage` (message_stop), like OpenAI's include_usage.
+ */
+export class AnthropicStreamMapper {
+  private id = '';
+  private model: string;
+  private readonly created = Math.floor(Date.now() / 1000);
+  private usage: Obj = {};
+  private readonly toolIndex = new Map<number, number>();
+  private stopped = false;
+
+  constructor(
+    requestedModel: string,
+    private readonly opts: AnthropicMapOptions = {},
+    private readonly secrets: (string | null)[] = [],
+  ) {
+    this.model = requestedModel;
+  }
+
+  private chunk(delta: ChatChunk['choices'][number]['delta'], finish?: string | null): ChatChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [
+        {
+          index: 0,
+          delta,
+          finish_reason: finish ? mapStopReason(finish) : null,
+          ...(finish ? { native_finish_reason: finish } : {}),
+        },
+      ],
+    };
+  }
+
+  private toolChunk(tc: ChatChunkToolCall): ChatChunk {
+    return this.chunk({ tool_calls: [tc] });
+  }
+
+  push(raw: unknown): ChatChunk[] {
+    const ev = obj(raw);
+    switch (ev.type) {
+      case 'message_start': {
+        const m = obj(ev.message);
+        if (typeof m.id === 'string') this.id = m.id;
+        if (typeof m.model === 'string' && m.model) this.model = m.model;
+        this.usage = { ...obj(m.usage) };
+        return [this.chunk({ role: 'assistant', content: '' })];
+      }
+      case 'content_block_start': {
+        const b = obj(ev.content_block);
+        const index = num(ev.index);
+        if (b.type === 'text' && typeof b.text === 'string' && b.text)
+          return [this.chunk({ content: b.text })];
+        if (
+          b.type === 'thinking' &&
+          typeof b.thinking === 'string' &&
+          b.thinking &&
+          !this.opts.excludeReasoning
+        ) {
+          return [this.chunk({ reasoning: b.thinking })];
+        }
+        if (b.type === 'tool_use') {
+          const i = this.toolIndex.size;
+          this.toolIndex.set(index, i);
+          return [
+            this.toolChunk({
+              index: i,
+              id: String(b.id ?? ''),
+              type: 'function',
+              function: { name: String(b.name ?? ''), arguments: '' },
+            }),
+          ];
+        }
+        return [];
+      }
+      case 'content_block_delta': {
+        const d = obj(ev.delta);
+        if (d.type === 'text_delta' && typeof d.text === 'string') return [this.chunk({ content: d.text })];
+        if (d.type === 'thinking_delta' && typeof d.thinking === 'string') {
+          return this.opts.excludeReasoning ? [] : [this.chunk({ reasoning: d.thinking })];
+        }
+        if (d.type === 'input_json_delta' && typeof d.partial_json === 'string' && d.partial_json) {
+          const i = this.toolIndex.get(num(ev.index));
+          if (i === undefined) return [];
+          return [this.toolChunk({ index: i, function: { arguments: d.partial_json } })];
+        }
+        return [];
+      }
+      case 'message_delta': {
+        const d = obj(ev.delta);
+        for (const [k, v] of Object.entries(obj(ev.usage))) if (v != null) this.usage[k] = v;
+        const stop = typeof d.stop_reason === 'string' ? d.stop_reason : null;
+        return stop ? [this.chunk({}, stop)] : [];
+      }
+      case 'message_stop':
+        this.stopped = true;
+        return [
+          {
+            id: this.id,
+            object: 'chat.completion.chunk',
+            created: this.created,
+            model: this.model,
+            choices: [],
+            usage: mapAnthropicUsage(this.usage),
+          },
+        ];
+      case 'error':
+        throw anthropicStreamError(raw, this.secrets);
+      default:
+        // ping, content_block_stop, and event types added later.
+        return [];
+    }
+  }
+
+  get done(): boolean {
+    return this.stopped;
+  }
+
+  finish(): void {
+    if (!this.stopped) {
+      throw new UpstreamError(502, 'upstream stream ended before message_stop', { retryable: true });
+    }
+  }
+}

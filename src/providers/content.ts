@@ -1,0 +1,25 @@
+import type { ChatMessage } from '../formats/chat.js';
+
+/** The text of a message's content: a string, or its text parts joined (images ignored). */
+export function textOf(content: ChatMessage['content']): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  return content
+    .filter((p): p is { type: 'text'; text: string } => p.type === 'text')
+    .map((p) => p.text)
+    .join('');
+}
+
+/** `data:<media type>;base64,<data>` → its parts; null for anything else. */
+export function parseDataUrl(url: string): { mediaType: string; data: string } | null {
+  const m = /^data:([^;,]+)((?:;[^;,]*)*?);base64,(.*)$/s.exec(url);
+  if (!m) return null;
+  return { mediaType: m[1] as string, data: m[3] as string };
+}
+
+export const isHttpUrl = (url: string): boolean => /^https?:\/\//i.test(url);
+
+/** Parses a tool call's `arguments` JSON; an empty string is `{}`. Throws SyntaxError when invalid. */
+export function parseToolArguments(args: string): unknown {
+  return args.trim() === '' ? {} : JSON.parse(args);
+}

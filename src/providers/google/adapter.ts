@@ -1,0 +1,81 @@
+/**
+ * Gemini API (Google AI Studio): `POST {baseUrl}/models/{model}:generateContent`,
+ * `:streamGenerateContent?alt=sse` and `:batchEmbedContents`, authenticated with the
+ * `x-goog-api-key` header (never a `?key=` query parameter, so the key stays out of URLs and logs).
+ * `baseUrl` includes the API version, e.g. https://generativelanguage.googleapis.com/v1beta.
+ * Translation in `wire.ts`.
+ */
+import type {
+  ChatChunk,
+  ChatRequest,
+  ChatResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+} from '../../formats/chat.js';
+import { ensureOk, joinUrl, postJson, readJson, sseEvents } from '../http.js';
+import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
+import {
+  fromGeminiEmbeddings,
+  fromGeminiResponse,
+  GeminiStreamMapper,
+  geminiModelId,
+  geminiStreamError,
+  toGeminiEmbeddingsRequest,
+  toGeminiRequest,
+} from './wire.js';
+
+export class GoogleProvider implements Provider {
+  constructor(readonly config: ProviderConfig) {}
+
+  private url(model: string, method: string): string {
+    return joinUrl(this.config.baseUrl, `models/${encodeURIComponent(geminiModelId(model))}:${method}`);
+  }
+
+  private async post(url: string, body: unknown, ctx: CallContext, stream: boolean) {
+    const secrets = [ctx.apiKey];
+    const headers: Record<string, string> = { ...this.config.headers };
+    if (ctx.apiKey) headers['x-goog-api-key'] = ctx.apiKey;
+    if (stream) headers.accept = 'text/event-stream';
+    const res = await postJson(url, body, headers, ctx.signal, { secrets });
+    return ensureOk(res, ctx.signal, secrets);
+  }
+
+  async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
+    const res = await this.post(this.url(req.model, 'generateContent'), toGeminiRequest(req), ctx, false);
+    const raw = await readJson(res, ctx.signal, [ctx.apiKey]);
+    if ((raw as { error?: unknown })?.error) throw geminiStreamError(raw, [ctx.apiKey]);
+    return fromGeminiResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
+  }
+
+  async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
+    const url = `${this.url(req.model, 'streamGenerateContent')}?alt=sse`;
+    const res = await this.post(url, toGeminiRequest(req), ctx, true);
+    const secrets = [ctx.apiKey];
+    const mapper = new GeminiStreamMapper(
+      req.model,
+      { excludeReasoning: req.reasoning?.exclude === true },
+      secrets,
+    );
+    return (async function* () {
+      for await (const ev of sseEvents(res, ctx.signal, secrets)) {
+        if (!ev.data.trim()) continue;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(ev.data);
+        } catch {
+          throw new UpstreamError(502, 'upstream sent an invalid stream event', { retryable: true });
+        }
+        yield* mapper.push(parsed);
+      }
+      yield* mapper.finish();
+    })();
+  }
+
+  async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
+    const { requests, texts } = toGeminiEmbeddingsRequest(req);
+    const res = await this.post(this.url(req.model, 'batchEmbedContents'), { requests }, ctx, false);
+    const raw = await readJson(res, ctx.signal, [ctx.apiKey]);
+    if ((raw as { error?: unknown })?.error) throw geminiStreamError(raw, [ctx.apiKey]);
+    return fromGeminiEmbeddings(raw, req, texts);
+  }
+}

@@ -1,0 +1,323 @@
+import { describe, expect, it } from 'vitest';
+import { type ChatChunk, type ChatRequest, TranslationError } from '../../formats/chat.js';
+import { UpstreamError } from '../types.js';
+import {
+  floatsToBase64,
+  fromGeminiEmbeddings,
+  fromGeminiResponse,
+  GeminiStreamMapper,
+  geminiStreamError,
+  mapGeminiFinish,
+  mapGeminiUsage,
+  toGeminiEmbeddingsRequest,
+  toGeminiRequest,
+  toGeminiSchema,
+} from './wire.js';
+
+const req = (r: Partial<ChatRequest>): ChatRequest => ({ model: 'gemini-x', messages: [], ...r });
+
+describe('toGeminiRequest', () => {
+  it('maps system, roles, tool calls and tool results (named by call id)', () => {
+    const body = toGeminiRequest(
+      req({
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Weather?' },
+          {
+            role: 'assistant',
+            content: null,
+            reasoning: 'dropped',
+            tool_calls: [
+              { id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+              { id: 'c2', type: 'function', function: { name: 'time', arguments: '{}' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'c1', content: '{"temp":21}' },
+          { role: 'tool', tool_call_id: 'c2', content: '12:00' },
+          { role: 'assistant', content: 'It is 21°C.' },
+        ],
+      }),
+    );
+    expect(body.systemInstruction).toEqual({ parts: [{ text: 'Be brief.' }] });
+    expect(body.contents).toEqual([
+      { role: 'user', parts: [{ text: 'Weather?' }] },
+      {
+        role: 'model',
+        parts: [
+          { functionCall: { name: 'weather', args: { city: 'Paris' } } },
+          { functionCall: { name: 'time', args: {} } },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [
+          { functionResponse: { name: 'weather', response: { temp: 21 } } },
+          { functionResponse: { name: 'time', response: { result: '12:00' } } },
+        ],
+      },
+      { role: 'model', parts: [{ text: 'It is 21°C.' }] },
+    ]);
+  });
+
+  it('refuses a tool result that answers no tool call', () => {
+    expect(() =>
+      toGeminiRequest(req({ messages: [{ role: 'tool', tool_call_id: 'nope', content: 'x' }] })),
+    ).toThrow(TranslationError);
+  });
+
+  it('maps images to inlineData / fileData', () => {
+    const body = toGeminiRequest(
+      req({
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What?' },
+              { type: 'image_url', image_url: { url: 'data:image/webp;base64,UklGR' } },
+              { type: 'image_url', image_url: { url: 'https://example.com/a/photo.PNG?x=1' } },
+            ],
+          },
+        ],
+      }),
+    );
+    expect((body.contents as any)[0].parts).toEqual([
+      { text: 'What?' },
+      { inlineData: { mimeType: 'image/webp', data: 'UklGR' } },
+      { fileData: { mimeType: 'image/png', fileUri: 'https://example.com/a/photo.PNG?x=1' } },
+    ]);
+  });
+
+  it('maps tools, tool_choice and generation config', () => {
+    const body = toGeminiRequest(
+      req({
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [
+          {
+            type: 'function',
+            function: {
+              name: 'f',
+              description: 'd',
+              parameters: {
+                $schema: 'http://json-schema.org/draft-07/schema#',
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  a: { type: ['string', 'null'], description: 'A' },
+                  b: { type: 'array', items: { const: 'x' } },
+                },
+                required: ['a'],
+              },
+            },
+          },
+        ],
+        tool_choice: { type: 'function', function: { name: 'f' } },
+        max_tokens: 100,
+        temperature: 0.5,
+        top_p: 0.8,
+        stop: 'END',
+        seed: 3,
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 's', schema: { type: 'object', properties: { n: { type: 'integer' } } } },
+        },
+        reasoning: { effort: 'medium', exclude: true },
+      }),
+    );
+    expect(body.tools).toEqual([
+      {
+        functionDeclarations: [
+          {
+            name: 'f',
+            description: 'd',
+            parameters: {
+              type: 'OBJECT',
+              required: ['a'],
+              properties: {
+                a: { type: 'STRING', nullable: true, description: 'A' },
+                b: { type: 'ARRAY', items: { enum: ['x'] } },
+              },
+            },
+          },
+        ],
+      },
+    ]);
+    expect(body.toolConfig).toEqual({ functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['f'] } });
+    expect(body.generationConfig).toEqual({
+      maxOutputTokens: 100,
+      temperature: 0.5,
+      topP: 0.8,
+      stopSequences: ['END'],
+      seed: 3,
+      responseMimeType: 'application/json',
+      responseSchema: { type: 'OBJECT', properties: { n: { type: 'INTEGER' } } },
+      thinkingConfig: { thinkingBudget: 8192, includeThoughts: false },
+    });
+    expect(toGeminiRequest(req({ tool_choice: 'required' })).toolConfig).toEqual({
+      functionCallingConfig: { mode: 'ANY' },
+    });
+    expect(toGeminiRequest(req({ tool_choice: 'none' })).toolConfig).toEqual({
+      functionCallingConfig: { mode: 'NONE' },
+    });
+    expect(toGeminiRequest(req({ tool_choice: 'auto' })).toolConfig).toEqual({
+      functionCallingConfig: { mode: 'AUTO' },
+    });
+    expect(
+      (toGeminiRequest(req({ response_format: { type: 'json_object' } })).generationConfig as any)
+        .responseMimeType,
+    ).toBe('application/json');
+    expect(toGeminiRequest(req({ messages: [{ role: 'user', content: 'x' }] }))).not.toHaveProperty(
+      'generationConfig',
+    );
+  });
+
+  it('toGeminiSchema turns oneOf into anyOf', () => {
+    expect(toGeminiSchema({ oneOf: [{ type: 'string' }, { type: 'number' }] })).toEqual({
+      anyOf: [{ type: 'STRING' }, { type: 'NUMBER' }],
+    });
+  });
+});
+
+describe('Gemini responses → canonical', () => {
+  it('maps parts, function calls, finish reason and usage', () => {
+    const res = fromGeminiResponse(
+      {
+        candidates: [
+          {
+            content: {
+              role: 'model',
+              parts: [
+                { text: 'Thinking…', thought: true },
+                { text: 'Calling. ' },
+                { functionCall: { name: 'weather', args: { city: 'Paris' } } },
+              ],
+            },
+            finishReason: 'STOP',
+            index: 0,
+          },
+        ],
+        usageMetadata: {
+          promptTokenCount: 10,
+          candidatesTokenCount: 5,
+          thoughtsTokenCount: 3,
+          cachedContentTokenCount: 4,
+          totalTokenCount: 18,
+        },
+        modelVersion: 'gemini-x-001',
+        responseId: 'resp-1',
+      },
+      'gemini-x',
+    );
+    expect(res.id).toBe('resp-1');
+    expect(res.model).toBe('gemini-x-001');
+    const choice = res.choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect(choice.native_finish_reason).toBe('STOP');
+    expect(choice.message.content).toBe('Calling. ');
+    expect(choice.message.reasoning).toBe('Thinking…');
+    expect(choice.message.tool_calls![0]!.id).toMatch(/^call_/);
+    expect(choice.message.tool_calls![0]!.function).toEqual({
+      name: 'weather',
+      arguments: '{"city":"Paris"}',
+    });
+    expect(res.usage).toEqual({
+      prompt_tokens: 10,
+      completion_tokens: 8,
+      total_tokens: 18,
+      prompt_tokens_details: { cached_tokens: 4 },
+      completion_tokens_details: { reasoning_tokens: 3 },
+    });
+  });
+
+  it('maps finish reasons and a blocked prompt', () => {
+    expect(mapGeminiFinish('MAX_TOKENS', false)).toBe('length');
+    expect(mapGeminiFinish('SAFETY', false)).toBe('content_filter');
+    expect(mapGeminiFinish('RECITATION', false)).toBe('content_filter');
+    expect(mapGeminiFinish('PROHIBITED_CONTENT', true)).toBe('content_filter');
+    expect(mapGeminiFinish('STOP', false)).toBe('stop');
+    const blocked = fromGeminiResponse(
+      { promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: 3 } },
+      'g',
+    );
+    expect(blocked.choices[0]).toMatchObject({
+      finish_reason: 'content_filter',
+      native_finish_reason: 'SAFETY',
+      message: { content: '' },
+    });
+    expect(mapGeminiUsage(undefined)).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+  });
+
+  it('maps a stream and takes usage from the last event', () => {
+    const m = new GeminiStreamMapper('gemini-x');
+    const out: ChatChunk[] = [];
+    const ev = (parts: unknown[], extra: Record<string, unknown> = {}) => ({
+      candidates: [{ content: { role: 'model', parts }, index: 0, ...extra }],
+      usageMetadata: { promptTokenCount: 5 },
+      responseId: 'r1',
+      modelVersion: 'gemini-x-001',
+    });
+    out.push(...m.push(ev([{ text: 'hm', thought: true }])));
+    out.push(...m.push(ev([{ text: 'Hello ' }])));
+    out.push(
+      ...m.push({
+        ...ev([{ text: 'world' }], { finishReason: 'MAX_TOKENS' }),
+        usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 2 },
+      }),
+    );
+    out.push(...m.finish());
+    expect(out.map((c) => c.choices[0]?.delta ?? null)).toEqual([
+      { role: 'assistant', content: '' },
+      { reasoning: 'hm' },
+      { content: 'Hello ' },
+      { content: 'world' },
+      {},
+      null,
+    ]);
+    expect(out.at(-2)!.choices[0]).toMatchObject({
+      finish_reason: 'length',
+      native_finish_reason: 'MAX_TOKENS',
+    });
+    expect(out.at(-1)!.usage).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
+    expect(out.every((c) => c.id === 'r1' && c.model === 'gemini-x-001')).toBe(true);
+  });
+
+  it('a stream without a finish reason is cut off; an error payload throws', () => {
+    const m = new GeminiStreamMapper('g');
+    m.push({ candidates: [{ content: { parts: [{ text: 'a' }] } }] });
+    expect(() => m.finish()).toThrow(UpstreamError);
+    expect(() =>
+      new GeminiStreamMapper('g').push({ error: { code: 503, message: 'busy', status: 'UNAVAILABLE' } }),
+    ).toThrow('UNAVAILABLE: busy');
+    expect(geminiStreamError({ error: { message: 'x', status: 'RESOURCE_EXHAUSTED' } }).status).toBe(429);
+  });
+});
+
+describe('Gemini embeddings', () => {
+  it('builds batchEmbedContents and maps the vectors back', () => {
+    const { requests, texts } = toGeminiEmbeddingsRequest({
+      model: 'models/text-embedding-004',
+      input: ['a b', 'cdef'],
+      dimensions: 8,
+    });
+    expect(requests).toEqual([
+      { model: 'models/text-embedding-004', content: { parts: [{ text: 'a b' }] }, outputDimensionality: 8 },
+      { model: 'models/text-embedding-004', content: { parts: [{ text: 'cdef' }] }, outputDimensionality: 8 },
+    ]);
+    const res = fromGeminiEmbeddings(
+      { embeddings: [{ values: [1, 2] }, { values: [3, 4] }] },
+      { model: 'e', input: texts },
+      texts,
+    );
+    expect(res.data).toEqual([
+      { object: 'embedding', index: 0, embedding: [1, 2] },
+      { object: 'embedding', index: 1, embedding: [3, 4] },
+    ]);
+    expect(res.usage).toEqual({ prompt_tokens: 2, total_tokens: 2 });
+    const b64 = fromGeminiEmbeddings(
+      { embeddings: [{ values: [1] }] },
+      { model: 'e', input: 'x', encoding_format: 'base64' },
+      ['x'],
+    );
+    expect(b64.data[0]!.embedding).toBe(floatsToBase64([1]));
+    expect(() => toGeminiEmbeddingsRequest({ model: 'e', input: [1, 2, 3] })).toThrow(TranslationError);
+  });
+});

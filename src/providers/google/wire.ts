@@ -1,0 +1,532 @@
+/**
+ * Canonical chat ⇄ Gemini API (`generateContent`, `streamGenerateContent?alt=sse`,
+ * `batchEmbedContents`).
+ *
+ * Request:
+ * - `system`/`developer` messages → `systemInstruction`; roles user → `user`, assistant → `model`;
+ *   consecutive same-role turns are merged (Gemini wants all function responses of a turn together).
+ * - assistant `tool_calls` → `functionCall` parts (arguments parsed; invalid JSON → 400); `tool`
+ *   messages → `functionResponse` parts in a user turn, named after the assistant tool call with the
+ *   same id (the canonical tool message carries only the id); the result is the JSON object the
+ *   tool returned, else `{result: <value or text>}`.
+ * - Assistant `reasoning` in history is dropped (Gemini thought signatures are not carried).
+ * - Images: `data:` URLs → `inlineData`; http(s) URLs → `fileData` with a MIME type guessed from
+ *   the extension (image/jpeg when unknown).
+ * - tools → one `functionDeclarations` tool; JSON-Schema parameters are reduced to the OpenAPI
+ *   subset Gemini accepts (`toGeminiSchema`); tool_choice → `toolConfig.functionCallingConfig`
+ *   (auto → AUTO, required → ANY, none → NONE, named → ANY + allowedFunctionNames).
+ * - generationConfig: max tokens → maxOutputTokens, temperature, top_p → topP, stop →
+ *   stopSequences, seed, penalties, response_format json_object/json_schema → responseMimeType
+ *   `application/json` (+ responseSchema), reasoning → thinkingConfig {thinkingBudget,
+ *   includeThoughts: !exclude} (budget table in `../reasoning.ts`).
+ *
+ * Response: candidates[0] parts: text → content, `thought: true` parts → reasoning,
+ * functionCall → tool_calls with generated ids `call_…`; finishReason STOP → stop (tool_calls
+ * when the model called functions), MAX_TOKENS → length, SAFETY/RECITATION/PROHIBITED_CONTENT/
+ * BLOCKLIST/SPII/IMAGE_SAFETY → content_filter, MALFORMED_FUNCTION_CALL → error; a prompt blocked
+ * before any candidate → content_filter. Usage: prompt = promptTokenCount (+ toolUsePromptTokenCount;
+ * it already includes cached tokens), completion = candidatesTokenCount + thoughtsTokenCount.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  type ChatChunk,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatResponse,
+  type ContentPart,
+  type EmbeddingsRequest,
+  type EmbeddingsResponse,
+  type FinishReason,
+  type ToolCall,
+  TranslationError,
+  type Usage,
+} from '../../formats/chat.js';
+import { isHttpUrl, parseDataUrl, parseToolArguments, textOf } from '../content.js';
+import { reasoningBudget } from '../reasoning.js';
+import { redact } from '../redact.js';
+import { UpstreamError } from '../types.js';
+
+type Obj = Record<string, unknown>;
+const obj = (x: unknown): Obj => (x && typeof x === 'object' ? (x as Obj) : {});
+const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
+
+type Part = Record<string, unknown>;
+interface Content {
+  role: 'user' | 'model';
+  parts: Part[];
+}
+
+/** `models/gemini-x` or `gemini-x` → `gemini-x`. */
+export const geminiModelId = (model: string): string => model.replace(/^models\//, '');
+
+export const newToolCallId = (): string => `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+
+const MIME_BY_EXT: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  heic: 'image/heic',
+  heif: 'image/heif',
+  pdf: 'application/pdf',
+};
+
+function imagePart(url: string): Part {
+  const data = parseDataUrl(url);
+  if (data) return { inlineData: { mimeType: data.mediaType, data: data.data } };
+  if (isHttpUrl(url)) {
+    const ext = /\.([a-z0-9]+)(?:[?#]|$)/i.exec(new URL(url).pathname)?.[1]?.toLowerCase() ?? '';
+    return { fileData: { mimeType: MIME_BY_EXT[ext] ?? 'image/jpeg', fileUri: url } };
+  }
+  throw new TranslationError('image_url must be a data: URL or an http(s) URL');
+}
+
+function contentParts(content: ChatMessage['content']): Part[] {
+  if (content == null) return [];
+  if (typeof content === 'string') return content ? [{ text: content }] : [];
+  return content.flatMap((p: ContentPart): Part[] => {
+    if (p.type === 'text') return p.text ? [{ text: p.text }] : [];
+    if (p.type === 'image_url') return [imagePart(p.image_url.url)];
+    throw new TranslationError(`unsupported content part type: ${(p as { type: string }).type}`);
+  });
+}
+
+function functionCallPart(tc: ToolCall): Part {
+  let args: unknown;
+  try {
+    args = parseToolArguments(tc.function.arguments);
+  } catch {
+    throw new TranslationError(`tool call ${tc.id}: arguments are not valid JSON`);
+  }
+  if (!args || typeof args !== 'object' || Array.isArray(args)) {
+    throw new TranslationError(`tool call ${tc.id}: arguments must be a JSON object`);
+  }
+  return { functionCall: { name: tc.function.name, args } };
+}
+
+function functionResponsePart(m: ChatMessage, names: Map<string, string>): Part {
+  const name = (m.tool_call_id && names.get(m.tool_call_id)) || m.name;
+  if (!name) {
+    throw new TranslationError(`tool message ${m.tool_call_id ?? ''} answers no earlier assistant tool call`);
+  }
+  const text = textOf(m.content);
+  let value: unknown = text;
+  try {
+    value = JSON.parse(text);
+  } catch {}
+  const response = value && typeof value === 'object' && !Array.isArray(value) ? value : { result: value };
+  return { functionResponse: { name, response } };
+}
+
+/** Canonical messages → Gemini `systemInstruction` + `contents`. */
+export function toGeminiContents(messages: ChatMessage[]): {
+  systemInstruction?: { parts: Part[] };
+  contents: Content[];
+} {
+  const system: string[] = [];
+  const contents: Content[] = [];
+  const names = new Map<string, string>();
+  const push = (role: Content['role'], parts: Part[]) => {
+    if (!parts.length) return;
+    const last = contents[contents.length - 1];
+    if (last && last.role === role) last.parts.push(...parts);
+    else contents.push({ role, parts });
+  };
+  for (const m of messages) {
+    switch (m.role) {
+      case 'system':
+      case 'developer': {
+        if (Array.isArray(m.content) && m.content.some((p) => p.type !== 'text')) {
+          throw new TranslationError('system messages can only contain text');
+        }
+        const t = textOf(m.content);
+        if (t) system.push(t);
+        break;
+      }
+      case 'user':
+        push('user', contentParts(m.content));
+        break;
+      case 'assistant':
+        for (const tc of m.tool_calls ?? []) names.set(tc.id, tc.function.name);
+        push('model', [...contentParts(m.content), ...(m.tool_calls ?? []).map(functionCallPart)]);
+        break;
+      case 'tool':
+        push('user', [functionResponsePart(m, names)]);
+        break;
+      default:
+        throw new TranslationError(`unsupported message role: ${(m as { role: string }).role}`);
+    }
+  }
+  return {
+    ...(system.length ? { systemInstruction: { parts: [{ text: system.join('\n\n') }] } } : {}),
+    contents,
+  };
+}
+
+const SCHEMA_KEYS = new Set([
+  'format',
+  'title',
+  'description',
+  'nullable',
+  'enum',
+  'maxItems',
+  'minItems',
+  'required',
+  'minProperties',
+  'maxProperties',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'example',
+  'propertyOrdering',
+  'default',
+  'minimum',
+  'maximum',
+]);
+
+/**
+ * JSON Schema → the OpenAPI-3 subset Gemini's `Schema` accepts: known keys kept, `type` upper-cased,
+ * `type: [x, 'null']` → `type: X, nullable: true`, `const` → `enum`, `oneOf` → `anyOf`; others
+ * (`$schema`, `additionalProperties`, `$ref`…) dropped.
+ */
+export function toGeminiSchema(schema: unknown): Obj {
+  const s = obj(schema);
+  const out: Obj = {};
+  for (const [k, v] of Object.entries(s)) if (SCHEMA_KEYS.has(k)) out[k] = v;
+  let type = s.type;
+  if (Array.isArray(type)) {
+    const nonNull = type.filter((t) => t !== 'null');
+    if (nonNull.length < type.length) out.nullable = true;
+    type = nonNull[0];
+  }
+  if (typeof type === 'string') out.type = type.toUpperCase();
+  if (s.const !== undefined) out.enum = [s.const];
+  if (s.properties && typeof s.properties === 'object') {
+    out.properties = Object.fromEntries(
+      Object.entries(s.properties as Obj).map(([k, v]) => [k, toGeminiSchema(v)]),
+    );
+  }
+  if (s.items && typeof s.items === 'object' && !Array.isArray(s.items)) out.items = toGeminiSchema(s.items);
+  const anyOf = s.anyOf ?? s.oneOf;
+  if (Array.isArray(anyOf)) out.anyOf = anyOf.map(toGeminiSchema);
+  return out;
+}
+
+function toolConfig(req: ChatRequest): Obj | undefined {
+  const tc = req.tool_choice;
+  if (tc === undefined) return undefined;
+  if (tc === 'auto') return { functionCallingConfig: { mode: 'AUTO' } };
+  if (tc === 'required') return { functionCallingConfig: { mode: 'ANY' } };
+  if (tc === 'none') return { functionCallingConfig: { mode: 'NONE' } };
+  return { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [tc.function.name] } };
+}
+
+/** The Gemini GenerateContentRequest body for a canonical request. */
+export function toGeminiRequest(req: ChatRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...toGeminiContents(req.messages) };
+  if (req.tools?.length) {
+    body.tools = [
+      {
+        functionDeclarations: req.tools.map((t) => ({
+          name: t.function.name,
+          ...(t.function.description !== undefined ? { description: t.function.description } : {}),
+          ...(t.function.parameters ? { parameters: toGeminiSchema(t.function.parameters) } : {}),
+        })),
+      },
+    ];
+  }
+  const tc = toolConfig(req);
+  if (tc) body.toolConfig = tc;
+
+  const gen: Obj = {};
+  const max = req.max_completion_tokens ?? req.max_tokens;
+  if (max !== undefined) gen.maxOutputTokens = max;
+  if (req.temperature !== undefined) gen.temperature = req.temperature;
+  if (req.top_p !== undefined) gen.topP = req.top_p;
+  if (req.stop !== undefined) gen.stopSequences = Array.isArray(req.stop) ? req.stop : [req.stop];
+  if (req.seed !== undefined) gen.seed = req.seed;
+  if (req.presence_penalty !== undefined) gen.presencePenalty = req.presence_penalty;
+  if (req.frequency_penalty !== undefined) gen.frequencyPenalty = req.frequency_penalty;
+  const rf = req.response_format;
+  if (rf?.type === 'json_object' || rf?.type === 'json_schema') gen.responseMimeType = 'application/json';
+  if (rf?.type === 'json_schema' && rf.json_schema.schema)
+    gen.responseSchema = toGeminiSchema(rf.json_schema.schema);
+  const budget = reasoningBudget(req.reasoning);
+  if (budget !== undefined) {
+    gen.thinkingConfig = { thinkingBudget: budget, includeThoughts: req.reasoning?.exclude !== true };
+  }
+  if (Object.keys(gen).length) body.generationConfig = gen;
+  return body;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+const FINISH: Record<string, FinishReason> = {
+  STOP: 'stop',
+  MAX_TOKENS: 'length',
+  SAFETY: 'content_filter',
+  RECITATION: 'content_filter',
+  PROHIBITED_CONTENT: 'content_filter',
+  BLOCKLIST: 'content_filter',
+  SPII: 'content_filter',
+  IMAGE_SAFETY: 'content_filter',
+  MALFORMED_FUNCTION_CALL: 'error',
+};
+
+export function mapGeminiFinish(reason: string, calledFunctions: boolean): FinishReason {
+  const f = FINISH[reason] ?? 'stop';
+  return f === 'stop' && calledFunctions ? 'tool_calls' : f;
+}
+
+/** usageMetadata → canonical usage. */
+export function mapGeminiUsage(raw: unknown): Usage {
+  const u = obj(raw);
+  const prompt = num(u.promptTokenCount) + num(u.toolUsePromptTokenCount);
+  const thoughts = num(u.thoughtsTokenCount);
+  const completion = num(u.candidatesTokenCount) + thoughts;
+  const usage: Usage = {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+  };
+  if (u.cachedContentTokenCount !== undefined) {
+    usage.prompt_tokens_details = { cached_tokens: num(u.cachedContentTokenCount) };
+  }
+  if (u.thoughtsTokenCount !== undefined) usage.completion_tokens_details = { reasoning_tokens: thoughts };
+  return usage;
+}
+
+interface PartsOut {
+  text: string[];
+  thoughts: string[];
+  calls: ToolCall[];
+}
+
+function readParts(candidate: Obj): PartsOut {
+  const out: PartsOut = { text: [], thoughts: [], calls: [] };
+  const parts = Array.isArray(obj(candidate.content).parts)
+    ? (obj(candidate.content).parts as unknown[])
+    : [];
+  for (const raw of parts) {
+    const p = obj(raw);
+    if (typeof p.text === 'string') {
+      if (p.thought === true) out.thoughts.push(p.text);
+      else out.text.push(p.text);
+    } else if (p.functionCall) {
+      const fc = obj(p.functionCall);
+      out.calls.push({
+        id: typeof fc.id === 'string' && fc.id ? fc.id : newToolCallId(),
+        type: 'function',
+        function: { name: String(fc.name ?? ''), arguments: JSON.stringify(fc.args ?? {}) },
+      });
+    }
+  }
+  return out;
+}
+
+export interface GeminiMapOptions {
+  excludeReasoning?: boolean;
+}
+
+/** GenerateContentResponse → canonical ChatResponse. */
+export function fromGeminiResponse(
+  raw: unknown,
+  requestedModel: string,
+  opts: GeminiMapOptions = {},
+): ChatResponse {
+  const r = obj(raw);
+  const candidate = obj(Array.isArray(r.candidates) ? r.candidates[0] : undefined);
+  const { text, thoughts, calls } = readParts(candidate);
+  const blocked = obj(r.promptFeedback).blockReason;
+  const finishRaw = typeof candidate.finishReason === 'string' ? candidate.finishReason : null;
+  const native = finishRaw ?? (typeof blocked === 'string' ? blocked : null);
+  const finish: FinishReason | null =
+    finishRaw !== null
+      ? mapGeminiFinish(finishRaw, calls.length > 0)
+      : native !== null
+        ? 'content_filter'
+        : null;
+  const message: ChatResponse['choices'][number]['message'] = {
+    role: 'assistant',
+    content: text.length ? text.join('') : calls.length ? null : '',
+  };
+  if (thoughts.length && !opts.excludeReasoning) message.reasoning = thoughts.join('');
+  if (calls.length) message.tool_calls = calls;
+  return {
+    id: typeof r.responseId === 'string' ? r.responseId : `gen-${randomUUID()}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: typeof r.modelVersion === 'string' && r.modelVersion ? r.modelVersion : requestedModel,
+    choices: [{ index: 0, message, finish_reason: finish, native_finish_reason: native, logprobs: null }],
+    usage: mapGeminiUsage(r.usageMetadata),
+  };
+}
+
+/**
+ * Streamed GenerateContentResponses → canonical chunks. Each event's parts become deltas (a
+ * functionCall arrives whole: one chunk with id, name and the full arguments). Gemini has no end
+ * marker, so `finish()` emits the finish chunk and the usage chunk (from the last usageMetadata)
+ * once the body ended, and throws UpstreamError(502) if no finishReason ever came (cut off).
+ */
+export class GeminiStreamMapper {
+  private id = '';
+  private model: string;
+  private readonly created = Math.floor(Date.now() / 1000);
+  private usage: unknown;
+  private finishReason: string | null = null;
+  private blockReason: string | null = null;
+  private tools = 0;
+  private started = false;
+
+  constructor(
+    requestedModel: string,
+    private readonly opts: GeminiMapOptions = {},
+    private readonly secrets: (string | null)[] = [],
+  ) {
+    this.model = requestedModel;
+  }
+
+  private chunk(delta: ChatChunk['choices'][number]['delta']): ChatChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [{ index: 0, delta, finish_reason: null }],
+    };
+  }
+
+  push(raw: unknown): ChatChunk[] {
+    const r = obj(raw);
+    if (r.error) throw geminiStreamError(raw, this.secrets);
+    if (!this.id) this.id = typeof r.responseId === 'string' ? r.responseId : `gen-${randomUUID()}`;
+    if (typeof r.modelVersion === 'string' && r.modelVersion) this.model = r.modelVersion;
+    if (r.usageMetadata) this.usage = r.usageMetadata;
+    const blocked = obj(r.promptFeedback).blockReason;
+    if (typeof blocked === 'string') this.blockReason = blocked;
+    const out: ChatChunk[] = [];
+    if (!this.started) {
+      this.started = true;
+      out.push(this.chunk({ role: 'assistant', content: '' }));
+    }
+    const candidate = obj(Array.isArray(r.candidates) ? r.candidates[0] : undefined);
+    const { text, thoughts, calls } = readParts(candidate);
+    if (thoughts.length && !this.opts.excludeReasoning)
+      out.push(this.chunk({ reasoning: thoughts.join('') }));
+    if (text.length && text.join('')) out.push(this.chunk({ content: text.join('') }));
+    for (const c of calls) {
+      out.push(
+        this.chunk({
+          tool_calls: [{ index: this.tools++, id: c.id, type: 'function', function: { ...c.function } }],
+        }),
+      );
+    }
+    if (typeof candidate.finishReason === 'string') this.finishReason = candidate.finishReason;
+    return out;
+  }
+
+  finish(): ChatChunk[] {
+    const native = this.finishReason ?? this.blockReason;
+    if (native === null) {
+      throw new UpstreamError(502, 'upstream stream ended without a finish reason', { retryable: true });
+    }
+    const finish =
+      this.finishReason === null ? ('content_filter' as const) : mapGeminiFinish(native, this.tools > 0);
+    const out: ChatChunk[] = [];
+    if (!this.started) out.push(this.chunk({ role: 'assistant', content: '' }));
+    out.push({
+      ...this.chunk({}),
+      choices: [{ index: 0, delta: {}, finish_reason: finish, native_finish_reason: native }],
+    });
+    out.push({
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [],
+      usage: mapGeminiUsage(this.usage),
+    });
+    return out;
+  }
+}
+
+const STATUS_BY_NAME: Record<string, number> = {
+  INVALID_ARGUMENT: 400,
+  FAILED_PRECONDITION: 400,
+  UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  RESOURCE_EXHAUSTED: 429,
+  CANCELLED: 499,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+  DEADLINE_EXCEEDED: 504,
+};
+
+/** `{error:{code, message, status}}` inside a 200 stream → UpstreamError. */
+export function geminiStreamError(raw: unknown, secrets?: (string | null)[]): UpstreamError {
+  const e = obj(obj(raw).error);
+  const status =
+    typeof e.code === 'number' && e.code >= 400 && e.code <= 599
+      ? e.code
+      : (STATUS_BY_NAME[String(e.status)] ?? 500);
+  const message = typeof e.message === 'string' && e.message ? e.message : 'upstream reported an error';
+  const text = typeof e.status === 'string' ? `${e.status}: ${message}` : message;
+  return new UpstreamError(status, redact(text, secrets), { body: raw });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Embeddings
+
+/**
+ * Canonical embeddings → `batchEmbedContents`. Token-id inputs cannot be expressed (400).
+ */
+export function toGeminiEmbeddingsRequest(req: EmbeddingsRequest): { requests: Obj[]; texts: string[] } {
+  const inputs = typeof req.input === 'string' ? [req.input] : req.input;
+  if (inputs.some((x) => typeof x !== 'string')) {
+    throw new TranslationError('Gemini embeddings take text input, not token ids');
+  }
+  const texts = inputs as string[];
+  const model = `models/${geminiModelId(req.model)}`;
+  return {
+    texts,
+    requests: texts.map((text) => ({
+      model,
+      content: { parts: [{ text }] },
+      ...(req.dimensions !== undefined ? { outputDimensionality: req.dimensions } : {}),
+    })),
+  };
+}
+
+/** Float vector → OpenAI's base64 encoding (little-endian float32). */
+export function floatsToBase64(values: number[]): string {
+  return Buffer.from(new Float32Array(values).buffer).toString('base64');
+}
+
+/**
+ * `{embeddings:[{values}]}` → canonical. Gemini reports no token counts for embeddings:
+ * prompt_tokens is estimated as ceil(characters / 4).
+ */
+export function fromGeminiEmbeddings(
+  raw: unknown,
+  req: EmbeddingsRequest,
+  texts: string[],
+): EmbeddingsResponse {
+  const list = Array.isArray(obj(raw).embeddings) ? (obj(raw).embeddings as unknown[]) : [];
+  const tokens = texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
+  return {
+    object: 'list',
+    data: list.map((e, index) => {
+      const values = (Array.isArray(obj(e).values) ? obj(e).values : []) as number[];
+      return {
+        object: 'embedding',
+        index,
+        embedding: req.encoding_format === 'base64' ? floatsToBase64(values) : values,
+      };
+    }),
+    model: req.model,
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  };
+}

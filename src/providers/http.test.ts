@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MockUpstream, startMockUpstream } from '../../test/support/mock-upstream.js';
+import {
+  abortReason,
+  ensureOk,
+  isAbortError,
+  parseRetryAfter,
+  postJson,
+  readJson,
+  toUpstreamError,
+  upstreamErrorFrom,
+} from './http.js';
+import { UpstreamError } from './types.js';
+
+const KEY = 'sk-live-abcdef0123456789';
+const live = () => new AbortController().signal;
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2025-01-01T00:00:00Z');
+  it('reads delta seconds, HTTP dates and retry-after-ms', () => {
+    expect(parseRetryAfter({ 'retry-after': '3' })).toBe(3000);
+    expect(parseRetryAfter({ 'retry-after': '0.5' })).toBe(500);
+    expect(parseRetryAfter({ 'retry-after': 'Wed, 01 Jan 2025 00:00:07 GMT' }, now)).toBe(7000);
+    expect(parseRetryAfter({ 'retry-after': 'Tue, 31 Dec 2024 23:59:00 GMT' }, now)).toBe(0);
+    expect(parseRetryAfter({ 'retry-after-ms': '1234.5', 'retry-after': '9' })).toBe(1235);
+    expect(parseRetryAfter(new Headers({ 'Retry-After': '2' }))).toBe(2000);
+  });
+  it('is undefined when absent or unparseable', () => {
+    expect(parseRetryAfter({})).toBeUndefined();
+    expect(parseRetryAfter({ 'retry-after': 'soon' })).toBeUndefined();
+  });
+});
+
+describe('upstreamErrorFrom', () => {
+  it('takes the message from OpenAI, Anthropic and Gemini error bodies', () => {
+    const openai = upstreamErrorFrom(
+      400,
+      {},
+      JSON.stringify({ error: { message: 'bad temp', type: 'invalid' } }),
+    );
+    expect(openai).toMatchObject({ status: 400, message: 'bad temp', retryable: false });
+    const anthropic = upstreamErrorFrom(
+      529,
+      {},
+      JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+    );
+    expect(anthropic).toMatchObject({ status: 529, message: 'Overloaded', retryable: true });
+    const gemini = upstreamErrorFrom(
+      429,
+      {},
+      JSON.stringify({
+        error: {
+          code: 429,
+          message: 'Quota exceeded',
+          status: 'RESOURCE_EXHAUSTED',
+          details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '13s' }],
+        },
+      }),
+    );
+    expect(gemini).toMatchObject({
+      status: 429,
+      message: 'RESOURCE_EXHAUSTED: Quota exceeded',
+      retryAfterMs: 13000,
+    });
+    expect((gemini.body as any).error.code).toBe(429);
+  });
+
+  it('falls back to text bodies and the status', () => {
+    expect(upstreamErrorFrom(502, {}, '<html>Bad Gateway</html>').message).toBe('<html>Bad Gateway</html>');
+    expect(upstreamErrorFrom(503, {}, '').message).toBe('upstream responded with HTTP 503');
+    expect(upstreamErrorFrom(422, {}, JSON.stringify({ detail: 'field required' })).message).toBe(
+      'field required',
+    );
+  });
+
+  it('prefers the retry-after header and never keeps the key', () => {
+    const e = upstreamErrorFrom(
+      401,
+      { 'retry-after': '4' },
+      JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}` } }),
+      [KEY],
+    );
+    expect(e.retryAfterMs).toBe(4000);
+    expect(e.message).toBe('Incorrect API key provided: [redacted]');
+    expect(JSON.stringify(e.body)).not.toContain(KEY);
+  });
+});
+
+describe('toUpstreamError', () => {
+  it('maps transport errors to status 0, retryable', () => {
+    const e = toUpstreamError(
+      Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+      live(),
+    );
+    expect(e).toBeInstanceOf(UpstreamError);
+    expect(e).toMatchObject({ status: 0, retryable: true });
+    expect((e as Error).message).toContain('connection refused');
+  });
+
+  it('returns the caller abort reason instead of an UpstreamError', () => {
+    const ac = new AbortController();
+    ac.abort();
+    const e = toUpstreamError(new Error('aborted'), ac.signal);
+    expect(e).not.toBeInstanceOf(UpstreamError);
+    expect(isAbortError(e)).toBe(true);
+    expect((e as Error).name).toBe('AbortError');
+
+    const timeout = new AbortController();
+    timeout.abort(new DOMException('deadline', 'TimeoutError'));
+    expect((abortReason(timeout.signal) as Error).name).toBe('TimeoutError');
+    expect(isAbortError(abortReason(timeout.signal))).toBe(true);
+    expect(isAbortError(new UpstreamError(0, 'x'))).toBe(false);
+  });
+});
+
+describe('postJson against a real server', () => {
+  let mock: MockUpstream;
+  beforeAll(async () => {
+    mock = await startMockUpstream();
+  });
+  afterAll(() => mock.close());
+
+  it('posts JSON and returns status, headers and a readable body', async () => {
+    mock.enqueue({ status: 201, body: { ok: true }, headers: { 'x-thing': '1' } });
+    const res = await postJson(`${mock.url}/anything/chat/completions`, { a: 1 }, { 'x-h': 'v' }, live());
+    expect(res.status).toBe(201);
+    expect(res.headers['x-thing']).toBe('1');
+    expect(await readJson(res, live())).toEqual({ ok: true });
+    const req = mock.requests.at(-1)!;
+    expect(req.body).toEqual({ a: 1 });
+    expect(req.headers['content-type']).toBe('application/json');
+    expect(req.headers['x-h']).toBe('v');
+  });
+
+  it('ensureOk throws the upstream error with its message', async () => {
+    mock.enqueue({ status: 429, headers: { 'retry-after': '1' }, error: { message: 'slow down' } });
+    const res = await postJson(`${mock.url}/v1/chat/completions`, {}, {}, live());
+    await expect(ensureOk(res, live())).rejects.toMatchObject({
+      status: 429,
+      retryAfterMs: 1000,
+      message: 'slow down',
+    });
+  });
+
+  it('a headers timeout → UpstreamError(0), retryable', async () => {
+    mock.enqueue({ delayMs: 2000, body: {} });
+    const err = await postJson(`${mock.url}/v1/chat/completions`, {}, {}, live(), {
+      headersTimeoutMs: 100,
+    }).catch((e) => e);
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect(err).toMatchObject({ status: 0, retryable: true });
+    expect(err.message).toContain('timed out');
+  });
+
+  it('a body cut off half-way → UpstreamError(0)', async () => {
+    mock.enqueue({ body: { long: 'x'.repeat(2000) }, dieAfterEvents: 0 });
+    const res = await postJson(`${mock.url}/v1/chat/completions`, {}, {}, live());
+    const err: any = await readJson(res, live()).catch((e) => e);
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect(err.status).toBe(0);
+  });
+
+  it('an already-aborted signal rejects with the abort, without a request', async () => {
+    const before = mock.requests.length;
+    const ac = new AbortController();
+    ac.abort();
+    const err = await postJson(`${mock.url}/v1/chat/completions`, {}, {}, ac.signal).catch((e) => e);
+    expect(err.name).toBe('AbortError');
+    expect(mock.requests.length).toBe(before);
+  });
+});

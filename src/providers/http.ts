@@ -1,0 +1,343 @@
+/**
+ * Shared upstream HTTP for the network adapters: one pooled keep-alive undici Agent per process,
+ * a JSON POST helper, SSE iteration, and the mapping of every failure to `UpstreamError`.
+ *
+ * Failure mapping (what the router sees):
+ * - upstream answered with status ≥ 400 → `UpstreamError(status, <upstream's own message>)`,
+ *   retryable for 408/429/5xx, with `retryAfterMs` from `retry-after-ms` / `retry-after`
+ *   (seconds or HTTP date) / Gemini's `RetryInfo.retryDelay`;
+ * - connection refused/reset, DNS failure, our own connect/headers/body timeouts, a body cut off
+ *   mid-way → `UpstreamError(0, …, retryable: true)`;
+ * - the CALLER's signal aborted (client went away, or the router's own deadline) → the signal's
+ *   `reason` is rethrown as is (a DOMException `AbortError`, or `TimeoutError` for
+ *   `AbortSignal.timeout`): it is not an upstream failure and must not trigger a fallback by itself.
+ *   `isAbortError(err)` tells the two apart.
+ *
+ * Every message (and the stored error body) is scrubbed of the API key before it leaves here.
+ */
+import { Agent, type Dispatcher, request } from 'undici';
+import { parseSse, type SseEvent } from '../formats/sse.js';
+import { redact } from './redact.js';
+import { UpstreamError } from './types.js';
+
+export { redact };
+
+export interface UpstreamHttpOptions {
+  /** TCP+TLS connect timeout. */
+  connectTimeoutMs: number;
+  /** Time to the response headers. Non-streamed completions only send headers when done: keep it long. */
+  headersTimeoutMs: number;
+  /** Longest silence between two body chunks (streams send pings/heartbeats well within this). */
+  bodyTimeoutMs: number;
+  /** Sockets kept alive per origin. */
+  connections: number;
+  keepAliveTimeoutMs: number;
+}
+
+export const DEFAULT_UPSTREAM_HTTP_OPTIONS: UpstreamHttpOptions = {
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 600_000,
+  bodyTimeoutMs: 300_000,
+  connections: 256,
+  keepAliveTimeoutMs: 30_000,
+};
+
+let agent: Agent | null = null;
+let agentOptions: UpstreamHttpOptions = DEFAULT_UPSTREAM_HTTP_OPTIONS;
+
+function makeAgent(o: UpstreamHttpOptions): Agent {
+  return new Agent({
+    connections: o.connections,
+    keepAliveTimeout: o.keepAliveTimeoutMs,
+    keepAliveMaxTimeout: Math.max(o.keepAliveTimeoutMs, 600_000),
+    connectTimeout: o.connectTimeoutMs,
+    headersTimeout: o.headersTimeoutMs,
+    bodyTimeout: o.bodyTimeoutMs,
+  });
+}
+
+/** The process-wide upstream Agent (created on first use). */
+export function upstreamAgent(): Agent {
+  agent ??= makeAgent(agentOptions);
+  return agent;
+}
+
+/**
+ * Replaces the process-wide Agent's options (call at startup, before traffic). The previous Agent
+ * is closed gracefully (in-flight requests finish).
+ */
+export function configureUpstreamHttp(opts: Partial<UpstreamHttpOptions>): void {
+  agentOptions = { ...agentOptions, ...opts };
+  const old = agent;
+  agent = null;
+  if (old) void old.close().catch(() => {});
+}
+
+/** Closes the pooled sockets (graceful shutdown). The next request makes a fresh Agent. */
+export async function closeUpstreamHttp(): Promise<void> {
+  const old = agent;
+  agent = null;
+  if (old) await old.close();
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body as it arrives: async-iterable bytes, with `text()` / `json()` helpers. */
+  body: Dispatcher.ResponseData['body'];
+}
+
+export interface PostOptions {
+  /** Overrides the Agent's headers timeout for this request. */
+  headersTimeoutMs?: number;
+  /** Overrides the Agent's body (idle) timeout for this request. */
+  bodyTimeoutMs?: number;
+  /** Secrets to scrub from error messages (the API key). */
+  secrets?: (string | null | undefined)[];
+}
+
+/**
+ * POSTs `body` as JSON. Resolves with the response whatever its status (use `ensureOk`); rejects
+ * with `UpstreamError(0)` on connection failures/timeouts and with the abort reason when `signal`
+ * aborted.
+ */
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  opts: PostOptions = {},
+): Promise<UpstreamResponse> {
+  throwIfAborted(signal);
+  try {
+    const res = await request(url, {
+      dispatcher: upstreamAgent(),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+      body: JSON.stringify(body),
+      signal,
+      ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
+      ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
+    });
+    return { status: res.statusCode, headers: res.headers, body: res.body };
+  } catch (err) {
+    throw toUpstreamError(err, signal, opts.secrets);
+  }
+}
+
+/**
+ * Throws `upstreamErrorFrom(...)` for a status ≥ 400 (after reading the error body); returns the
+ * response otherwise.
+ */
+export async function ensureOk(
+  res: UpstreamResponse,
+  signal: AbortSignal,
+  secrets?: (string | null | undefined)[],
+): Promise<UpstreamResponse> {
+  if (res.status < 400) return res;
+  let text = '';
+  try {
+    text = await res.body.text();
+  } catch {
+    if (signal.aborted) throw abortReason(signal);
+    text = '';
+  }
+  throw upstreamErrorFrom(res.status, res.headers, text, secrets);
+}
+
+/** Reads a JSON body; a body cut off mid-way or invalid JSON → UpstreamError. */
+export async function readJson<T = unknown>(
+  res: UpstreamResponse,
+  signal: AbortSignal,
+  secrets?: (string | null | undefined)[],
+): Promise<T> {
+  let text: string;
+  try {
+    text = await res.body.text();
+  } catch (err) {
+    throw toUpstreamError(err, signal, secrets);
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new UpstreamError(502, `upstream sent invalid JSON: ${redact(text.slice(0, 200), secrets)}`, {
+      retryable: true,
+    });
+  }
+}
+
+/**
+ * The SSE events of a streamed response. Transport failures while reading (socket closed mid-way,
+ * body timeout) → `UpstreamError(0)`; a caller abort → the abort reason. Returning early (break)
+ * releases the body.
+ */
+export async function* sseEvents(
+  res: UpstreamResponse,
+  signal: AbortSignal,
+  secrets?: (string | null | undefined)[],
+): AsyncGenerator<SseEvent> {
+  try {
+    yield* parseSse(res.body);
+  } catch (err) {
+    throw toUpstreamError(err, signal, secrets);
+  } finally {
+    if (!res.body.destroyed) res.body.destroy();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/** True for what an aborted caller signal throws (AbortError / TimeoutError DOMExceptions). */
+export function isAbortError(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    (err.name === 'AbortError' || err.name === 'TimeoutError') &&
+    !(err instanceof UpstreamError)
+  );
+}
+
+/** What to throw when the caller's signal is aborted: its reason, or a DOMException AbortError. */
+export function abortReason(signal: AbortSignal): unknown {
+  const r: unknown = signal.reason;
+  if (r instanceof Error) return r;
+  return new DOMException(typeof r === 'string' ? r : 'The operation was aborted', 'AbortError');
+}
+
+export function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw abortReason(signal);
+}
+
+const TRANSPORT_CODES: Record<string, string> = {
+  UND_ERR_CONNECT_TIMEOUT: 'connect timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'timed out waiting for response headers',
+  UND_ERR_BODY_TIMEOUT: 'timed out waiting for response body',
+  UND_ERR_SOCKET: 'connection closed',
+  UND_ERR_ABORTED: 'request aborted',
+  UND_ERR_CLOSED: 'client closed',
+  UND_ERR_DESTROYED: 'client destroyed',
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'response body cut off',
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'DNS lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EPIPE: 'connection closed',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
+
+/**
+ * Maps a thrown transport error: caller abort → the abort reason (unchanged); an UpstreamError →
+ * itself; anything else → `UpstreamError(0, 'upstream connection failed: …', retryable)`.
+ */
+export function toUpstreamError(err: unknown, signal: AbortSignal, secrets?: (string | null | undefined)[]) {
+  if (signal.aborted) return abortReason(signal);
+  if (err instanceof UpstreamError) return err;
+  const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } } | null;
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : '';
+  const what = TRANSPORT_CODES[code] ?? (typeof e?.message === 'string' ? e.message : String(err));
+  return new UpstreamError(
+    0,
+    redact(`upstream connection failed: ${what}${code ? ` (${code})` : ''}`, secrets),
+    {
+      retryable: true,
+    },
+  );
+}
+
+type HeaderBag = Record<string, string | string[] | undefined> | Headers;
+
+function header(headers: HeaderBag, name: string): string | undefined {
+  if (headers instanceof Headers) return headers.get(name) ?? undefined;
+  const v = headers[name] ?? headers[name.toLowerCase()];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * Milliseconds to wait from `retry-after-ms` (preferred), or `retry-after` (delta seconds or an
+ * HTTP date, clamped at 0). Undefined when absent or unparseable.
+ */
+export function parseRetryAfter(headers: HeaderBag, now: number = Date.now()): number | undefined {
+  const ms = header(headers, 'retry-after-ms');
+  if (ms !== undefined && ms.trim() !== '') {
+    const n = Number(ms);
+    if (Number.isFinite(n) && n >= 0) return Math.round(n);
+  }
+  const ra = header(headers, 'retry-after');
+  if (ra === undefined || ra.trim() === '') return undefined;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(ra)) return Math.round(Number(ra) * 1000);
+  const at = Date.parse(ra);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** Google's `RetryInfo.retryDelay` ("30s", "1.5s") in error.details, in ms. */
+function googleRetryDelay(body: unknown): number | undefined {
+  const details = (body as { error?: { details?: unknown } } | null)?.error?.details;
+  if (!Array.isArray(details)) return undefined;
+  for (const d of details) {
+    const delay = (d as { retryDelay?: unknown })?.retryDelay;
+    if (typeof delay === 'string') {
+      const m = /^(\d+(?:\.\d+)?)s$/.exec(delay.trim());
+      if (m) return Math.round(Number(m[1]) * 1000);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The upstream's own error message from its body: OpenAI `{error:{message}}`, Anthropic
+ * `{type:'error', error:{type, message}}`, Gemini `{error:{code, message, status}}` (message
+ * prefixed with the status, e.g. `RESOURCE_EXHAUSTED: …`), `{message}`, `{detail}` (some
+ * OpenAI-compatible servers), `{error: "text"}`, or the raw text (truncated).
+ */
+export function upstreamMessage(body: unknown, bodyText: string): string | undefined {
+  if (body && typeof body === 'object') {
+    const b = body as Record<string, unknown>;
+    const err = b.error;
+    if (typeof err === 'string' && err) return err;
+    if (err && typeof err === 'object') {
+      const e = err as Record<string, unknown>;
+      if (typeof e.message === 'string' && e.message) {
+        if (typeof e.status === 'string' && e.status) return `${e.status}: ${e.message}`;
+        return e.message;
+      }
+    }
+    if (typeof b.message === 'string' && b.message) return b.message;
+    if (typeof b.detail === 'string' && b.detail) return b.detail;
+  }
+  const t = bodyText.trim();
+  return t ? t.slice(0, 500) : undefined;
+}
+
+/**
+ * An UpstreamError for an HTTP error response, carrying the upstream's message (key scrubbed),
+ * its parsed body and `retryAfterMs`.
+ */
+export function upstreamErrorFrom(
+  status: number,
+  headers: HeaderBag,
+  bodyText: string,
+  secrets?: (string | null | undefined)[],
+): UpstreamError {
+  const text = redact(bodyText, secrets);
+  let body: unknown = text || undefined;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {}
+  const msg = upstreamMessage(body, text) ?? `upstream responded with HTTP ${status}`;
+  const retryAfterMs = parseRetryAfter(headers) ?? googleRetryDelay(body);
+  return new UpstreamError(status, msg, {
+    body,
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  });
+}
+
+/** Joins a base URL and a path without doubling or losing the slash. */
+export function joinUrl(base: string, path: string): string {
+  return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
+}
+
+/** Seconds since the epoch (the `created` field). */
+export const nowSeconds = (): number => Math.floor(Date.now() / 1000);

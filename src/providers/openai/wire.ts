@@ -1,0 +1,266 @@
+/**
+ * Canonical chat ⇄ OpenAI Chat Completions wire. The canonical format IS Chat Completions, so this
+ * is mostly a whitelist plus the few per-flavour differences:
+ *
+ * | canonical             | `openai` (api.openai.com)               | `openai-compatible` (vLLM, Ollama, Groq…) |
+ * | --------------------- | --------------------------------------- | ----------------------------------------- |
+ * | `max_tokens`          | → `max_completion_tokens`               | kept as `max_tokens`                      |
+ * | `reasoning`           | → `reasoning_effort` (budget → effort)  | passed through unchanged                  |
+ * | `developer` role      | kept                                    | → `system` (many servers reject it)       |
+ * | assistant `reasoning` | dropped from history                    | dropped from history                      |
+ *
+ * Only canonical fields are sent (unknown fields a caller may have smuggled in never reach the
+ * upstream). Streams always ask for `stream_options.include_usage`.
+ * Responses: `reasoning` / `reasoning_content` (vLLM, DeepSeek, Groq) → canonical `reasoning`;
+ * `finish_reason` normalised (`function_call` → `tool_calls`), the original kept in
+ * `native_finish_reason`.
+ */
+import type {
+  ChatChunk,
+  ChatMessage,
+  ChatRequest,
+  ChatResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+  FinishReason,
+  ReasoningConfig,
+  Usage,
+} from '../../formats/chat.js';
+
+export type OpenAiFlavor = 'openai' | 'openai-compatible';
+
+/** Canonical request fields forwarded as they are (besides the per-flavour ones). */
+const PASSTHROUGH = [
+  'temperature',
+  'top_p',
+  'stop',
+  'seed',
+  'presence_penalty',
+  'frequency_penalty',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'logprobs',
+  'top_logprobs',
+  'user',
+] as const satisfies readonly (keyof ChatRequest)[];
+
+/** Reasoning budget → OpenAI effort (OpenAI takes no budget). */
+export function effortFromReasoning(r: ReasoningConfig): ReasoningConfig['effort'] | undefined {
+  if (r.effort) return r.effort;
+  if (r.max_tokens === undefined) return undefined;
+  if (r.max_tokens <= 1024) return 'low';
+  if (r.max_tokens <= 8192) return 'medium';
+  return 'high';
+}
+
+function toWireMessage(m: ChatMessage, flavor: OpenAiFlavor): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    role: flavor === 'openai-compatible' && m.role === 'developer' ? 'system' : m.role,
+    content: m.content,
+  };
+  if (m.name !== undefined) out.name = m.name;
+  if (m.tool_calls?.length) out.tool_calls = m.tool_calls;
+  if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+  return out;
+}
+
+/** The upstream request body for a canonical request. */
+export function toOpenAiRequest(
+  req: ChatRequest,
+  flavor: OpenAiFlavor,
+  stream: boolean,
+): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    model: req.model,
+    messages: req.messages.map((m) => toWireMessage(m, flavor)),
+  };
+  for (const k of PASSTHROUGH) if (req[k] !== undefined) body[k] = req[k];
+
+  if (flavor === 'openai') {
+    const max = req.max_completion_tokens ?? req.max_tokens;
+    if (max !== undefined) body.max_completion_tokens = max;
+    if (req.reasoning) {
+      const effort = effortFromReasoning(req.reasoning);
+      if (effort) body.reasoning_effort = effort;
+    }
+  } else {
+    if (req.max_tokens !== undefined) body.max_tokens = req.max_tokens;
+    if (req.max_completion_tokens !== undefined) body.max_completion_tokens = req.max_completion_tokens;
+    if (req.reasoning !== undefined) body.reasoning = req.reasoning;
+  }
+
+  if (stream) {
+    body.stream = true;
+    body.stream_options = { ...req.stream_options, include_usage: true };
+  }
+  return body;
+}
+
+const FINISH: Record<string, FinishReason> = {
+  stop: 'stop',
+  length: 'length',
+  tool_calls: 'tool_calls',
+  function_call: 'tool_calls',
+  content_filter: 'content_filter',
+  error: 'error',
+  // llama.cpp / some servers
+  eos: 'stop',
+  max_tokens: 'length',
+};
+
+export function mapFinishReason(r: unknown): FinishReason | null {
+  if (typeof r !== 'string' || !r) return null;
+  return FINISH[r] ?? 'stop';
+}
+
+function reasoningOf(x: Record<string, unknown> | undefined): string | undefined {
+  if (!x) return undefined;
+  if (typeof x.reasoning === 'string') return x.reasoning;
+  if (typeof x.reasoning_content === 'string') return x.reasoning_content;
+  return undefined;
+}
+
+/** Usage as canonical; undefined when the upstream sent none (or null). */
+export function mapUsage(u: unknown): Usage | undefined {
+  if (!u || typeof u !== 'object') return undefined;
+  const x = u as Record<string, unknown>;
+  const prompt = typeof x.prompt_tokens === 'number' ? x.prompt_tokens : 0;
+  const completion = typeof x.completion_tokens === 'number' ? x.completion_tokens : 0;
+  const usage: Usage = {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: typeof x.total_tokens === 'number' ? x.total_tokens : prompt + completion,
+  };
+  if (x.prompt_tokens_details && typeof x.prompt_tokens_details === 'object') {
+    usage.prompt_tokens_details = x.prompt_tokens_details as Usage['prompt_tokens_details'];
+  }
+  if (x.completion_tokens_details && typeof x.completion_tokens_details === 'object') {
+    usage.completion_tokens_details = x.completion_tokens_details as Usage['completion_tokens_details'];
+  }
+  return usage;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (x: unknown): Obj => (x && typeof x === 'object' ? (x as Obj) : {});
+
+/** Upstream ChatCompletion → canonical ChatResponse. */
+export function fromOpenAiResponse(raw: unknown, requestedModel: string): ChatResponse {
+  const r = obj(raw);
+  const choices = Array.isArray(r.choices) ? r.choices : [];
+  const out: ChatResponse = {
+    id: typeof r.id === 'string' ? r.id : '',
+    object: 'chat.completion',
+    created: typeof r.created === 'number' ? r.created : Math.floor(Date.now() / 1000),
+    model: typeof r.model === 'string' && r.model ? r.model : requestedModel,
+    choices: choices.map((c: unknown, i: number) => {
+      const ch = obj(c);
+      const m = obj(ch.message);
+      const message: ChatResponse['choices'][number]['message'] = {
+        role: 'assistant',
+        content: typeof m.content === 'string' || Array.isArray(m.content) ? (m.content as string) : null,
+      };
+      const reasoning = reasoningOf(m);
+      if (reasoning !== undefined) message.reasoning = reasoning;
+      if (Array.isArray(m.tool_calls) && m.tool_calls.length) {
+        message.tool_calls = m.tool_calls as ChatMessage['tool_calls'];
+      }
+      if (typeof m.refusal === 'string' || m.refusal === null) message.refusal = m.refusal;
+      return {
+        index: typeof ch.index === 'number' ? ch.index : i,
+        message,
+        finish_reason: mapFinishReason(ch.finish_reason),
+        native_finish_reason: typeof ch.finish_reason === 'string' ? ch.finish_reason : null,
+        logprobs: (ch.logprobs as ChatResponse['choices'][number]['logprobs']) ?? null,
+      };
+    }),
+  };
+  const usage = mapUsage(r.usage);
+  if (usage) out.usage = usage;
+  if (typeof r.system_fingerprint === 'string') out.system_fingerprint = r.system_fingerprint;
+  return out;
+}
+
+/** Upstream ChatCompletionChunk → canonical ChatChunk. */
+export function fromOpenAiChunk(raw: unknown, requestedModel: string): ChatChunk {
+  const r = obj(raw);
+  const choices = Array.isArray(r.choices) ? r.choices : [];
+  const chunk: ChatChunk = {
+    id: typeof r.id === 'string' ? r.id : '',
+    object: 'chat.completion.chunk',
+    created: typeof r.created === 'number' ? r.created : Math.floor(Date.now() / 1000),
+    model: typeof r.model === 'string' && r.model ? r.model : requestedModel,
+    choices: choices.map((c: unknown, i: number) => {
+      const ch = obj(c);
+      const d = obj(ch.delta);
+      const delta: ChatChunk['choices'][number]['delta'] = {};
+      if (d.role === 'assistant') delta.role = 'assistant';
+      if (typeof d.content === 'string') delta.content = d.content;
+      else if (d.content === null) delta.content = null;
+      const reasoning = reasoningOf(d);
+      if (reasoning !== undefined) delta.reasoning = reasoning;
+      if (Array.isArray(d.tool_calls) && d.tool_calls.length) {
+        delta.tool_calls = d.tool_calls.map((t: unknown, j: number) => {
+          const tc = obj(t);
+          const fn = obj(tc.function);
+          return {
+            index: typeof tc.index === 'number' ? tc.index : j,
+            ...(typeof tc.id === 'string' ? { id: tc.id } : {}),
+            ...(tc.type === 'function' ? { type: 'function' as const } : {}),
+            ...(tc.function
+              ? {
+                  function: {
+                    ...(typeof fn.name === 'string' ? { name: fn.name } : {}),
+                    ...(typeof fn.arguments === 'string' ? { arguments: fn.arguments } : {}),
+                  },
+                }
+              : {}),
+          };
+        });
+      }
+      return {
+        index: typeof ch.index === 'number' ? ch.index : i,
+        delta,
+        finish_reason: mapFinishReason(ch.finish_reason),
+        ...(typeof ch.finish_reason === 'string' ? { native_finish_reason: ch.finish_reason } : {}),
+        ...(ch.logprobs ? { logprobs: ch.logprobs as ChatChunk['choices'][number]['logprobs'] } : {}),
+      };
+    }),
+  };
+  const usage = mapUsage(r.usage);
+  if (usage) chunk.usage = usage;
+  return chunk;
+}
+
+/** Embeddings: the canonical request is the OpenAI wire already (whitelisted). */
+export function toOpenAiEmbeddingsRequest(req: EmbeddingsRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { model: req.model, input: req.input };
+  if (req.encoding_format !== undefined) body.encoding_format = req.encoding_format;
+  if (req.dimensions !== undefined) body.dimensions = req.dimensions;
+  if (req.user !== undefined) body.user = req.user;
+  return body;
+}
+
+export function fromOpenAiEmbeddings(raw: unknown, requestedModel: string): EmbeddingsResponse {
+  const r = obj(raw);
+  const data = Array.isArray(r.data) ? r.data : [];
+  const u = obj(r.usage);
+  const prompt = typeof u.prompt_tokens === 'number' ? u.prompt_tokens : 0;
+  return {
+    object: 'list',
+    data: data.map((d: unknown, i: number) => {
+      const e = obj(d);
+      return {
+        object: 'embedding',
+        index: typeof e.index === 'number' ? e.index : i,
+        embedding: e.embedding as number[] | string,
+      };
+    }),
+    model: typeof r.model === 'string' && r.model ? r.model : requestedModel,
+    usage: {
+      prompt_tokens: prompt,
+      total_tokens: typeof u.total_tokens === 'number' ? u.total_tokens : prompt,
+    },
+  };
+}

@@ -1,0 +1,877 @@
+/**
+ * A real HTTP server (127.0.0.1, random port) that speaks the upstream wire formats Gatehouse
+ * talks to, streaming included:
+ *
+ * - OpenAI: `POST …/chat/completions`, `POST …/embeddings`
+ * - Anthropic: `POST …/messages`
+ * - Gemini: `POST …/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`,
+ *   `:batchEmbedContents`
+ *
+ * Paths are matched by suffix, so any base URL prefix works (`${url}/v1`, `${url}/v1beta`, …).
+ *
+ * With nothing enqueued it answers like the real API: a text reply that names the model
+ * (`Hello from <model>!`), with usage, streamed when the request asked for a stream. Tests script
+ * the next responses with `enqueue(step, …)`:
+ * - `reply`: a semantic answer (text, reasoning, tool calls, finish reason, usage) rendered in the
+ *   wire format of whatever request takes it, streamed or not as that request asked;
+ * - `status` + `error` (or a raw `body`) for error responses, rendered per format;
+ * - `body` / `stream` for exact raw bodies and SSE events;
+ * - `delayMs` before the headers, `eventDelayMs` between events, `dieAfterEvents` to destroy the
+ *   socket mid-stream (the client sees a connection error, not a clean end);
+ * - `match` to reserve a step for requests on a path/model/format, `times` to repeat it.
+ * `requests` records every request (method, path, headers, parsed body) for assertions, and
+ * `wireView(request)` normalises any of the formats into one shape (system, turns, tools, auth).
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type MockFormat =
+  | 'openai-chat'
+  | 'openai-embeddings'
+  | 'anthropic-messages'
+  | 'gemini-generate'
+  | 'gemini-stream'
+  | 'gemini-embed'
+  | 'unknown';
+
+export interface MockToolCall {
+  id?: string;
+  name: string;
+  /** An object (JSON-encoded on the wire) or a JSON string. */
+  arguments?: unknown;
+}
+
+export interface MockReply {
+  text?: string;
+  reasoning?: string;
+  tool_calls?: MockToolCall[];
+  /** Canonical finish reason, rendered per format (default: tool_calls when calling tools, else stop). */
+  finish_reason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
+  usage?: {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    cached_tokens?: number;
+    reasoning_tokens?: number;
+  };
+  /** OpenAI streams: no usage chunk even when include_usage was asked. */
+  omitUsage?: boolean;
+  /** OpenAI streams: end without `data: [DONE]`. */
+  omitDone?: boolean;
+  /** Tool call arguments are streamed in this many pieces (default 3). */
+  argPieces?: number;
+}
+
+/** A raw SSE event: `data` objects are JSON-encoded; `raw` is written verbatim. */
+export type MockStreamEvent = { event?: string; data: unknown } | { raw: string };
+
+export interface MockStep {
+  /** Only requests matching all given fields take this step (others take later/unmatched ones). */
+  match?: { path?: string | RegExp; model?: string; format?: MockFormat };
+  /** How many requests this step answers (default 1). */
+  times?: number;
+  status?: number;
+  headers?: Record<string, string>;
+  /** Raw body (JSON-encoded unless a string). */
+  body?: unknown;
+  /** Raw SSE events (sent with `content-type: text/event-stream`). */
+  stream?: MockStreamEvent[];
+  /** Semantic reply rendered in the request's format. */
+  reply?: MockReply;
+  /** For status ≥ 400 without `body`: the error rendered in the request's format. */
+  error?: { message?: string; type?: string };
+  /** Embedding vectors to answer an embeddings request with. */
+  embeddings?: number[][];
+  /** Wait before sending headers. */
+  delayMs?: number;
+  /** Wait between stream events. */
+  eventDelayMs?: number;
+  /** Destroy the socket after this many stream events (a stream dying mid-way). */
+  dieAfterEvents?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string | string[] | undefined>;
+  /** JSON-parsed body, or the raw text when it is not JSON. */
+  body: any;
+  format: MockFormat;
+  /** The model the request names (body.model, or the Gemini path segment). */
+  model: string | null;
+  stream: boolean;
+}
+
+export interface MockUpstream {
+  /** e.g. http://127.0.0.1:43210 (no trailing slash) */
+  url: string;
+  close(): Promise<void>;
+  enqueue(...steps: MockStep[]): void;
+  requests: RecordedRequest[];
+  /** Clears the queue and the recorded requests. */
+  reset(): void;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Format detection
+
+export function formatOf(method: string, path: string): MockFormat {
+  if (method !== 'POST') return 'unknown';
+  if (path.endsWith('/chat/completions')) return 'openai-chat';
+  if (path.endsWith('/embeddings')) return 'openai-embeddings';
+  if (path.endsWith('/messages')) return 'anthropic-messages';
+  if (path.endsWith(':generateContent')) return 'gemini-generate';
+  if (path.endsWith(':streamGenerateContent')) return 'gemini-stream';
+  if (path.endsWith(':batchEmbedContents')) return 'gemini-embed';
+  return 'unknown';
+}
+
+function modelOf(format: MockFormat, path: string, body: any): string | null {
+  if (format.startsWith('gemini')) {
+    const m = /\/models\/([^/:]+):/.exec(path);
+    return m ? decodeURIComponent(m[1] as string) : null;
+  }
+  return body && typeof body === 'object' && typeof body.model === 'string' ? body.model : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering helpers
+
+const words = (s: string): number => s.split(/\s+/).filter(Boolean).length;
+let seq = 0;
+const rid = (prefix: string) => `${prefix}${Date.now().toString(36)}${(++seq).toString(36).padStart(4, '0')}`;
+
+function pieces(s: string, n: number): string[] {
+  if (!s) return [];
+  const size = Math.max(1, Math.ceil(s.length / n));
+  const out: string[] = [];
+  for (let i = 0; i < s.length; i += size) out.push(s.slice(i, i + size));
+  return out;
+}
+
+/** Text split into word pieces that concatenate back to it. */
+const textPieces = (s: string): string[] => s.match(/\s*\S+\s*/g) ?? (s ? [s] : []);
+
+const argsJson = (a: unknown): string => (typeof a === 'string' ? a : JSON.stringify(a ?? {}));
+
+function requestWords(body: any): number {
+  try {
+    return Math.max(
+      1,
+      words(JSON.stringify(body?.messages ?? body?.contents ?? body ?? '').replace(/[{}[\]",:]/g, ' ')),
+    );
+  } catch {
+    return 1;
+  }
+}
+
+/** A semantic reply with every default filled in (what the renderers take). */
+export interface Resolved {
+  text: string;
+  reasoning: string;
+  calls: { id: string; name: string; args: string }[];
+  finish: 'stop' | 'length' | 'tool_calls' | 'content_filter';
+  prompt: number;
+  completion: number;
+  cached: number;
+  reasoningTokens: number;
+  reply: MockReply;
+}
+
+export function resolveReply(reply: MockReply | undefined, model: string, reqBody: any): Resolved {
+  const r = reply ?? { text: `Hello from ${model}!` };
+  const calls = (r.tool_calls ?? []).map((tc, i) => ({
+    id: tc.id ?? `call_${rid('')}${i}`,
+    name: tc.name,
+    args: argsJson(tc.arguments),
+  }));
+  const text = r.text ?? (calls.length ? '' : `Hello from ${model}!`);
+  const reasoning = r.reasoning ?? '';
+  const reasoningTokens = r.usage?.reasoning_tokens ?? words(reasoning);
+  return {
+    text,
+    reasoning,
+    calls,
+    finish: r.finish_reason ?? (calls.length ? 'tool_calls' : 'stop'),
+    prompt: r.usage?.prompt_tokens ?? requestWords(reqBody),
+    completion:
+      r.usage?.completion_tokens ??
+      Math.max(1, words(text) + reasoningTokens + calls.reduce((n, c) => n + words(c.args), 0)),
+    cached: r.usage?.cached_tokens ?? 0,
+    reasoningTokens,
+    reply: r,
+  };
+}
+
+const ERROR_TYPES: Record<number, { openai: string; anthropic: string; google: string }> = {
+  400: { openai: 'invalid_request_error', anthropic: 'invalid_request_error', google: 'INVALID_ARGUMENT' },
+  401: { openai: 'invalid_request_error', anthropic: 'authentication_error', google: 'UNAUTHENTICATED' },
+  403: { openai: 'invalid_request_error', anthropic: 'permission_error', google: 'PERMISSION_DENIED' },
+  404: { openai: 'invalid_request_error', anthropic: 'not_found_error', google: 'NOT_FOUND' },
+  408: { openai: 'timeout', anthropic: 'timeout_error', google: 'DEADLINE_EXCEEDED' },
+  413: { openai: 'invalid_request_error', anthropic: 'request_too_large', google: 'INVALID_ARGUMENT' },
+  429: { openai: 'rate_limit_exceeded', anthropic: 'rate_limit_error', google: 'RESOURCE_EXHAUSTED' },
+  500: { openai: 'server_error', anthropic: 'api_error', google: 'INTERNAL' },
+  502: { openai: 'server_error', anthropic: 'api_error', google: 'UNAVAILABLE' },
+  503: { openai: 'server_error', anthropic: 'overloaded_error', google: 'UNAVAILABLE' },
+  504: { openai: 'server_error', anthropic: 'timeout_error', google: 'DEADLINE_EXCEEDED' },
+  529: { openai: 'server_error', anthropic: 'overloaded_error', google: 'UNAVAILABLE' },
+};
+
+/** An error body in the wire format of `format`. */
+export function renderError(format: MockFormat, status: number, error: MockStep['error'] = {}): unknown {
+  const types = ERROR_TYPES[status] ?? ERROR_TYPES[status >= 500 ? 500 : 400]!;
+  const message = error.message ?? `mock upstream error ${status}`;
+  if (format === 'anthropic-messages') {
+    return {
+      type: 'error',
+      error: { type: error.type ?? types.anthropic, message },
+      request_id: rid('req_'),
+    };
+  }
+  if (format.startsWith('gemini')) {
+    return { error: { code: status, message, status: error.type ?? types.google } };
+  }
+  return { error: { message, type: error.type ?? types.openai, param: null, code: error.type ?? null } };
+}
+
+// --- OpenAI
+
+function openaiUsage(r: Resolved) {
+  return {
+    prompt_tokens: r.prompt,
+    completion_tokens: r.completion,
+    total_tokens: r.prompt + r.completion,
+    prompt_tokens_details: { cached_tokens: r.cached, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: r.reasoningTokens,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+export function renderOpenAiCompletion(r: Resolved, model: string): unknown {
+  return {
+    id: rid('chatcmpl-'),
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: r.text || (r.calls.length ? null : ''),
+          refusal: null,
+          annotations: [],
+          ...(r.reasoning ? { reasoning_content: r.reasoning } : {}),
+          ...(r.calls.length
+            ? {
+                tool_calls: r.calls.map((c) => ({
+                  id: c.id,
+                  type: 'function',
+                  function: { name: c.name, arguments: c.args },
+                })),
+              }
+            : {}),
+        },
+        logprobs: null,
+        finish_reason: r.finish,
+      },
+    ],
+    usage: openaiUsage(r),
+    service_tier: 'default',
+    system_fingerprint: 'fp_mock0001',
+  };
+}
+
+export function renderOpenAiStream(r: Resolved, model: string, includeUsage: boolean): MockStreamEvent[] {
+  const id = rid('chatcmpl-');
+  const created = Math.floor(Date.now() / 1000);
+  const base = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+    data: {
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      service_tier: 'default',
+      system_fingerprint: 'fp_mock0001',
+      choices,
+      ...(includeUsage ? { usage: null } : {}),
+      ...extra,
+    },
+  });
+  const delta = (d: Record<string, unknown>, finish: string | null = null) =>
+    base([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+  const events: MockStreamEvent[] = [delta({ role: 'assistant', content: '', refusal: null })];
+  for (const p of textPieces(r.reasoning)) events.push(delta({ reasoning_content: p }));
+  for (const p of textPieces(r.text)) events.push(delta({ content: p }));
+  r.calls.forEach((c, index) => {
+    events.push(
+      delta({
+        tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }],
+      }),
+    );
+    for (const p of pieces(c.args, r.reply.argPieces ?? 3)) {
+      events.push(delta({ tool_calls: [{ index, function: { arguments: p } }] }));
+    }
+  });
+  events.push(delta({}, r.finish));
+  if (includeUsage && !r.reply.omitUsage) events.push(base([], { usage: openaiUsage(r) }));
+  if (!r.reply.omitDone) events.push({ data: '[DONE]' });
+  return events;
+}
+
+// --- Anthropic
+
+const ANTHROPIC_STOP = {
+  stop: 'end_turn',
+  length: 'max_tokens',
+  tool_calls: 'tool_use',
+  content_filter: 'refusal',
+};
+
+function anthropicUsage(r: Resolved, output: number) {
+  return {
+    input_tokens: Math.max(0, r.prompt - r.cached),
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: r.cached,
+    output_tokens: output,
+    service_tier: 'standard',
+  };
+}
+
+export function renderAnthropicMessage(r: Resolved, model: string): unknown {
+  const content: unknown[] = [];
+  if (r.reasoning) content.push({ type: 'thinking', thinking: r.reasoning, signature: 'mock-signature' });
+  if (r.text) content.push({ type: 'text', text: r.text, citations: null });
+  for (const c of r.calls)
+    content.push({ type: 'tool_use', id: c.id, name: c.name, input: JSON.parse(c.args) });
+  return {
+    id: rid('msg_'),
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: ANTHROPIC_STOP[r.finish],
+    stop_sequence: null,
+    usage: anthropicUsage(r, r.completion),
+  };
+}
+
+export function renderAnthropicStream(r: Resolved, model: string): MockStreamEvent[] {
+  const ev = (data: { type: string } & Record<string, unknown>): MockStreamEvent => ({
+    event: data.type,
+    data,
+  });
+  const events: MockStreamEvent[] = [
+    ev({
+      type: 'message_start',
+      message: {
+        id: rid('msg_'),
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: anthropicUsage(r, 1),
+      },
+    }),
+    ev({ type: 'ping' }),
+  ];
+  let index = 0;
+  if (r.reasoning) {
+    events.push(
+      ev({
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'thinking', thinking: '', signature: '' },
+      }),
+    );
+    for (const p of textPieces(r.reasoning)) {
+      events.push(ev({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: p } }));
+    }
+    events.push(
+      ev({
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'signature_delta', signature: 'mock-signature' },
+      }),
+    );
+    events.push(ev({ type: 'content_block_stop', index }));
+    index++;
+  }
+  if (r.text) {
+    events.push(
+      ev({ type: 'content_block_start', index, content_block: { type: 'text', text: '', citations: null } }),
+    );
+    for (const p of textPieces(r.text)) {
+      events.push(ev({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } }));
+    }
+    events.push(ev({ type: 'content_block_stop', index }));
+    index++;
+  }
+  for (const c of r.calls) {
+    events.push(
+      ev({
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} },
+      }),
+    );
+    for (const p of pieces(c.args, r.reply.argPieces ?? 3)) {
+      events.push(
+        ev({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: p } }),
+      );
+    }
+    events.push(ev({ type: 'content_block_stop', index }));
+    index++;
+  }
+  events.push(
+    ev({
+      type: 'message_delta',
+      delta: { stop_reason: ANTHROPIC_STOP[r.finish], stop_sequence: null },
+      usage: { output_tokens: r.completion },
+    }),
+  );
+  events.push(ev({ type: 'message_stop' }));
+  return events;
+}
+
+// --- Gemini
+
+const GEMINI_FINISH = { stop: 'STOP', length: 'MAX_TOKENS', tool_calls: 'STOP', content_filter: 'SAFETY' };
+
+function geminiUsage(r: Resolved, final: boolean) {
+  const candidates = Math.max(0, r.completion - r.reasoningTokens);
+  return {
+    promptTokenCount: r.prompt,
+    ...(final ? { candidatesTokenCount: candidates } : {}),
+    totalTokenCount: r.prompt + (final ? r.completion : 0),
+    ...(r.cached ? { cachedContentTokenCount: r.cached } : {}),
+    promptTokensDetails: [{ modality: 'TEXT', tokenCount: r.prompt }],
+    ...(final && r.reasoningTokens ? { thoughtsTokenCount: r.reasoningTokens } : {}),
+  };
+}
+
+export function renderGeminiResponse(r: Resolved, model: string): unknown {
+  const parts: unknown[] = [];
+  if (r.reasoning) parts.push({ text: r.reasoning, thought: true });
+  if (r.text) parts.push({ text: r.text });
+  for (const c of r.calls) parts.push({ functionCall: { name: c.name, args: JSON.parse(c.args) } });
+  return {
+    candidates: [{ content: { parts, role: 'model' }, finishReason: GEMINI_FINISH[r.finish], index: 0 }],
+    usageMetadata: geminiUsage(r, true),
+    modelVersion: model,
+    responseId: rid('resp-'),
+  };
+}
+
+export function renderGeminiStream(r: Resolved, model: string): MockStreamEvent[] {
+  const responseId = rid('resp-');
+  const parts: unknown[][] = [];
+  for (const p of textPieces(r.reasoning)) parts.push([{ text: p, thought: true }]);
+  for (const p of textPieces(r.text)) parts.push([{ text: p }]);
+  for (const c of r.calls) parts.push([{ functionCall: { name: c.name, args: JSON.parse(c.args) } }]);
+  if (parts.length === 0) parts.push([{ text: '' }]);
+  return parts.map((p, i) => {
+    const last = i === parts.length - 1;
+    return {
+      data: {
+        candidates: [
+          {
+            content: { parts: p, role: 'model' },
+            ...(last ? { finishReason: GEMINI_FINISH[r.finish] } : {}),
+            index: 0,
+          },
+        ],
+        usageMetadata: geminiUsage(r, last),
+        modelVersion: model,
+        responseId,
+      },
+    };
+  });
+}
+
+// --- Embeddings
+
+export function mockVector(input: string, dims = 4): number[] {
+  const h = createHash('sha256').update(input).digest();
+  return Array.from(
+    { length: dims },
+    (_, i) => Math.round((h.readUInt16BE(i * 2) / 65535 - 0.5) * 1e6) / 1e6,
+  );
+}
+
+function renderEmbeddings(format: MockFormat, body: any, model: string, step: MockStep | undefined): unknown {
+  if (format === 'gemini-embed') {
+    const reqs: any[] = Array.isArray(body?.requests) ? body.requests : [];
+    return {
+      embeddings: reqs.map((r, i) => ({
+        values: step?.embeddings?.[i] ?? mockVector(String(r?.content?.parts?.[0]?.text ?? '')),
+      })),
+    };
+  }
+  const inputs: unknown[] = Array.isArray(body?.input) ? body.input : [body?.input];
+  const tokens = inputs.reduce((n: number, x) => n + (typeof x === 'string' ? words(x) : 1), 0);
+  return {
+    object: 'list',
+    data: inputs.map((x, index) => ({
+      object: 'embedding',
+      index,
+      embedding: step?.embeddings?.[index] ?? mockVector(JSON.stringify(x)),
+    })),
+    model,
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalised view of a recorded request (for assertions across formats)
+
+export interface WireTurn {
+  role: 'user' | 'assistant';
+  text: string;
+  images: { mediaType?: string; data?: string; url?: string }[];
+  toolCalls: { id?: string; name: string; args: unknown }[];
+  toolResults: { id?: string; name?: string; content: unknown }[];
+}
+
+export interface WireView {
+  format: MockFormat;
+  model: string | null;
+  stream: boolean;
+  system: string | null;
+  turns: WireTurn[];
+  tools: { name: string; description?: string; parameters?: unknown }[];
+  /** The credential the request carried, whichever header it used. */
+  auth: { header: 'authorization' | 'x-api-key' | 'x-goog-api-key'; key: string } | null;
+}
+
+const str = (x: unknown): string => (typeof x === 'string' ? x : '');
+const hdr = (h: RecordedRequest['headers'], name: string): string | undefined => {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+function newTurn(role: WireTurn['role']): WireTurn {
+  return { role, text: '', images: [], toolCalls: [], toolResults: [] };
+}
+
+function pushTurn(turns: WireTurn[], t: WireTurn): void {
+  const last = turns[turns.length - 1];
+  if (last && last.role === t.role) {
+    last.text += t.text;
+    last.images.push(...t.images);
+    last.toolCalls.push(...t.toolCalls);
+    last.toolResults.push(...t.toolResults);
+  } else turns.push(t);
+}
+
+function viewOpenAi(body: any, v: WireView): void {
+  const system: string[] = [];
+  for (const m of body?.messages ?? []) {
+    const parts: any[] =
+      typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content ?? []);
+    const text = parts.map((p) => (p.type === 'text' ? str(p.text) : '')).join('');
+    if (m.role === 'system' || m.role === 'developer') {
+      system.push(text);
+      continue;
+    }
+    const t = newTurn(m.role === 'assistant' ? 'assistant' : 'user');
+    if (m.role === 'tool') t.toolResults.push({ id: m.tool_call_id, content: m.content });
+    else t.text = text;
+    for (const p of parts) {
+      if (p.type === 'image_url') {
+        const url = str(p.image_url?.url);
+        const d = /^data:([^;]+);base64,(.*)$/s.exec(url);
+        t.images.push(d ? { mediaType: d[1], data: d[2] } : { url });
+      }
+    }
+    for (const tc of m.tool_calls ?? []) {
+      t.toolCalls.push({
+        id: tc.id,
+        name: tc.function?.name,
+        args: JSON.parse(tc.function?.arguments || '{}'),
+      });
+    }
+    pushTurn(v.turns, t);
+  }
+  v.system = system.length ? system.join('\n\n') : null;
+  v.tools = (body?.tools ?? []).map((t: any) => ({
+    name: t.function?.name,
+    description: t.function?.description,
+    parameters: t.function?.parameters,
+  }));
+}
+
+function viewAnthropic(body: any, v: WireView): void {
+  v.system =
+    typeof body?.system === 'string'
+      ? body.system
+      : Array.isArray(body?.system)
+        ? body.system.map((b: any) => str(b.text)).join('\n\n')
+        : null;
+  for (const m of body?.messages ?? []) {
+    const t = newTurn(m.role === 'assistant' ? 'assistant' : 'user');
+    const blocks: any[] =
+      typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content ?? []);
+    for (const b of blocks) {
+      if (b.type === 'text') t.text += str(b.text);
+      else if (b.type === 'image') {
+        t.images.push(
+          b.source?.type === 'base64'
+            ? { mediaType: b.source.media_type, data: b.source.data }
+            : { url: b.source?.url },
+        );
+      } else if (b.type === 'tool_use') t.toolCalls.push({ id: b.id, name: b.name, args: b.input });
+      else if (b.type === 'tool_result') t.toolResults.push({ id: b.tool_use_id, content: b.content });
+    }
+    pushTurn(v.turns, t);
+  }
+  v.tools = (body?.tools ?? []).map((t: any) => ({
+    name: t.name,
+    description: t.description,
+    parameters: t.input_schema,
+  }));
+}
+
+function viewGemini(body: any, v: WireView): void {
+  const sys = body?.systemInstruction?.parts;
+  v.system = Array.isArray(sys) ? sys.map((p: any) => str(p.text)).join('') : null;
+  for (const c of body?.contents ?? []) {
+    const t = newTurn(c.role === 'model' ? 'assistant' : 'user');
+    for (const p of c.parts ?? []) {
+      if (typeof p.text === 'string' && !p.thought) t.text += p.text;
+      else if (p.inlineData) t.images.push({ mediaType: p.inlineData.mimeType, data: p.inlineData.data });
+      else if (p.fileData) t.images.push({ mediaType: p.fileData.mimeType, url: p.fileData.fileUri });
+      else if (p.functionCall)
+        t.toolCalls.push({ id: p.functionCall.id, name: p.functionCall.name, args: p.functionCall.args });
+      else if (p.functionResponse) {
+        t.toolResults.push({
+          id: p.functionResponse.id,
+          name: p.functionResponse.name,
+          content: p.functionResponse.response,
+        });
+      }
+    }
+    pushTurn(v.turns, t);
+  }
+  v.tools = (body?.tools ?? []).flatMap((t: any) =>
+    (t.functionDeclarations ?? []).map((f: any) => ({
+      name: f.name,
+      description: f.description,
+      parameters: f.parameters,
+    })),
+  );
+}
+
+/** One normalised view of a chat request in any of the three wire formats. */
+export function wireView(req: RecordedRequest): WireView {
+  const v: WireView = {
+    format: req.format,
+    model: req.model,
+    stream: req.stream,
+    system: null,
+    turns: [],
+    tools: [],
+    auth: null,
+  };
+  const bearer = hdr(req.headers, 'authorization');
+  const xApiKey = hdr(req.headers, 'x-api-key');
+  const goog = hdr(req.headers, 'x-goog-api-key');
+  if (bearer) v.auth = { header: 'authorization', key: bearer.replace(/^Bearer\s+/i, '') };
+  else if (xApiKey) v.auth = { header: 'x-api-key', key: xApiKey };
+  else if (goog) v.auth = { header: 'x-goog-api-key', key: goog };
+  if (req.format === 'openai-chat') viewOpenAi(req.body, v);
+  else if (req.format === 'anthropic-messages') viewAnthropic(req.body, v);
+  else if (req.format === 'gemini-generate' || req.format === 'gemini-stream') viewGemini(req.body, v);
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+function matches(step: MockStep, req: RecordedRequest): boolean {
+  const m = step.match;
+  if (!m) return true;
+  if (m.format && m.format !== req.format) return false;
+  if (m.model && m.model !== req.model) return false;
+  if (m.path) {
+    if (typeof m.path === 'string' ? !req.path.endsWith(m.path) : !m.path.test(req.path)) return false;
+  }
+  return true;
+}
+
+function encodeEvent(e: MockStreamEvent): string {
+  if ('raw' in e) return e.raw;
+  const data = typeof e.data === 'string' ? e.data : JSON.stringify(e.data);
+  return `${e.event ? `event: ${e.event}\n` : ''}${data
+    .split('\n')
+    .map((l) => `data: ${l}`)
+    .join('\n')}\n\n`;
+}
+
+const readBody = (req: IncomingMessage): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+
+/** Waits `ms`, resolving false early if the client went away. */
+function wait(ms: number, res: ServerResponse): Promise<boolean> {
+  if (!ms) return Promise.resolve(!res.destroyed);
+  return new Promise((resolve) => {
+    const onClose = () => {
+      clearTimeout(t);
+      resolve(false);
+    };
+    const t = setTimeout(() => {
+      res.off('close', onClose);
+      resolve(!res.destroyed);
+    }, ms);
+    res.once('close', onClose);
+  });
+}
+
+const write = (res: ServerResponse, s: string): Promise<void> =>
+  new Promise((resolve) => {
+    if (res.destroyed) return resolve();
+    res.write(s, () => resolve());
+  });
+
+function commonHeaders(format: MockFormat): Record<string, string> {
+  if (format === 'anthropic-messages') return { 'request-id': rid('req_') };
+  if (format === 'openai-chat' || format === 'openai-embeddings') {
+    return { 'x-request-id': rid('req_'), 'openai-processing-ms': '12' };
+  }
+  return {};
+}
+
+export async function startMockUpstream(): Promise<MockUpstream> {
+  const queue: (MockStep & { left: number })[] = [];
+  const requests: RecordedRequest[] = [];
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    const u = new URL(req.url ?? '/', 'http://mock');
+    let body: any = raw;
+    try {
+      body = raw ? JSON.parse(raw) : null;
+    } catch {}
+    const method = req.method ?? 'GET';
+    const format = formatOf(method, u.pathname);
+    const rec: RecordedRequest = {
+      method,
+      path: u.pathname,
+      query: Object.fromEntries(u.searchParams),
+      headers: req.headers,
+      body,
+      format,
+      model: modelOf(format, u.pathname, body),
+      stream: format === 'gemini-stream' || (format !== 'gemini-generate' && body?.stream === true),
+    };
+    requests.push(rec);
+
+    const idx = queue.findIndex((s) => matches(s, rec));
+    const step = idx >= 0 ? queue[idx] : undefined;
+    if (step && --step.left <= 0) queue.splice(idx, 1);
+
+    if (step?.delayMs && !(await wait(step.delayMs, res))) return;
+
+    const status = step?.status ?? (format === 'unknown' ? 404 : 200);
+    const headers: Record<string, string> = { ...commonHeaders(format), ...step?.headers };
+    const model = rec.model ?? 'unknown-model';
+
+    let events: MockStreamEvent[] | undefined = step?.stream;
+    let payload: unknown = step?.body;
+    if (events === undefined && payload === undefined) {
+      if (status >= 400)
+        payload = renderError(
+          format,
+          status,
+          step?.error ??
+            (format === 'unknown' ? { message: `mock: no route for ${method} ${u.pathname}` } : undefined),
+        );
+      else if (format === 'openai-embeddings' || format === 'gemini-embed')
+        payload = renderEmbeddings(format, body, model, step);
+      else {
+        const r = resolveReply(step?.reply, model, body);
+        if (format === 'openai-chat') {
+          events = rec.stream
+            ? renderOpenAiStream(r, model, body?.stream_options?.include_usage === true)
+            : undefined;
+          payload = rec.stream ? undefined : renderOpenAiCompletion(r, model);
+        } else if (format === 'anthropic-messages') {
+          events = rec.stream ? renderAnthropicStream(r, model) : undefined;
+          payload = rec.stream ? undefined : renderAnthropicMessage(r, model);
+        } else if (format === 'gemini-stream') events = renderGeminiStream(r, model);
+        else payload = renderGeminiResponse(r, model);
+      }
+    }
+
+    if (events) {
+      res.writeHead(status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...headers });
+      res.flushHeaders();
+      for (let i = 0; i < events.length; i++) {
+        if (step?.dieAfterEvents !== undefined && i >= step.dieAfterEvents) {
+          res.destroy();
+          return;
+        }
+        if (i > 0 && step?.eventDelayMs && !(await wait(step.eventDelayMs, res))) return;
+        await write(res, encodeEvent(events[i] as MockStreamEvent));
+      }
+      if (step?.dieAfterEvents !== undefined && step.dieAfterEvents >= events.length) {
+        res.destroy();
+        return;
+      }
+      res.end();
+      return;
+    }
+    const text = typeof payload === 'string' ? payload : JSON.stringify(payload ?? null);
+    res.writeHead(status, {
+      'content-type': typeof payload === 'string' ? 'text/plain' : 'application/json',
+      'content-length': String(Buffer.byteLength(text)),
+      ...headers,
+    });
+    if (step?.dieAfterEvents !== undefined) {
+      // A body cut off half-way (the declared content-length is never reached).
+      await write(res, text.slice(0, Math.floor(text.length / 2)));
+      res.destroy();
+      return;
+    }
+    res.end(text);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `mock crashed: ${String(err)}` } }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    enqueue(...steps: MockStep[]) {
+      for (const s of steps) queue.push({ ...s, left: s.times ?? 1 });
+    },
+    reset() {
+      queue.length = 0;
+      requests.length = 0;
+    },
+    close() {
+      server.closeAllConnections();
+      return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}
