@@ -17,6 +17,12 @@ export interface Config {
   bootstrapApiKey: string | null;
   /** Largest JSON body accepted on ordinary routes, in bytes. */
   bodyLimit: number;
+  /** Requests each API key may make per rate-limit window. */
+  rateLimitRequests: number;
+  /** The rate-limit window, in seconds. */
+  rateLimitWindowSeconds: number;
+  /** Redis shared by the nodes for rate limiting; null = each node limits in memory. */
+  redisUrl: string | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -66,5 +72,8 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapManagementKey: env.GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY || null,
     bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),
+    rateLimitRequests: intFrom(env, 'GATEHOUSE_RATE_LIMIT_REQUESTS', 600),
+    rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_RATE_LIMIT_WINDOW', 60),
+    redisUrl: env.REDIS_URL || null,
   };
 }

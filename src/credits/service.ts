@@ -13,6 +13,8 @@ export class CreditsService {
   constructor(
     private readonly db: Db,
     private readonly usage: UsageService,
+    /** Told when the ledger changes, so the cached balance is reloaded (SpendTracker). */
+    private readonly spend?: { creditsChanged(organizationId: string): void },
   ) {}
 
   async add(
@@ -31,6 +33,7 @@ export class CreditsService {
       created_at: nowIso(),
     };
     await ledger.insertLedgerEntry(this.db, row);
+    this.spend?.creditsChanged(organizationId);
     return row;
   }
 

@@ -41,6 +41,8 @@ export class GuardrailAssignmentsService {
     private readonly guardrails: GuardrailsService,
     private readonly keys: KeysService,
     private readonly orgs: OrganizationsService,
+    /** Told after every write, so cached effective policies are dropped (PolicyService). */
+    private readonly policy?: { invalidate(): void },
   ) {}
 
   /** Key assignments of one guardrail (404 if it is not the caller's), or of the whole organization. */
@@ -86,10 +88,12 @@ export class GuardrailAssignmentsService {
       assigned_by: caller.userId,
       created_at: now,
     }));
-    return this.db.transaction().execute(async (tx) => {
-      await this.stillThere(tx, caller, guardrail.id);
-      return store.upsertKeyAssignments(tx, rows);
-    });
+    return this.written(
+      this.db.transaction().execute(async (tx) => {
+        await this.stillThere(tx, caller, guardrail.id);
+        return store.upsertKeyAssignments(tx, rows);
+      }),
+    );
   }
 
   /**
@@ -105,7 +109,9 @@ export class GuardrailAssignmentsService {
       wanted.filter((h) => !assigned.has(h)),
     );
     this.rejectUnknownKeys(wanted.filter((h) => !assigned.has(h) && !keys.has(h)));
-    return this.db.transaction().execute((tx) => store.deleteKeyAssignments(tx, guardrail.id, wanted));
+    return this.written(
+      this.db.transaction().execute((tx) => store.deleteKeyAssignments(tx, guardrail.id, wanted)),
+    );
   }
 
   /** Returns how many members were newly assigned (members already on the guardrail count 0). */
@@ -123,10 +129,12 @@ export class GuardrailAssignmentsService {
       assigned_by: caller.userId,
       created_at: now,
     }));
-    return this.db.transaction().execute(async (tx) => {
-      await this.stillThere(tx, caller, guardrail.id);
-      return store.insertMemberAssignments(tx, rows);
-    });
+    return this.written(
+      this.db.transaction().execute(async (tx) => {
+        await this.stillThere(tx, caller, guardrail.id);
+        return store.insertMemberAssignments(tx, rows);
+      }),
+    );
   }
 
   /**
@@ -142,7 +150,16 @@ export class GuardrailAssignmentsService {
       wanted.filter((u) => !assigned.has(u)),
     );
     this.rejectNonMembers(wanted.filter((u) => !assigned.has(u) && !members.has(u)));
-    return this.db.transaction().execute((tx) => store.deleteMemberAssignments(tx, guardrail.id, wanted));
+    return this.written(
+      this.db.transaction().execute((tx) => store.deleteMemberAssignments(tx, guardrail.id, wanted)),
+    );
+  }
+
+  /** Awaits a committed write, then drops cached effective policies. */
+  private async written<T>(write: Promise<T>): Promise<T> {
+    const result = await write;
+    this.policy?.invalidate();
+    return result;
   }
 
   /** Re-checks, inside the writing transaction, that the guardrail was not deleted meanwhile. */

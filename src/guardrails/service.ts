@@ -203,6 +203,8 @@ export class GuardrailsService {
   constructor(
     private readonly db: Db,
     private readonly workspaces: WorkspacesService,
+    /** Told after every write, so cached effective policies are dropped (PolicyService). */
+    private readonly policy?: { invalidate(): void },
   ) {}
 
   async create(caller: Org, input: GuardrailInput): Promise<store.GuardrailRow> {
@@ -215,6 +217,7 @@ export class GuardrailsService {
     };
     checkBudget(row);
     await store.insertGuardrail(this.db, row);
+    this.policy?.invalidate();
     return row;
   }
 
@@ -250,7 +253,7 @@ export class GuardrailsService {
       if (!workspaceId) throw notFound('Guardrail');
       materialise = { ...blankRow(caller.organizationId, workspaceId, DEFAULT_GUARDRAIL_NAME, now), id };
     }
-    return this.db.transaction().execute(async (tx) => {
+    const updated = await this.db.transaction().execute(async (tx) => {
       if (materialise) await store.insertGuardrailIfAbsent(tx, materialise);
       await store.updateGuardrail(tx, id, columns);
       const row = await store.findGuardrail(tx, caller.organizationId, id);
@@ -259,11 +262,14 @@ export class GuardrailsService {
       checkBudget(row);
       return row;
     });
+    this.policy?.invalidate();
+    return updated;
   }
 
   /** Deletes the guardrail with its key and member assignments. */
   async delete(caller: Org, id: string): Promise<void> {
     const row = await this.get(caller, id);
     await this.db.transaction().execute((tx) => store.deleteGuardrail(tx, row.id));
+    this.policy?.invalidate();
   }
 }

@@ -1,0 +1,458 @@
+import { isIPv4, isIPv6 } from 'node:net';
+import type { ChatMessage, ContentPart } from '../formats/chat.js';
+import {
+  BUILTIN_LABELS,
+  type BuiltinSlug,
+  type ContentFilter,
+  type FilterAction,
+  type ScanScope,
+  type StoredBuiltinFilter,
+} from './fields.js';
+
+/**
+ * Guardrail content filters: custom regular expressions and the built-in detectors, compiled once
+ * per effective policy and applied to a request's messages before it leaves the gateway.
+ *
+ * Only message text is scanned and rewritten: string `content` and `text` parts. Images, tool-call
+ * arguments, `name` and `reasoning` are left alone. Matching is deterministic (no model calls).
+ *
+ * The built-in detectors are regular expressions with, where it matters, a check on the match
+ * (Luhn for card numbers, digit counts for phone numbers, `node:net` for IP addresses). They are
+ * tuned to avoid obvious false positives, not to be exhaustive:
+ * - `phone` wants a `+` country code or a separated US form (`555-123-4567`, `(555) 123-4567`); a
+ *   bare run of digits is never a phone number.
+ * - `person-name` only sees names introduced by a cue ("my name is", "I am", "I'm", "call me",
+ *   "name:", an honorific such as "Dr."), written as capitalised words. Names in running text,
+ *   lower-case names and names without a cue are NOT detected.
+ * - `address` sees a house number, one to four capitalised words and a common street suffix
+ *   (`221 Baker Street`, `1600 Pennsylvania Ave`); it does not see PO boxes, cities or postcodes,
+ *   nor addresses outside that English pattern.
+ * - `regex-prompt-injection` is a list of known phrasings; paraphrases get through.
+ *
+ * Custom patterns run as given (JavaScript syntax, global flag added). A pathological pattern can
+ * backtrack for a long time: guardrail authors are trusted members of the organization.
+ */
+
+export interface Matcher {
+  /** A global regular expression (used only through `String.prototype.replace`, which resets it). */
+  re: RegExp;
+  /** An extra check on each match; a match it rejects is neither counted nor redacted. */
+  validate?: (match: string) => boolean;
+}
+
+export interface CompiledFilter {
+  kind: 'builtin' | 'custom';
+  /** Built-in filters only. */
+  slug?: BuiltinSlug;
+  /** Reported in results and refusals: a built-in's human label, or a custom filter's label. */
+  label: string;
+  /** Upper-case tag in the redaction text `[REDACTED:<TAG>]`. */
+  tag: string;
+  action: FilterAction;
+  /** Which messages are scanned: every message, or the user's only. */
+  scope: ScanScope;
+  /** The guardrail that brought the filter (the first one, when several bring the same filter). */
+  guardrailId: string;
+  matchers: Matcher[];
+}
+
+export type SafeguardStatus = 'redacted' | 'blocked' | 'flagged' | 'passed';
+
+/** One filter's outcome (the seed's `safeguard_results` item, loosely). Never carries matched text. */
+export interface SafeguardResult {
+  type: 'content_filter';
+  status: { type: SafeguardStatus };
+  label: string;
+  slug?: string;
+  matches: number;
+}
+
+export interface ContentFilterOutcome {
+  /** The messages to send on: redactions applied (unchanged messages keep their identity). */
+  messages: ChatMessage[];
+  /** The first blocking filter that matched; the call must be refused. */
+  blocked: { label: string; slug?: string } | null;
+  results: SafeguardResult[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Built-in detectors
+
+/** Luhn checksum over the digits of `s` (other characters ignored). */
+export function luhnValid(s: string): boolean {
+  const digits = s.replace(/\D/g, '');
+  if (digits.length < 13 || digits.length > 19) return false;
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return sum % 10 === 0;
+}
+
+const digitCount = (s: string) => s.replace(/\D/g, '').length;
+
+const STREET_SUFFIXES = [
+  'Street',
+  'St',
+  'Avenue',
+  'Ave',
+  'Road',
+  'Rd',
+  'Boulevard',
+  'Blvd',
+  'Lane',
+  'Ln',
+  'Drive',
+  'Dr',
+  'Court',
+  'Ct',
+  'Place',
+  'Pl',
+  'Square',
+  'Sq',
+  'Terrace',
+  'Way',
+  'Circle',
+  'Cir',
+  'Parkway',
+  'Pkwy',
+  'Highway',
+  'Hwy',
+  'Crescent',
+  'Close',
+  'Row',
+];
+const suffixAlternation = STREET_SUFFIXES.map((s) => `[${s[0]}${s[0]?.toLowerCase()}]${s.slice(1)}`).join(
+  '|',
+);
+
+/** Capitalised words after "I am" that are not names ("I am Sorry", "I'm Not sure"). */
+const NOT_NAMES = new Set(
+  `a an the not so very just here there sorry happy glad sure going trying looking writing working
+  afraid able unable interested new back done fine good okay ok still also really currently always
+  never in on at from with`
+    .split(/\s+/)
+    .filter(Boolean),
+);
+
+const NAME_WORD = String.raw`\p{Lu}\p{Ll}+(?:[-'’]\p{Lu}\p{Ll}+)?`;
+
+const BUILTIN_MATCHERS: Record<BuiltinSlug, Matcher[]> = {
+  email: [
+    {
+      // The look-behind starts matches only at the beginning of a token, which keeps long runs of
+      // word characters without an "@" linear.
+      re: /(?<![\w.%+-])[\w.%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![\w-])/g,
+    },
+  ],
+  phone: [
+    {
+      // International: +CC then groups separated by spaces, dots or dashes, 8 to 15 digits in all.
+      re: /(?<![\w+])\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,6}(?!\w)/g,
+      validate: (m) => {
+        const n = digitCount(m);
+        return n >= 8 && n <= 15;
+      },
+    },
+    {
+      // US: (555) 123-4567, 555-123-4567, 555.123.4567, 555 123 4567, optionally with 1- in front.
+      re: /(?<![\w+-])(?:1[\s.-])?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])/g,
+    },
+  ],
+  ssn: [{ re: /(?<![\w-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w-])/g }],
+  'credit-card': [{ re: /(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])/g, validate: luhnValid }],
+  'ip-address': [
+    {
+      re: /(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\.?\d)(?!\w)/g,
+      validate: isIPv4,
+    },
+    {
+      // Candidates are checked by node:net; a digit is required so that `A::B` (C++, Rust) is
+      // not an address.
+      re: /(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:]|\.\d)/g,
+      validate: (m) => isIPv6(m) && /\d/.test(m),
+    },
+  ],
+  secrets: [
+    // OpenAI, Anthropic, Gatehouse and similar `sk-` keys.
+    { re: /(?<![\w-])sk-[A-Za-z0-9_-]{20,}/g },
+    // Stripe.
+    { re: /(?<![\w-])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}/g },
+    // AWS access key ids.
+    { re: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])/g },
+    // GitHub tokens.
+    { re: /(?<![\w-])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})/g },
+    // Slack tokens.
+    { re: /(?<![\w-])xox[abposre]-[A-Za-z0-9-]{10,}/g },
+    // Google API keys.
+    { re: /(?<![\w-])AIza[0-9A-Za-z_-]{35}/g },
+    // PEM private keys: the whole block, or to the end of the text when the END line is missing.
+    {
+      re: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|[\s\S]*)/g,
+    },
+    // JWTs: base64url header and payload that both start with `{"`.
+    { re: /(?<![\w-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g },
+  ],
+  'person-name': [
+    {
+      // The cue stays; the name (one to three capitalised words) is the match.
+      re: new RegExp(
+        String.raw`(?<=(?:\b[Mm]y\s+(?:full\s+)?[Nn]ame\s+is|\b[Cc]all\s+me|\bI\s+am|\bI['’]m|\b[Nn]ame\s*:)\s+)${NAME_WORD}(?:\s+${NAME_WORD}){0,2}`,
+        'gu',
+      ),
+      validate: (m) => !NOT_NAMES.has((m.split(/\s+/)[0] ?? '').toLowerCase()),
+    },
+    {
+      re: new RegExp(
+        String.raw`(?<![\p{L}])(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?\s+${NAME_WORD}(?:\s+${NAME_WORD})?`,
+        'gu',
+      ),
+    },
+  ],
+  address: [
+    {
+      re: new RegExp(
+        String.raw`(?<![\w-])\d{1,6}[A-Za-z]?\s+(?:[A-Z0-9][\w'.-]*\s+){1,4}(?:${suffixAlternation})\b\.?(?:,?\s*(?:Apt|Apartment|Suite|Ste|Unit|#)\.?\s*[\w-]+)?`,
+        'g',
+      ),
+    },
+  ],
+  'regex-prompt-injection': [
+    {
+      re: new RegExp(
+        [
+          String.raw`\bignore\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?(?:(?:the|your|my|these)\s+)?(?:(?:previous|prior|above|earlier|preceding|system|original)\s+)+(?:instructions?|prompts?|directions?|rules|messages?|context)`,
+          String.raw`\bignore\s+(?:all\s+)?your\s+(?:instructions|rules|guidelines|programming)`,
+          String.raw`\bdisregard\s+(?:all\s+|any\s+)?(?:of\s+)?(?:(?:the|your|my)\s+)?(?:(?:previous|prior|above|earlier|system|original)\s+)+(?:prompts?|instructions?|rules|guidelines|messages?)`,
+          String.raw`\bdisregard\s+(?:all\s+)?your\s+(?:instructions|rules|guidelines|programming)`,
+          String.raw`\bforget\s+(?:all\s+|everything\s+)?(?:about\s+)?(?:your|(?:the\s+)?(?:previous|prior|above|earlier))\s+(?:instructions|rules|guidelines|system\s+prompt|programming)`,
+          String.raw`\byou\s+are\s+now\s+(?:DAN|in\s+(?:developer|god|jailbreak)\s+mode|jailbroken|unrestricted|unfiltered|free\s+of\s+(?:all\s+)?restrictions)`,
+          String.raw`\bdo\s+anything\s+now\b`,
+          String.raw`\b(?:enable|enter|activate)\s+(?:developer|god|jailbreak|DAN)\s+mode\b`,
+          String.raw`\b(?:reveal|show|print|repeat|output|leak|display|tell\s+me)\s+(?:me\s+)?(?:your|the)\s+(?:(?:system|initial|hidden|original|secret)\s+)+(?:prompt|instructions|message)`,
+          String.raw`\bwhat\s+(?:is|are|was|were)\s+your\s+(?:system\s+prompt|initial\s+instructions|original\s+instructions)`,
+          String.raw`\bpretend\s+(?:that\s+)?(?:you\s+are|you're|to\s+be)\b[^.\n]{0,80}?\b(?:no|without)\s+(?:restrictions|filters|rules|guidelines|limits)`,
+          String.raw`\boverride\s+(?:your|the|all)\s+(?:(?:safety|system|previous)\s+)*(?:instructions|rules|guidelines|filters|settings)`,
+        ].join('|'),
+        'gi',
+      ),
+    },
+  ],
+};
+
+const tagOf = (s: string) =>
+  s
+    .toUpperCase()
+    .replace(/[^A-Z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '') || 'CUSTOM';
+
+const BUILTIN_TAGS: Record<BuiltinSlug, string> = {
+  email: 'EMAIL',
+  phone: 'PHONE',
+  ssn: 'SSN',
+  'credit-card': 'CREDIT_CARD',
+  'ip-address': 'IP_ADDRESS',
+  secrets: 'SECRET',
+  'person-name': 'PERSON_NAME',
+  address: 'ADDRESS',
+  'regex-prompt-injection': 'PROMPT_INJECTION',
+};
+
+// ---------------------------------------------------------------------------------------------
+// Compilation
+
+/** The filters of one guardrail, as stored (custom list and built-in list, either may be null). */
+export interface GuardrailFilters {
+  guardrailId: string;
+  custom: readonly ContentFilter[] | null;
+  builtins: readonly StoredBuiltinFilter[] | null;
+}
+
+/**
+ * Compiles the filters of every applicable guardrail, in guardrail order, custom filters first.
+ * The same filter brought by several guardrails (same built-in slug, action and scope; same custom
+ * pattern, action and label) is kept once. Unknown built-in slugs and patterns that no longer
+ * compile are skipped (they were validated on write).
+ */
+export function compileFilters(guardrails: readonly GuardrailFilters[]): CompiledFilter[] {
+  const out: CompiledFilter[] = [];
+  const seen = new Set<string>();
+  for (const g of guardrails) {
+    for (const f of g.custom ?? []) {
+      const key = JSON.stringify(['custom', f.pattern, f.action, f.label ?? null]);
+      if (seen.has(key)) continue;
+      let re: RegExp;
+      try {
+        re = new RegExp(f.pattern, 'g');
+      } catch {
+        continue;
+      }
+      seen.add(key);
+      const label = f.label?.trim() || 'Custom filter';
+      out.push({
+        kind: 'custom',
+        label,
+        tag: f.label?.trim() ? tagOf(f.label) : 'CUSTOM',
+        action: f.action,
+        scope: 'all_messages',
+        guardrailId: g.guardrailId,
+        matchers: [{ re }],
+      });
+    }
+    for (const b of g.builtins ?? []) {
+      const matchers = BUILTIN_MATCHERS[b.slug];
+      if (!matchers) continue;
+      const scope: ScanScope =
+        b.slug === 'regex-prompt-injection' ? (b.scan_scope ?? 'all_messages') : 'all_messages';
+      const key = JSON.stringify(['builtin', b.slug, b.action, scope]);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push({
+        kind: 'builtin',
+        slug: b.slug,
+        label: BUILTIN_LABELS[b.slug],
+        tag: BUILTIN_TAGS[b.slug],
+        action: b.action,
+        scope,
+        guardrailId: g.guardrailId,
+        matchers,
+      });
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Application
+
+const inScope = (f: CompiledFilter, m: ChatMessage) => f.scope === 'all_messages' || m.role === 'user';
+
+/**
+ * Replaces the matches of `f` in `text`; returns the new text and the number replaced. Counting
+ * goes through here too, so that a span two matchers of one filter both see counts once.
+ */
+function redactIn(f: CompiledFilter, text: string): { text: string; n: number } {
+  let n = 0;
+  const replacement = `[REDACTED:${f.tag}]`;
+  let out = text;
+  for (const { re, validate } of f.matchers) {
+    out = out.replace(re, (m) => {
+      if (m.length === 0 || (validate && !validate(m))) return m;
+      n++;
+      return replacement;
+    });
+  }
+  return { text: out, n };
+}
+
+/** Every text segment of a message (string content, or the text parts). */
+function textsOf(m: ChatMessage): string[] {
+  if (typeof m.content === 'string') return [m.content];
+  if (Array.isArray(m.content)) {
+    return m.content.flatMap((p) => (p.type === 'text' && typeof p.text === 'string' ? [p.text] : []));
+  }
+  return [];
+}
+
+function countFilter(f: CompiledFilter, messages: readonly ChatMessage[]): number {
+  let n = 0;
+  for (const m of messages) {
+    if (!inScope(f, m)) continue;
+    for (const t of textsOf(m)) n += redactIn(f, t).n;
+  }
+  return n;
+}
+
+/** Applies one redacting filter to the message list, copying only the messages it changes. */
+function redactFilter(f: CompiledFilter, messages: ChatMessage[]): number {
+  let total = 0;
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i] as ChatMessage;
+    if (!inScope(f, m)) continue;
+    if (typeof m.content === 'string') {
+      const r = redactIn(f, m.content);
+      if (r.n > 0) {
+        total += r.n;
+        messages[i] = { ...m, content: r.text };
+      }
+    } else if (Array.isArray(m.content)) {
+      let changed = false;
+      const parts = m.content.map((p): ContentPart => {
+        if (p.type !== 'text' || typeof p.text !== 'string') return p;
+        const r = redactIn(f, p.text);
+        if (r.n === 0) return p;
+        total += r.n;
+        changed = true;
+        return { ...p, text: r.text };
+      });
+      if (changed) messages[i] = { ...m, content: parts };
+    }
+  }
+  return total;
+}
+
+const STATUS: Record<FilterAction, SafeguardStatus> = {
+  block: 'blocked',
+  redact: 'redacted',
+  flag: 'flagged',
+};
+
+/**
+ * Runs the filters over the messages. Blocking and flagging filters are evaluated on the original
+ * text; redacting filters then run in order, each on the previous one's output. When a blocking
+ * filter matches, `blocked` names the first one and the messages come back unchanged (every
+ * filter is still reported, with the status its action would give). Every filter appears in
+ * `results`, with `passed` when it found nothing. The input is never mutated.
+ */
+export function applyContentFilters(
+  filters: readonly CompiledFilter[],
+  messages: ChatMessage[],
+): ContentFilterOutcome {
+  if (filters.length === 0) return { messages, blocked: null, results: [] };
+  const counts = new Array<number>(filters.length).fill(0);
+  let blocked: CompiledFilter | null = null;
+  for (const [i, f] of filters.entries()) {
+    if (f.action === 'redact') continue;
+    const n = countFilter(f, messages);
+    counts[i] = n;
+    if (f.action === 'block' && n > 0 && blocked === null) blocked = f;
+  }
+
+  let out = messages;
+  if (blocked !== null) {
+    for (const [i, f] of filters.entries()) {
+      if (f.action === 'redact') counts[i] = countFilter(f, messages);
+    }
+  } else {
+    out = [...messages];
+    for (const [i, f] of filters.entries()) {
+      if (f.action === 'redact') counts[i] = redactFilter(f, out);
+    }
+    if (out.every((m, i) => m === messages[i])) out = messages;
+  }
+
+  const results = filters.map(
+    (f, i): SafeguardResult => ({
+      type: 'content_filter',
+      status: { type: (counts[i] ?? 0) > 0 ? STATUS[f.action] : 'passed' },
+      label: f.label,
+      ...(f.slug !== undefined ? { slug: f.slug } : {}),
+      matches: counts[i] ?? 0,
+    }),
+  );
+  return {
+    messages: out,
+    blocked:
+      blocked === null
+        ? null
+        : { label: blocked.label, ...(blocked.slug !== undefined ? { slug: blocked.slug } : {}) },
+    results,
+  };
+}
