@@ -4,6 +4,8 @@ import { join, resolve } from 'node:path';
 
 /** The one typed configuration object, read from the environment (see the README's table). */
 export interface Config {
+  /** The environment this configuration was read from (the model catalog reads provider settings from it). */
+  env: Env;
   port: number;
   host: string;
   dataDir: string;
@@ -23,6 +25,10 @@ export interface Config {
   rateLimitWindowSeconds: number;
   /** Redis shared by the nodes for rate limiting; null = each node limits in memory. */
   redisUrl: string | null;
+  /** Deadline of one upstream attempt, ms (GATEHOUSE_UPSTREAM_TIMEOUT_MS). */
+  upstreamTimeoutMs: number;
+  /** Longest Retry-After honoured by retrying the last candidate once, ms. */
+  maxRetryWaitMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -62,6 +68,7 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.GATEHOUSE_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL || `sqlite:${join(dataDir, 'gatehouse.db')}`;
   return {
+    env,
     port: intFrom(env, 'PORT', 8080),
     host: env.HOST || '0.0.0.0',
     dataDir,
@@ -75,5 +82,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitRequests: intFrom(env, 'GATEHOUSE_RATE_LIMIT_REQUESTS', 600),
     rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_RATE_LIMIT_WINDOW', 60),
     redisUrl: env.REDIS_URL || null,
+    upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
+    maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),
   };
 }

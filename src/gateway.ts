@@ -22,11 +22,14 @@ export async function prepareGateway(
 ): Promise<Omit<Gateway, 'url'> & { handle: DbHandle }> {
   const handle = openDatabase(config.databaseUrl, { schema: opts.schema });
   try {
-    await migrateToLatest(handle.db);
+    await migrateToLatest(handle.db, handle.schema);
     const services = buildServices(handle, config);
     const bootstrap = await ensureBootstrap(services);
     const app = await buildApp(services, opts);
-    app.addHook('onClose', async () => handle.close());
+    app.addHook('onClose', async () => {
+      await services.shutdown();
+      await handle.close();
+    });
     return { app, services, bootstrap, handle, close: () => app.close() };
   } catch (err) {
     await handle.close();

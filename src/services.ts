@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { Registry } from 'prom-client';
 import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
@@ -9,13 +11,29 @@ import { CreditsService } from './credits/service.js';
 import { SpendTracker } from './credits/spend.js';
 import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
+import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
 import { PolicyService } from './guardrails/policy.js';
 import { GuardrailsService } from './guardrails/service.js';
+import { closeUpstreamHttp } from './providers/http.js';
+import { createProvider } from './providers/registry.js';
+import type { Provider } from './providers/types.js';
+import { Accountant } from './routing/accounting.js';
+import { loadCatalog } from './routing/catalog.js';
+import { Engine } from './routing/engine.js';
+import { GenerationsService } from './routing/generations.js';
+import { PolicyGuard } from './routing/guard.js';
+import { routingMetrics } from './routing/metrics.js';
+import { RateLimiter } from './routing/rate-limit.js';
 
 /** The composition root: every domain service, wired once per process. */
-export function buildServices(handle: DbHandle, config: Config) {
+export function buildServices(
+  handle: DbHandle,
+  config: Config,
+  env: Record<string, string | undefined> = process.env,
+) {
   const { db } = handle;
+  const metrics = new Registry();
   const usage = new UsageService(db);
   // Hot-path caches of the routing engine: effective policies and spend counters.
   const policy = new PolicyService(db);
@@ -29,6 +47,59 @@ export function buildServices(handle: DbHandle, config: Config) {
   const guardrails = new GuardrailsService(db, workspaces, policy);
   const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policy);
   const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs);
+
+  // The routing engine: catalog, provider adapters, enforcement and accounting.
+  const catalog = loadCatalog(config.env);
+  const adapters = new Map<string, Provider>();
+  const provider = (slug: string) => {
+    let p = adapters.get(slug);
+    if (!p) {
+      const entry = catalog.providers.get(slug);
+      if (!entry) throw new Error(`provider ${slug} is not configured`);
+      p = createProvider(entry.config);
+      adapters.set(slug, p);
+    }
+    return p;
+  };
+  const limiter = new RateLimiter({
+    points: config.rateLimitRequests,
+    durationSeconds: config.rateLimitWindowSeconds,
+    redisUrl: config.redisUrl,
+  });
+  const accountant = new Accountant(db);
+  usage.settleWith(() => accountant.flush());
+  accountant.onRecord((g) => {
+    if (g.cost_usd > 0) {
+      spend.record({
+        keyHash: g.key_hash,
+        userId: g.user_id,
+        organizationId: g.organization_id,
+        costUsd: g.cost_usd,
+        isByok: g.is_byok === 1,
+        at: g.created_at,
+      });
+    }
+  });
+  const engine = new Engine({
+    catalog,
+    provider,
+    guard: new PolicyGuard(policy, spend, keys, limiter),
+    byok: (caller, slug, modelId) => byok.forCall(caller, slug, modelId),
+    assertTranslatable,
+    record: (g) => accountant.record(g),
+    metrics: routingMetrics(metrics),
+    newGenerationId: () => `gen-${Date.now()}-${randomBytes(10).toString('hex')}`,
+    upstreamTimeoutMs: config.upstreamTimeoutMs,
+    maxRetryWaitMs: config.maxRetryWaitMs,
+  });
+  const generations = new GenerationsService(db, accountant);
+
+  /** Writes pending accounting and releases connections; the database closes after this. */
+  const shutdown = async () => {
+    await accountant.close();
+    await limiter.close();
+    await closeUpstreamHttp();
+  };
   return {
     config,
     db,
@@ -43,6 +114,12 @@ export function buildServices(handle: DbHandle, config: Config) {
     keys,
     admin,
     byok,
+    metrics,
+    catalog,
+    engine,
+    accountant,
+    generations,
+    shutdown,
     policy,
     spend,
   };

@@ -94,13 +94,7 @@ export class KeysService {
 
   /** Resolves a bearer token to its caller, or null when unknown, disabled or expired. */
   async authenticate(token: string): Promise<Caller | null> {
-    const hash = sha256Hex(token);
-    let hit = this.cache.get(hash);
-    if (!hit) {
-      hit = { row: (await store.findKey(this.db, hash)) ?? null };
-      this.cache.set(hash, hit);
-    }
-    const row = hit.row;
+    const row = await this.row(sha256Hex(token));
     if (!row || row.disabled === 1) return null;
     if (row.expires_at !== null && Date.parse(row.expires_at) <= Date.now()) return null;
     return {
@@ -110,6 +104,16 @@ export class KeysService {
       userId: row.creator_user_id,
       isManagement: row.is_management === 1,
     };
+  }
+
+  /** The key's row through the short-lived cache (null for an unknown hash). */
+  async row(hash: string): Promise<store.KeyRow | null> {
+    let hit = this.cache.get(hash);
+    if (!hit) {
+      hit = { row: (await store.findKey(this.db, hash)) ?? null };
+      this.cache.set(hash, hit);
+    }
+    return hit.row;
   }
 
   /** Drops cached lookups (after a write to keys, so this node sees it at once). */

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import type { OrganizationsService } from '../accounts/organizations.service.js';
@@ -93,6 +94,9 @@ const unique = (list: string[]) => [...new Set(list)];
  * bound to the credential id (AAD), and wiped on delete.
  */
 export class ByokService {
+  /** organization → its live credentials, for routing; short TTL, cleared on every write here. */
+  private readonly routable = new LRUCache<string, { rows: store.ByokRow[] }>({ max: 10_000, ttl: 5_000 });
+
   constructor(
     private readonly db: Db,
     private readonly masterKey: Buffer,
@@ -137,6 +141,7 @@ export class ByokService {
         deleted_at: null,
       };
       await store.insertCredential(tx, row);
+      this.routable.delete(organizationId);
       return row;
     });
   }
@@ -185,6 +190,7 @@ export class ByokService {
       updated_at: nowIso(),
     };
     await store.updateCredential(this.db, row.id, next);
+    this.routable.delete(caller.organizationId);
     return { ...row, ...next };
   }
 
@@ -192,6 +198,7 @@ export class ByokService {
   async delete(caller: Caller, id: string): Promise<void> {
     const row = await this.get(caller, id);
     await store.deleteCredential(this.db, row.id, nowIso());
+    this.routable.delete(caller.organizationId);
   }
 
   /**
@@ -207,6 +214,40 @@ export class ByokService {
     } catch {
       throw new Error('BYOK credential secret cannot be decrypted (wrong master key or tampered row)');
     }
+  }
+
+  /**
+   * The credentials that apply to a call: same provider, usable in the caller's workspace, not
+   * disabled, and allowing the model, the calling key and its user. In try order (sort_order);
+   * `fallback` ones are tried only after the operator's key, and `byokOnly` forbids that key.
+   */
+  async forCall(caller: Caller, provider: string, modelId: string) {
+    let hit = this.routable.get(caller.organizationId);
+    if (!hit) {
+      hit = { rows: await store.liveCredentials(this.db, caller.organizationId) };
+      this.routable.set(caller.organizationId, hit);
+    }
+    const allows = (list: string | null, value: string | null) =>
+      list === null || (value !== null && (fromJsonList(list) ?? []).includes(value));
+    const matching = hit.rows.filter(
+      (r) =>
+        r.provider === provider &&
+        r.disabled === 0 &&
+        (r.workspace_id === null || r.workspace_id === caller.workspaceId) &&
+        allows(r.allowed_models, modelId) &&
+        allows(r.allowed_api_key_hashes, caller.keyHash) &&
+        allows(r.allowed_user_ids, caller.userId),
+    );
+    const credential = (r: store.ByokRow) => ({
+      apiKey: decrypt(this.masterKey, r.secret_ciphertext as string, r.id),
+      isByok: true as const,
+      byokId: r.id,
+    });
+    return {
+      primary: matching.filter((r) => r.is_fallback === 0).map(credential),
+      fallback: matching.filter((r) => r.is_fallback === 1).map(credential),
+      byokOnly: matching.some((r) => r.is_byok_only === 1),
+    };
   }
 
   /** Validates and encodes the nullable/list fields present in `input` (absent ones stay absent). */

@@ -82,3 +82,15 @@ export async function deleteCredential(db: Db, id: string, at: string) {
     .where('id', '=', id)
     .execute();
 }
+
+/** Every live credential of an organization that still holds its sealed secret (for routing). */
+export const liveCredentials = (db: Db, organizationId: string) =>
+  db
+    .selectFrom('byok_credentials')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('deleted_at', 'is', null)
+    .where('secret_ciphertext', 'is not', null)
+    .orderBy('sort_order')
+    .orderBy('created_at')
+    .execute();

@@ -4,11 +4,20 @@ import { totalUsage, type UsageCounters, usageByKey, zeroUsage } from './usage.s
 
 /** Spend recorded by the inference engine, summed per key and per organization. */
 export class UsageService {
+  /** Makes recorded-but-unwritten spend durable before a read (wired to the accountant's flush). */
+  private settle: () => Promise<void> = async () => {};
+
   constructor(private readonly db: Db) {}
+
+  /** Reads wait for this first, so a read right after a call includes that call's spend. */
+  settleWith(fn: () => Promise<void>): void {
+    this.settle = fn;
+  }
 
   zero = zeroUsage;
 
-  forKeys(hashes: string[], now: Date = new Date()): Promise<Map<string, UsageCounters>> {
+  async forKeys(hashes: string[], now: Date = new Date()): Promise<Map<string, UsageCounters>> {
+    await this.settle();
     return usageByKey(this.db, hashes, {
       daily: windowStart('daily', now).toISOString(),
       weekly: windowStart('weekly', now).toISOString(),
@@ -16,5 +25,8 @@ export class UsageService {
     });
   }
 
-  totalForOrganization = (organizationId: string) => totalUsage(this.db, organizationId);
+  async totalForOrganization(organizationId: string): Promise<number> {
+    await this.settle();
+    return totalUsage(this.db, organizationId);
+  }
 }

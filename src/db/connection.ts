@@ -11,6 +11,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface DbHandle {
   db: Db;
   dialect: Dialect;
+  /** PostgreSQL schema the connection is pinned to (search_path), when one was given. */
+  schema?: string;
   /** Closes the pool / file handle. */
   close(): Promise<void>;
 }
@@ -33,7 +35,7 @@ export function openDatabase(url: string, opts: { schema?: string } = {}): DbHan
       ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
     });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, dialect: 'postgres', close: () => db.destroy() };
+    return { db, dialect: 'postgres', schema: opts.schema, close: () => db.destroy() };
   }
   const path = url.replace(/^sqlite:(\/\/)?/, '');
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });

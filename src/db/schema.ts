@@ -181,6 +181,41 @@ export interface UsageEventsTable {
   created_at: string;
 }
 
+export interface GenerationsTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  key_hash: string | null;
+  user_id: string | null;
+  /** chat | messages | responses | embeddings */
+  endpoint: string;
+  requested_model: string;
+  model: string | null;
+  provider: string | null;
+  upstream_model: string | null;
+  /** success | error | cancelled */
+  status: string;
+  http_status: number;
+  streamed: Bool;
+  finish_reason: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  reasoning_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** 1 when the upstream reported no usage (e.g. a stream that died) and tokens were estimated. */
+  usage_estimated: Bool;
+  cost_usd: number;
+  prompt_cost_usd: number;
+  completion_cost_usd: number;
+  is_byok: Bool;
+  attempts: number;
+  latency_ms: number;
+  generation_time_ms: number;
+  error_message: string | null;
+  created_at: string;
+}
+
 export interface SettingsTable {
   name: string;
   value: string;
@@ -200,5 +235,6 @@ export interface Database {
   byok_credentials: ByokCredentialsTable;
   credit_ledger: CreditLedgerTable;
   usage_events: UsageEventsTable;
+  generations: GenerationsTable;
   settings: SettingsTable;
 }

@@ -14,6 +14,7 @@ import { creditsRoutes } from '../credits/routes.js';
 import { ping } from '../db/connection.js';
 import { guardrailAssignmentsRoutes } from '../guardrails/assignments.routes.js';
 import { guardrailsRoutes } from '../guardrails/routes.js';
+import { inferenceRoutes } from '../inference/routes.js';
 import type { Services } from '../services.js';
 import { installAuth } from './auth.js';
 import { installErrorHandling, sendError } from './errors.js';
@@ -34,6 +35,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   creditsRoutes,
   budgetsRoutes,
   adminRoutes,
+  inferenceRoutes,
 ];
 
 export interface AppOptions {
@@ -83,7 +85,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: `${API_PREFIX}/openapi.json` } });
   app.addSchema(ErrorBody);
 
-  installMetrics(app);
+  installMetrics(app, services.metrics);
   installAuth(app, services.keys, config.adminToken);
 
   const status = Type.Object({ status: Type.String() });

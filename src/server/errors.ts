@@ -52,7 +52,12 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof ApiError) return sendError(reply, err.status, err.message, err.metadata);
+    if (err instanceof ApiError) {
+      const retryMs = err.metadata?.retry_after_ms;
+      if (typeof retryMs === 'number')
+        reply.header('retry-after', String(Math.max(1, Math.ceil(retryMs / 1000))));
+      return sendError(reply, err.status, err.message, err.metadata);
+    }
     if (err.validation) {
       const where = err.validationContext ?? 'request';
       return sendError(reply, 400, `Invalid ${where}: ${err.message}`);

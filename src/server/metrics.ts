@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Histogram, type Registry } from 'prom-client';
 
 /** Prometheus metrics: requests by route and status, and a latency histogram, at GET /metrics. */
-export function installMetrics(app: FastifyInstance): Registry {
-  const registry = new Registry();
+export function installMetrics(app: FastifyInstance, registry: Registry): Registry {
   collectDefaultMetrics({ register: registry, prefix: 'gatehouse_' });
   const requests = new Counter({
     name: 'gatehouse_http_requests_total',

@@ -93,7 +93,13 @@ export async function startTestGateway(
     const logger = opts.logStream
       ? { level: 'info', stream: opts.logStream }
       : { level: process.env.TEST_LOG_LEVEL ?? 'silent' };
-    const g = await startGateway(config, { schema: storage.schema, logger });
+    let g: Awaited<ReturnType<typeof startGateway>>;
+    try {
+      g = await startGateway(config, { schema: storage.schema, logger });
+    } catch (err) {
+      await storage.drop(); // leave no half-made schema behind
+      throw err;
+    }
     return {
       ...g,
       db,

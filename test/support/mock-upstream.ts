@@ -524,11 +524,19 @@ function renderEmbeddings(format: MockFormat, body: any, model: string, step: Mo
     data: inputs.map((x, index) => ({
       object: 'embedding',
       index,
-      embedding: step?.embeddings?.[index] ?? mockVector(JSON.stringify(x)),
+      embedding: encodeVector(
+        step?.embeddings?.[index] ?? mockVector(JSON.stringify(x)),
+        body?.encoding_format,
+      ),
     })),
     model,
     usage: { prompt_tokens: tokens, total_tokens: tokens },
   };
+}
+
+/** As OpenAI does: `encoding_format: "base64"` answers little-endian float32 bytes in base64. */
+function encodeVector(v: number[], format: unknown): number[] | string {
+  return format === 'base64' ? Buffer.from(new Float32Array(v).buffer).toString('base64') : v;
 }
 
 // ---------------------------------------------------------------------------------------------

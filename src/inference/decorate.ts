@@ -1,0 +1,77 @@
+import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
+import type { RouteInfo } from '../routing/engine.js';
+import type { Cost } from '../routing/pricing.js';
+
+/** The full usage object of a chat body: token details, cost and cost details, BYOK flag. */
+export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
+  return {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    total_tokens: usage.total_tokens,
+    prompt_tokens_details: {
+      cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+      cache_write_tokens: usage.prompt_tokens_details?.cache_write_tokens ?? 0,
+      audio_tokens: usage.prompt_tokens_details?.audio_tokens ?? 0,
+    },
+    completion_tokens_details: {
+      reasoning_tokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
+      audio_tokens: usage.completion_tokens_details?.audio_tokens ?? 0,
+      image_tokens: 0,
+    },
+    cost: isByok ? 0 : cost.total,
+    is_byok: isByok,
+    cost_details: {
+      upstream_inference_cost: isByok ? cost.total : null,
+      upstream_inference_prompt_cost: cost.prompt,
+      upstream_inference_completions_cost: cost.completion,
+    },
+  };
+}
+
+/** `gateway_metadata`: how the call was routed (attempts, timing, endpoints considered). */
+export function gatewayMetadata(info: RouteInfo) {
+  const served = info.served;
+  return {
+    attempt: info.attempts,
+    generation_time: Date.now() - info.startedAt,
+    is_byok: served.credential.isByok,
+    region: served.provider.region,
+    requested: info.requested,
+    strategy: info.strategy,
+    summary:
+      `${info.model.id} served by ${served.endpoint.provider}` +
+      (info.attempts > 1 ? ` after ${info.attempts - 1} failed attempt(s)` : '') +
+      (info.excluded.length
+        ? `; excluded: ${info.excluded.map((e) => `${e.provider} (${e.reason})`).join(', ')}`
+        : ''),
+    endpoints: { total: info.considered.length, available: info.considered },
+  };
+}
+
+/** A non-streaming chat completion as the caller sees it. */
+export function decorateChatResponse(
+  res: ChatResponse,
+  info: RouteInfo,
+  usage: Usage,
+  cost: Cost,
+  echoUpstream: boolean,
+) {
+  return {
+    ...res,
+    id: info.generationId,
+    model: info.model.id,
+    provider: info.served.endpoint.provider,
+    usage: fullUsage(usage, cost, info.served.credential.isByok),
+    gateway_metadata: gatewayMetadata(info),
+    safeguard_results: info.safeguards,
+    ...(echoUpstream ? { debug: { echo_upstream_body: info.upstreamRequest } } : {}),
+  };
+}
+
+/** A streamed chunk as the caller sees it: the generation id and the catalog model id. */
+export const decorateChunk = (chunk: ChatChunk, info: RouteInfo) => ({
+  ...chunk,
+  id: info.generationId,
+  model: info.model.id,
+  provider: info.served.endpoint.provider,
+});

@@ -1,0 +1,278 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ChatChunk } from '../formats/chat.js';
+import { TranslationError } from '../formats/chat.js';
+import { chatRequestFromBody } from '../formats/chat-edge.js';
+import { chatResponseToMessages, chatStreamToMessages, messagesRequestToChat } from '../formats/messages.js';
+import {
+  chatResponseToResponses,
+  chatStreamToResponses,
+  responsesRequestToChat,
+} from '../formats/responses.js';
+import { sseJson } from '../formats/sse.js';
+import { ApiError, badRequest, notFound } from '../lib/errors.js';
+import type { InferenceCall, RouteInfo } from '../routing/engine.js';
+import { parsePreferences } from '../routing/preferences.js';
+import { costOf } from '../routing/pricing.js';
+import type { Router } from '../server/router.js';
+import { errors } from '../server/schemas.js';
+import type { Services } from '../services.js';
+import { decorateChatResponse, decorateChunk, fullUsage } from './decorate.js';
+import { modelsView } from './models.js';
+import { callController, sendSse } from './stream.js';
+
+const AnyBody = Type.Object({}, { additionalProperties: true });
+const tags = ['Inference'];
+const inferenceErrors = errors(400, 401, 402, 403, 404, 429, 500, 502);
+
+/** Caller-format bodies → a canonical call; TranslationError → 400. */
+function toCall(
+  request: FastifyRequest,
+  endpoint: InferenceCall['endpoint'],
+  parse: (body: unknown) => InferenceCall['request'],
+  signal: AbortSignal,
+): InferenceCall {
+  const body = request.body as Record<string, unknown>;
+  let canonical: InferenceCall['request'];
+  try {
+    canonical = parse(body);
+  } catch (err) {
+    if (err instanceof TranslationError) throw badRequest(err.message);
+    throw err;
+  }
+  const debug = body.debug as { echo_upstream_body?: unknown } | undefined;
+  return {
+    caller: request.caller,
+    endpoint,
+    request: canonical,
+    prefs: parsePreferences(body.provider),
+    echoUpstream: debug?.echo_upstream_body === true,
+    signal,
+  };
+}
+
+/** Adds a final usage chunk when the upstream stream ended without one (the engine estimated it). */
+async function* withUsage(
+  stream: AsyncIterable<ChatChunk>,
+  final: () => { usage: ChatChunk['usage'] } | null,
+  info: RouteInfo,
+): AsyncGenerator<ChatChunk> {
+  let sawUsage = false;
+  for await (const chunk of stream) {
+    if (chunk.usage) sawUsage = true;
+    yield chunk;
+  }
+  const f = final();
+  if (!sawUsage && f?.usage) {
+    yield {
+      id: info.generationId,
+      object: 'chat.completion.chunk',
+      created: Math.floor(Date.now() / 1000),
+      model: info.model.id,
+      choices: [],
+      usage: f.usage,
+    };
+  }
+}
+
+const errorOf = (err: unknown) =>
+  err instanceof ApiError
+    ? { code: err.status, message: err.message }
+    : { code: 502, message: (err as Error).message || 'Upstream stream failed' };
+
+export async function inferenceRoutes(app: Router, services: Services) {
+  const { engine } = services;
+
+  app.post(
+    '/chat/completions',
+    {
+      config: { auth: 'api' },
+      schema: {
+        tags,
+        summary: 'Chat completion (OpenAI format), streaming or not',
+        body: AnyBody,
+        response: inferenceErrors,
+      },
+    },
+    async (req, reply) => {
+      const controller = callController(req);
+      const call = toCall(req, 'chat', chatRequestFromBody, controller.signal);
+      if (!call.request.stream) {
+        const { response, info, usage, cost } = await engine.chat(call);
+        return reply.send(decorateChatResponse(response, info, usage, cost, call.echoUpstream));
+      }
+      const { stream, info, final } = await engine.chatStream(call);
+      async function* frames() {
+        try {
+          for await (const chunk of withUsage(stream, final, info)) {
+            const out = decorateChunk(chunk, info);
+            if (chunk.usage) {
+              const usage = fullUsage(
+                chunk.usage,
+                costOf(info.served.endpoint.pricing, chunk.usage),
+                info.served.credential.isByok,
+              );
+              yield sseJson({ ...out, usage });
+            } else yield sseJson(out);
+          }
+        } catch (err) {
+          yield sseJson({
+            id: info.generationId,
+            object: 'chat.completion.chunk',
+            created: Math.floor(Date.now() / 1000),
+            model: info.model.id,
+            provider: info.served.endpoint.provider,
+            error: errorOf(err),
+            choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }],
+          });
+        }
+        yield 'data: [DONE]\n\n';
+      }
+      return sendSse(req, reply, controller, frames());
+    },
+  );
+
+  app.post(
+    '/messages',
+    {
+      config: { auth: 'api' },
+      schema: {
+        tags,
+        summary: 'Messages (Anthropic format), streaming or not',
+        body: AnyBody,
+        response: inferenceErrors,
+      },
+    },
+    async (req, reply) => {
+      const controller = callController(req);
+      const call = toCall(req, 'messages', messagesRequestToChat, controller.signal);
+      if (!call.request.stream) {
+        const { response, usage, info } = await engine.chat(call);
+        return reply.send(
+          chatResponseToMessages({ ...response, usage, model: info.model.id }, call.request.model),
+        );
+      }
+      const { stream, info, final } = await engine.chatStream(call);
+      async function* frames() {
+        for await (const e of chatStreamToMessages(withUsage(stream, final, info), call.request.model)) {
+          yield sseJson(e.data, e.event);
+        }
+      }
+      return sendSse(req, reply, controller, frames());
+    },
+  );
+
+  app.post(
+    '/responses',
+    {
+      config: { auth: 'api' },
+      schema: {
+        tags,
+        summary: 'Responses (OpenAI Responses format), streaming or not',
+        body: AnyBody,
+        response: inferenceErrors,
+      },
+    },
+    async (req, reply) => {
+      const controller = callController(req);
+      const call = toCall(req, 'responses', responsesRequestToChat, controller.signal);
+      if (!call.request.stream) {
+        const { response, usage, info } = await engine.chat(call);
+        return reply.send(
+          chatResponseToResponses(
+            { ...response, usage, id: info.generationId },
+            call.request.model,
+            call.request,
+          ),
+        );
+      }
+      const { stream, info, final } = await engine.chatStream(call);
+      async function* frames() {
+        for await (const e of chatStreamToResponses(
+          withUsage(stream, final, info),
+          call.request.model,
+          call.request,
+        )) {
+          yield sseJson(e.data, e.event);
+        }
+      }
+      return sendSse(req, reply, controller, frames());
+    },
+  );
+
+  app.post(
+    '/embeddings',
+    {
+      config: { auth: 'api' },
+      schema: {
+        tags,
+        summary: 'Embeddings (OpenAI format)',
+        body: Type.Object(
+          {
+            model: Type.String({ minLength: 1 }),
+            input: Type.Union([
+              Type.String(),
+              Type.Array(Type.String(), { minItems: 1 }),
+              Type.Array(Type.Integer(), { minItems: 1 }),
+              Type.Array(Type.Array(Type.Integer()), { minItems: 1 }),
+            ]),
+            encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
+            dimensions: Type.Optional(Type.Integer({ minimum: 1 })),
+            user: Type.Optional(Type.String()),
+          },
+          { additionalProperties: true },
+        ),
+        response: inferenceErrors,
+      },
+    },
+    async (req, reply) => {
+      const controller = callController(req);
+      const body = req.body as Record<string, unknown>;
+      const { response, info, usage, cost } = await engine.embeddings({
+        caller: req.caller,
+        endpoint: 'embeddings',
+        request: {
+          model: req.body.model,
+          input: req.body.input,
+          encoding_format: req.body.encoding_format,
+          dimensions: req.body.dimensions,
+          user: req.body.user,
+        },
+        prefs: parsePreferences(body.provider),
+        echoUpstream: false,
+        signal: controller.signal,
+      });
+      return reply.send({
+        ...response,
+        id: info.generationId,
+        model: info.model.id,
+        provider: info.served.endpoint.provider,
+        usage: fullUsage(usage, cost, info.served.credential.isByok),
+      });
+    },
+  );
+
+  app.get(
+    '/models',
+    { config: { auth: 'none' }, schema: { tags, summary: 'The model catalog, with pricing and providers' } },
+    async () => ({ data: modelsView(services.catalog) }),
+  );
+
+  app.get(
+    '/generation',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags,
+        summary: 'One recorded generation',
+        querystring: Type.Object({ id: Type.String({ minLength: 1 }) }),
+        response: errors(400, 401, 404, 500),
+      },
+    },
+    async (req: FastifyRequest<{ Querystring: { id: string } }>, reply: FastifyReply) => {
+      const row = await services.generations.get(req.caller.organizationId, req.query.id);
+      if (!row) throw notFound('Generation');
+      return reply.send({ data: row });
+    },
+  );
+}

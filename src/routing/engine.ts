@@ -1,0 +1,476 @@
+import type { Caller } from '../accounts/caller.js';
+import type {
+  ChatChunk,
+  ChatMessage,
+  ChatRequest,
+  ChatResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+  Usage,
+} from '../formats/chat.js';
+import type { SafeguardResult } from '../guardrails/content-filters.js';
+import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
+import { type Provider, UpstreamError } from '../providers/types.js';
+import type { GenerationRow } from './accounting.js';
+import type { Catalog, ModelEntry, ProviderEntry } from './catalog.js';
+import { findModel } from './catalog.js';
+import type { RoutingMetrics } from './metrics.js';
+import type { ProviderPreferences } from './preferences.js';
+import { type Cost, costOf } from './pricing.js';
+import { failedRow, type Outcome, servedRow } from './records.js';
+import { type Candidate, type Credential, type Exclusion, selectCandidates } from './select.js';
+
+export type EndpointName = 'chat' | 'messages' | 'responses' | 'embeddings';
+
+/** What the engine needs from the rest of Gatehouse; wired in services.ts. */
+export interface EngineDeps {
+  catalog: Catalog;
+  provider: (slug: string) => Provider;
+  /** Guardrails, limits, budgets, balance, content filters and rate limits for one call. */
+  guard: CallGuard;
+  byok: (caller: Caller, providerSlug: string, modelId: string) => Promise<ByokChoice>;
+  /** Capability check per provider kind; throws TranslationError with the field it cannot carry. */
+  assertTranslatable: (req: ChatRequest, kind: 'openai' | 'anthropic' | 'google') => void;
+  record: (row: GenerationRow) => void;
+  metrics: RoutingMetrics;
+  newGenerationId: () => string;
+  upstreamTimeoutMs: number;
+  /** Longest Retry-After the engine waits before retrying the last candidate once. */
+  maxRetryWaitMs: number;
+}
+
+export interface ByokChoice {
+  primary: Credential[];
+  fallback: Credential[];
+  byokOnly: boolean;
+}
+
+/** One refusal: status 403 (policy), 402 (balance) or 429 (rate limit), naming the rule. */
+export type Verdict = { ok: true } | { ok: false; status: number; message: string; retryAfterMs?: number };
+
+/** Opens the per-call checks of a caller (its effective policy is resolved once, from cache). */
+export interface CallGuard {
+  open(caller: Caller): Promise<CallChecks>;
+}
+
+/** The policy hooks of one call (implemented over guardrails/, credits/ and the rate limiter). */
+export interface CallChecks {
+  /** Rate limit (429), the key's own spending limit and guardrail budgets (403). */
+  admit(): Promise<Verdict>;
+  modelAllowed(model: ModelEntry): Verdict;
+  providerAllowed(provider: ProviderEntry, model: ModelEntry): { ok: true } | { ok: false; reason: string };
+  /** Content filters: may rewrite messages (redact), refuse (block) or report (flag). */
+  filter(messages: ChatMessage[]): {
+    messages: ChatMessage[];
+    blocked: string | null;
+    results: SafeguardResult[];
+  };
+  /** Whether the organization can pay for a call on the operator's key (402 otherwise). */
+  balance(): Promise<Verdict>;
+}
+
+export interface InferenceCall {
+  caller: Caller;
+  endpoint: EndpointName;
+  /** Canonical request; `model` is the slug the caller asked for. */
+  request: ChatRequest;
+  prefs: ProviderPreferences;
+  echoUpstream: boolean;
+  signal: AbortSignal;
+}
+
+/** What gateway_metadata and accounting need to know about how a call was served. */
+export interface RouteInfo {
+  generationId: string;
+  requested: string;
+  model: ModelEntry;
+  served: Candidate;
+  attempts: number;
+  considered: { model: string; provider: string; selected: boolean }[];
+  excluded: Exclusion[];
+  startedAt: number;
+  safeguards: SafeguardResult[];
+  upstreamRequest: ChatRequest;
+  strategy: string;
+}
+
+interface Prepared {
+  model: ModelEntry;
+  request: ChatRequest;
+  candidates: Candidate[];
+  excluded: Exclusion[];
+  safeguards: SafeguardResult[];
+  strategy: string;
+  checks: CallChecks;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    });
+  });
+
+/** Rough token estimate (4 characters a token) for calls whose upstream reported no usage. */
+export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
+
+const messagesText = (messages: ChatMessage[]) =>
+  messages
+    .map((m) =>
+      typeof m.content === 'string'
+        ? m.content
+        : (m.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(' '),
+    )
+    .join('\n');
+
+function upstreamToApiError(err: UpstreamError, provider: string): ApiError {
+  const status = err.status === 0 ? 502 : err.status;
+  const where = `Upstream provider ${provider}`;
+  if (err.status === 0) return new ApiError(502, `${where} could not be reached: ${err.message}`);
+  if (status === 429) return new ApiError(429, `${where} is rate limiting requests: ${err.message}`);
+  if (status >= 500) return new ApiError(502, `${where} failed (${err.status}): ${err.message}`);
+  return new ApiError(status, `${where} rejected the request: ${err.message}`);
+}
+
+/**
+ * The routing engine: a library used by the HTTP endpoints and by batches. It resolves the model,
+ * enforces the caller's policy, picks candidate endpoints, calls providers with fallbacks and
+ * retries, and records a generation for every call (successful, failed or cut short).
+ */
+export class Engine {
+  private readonly latencyEwma = new Map<string, number>();
+
+  constructor(private readonly deps: EngineDeps) {}
+
+  /** The catalog model a request names, or 404. */
+  model(requested: string, kind: 'chat' | 'embeddings'): ModelEntry {
+    const model = findModel(this.deps.catalog, requested);
+    if (!model) throw notFound(`Model ${requested}`);
+    if (model.kind !== kind) {
+      throw badRequest(`Model ${model.id} is ${kind === 'chat' ? 'an embeddings' : 'a chat'} model`);
+    }
+    return model;
+  }
+
+  private async prepare(call: InferenceCall, kind: 'chat' | 'embeddings'): Promise<Prepared> {
+    const { caller } = call;
+    if (caller.isManagement)
+      throw forbidden('Management keys cannot call inference endpoints; use an API key');
+    const model = this.model(call.request.model, kind);
+    const checks = await this.deps.guard.open(caller);
+    for (const verdict of [await checks.admit(), checks.modelAllowed(model)]) {
+      if (!verdict.ok)
+        throw new ApiError(
+          verdict.status,
+          verdict.message,
+          verdict.retryAfterMs ? { retry_after_ms: verdict.retryAfterMs } : undefined,
+        );
+    }
+    const filtered = checks.filter(call.request.messages);
+    if (filtered.blocked) throw forbidden(`Blocked by content filter: ${filtered.blocked}`);
+    const request = { ...call.request, messages: filtered.messages };
+
+    const byokCache = new Map<string, ByokChoice>();
+    for (const e of model.endpoints)
+      byokCache.set(e.provider, await this.deps.byok(caller, e.provider, model.id));
+    const { candidates, excluded } = selectCandidates({
+      catalog: this.deps.catalog,
+      model,
+      request: kind === 'chat' ? request : null,
+      prefs: call.prefs,
+      providerAllowed: (p, m) => checks.providerAllowed(p, m),
+      byok: (slug) => byokCache.get(slug) ?? { primary: [], fallback: [], byokOnly: false },
+      latency: (slug) => this.latencyEwma.get(slug) ?? 0,
+    });
+
+    // Drop endpoints whose wire format cannot carry the request, keeping the reason.
+    const translatable: Candidate[] = [];
+    let translationError: string | null = null;
+    for (const c of candidates) {
+      const kindOf = c.provider.config.kind;
+      if (kind === 'chat' && (kindOf === 'anthropic' || kindOf === 'google' || kindOf === 'openai')) {
+        try {
+          this.deps.assertTranslatable(request, kindOf);
+        } catch (err) {
+          translationError = (err as Error).message;
+          excluded.push({ provider: c.endpoint.provider, reason: translationError });
+          continue;
+        }
+      }
+      translatable.push(c);
+    }
+    if (translatable.length === 0) {
+      if (translationError) throw badRequest(translationError);
+      const reasons = excluded.map((e) => `${e.provider}: ${e.reason}`).join('; ');
+      const policyRefusal = excluded.find((e) => e.reason.startsWith('Provider'));
+      if (policyRefusal) throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
+      throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
+    }
+    const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
+    return {
+      model,
+      request,
+      candidates: translatable,
+      excluded,
+      safeguards: filtered.results,
+      strategy,
+      checks,
+    };
+  }
+
+  /** Runs `attempt` over the candidates with fallbacks and one Retry-After retry of the last. */
+  private async route<T>(
+    call: InferenceCall,
+    prep: Prepared,
+    attempt: (c: Candidate, req: ChatRequest, signal: AbortSignal) => Promise<T>,
+  ): Promise<{ result: T; info: RouteInfo }> {
+    const startedAt = Date.now();
+    const allowFallbacks = call.prefs.allow_fallbacks !== false;
+    const list = allowFallbacks ? prep.candidates : prep.candidates.slice(0, 1);
+    let attempts = 0;
+    let retried = false;
+    let lastError: { err: UpstreamError; provider: string } | null = null;
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i] as Candidate;
+      // Paying on the operator's key needs credits; BYOK calls do not.
+      if (!c.credential.isByok) {
+        const verdict = await prep.checks.balance();
+        if (!verdict.ok) {
+          if (i === list.length - 1 && !lastError) throw new ApiError(verdict.status, verdict.message);
+          continue;
+        }
+      }
+      attempts++;
+      const upstreamRequest = { ...prep.request, model: c.endpoint.upstreamModel };
+      const timeout = AbortSignal.timeout(this.deps.upstreamTimeoutMs);
+      const signal = AbortSignal.any([call.signal, timeout]);
+      const t0 = performance.now();
+      try {
+        const result = await attempt(c, upstreamRequest, signal);
+        const seconds = (performance.now() - t0) / 1000;
+        this.deps.metrics.upstreamLatency.observe({ provider: c.endpoint.provider, outcome: 'ok' }, seconds);
+        const prev = this.latencyEwma.get(c.endpoint.provider);
+        this.latencyEwma.set(
+          c.endpoint.provider,
+          prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200,
+        );
+        return {
+          result,
+          info: {
+            generationId: this.deps.newGenerationId(),
+            requested: call.request.model,
+            model: prep.model,
+            served: c,
+            attempts,
+            considered: prep.model.endpoints.map((e) => ({
+              model: prep.model.id,
+              provider: e.provider,
+              selected: e.provider === c.endpoint.provider,
+            })),
+            excluded: prep.excluded,
+            startedAt,
+            safeguards: prep.safeguards,
+            upstreamRequest,
+            strategy: prep.strategy,
+          },
+        };
+      } catch (raw) {
+        if (call.signal.aborted) throw raw;
+        const err =
+          raw instanceof UpstreamError
+            ? raw
+            : timeout.aborted
+              ? new UpstreamError(0, `timed out after ${this.deps.upstreamTimeoutMs} ms`)
+              : new UpstreamError(0, (raw as Error).message ?? 'upstream call failed');
+        this.deps.metrics.upstreamErrors.inc({ provider: c.endpoint.provider, status: String(err.status) });
+        this.deps.metrics.upstreamLatency.observe(
+          { provider: c.endpoint.provider, outcome: 'error' },
+          (performance.now() - t0) / 1000,
+        );
+        lastError = { err, provider: c.endpoint.provider };
+        if (!err.retryable) break;
+        const isLast = i === list.length - 1;
+        if (!isLast) {
+          this.deps.metrics.fallbacks.inc({ from_provider: c.endpoint.provider });
+          continue;
+        }
+        const wait = err.retryAfterMs ?? 0;
+        if (!retried && wait <= this.deps.maxRetryWaitMs) {
+          retried = true;
+          await sleep(wait, call.signal);
+          i--; // the same candidate once more
+        }
+      }
+    }
+    if (!lastError) throw new ApiError(502, 'No provider could serve the request');
+    this.recordFailure(call, prep, lastError, attempts, startedAt);
+    throw upstreamToApiError(lastError.err, lastError.provider);
+  }
+
+  /** A non-streaming chat call. */
+  async chat(
+    call: InferenceCall,
+  ): Promise<{ response: ChatResponse; info: RouteInfo; usage: Usage; cost: Cost }> {
+    const prep = await this.prepare(call, 'chat');
+    const { result, info } = await this.route(call, prep, (c, req, signal) =>
+      this.deps
+        .provider(c.endpoint.provider)
+        .chat({ ...req, stream: false }, { apiKey: c.credential.apiKey, signal }),
+    );
+    const reported = result.usage;
+    const usage: Usage = reported ?? {
+      prompt_tokens: estimateTokens(messagesText(prep.request.messages)),
+      completion_tokens: estimateTokens(messagesText(result.choices.map((ch) => ch.message))),
+      total_tokens: 0,
+    };
+    if (!reported) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    const cost = costOf(info.served.endpoint.pricing, usage);
+    this.recordSuccess(call, info, usage, cost, {
+      streamed: false,
+      finishReason: result.choices[0]?.finish_reason ?? null,
+      estimated: !reported,
+    });
+    return { response: result, info, usage, cost };
+  }
+
+  /**
+   * A streaming chat call. Resolves once an upstream accepted the stream (earlier failures fall
+   * back like non-streaming calls); the returned iterator records the generation when it ends,
+   * including when the upstream dies mid-way (partial usage, estimated when not reported) or
+   * the caller goes away.
+   */
+  async chatStream(call: InferenceCall): Promise<{
+    stream: AsyncIterable<ChatChunk>;
+    info: RouteInfo;
+    /** Usage and cost once the stream is over (for the caller-format encoders' final event). */
+    final: () => { usage: Usage; cost: Cost } | null;
+  }> {
+    const prep = await this.prepare(call, 'chat');
+    const { result, info } = await this.route(call, prep, (c, req, signal) =>
+      this.deps
+        .provider(c.endpoint.provider)
+        .chatStream(
+          { ...req, stream: true, stream_options: { include_usage: true } },
+          { apiKey: c.credential.apiKey, signal },
+        ),
+    );
+    let final: { usage: Usage; cost: Cost } | null = null;
+    const self = this;
+    async function* metered(): AsyncGenerator<ChatChunk> {
+      let reported: Usage | null = null;
+      let text = '';
+      let finishReason: string | null = null;
+      let failure: unknown = null;
+      try {
+        for await (const chunk of result) {
+          if (chunk.usage) reported = chunk.usage;
+          for (const ch of chunk.choices) {
+            text += (ch.delta.content ?? '') + (ch.delta.reasoning ?? '');
+            for (const tc of ch.delta.tool_calls ?? [])
+              text += (tc.function?.name ?? '') + (tc.function?.arguments ?? '');
+            if (ch.finish_reason) finishReason = ch.finish_reason;
+          }
+          yield chunk;
+        }
+      } catch (err) {
+        failure = err;
+        throw err;
+      } finally {
+        const usage: Usage = reported ?? {
+          prompt_tokens: estimateTokens(messagesText(prep.request.messages)),
+          completion_tokens: estimateTokens(text),
+          total_tokens: 0,
+        };
+        if (!reported) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+        const cost = costOf(info.served.endpoint.pricing, usage);
+        final = { usage, cost };
+        const cutShort = failure !== null || (finishReason === null && call.signal.aborted);
+        self.recordSuccess(call, info, usage, cost, {
+          streamed: true,
+          finishReason,
+          estimated: !reported,
+          status: failure !== null ? 'error' : cutShort || finishReason === null ? 'cancelled' : 'success',
+          error: failure ? (failure as Error).message : null,
+        });
+      }
+    }
+    return { stream: metered(), info, final: () => final };
+  }
+
+  /** An embeddings call (content filters apply to string inputs). */
+  async embeddings(call: Omit<InferenceCall, 'request'> & { request: EmbeddingsRequest }): Promise<{
+    response: EmbeddingsResponse;
+    info: RouteInfo;
+    usage: Usage;
+    cost: Cost;
+  }> {
+    const inputs = typeof call.request.input === 'string' ? [call.request.input] : call.request.input;
+    const textual = inputs.every((i) => typeof i === 'string');
+    const asChat: ChatRequest = {
+      model: call.request.model,
+      messages: textual ? (inputs as string[]).map((t) => ({ role: 'user', content: t })) : [],
+    };
+    const prep = await this.prepare({ ...call, request: asChat }, 'embeddings');
+    const filteredInput = textual
+      ? prep.request.messages.map((m) => m.content as string)
+      : call.request.input;
+    const { result, info } = await this.route({ ...call, request: asChat }, prep, (c, _req, signal) => {
+      const p = this.deps.provider(c.endpoint.provider);
+      if (!p.embeddings)
+        throw new UpstreamError(400, `${c.endpoint.provider} serves no embeddings`, { retryable: false });
+      return p.embeddings(
+        {
+          ...call.request,
+          model: c.endpoint.upstreamModel,
+          input:
+            typeof call.request.input === 'string'
+              ? ((filteredInput as string[])[0] as string)
+              : filteredInput,
+        },
+        { apiKey: c.credential.apiKey, signal },
+      );
+    });
+    const usage: Usage = {
+      prompt_tokens: result.usage.prompt_tokens,
+      completion_tokens: 0,
+      total_tokens: result.usage.total_tokens,
+    };
+    const cost = costOf(info.served.endpoint.pricing, usage);
+    this.recordSuccess({ ...call, request: asChat }, info, usage, cost, {
+      streamed: false,
+      finishReason: null,
+      estimated: false,
+    });
+    return { response: result, info, usage, cost };
+  }
+
+  private recordSuccess(call: InferenceCall, info: RouteInfo, usage: Usage, cost: Cost, outcome: Outcome) {
+    const model = info.model.id;
+    this.deps.metrics.tokens.inc({ model, kind: 'prompt' }, usage.prompt_tokens);
+    this.deps.metrics.tokens.inc({ model, kind: 'completion' }, usage.completion_tokens);
+    if (cost.total > 0) this.deps.metrics.cost.inc({ model }, cost.total);
+    this.deps.record(servedRow(call, info, usage, cost, outcome));
+  }
+
+  private recordFailure(
+    call: InferenceCall,
+    prep: Prepared,
+    last: { err: UpstreamError; provider: string },
+    attempts: number,
+    startedAt: number,
+  ) {
+    const mapped = upstreamToApiError(last.err, last.provider);
+    this.deps.record(
+      failedRow(call, this.deps.newGenerationId(), {
+        model: prep.model.id,
+        provider: last.provider,
+        status: mapped.status,
+        message: mapped.message,
+        attempts,
+        startedAt,
+      }),
+    );
+  }
+}

@@ -1,0 +1,82 @@
+import type { Caller } from '../accounts/caller.js';
+import type { KeysService } from '../accounts/keys.service.js';
+import type { SpendTracker } from '../credits/spend.js';
+import { applyContentFilters } from '../guardrails/content-filters.js';
+import {
+  type EffectivePolicy,
+  modelAllowed,
+  type PolicyService,
+  providerAllowed,
+  regionAllowed,
+} from '../guardrails/policy.js';
+import type { CallChecks, CallGuard, Verdict } from './engine.js';
+import type { RateLimiter } from './rate-limit.js';
+
+const refuse = (status: number, message: string, retryAfterMs?: number): Verdict => ({
+  ok: false,
+  status,
+  message,
+  ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+});
+
+/**
+ * The engine's enforcement: the effective policy of the calling key (its guardrail, its owner's
+ * member guardrails and the workspace default, intersected), the key's own limit, guardrail
+ * budgets, the organization's balance, content filters and the per-key rate limit. Everything
+ * comes from in-memory caches in the common case.
+ */
+export class PolicyGuard implements CallGuard {
+  constructor(
+    private readonly policies: PolicyService,
+    private readonly spend: SpendTracker,
+    private readonly keys: KeysService,
+    private readonly limiter: RateLimiter,
+  ) {}
+
+  async open(caller: Caller): Promise<CallChecks> {
+    const policy: EffectivePolicy = await this.policies.forKey(caller);
+    const { spend, keys, limiter } = this;
+    return {
+      async admit() {
+        const rate = await limiter.consume(caller.keyHash);
+        if (!rate.ok) {
+          return refuse(
+            429,
+            `Rate limit exceeded for this key; retry in ${Math.ceil(rate.retryAfterMs / 1000)} s`,
+            rate.retryAfterMs,
+          );
+        }
+        const row = await keys.row(caller.keyHash);
+        if (row) {
+          const limit = await spend.checkKeyLimit(row);
+          if (!limit.ok) return refuse(403, limit.reason);
+        }
+        const budgets = await spend.checkBudgets(policy, caller);
+        return budgets.ok ? budgets : refuse(403, budgets.reason);
+      },
+      modelAllowed(model) {
+        const v = modelAllowed(policy, model.id, model.aliases);
+        return v.ok ? v : refuse(403, v.reason);
+      },
+      providerAllowed(provider, model) {
+        const free = model.endpoints.every((e) => e.pricing.prompt === 0 && e.pricing.completion === 0);
+        const v = providerAllowed(policy, provider.config.slug, {
+          zdr: provider.zdr,
+          vendor: provider.vendor,
+          trainsOnData: provider.trainsOnData,
+          isFree: free,
+        });
+        if (!v.ok) return v;
+        return regionAllowed(policy, provider.region === 'local' ? 'global' : provider.region);
+      },
+      filter(messages) {
+        const out = applyContentFilters(policy.contentFilters, messages);
+        return { messages: out.messages, blocked: out.blocked?.label ?? null, results: out.results };
+      },
+      async balance() {
+        const v = await spend.checkBalance(caller.organizationId);
+        return v.ok ? v : refuse(402, v.reason);
+      },
+    };
+  }
+}

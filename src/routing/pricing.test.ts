@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { costOf, perToken } from './pricing.js';
+
+describe('costOf', () => {
+  it('prices prompt and completion tokens per million', () => {
+    expect(
+      costOf(
+        { prompt: 1, completion: 2 },
+        { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500 },
+      ),
+    ).toEqual({ total: 0.002, prompt: 0.001, completion: 0.001 });
+  });
+
+  it('prices cached and cache-write prompt tokens at their own rates, plus a per-request price', () => {
+    const c = costOf(
+      { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75, request: 0.001 },
+      {
+        prompt_tokens: 10_000,
+        completion_tokens: 1000,
+        total_tokens: 11_000,
+        prompt_tokens_details: { cached_tokens: 4000, cache_write_tokens: 2000 },
+      },
+    );
+    // 4000 plain × 3 + 4000 cached × 0.3 + 2000 written × 3.75 = 12000 + 1200 + 7500 = 20700 per 1M
+    expect(c.prompt).toBeCloseTo(0.0207, 12);
+    expect(c.completion).toBeCloseTo(0.015, 12);
+    expect(c.total).toBeCloseTo(0.0367, 12);
+  });
+
+  it('reports per-token price strings', () => {
+    expect(perToken(0.15)).toBe('1.5e-7');
+    expect(perToken(undefined)).toBe('0');
+  });
+});

@@ -1,0 +1,39 @@
+import type { Usage } from '../formats/chat.js';
+import type { Pricing } from './catalog.js';
+
+export interface Cost {
+  total: number;
+  prompt: number;
+  completion: number;
+}
+
+const PER_TOKEN = 1 / 1_000_000;
+/** Costs are rounded to 1e-12 USD so sums of stored costs are stable across databases. */
+const round = (usd: number) => Math.round(usd * 1e12) / 1e12;
+
+/**
+ * The cost of one call from catalog prices (USD per million tokens). Cached prompt tokens and cache
+ * writes are priced separately when the endpoint has such prices; reasoning tokens are part of
+ * completion tokens (as every provider reports them).
+ */
+export function costOf(pricing: Pricing, usage: Usage): Cost {
+  const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
+  const written = usage.prompt_tokens_details?.cache_write_tokens ?? 0;
+  const plain = Math.max(0, usage.prompt_tokens - cached - written);
+  const prompt =
+    (plain * pricing.prompt +
+      cached * (pricing.cached_prompt ?? pricing.prompt) +
+      written * (pricing.cache_write ?? pricing.prompt)) *
+    PER_TOKEN;
+  const completion = usage.completion_tokens * pricing.completion * PER_TOKEN;
+  const request = pricing.request ?? 0;
+  return {
+    total: round(prompt + completion + request),
+    prompt: round(prompt),
+    completion: round(completion),
+  };
+}
+
+/** Per-token price strings, as /models reports them. */
+export const perToken = (usdPerMillion: number | undefined): string =>
+  usdPerMillion === undefined ? '0' : String(round(usdPerMillion * PER_TOKEN));

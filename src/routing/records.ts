@@ -1,0 +1,111 @@
+import type { Usage } from '../formats/chat.js';
+import type { GenerationRow } from './accounting.js';
+import type { InferenceCall, RouteInfo } from './engine.js';
+import type { Cost } from './pricing.js';
+
+/** How a served call ended. */
+export interface Outcome {
+  streamed: boolean;
+  finishReason: string | null;
+  /** Usage was estimated because the upstream reported none. */
+  estimated: boolean;
+  /** success (default) | error (the upstream failed mid-stream) | cancelled (the caller left) */
+  status?: 'success' | 'error' | 'cancelled';
+  error?: string | null;
+}
+
+type CallRef = Pick<InferenceCall, 'caller' | 'endpoint' | 'request'>;
+
+function baseRow(call: CallRef, id: string): GenerationRow {
+  return {
+    id,
+    organization_id: call.caller.organizationId,
+    workspace_id: call.caller.workspaceId,
+    key_hash: call.caller.keyHash,
+    user_id: call.caller.userId,
+    endpoint: call.endpoint,
+    requested_model: call.request.model,
+    model: null,
+    provider: null,
+    upstream_model: null,
+    status: 'success',
+    http_status: 200,
+    streamed: 0,
+    finish_reason: null,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    reasoning_tokens: 0,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    usage_estimated: 0,
+    cost_usd: 0,
+    prompt_cost_usd: 0,
+    completion_cost_usd: 0,
+    is_byok: 0,
+    attempts: 1,
+    latency_ms: 0,
+    generation_time_ms: 0,
+    error_message: null,
+    created_at: new Date().toISOString(),
+  };
+}
+
+/** The generation of a call an endpoint served (completely or not). */
+export function servedRow(
+  call: CallRef,
+  info: RouteInfo,
+  usage: Usage,
+  cost: Cost,
+  o: Outcome,
+): GenerationRow {
+  const elapsed = Date.now() - info.startedAt;
+  return {
+    ...baseRow(call, info.generationId),
+    model: info.model.id,
+    provider: info.served.endpoint.provider,
+    upstream_model: info.served.endpoint.upstreamModel,
+    status: o.status ?? 'success',
+    http_status: o.status === 'error' ? 502 : 200,
+    streamed: o.streamed ? 1 : 0,
+    finish_reason: o.finishReason,
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    reasoning_tokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
+    cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    cache_write_tokens: usage.prompt_tokens_details?.cache_write_tokens ?? 0,
+    usage_estimated: o.estimated ? 1 : 0,
+    cost_usd: cost.total,
+    prompt_cost_usd: cost.prompt,
+    completion_cost_usd: cost.completion,
+    is_byok: info.served.credential.isByok ? 1 : 0,
+    attempts: info.attempts,
+    latency_ms: elapsed,
+    generation_time_ms: elapsed,
+    error_message: o.error ?? null,
+  };
+}
+
+/** The generation of a call no endpoint could serve. */
+export function failedRow(
+  call: CallRef,
+  id: string,
+  f: {
+    model: string;
+    provider: string;
+    status: number;
+    message: string;
+    attempts: number;
+    startedAt: number;
+  },
+): GenerationRow {
+  return {
+    ...baseRow(call, id),
+    model: f.model,
+    provider: f.provider,
+    status: 'error',
+    http_status: f.status,
+    attempts: f.attempts,
+    latency_ms: Date.now() - f.startedAt,
+    error_message: f.message,
+  };
+}

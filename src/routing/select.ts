@@ -1,0 +1,149 @@
+import type { ChatRequest } from '../formats/chat.js';
+import type { Capability, Catalog, ModelEndpoint, ModelEntry, ProviderEntry } from './catalog.js';
+import type { ProviderPreferences } from './preferences.js';
+
+/** A key to call an endpoint with: the operator's, or a BYOK credential's secret. */
+export interface Credential {
+  apiKey: string | null;
+  isByok: boolean;
+  byokId?: string;
+}
+
+/** One endpoint to try, with the credential to try it with. */
+export interface Candidate {
+  model: ModelEntry;
+  endpoint: ModelEndpoint;
+  provider: ProviderEntry;
+  credential: Credential;
+}
+
+/** Why an endpoint was left out, for the refusal message and gateway_metadata. */
+export interface Exclusion {
+  provider: string;
+  reason: string;
+}
+
+export interface SelectInput {
+  catalog: Catalog;
+  model: ModelEntry;
+  request: ChatRequest | null;
+  prefs: ProviderPreferences;
+  /** Policy check per provider (guardrail allow/deny lists, ZDR, training flags). */
+  providerAllowed: (
+    provider: ProviderEntry,
+    model: ModelEntry,
+  ) => { ok: true } | { ok: false; reason: string };
+  /** BYOK credentials that apply to this caller for a provider, in try order (non-fallback first). */
+  byok: (providerSlug: string) => { primary: Credential[]; fallback: Credential[]; byokOnly: boolean };
+  /** Observed latency per provider (ms), for sort=latency/throughput. */
+  latency: (providerSlug: string) => number;
+}
+
+/** The capabilities a request needs from an endpoint. */
+export function requiredCapabilities(req: ChatRequest | null): Capability[] {
+  if (!req) return [];
+  const caps: Capability[] = [];
+  if (req.tools?.length) caps.push('tools');
+  if (req.response_format && req.response_format.type !== 'text') caps.push('json');
+  if (req.logprobs || req.top_logprobs !== undefined) caps.push('logprobs');
+  if (req.reasoning) caps.push('reasoning');
+  if (req.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image_url'))) {
+    caps.push('images');
+  }
+  return caps;
+}
+
+const totalPrice = (e: ModelEndpoint) => e.pricing.prompt + e.pricing.completion;
+
+/**
+ * The endpoints to try, in order, each with its credentials expanded (BYOK before the operator's
+ * key, fallback BYOK credentials after it), and the endpoints left out with the reason.
+ */
+export function selectCandidates(input: SelectInput): { candidates: Candidate[]; excluded: Exclusion[] } {
+  const { catalog, model, prefs } = input;
+  const excluded: Exclusion[] = [];
+  const needs = prefs.require_parameters ? requiredCapabilities(input.request) : [];
+  const eligible: { endpoint: ModelEndpoint; provider: ProviderEntry }[] = [];
+
+  for (const endpoint of model.endpoints) {
+    const provider = catalog.providers.get(endpoint.provider);
+    const slug = endpoint.provider;
+    const out = (reason: string) => excluded.push({ provider: slug, reason });
+    if (!provider) {
+      out('provider not configured');
+      continue;
+    }
+    if (prefs.only && !prefs.only.includes(slug)) {
+      out('not in provider.only');
+      continue;
+    }
+    if (prefs.ignore?.includes(slug)) {
+      out('in provider.ignore');
+      continue;
+    }
+    if (prefs.zdr && !provider.zdr) {
+      out('not a zero-data-retention endpoint (provider.zdr)');
+      continue;
+    }
+    if (prefs.data_collection === 'deny' && provider.trainsOnData) {
+      out('collects data (provider.data_collection=deny)');
+      continue;
+    }
+    const missing = needs.filter((c) => !endpoint.capabilities.includes(c));
+    if (missing.length > 0) {
+      out(`does not support ${missing.join(', ')} (provider.require_parameters)`);
+      continue;
+    }
+    const mp = prefs.max_price;
+    if (
+      mp &&
+      ((mp.prompt !== undefined && endpoint.pricing.prompt > mp.prompt) ||
+        (mp.completion !== undefined && endpoint.pricing.completion > mp.completion) ||
+        (mp.request !== undefined && (endpoint.pricing.request ?? 0) > mp.request))
+    ) {
+      out('above provider.max_price');
+      continue;
+    }
+    const policy = input.providerAllowed(provider, model);
+    if (!policy.ok) {
+      out(policy.reason);
+      continue;
+    }
+    eligible.push({ endpoint, provider });
+  }
+
+  const sort = prefs.sort;
+  if (sort === 'price') eligible.sort((a, b) => totalPrice(a.endpoint) - totalPrice(b.endpoint));
+  else if (sort === 'latency' || sort === 'throughput') {
+    eligible.sort((a, b) => input.latency(a.endpoint.provider) - input.latency(b.endpoint.provider));
+  }
+  if (prefs.order?.length) {
+    const rank = (slug: string) => {
+      const i = prefs.order?.indexOf(slug) ?? -1;
+      return i < 0 ? Number.MAX_SAFE_INTEGER : i;
+    };
+    eligible.sort((a, b) => rank(a.endpoint.provider) - rank(b.endpoint.provider)); // stable
+  }
+
+  const candidates: Candidate[] = [];
+  for (const { endpoint, provider } of eligible) {
+    const creds = input.byok(endpoint.provider);
+    const operator: Credential[] =
+      creds.byokOnly ||
+      (provider.config.apiKey === null &&
+        provider.config.kind !== 'dev' &&
+        provider.config.kind !== 'openai-compatible')
+        ? []
+        : [{ apiKey: provider.config.apiKey, isByok: false }];
+    const all = [...creds.primary, ...operator, ...creds.fallback];
+    if (all.length === 0) {
+      excluded.push({
+        provider: endpoint.provider,
+        reason: 'no credential (operator key or BYOK) for this provider',
+      });
+      continue;
+    }
+    for (const credential of all) candidates.push({ model, endpoint, provider, credential });
+  }
+  return { candidates, excluded };
+}

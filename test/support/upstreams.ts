@@ -1,0 +1,70 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type MockUpstream, startMockUpstream } from './mock-upstream.js';
+
+/**
+ * One mock upstream behind four configured providers (OpenAI, Anthropic, Gemini and an
+ * OpenAI-compatible server, told apart by their base-URL prefix), and a GATEHOUSE_CONFIG catalog:
+ * `test/gpt` (openai), `test/claude` (anthropic), `test/gemini` (google), `test/multi` (openai,
+ * then groq: for fallbacks), `test/embed` (openai embeddings).
+ */
+export async function startUpstreams(): Promise<{ mock: MockUpstream; env: Record<string, string> }> {
+  const mock = await startMockUpstream();
+  const price = { prompt: 1, completion: 2 };
+  const config = {
+    providers: [
+      {
+        slug: 'openai',
+        kind: 'openai',
+        base_url: `${mock.url}/openai/v1`,
+        api_key: 'sk-operator-openai-0000',
+      },
+      {
+        slug: 'anthropic',
+        kind: 'anthropic',
+        base_url: `${mock.url}/anthropic`,
+        api_key: 'sk-operator-anthropic-00',
+      },
+      {
+        slug: 'google-ai-studio',
+        kind: 'google',
+        base_url: `${mock.url}/google/v1beta`,
+        api_key: 'g-operator-key-0000000',
+      },
+      {
+        slug: 'groq',
+        kind: 'openai-compatible',
+        base_url: `${mock.url}/groq/v1`,
+        api_key: 'gsk-operator-00000000',
+        zdr: true,
+      },
+    ],
+    models: [
+      { id: 'test/gpt', endpoints: [{ provider: 'openai', upstream_model: 'gpt-x', pricing: price }] },
+      {
+        id: 'test/claude',
+        endpoints: [{ provider: 'anthropic', upstream_model: 'claude-x', pricing: price }],
+      },
+      {
+        id: 'test/gemini',
+        endpoints: [{ provider: 'google-ai-studio', upstream_model: 'gemini-x', pricing: price }],
+      },
+      {
+        id: 'test/multi',
+        endpoints: [
+          { provider: 'openai', upstream_model: 'gpt-multi', pricing: price },
+          { provider: 'groq', upstream_model: 'llama-multi', pricing: { prompt: 0.5, completion: 1 } },
+        ],
+      },
+      {
+        id: 'test/embed',
+        kind: 'embeddings',
+        endpoints: [{ provider: 'openai', upstream_model: 'emb-x', pricing: price }],
+      },
+    ],
+  };
+  const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-config-')), 'gatehouse.json');
+  writeFileSync(file, JSON.stringify(config));
+  return { mock, env: { GATEHOUSE_CONFIG: file } };
+}
