@@ -1,17 +1,17 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 
 const script = (s: object) => `gatehouse:${JSON.stringify(s)}`;
 
-describe('inference endpoints on the development provider', () => {
+describe.each(databases)('inference endpoints on the development provider (%s)', (db) => {
   let gw: TestGateway;
   let openai: OpenAI;
   let anthropic: Anthropic;
   beforeAll(async () => {
-    gw = await startTestGateway('sqlite');
+    gw = await startTestGateway(db);
     await adminClient(gw.url)('POST', '/admin/credits', {
       organization_id: gw.organizationId,
       amount_usd: 100,
@@ -201,5 +201,19 @@ describe('inference endpoints on the development provider', () => {
     });
     expect(r4.status).toBe(400);
     expect(r4.body.error.message).toMatch(/top_k/);
+  });
+
+  it('writes pending accounting before a graceful shutdown completes', async () => {
+    const res: any = await openai.chat.completions.create({
+      model: 'gatehouse/echo',
+      messages: [{ role: 'user', content: 'remember me' }],
+    });
+    gw = await gw.restart(); // closes the server right after the response, then starts again
+    const row = await gw.services.db
+      .selectFrom('generations')
+      .selectAll()
+      .where('id', '=', res.id)
+      .executeTakeFirst();
+    expect(row).toMatchObject({ id: res.id, status: 'success', prompt_tokens: 2, completion_tokens: 2 });
   });
 });

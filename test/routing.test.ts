@@ -142,6 +142,15 @@ describe('routing through real upstream wire formats', () => {
         { model: 'test/multi', provider: 'groq', selected: true },
       ]);
       expect(mock.requests.map((r) => r.path.split('/')[1])).toEqual(['openai', 'groq']);
+      const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+      expect(metrics).toMatch(/gatehouse_fallbacks_total\{from_provider="openai"\} [1-9]/);
+      expect(metrics).toMatch(
+        /gatehouse_upstream_errors_total\{provider="openai",status="(429|500|0)"\} [1-9]/,
+      );
+      expect(metrics).toMatch(/gatehouse_tokens_total\{model="test\/multi",kind="prompt"\} [1-9]/);
+      expect(metrics).toMatch(
+        /gatehouse_upstream_duration_seconds_count\{provider="groq",outcome="ok"\} [1-9]/,
+      );
     });
 
     it('does not fall back when allow_fallbacks is false, and reports the upstream status', async () => {
