@@ -254,6 +254,52 @@ describe('routing through real upstream wire formats', () => {
     }
   });
 
+  it('uses a BYOK credential only where it applies: not disabled, and for the keys it allows', async () => {
+    const mgmt = client(gw.url, gw.managementKey);
+    const other = await mgmt('POST', '/keys', { name: 'not allowed' });
+    const cred = await mgmt('POST', '/byok', {
+      provider: 'openai',
+      key: 'sk-openai-byok-scoped-0000',
+      allowed_api_key_hashes: [other.body.data.hash],
+    });
+    try {
+      mock.enqueue({ reply }, { reply }, { reply });
+      // The bootstrap key is not in allowed_api_key_hashes: the operator key is used.
+      await openai.chat.completions.create({
+        model: 'test/gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(wireView(mock.requests[0]!).auth?.key).toBe('sk-operator-openai-0000');
+      // The allowed key gets the BYOK credential.
+      await client(gw.url, other.body.key)('POST', '/chat/completions', {
+        model: 'test/gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(wireView(mock.requests[1]!).auth?.key).toBe('sk-openai-byok-scoped-0000');
+      // Disabled, it is not used even for the allowed key.
+      await mgmt('PATCH', `/byok/${cred.body.data.id}`, { disabled: true });
+      await client(gw.url, other.body.key)('POST', '/chat/completions', {
+        model: 'test/gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(wireView(mock.requests[2]!).auth?.key).toBe('sk-operator-openai-0000');
+    } finally {
+      await mgmt('DELETE', `/byok/${cred.body.data.id}`);
+    }
+  });
+
+  it('echoes the upstream request body when asked, and never a key', async () => {
+    mock.enqueue({ reply });
+    const res = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+      model: 'test/gpt',
+      messages: [{ role: 'user', content: 'echo me' }],
+      temperature: 0.3,
+      debug: { echo_upstream_body: true },
+    });
+    expect(res.body.debug.echo_upstream_body).toMatchObject({ model: 'gpt-x', temperature: 0.3 });
+    expect(res.text).not.toContain('sk-operator');
+  });
+
   it('answers 402 when the organization has no credits, unless the call is BYOK', async () => {
     const other = await makeOrganization(gw.url, 'Broke Org');
     const call = client(gw.url, other.apiKey);
