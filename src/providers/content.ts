@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../formats/chat.js';
+import { type ChatMessage, TranslationError } from '../formats/chat.js';
 
 /** The text of a message's content: a string, or its text parts joined (images ignored). */
 export function textOf(content: ChatMessage['content']): string {
@@ -22,4 +22,15 @@ export const isHttpUrl = (url: string): boolean => /^https?:\/\//i.test(url);
 /** Parses a tool call's `arguments` JSON; an empty string is `{}`. Throws SyntaxError when invalid. */
 export function parseToolArguments(args: string): unknown {
   return args.trim() === '' ? {} : JSON.parse(args);
+}
+
+/**
+ * The text of a system or developer message, for wire formats that carry the system prompt apart
+ * from the turns (Anthropic `system`, Gemini `systemInstruction`). Images there are refused.
+ */
+export function systemText(m: ChatMessage): string {
+  if (Array.isArray(m.content) && m.content.some((p) => p.type !== 'text')) {
+    throw new TranslationError('system messages can only contain text');
+  }
+  return textOf(m.content);
 }

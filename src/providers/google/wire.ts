@@ -41,7 +41,7 @@ import {
   TranslationError,
   type Usage,
 } from '../../formats/chat.js';
-import { isHttpUrl, parseDataUrl, parseToolArguments, textOf } from '../content.js';
+import { isHttpUrl, parseDataUrl, parseToolArguments, systemText, textOf } from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
 import { redact } from '../redact.js';
 import { UpstreamError } from '../types.js';
@@ -137,10 +137,7 @@ export function toGeminiContents(messages: ChatMessage[]): {
     switch (m.role) {
       case 'system':
       case 'developer': {
-        if (Array.isArray(m.content) && m.content.some((p) => p.type !== 'text')) {
-          throw new TranslationError('system messages can only contain text');
-        }
-        const t = textOf(m.content);
+        const t = systemText(m);
         if (t) system.push(t);
         break;
       }
