@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
@@ -20,7 +19,7 @@ import { createProvider } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
 import { Accountant } from './routing/accounting.js';
 import { loadCatalog } from './routing/catalog.js';
-import { Engine } from './routing/engine.js';
+import { Engine, newGenerationId } from './routing/engine.js';
 import { GenerationsService } from './routing/generations.js';
 import { PolicyGuard } from './routing/guard.js';
 import { routingMetrics } from './routing/metrics.js';
@@ -66,7 +65,7 @@ export function buildServices(
     durationSeconds: config.rateLimitWindowSeconds,
     redisUrl: config.redisUrl,
   });
-  const accountant = new Accountant(db);
+  const accountant = new Accountant(db, null, undefined, handle.sqlite ?? null);
   usage.settleWith(() => accountant.flush());
   accountant.onRecord((g) => {
     if (g.cost_usd > 0) {
@@ -88,7 +87,7 @@ export function buildServices(
     assertTranslatable,
     record: (g) => accountant.record(g),
     metrics: routingMetrics(metrics),
-    newGenerationId: () => `gen-${Date.now()}-${randomBytes(10).toString('hex')}`,
+    newGenerationId,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     maxRetryWaitMs: config.maxRetryWaitMs,
   });

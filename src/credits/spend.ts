@@ -87,8 +87,13 @@ interface Entry<V> {
   loading: Promise<void> | null;
   /** Bumped to discard loads in flight (`creditsChanged`). */
   epoch: number;
-  /** Records newer than the newest row the last load saw (added on top of the next load too). */
+  /**
+   * Records newer than the newest row the last load saw (added on top of the next load too): the
+   * ones from index `head` on. Dropping the oldest only moves `head`; the array is compacted once
+   * the dropped part is its larger half, so each record costs O(1) amortised.
+   */
   recent: Rec[];
+  head: number;
 }
 
 /** Records kept per entry at most (beyond that the oldest are dropped: a transient undercount). */
@@ -316,7 +321,7 @@ export class SpendTracker {
   private entry<V>(cache: LRUCache<string, Entry<V>>, id: string): Entry<V> {
     let entry = cache.get(id);
     if (!entry) {
-      entry = { value: null, loadedAt: 0, loading: null, epoch: 0, recent: [] };
+      entry = { value: null, loadedAt: 0, loading: null, epoch: 0, recent: [], head: 0 };
       cache.set(id, entry);
     }
     return entry;
@@ -329,11 +334,14 @@ export class SpendTracker {
   private remember<V>(entry: Entry<V>, rec: Rec, add: (value: V) => void): void {
     const recent = entry.recent;
     const cutoff = rec.at - RECENT_KEEP_MS;
-    let drop = 0;
-    while (drop < recent.length && (recent[drop] as Rec).at < cutoff) drop++;
-    drop = Math.max(drop, recent.length + 1 - MAX_RECENT);
-    if (drop > 0) recent.splice(0, drop);
-    recent.push(rec);
+    let head = entry.head;
+    while (head < recent.length && (recent[head] as Rec).at < cutoff) head++;
+    head = Math.max(head, recent.length + 1 - MAX_RECENT);
+    if (head >= 1024 && head * 2 >= recent.length) {
+      entry.recent = recent.slice(head);
+      entry.head = 0;
+    } else entry.head = head;
+    entry.recent.push(rec);
     if (entry.value !== null) add(entry.value);
   }
 
@@ -379,9 +387,11 @@ export class SpendTracker {
       try {
         const { value, newest } = await load();
         if (epoch !== entry.epoch) return;
-        const unseen = newest === null ? entry.recent : entry.recent.filter((r) => r.at > newest);
+        const kept = entry.head === 0 ? entry.recent : entry.recent.slice(entry.head);
+        const unseen = newest === null ? kept : kept.filter((r) => r.at > newest);
         for (const r of unseen) add(value, r);
         entry.recent = unseen;
+        entry.head = 0;
         entry.value = value;
         entry.loadedAt = this.now();
       } finally {

@@ -13,6 +13,8 @@ export interface DbHandle {
   dialect: Dialect;
   /** PostgreSQL schema the connection is pinned to (search_path), when one was given. */
   schema?: string;
+  /** The better-sqlite3 handle behind `db` (SQLite only), for statements prepared once (accounting). */
+  sqlite?: SQLite.Database;
   /** Closes the pool / file handle. */
   close(): Promise<void>;
 }
@@ -45,7 +47,7 @@ export function openDatabase(url: string, opts: { schema?: string } = {}): DbHan
   file.pragma('foreign_keys = ON');
   file.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: file }) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  return { db, dialect: 'sqlite', sqlite: file, close: () => db.destroy() };
 }
 
 /** Readiness probe: one round trip to the database. */

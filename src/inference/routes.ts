@@ -95,7 +95,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req, reply) => {
-      const controller = callController(req);
+      const controller = callController(reply);
       const call = toCall(req, 'chat', chatRequestFromBody, controller.signal);
       if (!call.request.stream) {
         const { response, info, usage, cost } = await engine.chat(call);
@@ -144,7 +144,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req, reply) => {
-      const controller = callController(req);
+      const controller = callController(reply);
       const call = toCall(req, 'messages', messagesRequestToChat, controller.signal);
       if (!call.request.stream) {
         const { response, usage, info } = await engine.chat(call);
@@ -174,7 +174,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req, reply) => {
-      const controller = callController(req);
+      const controller = callController(reply);
       const call = toCall(req, 'responses', responsesRequestToChat, controller.signal);
       if (!call.request.stream) {
         const { response, usage, info } = await engine.chat(call);
@@ -226,7 +226,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req, reply) => {
-      const controller = callController(req);
+      const controller = callController(reply);
       const body = req.body as Record<string, unknown>;
       const { response, info, usage, cost } = await engine.embeddings({
         caller: req.caller,

@@ -25,9 +25,17 @@ export function sendSse(
   return reply.send(Readable.from(frames, { objectMode: false }));
 }
 
-/** An AbortController tied to the request's lifetime (aborted when the client disconnects). */
-export function callController(request: FastifyRequest): AbortController {
+/**
+ * An AbortController tied to the request's lifetime: aborted when the client disconnects before
+ * the response has been completely written. It listens on the response (one listener, gone with
+ * it), not on the socket: a keep-alive socket serves many requests, and a listener per request
+ * there would pile up (and keep every call's controller alive) until the connection closes.
+ */
+export function callController(reply: FastifyReply): AbortController {
   const controller = new AbortController();
-  request.raw.socket?.once('close', () => controller.abort(new Error('client closed the connection')));
+  const res = reply.raw;
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
+  });
   return controller;
 }

@@ -1,11 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import type SQLite from 'better-sqlite3';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/connection.js';
-import type { GenerationsTable } from '../db/schema.js';
-import { newId } from '../lib/ids.js';
+import type { GenerationsTable, UsageEventsTable } from '../db/schema.js';
 
 export type GenerationRow = GenerationsTable;
 
 type Listener = (row: GenerationRow) => void;
+
+const GENERATION_COLUMNS = [
+  'id',
+  'organization_id',
+  'workspace_id',
+  'key_hash',
+  'user_id',
+  'endpoint',
+  'requested_model',
+  'model',
+  'provider',
+  'upstream_model',
+  'status',
+  'http_status',
+  'streamed',
+  'finish_reason',
+  'prompt_tokens',
+  'completion_tokens',
+  'reasoning_tokens',
+  'cached_tokens',
+  'cache_write_tokens',
+  'usage_estimated',
+  'cost_usd',
+  'prompt_cost_usd',
+  'completion_cost_usd',
+  'is_byok',
+  'attempts',
+  'latency_ms',
+  'generation_time_ms',
+  'error_message',
+  'created_at',
+] as const satisfies readonly (keyof GenerationsTable)[];
+
+const USAGE_COLUMNS = [
+  'id',
+  'organization_id',
+  'workspace_id',
+  'key_hash',
+  'user_id',
+  'model',
+  'provider',
+  'cost_usd',
+  'is_byok',
+  'created_at',
+] as const satisfies readonly (keyof UsageEventsTable)[];
+
+const insertSql = (table: string, columns: readonly string[]) =>
+  `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values (${columns.map(() => '?').join(', ')})`;
+
+/** The values of `row` in `columns` order, for a positional statement (a missing one is null). */
+const valuesOf = (row: object, columns: readonly string[]) =>
+  columns.map((c) => (row as Record<string, unknown>)[c] ?? null);
+
+/**
+ * A time-ordered UUID (the version 7 layout: 48-bit millisecond timestamp, then random bits) for
+ * usage_events rows. Their primary-key index then grows at its end: a random (version 4) id puts
+ * every inserted row on a different page of a large index, which SQLite has to read and write back
+ * (one WAL frame per row) on each group commit.
+ */
+export function timeOrderedId(ms: number = Date.now()): string {
+  const t = ms.toString(16).padStart(12, '0');
+  const r = randomUUID();
+  return `${t.slice(0, 8)}-${t.slice(8, 12)}-7${r.slice(15, 18)}-${r.slice(19)}`;
+}
 
 /**
  * Records generations off the response's critical path: `record()` only queues (and tells the
@@ -20,10 +85,20 @@ export class Accountant {
   private readonly listeners: Listener[] = [];
   private closed = false;
 
+  /** The SQLite insert statements, prepared once, and the transaction that runs them. */
+  private sqliteInsert: ((rows: GenerationRow[], usage: UsageEventsTable[]) => void) | null = null;
+
+  /**
+   * `sqlite`: the better-sqlite3 handle behind `db`, when it is SQLite. Batches are then written
+   * with two single-row INSERT statements prepared once and run in one transaction, instead of a
+   * multi-row INSERT built by Kysely and compiled by SQLite afresh for every batch (and which needs
+   * a temporary statement-journal file each time) — the same rows for about 40 % less time per row.
+   */
   constructor(
     private readonly db: Db,
     private readonly log: Pick<FastifyBaseLogger, 'error' | 'warn'> | null = null,
     private readonly opts: { intervalMs: number; maxBatch: number } = { intervalMs: 25, maxBatch: 500 },
+    private readonly sqlite: SQLite.Database | null = null,
   ) {}
 
   /** Called synchronously for every recorded generation (spend counters, metrics). */
@@ -81,10 +156,11 @@ export class Accountant {
   }
 
   private async write(rows: GenerationRow[]): Promise<void> {
+    const now = Date.now();
     const usage = rows
       .filter((r) => r.cost_usd > 0)
       .map((r) => ({
-        id: newId(),
+        id: timeOrderedId(now),
         organization_id: r.organization_id,
         workspace_id: r.workspace_id,
         key_hash: r.key_hash,
@@ -95,6 +171,14 @@ export class Accountant {
         is_byok: r.is_byok,
         created_at: r.created_at,
       }));
+    const sqlite = this.sqlite;
+    if (sqlite) {
+      this.sqliteInsert ??= prepareSqliteInsert(sqlite);
+      const insert = this.sqliteInsert;
+      // Holding Kysely's connection: no Kysely transaction is open on it while this one runs.
+      await this.db.connection().execute(async () => insert(rows, usage));
+      return;
+    }
     await this.db.transaction().execute(async (tx) => {
       await tx.insertInto('generations').values(rows).execute();
       if (usage.length > 0) await tx.insertInto('usage_events').values(usage).execute();
@@ -118,4 +202,13 @@ export class Accountant {
       }
     }
   }
+}
+
+function prepareSqliteInsert(sqlite: SQLite.Database) {
+  const generations = sqlite.prepare(insertSql('generations', GENERATION_COLUMNS));
+  const usageEvents = sqlite.prepare(insertSql('usage_events', USAGE_COLUMNS));
+  return sqlite.transaction((rows: GenerationRow[], usage: UsageEventsTable[]) => {
+    for (const r of rows) generations.run(valuesOf(r, GENERATION_COLUMNS));
+    for (const u of usage) usageEvents.run(valuesOf(u, USAGE_COLUMNS));
+  });
 }

@@ -1,3 +1,4 @@
+import { randomFillSync } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
 import type {
   ChatChunk,
@@ -112,6 +113,21 @@ const sleep = (ms: number, signal: AbortSignal) =>
       reject(signal.reason);
     });
   });
+
+/** Random bytes drawn from the CSPRNG 4 KiB at a time: one `randomFillSync` per ~400 ids, not per id. */
+const entropy = { pool: Buffer.alloc(4096), at: 4096 };
+function randomHex(bytes: number): string {
+  if (entropy.at + bytes > entropy.pool.length) {
+    randomFillSync(entropy.pool);
+    entropy.at = 0;
+  }
+  const hex = entropy.pool.toString('hex', entropy.at, entropy.at + bytes);
+  entropy.at += bytes;
+  return hex;
+}
+
+/** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */
+export const newGenerationId = (): string => `gen-${Date.now()}-${randomHex(10)}`;
 
 /** Rough token estimate (4 characters a token) for calls whose upstream reported no usage. */
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);

@@ -1,0 +1,681 @@
+/**
+ * The gateway latency benchmark (`npm run bench`). See bench/README.md for how to read it.
+ *
+ * Starts, each as its own process: the instant mock upstream (bench/mock-upstream.ts), Gatehouse
+ * (`node dist/cli.js serve`, built first) on a throwaway data directory with the model `bench/fast`
+ * pointing at the mock, and — when it installs and runs here — the open-source Portkey gateway from
+ * npm, installed into a throwaway directory — and the floor (bench/floor-proxy.ts), a bare Node.js
+ * pass-through proxy. This process is only the load generator
+ * (bench/loadgen.ts): it shares no event loop with anything it measures.
+ *
+ * Then, for each scenario (non-streaming / streaming × concurrency 1 / 64), it runs the targets
+ * side by side — direct to the mock, through the floor proxy, through Gatehouse, through Portkey —
+ * interleaved over several
+ * rounds (so drift on the machine hits every target alike), pools each target's samples over the
+ * rounds and reports p50 / p99 and the latency each gateway adds over calling the mock directly,
+ * req/s, and ratios. Results: bench/results/<date>-<machine>.md and .json.
+ *
+ * Every address is 127.0.0.1. Knobs (environment): BENCH_ROUNDS (3), BENCH_DURATION_MS (3000 per
+ * round and target), BENCH_WARMUP_MS (700 before each measurement), BENCH_PREWARM_MS (4000: each
+ * server process is first warmed up this long, discarded), BENCH_CONCURRENCY ("1,64"), BENCH_MODES ("json,stream"),
+ * BENCH_PORTKEY (1; 0 skips it), BENCH_INFO_LOG (1: also Gatehouse at LOG_LEVEL=info, non-streaming),
+ * BENCH_FLOOR (1: the bare proxy),
+ * BENCH_SKIP_BUILD (0), BENCH_CPU_PROF (a directory: profile the Gatehouse child with --cpu-prof),
+ * BENCH_MACHINE (short machine name for the file name), BENCH_OUT (bench/results), BENCH_KEEP (0),
+ * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, hostname, release, tmpdir, totalmem } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const env = process.env;
+const num = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback);
+const flag = (name: string, fallback: boolean) => (env[name] ? env[name] !== '0' : fallback);
+
+const OPTS = {
+  rounds: num('BENCH_ROUNDS', 3),
+  durationMs: num('BENCH_DURATION_MS', 3000),
+  warmupMs: num('BENCH_WARMUP_MS', 700),
+  prewarmMs: num('BENCH_PREWARM_MS', 4000),
+  concurrency: (env.BENCH_CONCURRENCY ?? '1,64').split(',').map(Number),
+  modes: (env.BENCH_MODES ?? 'json,stream').split(',') as Mode[],
+  portkey: flag('BENCH_PORTKEY', true),
+  portkeyVersion: env.BENCH_PORTKEY_VERSION ?? '1.15.2',
+  infoLog: flag('BENCH_INFO_LOG', true),
+  floor: flag('BENCH_FLOOR', true),
+  build: !flag('BENCH_SKIP_BUILD', false),
+  cpuProf: env.BENCH_CPU_PROF ? resolve(env.BENCH_CPU_PROF) : null,
+  machine: env.BENCH_MACHINE ?? `${hostname().split('.')[0]}-${cpus().length}c`,
+  out: resolve(env.BENCH_OUT ?? join(ROOT, 'bench', 'results')),
+  keep: flag('BENCH_KEEP', false),
+  /** Another build's dist/cli.js, measured side by side as `baseline` (A/B of a change). */
+  baseline: env.BENCH_BASELINE ? resolve(env.BENCH_BASELINE) : null,
+};
+
+type Mode = 'json' | 'stream';
+type TargetName = 'direct' | 'floor' | 'gatehouse' | 'gatehouse-info' | 'baseline' | 'portkey';
+
+interface Target {
+  name: TargetName;
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  model: string;
+  modes: Mode[];
+}
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+const children: ChildProcess[] = [];
+
+function startChild(name: string, cmd: string, args: string[], childEnv: NodeJS.ProcessEnv, cwd = ROOT) {
+  const child = spawn(cmd, args, { cwd, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let tail = '';
+  const keep = (d: Buffer) => {
+    tail = (tail + d.toString('utf8')).slice(-4000);
+  };
+  child.stderr?.on('data', keep);
+  child.on('exit', (code, signal) => {
+    if (code !== 0 && code !== null && !stopping)
+      log(`${name} exited with ${code ?? signal}: ${tail.trim()}`);
+  });
+  return { child, tail: () => tail };
+}
+
+let stopping = false;
+async function stopChildren() {
+  stopping = true;
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((done) => {
+          if (c.exitCode !== null || c.signalCode !== null) return done();
+          const force = setTimeout(() => c.kill('SIGKILL'), 10_000);
+          c.once('exit', () => {
+            clearTimeout(force);
+            done();
+          });
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => done(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Retries `probe` until it resolves true (or throws after `timeoutMs`). */
+async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000) {
+  const until = Date.now() + timeoutMs;
+  let last: unknown = null;
+  while (Date.now() < until) {
+    try {
+      if (await probe()) return;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(100);
+  }
+  throw new Error(`${what} did not come up in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+async function post(origin: string, path: string, headers: Record<string, string>, body: unknown) {
+  const res = await request(`${origin}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.statusCode, text: await res.body.text() };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The processes under test
+
+/** Starts one of the bench/*.ts servers as its own process; resolves once it printed its ready line. */
+async function startScript(name: string, script: string, args: string[]): Promise<number> {
+  const port = await freePort();
+  const { child } = startChild(
+    name,
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'bench', script), '--port', String(port), ...args],
+    { PATH: env.PATH, HOME: env.HOME, NODE_ENV: 'production' },
+  );
+  await new Promise<void>((done, fail) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString('utf8');
+      if (out.includes('"ready":true')) done();
+    });
+    child.once('exit', (code) => fail(new Error(`${name} exited with ${code}`)));
+  });
+  return port;
+}
+
+async function startMock() {
+  const port = await startScript('mock', 'mock-upstream.ts', []);
+  return { port, baseUrl: `http://127.0.0.1:${port}/v1` };
+}
+
+const API_KEY = `sk-gh-v1-bench-${randomBytes(16).toString('hex')}`;
+const ADMIN_TOKEN = `bench-admin-${randomBytes(16).toString('hex')}`;
+
+async function startGatehouse(
+  name: string,
+  mockBaseUrl: string,
+  workDir: string,
+  logLevel: string,
+  cli = join(ROOT, 'dist', 'cli.js'),
+) {
+  const dataDir = join(workDir, name);
+  mkdirSync(dataDir, { recursive: true });
+  const configFile = join(dataDir, 'catalog.json');
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      development_provider: false,
+      providers: [{ slug: 'bench', kind: 'openai-compatible', base_url: mockBaseUrl }],
+      models: [
+        {
+          id: 'bench/fast',
+          endpoints: [
+            { provider: 'bench', upstream_model: 'fast', pricing: { prompt: 0.1, completion: 0.2 } },
+          ],
+        },
+      ],
+    }),
+  );
+  const port = await freePort();
+  const nodeArgs =
+    OPTS.cpuProf && name === 'gatehouse' ? ['--cpu-prof', `--cpu-prof-dir=${OPTS.cpuProf}`] : [];
+  const { child, tail } = startChild(name, process.execPath, [...nodeArgs, cli, 'serve'], {
+    PATH: env.PATH,
+    HOME: env.HOME,
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    GATEHOUSE_DATA_DIR: dataDir,
+    GATEHOUSE_CONFIG: configFile,
+    GATEHOUSE_DEV_PROVIDER: 'false',
+    GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
+    GATEHOUSE_BOOTSTRAP_API_KEY: API_KEY,
+    GATEHOUSE_RATE_LIMIT_REQUESTS: '1000000000',
+    GATEHOUSE_RATE_LIMIT_WINDOW: '60',
+    LOG_LEVEL: logLevel,
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  await waitFor(name, async () => {
+    if (child.exitCode !== null) throw new Error(`${name} exited: ${tail()}`);
+    const res = await request(`${origin}/health`);
+    await res.body.text();
+    return res.statusCode === 200;
+  });
+  // Credits for the bootstrap organization, through the operator API.
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  const orgs = await request(`${origin}/api/v1/admin/organizations`, { headers: admin });
+  const orgId = ((await orgs.body.json()) as { data: { id: string }[] }).data[0]?.id;
+  if (!orgId) throw new Error(`${name}: no organization after bootstrap`);
+  const credit = await post(origin, '/api/v1/admin/credits', admin, {
+    organization_id: orgId,
+    amount_usd: 1_000_000,
+  });
+  if (credit.status !== 201)
+    throw new Error(`${name}: granting credits failed: ${credit.status} ${credit.text}`);
+  return { origin, pid: child.pid, logLevel };
+}
+
+/** Installs the Portkey gateway from npm into a throwaway directory and starts it; null + why on failure. */
+async function startPortkey(
+  workDir: string,
+  mockBaseUrl: string,
+): Promise<{ origin: string; version: string; note: string } | { error: string }> {
+  const dir = join(workDir, 'portkey');
+  mkdirSync(dir, { recursive: true });
+  // @portkey-ai/gateway's Node entry fails every streamed call with "TypeError: immutable" under
+  // @hono/node-server ≥ 1.14 (Portkey-AI/gateway#1389); its dependency range lets npm pick those.
+  // Pin the last minor before the change, as a lockfile would.
+  const honoPin = '1.13.8';
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ private: true, overrides: { '@hono/node-server': honoPin } }, null, 2),
+  );
+  try {
+    execFileSync(
+      'npm',
+      [
+        'install',
+        '--no-audit',
+        '--no-fund',
+        '--ignore-scripts',
+        `@portkey-ai/gateway@${OPTS.portkeyVersion}`,
+      ],
+      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 },
+    );
+  } catch (err) {
+    return {
+      error: `npm install @portkey-ai/gateway@${OPTS.portkeyVersion} failed: ${(err as Error).message}`,
+    };
+  }
+  const entry = join(dir, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
+  if (!existsSync(entry)) return { error: `no ${relative(dir, entry)} in the installed package` };
+  const port = await freePort();
+  const { child, tail } = startChild(
+    'portkey',
+    process.execPath,
+    [entry, `--port=${port}`, '--headless'],
+    {
+      PATH: env.PATH,
+      HOME: env.HOME,
+      NODE_ENV: 'production',
+    },
+    dir,
+  );
+  const origin = `http://127.0.0.1:${port}`;
+  try {
+    await waitFor('portkey', async () => {
+      if (child.exitCode !== null) throw new Error(`exited: ${tail()}`);
+      const r = await post(origin, '/v1/chat/completions', portkeyHeaders(mockBaseUrl), {
+        model: 'fast',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      return r.status === 200;
+    });
+  } catch (err) {
+    return { error: `Portkey did not start on Node ${process.version}: ${(err as Error).message}` };
+  }
+  return {
+    origin,
+    version: OPTS.portkeyVersion,
+    note: `@portkey-ai/gateway ${OPTS.portkeyVersion} from npm (@hono/node-server pinned to ${honoPin}, see Portkey-AI/gateway#1389), provider openai with x-portkey-custom-host`,
+  };
+}
+
+const portkeyHeaders = (mockBaseUrl: string) => ({
+  authorization: 'Bearer sk-bench-upstream',
+  'x-portkey-provider': 'openai',
+  'x-portkey-custom-host': mockBaseUrl,
+});
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+
+const bodyFor = (model: string, mode: Mode) =>
+  JSON.stringify({
+    model,
+    messages: [{ role: 'user', content: 'Say hello to the benchmark.' }],
+    max_tokens: 16,
+    ...(mode === 'stream' ? { stream: true } : {}),
+  });
+
+/** A first call of each kind through each target, checked for the right shape. */
+async function sanity(t: Target) {
+  for (const mode of t.modes) {
+    const r = await post(t.origin, t.path, t.headers, JSON.parse(bodyFor(t.model, mode)));
+    if (r.status !== 200) throw new Error(`${t.name} ${mode}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
+    if (mode === 'stream' && !r.text.includes('data: [DONE]'))
+      throw new Error(`${t.name} stream: no [DONE] in ${r.text.slice(0, 300)}`);
+    if (t.name.startsWith('gatehouse') || t.name === 'baseline') {
+      if (mode === 'json') {
+        const b = JSON.parse(r.text) as { model?: string; usage?: { cost?: number } };
+        if (b.model !== 'bench/fast' || !(Number(b.usage?.cost) > 0))
+          throw new Error(`gatehouse json: unexpected body ${r.text.slice(0, 300)}`);
+      } else if (!r.text.includes('"cost"')) throw new Error(`gatehouse stream: no usage cost in ${r.text}`);
+    }
+  }
+}
+
+interface Cell {
+  target: TargetName;
+  mode: Mode;
+  concurrency: number;
+  requests: number;
+  errors: number;
+  firstError: string | null;
+  rps: number;
+  total: Summary;
+  ttfb: Summary;
+  rounds: { rps: number; p50: number; p99: number; ttfbP50: number; ttfbP99: number; errors: number }[];
+}
+
+function pool(target: TargetName, mode: Mode, concurrency: number, runs: LoadResult[]): Cell {
+  const concat = (pick: (r: LoadResult) => Float64Array) => {
+    const parts = runs.map(pick);
+    const out = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  };
+  const requests = runs.reduce((n, r) => n + r.requests, 0);
+  const ms = runs.reduce((n, r) => n + r.durationMs, 0);
+  const errors = runs.reduce((n, r) => n + r.errors, 0);
+  return {
+    target,
+    mode,
+    concurrency,
+    requests,
+    errors,
+    firstError: runs.find((r) => r.firstError)?.firstError ?? null,
+    rps: Math.round((requests / ms) * 1000),
+    total: summarize(concat((r) => r.samples.total)),
+    ttfb: summarize(concat((r) => r.samples.ttfb)),
+    rounds: runs.map((r) => ({
+      rps: r.rps,
+      p50: r.total.p50,
+      p99: r.total.p99,
+      ttfbP50: r.ttfb.p50,
+      ttfbP99: r.ttfb.p99,
+      errors: r.errors,
+    })),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reporting
+
+const fmt = (v: number) =>
+  Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: 0 }) : '–';
+const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '–');
+
+function report(meta: Record<string, unknown>, cells: Cell[], notes: string[]) {
+  const lines: string[] = [];
+  const m = meta as {
+    date: string;
+    machine: { name: string; cpu: string; cores: number; memoryGiB: number; os: string; node: string };
+    options: typeof OPTS;
+    portkey: string;
+    gitCommit: string;
+  };
+  lines.push(`# Gateway overhead benchmark — ${m.date}, ${m.machine.name}`, '');
+  lines.push(
+    `Machine: ${m.machine.cpu}, ${m.machine.cores} cores, ${m.machine.memoryGiB} GiB, Linux ${m.machine.os}, Node ${m.machine.node}. Gatehouse at commit \`${m.gitCommit}\` (plus the working tree).`,
+    '',
+    `Run: \`npm run bench\` — ${m.options.rounds} interleaved rounds × ${m.options.durationMs / 1000} s per target and scenario (after a ${m.options.warmupMs} ms warm-up each), closed loop, keep-alive, samples pooled over the rounds. Latency in µs (exact percentiles over all samples). "Added" = the target's percentile minus the direct-to-mock percentile of the same scenario in this run. Streams are timed to the first body byte (TTFB).`,
+    '',
+    `Gatehouse: \`node dist/cli.js serve\`, SQLite on a temp dir, model \`bench/fast\` → mock as \`openai-compatible\`, bootstrap API key, credits granted, rate limit raised, **LOG_LEVEL=warn** (no per-request log lines; \`gatehouse-info\` rows are the same at the default \`info\`, stdout to /dev/null). Portkey: ${m.portkey}.`,
+    '',
+    '`floor` is bench/floor-proxy.ts: a bare node:http + undici pass-through proxy (no auth, policy, accounting or framework), as its own process — the least any Node.js gateway hop costs on this machine.',
+    '',
+  );
+  const direct = (mode: Mode, c: number) =>
+    cells.find((x) => x.target === 'direct' && x.mode === mode && x.concurrency === c);
+  const portkey = (mode: Mode, c: number) =>
+    cells.find((x) => x.target === 'portkey' && x.mode === mode && x.concurrency === c);
+  lines.push(
+    '| scenario | conc. | target | p50 µs | p99 µs | p50 added µs | p99 added µs | req/s | req/s vs direct | req/s vs Portkey | errors |',
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  );
+  for (const mode of OPTS.modes) {
+    for (const c of OPTS.concurrency) {
+      const d = direct(mode, c);
+      const pk = portkey(mode, c);
+      for (const x of cells.filter((y) => y.mode === mode && y.concurrency === c)) {
+        const s = mode === 'stream' ? x.ttfb : x.total;
+        const ds = d ? (mode === 'stream' ? d.ttfb : d.total) : null;
+        const added = (k: 'p50' | 'p99') => (ds && x.target !== 'direct' ? fmt(s[k] - ds[k]) : '');
+        lines.push(
+          `| ${mode === 'stream' ? 'streaming (TTFB)' : 'non-streaming'} | ${c} | ${x.target} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${added('p50')} | ${added('p99')} | ${fmt(x.rps)} | ${d && x.target !== 'direct' ? ratio(x.rps, d.rps) : ''} | ${pk && x.target.startsWith('gatehouse') ? ratio(x.rps, pk.rps) : ''} | ${x.errors} |`,
+        );
+      }
+    }
+  }
+  lines.push('');
+  if (OPTS.modes.includes('stream')) {
+    lines.push(
+      'Streams to the end of the body (total), µs:',
+      '',
+      '| conc. | target | p50 | p99 |',
+      '| ---: | --- | ---: | ---: |',
+    );
+    for (const c of OPTS.concurrency)
+      for (const x of cells.filter((y) => y.mode === 'stream' && y.concurrency === c))
+        lines.push(`| ${c} | ${x.target} | ${fmt(x.total.p50)} | ${fmt(x.total.p99)} |`);
+    lines.push('');
+  }
+  // The targets of the issue.
+  const verdicts: string[] = [];
+  for (const mode of OPTS.modes) {
+    const d1 = direct(mode, 1);
+    const g1 = cells.find((x) => x.target === 'gatehouse' && x.mode === mode && x.concurrency === 1);
+    const pick = (x: Cell) => (mode === 'stream' ? x.ttfb : x.total);
+    if (d1 && g1) {
+      const p50 = pick(g1).p50 - pick(d1).p50;
+      const p99 = pick(g1).p99 - pick(d1).p99;
+      verdicts.push(
+        `- ${mode}, concurrency 1: p50 added ${fmt(p50)} µs (target ≤ 300: ${p50 <= 300 ? 'met' : 'NOT met'}), p99 added ${fmt(p99)} µs (target ≤ 2,000: ${p99 <= 2000 ? 'met' : 'NOT met'})`,
+      );
+    }
+    const cMax = Math.max(...OPTS.concurrency);
+    const g = cells.find((x) => x.target === 'gatehouse' && x.mode === mode && x.concurrency === cMax);
+    const pk = portkey(mode, cMax);
+    if (g && pk)
+      verdicts.push(
+        `- ${mode}, concurrency ${cMax}: Gatehouse ${fmt(g.rps)} req/s vs Portkey ${fmt(pk.rps)} req/s = ${ratio(g.rps, pk.rps)} (target ≥ 5×: ${g.rps >= 5 * pk.rps ? 'met' : 'NOT met'})`,
+      );
+  }
+  if (verdicts.length) lines.push('Targets (from the issue):', '', ...verdicts, '');
+  if (notes.length) lines.push('Notes:', '', ...notes.map((n) => `- ${n}`), '');
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const started = Date.now();
+  if (OPTS.build) {
+    log('building (npm run build)');
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  }
+  const workDir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+  const notes: string[] = [];
+  try {
+    const mock = await startMock();
+    log(`mock upstream at ${mock.baseUrl}`);
+    const gh = await startGatehouse('gatehouse', mock.baseUrl, workDir, 'warn');
+    log(`gatehouse at ${gh.origin} (pid ${gh.pid}, LOG_LEVEL=warn)`);
+    const ghInfo = OPTS.infoLog
+      ? await startGatehouse('gatehouse-info', mock.baseUrl, workDir, 'info')
+      : null;
+    if (ghInfo) log(`gatehouse-info at ${ghInfo.origin} (LOG_LEVEL=info)`);
+    const baseGh = OPTS.baseline
+      ? await startGatehouse('baseline', mock.baseUrl, workDir, 'warn', OPTS.baseline)
+      : null;
+    if (baseGh) log(`baseline (${OPTS.baseline}) at ${baseGh.origin}`);
+
+    let portkeyNote = 'not measured (BENCH_PORTKEY=0)';
+    let pk: { origin: string } | null = null;
+    if (OPTS.portkey) {
+      log(`installing @portkey-ai/gateway@${OPTS.portkeyVersion} into ${workDir}/portkey`);
+      const r = await startPortkey(workDir, mock.baseUrl);
+      if ('error' in r) {
+        portkeyNote = `could not be measured: ${r.error}`;
+        notes.push(`Portkey ${portkeyNote}`);
+        log(portkeyNote);
+      } else {
+        pk = r;
+        portkeyNote = r.note;
+        log(`portkey at ${r.origin}`);
+      }
+    }
+
+    const floorPort = OPTS.floor
+      ? await startScript('floor', 'floor-proxy.ts', ['--upstream', `http://127.0.0.1:${mock.port}`])
+      : null;
+    if (floorPort) log(`floor proxy at http://127.0.0.1:${floorPort}`);
+
+    const ghHeaders = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
+    const targets: Target[] = [
+      {
+        name: 'direct',
+        origin: `http://127.0.0.1:${mock.port}`,
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-upstream' },
+        model: 'fast',
+        modes: OPTS.modes,
+      },
+      {
+        name: 'gatehouse',
+        origin: gh.origin,
+        path: '/api/v1/chat/completions',
+        headers: ghHeaders,
+        model: 'bench/fast',
+        modes: OPTS.modes,
+      },
+    ];
+    if (floorPort)
+      targets.splice(1, 0, {
+        name: 'floor',
+        origin: `http://127.0.0.1:${floorPort}`,
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        model: 'bench/fast',
+        modes: OPTS.modes,
+      });
+    if (ghInfo)
+      targets.push({
+        name: 'gatehouse-info',
+        origin: ghInfo.origin,
+        path: '/api/v1/chat/completions',
+        headers: ghHeaders,
+        model: 'bench/fast',
+        modes: OPTS.modes.filter((m) => m === 'json'),
+      });
+    if (baseGh)
+      targets.push({
+        name: 'baseline',
+        origin: baseGh.origin,
+        path: '/api/v1/chat/completions',
+        headers: ghHeaders,
+        model: 'bench/fast',
+        modes: OPTS.modes,
+      });
+    if (pk)
+      targets.push({
+        name: 'portkey',
+        origin: pk.origin,
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', ...portkeyHeaders(mock.baseUrl) },
+        model: 'fast',
+        modes: OPTS.modes,
+      });
+    for (const t of targets) await sanity(t);
+    // Every server process gets a longer warm-up first (JIT, pools, caches), discarded.
+    for (const t of targets.filter((x) => x.name !== 'direct')) {
+      for (const mode of t.modes) {
+        await runLoad({
+          origin: t.origin,
+          path: t.path,
+          headers: t.headers,
+          body: bodyFor(t.model, mode),
+          concurrency: Math.max(...OPTS.concurrency),
+          warmupMs: 0,
+          durationMs: mode === 'json' ? OPTS.prewarmMs : OPTS.prewarmMs / 2,
+          stream: mode === 'stream',
+        });
+      }
+      log(`warmed up ${t.name}`);
+    }
+
+    const cells: Cell[] = [];
+    for (const mode of OPTS.modes) {
+      for (const concurrency of OPTS.concurrency) {
+        const runs = new Map<TargetName, LoadResult[]>();
+        for (let round = 0; round < OPTS.rounds; round++) {
+          for (const t of targets.filter((x) => x.modes.includes(mode))) {
+            const r = await runLoad({
+              origin: t.origin,
+              path: t.path,
+              headers: t.headers,
+              body: bodyFor(t.model, mode),
+              concurrency,
+              warmupMs: OPTS.warmupMs,
+              durationMs: OPTS.durationMs,
+              stream: mode === 'stream',
+            });
+            const s = mode === 'stream' ? r.ttfb : r.total;
+            log(
+              `${mode} c=${concurrency} round ${round + 1} ${t.name}: p50 ${s.p50} µs p99 ${s.p99} µs ${r.rps} req/s${r.errors ? ` ${r.errors} errors (${r.firstError})` : ''}`,
+            );
+            runs.set(t.name, [...(runs.get(t.name) ?? []), r]);
+          }
+        }
+        for (const [name, rs] of runs) cells.push(pool(name, mode, concurrency, rs));
+      }
+    }
+
+    const date = new Date().toISOString().slice(0, 10);
+    let gitCommit = 'unknown';
+    try {
+      gitCommit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+    } catch {}
+    const meta = {
+      date,
+      finishedAt: new Date().toISOString(),
+      wallSeconds: Math.round((Date.now() - started) / 1000),
+      machine: {
+        name: OPTS.machine,
+        cpu: cpus()[0]?.model ?? 'unknown',
+        cores: cpus().length,
+        memoryGiB: Math.round(totalmem() / 2 ** 30),
+        os: release(),
+        node: process.version,
+      },
+      gitCommit,
+      options: OPTS,
+      portkey: portkeyNote,
+    };
+    const errors = cells.reduce((n, c) => n + c.errors, 0);
+    if (errors > 0) notes.push(`${errors} requests failed; see the errors column and the JSON (firstError).`);
+    mkdirSync(OPTS.out, { recursive: true });
+    const base = join(OPTS.out, `${date}-${OPTS.machine}`);
+    writeFileSync(`${base}.json`, `${JSON.stringify({ meta, notes, cells }, null, 2)}\n`);
+    try {
+      // In the project's JSON style, so `npm run lint` stays clean with the results checked in.
+      execFileSync(join(ROOT, 'node_modules', '.bin', 'biome'), ['format', '--write', `${base}.json`], {
+        cwd: ROOT,
+        stdio: 'ignore',
+      });
+    } catch {}
+    const md = report(meta, cells, notes);
+    writeFileSync(`${base}.md`, md);
+    process.stdout.write(`${md}\n`);
+    log(`wrote ${relative(ROOT, base)}.md and .json in ${meta.wallSeconds} s`);
+  } finally {
+    await stopChildren();
+    if (OPTS.cpuProf) log(`CPU profile of the Gatehouse child in ${OPTS.cpuProf}`);
+    if (!OPTS.keep) rmSync(workDir, { recursive: true, force: true });
+    else log(`kept ${workDir}`);
+  }
+}
+
+process.on('SIGINT', () => {
+  void stopChildren().then(() => process.exit(130));
+});
+
+main().catch(async (err: unknown) => {
+  log(`failed: ${(err as Error)?.stack ?? err}`);
+  await stopChildren();
+  process.exit(1);
+});
