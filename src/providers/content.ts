@@ -34,3 +34,20 @@ export function systemText(m: ChatMessage): string {
   }
   return textOf(m.content);
 }
+
+/** A tool call's arguments as the JSON object Anthropic (`input`) and Gemini (`args`) require. */
+export function toolArgumentsObject(tc: {
+  id: string;
+  function: { arguments: string };
+}): Record<string, unknown> {
+  let args: unknown;
+  try {
+    args = parseToolArguments(tc.function.arguments);
+  } catch {
+    throw new TranslationError(`tool call ${tc.id}: arguments are not valid JSON`);
+  }
+  if (!args || typeof args !== 'object' || Array.isArray(args)) {
+    throw new TranslationError(`tool call ${tc.id}: arguments must be a JSON object`);
+  }
+  return args as Record<string, unknown>;
+}

@@ -41,7 +41,14 @@ import {
   TranslationError,
   type Usage,
 } from '../../formats/chat.js';
-import { isHttpUrl, parseDataUrl, parseToolArguments, systemText, textOf } from '../content.js';
+import {
+  isHttpUrl,
+  parseDataUrl,
+  parseToolArguments,
+  systemText,
+  textOf,
+  toolArgumentsObject,
+} from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
 import { redact } from '../redact.js';
 import { UpstreamError } from '../types.js';
@@ -76,15 +83,7 @@ function contentBlocks(content: ChatMessage['content']): Block[] {
 }
 
 function toolUseBlock(tc: ToolCall): Block {
-  let input: unknown;
-  try {
-    input = parseToolArguments(tc.function.arguments);
-  } catch {
-    throw new TranslationError(`tool call ${tc.id}: arguments are not valid JSON`);
-  }
-  if (!input || typeof input !== 'object' || Array.isArray(input)) {
-    throw new TranslationError(`tool call ${tc.id}: arguments must be a JSON object`);
-  }
+  const input = toolArgumentsObject(tc);
   return { type: 'tool_use', id: tc.id, name: tc.function.name, input };
 }
 

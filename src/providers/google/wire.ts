@@ -41,7 +41,14 @@ import {
   TranslationError,
   type Usage,
 } from '../../formats/chat.js';
-import { isHttpUrl, parseDataUrl, parseToolArguments, systemText, textOf } from '../content.js';
+import {
+  isHttpUrl,
+  parseDataUrl,
+  parseToolArguments,
+  systemText,
+  textOf,
+  toolArgumentsObject,
+} from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
 import { redact } from '../redact.js';
 import { UpstreamError } from '../types.js';
@@ -93,15 +100,7 @@ function contentParts(content: ChatMessage['content']): Part[] {
 }
 
 function functionCallPart(tc: ToolCall): Part {
-  let args: unknown;
-  try {
-    args = parseToolArguments(tc.function.arguments);
-  } catch {
-    throw new TranslationError(`tool call ${tc.id}: arguments are not valid JSON`);
-  }
-  if (!args || typeof args !== 'object' || Array.isArray(args)) {
-    throw new TranslationError(`tool call ${tc.id}: arguments must be a JSON object`);
-  }
+  const args = toolArgumentsObject(tc);
   return { functionCall: { name: tc.function.name, args } };
 }
 
