@@ -94,7 +94,12 @@ export class KeysService {
 
   /** Resolves a bearer token to its caller, or null when unknown, disabled or expired. */
   async authenticate(token: string): Promise<Caller | null> {
-    const row = await this.row(sha256Hex(token));
+    return this.callerOf(sha256Hex(token));
+  }
+
+  /** The caller a key hash stands for, or null when unknown, disabled or expired (batches run as their key). */
+  async callerOf(hash: string): Promise<Caller | null> {
+    const row = await this.row(hash);
     if (!row || row.disabled === 1) return null;
     if (row.expires_at !== null && Date.parse(row.expires_at) <= Date.now()) return null;
     return {

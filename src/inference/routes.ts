@@ -2,13 +2,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatChunk } from '../formats/chat.js';
 import { TranslationError } from '../formats/chat.js';
-import { chatRequestFromBody } from '../formats/chat-edge.js';
-import { chatResponseToMessages, chatStreamToMessages, messagesRequestToChat } from '../formats/messages.js';
-import {
-  chatResponseToResponses,
-  chatStreamToResponses,
-  responsesRequestToChat,
-} from '../formats/responses.js';
+import { chatStreamToMessages } from '../formats/messages.js';
+import { chatStreamToResponses } from '../formats/responses.js';
 import { sseJson } from '../formats/sse.js';
 import { ApiError, badRequest, notFound } from '../lib/errors.js';
 import type { InferenceCall, RouteInfo } from '../routing/engine.js';
@@ -17,7 +12,8 @@ import { costOf } from '../routing/pricing.js';
 import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
-import { decorateChatResponse, decorateChunk, fullUsage } from './decorate.js';
+import { chatParsers, EmbeddingsBody, embeddingsRequest, responseBodies } from './bodies.js';
+import { decorateChunk, fullUsage } from './decorate.js';
 import { modelsView } from './models.js';
 import { callController, sendSse } from './stream.js';
 
@@ -96,10 +92,9 @@ export async function inferenceRoutes(app: Router, services: Services) {
     },
     async (req, reply) => {
       const controller = callController(reply);
-      const call = toCall(req, 'chat', chatRequestFromBody, controller.signal);
+      const call = toCall(req, 'chat', chatParsers.chat, controller.signal);
       if (!call.request.stream) {
-        const { response, info, usage, cost } = await engine.chat(call);
-        return reply.send(decorateChatResponse(response, info, usage, cost, call.echoUpstream));
+        return reply.send(responseBodies.chat(await engine.chat(call), call.request, call.echoUpstream));
       }
       const { stream, info, final } = await engine.chatStream(call);
       async function* frames() {
@@ -145,12 +140,9 @@ export async function inferenceRoutes(app: Router, services: Services) {
     },
     async (req, reply) => {
       const controller = callController(reply);
-      const call = toCall(req, 'messages', messagesRequestToChat, controller.signal);
+      const call = toCall(req, 'messages', chatParsers.messages, controller.signal);
       if (!call.request.stream) {
-        const { response, usage, info } = await engine.chat(call);
-        return reply.send(
-          chatResponseToMessages({ ...response, usage, model: info.model.id }, call.request.model),
-        );
+        return reply.send(responseBodies.messages(await engine.chat(call), call.request));
       }
       const { stream, info, final } = await engine.chatStream(call);
       async function* frames() {
@@ -175,16 +167,9 @@ export async function inferenceRoutes(app: Router, services: Services) {
     },
     async (req, reply) => {
       const controller = callController(reply);
-      const call = toCall(req, 'responses', responsesRequestToChat, controller.signal);
+      const call = toCall(req, 'responses', chatParsers.responses, controller.signal);
       if (!call.request.stream) {
-        const { response, usage, info } = await engine.chat(call);
-        return reply.send(
-          chatResponseToResponses(
-            { ...response, usage, id: info.generationId },
-            call.request.model,
-            call.request,
-          ),
-        );
+        return reply.send(responseBodies.responses(await engine.chat(call), call.request));
       }
       const { stream, info, final } = await engine.chatStream(call);
       async function* frames() {
@@ -207,48 +192,22 @@ export async function inferenceRoutes(app: Router, services: Services) {
       schema: {
         tags,
         summary: 'Embeddings (OpenAI format)',
-        body: Type.Object(
-          {
-            model: Type.String({ minLength: 1 }),
-            input: Type.Union([
-              Type.String(),
-              Type.Array(Type.String(), { minItems: 1 }),
-              Type.Array(Type.Integer(), { minItems: 1 }),
-              Type.Array(Type.Array(Type.Integer()), { minItems: 1 }),
-            ]),
-            encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
-            dimensions: Type.Optional(Type.Integer({ minimum: 1 })),
-            user: Type.Optional(Type.String()),
-          },
-          { additionalProperties: true },
-        ),
+        body: EmbeddingsBody,
         response: inferenceErrors,
       },
     },
     async (req, reply) => {
       const controller = callController(reply);
       const body = req.body as Record<string, unknown>;
-      const { response, info, usage, cost } = await engine.embeddings({
+      const served = await engine.embeddings({
         caller: req.caller,
         endpoint: 'embeddings',
-        request: {
-          model: req.body.model,
-          input: req.body.input,
-          encoding_format: req.body.encoding_format,
-          dimensions: req.body.dimensions,
-          user: req.body.user,
-        },
+        request: embeddingsRequest(req.body),
         prefs: parsePreferences(body.provider),
         echoUpstream: false,
         signal: controller.signal,
       });
-      return reply.send({
-        ...response,
-        id: info.generationId,
-        model: info.model.id,
-        provider: info.served.endpoint.provider,
-        usage: fullUsage(usage, cost, info.served.credential.isByok),
-      });
+      return reply.send(responseBodies.embeddings(served));
     },
   );
 

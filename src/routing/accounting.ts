@@ -108,19 +108,27 @@ export class Accountant {
 
   record(row: GenerationRow): void {
     this.queue.push(row);
-    for (const l of this.listeners) {
-      try {
-        l(row);
-      } catch (err) {
-        this.log?.error({ err }, 'generation listener failed');
-      }
-    }
+    this.announce(row);
     if (this.queue.length >= this.opts.maxBatch) void this.flush();
     else if (!this.timer && !this.closed) {
       this.timer = setTimeout(() => {
         this.timer = null;
         void this.flush();
       }, this.opts.intervalMs);
+    }
+  }
+
+  /**
+   * Tells the listeners about a generation written by someone else (the batch worker writes its
+   * rows in the transaction that records the batch result, then announces them).
+   */
+  announce(row: GenerationRow): void {
+    for (const l of this.listeners) {
+      try {
+        l(row);
+      } catch (err) {
+        this.log?.error({ err }, 'generation listener failed');
+      }
     }
   }
 
@@ -156,21 +164,7 @@ export class Accountant {
   }
 
   private async write(rows: GenerationRow[]): Promise<void> {
-    const now = Date.now();
-    const usage = rows
-      .filter((r) => r.cost_usd > 0)
-      .map((r) => ({
-        id: timeOrderedId(now),
-        organization_id: r.organization_id,
-        workspace_id: r.workspace_id,
-        key_hash: r.key_hash,
-        user_id: r.user_id,
-        model: r.model,
-        provider: r.provider,
-        cost_usd: r.cost_usd,
-        is_byok: r.is_byok,
-        created_at: r.created_at,
-      }));
+    const usage = usageEventsOf(rows);
     const sqlite = this.sqlite;
     if (sqlite) {
       this.sqliteInsert ??= prepareSqliteInsert(sqlite);
@@ -179,10 +173,7 @@ export class Accountant {
       await this.db.connection().execute(async () => insert(rows, usage));
       return;
     }
-    await this.db.transaction().execute(async (tx) => {
-      await tx.insertInto('generations').values(rows).execute();
-      if (usage.length > 0) await tx.insertInto('usage_events').values(usage).execute();
-    });
+    await this.db.transaction().execute((tx) => insertGenerations(tx, rows, usage));
   }
 
   /** Stops the timer and writes what is queued, retrying a few times before giving up loudly. */
@@ -202,6 +193,35 @@ export class Accountant {
       }
     }
   }
+}
+
+/** The usage_events rows of billed generations (cost above zero). */
+function usageEventsOf(rows: GenerationRow[]): UsageEventsTable[] {
+  const now = Date.now();
+  return rows
+    .filter((r) => r.cost_usd > 0)
+    .map((r) => ({
+      id: timeOrderedId(now),
+      organization_id: r.organization_id,
+      workspace_id: r.workspace_id,
+      key_hash: r.key_hash,
+      user_id: r.user_id,
+      model: r.model,
+      provider: r.provider,
+      cost_usd: r.cost_usd,
+      is_byok: r.is_byok,
+      created_at: r.created_at,
+    }));
+}
+
+/** Inserts generations and their usage events with `db` (a transaction the caller holds). */
+export async function insertGenerations(
+  db: Db,
+  rows: GenerationRow[],
+  usage: UsageEventsTable[] = usageEventsOf(rows),
+): Promise<void> {
+  if (rows.length > 0) await db.insertInto('generations').values(rows).execute();
+  if (usage.length > 0) await db.insertInto('usage_events').values(usage).execute();
 }
 
 function prepareSqliteInsert(sqlite: SQLite.Database) {

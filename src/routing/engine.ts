@@ -51,7 +51,8 @@ export type Verdict = { ok: true } | { ok: false; status: number; message: strin
 
 /** Opens the per-call checks of a caller (its effective policy is resolved once, from cache). */
 export interface CallGuard {
-  open(caller: Caller): Promise<CallChecks>;
+  /** `rateLimit: false` skips the per-key request rate limit (batch requests are limited at submission). */
+  open(caller: Caller, opts?: { rateLimit?: boolean }): Promise<CallChecks>;
 }
 
 /** The policy hooks of one call (implemented over guardrails/, credits/ and the rate limiter). */
@@ -78,6 +79,17 @@ export interface InferenceCall {
   prefs: ProviderPreferences;
   echoUpstream: boolean;
   signal: AbortSignal;
+  hooks?: CallHooks;
+}
+
+/** How a caller other than the HTTP endpoints (the batch worker) takes part in a call. */
+export interface CallHooks {
+  /** Receives the call's generation rows instead of the accountant (written with the batch result). */
+  record?: (row: GenerationRow) => void;
+  /** Waits for a slot of the provider before each attempt; the returned function frees it. */
+  acquire?: (provider: string) => Promise<() => void>;
+  /** false: the per-key request rate limit does not apply. */
+  rateLimit?: boolean;
 }
 
 /** What gateway_metadata and accounting need to know about how a call was served. */
@@ -145,7 +157,12 @@ function upstreamToApiError(err: UpstreamError, provider: string): ApiError {
   const status = err.status === 0 ? 502 : err.status;
   const where = `Upstream provider ${provider}`;
   if (err.status === 0) return new ApiError(502, `${where} could not be reached: ${err.message}`);
-  if (status === 429) return new ApiError(429, `${where} is rate limiting requests: ${err.message}`);
+  if (status === 429)
+    return new ApiError(
+      429,
+      `${where} is rate limiting requests: ${err.message}`,
+      err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : undefined,
+    );
   if (status >= 500) return new ApiError(502, `${where} failed (${err.status}): ${err.message}`);
   return new ApiError(status, `${where} rejected the request: ${err.message}`);
 }
@@ -175,7 +192,7 @@ export class Engine {
     if (caller.isManagement)
       throw forbidden('Management keys cannot call inference endpoints; use an API key');
     const model = this.model(call.request.model, kind);
-    const checks = await this.deps.guard.open(caller);
+    const checks = await this.deps.guard.open(caller, { rateLimit: call.hooks?.rateLimit !== false });
     for (const verdict of [await checks.admit(), checks.modelAllowed(model)]) {
       if (!verdict.ok)
         throw new ApiError(
@@ -187,15 +204,37 @@ export class Engine {
     const filtered = checks.filter(call.request.messages);
     if (filtered.blocked) throw forbidden(`Blocked by content filter: ${filtered.blocked}`);
     const request = { ...call.request, messages: filtered.messages };
+    const { candidates, excluded } = await this.plan(
+      caller,
+      model,
+      kind === 'chat' ? request : null,
+      call.prefs,
+      checks,
+    );
+    const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
+    return { model, request, candidates, excluded, safeguards: filtered.results, strategy, checks };
+  }
 
+  /**
+   * The endpoints that may serve `model` for this caller, in try order, with their credentials;
+   * 403 when policy leaves none, 400 when the request's needs or wire format leave none.
+   * `request` null (embeddings, batch admission) skips the capability and translation checks.
+   */
+  private async plan(
+    caller: Caller,
+    model: ModelEntry,
+    request: ChatRequest | null,
+    prefs: ProviderPreferences,
+    checks: CallChecks,
+  ): Promise<{ candidates: Candidate[]; excluded: Exclusion[] }> {
     const byokCache = new Map<string, ByokChoice>();
     for (const e of model.endpoints)
       byokCache.set(e.provider, await this.deps.byok(caller, e.provider, model.id));
     const { candidates, excluded } = selectCandidates({
       catalog: this.deps.catalog,
       model,
-      request: kind === 'chat' ? request : null,
-      prefs: call.prefs,
+      request,
+      prefs,
       providerAllowed: (p, m) => checks.providerAllowed(p, m),
       byok: (slug) => byokCache.get(slug) ?? { primary: [], fallback: [], byokOnly: false },
       latency: (slug) => this.latencyEwma.get(slug) ?? 0,
@@ -206,7 +245,7 @@ export class Engine {
     let translationError: string | null = null;
     for (const c of candidates) {
       const kindOf = c.provider.config.kind;
-      if (kind === 'chat' && (kindOf === 'anthropic' || kindOf === 'google' || kindOf === 'openai')) {
+      if (request && (kindOf === 'anthropic' || kindOf === 'google' || kindOf === 'openai')) {
         try {
           this.deps.assertTranslatable(request, kindOf);
         } catch (err) {
@@ -224,16 +263,29 @@ export class Engine {
       if (policyRefusal) throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
       throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
     }
-    const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
-    return {
-      model,
-      request,
-      candidates: translatable,
-      excluded,
-      safeguards: filtered.results,
-      strategy,
-      checks,
-    };
+    return { candidates: translatable, excluded };
+  }
+
+  /**
+   * Admission of a batch before it is accepted: the caller's key limits and budgets, the guardrail
+   * on the model and on the providers (`prefs.only` included), without counting a request against
+   * the per-key rate limit. Returns the model and the endpoints in try order (the first one prices
+   * the batch's cost estimate).
+   */
+  async admitBatch(
+    caller: Caller,
+    modelSlug: string,
+    kind: 'chat' | 'embeddings',
+    prefs: ProviderPreferences,
+  ): Promise<{ model: ModelEntry; candidates: Candidate[] }> {
+    if (caller.isManagement) throw forbidden('Management keys cannot create batches; use an API key');
+    const model = this.model(modelSlug, kind);
+    const checks = await this.deps.guard.open(caller, { rateLimit: false });
+    for (const verdict of [await checks.admit(), checks.modelAllowed(model)]) {
+      if (!verdict.ok) throw new ApiError(verdict.status, verdict.message);
+    }
+    const { candidates } = await this.plan(caller, model, null, prefs, checks);
+    return { model, candidates };
   }
 
   /** Runs `attempt` over the candidates with fallbacks and one Retry-After retry of the last. */
@@ -262,6 +314,7 @@ export class Engine {
       const upstreamRequest = { ...prep.request, model: c.endpoint.upstreamModel };
       const timeout = AbortSignal.timeout(this.deps.upstreamTimeoutMs);
       const signal = AbortSignal.any([call.signal, timeout]);
+      const release = call.hooks?.acquire ? await call.hooks.acquire(c.endpoint.provider) : null;
       const t0 = performance.now();
       try {
         const result = await attempt(c, upstreamRequest, signal);
@@ -318,6 +371,8 @@ export class Engine {
           await sleep(wait, call.signal);
           i--; // the same candidate once more
         }
+      } finally {
+        release?.();
       }
     }
     if (!lastError) throw new ApiError(502, 'No provider could serve the request');
@@ -467,7 +522,7 @@ export class Engine {
     this.deps.metrics.tokens.inc({ model, kind: 'prompt' }, usage.prompt_tokens);
     this.deps.metrics.tokens.inc({ model, kind: 'completion' }, usage.completion_tokens);
     if (cost.total > 0) this.deps.metrics.cost.inc({ model }, cost.total);
-    this.deps.record(servedRow(call, info, usage, cost, outcome));
+    (call.hooks?.record ?? this.deps.record)(servedRow(call, info, usage, cost, outcome));
   }
 
   private recordFailure(
@@ -478,7 +533,7 @@ export class Engine {
     startedAt: number,
   ) {
     const mapped = upstreamToApiError(last.err, last.provider);
-    this.deps.record(
+    (call.hooks?.record ?? this.deps.record)(
       failedRow(call, this.deps.newGenerationId(), {
         model: prep.model.id,
         provider: last.provider,

@@ -33,13 +33,14 @@ export class PolicyGuard implements CallGuard {
     private readonly limiter: RateLimiter,
   ) {}
 
-  async open(caller: Caller): Promise<CallChecks> {
+  async open(caller: Caller, opts: { rateLimit?: boolean } = {}): Promise<CallChecks> {
+    const rateLimited = opts.rateLimit !== false;
     const policy: EffectivePolicy = await this.policies.forKey(caller);
     const { spend, keys, limiter } = this;
     return {
       async admit() {
-        const rate = await limiter.consume(caller.keyHash);
-        if (!rate.ok) {
+        const rate = rateLimited ? await limiter.consume(caller.keyHash) : null;
+        if (rate && !rate.ok) {
           return refuse(
             429,
             `Rate limit exceeded for this key; retry in ${Math.ceil(rate.retryAfterMs / 1000)} s`,
