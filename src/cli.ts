@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import pino from 'pino';
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -8,7 +9,8 @@ import { buildServices } from './services.js';
 
 const usage = `Usage: gatehouse <command>
 
-  serve                              run the gateway (default)
+  serve                              run the gateway (default), batch worker included
+  worker                             run only the batch worker (GATEHOUSE_WORKER=off on the gateways)
   migrate                            bring the database schema up to date and exit
   bootstrap                          create the default organization and keys (printed once) and exit
   org create --name NAME             create an organization with its default workspace
@@ -40,6 +42,32 @@ async function serve() {
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
     await gateway.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** The batch worker alone: claims and runs batch requests until SIGTERM/SIGINT. */
+async function worker() {
+  const config = loadConfig();
+  const handle = openDatabase(config.databaseUrl);
+  await migrateToLatest(handle.db);
+  const services = buildServices(handle, config);
+  const log = pino({ level: config.logLevel, base: { process: 'worker' } });
+  const w = services.createWorker(log);
+  w.start();
+  log.info({ worker: w.id }, 'batch worker started');
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log.info({ signal }, 'batch worker stopping');
+    const force = setTimeout(() => process.exit(1), config.batches.drainMs + 20_000);
+    force.unref();
+    await w.stop(config.batches.drainMs);
+    await services.shutdown();
+    await handle.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -88,6 +116,8 @@ async function main(argv: string[]) {
   switch (`${command}${sub ? ` ${sub}` : ''}`) {
     case 'serve':
       return serve();
+    case 'worker':
+      return worker();
     case 'migrate':
       return withServices(async (s) => print({ applied: await migrateToLatest(s.db) }));
     case 'bootstrap':

@@ -29,6 +29,36 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** Longest Retry-After honoured by retrying the last candidate once, ms. */
   maxRetryWaitMs: number;
+  batches: BatchConfig;
+}
+
+/** Batches: submission limits and the worker (README, "Batches"). */
+export interface BatchConfig {
+  /** Run the batch worker inside the gateway process (GATEHOUSE_WORKER=off for API-only nodes). */
+  worker: boolean;
+  /** On shutdown, how long running batch requests may finish before they are handed back, ms. */
+  drainMs: number;
+  /** Largest batch body, bytes (413 beyond). */
+  maxBytes: number;
+  /** Largest JSON text of one request item, bytes. */
+  maxItemBytes: number;
+  /** Requests one worker runs at once. */
+  concurrency: number;
+  /** Requests one worker sends to one provider at once, unless the provider sets `batch_concurrency`. */
+  providerConcurrency: number;
+  /** How long a claimed request stays leased without a heartbeat, ms. */
+  leaseMs: number;
+  /** How often an idle worker looks for work, ms. */
+  pollMs: number;
+  /** Attempts per request before a 429/5xx becomes its final error. */
+  maxAttempts: number;
+  /** First retry delay, ms (doubling per attempt, at least the upstream's Retry-After). */
+  retryBaseMs: number;
+  /** What the `24h` completion window lasts, seconds (tests shorten it). */
+  windowSeconds: number;
+  /** Batches each API key may create per rate-limit window (0 = unlimited). */
+  rateLimit: number;
+  rateLimitWindowSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -84,5 +114,20 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: env.REDIS_URL || null,
     upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
     maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),
+    batches: {
+      worker: !['off', 'false', '0'].includes((env.GATEHOUSE_WORKER ?? '').toLowerCase()),
+      drainMs: intFrom(env, 'GATEHOUSE_WORKER_DRAIN_MS', 10_000),
+      maxBytes: intFrom(env, 'GATEHOUSE_BATCH_MAX_BYTES', 200 * 1024 * 1024),
+      maxItemBytes: intFrom(env, 'GATEHOUSE_BATCH_MAX_ITEM_BYTES', 1_048_576),
+      concurrency: Math.max(1, intFrom(env, 'GATEHOUSE_BATCH_CONCURRENCY', 64)),
+      providerConcurrency: Math.max(1, intFrom(env, 'GATEHOUSE_BATCH_PROVIDER_CONCURRENCY', 64)),
+      leaseMs: Math.max(500, intFrom(env, 'GATEHOUSE_BATCH_LEASE_MS', 60_000)),
+      pollMs: Math.max(10, intFrom(env, 'GATEHOUSE_BATCH_POLL_MS', 250)),
+      maxAttempts: Math.max(1, intFrom(env, 'GATEHOUSE_BATCH_MAX_ATTEMPTS', 5)),
+      retryBaseMs: intFrom(env, 'GATEHOUSE_BATCH_RETRY_BASE_MS', 1_000),
+      windowSeconds: Math.max(1, intFrom(env, 'GATEHOUSE_BATCH_WINDOW_SECONDS', 86_400)),
+      rateLimit: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT', 30),
+      rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT_WINDOW', 60),
+    },
   };
 }

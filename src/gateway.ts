@@ -26,7 +26,11 @@ export async function prepareGateway(
     const services = buildServices(handle, config);
     const bootstrap = await ensureBootstrap(services);
     const app = await buildApp(services, opts);
+    // The batch worker runs in the gateway unless GATEHOUSE_WORKER=off (then `gatehouse worker`).
+    const worker = config.batches.worker ? services.createWorker(app.log) : null;
+    worker?.start();
     app.addHook('onClose', async () => {
+      await worker?.stop(config.batches.drainMs);
       await services.shutdown();
       await handle.close();
     });

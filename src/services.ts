@@ -3,6 +3,8 @@ import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
+import { BatchesService } from './batches/service.js';
+import { BatchWorker, type WorkerLog } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
 import type { Config } from './config.js';
 import { BudgetsService } from './credits/budgets.service.js';
@@ -92,11 +94,39 @@ export function buildServices(
     maxRetryWaitMs: config.maxRetryWaitMs,
   });
   const generations = new GenerationsService(db, accountant);
+  const batchLimiter = new RateLimiter({
+    points: config.batches.rateLimit,
+    durationSeconds: config.batches.rateLimitWindowSeconds,
+    redisUrl: config.redisUrl,
+    keyPrefix: 'gatehouse:batches',
+  });
+  const batches = new BatchesService({
+    db,
+    engine,
+    catalog,
+    spend,
+    config: config.batches,
+    limiter: batchLimiter,
+  });
+
+  /** A batch worker over these services (started by the gateway, or alone by `gatehouse worker`). */
+  const createWorker = (log: WorkerLog) =>
+    new BatchWorker({
+      db,
+      dialect: handle.dialect,
+      engine,
+      keys,
+      accountant,
+      catalog,
+      config: config.batches,
+      log,
+    });
 
   /** Writes pending accounting and releases connections; the database closes after this. */
   const shutdown = async () => {
     await accountant.close();
     await limiter.close();
+    await batchLimiter.close();
     await closeUpstreamHttp();
   };
   return {
@@ -118,6 +148,8 @@ export function buildServices(
     engine,
     accountant,
     generations,
+    batches,
+    createWorker,
     shutdown,
     policy,
     spend,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
-import { client, makeOrganization } from './support/http.js';
+import { adminClient, client, makeOrganization } from './support/http.js';
 
 /**
  * One sweep over every management route that names an object in its path: a second
@@ -23,6 +23,19 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       .data;
     await mine('PUT', `/workspaces/${workspace.id}/budgets/monthly`, { limit_usd: 5 });
     await mine('POST', `/guardrails/${guardrail.id}/assignments/keys`, { key_hashes: [key.hash] });
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 1,
+    });
+    const batch = (
+      await client(gw.url, gw.apiKey)('POST', '/batches', {
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+        requests: [
+          { custom_id: 'a', body: { model: 'gatehouse/echo', messages: [{ role: 'user', content: 'hi' }] } },
+        ],
+      })
+    ).body;
 
     const ids: Record<string, string> = {
       '/guardrails/{id}': guardrail.id,
@@ -30,10 +43,11 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       '/workspaces/{id}': workspace.id,
       '/workspaces/{workspace_ref}': workspace.slug,
       '/keys/{hash}': key.hash,
+      '/batches/{id}': batch.id,
     };
     const fill = (path: string) =>
       path
-        .replace(/^\/(guardrails|byok|workspaces|keys)\/\{(\w+)\}/, (m) =>
+        .replace(/^\/(guardrails|byok|workspaces|keys|batches)\/\{(\w+)\}/, (m) =>
           ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m,
         )
         .replace('{interval}', 'monthly');
@@ -54,6 +68,8 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
     const other = await makeOrganization(gw.url, `Intruder ${db}`);
     const theirs = client(gw.url, other.managementKey);
+    // Batches are an API-key resource: the intruder tries them with its API key.
+    const theirsApi = client(gw.url, other.apiKey);
     const tried: string[] = [];
     for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) {
       if (!path.includes('{') || path.startsWith('/admin')) continue;
@@ -61,7 +77,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
         const route = `${method} ${path}`;
         const concrete = fill(path);
         expect(concrete, `no object id for ${route}`).not.toMatch(/\{/);
-        const res = await theirs(
+        const res = await (path.startsWith('/batches') ? theirsApi : theirs)(
           method,
           concrete,
           bodies[route] ?? (method === 'GET' || method === 'DELETE' ? undefined : {}),
@@ -80,6 +96,9 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     expect((await mine('GET', `/workspaces/${workspace.id}`)).body.data.name).toBe('Private');
     expect((await mine('GET', `/workspaces/${workspace.id}/budgets/monthly`)).body.data.limit_usd).toBe(5);
     expect((await mine('GET', `/keys/${key.hash}`)).body.data.name).toBe('k');
+    const ours = await client(gw.url, gw.apiKey)('GET', `/batches/${batch.id}`);
+    expect(ours.body.status).not.toMatch(/cancel/);
+    expect((await theirsApi('GET', '/batches')).body.total_count).toBe(0);
 
     // And the other organization's lists show none of it.
     const lists = [

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Table types for Kysely. Both dialects store the same shapes: booleans as 0/1 integers (SQLite has
  * no boolean and better-sqlite3 cannot bind JS booleans), lists and objects as JSON text, times as
@@ -221,6 +223,64 @@ export interface SettingsTable {
   value: string;
 }
 
+/** Batch times are integers (the wire shows Unix seconds): `*_at` in seconds, `*_ms` in milliseconds. */
+export interface BatchesTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  key_hash: string;
+  user_id: string | null;
+  endpoint: string;
+  model: string | null;
+  completion_window: string;
+  provider_json: JsonText | null;
+  status: string;
+  accepted: Bool;
+  error_message: string | null;
+  request_count: number;
+  input_bytes: number;
+  estimated_cost_usd: number;
+  created_at: number;
+  expires_at: number;
+  in_progress_at: number | null;
+  finalizing_at: number | null;
+  cancelling_at: number | null;
+  finalized_at: number | null;
+  updated_at_ms: number;
+}
+
+export type BatchRequestState = 'pending' | 'running' | 'done';
+
+/** Lease and retry times in milliseconds since the epoch; `Generated` columns have defaults. */
+export interface BatchRequestsTable {
+  batch_id: string;
+  idx: number;
+  custom_id: string;
+  item: JsonText;
+  state: Generated<BatchRequestState>;
+  lease_owner: string | null;
+  lease_token: string | null;
+  lease_expires_at: number | null;
+  attempts: Generated<number>;
+  next_attempt_at: Generated<number>;
+  status_code: number | null;
+  generation_id: string | null;
+  response_body: JsonText | null;
+  error_json: JsonText | null;
+  prompt_tokens: Generated<number>;
+  completion_tokens: Generated<number>;
+  reasoning_tokens: Generated<number>;
+  cached_tokens: Generated<number>;
+  cache_write_tokens: Generated<number>;
+  cost_usd: Generated<number>;
+  prompt_cost_usd: Generated<number>;
+  completion_cost_usd: Generated<number>;
+  upstream_cost_usd: Generated<number>;
+  is_byok: Generated<Bool>;
+  finished_at: number | null;
+  finished_by: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -237,4 +297,6 @@ export interface Database {
   usage_events: UsageEventsTable;
   generations: GenerationsTable;
   settings: SettingsTable;
+  batches: BatchesTable;
+  batch_requests: BatchRequestsTable;
 }

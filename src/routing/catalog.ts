@@ -15,6 +15,8 @@ export interface ProviderEntry {
   region: string;
   /** The built-in deterministic development provider (labelled in /models). */
   development: boolean;
+  /** Requests a batch worker sends it at once (null: GATEHOUSE_BATCH_PROVIDER_CONCURRENCY). */
+  batchConcurrency?: number | null;
 }
 
 /** USD per one million tokens (and per request for `request`). */
@@ -201,6 +203,7 @@ interface FileConfig {
     trains_on_data?: boolean;
     vendor?: Vendor;
     region?: string;
+    batch_concurrency?: number;
   }[];
   models?: {
     id: string;
@@ -308,6 +311,7 @@ export function loadCatalog(env: Record<string, string | undefined> = process.en
       vendor: p.vendor ?? vendorOf(p.kind, p.slug),
       region: p.region ?? 'global',
       development: p.kind === 'dev',
+      batchConcurrency: p.batch_concurrency ?? null,
     });
   }
   for (const m of file.models ?? []) {

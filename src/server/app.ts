@@ -8,6 +8,7 @@ import { adminRoutes } from '../accounts/admin.routes.js';
 import { keysRoutes } from '../accounts/keys.routes.js';
 import { organizationsRoutes } from '../accounts/organizations.routes.js';
 import { workspacesRoutes } from '../accounts/workspaces.routes.js';
+import { batchesRoutes } from '../batches/routes.js';
 import { byokRoutes } from '../byok/routes.js';
 import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
@@ -36,6 +37,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   budgetsRoutes,
   adminRoutes,
   inferenceRoutes,
+  batchesRoutes,
 ];
 
 export interface AppOptions {

@@ -1,0 +1,296 @@
+import { randomBytes } from 'node:crypto';
+import type { BatchConfig } from '../config.js';
+import type { Db } from '../db/connection.js';
+import { TranslationError } from '../formats/chat.js';
+import { chatParsers, embeddingsRequestFromBody } from '../inference/bodies.js';
+import { ApiError, badRequest } from '../lib/errors.js';
+import { type Catalog, findModel } from '../routing/catalog.js';
+import { BatchBodyError, type BatchBodyEvent, BatchBodyParser } from './body-parser.js';
+import {
+  BATCH_ENDPOINTS,
+  type BatchEndpoint,
+  type BatchProviderPrefs,
+  COMPLETION_WINDOWS,
+  isBatchEndpoint,
+} from './model.js';
+import * as store from './store.js';
+
+/**
+ * Reads a batch body as it arrives and writes its requests to the store in chunks, so memory stays
+ * bounded whatever the body's size and whatever the order of its top-level fields. Each request is
+ * validated for the endpoint as it arrives; requests that arrive before `endpoint` are validated in
+ * a second pass over the stored rows once the body is complete. The first problem found is a 400
+ * naming the request's index and custom_id (in document order when `endpoint` precedes `requests`).
+ * The batch row stays hidden (`accepted = 0`) until the service accepts it.
+ */
+
+/** Requests written per INSERT (and the most held in memory at once). */
+const CHUNK_ITEMS = 1000;
+const CHUNK_BYTES = 4 * 1024 * 1024;
+const MAX_CUSTOM_ID = 512;
+const ITEM_FIELDS = new Set(['custom_id', 'body', 'method', 'url']);
+const TOP_FIELDS = new Set(['endpoint', 'requests', 'completion_window', 'model', 'provider']);
+
+/** Completion tokens assumed for a request that sets no max_tokens (the cost estimate). */
+export const DEFAULT_ESTIMATE_COMPLETION_TOKENS = 1024;
+
+export interface IngestResult {
+  endpoint: BatchEndpoint;
+  completionWindow: string;
+  /** The canonical model id all requests target. */
+  model: string;
+  provider: BatchProviderPrefs | null;
+  count: number;
+  bytes: number;
+  /** Token estimates summed over the requests, priced once the serving endpoint is known. */
+  estimate: { promptTokens: number; completionTokens: number; completionTokensUnset: number };
+}
+
+export const newBatchId = (): string => `batch_${randomBytes(12).toString('hex')}`;
+
+export function payloadTooLarge(limit: number): ApiError {
+  return new ApiError(413, `Batch input exceeds the payload limit of ${limit} bytes (200 MB)`);
+}
+
+const quote = (id: string) => JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id);
+
+/** A 400 naming the offending request. */
+function requestError(index: number, customId: string | null, problem: string): ApiError {
+  const who = customId === null ? '' : ` (custom_id ${quote(customId)})`;
+  return badRequest(`requests[${index}]${who}${problem.startsWith('.') ? '' : ': '}${problem}`, {
+    index,
+    custom_id: customId,
+  });
+}
+
+export class Ingestion {
+  private readonly parser: BatchBodyParser;
+  private endpoint: BatchEndpoint | null = null;
+  private completionWindow: string | null = null;
+  private batchModel: string | null = null;
+  private provider: BatchProviderPrefs | null = null;
+  private count = 0;
+  /** Requests [0, deferredUpTo) arrived before `endpoint` and are validated after the body. */
+  private deferredUpTo = 0;
+  /** The model of the first validated request (all must agree), with its index and custom_id. */
+  private firstModel: { id: string; index: number; customId: string } | null = null;
+  private chunk: store.NewItem[] = [];
+  private chunkBytes = 0;
+  private readonly estimate = { promptTokens: 0, completionTokens: 0, completionTokensUnset: 0 };
+
+  constructor(
+    private readonly db: Db,
+    private readonly catalog: Catalog,
+    private readonly config: BatchConfig,
+    readonly batchId: string,
+  ) {
+    this.parser = new BatchBodyParser({ maxItemBytes: config.maxItemBytes });
+  }
+
+  /** Reads the whole body; throws ApiError (400/413) on the first problem. */
+  async read(body: AsyncIterable<Buffer>): Promise<IngestResult> {
+    let bytes = 0;
+    for await (const chunk of body) {
+      bytes += chunk.length;
+      if (bytes > this.config.maxBytes) throw payloadTooLarge(this.config.maxBytes);
+      for (const event of this.parse(() => this.parser.write(chunk))) {
+        const flushing = this.onEvent(event);
+        if (flushing) await flushing;
+      }
+    }
+    this.parse(() => {
+      this.parser.end();
+      return [];
+    });
+    await this.flush();
+    if (this.endpoint === null)
+      throw badRequest(`endpoint is required: one of ${Object.keys(BATCH_ENDPOINTS).join(', ')}`);
+    if (this.completionWindow === null) throw badRequest('completion_window is required: 24h');
+    if (this.count === 0)
+      throw badRequest('requests is required: an array of at least one {custom_id, body}');
+    if (this.deferredUpTo > 0) await this.validateStored();
+    const first = this.firstModel;
+    if (!first) throw badRequest('requests must contain at least one request');
+    return {
+      endpoint: this.endpoint,
+      completionWindow: this.completionWindow,
+      model: first.id,
+      provider: this.provider,
+      count: this.count,
+      bytes,
+      estimate: this.estimate,
+    };
+  }
+
+  private parse(step: () => BatchBodyEvent[]): BatchBodyEvent[] {
+    try {
+      return step();
+    } catch (err) {
+      if (err instanceof BatchBodyError)
+        throw badRequest(err.message, err.index !== undefined ? { index: err.index } : undefined);
+      throw err;
+    }
+  }
+
+  /** Handles one event; returns a promise only when a chunk of requests is being written. */
+  private onEvent(e: BatchBodyEvent): Promise<void> | undefined {
+    if (e.kind === 'field') {
+      this.onField(e.name, e.value);
+      return undefined;
+    }
+    const item = e.value as Record<string, unknown>;
+    const customId = item.custom_id;
+    if (typeof customId !== 'string' || customId.length === 0)
+      throw requestError(e.index, null, 'custom_id must be a non-empty string');
+    if (customId.length > MAX_CUSTOM_ID)
+      throw requestError(
+        e.index,
+        customId.slice(0, 80),
+        `custom_id must be at most ${MAX_CUSTOM_ID} characters`,
+      );
+    if (this.endpoint) this.validate(e.index, item, customId, e.raw.length);
+    else this.deferredUpTo = e.index + 1;
+    this.count = e.index + 1;
+    this.chunk.push({ idx: e.index, custom_id: customId, item: e.raw });
+    this.chunkBytes += e.raw.length;
+    if (this.chunk.length >= CHUNK_ITEMS || this.chunkBytes >= CHUNK_BYTES) return this.flush();
+    return undefined;
+  }
+
+  private onField(name: string, value: unknown): void {
+    if (!TOP_FIELDS.has(name)) throw badRequest(`Unknown field "${name}"`);
+    switch (name) {
+      case 'endpoint':
+        if (!isBatchEndpoint(value))
+          throw badRequest(`endpoint must be one of ${Object.keys(BATCH_ENDPOINTS).join(', ')}`);
+        this.endpoint = value;
+        return;
+      case 'completion_window':
+        if (!(COMPLETION_WINDOWS as readonly unknown[]).includes(value))
+          throw badRequest(`completion_window must be one of ${COMPLETION_WINDOWS.join(', ')}`);
+        this.completionWindow = value as string;
+        return;
+      case 'model': {
+        if (typeof value !== 'string' || value === '') throw badRequest('model must be a non-empty string');
+        this.batchModel = value;
+        const first = this.firstModel;
+        if (first && this.canonical(value) !== first.id)
+          throw requestError(first.index, first.customId, `.body.model: must be the batch's model ${value}`);
+        return;
+      }
+      case 'provider':
+        this.provider = parseBatchProvider(value);
+        return;
+    }
+  }
+
+  /** Validates one request for the endpoint and adds it to the cost estimate. */
+  private validate(index: number, item: Record<string, unknown>, customId: string, rawLength: number): void {
+    const endpoint = this.endpoint as BatchEndpoint;
+    for (const k of Object.keys(item)) {
+      if (!ITEM_FIELDS.has(k)) throw requestError(index, customId, `unknown field "${k}"`);
+    }
+    if (item.method !== undefined && item.method !== 'POST')
+      throw requestError(index, customId, '.method: must be POST');
+    if (item.url !== undefined && item.url !== endpoint)
+      throw requestError(index, customId, `.url: must be the batch's endpoint ${endpoint}`);
+    const body = item.body;
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw requestError(index, customId, '.body: must be an object');
+    const b = body as Record<string, unknown>;
+    if (b.stream === true)
+      throw requestError(index, customId, '.body.stream: streaming is not supported in batches');
+    let model: string;
+    let maxTokens: number | undefined;
+    try {
+      const kind = BATCH_ENDPOINTS[endpoint];
+      if (kind === 'embeddings') {
+        model = embeddingsRequestFromBody(b).model;
+        maxTokens = 0;
+      } else {
+        const req = chatParsers[kind](b);
+        model = req.model;
+        maxTokens = req.max_completion_tokens ?? req.max_tokens;
+      }
+    } catch (err) {
+      if (err instanceof TranslationError) throw requestError(index, customId, `.body.${err.message}`);
+      throw err;
+    }
+    const entry = findModel(this.catalog, model);
+    if (!entry) throw requestError(index, customId, `.body.model: model ${model} not found`);
+    const kind = BATCH_ENDPOINTS[endpoint] === 'embeddings' ? 'embeddings' : 'chat';
+    if (entry.kind !== kind)
+      throw requestError(
+        index,
+        customId,
+        `.body.model: ${entry.id} is not ${kind === 'chat' ? 'a chat' : 'an embeddings'} model`,
+      );
+    if (this.batchModel !== null && this.canonical(this.batchModel) !== entry.id)
+      throw requestError(index, customId, `.body.model: must be the batch's model ${this.batchModel}`);
+    if (this.firstModel === null) this.firstModel = { id: entry.id, index, customId };
+    else if (this.firstModel.id !== entry.id)
+      throw requestError(
+        index,
+        customId,
+        `.body.model: every request of a batch must use the same model (requests[${this.firstModel.index}] uses ${this.firstModel.id})`,
+      );
+    // Estimate: 4 characters a token for the whole item (a ceiling for the prompt), and the
+    // request's max tokens (or DEFAULT_ESTIMATE_COMPLETION_TOKENS) for the completion.
+    this.estimate.promptTokens += Math.ceil(rawLength / 4);
+    if (maxTokens === undefined) this.estimate.completionTokensUnset += 1;
+    else this.estimate.completionTokens += maxTokens;
+  }
+
+  private canonical(slug: string): string {
+    return findModel(this.catalog, slug)?.id ?? slug;
+  }
+
+  /** Writes the buffered requests; a custom_id already in the batch is the first duplicate's 400. */
+  private async flush(): Promise<void> {
+    const items = this.chunk;
+    if (items.length === 0) return;
+    this.chunk = [];
+    this.chunkBytes = 0;
+    const inserted = await store.insertItems(this.db, this.batchId, items);
+    if (inserted.size !== items.length) {
+      const dup = items.find((i) => !inserted.has(i.idx)) as store.NewItem;
+      const earlier = await store.indexOfCustomId(this.db, this.batchId, dup.custom_id);
+      throw requestError(dup.idx, dup.custom_id, `duplicate custom_id (also requests[${earlier}])`);
+    }
+    await store.touchBatch(this.db, this.batchId, Date.now());
+  }
+
+  /** Validates the requests that arrived before `endpoint`, reading them back in pages. */
+  private async validateStored(): Promise<void> {
+    let after = -1;
+    while (after < this.deferredUpTo - 1) {
+      const rows = await store.itemsAfter(this.db, this.batchId, after, CHUNK_ITEMS);
+      if (rows.length === 0) break;
+      for (const r of rows) {
+        if (r.idx >= this.deferredUpTo) return;
+        this.validate(r.idx, JSON.parse(r.item) as Record<string, unknown>, r.custom_id, r.item.length);
+        after = r.idx;
+      }
+    }
+  }
+}
+
+/** The batch-level `provider` object: only `only` and `allow_fallbacks` are supported (seed). */
+export function parseBatchProvider(value: unknown): BatchProviderPrefs | null {
+  if (value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) throw badRequest('provider must be an object');
+  const out: BatchProviderPrefs = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    if (k === 'only') {
+      if (!Array.isArray(v) || !v.every((s) => typeof s === 'string' && s.length > 0))
+        throw badRequest('provider.only must be an array of provider slugs');
+      out.only = v as string[];
+    } else if (k === 'allow_fallbacks') {
+      if (typeof v !== 'boolean') throw badRequest('provider.allow_fallbacks must be a boolean');
+      out.allow_fallbacks = v;
+    } else {
+      throw badRequest(`provider.${k} is not supported in batches; only "only" and "allow_fallbacks" are`);
+    }
+  }
+  return out;
+}

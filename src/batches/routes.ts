@@ -1,0 +1,131 @@
+import { Readable } from 'node:stream';
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { forbidden } from '../lib/errors.js';
+import type { Router } from '../server/router.js';
+import { errors, IdParams, PageQuery, toPage } from '../server/schemas.js';
+import type { Services } from '../services.js';
+import { Batch, BatchResultItem, BatchSubmit, BatchUsage, ResultsQuery } from './schemas.js';
+import { DEFAULT_RESULTS_PAGE } from './service.js';
+
+const tags = ['Batches'];
+
+/** Batches are for API keys: management keys get 403 (as on the inference endpoints). */
+function apiCaller(req: FastifyRequest) {
+  if (req.caller.isManagement) throw forbidden('Management keys cannot use batches; use an API key');
+  return req.caller;
+}
+
+export async function batchesRoutes(app: Router, services: Services) {
+  const { batches } = services;
+  app.addSchema(BatchUsage);
+  app.addSchema(BatchResultItem);
+  app.addSchema(Batch);
+  app.addSchema(BatchSubmit);
+  const BatchRef = Type.Ref(Batch);
+
+  // Creation reads its body as a stream (up to 200 MB), so it lives in a scope whose JSON parser
+  // hands the raw request stream to the handler instead of buffering and parsing it.
+  await app.register(async (scope) => {
+    scope.removeContentTypeParser(['application/json']);
+    scope.addContentTypeParser('application/json', (_req, payload, done) => done(null, payload));
+    scope.post(
+      '/batches',
+      {
+        config: { auth: 'api' },
+        schema: {
+          tags,
+          summary: 'Create a batch (streamed body up to 200 MB); 202 with the batch in validating',
+          description:
+            'Body: BatchSubmit. Requests are validated as they arrive; the first invalid one is a 400 naming its index and custom_id.',
+          response: { 202: BatchRef, ...errors(400, 401, 402, 403, 413, 415, 429, 500) },
+        },
+      },
+      async (req, reply) => {
+        const length = req.headers['content-length'];
+        const declared = length === undefined ? null : Number(length);
+        try {
+          const batch = await batches.create(apiCaller(req), req.body as Readable, declared);
+          return reply.code(202).send(batch);
+        } catch (err) {
+          // Refused before the body was read to its end: don't read the rest on this connection.
+          if (!(req.raw as Readable).readableEnded) reply.header('connection', 'close');
+          throw err;
+        }
+      },
+    );
+  });
+
+  app.get(
+    '/batches',
+    {
+      config: { auth: 'api' },
+      schema: {
+        tags,
+        summary: "This key's batches, newest first (without results)",
+        querystring: PageQuery,
+        response: {
+          200: Type.Object({ data: Type.Array(BatchRef), total_count: Type.Integer() }),
+          ...errors(400, 401, 403, 500),
+        },
+      },
+    },
+    async (req) => {
+      const page = toPage(req.query);
+      return batches.list(apiCaller(req), page.offset, page.limit);
+    },
+  );
+
+  app.get(
+    '/batches/:id',
+    {
+      config: { auth: 'api' },
+      schema: {
+        tags,
+        summary: 'A batch with its progress, usage and a page of results',
+        params: IdParams,
+        querystring: ResultsQuery,
+        response: { 200: BatchRef, ...errors(400, 401, 403, 404, 500) },
+      },
+    },
+    async (req) =>
+      batches.get(apiCaller(req), req.params.id, {
+        offset: req.query.results_offset ?? 0,
+        limit: req.query.results_limit ?? DEFAULT_RESULTS_PAGE,
+      }),
+  );
+
+  app.get(
+    '/batches/:id/results',
+    {
+      config: { auth: 'api' },
+      schema: {
+        tags,
+        summary: 'Every finished result as JSON Lines (application/jsonl), in request order',
+        params: IdParams,
+        response: errors(401, 403, 404, 500),
+      },
+    },
+    async (req, reply) => {
+      const lines = await batches.resultsJsonl(apiCaller(req), req.params.id);
+      reply
+        .type('application/jsonl; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${req.params.id}_results.jsonl"`);
+      return reply.send(Readable.from(lines));
+    },
+  );
+
+  app.post(
+    '/batches/:id/cancel',
+    {
+      config: { auth: 'api' },
+      schema: {
+        tags,
+        summary: 'Cancel a batch: cancelling, then cancelled once running requests finish',
+        params: IdParams,
+        response: { 200: BatchRef, ...errors(401, 403, 404, 409, 500) },
+      },
+    },
+    async (req) => batches.cancel(apiCaller(req), req.params.id),
+  );
+}

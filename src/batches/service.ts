@@ -1,0 +1,198 @@
+import type { Caller } from '../accounts/caller.js';
+import type { BatchConfig } from '../config.js';
+import type { SpendTracker } from '../credits/spend.js';
+import { formatUsd } from '../credits/spend.js';
+import type { Db } from '../db/connection.js';
+import { ApiError, conflict, forbidden, notFound } from '../lib/errors.js';
+import type { Catalog } from '../routing/catalog.js';
+import type { Engine } from '../routing/engine.js';
+import type { ProviderPreferences } from '../routing/preferences.js';
+import type { RateLimiter } from '../routing/rate-limit.js';
+import {
+  DEFAULT_ESTIMATE_COMPLETION_TOKENS,
+  Ingestion,
+  type IngestResult,
+  newBatchId,
+  payloadTooLarge,
+} from './ingest.js';
+import { BATCH_ENDPOINTS, type Batch, type BatchStatus, closingErrors, FINAL_STATUSES } from './model.js';
+import * as store from './store.js';
+import { toBatch, toResult } from './view.js';
+
+export interface BatchesDeps {
+  db: Db;
+  engine: Engine;
+  catalog: Catalog;
+  spend: Pick<SpendTracker, 'balance'>;
+  config: BatchConfig;
+  /** Batch creations per key (429 beyond). */
+  limiter: RateLimiter;
+}
+
+/** Results per poll page at most, and by default. */
+export const MAX_RESULTS_PAGE = 1000;
+export const DEFAULT_RESULTS_PAGE = 100;
+
+/**
+ * Batches for the API: creation (streamed ingestion, validation, admission against the caller's
+ * guardrails and balance), polling with paged results, the JSONL download, listing and cancel.
+ * The worker (worker.ts) runs what is accepted here.
+ */
+export class BatchesService {
+  constructor(private readonly deps: BatchesDeps) {}
+
+  /**
+   * Reads, validates and stores a batch body, then admits it: 202-able once this resolves. On any
+   * refusal nothing is kept. `declaredBytes` is the Content-Length, when sent (413 before reading).
+   */
+  async create(caller: Caller, body: AsyncIterable<Buffer>, declaredBytes: number | null): Promise<Batch> {
+    const { db, config } = this.deps;
+    if (caller.isManagement) throw forbidden('Management keys cannot create batches; use an API key');
+    if (declaredBytes !== null && declaredBytes > config.maxBytes) throw payloadTooLarge(config.maxBytes);
+    const rate = await this.deps.limiter.consume(caller.keyHash);
+    if (!rate.ok)
+      throw new ApiError(
+        429,
+        `Batch rate limit exceeded for this key (${config.rateLimit} per ${config.rateLimitWindowSeconds} s); retry in ${Math.ceil(rate.retryAfterMs / 1000)} s`,
+        { retry_after_ms: rate.retryAfterMs },
+      );
+
+    const id = newBatchId();
+    const created = Math.floor(Date.now() / 1000);
+    await store.createBatch(db, {
+      id,
+      organization_id: caller.organizationId,
+      workspace_id: caller.workspaceId,
+      key_hash: caller.keyHash,
+      user_id: caller.userId,
+      endpoint: '',
+      completion_window: '24h',
+      status: 'validating',
+      created_at: created,
+      expires_at: created + config.windowSeconds,
+      updated_at_ms: Date.now(),
+    });
+    try {
+      const ingested = await new Ingestion(db, this.deps.catalog, config, id).read(body);
+      const estimate = await this.admit(caller, ingested);
+      await store.acceptBatch(db, id, {
+        endpoint: ingested.endpoint,
+        model: ingested.model,
+        provider_json: ingested.provider ? JSON.stringify(ingested.provider) : null,
+        request_count: ingested.count,
+        input_bytes: ingested.bytes,
+        estimated_cost_usd: estimate,
+        updated_at_ms: Date.now(),
+      });
+    } catch (err) {
+      await store.deleteBatch(db, id).catch(() => {});
+      throw err;
+    }
+    return this.get(caller, id);
+  }
+
+  /**
+   * The guardrail (model and providers, key limits and budgets: 403) and the balance (402): the
+   * estimate prices every request at the first endpoint that would serve it. Returns the estimate.
+   */
+  private async admit(caller: Caller, b: IngestResult): Promise<number> {
+    const kind = BATCH_ENDPOINTS[b.endpoint] === 'embeddings' ? 'embeddings' : 'chat';
+    const prefs: ProviderPreferences = { ...(b.provider ?? {}) };
+    const { candidates } = await this.deps.engine.admitBatch(caller, b.model, kind, prefs);
+    const first = candidates[0];
+    if (!first || first.credential.isByok) return 0;
+    const p = first.endpoint.pricing;
+    const maxCompletion = first.endpoint.maxCompletionTokens ?? DEFAULT_ESTIMATE_COMPLETION_TOKENS;
+    const completionTokens =
+      b.estimate.completionTokens +
+      b.estimate.completionTokensUnset * Math.min(maxCompletion, DEFAULT_ESTIMATE_COMPLETION_TOKENS);
+    const estimate =
+      (b.estimate.promptTokens * p.prompt + completionTokens * p.completion) / 1e6 +
+      (p.request ?? 0) * b.count;
+    const balance = await this.deps.spend.balance(caller.organizationId);
+    if (balance <= 0 || balance < estimate) {
+      throw new ApiError(
+        402,
+        `Insufficient credits for this batch: its estimated cost is ${formatUsd(estimate)} and the organization's balance is ${formatUsd(balance)}`,
+      );
+    }
+    return estimate;
+  }
+
+  /** A batch of the caller's organization with a page of its results (by request index). */
+  async get(
+    caller: Caller,
+    id: string,
+    page: { offset: number; limit: number } = { offset: 0, limit: DEFAULT_RESULTS_PAGE },
+  ): Promise<Batch> {
+    const { db } = this.deps;
+    const row = await store.getBatch(db, caller.organizationId, id);
+    if (!row) throw notFound('Batch');
+    const stats = (await store.stats(db, [id])).get(id);
+    const batch = toBatch(row, stats);
+    const rows = page.limit > 0 ? await store.results(db, id, page) : [];
+    const finished = (stats?.completed ?? 0) + (stats?.failed ?? 0);
+    batch.results = rows.map((r) => toResult(id, r));
+    batch.results_page = {
+      offset: page.offset,
+      limit: page.limit,
+      total: finished,
+      has_more: page.offset + rows.length < finished,
+    };
+    return batch;
+  }
+
+  /** The caller's (this key's) batches, newest first, without results. */
+  async list(caller: Caller, offset: number, limit: number): Promise<{ data: Batch[]; total_count: number }> {
+    const { db } = this.deps;
+    const { rows, total } = await store.listBatches(db, caller.organizationId, caller.keyHash, offset, limit);
+    const stats = await store.stats(
+      db,
+      rows.map((r) => r.id),
+    );
+    return { data: rows.map((r) => toBatch(r, stats.get(r.id))), total_count: total };
+  }
+
+  /**
+   * validating / in_progress → cancelling: requests not started get a `cancelled` error now;
+   * running ones finish (their results are kept); the worker then moves it to cancelled.
+   */
+  async cancel(caller: Caller, id: string): Promise<Batch> {
+    const { db } = this.deps;
+    const row = await store.getBatch(db, caller.organizationId, id);
+    if (!row) throw notFound('Batch');
+    const status = row.status as BatchStatus;
+    if (status === 'cancelling' || status === 'cancelled') return this.get(caller, id);
+    if (FINAL_STATUSES.includes(status) || status === 'finalizing')
+      throw conflict(`Batch is ${status} and can no longer be cancelled`);
+    const now = Date.now();
+    if (
+      await store.transition(db, id, ['validating', 'in_progress'], 'cancelling', {
+        cancelling_at: Math.floor(now / 1000),
+      })
+    ) {
+      await store.closeUnfinished(db, id, JSON.stringify(closingErrors.cancelled()), 'idle', now);
+      if ((await store.unfinishedCount(db, id)) === 0)
+        await store.transition(db, id, ['cancelling'], 'cancelled', {
+          finalized_at: Math.floor(Date.now() / 1000),
+        });
+    }
+    return this.get(caller, id);
+  }
+
+  /** Every finished result as JSON Lines, in request order, read from the store page by page. */
+  async resultsJsonl(caller: Caller, id: string): Promise<AsyncIterable<string>> {
+    const { db } = this.deps;
+    const row = await store.getBatch(db, caller.organizationId, id);
+    if (!row) throw notFound('Batch');
+    return (async function* () {
+      let after = -1;
+      for (;;) {
+        const rows = await store.results(db, id, { afterIdx: after, limit: 500 });
+        if (rows.length === 0) return;
+        yield rows.map((r) => `${JSON.stringify(toResult(id, r))}\n`).join('');
+        after = (rows[rows.length - 1] as store.ResultRow).idx;
+      }
+    })();
+  }
+}

@@ -1,0 +1,367 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Caller } from '../accounts/caller.js';
+import type { KeysService } from '../accounts/keys.service.js';
+import type { BatchConfig } from '../config.js';
+import type { Db, Dialect } from '../db/connection.js';
+import { type Accountant, type GenerationRow, insertGenerations } from '../routing/accounting.js';
+import { type Catalog, findModel } from '../routing/catalog.js';
+import type { Engine } from '../routing/engine.js';
+import { executeRequest } from './execute.js';
+import { closingErrors, type ResultError, resultError } from './model.js';
+import { Semaphore } from './semaphore.js';
+import * as store from './store.js';
+
+export interface WorkerLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface WorkerDeps {
+  db: Db;
+  dialect: Dialect;
+  engine: Engine;
+  keys: Pick<KeysService, 'callerOf'>;
+  accountant: Pick<Accountant, 'announce'>;
+  catalog: Catalog;
+  config: BatchConfig;
+  log: WorkerLog;
+}
+
+interface InFlight {
+  ref: store.LeaseRef;
+  controller: AbortController;
+  /** Why it was aborted: the worker is stopping (release the lease) or the batch closed. */
+  abortedFor: 'stop' | 'closed' | null;
+}
+
+const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
+const MAX_RETRY_DELAY_MS = 60_000;
+/** Ingestions whose body stopped arriving this long ago are swept (their process died). */
+const ABANDONED_AFTER_MS = 10 * 60_000;
+
+const nowSec = () => Math.floor(Date.now() / 1000);
+
+/**
+ * The batch worker. Every `pollMs` it moves batches along their states (validating → in_progress,
+ * in_progress → finalizing → completed, cancelling → cancelled, past their window → expired),
+ * then claims due requests with leases and runs them through the routing engine, at most
+ * `concurrency` at once and `providerConcurrency` per provider.
+ *
+ * Exactly once: a request's result, its generation rows and its usage events are written in one
+ * transaction, and only while the writer still holds the request's lease (its token). A worker
+ * that dies mid-request never writes, so the request is claimed again when the lease runs out
+ * and billed once, by whoever records it; one whose lease was taken over writes nothing.
+ * Leases are extended by a heartbeat while requests run.
+ */
+export class BatchWorker {
+  readonly id = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly inflight = new Map<string, InFlight>();
+  private readonly gates = new Map<string, Semaphore>();
+  /** in_progress batches as of the last housekeeping, with their callers. */
+  private active: { batch: store.BatchRow; caller: Caller }[] = [];
+  private rotation = 0;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private filling: Promise<void> | null = null;
+  private refill = false;
+  private stopping = false;
+  private ticking: Promise<void> | null = null;
+
+  constructor(private readonly deps: WorkerDeps) {}
+
+  start(): void {
+    const { pollMs, leaseMs } = this.deps.config;
+    const loop = () => {
+      this.ticking = this.tick().finally(() => {
+        this.ticking = null;
+        if (!this.stopping) this.pollTimer = setTimeout(loop, pollMs);
+      });
+    };
+    loop();
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), Math.max(100, Math.floor(leaseMs / 3)));
+  }
+
+  /**
+   * Stops claiming, lets running requests finish for up to `graceMs`, then aborts the rest and
+   * hands their leases back (they run again at once elsewhere, or on the next start).
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopping = true;
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    await this.ticking;
+    const deadline = Date.now() + graceMs;
+    while (this.inflight.size > 0 && Date.now() < deadline) await sleep(20);
+    for (const f of this.inflight.values()) {
+      f.abortedFor = 'stop';
+      f.controller.abort(new Error('worker stopping'));
+    }
+    while (this.inflight.size > 0) await sleep(10);
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+  }
+
+  /** Requests running now (metrics, tests). */
+  get running(): number {
+    return this.inflight.size;
+  }
+
+  /** One round: housekeeping of batch states, then claims. Errors are logged, never thrown. */
+  async tick(): Promise<void> {
+    try {
+      await this.housekeeping();
+      await this.fill();
+    } catch (err) {
+      this.deps.log.error({ err }, 'batch worker tick failed');
+    }
+  }
+
+  private async housekeeping(): Promise<void> {
+    const { db } = this.deps;
+    const now = Date.now();
+    const batches = await store.batchesIn(db, ['validating', 'in_progress', 'finalizing', 'cancelling']);
+    const active: typeof this.active = [];
+    for (const b of batches) {
+      if (
+        b.expires_at <= Math.floor(now / 1000) &&
+        (b.status === 'validating' || b.status === 'in_progress')
+      ) {
+        await this.close(b, 'expired', closingErrors.expired());
+        continue;
+      }
+      switch (b.status) {
+        case 'validating':
+        case 'in_progress': {
+          const caller = await this.deps.keys.callerOf(b.key_hash);
+          const problem = !caller
+            ? 'the API key that created it is disabled, expired or deleted'
+            : b.model && !findModel(this.deps.catalog, b.model)
+              ? `model ${b.model} is no longer served by this gateway`
+              : null;
+          if (problem || !caller) {
+            await this.close(b, 'failed', closingErrors.failed(problem ?? 'no caller'), problem ?? undefined);
+            continue;
+          }
+          if (b.status === 'validating') {
+            if (await store.transition(db, b.id, ['validating'], 'in_progress', { in_progress_at: nowSec() }))
+              active.push({ batch: { ...b, status: 'in_progress' }, caller });
+          } else if ((await store.unfinishedCount(db, b.id)) === 0) {
+            await this.finalize(b.id);
+          } else active.push({ batch: b, caller });
+          break;
+        }
+        case 'finalizing':
+          await this.finalize(b.id);
+          break;
+        case 'cancelling': {
+          await store.closeUnfinished(db, b.id, JSON.stringify(closingErrors.cancelled()), 'idle', now);
+          if ((await store.unfinishedCount(db, b.id)) === 0)
+            await store.transition(db, b.id, ['cancelling'], 'cancelled', { finalized_at: nowSec() });
+          break;
+        }
+      }
+    }
+    this.active = active;
+    // Requests of batches that closed under them (expired, failed) are aborted: their results
+    // were written already. Those of cancelling batches finish.
+    const open = new Set([
+      ...active.map((a) => a.batch.id),
+      ...batches.filter((b) => b.status === 'cancelling').map((b) => b.id),
+    ]);
+    for (const f of this.inflight.values()) {
+      if (!open.has(f.ref.batchId) && !f.abortedFor) {
+        f.abortedFor = 'closed';
+        f.controller.abort(new Error('batch closed'));
+      }
+    }
+    for (const id of await store.abandonedIngestions(db, now - ABANDONED_AFTER_MS)) {
+      this.deps.log.warn({ batch_id: id }, 'removing a batch whose upload never completed');
+      await store.deleteBatch(db, id);
+    }
+  }
+
+  /** in_progress → finalizing → completed (the usage is summed from the requests when read). */
+  private async finalize(id: string): Promise<void> {
+    const { db } = this.deps;
+    await store.transition(db, id, ['in_progress'], 'finalizing', { finalizing_at: nowSec() });
+    await store.transition(db, id, ['finalizing'], 'completed', { finalized_at: nowSec() });
+  }
+
+  /** Ends a batch early: every unfinished request gets `error`, then the batch takes `status`. */
+  private async close(b: store.BatchRow, status: 'expired' | 'failed', error: ResultError, message?: string) {
+    const { db } = this.deps;
+    await db.transaction().execute(async (tx) => {
+      await store.closeUnfinished(tx, b.id, JSON.stringify(error), 'all', Date.now());
+      await store.transition(tx, b.id, ['validating', 'in_progress'], status, {
+        finalized_at: nowSec(),
+        ...(message ? { error_message: message } : {}),
+      });
+    });
+    this.deps.log.info({ batch_id: b.id, status }, `batch ${status}`);
+  }
+
+  /** Claims as many due requests as there are free slots, sharing them across active batches. */
+  private fill(): Promise<void> {
+    if (this.filling) {
+      this.refill = true;
+      return this.filling;
+    }
+    this.filling = (async () => {
+      do {
+        this.refill = false;
+        await this.claimRound();
+      } while (this.refill && !this.stopping);
+    })()
+      .catch((err) => this.deps.log.error({ err }, 'claiming batch requests failed'))
+      .finally(() => {
+        this.filling = null;
+      });
+    return this.filling;
+  }
+
+  private async claimRound(): Promise<void> {
+    const { db, dialect, config } = this.deps;
+    const active = this.active;
+    if (this.stopping || active.length === 0) return;
+    this.rotation = (this.rotation + 1) % active.length;
+    for (let i = 0; i < active.length; i++) {
+      const free = config.concurrency - this.inflight.size;
+      if (free <= 0) return;
+      const { batch, caller } = active[(this.rotation + i) % active.length] as (typeof active)[number];
+      const share = Math.max(1, Math.ceil(free / (active.length - i)));
+      const now = Date.now();
+      const token = randomBytes(8).toString('hex');
+      const claimed = await store.claim(
+        db,
+        dialect,
+        batch.id,
+        { owner: this.id, token, until: now + config.leaseMs },
+        now,
+        share,
+      );
+      for (const c of claimed) void this.run(batch, caller, c, token);
+    }
+  }
+
+  private gate(provider: string): Promise<() => void> {
+    let g = this.gates.get(provider);
+    if (!g) {
+      const configured = this.deps.catalog.providers.get(provider)?.batchConcurrency;
+      g = new Semaphore(configured ?? this.deps.config.providerConcurrency);
+      this.gates.set(provider, g);
+    }
+    return g.acquire();
+  }
+
+  /** Runs one claimed request and records its outcome (a result, or a retry later). */
+  private async run(batch: store.BatchRow, caller: Caller, c: store.Claimed, token: string): Promise<void> {
+    const ref: store.LeaseRef = { batchId: batch.id, idx: c.idx, token };
+    const key = `${batch.id}:${c.idx}`;
+    const flight: InFlight = { ref, controller: new AbortController(), abortedFor: null };
+    this.inflight.set(key, flight);
+    const rows: GenerationRow[] = [];
+    try {
+      const out = await executeRequest(this.deps.engine, batch, caller, c.item, flight.controller.signal, {
+        record: (row) => rows.push(row),
+        acquire: (provider) => this.gate(provider),
+        rateLimit: false,
+      });
+      if (out.kind === 'served') {
+        await this.write(ref, { kind: 'done', result: out.result }, rows);
+      } else if (RETRYABLE.has(out.status) && c.attempts < this.deps.config.maxAttempts) {
+        const backoff = Math.min(MAX_RETRY_DELAY_MS, this.deps.config.retryBaseMs * 2 ** (c.attempts - 1));
+        const delay = Math.max(out.retryAfterMs ?? 0, backoff * (0.8 + Math.random() * 0.4));
+        await this.write(ref, { kind: 'retry', due: Date.now() + Math.round(delay) }, rows);
+      } else {
+        await this.write(
+          ref,
+          { kind: 'done', result: failedResult(resultError(out.status, out.message)) },
+          rows,
+        );
+      }
+    } catch (err) {
+      if (flight.abortedFor === 'stop') await this.write(ref, { kind: 'retry', due: Date.now() }, []);
+      else if (flight.abortedFor !== 'closed') {
+        // A bug or a corrupt row, not the upstream: recorded as this request's error, not retried forever.
+        this.deps.log.error({ err, batch_id: batch.id, index: c.idx }, 'batch request failed unexpectedly');
+        await this.write(
+          ref,
+          {
+            kind: 'done',
+            result: failedResult(resultError(500, 'Internal error while running this request')),
+          },
+          rows,
+        );
+      }
+    } finally {
+      this.inflight.delete(key);
+      if (!this.stopping) void this.fill();
+    }
+  }
+
+  /**
+   * Writes an outcome with the call's generation rows in one transaction, if the lease is still
+   * ours; tells the spend counters after the commit. A failed write is retried; if the database
+   * stays away the lease runs out and the request runs again (nothing was recorded).
+   */
+  private async write(
+    ref: store.LeaseRef,
+    outcome: { kind: 'done'; result: store.RequestResult } | { kind: 'retry'; due: number },
+    rows: GenerationRow[],
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const recorded = await this.deps.db.transaction().execute(async (tx) => {
+          const ok =
+            outcome.kind === 'done'
+              ? await store.finish(tx, ref, outcome.result, { now: Date.now(), by: this.id })
+              : await store.reschedule(tx, ref, outcome.due);
+          if (ok && rows.length > 0) await insertGenerations(tx, rows);
+          return ok;
+        });
+        if (recorded) for (const r of rows) this.deps.accountant.announce(r);
+        return;
+      } catch (err) {
+        if (attempt >= 5) {
+          this.deps.log.error(
+            { err, batch_id: ref.batchId, index: ref.idx },
+            'could not record a batch result; the request will run again',
+          );
+          return;
+        }
+        await sleep(100 * 2 ** attempt);
+      }
+    }
+  }
+
+  /** Extends the leases of running requests. */
+  private async heartbeat(): Promise<void> {
+    const batchIds = [...new Set([...this.inflight.values()].map((f) => f.ref.batchId))];
+    try {
+      await store.heartbeat(this.deps.db, this.id, batchIds, Date.now() + this.deps.config.leaseMs);
+    } catch (err) {
+      this.deps.log.warn({ err }, 'batch lease heartbeat failed');
+    }
+  }
+}
+
+function failedResult(error: ResultError): store.RequestResult {
+  return {
+    status_code: null,
+    generation_id: null,
+    response_body: null,
+    error_json: JSON.stringify(error),
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    reasoning_tokens: 0,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    cost_usd: 0,
+    prompt_cost_usd: 0,
+    completion_cost_usd: 0,
+    upstream_cost_usd: 0,
+    is_byok: 0,
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
