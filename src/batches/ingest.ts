@@ -46,10 +46,25 @@ export interface IngestResult {
   estimate: { promptTokens: number; completionTokens: number; completionTokensUnset: number };
 }
 
-export const newBatchId = (): string => `batch_${randomBytes(12).toString('hex')}`;
+let lastIdMs = 0;
+let idSeq = 0;
+/**
+ * `batch_` + 24 hex: the creation time in ms (12), a per-process sequence within that ms (4) and
+ * randomness (8). Ids sort by creation, so lists ordered by (created_at, id) are newest first even
+ * for batches created within the same second.
+ */
+export const newBatchId = (): string => {
+  const now = Date.now();
+  idSeq = now === lastIdMs ? idSeq + 1 : 0;
+  lastIdMs = now;
+  const seq = (idSeq & 0xffff).toString(16).padStart(4, '0');
+  return `batch_${now.toString(16).padStart(12, '0')}${seq}${randomBytes(4).toString('hex')}`;
+};
 
 export function payloadTooLarge(limit: number): ApiError {
-  return new ApiError(413, `Batch input exceeds the payload limit of ${limit} bytes (200 MB)`);
+  // The limit is configurable (GATEHOUSE_BATCH_MAX_BYTES): name the one in force, not the default.
+  const mb = limit >= 1024 * 1024 ? ` (${Math.round((limit / (1024 * 1024)) * 10) / 10} MB)` : '';
+  return new ApiError(413, `Batch input exceeds the payload limit of ${limit} bytes${mb}`);
 }
 
 const quote = (id: string) => JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id);

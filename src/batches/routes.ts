@@ -1,7 +1,8 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { forbidden } from '../lib/errors.js';
+import { ApiError, forbidden } from '../lib/errors.js';
 import type { Router } from '../server/router.js';
 import { errors, IdParams, PageQuery, toPage } from '../server/schemas.js';
 import type { Services } from '../services.js';
@@ -9,6 +10,26 @@ import { Batch, BatchResultItem, BatchSubmit, BatchUsage, ResultsQuery } from '.
 import { DEFAULT_RESULTS_PAGE } from './service.js';
 
 const tags = ['Batches'];
+
+/** How long the rest of a refused batch body may keep arriving before its connection is closed. */
+const REFUSED_BODY_LINGER_MS = 2_000;
+
+/**
+ * After a refusal mid-body the error goes out on a connection left open (not `connection: close`,
+ * which closes it at once and resets it under a client still sending, so the client sees EPIPE or
+ * ECONNRESET instead of the error). A body never read is discarded by Node once the response is
+ * sent and the connection stays usable; one that has not ended REFUSED_BODY_LINGER_MS later (its
+ * reading stopped when the ingester gave up on it) gets its connection closed.
+ */
+function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
+  const socket = res.socket;
+  if (!socket) return;
+  const timer = setTimeout(() => {
+    if (!req.complete) socket.destroy();
+  }, REFUSED_BODY_LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
 
 /** Batches are for API keys: management keys get 403 (as on the inference endpoints). */
 function apiCaller(req: FastifyRequest) {
@@ -44,12 +65,15 @@ export async function batchesRoutes(app: Router, services: Services) {
       async (req, reply) => {
         const length = req.headers['content-length'];
         const declared = length === undefined ? null : Number(length);
+        // Other content types are parsed by Fastify's default parsers into strings, not streams.
+        if (!(req.body instanceof Readable))
+          throw new ApiError(415, 'The batch body must be JSON, sent with Content-Type: application/json');
         try {
-          const batch = await batches.create(apiCaller(req), req.body as Readable, declared);
+          const batch = await batches.create(apiCaller(req), req.body, declared);
           return reply.code(202).send(batch);
         } catch (err) {
-          // Refused before the body was read to its end: don't read the rest on this connection.
-          if (!(req.raw as Readable).readableEnded) reply.header('connection', 'close');
+          // Refused before the body was read to its end: see lingerThenClose.
+          if (!req.raw.complete) lingerThenClose(req.raw, reply.raw);
           throw err;
         }
       },

@@ -293,7 +293,14 @@ export async function claim(
         ? pick.where('state', '=', 'running').where('lease_expires_at', '<', now)
         : pick.where('state', '=', 'pending').where('next_attempt_at', '<=', now);
     if (dialect === 'postgres') pick = pick.forUpdate().skipLocked();
+    // The pick is a materialized CTE so it runs once: as an `IN (subquery)` PostgreSQL may rescan
+    // it per row, and each rescan skips the rows this statement already updated and picks new
+    // ones, so the LIMIT no longer bounds the claim (every pending request got leased at once).
     const rows = await db
+      .with(
+        (wb) => wb('picked').materialized(),
+        () => pick,
+      )
       .updateTable('batch_requests')
       .set((eb) => ({
         state: 'running',
@@ -303,7 +310,7 @@ export async function claim(
         attempts: eb('attempts', '+', 1),
       }))
       .where('batch_id', '=', batchId)
-      .where('idx', 'in', pick)
+      .where('idx', 'in', (eb) => eb.selectFrom('picked').select('idx'))
       .returning(['idx', 'custom_id', 'item', 'attempts'])
       .execute();
     claimed.push(...rows);
