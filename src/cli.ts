@@ -52,7 +52,7 @@ async function serve() {
 async function worker() {
   const config = loadConfig();
   const handle = openDatabase(config.databaseUrl);
-  await migrateToLatest(handle.db);
+  await migrateToLatest(handle);
   const services = buildServices(handle, config);
   const log = pino({ level: config.logLevel, base: { process: 'worker' } });
   const w = services.createWorker(log);
@@ -74,12 +74,22 @@ async function worker() {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
+/** Applies pending migrations and prints their names. */
+async function migrate() {
+  const handle = openDatabase(loadConfig().databaseUrl);
+  try {
+    print({ applied: await migrateToLatest(handle) });
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Runs `fn` against a migrated database with the services wired, then closes it. */
 async function withServices<T>(fn: (s: ReturnType<typeof buildServices>) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const handle = openDatabase(config.databaseUrl);
   try {
-    await migrateToLatest(handle.db);
+    await migrateToLatest(handle);
     return await fn(buildServices(handle, config));
   } finally {
     await handle.close();
@@ -119,7 +129,7 @@ async function main(argv: string[]) {
     case 'worker':
       return worker();
     case 'migrate':
-      return withServices(async (s) => print({ applied: await migrateToLatest(s.db) }));
+      return migrate();
     case 'bootstrap':
       return withServices(async (s) => {
         const { ensureBootstrap } = await import('./accounts/bootstrap.js');

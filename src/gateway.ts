@@ -22,7 +22,7 @@ export async function prepareGateway(
 ): Promise<Omit<Gateway, 'url'> & { handle: DbHandle }> {
   const handle = openDatabase(config.databaseUrl, { schema: opts.schema });
   try {
-    await migrateToLatest(handle.db, handle.schema);
+    await migrateToLatest(handle);
     const services = buildServices(handle, config);
     const bootstrap = await ensureBootstrap(services);
     const app = await buildApp(services, opts);

@@ -1,5 +1,5 @@
-import { type Migration, type MigrationProvider, Migrator } from 'kysely';
-import type { Db } from './connection.js';
+import { type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+import type { DbHandle } from './connection.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0002 from './migrations/0002_generations.js';
 import * as m0003 from './migrations/0003_batches.js';
@@ -13,12 +13,37 @@ const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
-/** Brings the schema up to date; runs on every start. Throws (and the process exits) on failure. */
-export async function migrateToLatest(db: Db, schema?: string): Promise<string[]> {
-  // Pin Kysely's own bookkeeping tables to the connection's schema: otherwise, on a database with
-  // several schemas, the migrator can find them in another schema and skip creating them here.
+/**
+ * Brings the schema up to date; runs on every start. Throws (and the process exits) on failure.
+ *
+ * Several processes may start on one database at once (a gateway and its workers). On PostgreSQL
+ * Kysely's migrator takes an advisory lock; on SQLite it takes none and runs DDL outside a
+ * transaction, so two processes on a fresh file would both create the tables and one would fail.
+ * There the whole run is one `BEGIN IMMEDIATE` transaction: the second process waits for the
+ * first's commit (busy_timeout) and then finds nothing to do — and a failed migration leaves nothing
+ * half-applied.
+ */
+export async function migrateToLatest(handle: Pick<DbHandle, 'db' | 'dialect' | 'schema' | 'sqlite'>): Promise<string[]> {
+  const { db, sqlite } = handle;
+  // Pin Kysely's own bookkeeping tables to the connection's schema (the search_path's first, when
+  // the URL sets one): otherwise, on a database with several schemas, the migrator can find them
+  // in another schema and skip creating them here.
+  const schema =
+    handle.schema ??
+    (handle.dialect === 'postgres'
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+      : undefined);
   const migrator = new Migrator({ db, provider, ...(schema ? { migrationTableSchema: schema } : {}) });
-  const { error, results } = await migrator.migrateToLatest();
+  if (sqlite) sqlite.exec('BEGIN IMMEDIATE');
+  let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>;
+  try {
+    outcome = await migrator.migrateToLatest();
+  } catch (err) {
+    if (sqlite?.inTransaction) sqlite.exec('ROLLBACK');
+    throw err;
+  }
+  const { error, results } = outcome;
+  if (sqlite?.inTransaction) sqlite.exec(error ? 'ROLLBACK' : 'COMMIT');
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
