@@ -34,7 +34,7 @@ export async function migrateToLatest(handle: Pick<DbHandle, 'db' | 'dialect' | 
       ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
       : undefined);
   const migrator = new Migrator({ db, provider, ...(schema ? { migrationTableSchema: schema } : {}) });
-  if (sqlite) sqlite.exec('BEGIN IMMEDIATE');
+  if (sqlite) await beginImmediate(sqlite);
   let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>;
   try {
     outcome = await migrator.migrateToLatest();
@@ -46,4 +46,21 @@ export async function migrateToLatest(handle: Pick<DbHandle, 'db' | 'dialect' | 
   if (sqlite?.inTransaction) sqlite.exec(error ? 'ROLLBACK' : 'COMMIT');
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * Takes SQLite's write lock for the migration, waiting for another process's migration (or any
+ * long write) without blocking the event loop beyond the connection's own busy timeout per try.
+ */
+async function beginImmediate(sqlite: NonNullable<DbHandle['sqlite']>, waitMs = 60_000): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      sqlite.exec('BEGIN IMMEDIATE');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
