@@ -5,6 +5,8 @@
  *
  *   npx tsx bench/profile.ts <file.cpuprofile> [top=30] [--skip=<seconds of start-up to leave out>]
  *     [--callers=<function name>]  (the call paths, 5 frames up, that spend self time in it)
+ *     [--window=<from>-<to>]  (only samples between these CLOCK_MONOTONIC times in µs — the clock of
+ *       the profile's timestamps and of process.hrtime() — as bench/batches.ts logs for each phase)
  */
 import { readFileSync } from 'node:fs';
 
@@ -14,6 +16,7 @@ interface Node {
   children?: number[];
 }
 interface Profile {
+  startTime: number;
   nodes: Node[];
   samples: number[];
   timeDeltas: number[];
@@ -35,6 +38,8 @@ const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
 const skipUs = skipArg ? Number(skipArg.slice('--skip='.length)) * 1e6 : 0;
+const windowArg = args.find((a) => a.startsWith('--window='))?.slice('--window='.length);
+const [fromUs, toUs] = windowArg ? windowArg.split('-').map(Number) : [-Infinity, Infinity];
 const self = new Map<number, number>();
 let total = 0;
 let at = 0;
@@ -42,6 +47,8 @@ profile.samples.forEach((id, i) => {
   const dt = profile.timeDeltas[i] ?? 0;
   at += dt;
   if (at < skipUs) return;
+  const abs = profile.startTime + at;
+  if (abs < (fromUs as number) || abs > (toUs as number)) return;
   self.set(id, (self.get(id) ?? 0) + dt);
   total += dt;
 });

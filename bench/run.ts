@@ -24,17 +24,30 @@
  * BENCH_MACHINE (short machine name for the file name), BENCH_OUT (bench/results), BENCH_KEEP (0),
  * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { cpus, hostname, release, tmpdir, totalmem } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { request } from 'undici';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
 import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
+import {
+  API_KEY,
+  build,
+  defaultMachineName,
+  freePort,
+  log,
+  machineInfo,
+  post,
+  ROOT,
+  gitCommit as readGitCommit,
+  startChild,
+  startGatehouse as startGatehouseProcess,
+  startMock,
+  startScript,
+  stopChildren,
+  waitFor,
+  writeJson,
+} from './processes.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
 const num = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback);
 const flag = (name: string, fallback: boolean) => (env[name] ? env[name] !== '0' : fallback);
@@ -52,7 +65,7 @@ const OPTS = {
   floor: flag('BENCH_FLOOR', true),
   build: !flag('BENCH_SKIP_BUILD', false),
   cpuProf: env.BENCH_CPU_PROF ? resolve(env.BENCH_CPU_PROF) : null,
-  machine: env.BENCH_MACHINE ?? `${hostname().split('.')[0]}-${cpus().length}c`,
+  machine: env.BENCH_MACHINE ?? defaultMachineName(),
   out: resolve(env.BENCH_OUT ?? join(ROOT, 'bench', 'results')),
   keep: flag('BENCH_KEEP', false),
   /** Another build's dist/cli.js, measured side by side as `baseline` (A/B of a change). */
@@ -71,178 +84,14 @@ interface Target {
   modes: Mode[];
 }
 
-const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
 // ---------------------------------------------------------------------------------------------
-// Child processes
+// The processes under test (the shared ones are in bench/processes.ts)
 
-const children: ChildProcess[] = [];
-
-function startChild(name: string, cmd: string, args: string[], childEnv: NodeJS.ProcessEnv, cwd = ROOT) {
-  const child = spawn(cmd, args, { cwd, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let tail = '';
-  const keep = (d: Buffer) => {
-    tail = (tail + d.toString('utf8')).slice(-4000);
-  };
-  child.stderr?.on('data', keep);
-  child.on('exit', (code, signal) => {
-    if (code !== 0 && code !== null && !stopping)
-      log(`${name} exited with ${code ?? signal}: ${tail.trim()}`);
+/** Gatehouse as in bench/processes.ts; the `gatehouse` target runs with --cpu-prof under BENCH_CPU_PROF. */
+const startGatehouse = (name: string, mockBaseUrl: string, workDir: string, logLevel: string, cli?: string) =>
+  startGatehouseProcess(name, mockBaseUrl, workDir, logLevel, cli, {
+    nodeArgs: OPTS.cpuProf && name === 'gatehouse' ? ['--cpu-prof', `--cpu-prof-dir=${OPTS.cpuProf}`] : [],
   });
-  return { child, tail: () => tail };
-}
-
-let stopping = false;
-async function stopChildren() {
-  stopping = true;
-  await Promise.all(
-    children.map(
-      (c) =>
-        new Promise<void>((done) => {
-          if (c.exitCode !== null || c.signalCode !== null) return done();
-          const force = setTimeout(() => c.kill('SIGKILL'), 10_000);
-          c.once('exit', () => {
-            clearTimeout(force);
-            done();
-          });
-          c.kill('SIGTERM');
-        }),
-    ),
-  );
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => done(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Retries `probe` until it resolves true (or throws after `timeoutMs`). */
-async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000) {
-  const until = Date.now() + timeoutMs;
-  let last: unknown = null;
-  while (Date.now() < until) {
-    try {
-      if (await probe()) return;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(100);
-  }
-  throw new Error(`${what} did not come up in ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
-}
-
-async function post(origin: string, path: string, headers: Record<string, string>, body: unknown) {
-  const res = await request(`${origin}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: res.statusCode, text: await res.body.text() };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The processes under test
-
-/** Starts one of the bench/*.ts servers as its own process; resolves once it printed its ready line. */
-async function startScript(name: string, script: string, args: string[]): Promise<number> {
-  const port = await freePort();
-  const { child } = startChild(
-    name,
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'bench', script), '--port', String(port), ...args],
-    { PATH: env.PATH, HOME: env.HOME, NODE_ENV: 'production' },
-  );
-  await new Promise<void>((done, fail) => {
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString('utf8');
-      if (out.includes('"ready":true')) done();
-    });
-    child.once('exit', (code) => fail(new Error(`${name} exited with ${code}`)));
-  });
-  return port;
-}
-
-async function startMock() {
-  const port = await startScript('mock', 'mock-upstream.ts', []);
-  return { port, baseUrl: `http://127.0.0.1:${port}/v1` };
-}
-
-const API_KEY = `sk-gh-v1-bench-${randomBytes(16).toString('hex')}`;
-const ADMIN_TOKEN = `bench-admin-${randomBytes(16).toString('hex')}`;
-
-async function startGatehouse(
-  name: string,
-  mockBaseUrl: string,
-  workDir: string,
-  logLevel: string,
-  cli = join(ROOT, 'dist', 'cli.js'),
-) {
-  const dataDir = join(workDir, name);
-  mkdirSync(dataDir, { recursive: true });
-  const configFile = join(dataDir, 'catalog.json');
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      development_provider: false,
-      providers: [{ slug: 'bench', kind: 'openai-compatible', base_url: mockBaseUrl }],
-      models: [
-        {
-          id: 'bench/fast',
-          endpoints: [
-            { provider: 'bench', upstream_model: 'fast', pricing: { prompt: 0.1, completion: 0.2 } },
-          ],
-        },
-      ],
-    }),
-  );
-  const port = await freePort();
-  const nodeArgs =
-    OPTS.cpuProf && name === 'gatehouse' ? ['--cpu-prof', `--cpu-prof-dir=${OPTS.cpuProf}`] : [];
-  const { child, tail } = startChild(name, process.execPath, [...nodeArgs, cli, 'serve'], {
-    PATH: env.PATH,
-    HOME: env.HOME,
-    NODE_ENV: 'production',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    GATEHOUSE_DATA_DIR: dataDir,
-    GATEHOUSE_CONFIG: configFile,
-    GATEHOUSE_DEV_PROVIDER: 'false',
-    GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
-    GATEHOUSE_BOOTSTRAP_API_KEY: API_KEY,
-    GATEHOUSE_RATE_LIMIT_REQUESTS: '1000000000',
-    GATEHOUSE_RATE_LIMIT_WINDOW: '60',
-    LOG_LEVEL: logLevel,
-  });
-  const origin = `http://127.0.0.1:${port}`;
-  await waitFor(name, async () => {
-    if (child.exitCode !== null) throw new Error(`${name} exited: ${tail()}`);
-    const res = await request(`${origin}/health`);
-    await res.body.text();
-    return res.statusCode === 200;
-  });
-  // Credits for the bootstrap organization, through the operator API.
-  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-  const orgs = await request(`${origin}/api/v1/admin/organizations`, { headers: admin });
-  const orgId = ((await orgs.body.json()) as { data: { id: string }[] }).data[0]?.id;
-  if (!orgId) throw new Error(`${name}: no organization after bootstrap`);
-  const credit = await post(origin, '/api/v1/admin/credits', admin, {
-    organization_id: orgId,
-    amount_usd: 1_000_000,
-  });
-  if (credit.status !== 201)
-    throw new Error(`${name}: granting credits failed: ${credit.status} ${credit.text}`);
-  return { origin, pid: child.pid, logLevel };
-}
 
 /** Installs the Portkey gateway from npm into a throwaway directory and starts it; null + why on failure. */
 async function startPortkey(
@@ -484,10 +333,7 @@ function report(meta: Record<string, unknown>, cells: Cell[], notes: string[]) {
 
 async function main() {
   const started = Date.now();
-  if (OPTS.build) {
-    log('building (npm run build)');
-    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  }
+  if (OPTS.build) build();
   const workDir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   const notes: string[] = [];
   try {
@@ -626,22 +472,12 @@ async function main() {
     }
 
     const date = new Date().toISOString().slice(0, 10);
-    let gitCommit = 'unknown';
-    try {
-      gitCommit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
-    } catch {}
+    const gitCommit = readGitCommit();
     const meta = {
       date,
       finishedAt: new Date().toISOString(),
       wallSeconds: Math.round((Date.now() - started) / 1000),
-      machine: {
-        name: OPTS.machine,
-        cpu: cpus()[0]?.model ?? 'unknown',
-        cores: cpus().length,
-        memoryGiB: Math.round(totalmem() / 2 ** 30),
-        os: release(),
-        node: process.version,
-      },
+      machine: machineInfo(OPTS.machine),
       gitCommit,
       options: OPTS,
       portkey: portkeyNote,
@@ -650,14 +486,7 @@ async function main() {
     if (errors > 0) notes.push(`${errors} requests failed; see the errors column and the JSON (firstError).`);
     mkdirSync(OPTS.out, { recursive: true });
     const base = join(OPTS.out, `${date}-${OPTS.machine}`);
-    writeFileSync(`${base}.json`, `${JSON.stringify({ meta, notes, cells }, null, 2)}\n`);
-    try {
-      // In the project's JSON style, so `npm run lint` stays clean with the results checked in.
-      execFileSync(join(ROOT, 'node_modules', '.bin', 'biome'), ['format', '--write', `${base}.json`], {
-        cwd: ROOT,
-        stdio: 'ignore',
-      });
-    } catch {}
+    writeJson(`${base}.json`, { meta, notes, cells });
     const md = report(meta, cells, notes);
     writeFileSync(`${base}.md`, md);
     process.stdout.write(`${md}\n`);
