@@ -128,10 +128,9 @@ export class BatchesService {
     const { db } = this.deps;
     const row = await store.getBatch(db, caller.organizationId, id);
     if (!row) throw notFound('Batch');
-    const stats = (await store.stats(db, [id])).get(id);
-    const batch = toBatch(row, stats);
+    const batch = toBatch(row);
     const rows = page.limit > 0 ? await store.results(db, id, page) : [];
-    const finished = (stats?.completed ?? 0) + (stats?.failed ?? 0);
+    const finished = row.completed_count + row.failed_count;
     batch.results = rows.map((r) => toResult(id, r));
     batch.results_page = {
       offset: page.offset,
@@ -146,11 +145,7 @@ export class BatchesService {
   async list(caller: Caller, offset: number, limit: number): Promise<{ data: Batch[]; total_count: number }> {
     const { db } = this.deps;
     const { rows, total } = await store.listBatches(db, caller.organizationId, caller.keyHash, offset, limit);
-    const stats = await store.stats(
-      db,
-      rows.map((r) => r.id),
-    );
-    return { data: rows.map((r) => toBatch(r, stats.get(r.id))), total_count: total };
+    return { data: rows.map(toBatch), total_count: total };
   }
 
   /**

@@ -7,7 +7,7 @@ import type { BatchesTable, BatchRequestsTable } from '../db/schema.js';
  * times on requests in milliseconds. Only accepted batches (`accepted = 1`) are ever shown.
  */
 
-export type BatchRow = BatchesTable;
+export type BatchRow = Selectable<BatchesTable>;
 export type NewBatchRow = Pick<
   BatchesTable,
   | 'id'
@@ -142,55 +142,6 @@ export async function listBatches(
   return { rows, total: Number(total.n) };
 }
 
-/** Progress and usage sums of each batch's requests. */
-export interface BatchStats {
-  completed: number;
-  failed: number;
-  unfinished: number;
-  byok: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  reasoning_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  cost_usd: number;
-  prompt_cost_usd: number;
-  completion_cost_usd: number;
-  upstream_cost_usd: number;
-}
-
-export async function stats(db: Db, batchIds: string[]): Promise<Map<string, BatchStats>> {
-  const out = new Map<string, BatchStats>();
-  if (batchIds.length === 0) return out;
-  const rows = await db
-    .selectFrom('batch_requests')
-    .where('batch_id', 'in', batchIds)
-    .groupBy('batch_id')
-    .select((eb) => [
-      'batch_id',
-      sql<number>`sum(case when state = 'done' and error_json is null then 1 else 0 end)`.as('completed'),
-      sql<number>`sum(case when state = 'done' and error_json is not null then 1 else 0 end)`.as('failed'),
-      sql<number>`sum(case when state = 'done' then 0 else 1 end)`.as('unfinished'),
-      eb.fn.sum<number>('is_byok').as('byok'),
-      eb.fn.sum<number>('prompt_tokens').as('prompt_tokens'),
-      eb.fn.sum<number>('completion_tokens').as('completion_tokens'),
-      eb.fn.sum<number>('reasoning_tokens').as('reasoning_tokens'),
-      eb.fn.sum<number>('cached_tokens').as('cached_tokens'),
-      eb.fn.sum<number>('cache_write_tokens').as('cache_write_tokens'),
-      eb.fn.sum<number>('cost_usd').as('cost_usd'),
-      eb.fn.sum<number>('prompt_cost_usd').as('prompt_cost_usd'),
-      eb.fn.sum<number>('completion_cost_usd').as('completion_cost_usd'),
-      eb.fn.sum<number>('upstream_cost_usd').as('upstream_cost_usd'),
-    ])
-    .execute();
-  for (const r of rows) {
-    const { batch_id, ...sums } = r;
-    const n = Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, Number(v ?? 0)])) as unknown;
-    out.set(batch_id, n as BatchStats);
-  }
-  return out;
-}
-
 const RESULT_COLUMNS = [
   'idx',
   'custom_id',
@@ -277,9 +228,11 @@ export async function claim(
   lease: { owner: string; token: string; until: number },
   now: number,
   limit: number,
+  /** Also take over requests whose lease ran out (the periodic claim does; the refills do not). */
+  expired = true,
 ): Promise<Claimed[]> {
   const claimed: Claimed[] = [];
-  for (const due of ['expired', 'pending'] as const) {
+  for (const due of expired ? (['expired', 'pending'] as const) : (['pending'] as const)) {
     const want = limit - claimed.length;
     if (want <= 0) break;
     let pick = db
@@ -355,49 +308,101 @@ export type RequestResult = Pick<
   | 'is_byok'
 >;
 
-/** Records a request's one result, if its lease is still the writer's. */
-export async function finish(
-  db: Db,
-  ref: LeaseRef,
-  result: RequestResult,
+/** What a worker records for a leased request: its result, or a retry later. */
+export type Outcome =
+  | { ref: LeaseRef; kind: 'done'; result: RequestResult }
+  | { ref: LeaseRef; kind: 'retry'; due: number };
+
+/** The usage sums of a batch row, with the result counts. */
+const SUMS = [
+  'prompt_tokens',
+  'completion_tokens',
+  'reasoning_tokens',
+  'cached_tokens',
+  'cache_write_tokens',
+  'cost_usd',
+  'prompt_cost_usd',
+  'completion_cost_usd',
+  'upstream_cost_usd',
+] as const;
+
+type Deltas = Record<(typeof SUMS)[number] | 'completed_count' | 'failed_count' | 'byok_count', number>;
+
+const noDeltas = (): Deltas => ({
+  completed_count: 0,
+  failed_count: 0,
+  byok_count: 0,
+  ...(Object.fromEntries(SUMS.map((k) => [k, 0])) as Record<(typeof SUMS)[number], number>),
+});
+
+/**
+ * Writes outcomes in the caller's transaction: each only if its lease is still the writer's
+ * (token). Recorded results are added to their batch's counters in the same transaction. Returns
+ * which outcomes counted.
+ */
+export async function recordOutcomes(
+  tx: Db,
+  outcomes: Outcome[],
   at: { now: number; by: string },
-): Promise<boolean> {
-  const res = await db
-    .updateTable('batch_requests')
-    .set({
-      ...result,
-      state: 'done',
-      lease_owner: null,
-      lease_token: null,
-      lease_expires_at: null,
-      finished_at: at.now,
-      finished_by: at.by,
-    })
-    .where('batch_id', '=', ref.batchId)
-    .where('idx', '=', ref.idx)
-    .where('state', '=', 'running')
-    .where('lease_token', '=', ref.token)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+): Promise<boolean[]> {
+  const counted: boolean[] = [];
+  const deltas = new Map<string, Deltas>();
+  for (const o of outcomes) {
+    const leased = tx
+      .updateTable('batch_requests')
+      .where('batch_id', '=', o.ref.batchId)
+      .where('idx', '=', o.ref.idx)
+      .where('state', '=', 'running')
+      .where('lease_token', '=', o.ref.token);
+    const res =
+      o.kind === 'done'
+        ? await leased
+            .set({
+              ...o.result,
+              state: 'done',
+              lease_owner: null,
+              lease_token: null,
+              lease_expires_at: null,
+              finished_at: at.now,
+              finished_by: at.by,
+            })
+            .executeTakeFirst()
+        : await leased
+            .set({
+              state: 'pending',
+              lease_owner: null,
+              lease_token: null,
+              lease_expires_at: null,
+              next_attempt_at: o.due,
+            })
+            .executeTakeFirst();
+    const ok = Number(res.numUpdatedRows) === 1;
+    counted.push(ok);
+    if (!ok || o.kind !== 'done') continue;
+    let d = deltas.get(o.ref.batchId);
+    if (!d) deltas.set(o.ref.batchId, (d = noDeltas()));
+    const r = o.result;
+    if (r.error_json === null) d.completed_count++;
+    else d.failed_count++;
+    d.byok_count += r.is_byok;
+    for (const k of SUMS) d[k] += r[k];
+  }
+  for (const [batchId, d] of deltas) await addToBatch(tx, batchId, d);
+  return counted;
 }
 
-/** Puts a leased request back to pending, due at `due` (a retry, or a release on shutdown). */
-export async function reschedule(db: Db, ref: LeaseRef, due: number): Promise<boolean> {
-  const res = await db
-    .updateTable('batch_requests')
-    .set({
-      state: 'pending',
-      lease_owner: null,
-      lease_token: null,
-      lease_expires_at: null,
-      next_attempt_at: due,
-    })
-    .where('batch_id', '=', ref.batchId)
-    .where('idx', '=', ref.idx)
-    .where('state', '=', 'running')
-    .where('lease_token', '=', ref.token)
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) === 1;
+async function addToBatch(tx: Db, batchId: string, d: Partial<Deltas>): Promise<void> {
+  await tx
+    .updateTable('batches')
+    .set((eb) =>
+      Object.fromEntries(
+        Object.entries(d)
+          .filter(([, v]) => v !== 0)
+          .map(([k, v]) => [k, eb(k as keyof Deltas, '+', v as number)]),
+      ),
+    )
+    .where('id', '=', batchId)
+    .execute();
 }
 
 /**
@@ -412,6 +417,8 @@ export async function closeUnfinished(
   which: 'all' | 'idle',
   now: number,
 ): Promise<number> {
+  if (!db.isTransaction)
+    return db.transaction().execute((tx) => closeUnfinished(tx, batchId, errorJson, which, now));
   const res = await db
     .updateTable('batch_requests')
     .set({
@@ -433,7 +440,9 @@ export async function closeUnfinished(
       ),
     )
     .executeTakeFirst();
-  return Number(res.numUpdatedRows);
+  const n = Number(res.numUpdatedRows);
+  if (n > 0) await addToBatch(db, batchId, { failed_count: n });
+  return n;
 }
 
 /** Requests of a batch not yet done. */

@@ -1,39 +1,30 @@
 import type { Batch, BatchStatus, BatchUsage, ResultItem } from './model.js';
-import type { BatchRow, BatchStats, ResultRow } from './store.js';
+import type { BatchRow, ResultRow } from './store.js';
 
 /** Rows → the wire shapes of the seed (Batch, Batch result item, Batch usage object). */
 
 const round = (n: number) => Math.round(n * 1e12) / 1e12;
 
-export function batchUsage(s: BatchStats | undefined): BatchUsage {
-  const z = s ?? {
-    completed: 0,
-    failed: 0,
-    unfinished: 0,
-    byok: 0,
-    prompt_tokens: 0,
-    completion_tokens: 0,
-    reasoning_tokens: 0,
-    cached_tokens: 0,
-    cache_write_tokens: 0,
-    cost_usd: 0,
-    prompt_cost_usd: 0,
-    completion_cost_usd: 0,
-    upstream_cost_usd: 0,
-  };
+/** The batch usage object from the batch row's sums. */
+export function batchUsage(z: BatchRow): BatchUsage {
   // BYOK when every served request was (their cost is the provider's, not credits).
-  const isByok = z.completed > 0 && z.byok === z.completed;
-  const anyByok = z.byok > 0;
+  const isByok = z.completed_count > 0 && z.byok_count === z.completed_count;
+  const prompt = Number(z.prompt_tokens);
+  const completion = Number(z.completion_tokens);
   return {
-    prompt_tokens: z.prompt_tokens,
-    completion_tokens: z.completion_tokens,
-    total_tokens: z.prompt_tokens + z.completion_tokens,
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
     // Cache writes are reported without their TTL by the providers Gatehouse reads: counted as 5-minute.
-    cache_creation: { ephemeral_1h_input_tokens: 0, ephemeral_5m_input_tokens: z.cache_write_tokens },
-    completion_tokens_details: { reasoning_tokens: z.reasoning_tokens, audio_tokens: 0, image_tokens: 0 },
+    cache_creation: { ephemeral_1h_input_tokens: 0, ephemeral_5m_input_tokens: Number(z.cache_write_tokens) },
+    completion_tokens_details: {
+      reasoning_tokens: Number(z.reasoning_tokens),
+      audio_tokens: 0,
+      image_tokens: 0,
+    },
     prompt_tokens_details: {
-      cached_tokens: z.cached_tokens,
-      cache_write_tokens: z.cache_write_tokens,
+      cached_tokens: Number(z.cached_tokens),
+      cache_write_tokens: Number(z.cache_write_tokens),
       audio_tokens: 0,
       file_tokens: 0,
       video_tokens: 0,
@@ -43,7 +34,7 @@ export function batchUsage(s: BatchStats | undefined): BatchUsage {
     cost_details: {
       upstream_inference_prompt_cost: round(z.prompt_cost_usd),
       upstream_inference_completions_cost: round(z.completion_cost_usd),
-      upstream_inference_cost: anyByok ? round(z.upstream_cost_usd) : null,
+      upstream_inference_cost: z.byok_count > 0 ? round(z.upstream_cost_usd) : null,
     },
     is_byok: isByok,
     iterations: [],
@@ -52,7 +43,7 @@ export function batchUsage(s: BatchStats | undefined): BatchUsage {
   };
 }
 
-export function toBatch(row: BatchRow, s: BatchStats | undefined): Batch {
+export function toBatch(row: BatchRow): Batch {
   return {
     id: row.id,
     object: 'batch',
@@ -66,9 +57,9 @@ export function toBatch(row: BatchRow, s: BatchStats | undefined): Batch {
     cancelling_at: row.cancelling_at === null ? null : Number(row.cancelling_at),
     finalized_at: row.finalized_at === null ? null : Number(row.finalized_at),
     expires_at: Number(row.expires_at),
-    request_counts: { completed: s?.completed ?? 0, failed: s?.failed ?? 0, total: row.request_count },
+    request_counts: { completed: row.completed_count, failed: row.failed_count, total: row.request_count },
     error: row.error_message ? { message: row.error_message } : null,
-    usage: batchUsage(s),
+    usage: batchUsage(row),
   };
 }
 

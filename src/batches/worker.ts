@@ -4,11 +4,12 @@ import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import type { BatchConfig } from '../config.js';
 import type { Db, Dialect } from '../db/connection.js';
-import { type Accountant, type GenerationRow, insertGenerations } from '../routing/accounting.js';
+import type { Accountant, GenerationRow } from '../routing/accounting.js';
 import { type Catalog, findModel } from '../routing/catalog.js';
 import type { Engine } from '../routing/engine.js';
 import { executeRequest } from './execute.js';
 import { closingErrors, type ResultError, resultError } from './model.js';
+import { OutcomeWriter } from './outcomes.js';
 import { Semaphore } from './semaphore.js';
 import * as store from './store.js';
 
@@ -69,7 +70,11 @@ export class BatchWorker {
   private stopping = false;
   private ticking: Promise<void> | null = null;
 
-  constructor(private readonly deps: WorkerDeps) {}
+  private readonly writer: OutcomeWriter;
+
+  constructor(private readonly deps: WorkerDeps) {
+    this.writer = new OutcomeWriter(deps.db, deps.accountant, this.id, deps.log);
+  }
 
   start(): void {
     const { pollMs, leaseMs } = this.deps.config;
@@ -98,6 +103,7 @@ export class BatchWorker {
       f.controller.abort(new Error('worker stopping'));
     }
     while (this.inflight.size > 0) await sleep(10);
+    await this.writer.close();
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
   }
 
@@ -110,7 +116,7 @@ export class BatchWorker {
   async tick(): Promise<void> {
     try {
       await this.housekeeping();
-      await this.fill();
+      await this.fill(true);
     } catch (err) {
       this.deps.log.error({ err }, 'batch worker tick failed');
     }
@@ -145,7 +151,7 @@ export class BatchWorker {
           if (b.status === 'validating') {
             if (await store.transition(db, b.id, ['validating'], 'in_progress', { in_progress_at: nowSec() }))
               active.push({ batch: { ...b, status: 'in_progress' }, caller });
-          } else if ((await store.unfinishedCount(db, b.id)) === 0) {
+          } else if (b.completed_count + b.failed_count >= b.request_count) {
             await this.finalize(b.id);
           } else active.push({ batch: b, caller });
           break;
@@ -200,16 +206,21 @@ export class BatchWorker {
     this.deps.log.info({ batch_id: b.id, status }, `batch ${status}`);
   }
 
-  /** Claims as many due requests as there are free slots, sharing them across active batches. */
-  private fill(): Promise<void> {
+  /**
+   * Claims as many due requests as there are free slots, sharing them across active batches.
+   * `expired`: also take over requests whose lease ran out (the periodic round does).
+   */
+  private fill(expired = false): Promise<void> {
     if (this.filling) {
       this.refill = true;
       return this.filling;
     }
     this.filling = (async () => {
+      let first = true;
       do {
         this.refill = false;
-        await this.claimRound();
+        await this.claimRound(expired && first);
+        first = false;
       } while (this.refill && !this.stopping);
     })()
       .catch((err) => this.deps.log.error({ err }, 'claiming batch requests failed'))
@@ -219,7 +230,7 @@ export class BatchWorker {
     return this.filling;
   }
 
-  private async claimRound(): Promise<void> {
+  private async claimRound(expired: boolean): Promise<void> {
     const { db, dialect, config } = this.deps;
     const active = this.active;
     if (this.stopping || active.length === 0) return;
@@ -238,6 +249,7 @@ export class BatchWorker {
         { owner: this.id, token, until: now + config.leaseMs },
         now,
         share,
+        expired,
       );
       for (const c of claimed) void this.run(batch, caller, c, token);
     }
@@ -267,76 +279,41 @@ export class BatchWorker {
         rateLimit: false,
       });
       if (out.kind === 'served') {
-        await this.write(ref, { kind: 'done', result: out.result }, rows);
+        this.writer.add({ ref, kind: 'done', result: out.result }, rows);
       } else if (RETRYABLE.has(out.status) && c.attempts < this.deps.config.maxAttempts) {
         const backoff = Math.min(MAX_RETRY_DELAY_MS, this.deps.config.retryBaseMs * 2 ** (c.attempts - 1));
         const delay = Math.max(out.retryAfterMs ?? 0, backoff * (0.8 + Math.random() * 0.4));
-        await this.write(ref, { kind: 'retry', due: Date.now() + Math.round(delay) }, rows);
+        this.writer.add({ ref, kind: 'retry', due: Date.now() + Math.round(delay) }, rows);
       } else {
-        await this.write(
-          ref,
-          { kind: 'done', result: failedResult(resultError(out.status, out.message)) },
+        this.writer.add(
+          { ref, kind: 'done', result: failedResult(resultError(out.status, out.message)) },
           rows,
         );
       }
     } catch (err) {
-      if (flight.abortedFor === 'stop') await this.write(ref, { kind: 'retry', due: Date.now() }, []);
+      if (flight.abortedFor === 'stop') this.writer.add({ ref, kind: 'retry', due: Date.now() }, []);
       else if (flight.abortedFor !== 'closed') {
         // A bug or a corrupt row, not the upstream: recorded as this request's error, not retried forever.
         this.deps.log.error({ err, batch_id: batch.id, index: c.idx }, 'batch request failed unexpectedly');
-        await this.write(
-          ref,
-          {
-            kind: 'done',
-            result: failedResult(resultError(500, 'Internal error while running this request')),
-          },
-          rows,
-        );
+        const internal = resultError(500, 'Internal error while running this request');
+        this.writer.add({ ref, kind: 'done', result: failedResult(internal) }, rows);
       }
     } finally {
       this.inflight.delete(key);
-      if (!this.stopping) void this.fill();
-    }
-  }
-
-  /**
-   * Writes an outcome with the call's generation rows in one transaction, if the lease is still
-   * ours; tells the spend counters after the commit. A failed write is retried; if the database
-   * stays away the lease runs out and the request runs again (nothing was recorded).
-   */
-  private async write(
-    ref: store.LeaseRef,
-    outcome: { kind: 'done'; result: store.RequestResult } | { kind: 'retry'; due: number },
-    rows: GenerationRow[],
-  ): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const recorded = await this.deps.db.transaction().execute(async (tx) => {
-          const ok =
-            outcome.kind === 'done'
-              ? await store.finish(tx, ref, outcome.result, { now: Date.now(), by: this.id })
-              : await store.reschedule(tx, ref, outcome.due);
-          if (ok && rows.length > 0) await insertGenerations(tx, rows);
-          return ok;
-        });
-        if (recorded) for (const r of rows) this.deps.accountant.announce(r);
-        return;
-      } catch (err) {
-        if (attempt >= 5) {
-          this.deps.log.error(
-            { err, batch_id: ref.batchId, index: ref.idx },
-            'could not record a batch result; the request will run again',
-          );
-          return;
-        }
-        await sleep(100 * 2 ** attempt);
-      }
+      // Refill once a quarter of the slots are free (a claim per finished request would cost two
+      // statements each); the periodic round takes whatever is left.
+      const { concurrency } = this.deps.config;
+      const free = concurrency - this.inflight.size;
+      if (!this.stopping && (free >= Math.max(1, concurrency >> 2) || this.inflight.size === 0))
+        void this.fill();
     }
   }
 
   /** Extends the leases of running requests. */
   private async heartbeat(): Promise<void> {
-    const batchIds = [...new Set([...this.inflight.values()].map((f) => f.ref.batchId))];
+    const batchIds = [
+      ...new Set([...[...this.inflight.values()].map((f) => f.ref.batchId), ...this.writer.batchIds()]),
+    ];
     try {
       await store.heartbeat(this.deps.db, this.id, batchIds, Date.now() + this.deps.config.leaseMs);
     } catch (err) {

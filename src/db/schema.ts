@@ -240,6 +240,18 @@ export interface BatchesTable {
   request_count: number;
   input_bytes: number;
   estimated_cost_usd: number;
+  completed_count: Generated<number>;
+  failed_count: Generated<number>;
+  byok_count: Generated<number>;
+  prompt_tokens: Generated<number>;
+  completion_tokens: Generated<number>;
+  reasoning_tokens: Generated<number>;
+  cached_tokens: Generated<number>;
+  cache_write_tokens: Generated<number>;
+  cost_usd: Generated<number>;
+  prompt_cost_usd: Generated<number>;
+  completion_cost_usd: Generated<number>;
+  upstream_cost_usd: Generated<number>;
   created_at: number;
   expires_at: number;
   in_progress_at: number | null;
