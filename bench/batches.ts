@@ -50,6 +50,7 @@ import {
   log,
   machineInfo,
   ROOT,
+  runBenchmark,
   sleep,
   startGatehouse,
   startMock,
@@ -863,12 +864,4 @@ async function main() {
   }
 }
 
-process.on('SIGINT', () => {
-  void stopChildren().then(() => process.exit(130));
-});
-
-main().catch(async (err: unknown) => {
-  log(`failed: ${(err as Error)?.stack ?? err}`);
-  await stopChildren();
-  process.exit(1);
-});
+runBenchmark(main);

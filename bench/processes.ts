@@ -380,3 +380,15 @@ export async function waitQuiet(threshold: number, maxWaitMs: number): Promise<C
     }
   }
 }
+
+/** Runs a benchmark's `main`: every child process is stopped on SIGINT and on failure. */
+export function runBenchmark(main: () => Promise<void>): void {
+  process.on('SIGINT', () => {
+    void stopChildren().then(() => process.exit(130));
+  });
+  main().catch(async (err: unknown) => {
+    log(`failed: ${(err as Error)?.stack ?? err}`);
+    await stopChildren();
+    process.exit(1);
+  });
+}

@@ -39,6 +39,7 @@ import {
   post,
   ROOT,
   gitCommit as readGitCommit,
+  runBenchmark,
   startChild,
   startGatehouse as startGatehouseProcess,
   startMock,
@@ -499,12 +500,4 @@ async function main() {
   }
 }
 
-process.on('SIGINT', () => {
-  void stopChildren().then(() => process.exit(130));
-});
-
-main().catch(async (err: unknown) => {
-  log(`failed: ${(err as Error)?.stack ?? err}`);
-  await stopChildren();
-  process.exit(1);
-});
+runBenchmark(main);
