@@ -1,4 +1,4 @@
-import type { EndpointName } from '../routing/engine.js';
+import type { EndpointName } from '../routing/call.js';
 
 /**
  * The batch's vocabulary: its endpoints, states and the wire shapes of the seed

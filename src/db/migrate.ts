@@ -23,7 +23,9 @@ const provider: MigrationProvider = { getMigrations: async () => migrations };
  * first's commit (busy_timeout) and then finds nothing to do — and a failed migration leaves nothing
  * half-applied.
  */
-export async function migrateToLatest(handle: Pick<DbHandle, 'db' | 'dialect' | 'schema' | 'sqlite'>): Promise<string[]> {
+export async function migrateToLatest(
+  handle: Pick<DbHandle, 'db' | 'dialect' | 'schema' | 'sqlite'>,
+): Promise<string[]> {
   const { db, sqlite } = handle;
   // Pin Kysely's own bookkeeping tables to the connection's schema (the search_path's first, when
   // the URL sets one): otherwise, on a database with several schemas, the migrator can find them

@@ -11,7 +11,7 @@ import { TranslationError } from '../formats/chat.js';
 import { chatRequestFromBody } from '../formats/chat-edge.js';
 import { chatResponseToMessages, messagesRequestToChat } from '../formats/messages.js';
 import { chatResponseToResponses, responsesRequestToChat } from '../formats/responses.js';
-import type { EndpointName, RouteInfo } from '../routing/engine.js';
+import type { EndpointName, RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
 import { decorateChatResponse, fullUsage } from './decorate.js';
 

@@ -1,5 +1,5 @@
 import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
-import type { RouteInfo } from '../routing/engine.js';
+import type { RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
 
 /** The full usage object of a chat body: token details, cost and cost details, BYOK flag. */

@@ -6,7 +6,7 @@ import { chatStreamToMessages } from '../formats/messages.js';
 import { chatStreamToResponses } from '../formats/responses.js';
 import { sseJson } from '../formats/sse.js';
 import { ApiError, badRequest, notFound } from '../lib/errors.js';
-import type { InferenceCall, RouteInfo } from '../routing/engine.js';
+import type { InferenceCall, RouteInfo } from '../routing/call.js';
 import { parsePreferences } from '../routing/preferences.js';
 import { costOf } from '../routing/pricing.js';
 import type { Router } from '../server/router.js';

@@ -9,19 +9,18 @@ import type {
   EmbeddingsResponse,
   Usage,
 } from '../formats/chat.js';
-import type { SafeguardResult } from '../guardrails/content-filters.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import { type Provider, UpstreamError } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
-import type { Catalog, ModelEntry, ProviderEntry } from './catalog.js';
+import type { ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
+import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
+import { type Prepared, routeWithFallbacks, upstreamToApiError } from './fallback.js';
 import type { RoutingMetrics } from './metrics.js';
 import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
 import { failedRow, type Outcome, servedRow } from './records.js';
-import { type Candidate, type Credential, type Exclusion, selectCandidates } from './select.js';
-
-export type EndpointName = 'chat' | 'messages' | 'responses' | 'embeddings';
+import { type Candidate, type Exclusion, selectCandidates } from './select.js';
 
 /** What the engine needs from the rest of Gatehouse; wired in services.ts. */
 export interface EngineDeps {
@@ -39,92 +38,6 @@ export interface EngineDeps {
   /** Longest Retry-After the engine waits before retrying the last candidate once. */
   maxRetryWaitMs: number;
 }
-
-export interface ByokChoice {
-  primary: Credential[];
-  fallback: Credential[];
-  byokOnly: boolean;
-}
-
-/** One refusal: status 403 (policy), 402 (balance) or 429 (rate limit), naming the rule. */
-export type Verdict = { ok: true } | { ok: false; status: number; message: string; retryAfterMs?: number };
-
-/** Opens the per-call checks of a caller (its effective policy is resolved once, from cache). */
-export interface CallGuard {
-  /** `rateLimit: false` skips the per-key request rate limit (batch requests are limited at submission). */
-  open(caller: Caller, opts?: { rateLimit?: boolean }): Promise<CallChecks>;
-}
-
-/** The policy hooks of one call (implemented over guardrails/, credits/ and the rate limiter). */
-export interface CallChecks {
-  /** Rate limit (429), the key's own spending limit and guardrail budgets (403). */
-  admit(): Promise<Verdict>;
-  modelAllowed(model: ModelEntry): Verdict;
-  providerAllowed(provider: ProviderEntry, model: ModelEntry): { ok: true } | { ok: false; reason: string };
-  /** Content filters: may rewrite messages (redact), refuse (block) or report (flag). */
-  filter(messages: ChatMessage[]): {
-    messages: ChatMessage[];
-    blocked: string | null;
-    results: SafeguardResult[];
-  };
-  /** Whether the organization can pay for a call on the operator's key (402 otherwise). */
-  balance(): Promise<Verdict>;
-}
-
-export interface InferenceCall {
-  caller: Caller;
-  endpoint: EndpointName;
-  /** Canonical request; `model` is the slug the caller asked for. */
-  request: ChatRequest;
-  prefs: ProviderPreferences;
-  echoUpstream: boolean;
-  signal: AbortSignal;
-  hooks?: CallHooks;
-}
-
-/** How a caller other than the HTTP endpoints (the batch worker) takes part in a call. */
-export interface CallHooks {
-  /** Receives the call's generation rows instead of the accountant (written with the batch result). */
-  record?: (row: GenerationRow) => void;
-  /** Waits for a slot of the provider before each attempt; the returned function frees it. */
-  acquire?: (provider: string) => Promise<() => void>;
-  /** false: the per-key request rate limit does not apply. */
-  rateLimit?: boolean;
-}
-
-/** What gateway_metadata and accounting need to know about how a call was served. */
-export interface RouteInfo {
-  generationId: string;
-  requested: string;
-  model: ModelEntry;
-  served: Candidate;
-  attempts: number;
-  considered: { model: string; provider: string; selected: boolean }[];
-  excluded: Exclusion[];
-  startedAt: number;
-  safeguards: SafeguardResult[];
-  upstreamRequest: ChatRequest;
-  strategy: string;
-}
-
-interface Prepared {
-  model: ModelEntry;
-  request: ChatRequest;
-  candidates: Candidate[];
-  excluded: Exclusion[];
-  safeguards: SafeguardResult[];
-  strategy: string;
-  checks: CallChecks;
-}
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(signal.reason);
-    });
-  });
 
 /** Random bytes drawn from the CSPRNG 4 KiB at a time: one `randomFillSync` per ~400 ids, not per id. */
 const entropy = { pool: Buffer.alloc(4096), at: 4096 };
@@ -152,20 +65,6 @@ const messagesText = (messages: ChatMessage[]) =>
         : (m.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(' '),
     )
     .join('\n');
-
-function upstreamToApiError(err: UpstreamError, provider: string): ApiError {
-  const status = err.status === 0 ? 502 : err.status;
-  const where = `Upstream provider ${provider}`;
-  if (err.status === 0) return new ApiError(502, `${where} could not be reached: ${err.message}`);
-  if (status === 429)
-    return new ApiError(
-      429,
-      `${where} is rate limiting requests: ${err.message}`,
-      err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : undefined,
-    );
-  if (status >= 500) return new ApiError(502, `${where} failed (${err.status}): ${err.message}`);
-  return new ApiError(status, `${where} rejected the request: ${err.message}`);
-}
 
 /**
  * The routing engine: a library used by the HTTP endpoints and by batches. It resolves the model,
@@ -289,95 +188,21 @@ export class Engine {
   }
 
   /** Runs `attempt` over the candidates with fallbacks and one Retry-After retry of the last. */
-  private async route<T>(
+  private route<T>(
     call: InferenceCall,
     prep: Prepared,
     attempt: (c: Candidate, req: ChatRequest, signal: AbortSignal) => Promise<T>,
   ): Promise<{ result: T; info: RouteInfo }> {
-    const startedAt = Date.now();
-    const allowFallbacks = call.prefs.allow_fallbacks !== false;
-    const list = allowFallbacks ? prep.candidates : prep.candidates.slice(0, 1);
-    let attempts = 0;
-    let retried = false;
-    let lastError: { err: UpstreamError; provider: string } | null = null;
-    for (let i = 0; i < list.length; i++) {
-      const c = list[i] as Candidate;
-      // Paying on the operator's key needs credits; BYOK calls do not.
-      if (!c.credential.isByok) {
-        const verdict = await prep.checks.balance();
-        if (!verdict.ok) {
-          if (i === list.length - 1 && !lastError) throw new ApiError(verdict.status, verdict.message);
-          continue;
-        }
-      }
-      attempts++;
-      const upstreamRequest = { ...prep.request, model: c.endpoint.upstreamModel };
-      const timeout = AbortSignal.timeout(this.deps.upstreamTimeoutMs);
-      const signal = AbortSignal.any([call.signal, timeout]);
-      const release = call.hooks?.acquire ? await call.hooks.acquire(c.endpoint.provider) : null;
-      const t0 = performance.now();
-      try {
-        const result = await attempt(c, upstreamRequest, signal);
-        const seconds = (performance.now() - t0) / 1000;
-        this.deps.metrics.upstreamLatency.observe({ provider: c.endpoint.provider, outcome: 'ok' }, seconds);
-        const prev = this.latencyEwma.get(c.endpoint.provider);
-        this.latencyEwma.set(
-          c.endpoint.provider,
-          prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200,
-        );
-        return {
-          result,
-          info: {
-            generationId: this.deps.newGenerationId(),
-            requested: call.request.model,
-            model: prep.model,
-            served: c,
-            attempts,
-            considered: prep.model.endpoints.map((e) => ({
-              model: prep.model.id,
-              provider: e.provider,
-              selected: e.provider === c.endpoint.provider,
-            })),
-            excluded: prep.excluded,
-            startedAt,
-            safeguards: prep.safeguards,
-            upstreamRequest,
-            strategy: prep.strategy,
-          },
-        };
-      } catch (raw) {
-        if (call.signal.aborted) throw raw;
-        const err =
-          raw instanceof UpstreamError
-            ? raw
-            : timeout.aborted
-              ? new UpstreamError(0, `timed out after ${this.deps.upstreamTimeoutMs} ms`)
-              : new UpstreamError(0, (raw as Error).message ?? 'upstream call failed');
-        this.deps.metrics.upstreamErrors.inc({ provider: c.endpoint.provider, status: String(err.status) });
-        this.deps.metrics.upstreamLatency.observe(
-          { provider: c.endpoint.provider, outcome: 'error' },
-          (performance.now() - t0) / 1000,
-        );
-        lastError = { err, provider: c.endpoint.provider };
-        if (!err.retryable) break;
-        const isLast = i === list.length - 1;
-        if (!isLast) {
-          this.deps.metrics.fallbacks.inc({ from_provider: c.endpoint.provider });
-          continue;
-        }
-        const wait = err.retryAfterMs ?? 0;
-        if (!retried && wait <= this.deps.maxRetryWaitMs) {
-          retried = true;
-          await sleep(wait, call.signal);
-          i--; // the same candidate once more
-        }
-      } finally {
-        release?.();
-      }
-    }
-    if (!lastError) throw new ApiError(502, 'No provider could serve the request');
-    this.recordFailure(call, prep, lastError, attempts, startedAt);
-    throw upstreamToApiError(lastError.err, lastError.provider);
+    return routeWithFallbacks(
+      {
+        ...this.deps,
+        latency: this.latencyEwma,
+        onExhausted: (last, attempts, startedAt) => this.recordFailure(call, prep, last, attempts, startedAt),
+      },
+      call,
+      prep,
+      attempt,
+    );
   }
 
   /** A non-streaming chat call. */

@@ -9,7 +9,7 @@ import {
   providerAllowed,
   regionAllowed,
 } from '../guardrails/policy.js';
-import type { CallChecks, CallGuard, Verdict } from './engine.js';
+import type { CallChecks, CallGuard, Verdict } from './call.js';
 import type { RateLimiter } from './rate-limit.js';
 
 const refuse = (status: number, message: string, retryAfterMs?: number): Verdict => ({

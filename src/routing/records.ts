@@ -1,6 +1,6 @@
 import type { Usage } from '../formats/chat.js';
 import type { GenerationRow } from './accounting.js';
-import type { InferenceCall, RouteInfo } from './engine.js';
+import type { InferenceCall, RouteInfo } from './call.js';
 import type { Cost } from './pricing.js';
 
 /** How a served call ended. */

@@ -1,0 +1,81 @@
+import type { Caller } from '../accounts/caller.js';
+import type { ChatMessage, ChatRequest } from '../formats/chat.js';
+import type { SafeguardResult } from '../guardrails/content-filters.js';
+import type { GenerationRow } from './accounting.js';
+import type { ModelEntry, ProviderEntry } from './catalog.js';
+import type { ProviderPreferences } from './preferences.js';
+import type { Candidate, Credential, Exclusion } from './select.js';
+
+/**
+ * The routing engine's contracts: one call (who, what, how it takes part), the policy hooks it is
+ * checked against, and what the endpoints learn about how it was served.
+ */
+
+export type EndpointName = 'chat' | 'messages' | 'responses' | 'embeddings';
+
+export interface ByokChoice {
+  primary: Credential[];
+  fallback: Credential[];
+  byokOnly: boolean;
+}
+
+/** One refusal: status 403 (policy), 402 (balance) or 429 (rate limit), naming the rule. */
+export type Verdict = { ok: true } | { ok: false; status: number; message: string; retryAfterMs?: number };
+
+/** Opens the per-call checks of a caller (its effective policy is resolved once, from cache). */
+export interface CallGuard {
+  /** `rateLimit: false` skips the per-key request rate limit (batch requests are limited at submission). */
+  open(caller: Caller, opts?: { rateLimit?: boolean }): Promise<CallChecks>;
+}
+
+/** The policy hooks of one call (implemented over guardrails/, credits/ and the rate limiter). */
+export interface CallChecks {
+  /** Rate limit (429), the key's own spending limit and guardrail budgets (403). */
+  admit(): Promise<Verdict>;
+  modelAllowed(model: ModelEntry): Verdict;
+  providerAllowed(provider: ProviderEntry, model: ModelEntry): { ok: true } | { ok: false; reason: string };
+  /** Content filters: may rewrite messages (redact), refuse (block) or report (flag). */
+  filter(messages: ChatMessage[]): {
+    messages: ChatMessage[];
+    blocked: string | null;
+    results: SafeguardResult[];
+  };
+  /** Whether the organization can pay for a call on the operator's key (402 otherwise). */
+  balance(): Promise<Verdict>;
+}
+
+export interface InferenceCall {
+  caller: Caller;
+  endpoint: EndpointName;
+  /** Canonical request; `model` is the slug the caller asked for. */
+  request: ChatRequest;
+  prefs: ProviderPreferences;
+  echoUpstream: boolean;
+  signal: AbortSignal;
+  hooks?: CallHooks;
+}
+
+/** How a caller other than the HTTP endpoints (the batch worker) takes part in a call. */
+export interface CallHooks {
+  /** Receives the call's generation rows instead of the accountant (written with the batch result). */
+  record?: (row: GenerationRow) => void;
+  /** Waits for a slot of the provider before each attempt; the returned function frees it. */
+  acquire?: (provider: string) => Promise<() => void>;
+  /** false: the per-key request rate limit does not apply. */
+  rateLimit?: boolean;
+}
+
+/** What gateway_metadata and accounting need to know about how a call was served. */
+export interface RouteInfo {
+  generationId: string;
+  requested: string;
+  model: ModelEntry;
+  served: Candidate;
+  attempts: number;
+  considered: { model: string; provider: string; selected: boolean }[];
+  excluded: Exclusion[];
+  startedAt: number;
+  safeguards: SafeguardResult[];
+  upstreamRequest: ChatRequest;
+  strategy: string;
+}
