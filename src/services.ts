@@ -102,6 +102,7 @@ export function buildServices(
   });
   const batches = new BatchesService({
     db,
+    sqlite: handle.sqlite ?? null,
     engine,
     catalog,
     spend,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type SQLite from 'better-sqlite3';
 import type { BatchConfig } from '../config.js';
 import type { Db } from '../db/connection.js';
 import { TranslationError } from '../formats/chat.js';
@@ -6,6 +7,7 @@ import { chatParsers, embeddingsRequestFromBody } from '../inference/bodies.js';
 import { ApiError, badRequest } from '../lib/errors.js';
 import { type Catalog, findModel } from '../routing/catalog.js';
 import { BatchBodyError, type BatchBodyEvent, BatchBodyParser } from './body-parser.js';
+import * as store from './ingest-store.js';
 import {
   BATCH_ENDPOINTS,
   type BatchEndpoint,
@@ -13,7 +15,6 @@ import {
   COMPLETION_WINDOWS,
   isBatchEndpoint,
 } from './model.js';
-import * as store from './store.js';
 
 /**
  * Reads a batch body as it arrives and writes its requests to the store in chunks, so memory stays
@@ -24,9 +25,14 @@ import * as store from './store.js';
  * The batch row stays hidden (`accepted = 0`) until the service accepts it.
  */
 
-/** Requests written per INSERT (and the most held in memory at once). */
+/** Requests written per INSERT / transaction (and the most held in memory at once). */
 const CHUNK_ITEMS = 1000;
-const CHUNK_BYTES = 4 * 1024 * 1024;
+/**
+ * JSON text (UTF-16 code units) held at most before a chunk is written: ~1,000 requests of ~1 KB.
+ * A chunk should be written well before V8's next-but-one scavenge (its JSON texts are then copied
+ * once within the young generation and die there, instead of being promoted to the old one).
+ */
+const CHUNK_CHARS = 1024 * 1024;
 const MAX_CUSTOM_ID = 512;
 const ITEM_FIELDS = new Set(['custom_id', 'body', 'method', 'url']);
 const TOP_FIELDS = new Set(['endpoint', 'requests', 'completion_window', 'model', 'provider']);
@@ -89,35 +95,50 @@ export class Ingestion {
   private deferredUpTo = 0;
   /** The model of the first validated request (all must agree), with its index and custom_id. */
   private firstModel: { id: string; index: number; customId: string } | null = null;
-  private chunk: store.NewItem[] = [];
-  private chunkBytes = 0;
+  /** The requests read and not yet written (indexes chunkFirst, chunkFirst + 1, …). */
+  private chunkFirst = 0;
+  private chunkIds: string[] = [];
+  private chunkItems: string[] = [];
+  private chunkChars = 0;
   private readonly estimate = { promptTokens: 0, completionTokens: 0, completionTokensUnset: 0 };
+  /** SQLite: writes the chunks through the better-sqlite3 handle (null on PostgreSQL). */
+  private readonly sqliteWriter: store.SqliteItemWriter | null;
 
+  /**
+   * `sqlite`: the better-sqlite3 handle behind `db` when it is SQLite (`DbHandle.sqlite`); requests
+   * are then written with a prepared statement instead of Kysely's multi-row INSERT.
+   */
   constructor(
     private readonly db: Db,
     private readonly catalog: Catalog,
     private readonly config: BatchConfig,
     readonly batchId: string,
+    sqlite?: SQLite.Database | null,
   ) {
     this.parser = new BatchBodyParser({ maxItemBytes: config.maxItemBytes });
+    this.sqliteWriter = sqlite ? new store.SqliteItemWriter(db, sqlite) : null;
   }
 
   /** Reads the whole body; throws ApiError (400/413) on the first problem. */
   async read(body: AsyncIterable<Buffer>): Promise<IngestResult> {
     let bytes = 0;
-    for await (const chunk of body) {
-      bytes += chunk.length;
-      if (bytes > this.config.maxBytes) throw payloadTooLarge(this.config.maxBytes);
-      for (const event of this.parse(() => this.parser.write(chunk))) {
-        const flushing = this.onEvent(event);
-        if (flushing) await flushing;
+    try {
+      for await (const chunk of body) {
+        bytes += chunk.length;
+        if (bytes > this.config.maxBytes) throw payloadTooLarge(this.config.maxBytes);
+        for (const event of this.parse(() => this.parser.write(chunk))) {
+          const flushing = this.onEvent(event);
+          if (flushing) await flushing;
+        }
       }
+      this.parse(() => {
+        this.parser.end();
+        return [];
+      });
+      await this.flush();
+    } finally {
+      this.sqliteWriter?.close();
     }
-    this.parse(() => {
-      this.parser.end();
-      return [];
-    });
-    await this.flush();
     if (this.endpoint === null)
       throw badRequest(`endpoint is required: one of ${Object.keys(BATCH_ENDPOINTS).join(', ')}`);
     if (this.completionWindow === null) throw badRequest('completion_window is required: 24h');
@@ -166,9 +187,11 @@ export class Ingestion {
     if (this.endpoint) this.validate(e.index, item, customId, e.raw.length);
     else this.deferredUpTo = e.index + 1;
     this.count = e.index + 1;
-    this.chunk.push({ idx: e.index, custom_id: customId, item: e.raw });
-    this.chunkBytes += e.raw.length;
-    if (this.chunk.length >= CHUNK_ITEMS || this.chunkBytes >= CHUNK_BYTES) return this.flush();
+    if (this.chunkItems.length === 0) this.chunkFirst = e.index;
+    this.chunkIds.push(customId);
+    this.chunkItems.push(e.raw);
+    this.chunkChars += e.raw.length;
+    if (this.chunkItems.length >= CHUNK_ITEMS || this.chunkChars >= CHUNK_CHARS) return this.flush();
     return undefined;
   }
 
@@ -262,17 +285,23 @@ export class Ingestion {
 
   /** Writes the buffered requests; a custom_id already in the batch is the first duplicate's 400. */
   private async flush(): Promise<void> {
-    const items = this.chunk;
-    if (items.length === 0) return;
-    this.chunk = [];
-    this.chunkBytes = 0;
-    const inserted = await store.insertItems(this.db, this.batchId, items);
-    if (inserted.size !== items.length) {
-      const dup = items.find((i) => !inserted.has(i.idx)) as store.NewItem;
-      const earlier = await store.indexOfCustomId(this.db, this.batchId, dup.custom_id);
-      throw requestError(dup.idx, dup.custom_id, `duplicate custom_id (also requests[${earlier}])`);
+    if (this.chunkItems.length === 0) return;
+    const chunk: store.ItemChunk = {
+      first: this.chunkFirst,
+      customIds: this.chunkIds,
+      items: this.chunkItems,
+    };
+    this.chunkIds = [];
+    this.chunkItems = [];
+    this.chunkChars = 0;
+    let dup: store.Duplicate | null;
+    if (this.sqliteWriter) dup = await this.sqliteWriter.write(this.batchId, chunk, Date.now());
+    else {
+      dup = await store.insertItems(this.db, this.batchId, chunk);
+      if (!dup) await store.touchBatch(this.db, this.batchId, Date.now());
     }
-    await store.touchBatch(this.db, this.batchId, Date.now());
+    if (dup)
+      throw requestError(dup.idx, dup.custom_id, `duplicate custom_id (also requests[${dup.earlier}])`);
   }
 
   /** Validates the requests that arrived before `endpoint`, reading them back in pages. */

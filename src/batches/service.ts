@@ -1,3 +1,4 @@
+import type SQLite from 'better-sqlite3';
 import type { Caller } from '../accounts/caller.js';
 import type { BatchConfig } from '../config.js';
 import type { SpendTracker } from '../credits/spend.js';
@@ -21,6 +22,8 @@ import { toBatch, toResult } from './view.js';
 
 export interface BatchesDeps {
   db: Db;
+  /** The better-sqlite3 handle behind `db` on SQLite: ingestion writes through prepared statements. */
+  sqlite?: SQLite.Database | null;
   engine: Engine;
   catalog: Catalog;
   spend: Pick<SpendTracker, 'balance'>;
@@ -73,7 +76,7 @@ export class BatchesService {
       updated_at_ms: Date.now(),
     });
     try {
-      const ingested = await new Ingestion(db, this.deps.catalog, config, id).read(body);
+      const ingested = await new Ingestion(db, this.deps.catalog, config, id, this.deps.sqlite).read(body);
       const estimate = await this.admit(caller, ingested);
       await store.acceptBatch(db, id, {
         endpoint: ingested.endpoint,

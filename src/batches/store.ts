@@ -23,44 +23,11 @@ export type NewBatchRow = Pick<
   | 'updated_at_ms'
 >;
 
-export interface NewItem {
-  idx: number;
-  custom_id: string;
-  item: string;
-}
-
 export async function createBatch(db: Db, row: NewBatchRow): Promise<void> {
   await db
     .insertInto('batches')
     .values({ ...row, accepted: 0, request_count: 0, input_bytes: 0, estimated_cost_usd: 0 })
     .execute();
-}
-
-/** Inserts items; returns the indexes inserted (a duplicate custom_id is left out, not an error). */
-export async function insertItems(db: Db, batchId: string, items: NewItem[]): Promise<Set<number>> {
-  if (items.length === 0) return new Set();
-  const rows = await db
-    .insertInto('batch_requests')
-    .values(items.map((i) => ({ batch_id: batchId, idx: i.idx, custom_id: i.custom_id, item: i.item })))
-    .onConflict((oc) => oc.columns(['batch_id', 'custom_id']).doNothing())
-    .returning('idx')
-    .execute();
-  return new Set(rows.map((r) => r.idx));
-}
-
-/** The index of the earlier request that holds `customId`. */
-export async function indexOfCustomId(db: Db, batchId: string, customId: string): Promise<number | null> {
-  const row = await db
-    .selectFrom('batch_requests')
-    .select('idx')
-    .where('batch_id', '=', batchId)
-    .where('custom_id', '=', customId)
-    .executeTakeFirst();
-  return row?.idx ?? null;
-}
-
-export async function touchBatch(db: Db, id: string, nowMs: number): Promise<void> {
-  await db.updateTable('batches').set({ updated_at_ms: nowMs }).where('id', '=', id).execute();
 }
 
 /** Marks an ingested batch accepted (visible, and workable once the worker promotes it). */
@@ -90,18 +57,6 @@ export async function deleteBatch(db: Db, id: string): Promise<void> {
   await db.deleteFrom('batches').where('id', '=', id).execute();
 }
 
-/** Stored items in index order after `afterIdx` (validation of items read before `endpoint`). */
-export async function itemsAfter(db: Db, batchId: string, afterIdx: number, limit: number) {
-  return db
-    .selectFrom('batch_requests')
-    .select(['idx', 'custom_id', 'item'])
-    .where('batch_id', '=', batchId)
-    .where('idx', '>', afterIdx)
-    .orderBy('idx')
-    .limit(limit)
-    .execute();
-}
-
 export async function getBatch(db: Db, organizationId: string, id: string): Promise<BatchRow | undefined> {
   return db
     .selectFrom('batches')
@@ -110,10 +65,6 @@ export async function getBatch(db: Db, organizationId: string, id: string): Prom
     .where('organization_id', '=', organizationId)
     .where('accepted', '=', 1)
     .executeTakeFirst();
-}
-
-export async function batchById(db: Db, id: string): Promise<BatchRow | undefined> {
-  return db.selectFrom('batches').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /** A key's batches, newest first. */
@@ -380,7 +331,10 @@ export async function recordOutcomes(
     counted.push(ok);
     if (!ok || o.kind !== 'done') continue;
     let d = deltas.get(o.ref.batchId);
-    if (!d) deltas.set(o.ref.batchId, (d = noDeltas()));
+    if (!d) {
+      d = noDeltas();
+      deltas.set(o.ref.batchId, d);
+    }
     const r = o.result;
     if (r.error_json === null) d.completed_count++;
     else d.failed_count++;
