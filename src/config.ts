@@ -30,6 +30,41 @@ export interface Config {
   /** Longest Retry-After honoured by retrying the last candidate once, ms. */
   maxRetryWaitMs: number;
   batches: BatchConfig;
+  interns: InternsConfig;
+}
+
+/** Interns and vaults (README, "Interns"). */
+export interface InternsConfig {
+  /** Lifecycle writes (create, update, provision, suspend, delete) allowed; off → 404 not_found. */
+  writes: boolean;
+  /** Vault writes allowed; off → 503. */
+  vaultWrites: boolean;
+  /** Hostnames (lowercase, no port) whose requests to /interns and /vault are refused with 403. */
+  regionalHosts: string[];
+  /** Interns' hostnames are `<name>-<short id>.<domain>`. */
+  domain: string;
+  /** Interns one member may own in a workspace (409 intern_limit_reached beyond). */
+  perMemberLimit: number;
+  /** Deadline of one /interns or /vault request, ms (408 beyond). */
+  deadlineMs: number;
+  /** Model for interns whose `model` is null and whose workspace has no default_text_model. */
+  defaultModel: string;
+  /** How long a paused run waits for its answer before it is cancelled, ms. */
+  interactionTimeoutMs: number;
+  /** A `: keepalive` comment after this long without a chunk on a chat stream, ms. */
+  keepaliveMs: number;
+  /** The runtime offers its shell tool (off by default). */
+  shell: boolean;
+  /** Runtimes' working directories live under this directory. */
+  runtimeDir: string;
+  /** Start runtimes on this node and reconcile at boot (GATEHOUSE_INTERNS_RUNTIMES=off for API-only nodes). */
+  runtimes: boolean;
+  /** The egress layer may reach loopback and private addresses (tests and trusted networks). */
+  egressPrivate: boolean;
+  /** Model steps of one run before it ends with an error (a runaway loop guard). */
+  maxSteps: number;
+  /** Pause between provisioning steps, ms (0; tests raise it to observe `progress`). */
+  stepDelayMs: number;
 }
 
 /** Batches: submission limits and the worker (README, "Batches"). */
@@ -62,6 +97,14 @@ export interface BatchConfig {
 }
 
 type Env = Record<string, string | undefined>;
+
+const isOff = (v: string | undefined) => ['off', 'false', '0'].includes((v ?? '').toLowerCase());
+const isOn = (v: string | undefined) => ['on', 'true', '1'].includes((v ?? '').toLowerCase());
+const listFrom = (v: string | undefined) =>
+  (v ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 
 function intFrom(env: Env, name: string, fallback: number): number {
   const raw = env[name];
@@ -115,7 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
     maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),
     batches: {
-      worker: !['off', 'false', '0'].includes((env.GATEHOUSE_WORKER ?? '').toLowerCase()),
+      worker: !isOff(env.GATEHOUSE_WORKER),
       drainMs: intFrom(env, 'GATEHOUSE_WORKER_DRAIN_MS', 10_000),
       maxBytes: intFrom(env, 'GATEHOUSE_BATCH_MAX_BYTES', 200 * 1024 * 1024),
       maxItemBytes: intFrom(env, 'GATEHOUSE_BATCH_MAX_ITEM_BYTES', 1_048_576),
@@ -128,6 +171,23 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: Math.max(1, intFrom(env, 'GATEHOUSE_BATCH_WINDOW_SECONDS', 86_400)),
       rateLimit: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT', 30),
       rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT_WINDOW', 60),
+    },
+    interns: {
+      writes: !isOff(env.GATEHOUSE_INTERNS_WRITES),
+      vaultWrites: !isOff(env.GATEHOUSE_VAULT_WRITES),
+      regionalHosts: listFrom(env.GATEHOUSE_REGIONAL_HOSTS),
+      domain: (env.GATEHOUSE_INTERNS_DOMAIN || 'interns.localhost').toLowerCase(),
+      perMemberLimit: intFrom(env, 'GATEHOUSE_INTERNS_PER_MEMBER', 10),
+      deadlineMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_DEADLINE_MS', 30_000)),
+      defaultModel: env.GATEHOUSE_INTERNS_DEFAULT_MODEL || 'gatehouse/echo',
+      interactionTimeoutMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_INTERACTION_TIMEOUT_MS', 300_000)),
+      keepaliveMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_KEEPALIVE_MS', 30_000)),
+      shell: isOn(env.GATEHOUSE_INTERNS_SHELL),
+      runtimeDir: resolve(env.GATEHOUSE_INTERNS_DIR || join(dataDir, 'interns')),
+      runtimes: !isOff(env.GATEHOUSE_INTERNS_RUNTIMES),
+      egressPrivate: isOn(env.GATEHOUSE_INTERNS_EGRESS_PRIVATE),
+      maxSteps: Math.max(1, intFrom(env, 'GATEHOUSE_INTERNS_MAX_STEPS', 20)),
+      stepDelayMs: intFrom(env, 'GATEHOUSE_INTERNS_STEP_DELAY_MS', 0),
     },
   };
 }

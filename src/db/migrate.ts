@@ -3,12 +3,14 @@ import type { DbHandle } from './connection.js';
 import * as m0001 from './migrations/0001_initial.js';
 import * as m0002 from './migrations/0002_generations.js';
 import * as m0003 from './migrations/0003_batches.js';
+import * as m0004 from './migrations/0004_interns.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_generations': m0002,
   '0003_batches': m0003,
+  '0004_interns': m0004,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

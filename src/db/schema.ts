@@ -311,4 +311,69 @@ export interface Database {
   settings: SettingsTable;
   batches: BatchesTable;
   batch_requests: BatchRequestsTable;
+  interns: InternsTable;
+  intern_create_ops: InternCreateOpsTable;
+  vaults: VaultsTable;
+  vault_secrets: VaultSecretsTable;
+}
+
+export type InternStatus =
+  | 'awaiting_slack_install'
+  | 'queued'
+  | 'provisioning'
+  | 'running'
+  | 'failed'
+  | 'stopped'
+  | 'destroying'
+  | 'destroy_failed';
+
+export interface InternsTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  creator_user_id: string;
+  owner_key_hash: string;
+  name: string;
+  description: string | null;
+  instructions: string | null;
+  model: string | null;
+  status: InternStatus;
+  last_failure_message: string | null;
+  progress_step: number | null;
+  progress_total: number | null;
+  progress_label: string | null;
+  hostname: string | null;
+  vault_id: string | null;
+  attached_vault_id: string | null;
+  provisioned_model: string | null;
+  archive_failed: Generated<Bool>;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface InternCreateOpsTable {
+  scope: string;
+  idempotency_key: string;
+  body_hash: string;
+  intern_id: string;
+  done: Generated<Bool>;
+  created_at: string;
+}
+
+export interface VaultsTable {
+  id: string;
+  workspace_id: string;
+  owner_intern_id: string | null;
+  hmac_key_sealed: string;
+  created_at: string;
+}
+
+export interface VaultSecretsTable {
+  vault_id: string;
+  name: string;
+  value_sealed: string;
+  hosts_json: JsonText | null;
+  fingerprint: string | null;
+  created_at: string;
+  updated_at: string;
 }

@@ -85,6 +85,28 @@ describe('dev provider', () => {
     expect(res.choices[0]!.message.tool_calls![0]!.function.arguments).toBe('{}');
   });
 
+  it('steps script an agent loop: the step is the assistant messages after the last user message', async () => {
+    const directive =
+      'gatehouse:{"usage":{"prompt_tokens":7},"steps":[{"tool_calls":[{"id":"c1","name":"read_file"}]},{"text":"read it"},{"text":"last"}]}';
+    const call = (after: { role: 'assistant' | 'tool'; content: string }[]) =>
+      dev.chat({ model: 'scripted', messages: [{ role: 'user', content: directive }, ...after] }, ctx());
+    const first = await call([]);
+    expect(first.choices[0]!.message.tool_calls![0]!.function.name).toBe('read_file');
+    expect(first.usage!.prompt_tokens).toBe(7);
+    const second = await call([
+      { role: 'assistant', content: '' },
+      { role: 'tool', content: 'file text' },
+    ]);
+    expect(second.choices[0]!.message.content).toBe('read it');
+    expect(second.choices[0]!.finish_reason).toBe('stop');
+    const beyond = await call([
+      { role: 'assistant', content: '' },
+      { role: 'assistant', content: '' },
+      { role: 'assistant', content: '' },
+    ]);
+    expect(beyond.choices[0]!.message.content).toBe('last');
+  });
+
   it('echoes the rest of the message when the directive has no text', async () => {
     const res = await dev.chat(ask('please repeat gatehouse:{"delay_ms":1}'), ctx());
     expect(res.choices[0]!.message.content).toBe('please repeat');

@@ -12,6 +12,8 @@
  *
  * - reply text: `text` if given; else nothing when `tool_calls` are scripted; else the message text
  *   with the directive removed (trimmed). Without a directive: the last user message's text.
+ * - `steps: [d0, d1, …]`: for agent loops — the step is the number of assistant messages after the
+ *   last user message (d0 first, then d1 once a tool result came back, …; the last one repeats).
  * - `delay_ms`: wait before answering (abortable); `error`: reject with UpstreamError(status,
  *   message, retryAfterMs = retry_after_s·1000) after the delay, before any stream starts.
  * - streams: a role chunk, reasoning then text split into words (each with its trailing space, so
@@ -55,6 +57,12 @@ export interface DevDirective {
   chunk_delay_ms?: number;
   error?: { status?: number; message?: string; retry_after_s?: number };
   fail_after_chunks?: number;
+  /**
+   * Multi-step scripts (agent loops): the directive of step n, where n counts the assistant
+   * messages after the last user message; past the end, the last step. Other fields of the outer
+   * directive apply to every step unless the step sets them.
+   */
+  steps?: Omit<DevDirective, 'steps'>[];
 }
 
 const MARKER = 'gatehouse:';
@@ -145,10 +153,19 @@ interface Plan {
   directive: DevDirective;
 }
 
+/** The directive of the current step of a multi-step script (the directive itself without `steps`). */
+function stepOf(d: DevDirective, req: ChatRequest): DevDirective {
+  if (!Array.isArray(d.steps) || d.steps.length === 0) return d;
+  const lastUser = req.messages.findLastIndex((m) => m.role === 'user');
+  const step = req.messages.slice(lastUser + 1).filter((m) => m.role === 'assistant').length;
+  const { steps, ...outer } = d;
+  return { ...outer, ...(steps[Math.min(step, steps.length - 1)] ?? {}) };
+}
+
 function plan(req: ChatRequest): Plan {
   const lastUser = [...req.messages].reverse().find((m) => m.role === 'user');
   const { directive, rest } = parseDirective(textOf(lastUser?.content ?? null));
-  const d: DevDirective = directive ?? {};
+  const d: DevDirective = stepOf(directive ?? {}, req);
   const id = nextId('chatcmpl');
   const toolCalls: ToolCall[] = (d.tool_calls ?? []).map((tc, i) => ({
     id: tc.id ?? `call_${id.replace(/\W/g, '')}_${i}`,
