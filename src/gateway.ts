@@ -48,5 +48,8 @@ export async function startGateway(
   const g = await prepareGateway(config, opts);
   const address = await g.app.listen({ port: config.port, host: config.host });
   const url = address.replace('[::1]', '127.0.0.1');
+  // Interns' runtimes call back through the gateway's own port; reconcile once it listens.
+  g.services.provisioner.setGatewayUrl(`http://127.0.0.1:${new URL(url).port}`);
+  if (config.interns.runtimes) await g.services.interns.start(g.app.log);
   return { ...g, url };
 }

@@ -16,6 +16,9 @@ import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
 import { PolicyService } from './guardrails/policy.js';
 import { GuardrailsService } from './guardrails/service.js';
+import { LocalProvisioner } from './interns/local-provisioner.js';
+import { Programme } from './interns/programme.js';
+import { InternsService } from './interns/service.js';
 import { closeUpstreamHttp } from './providers/http.js';
 import { createProvider } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
@@ -26,6 +29,7 @@ import { GenerationsService } from './routing/generations.js';
 import { PolicyGuard } from './routing/guard.js';
 import { routingMetrics } from './routing/metrics.js';
 import { RateLimiter } from './routing/rate-limit.js';
+import { VaultService } from './vault/service.js';
 
 /** The composition root: every domain service, wired once per process. */
 export function buildServices(
@@ -110,6 +114,19 @@ export function buildServices(
     limiter: batchLimiter,
   });
 
+  // Interns and vaults: the programme check, secrets, the local provisioner and the lifecycle.
+  const programme = new Programme(db);
+  const vault = new VaultService({ db, masterKey: config.masterKey, config: config.interns });
+  const provisioner = new LocalProvisioner(config.interns);
+  const interns = new InternsService({
+    db,
+    config: config.interns,
+    vault,
+    provisioner,
+    keys,
+    workspaces,
+  });
+
   /** A batch worker over these services (started by the gateway, or alone by `gatehouse worker`). */
   const createWorker = (log: WorkerLog) =>
     new BatchWorker({
@@ -125,6 +142,7 @@ export function buildServices(
 
   /** Writes pending accounting and releases connections; the database closes after this. */
   const shutdown = async () => {
+    await interns.close();
     await accountant.close();
     await limiter.close();
     await batchLimiter.close();
@@ -148,6 +166,10 @@ export function buildServices(
     catalog,
     engine,
     accountant,
+    programme,
+    vault,
+    provisioner,
+    interns,
     generations,
     batches,
     createWorker,

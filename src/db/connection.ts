@@ -47,6 +47,7 @@ export function openDatabase(url: string, opts: { schema?: string } = {}): DbHan
   file.pragma('synchronous = NORMAL');
   file.pragma('foreign_keys = ON');
   file.pragma('busy_timeout = 5000');
+  file.pragma('wal_autocheckpoint = 10000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(file) }) });
   return { db, dialect: 'sqlite', sqlite: file, close: () => db.destroy() };
 }

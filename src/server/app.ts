@@ -16,7 +16,12 @@ import { ping } from '../db/connection.js';
 import { guardrailAssignmentsRoutes } from '../guardrails/assignments.routes.js';
 import { guardrailsRoutes } from '../guardrails/routes.js';
 import { inferenceRoutes } from '../inference/routes.js';
+import { runtimeCallbackRoutes } from '../interns/callback.routes.js';
+import { internChatRoutes } from '../interns/chat.routes.js';
+import { installInternHostProxy } from '../interns/host-proxy.js';
+import { internsRoutes } from '../interns/routes.js';
 import type { Services } from '../services.js';
+import { vaultRoutes } from '../vault/routes.js';
 import { installAuth } from './auth.js';
 import { installErrorHandling, sendError } from './errors.js';
 import { installMetrics } from './metrics.js';
@@ -38,6 +43,9 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   adminRoutes,
   inferenceRoutes,
   batchesRoutes,
+  internsRoutes,
+  internChatRoutes,
+  vaultRoutes,
 ];
 
 export interface AppOptions {
@@ -87,6 +95,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
   await app.register(scalar, { routePrefix: '/docs', configuration: { url: `${API_PREFIX}/openapi.json` } });
   app.addSchema(ErrorBody);
 
+  installInternHostProxy(app, services);
   installMetrics(app, services.metrics);
   installAuth(app, services.keys, config.adminToken);
 
@@ -102,6 +111,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
     }
   });
 
+  await app.register(async (internal) => runtimeCallbackRoutes(internal, services));
   await app.register(
     async (api) => {
       for (const routes of apiRoutes) await routes(api, services);

@@ -23,11 +23,12 @@ export function sendError(
   status: number,
   message: string,
   metadata?: Record<string, unknown>,
+  code?: string,
 ): FastifyReply {
   return reply
     .code(status)
     .type('application/json; charset=utf-8')
-    .send({ error: { code: status, message, ...(metadata ? { metadata } : {}) } });
+    .send({ error: { code: code ?? status, message, ...(metadata ? { metadata } : {}) } });
 }
 
 /** Turns a route pattern (`/api/v1/keys/:hash`) into a regex over concrete paths. */
@@ -56,7 +57,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       const retryMs = err.metadata?.retry_after_ms;
       if (typeof retryMs === 'number')
         reply.header('retry-after', String(Math.max(1, Math.ceil(retryMs / 1000))));
-      return sendError(reply, err.status, err.message, err.metadata);
+      return sendError(reply, err.status, err.message, err.metadata, err.code);
     }
     if (err.validation) {
       const where = err.validationContext ?? 'request';

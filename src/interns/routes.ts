@@ -1,0 +1,4 @@
+import type { Router } from '../server/router.js';
+import type { Services } from '../services.js';
+
+export async function internsRoutes(_app: Router, _services: Services): Promise<void> {}
