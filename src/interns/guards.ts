@@ -32,7 +32,7 @@ export function installInternsGuards(
   opts: { codes: 'named' | 'status' },
 ): void {
   const named = (code: string) => (opts.codes === 'named' ? code : undefined);
-  app.decorateRequest('deadline', null as unknown as AbortSignal);
+  if (!app.hasRequestDecorator('deadline')) app.decorateRequest('deadline', null as unknown as AbortSignal);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const host = request.hostname.toLowerCase().replace(/\.$/, '');
     if (deps.config.regionalHosts.includes(host)) {
