@@ -29,6 +29,7 @@ export async function prepareGateway(
     // The batch worker runs in the gateway unless GATEHOUSE_WORKER=off (then `gatehouse worker`).
     const worker = config.batches.worker ? services.createWorker(app.log) : null;
     worker?.start();
+    if (worker) services.batches.onAccepted(() => worker.wake());
     app.addHook('onClose', async () => {
       await worker?.stop(config.batches.drainMs);
       await services.shutdown();

@@ -138,6 +138,7 @@ export function buildServices(
       catalog,
       config: config.batches,
       log,
+      sqlite: handle.sqlite ?? null,
     });
 
   /** Writes pending accounting and releases connections; the database closes after this. */

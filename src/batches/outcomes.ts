@@ -1,5 +1,12 @@
+import type SQLite from 'better-sqlite3';
 import type { Db } from '../db/connection.js';
-import { type Accountant, type GenerationRow, insertGenerations } from '../routing/accounting.js';
+import {
+  type Accountant,
+  type GenerationRow,
+  insertGenerations,
+  sqliteGenerationInserts,
+  usageEventsOf,
+} from '../routing/accounting.js';
 import * as store from './store.js';
 import type { WorkerLog } from './worker.js';
 
@@ -27,13 +34,20 @@ export class OutcomeWriter {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   private tries = 0;
+  /** On SQLite: the whole group write as one better-sqlite3 transaction of prepared statements. */
+  private readonly sqliteWrite:
+    | ((group: Pending[], at: { now: number; by: string }) => GenerationRow[])
+    | null;
 
   constructor(
     private readonly db: Db,
     private readonly accountant: Pick<Accountant, 'announce'>,
     private readonly workerId: string,
     private readonly log: WorkerLog,
-  ) {}
+    sqlite: SQLite.Database | null = null,
+  ) {
+    this.sqliteWrite = sqlite ? sqliteGroupWrite(sqlite) : null;
+  }
 
   /** Queues an outcome; it is written within a few milliseconds. */
   add(outcome: store.Outcome, rows: GenerationRow[]): void {
@@ -66,16 +80,21 @@ export class OutcomeWriter {
 
   private async write(group: Pending[]): Promise<void> {
     try {
-      const counted = await this.db.transaction().execute(async (tx) => {
-        const ok = await store.recordOutcomes(
-          tx,
-          group.map((p) => p.outcome),
-          { now: Date.now(), by: this.workerId },
-        );
-        const rows = group.flatMap((p, i) => (ok[i] ? p.rows : []));
-        if (rows.length > 0) await insertGenerations(tx, rows);
-        return rows;
-      });
+      const at = { now: Date.now(), by: this.workerId };
+      const write = this.sqliteWrite;
+      const counted = write
+        ? // Holding Kysely's connection: no Kysely transaction is open on it while this one runs.
+          await this.db.connection().execute(async () => write(group, at))
+        : await this.db.transaction().execute(async (tx) => {
+            const ok = await store.recordOutcomes(
+              tx,
+              group.map((p) => p.outcome),
+              at,
+            );
+            const rows = group.flatMap((p, i) => (ok[i] ? p.rows : []));
+            if (rows.length > 0) await insertGenerations(tx, rows);
+            return rows;
+          });
       this.queue = this.queue.slice(group.length);
       this.tries = 0;
       for (const r of counted) this.accountant.announce(r);
@@ -99,4 +118,18 @@ export class OutcomeWriter {
       if (this.queue.length > 0) await new Promise((r) => setTimeout(r, 100 * 2 ** this.tries));
     }
   }
+}
+
+function sqliteGroupWrite(sqlite: SQLite.Database) {
+  const record = store.sqliteOutcomeRecorder(sqlite);
+  const insert = sqliteGenerationInserts(sqlite);
+  return sqlite.transaction((group: Pending[], at: { now: number; by: string }): GenerationRow[] => {
+    const ok = record(
+      group.map((p) => p.outcome),
+      at,
+    );
+    const rows = group.flatMap((p, i) => (ok[i] ? p.rows : []));
+    if (rows.length > 0) insert(rows, usageEventsOf(rows));
+    return rows;
+  });
 }

@@ -42,7 +42,14 @@ export const DEFAULT_RESULTS_PAGE = 100;
  * The worker (worker.ts) runs what is accepted here.
  */
 export class BatchesService {
+  private readonly acceptedListeners: (() => void)[] = [];
+
   constructor(private readonly deps: BatchesDeps) {}
+
+  /** Calls `listener` after each accepted batch (the in-process worker starts on it at once). */
+  onAccepted(listener: () => void): void {
+    this.acceptedListeners.push(listener);
+  }
 
   /**
    * Reads, validates and stores a batch body, then admits it: 202-able once this resolves. On any
@@ -91,6 +98,7 @@ export class BatchesService {
       await store.deleteBatch(db, id).catch(() => {});
       throw err;
     }
+    for (const listener of this.acceptedListeners) listener();
     return this.get(caller, id);
   }
 

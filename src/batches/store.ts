@@ -1,3 +1,4 @@
+import type SQLite from 'better-sqlite3';
 import { type Selectable, sql } from 'kysely';
 import type { Db, Dialect } from '../db/connection.js';
 import type { BatchesTable, BatchRequestsTable } from '../db/schema.js';
@@ -329,17 +330,7 @@ export async function recordOutcomes(
             .executeTakeFirst();
     const ok = Number(res.numUpdatedRows) === 1;
     counted.push(ok);
-    if (!ok || o.kind !== 'done') continue;
-    let d = deltas.get(o.ref.batchId);
-    if (!d) {
-      d = noDeltas();
-      deltas.set(o.ref.batchId, d);
-    }
-    const r = o.result;
-    if (r.error_json === null) d.completed_count++;
-    else d.failed_count++;
-    d.byok_count += r.is_byok;
-    for (const k of SUMS) d[k] += r[k];
+    if (ok && o.kind === 'done') addDeltas(deltas, o.ref.batchId, o.result);
   }
   for (const [batchId, d] of deltas) await addToBatch(tx, batchId, d);
   return counted;
@@ -419,4 +410,58 @@ export async function abandonedIngestions(db: Db, before: number): Promise<strin
     .where('updated_at_ms', '<', before)
     .execute();
   return rows.map((r) => r.id);
+}
+
+/**
+ * recordOutcomes on SQLite through statements prepared once, for a better-sqlite3 transaction the
+ * caller runs: the same writes, without building and compiling a Kysely query per outcome (about
+ * a fifth of the worker's CPU per request went there).
+ */
+export function sqliteOutcomeRecorder(sqlite: SQLite.Database) {
+  const RESULT = [
+    'status_code',
+    'generation_id',
+    'response_body',
+    'error_json',
+    ...SUMS,
+    'is_byok',
+  ] as const satisfies readonly (keyof RequestResult)[];
+  const done = sqlite.prepare(
+    `update "batch_requests" set ${RESULT.map((c) => `"${c}" = ?`).join(', ')}, "state" = 'done', "lease_owner" = null, "lease_token" = null, "lease_expires_at" = null, "finished_at" = ?, "finished_by" = ? where "batch_id" = ? and "idx" = ? and "state" = 'running' and "lease_token" = ?`,
+  );
+  const retry = sqlite.prepare(
+    `update "batch_requests" set "state" = 'pending', "lease_owner" = null, "lease_token" = null, "lease_expires_at" = null, "next_attempt_at" = ? where "batch_id" = ? and "idx" = ? and "state" = 'running' and "lease_token" = ?`,
+  );
+  const COUNTERS = ['completed_count', 'failed_count', 'byok_count', ...SUMS] as const;
+  const counters = sqlite.prepare(
+    `update "batches" set ${COUNTERS.map((c) => `"${c}" = "${c}" + ?`).join(', ')} where "id" = ?`,
+  );
+  return (outcomes: Outcome[], at: { now: number; by: string }): boolean[] => {
+    const counted: boolean[] = [];
+    const deltas = new Map<string, Deltas>();
+    for (const o of outcomes) {
+      const { batchId, idx, token } = o.ref;
+      const res =
+        o.kind === 'done'
+          ? done.run(...RESULT.map((c) => o.result[c]), at.now, at.by, batchId, idx, token)
+          : retry.run(o.due, batchId, idx, token);
+      const ok = res.changes === 1;
+      counted.push(ok);
+      if (ok && o.kind === 'done') addDeltas(deltas, batchId, o.result);
+    }
+    for (const [batchId, d] of deltas) counters.run(...COUNTERS.map((c) => d[c]), batchId);
+    return counted;
+  };
+}
+
+function addDeltas(deltas: Map<string, Deltas>, batchId: string, r: RequestResult): void {
+  let d = deltas.get(batchId);
+  if (!d) {
+    d = noDeltas();
+    deltas.set(batchId, d);
+  }
+  if (r.error_json === null) d.completed_count++;
+  else d.failed_count++;
+  d.byok_count += r.is_byok;
+  for (const k of SUMS) d[k] += r[k];
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type SQLite from 'better-sqlite3';
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import type { BatchConfig } from '../config.js';
@@ -28,6 +29,8 @@ export interface WorkerDeps {
   catalog: Catalog;
   config: BatchConfig;
   log: WorkerLog;
+  /** The better-sqlite3 handle behind `db` on SQLite (outcomes are written through it). */
+  sqlite?: SQLite.Database | null;
 }
 
 interface InFlight {
@@ -69,23 +72,46 @@ export class BatchWorker {
   private refill = false;
   private stopping = false;
   private ticking: Promise<void> | null = null;
+  private started = false;
+  private woken = false;
 
   private readonly writer: OutcomeWriter;
 
   constructor(private readonly deps: WorkerDeps) {
-    this.writer = new OutcomeWriter(deps.db, deps.accountant, this.id, deps.log);
+    this.writer = new OutcomeWriter(deps.db, deps.accountant, this.id, deps.log, deps.sqlite ?? null);
   }
 
   start(): void {
-    const { pollMs, leaseMs } = this.deps.config;
-    const loop = () => {
-      this.ticking = this.tick().finally(() => {
-        this.ticking = null;
-        if (!this.stopping) this.pollTimer = setTimeout(loop, pollMs);
-      });
-    };
-    loop();
+    const { leaseMs } = this.deps.config;
+    this.started = true;
+    this.loop();
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), Math.max(100, Math.floor(leaseMs / 3)));
+  }
+
+  /** One round now, then the next after the poll interval (or at once if woken meanwhile). */
+  private loop(): void {
+    this.woken = false;
+    this.ticking = this.tick().finally(() => {
+      this.ticking = null;
+      if (this.stopping) return;
+      if (this.woken) this.loop();
+      else this.pollTimer = setTimeout(() => this.loop(), this.deps.config.pollMs);
+    });
+  }
+
+  /**
+   * Runs a round now instead of at the next poll: a batch was accepted in this process, so its
+   * requests start without waiting up to a poll interval.
+   */
+  wake(): void {
+    if (!this.started || this.stopping) return;
+    if (this.ticking) {
+      this.woken = true;
+      return;
+    }
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = null;
+    this.loop();
   }
 
   /**

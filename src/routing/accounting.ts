@@ -196,7 +196,7 @@ export class Accountant {
 }
 
 /** The usage_events rows of billed generations (cost above zero). */
-function usageEventsOf(rows: GenerationRow[]): UsageEventsTable[] {
+export function usageEventsOf(rows: GenerationRow[]): UsageEventsTable[] {
   const now = Date.now();
   return rows
     .filter((r) => r.cost_usd > 0)
@@ -224,11 +224,19 @@ export async function insertGenerations(
   if (usage.length > 0) await db.insertInto('usage_events').values(usage).execute();
 }
 
-function prepareSqliteInsert(sqlite: SQLite.Database) {
+/**
+ * Inserts generations and usage events through statements prepared once on `sqlite`; run it inside
+ * a better-sqlite3 transaction (the batch worker's outcome writes do, with their own statements).
+ */
+export function sqliteGenerationInserts(sqlite: SQLite.Database) {
   const generations = sqlite.prepare(insertSql('generations', GENERATION_COLUMNS));
   const usageEvents = sqlite.prepare(insertSql('usage_events', USAGE_COLUMNS));
-  return sqlite.transaction((rows: GenerationRow[], usage: UsageEventsTable[]) => {
+  return (rows: GenerationRow[], usage: UsageEventsTable[]) => {
     for (const r of rows) generations.run(valuesOf(r, GENERATION_COLUMNS));
     for (const u of usage) usageEvents.run(valuesOf(u, USAGE_COLUMNS));
-  });
+  };
+}
+
+function prepareSqliteInsert(sqlite: SQLite.Database) {
+  return sqlite.transaction(sqliteGenerationInserts(sqlite));
 }
