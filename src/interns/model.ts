@@ -83,6 +83,8 @@ export const InternErrorCode = {
   vaultNotAttachable: 'vault_not_attachable',
   /** The action is not allowed in the intern's current status (README transition table). */
   invalidTransition: 'invalid_transition',
+  /** DELETE of a `destroy_failed` intern (its archive failed) without `acknowledge_workspace_loss: true`. */
+  workspaceLossNotAcknowledged: 'workspace_loss_not_acknowledged',
   payloadTooLarge: 'payload_too_large',
   unsupportedMediaType: 'unsupported_media_type',
   internalError: 'internal_error',
