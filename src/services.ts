@@ -116,7 +116,12 @@ export function buildServices(
 
   // Interns and vaults: the programme check, secrets, the local provisioner and the lifecycle.
   const programme = new Programme(db);
-  const vault = new VaultService({ db, masterKey: config.masterKey, config: config.interns });
+  const vault = new VaultService({
+    db,
+    dialect: handle.dialect,
+    masterKey: config.masterKey,
+    config: config.interns,
+  });
   const provisioner = new LocalProvisioner(config.interns);
   const interns = new InternsService({
     db,

@@ -65,6 +65,8 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
     bodyLimit: config.bodyLimit,
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    // Vault secret names may be 255 characters long (the default limit is 100: 414 beyond).
+    routerOptions: { maxParamLength: 256 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   installErrorHandling(app);

@@ -70,11 +70,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('hmac_key_sealed', 'text', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema
-    .createIndex('vaults_owner')
-    .on('vaults')
-    .columns(['workspace_id', 'owner_intern_id'])
-    .execute();
+  // One private vault per intern (NULLs, the workspace vaults, are distinct in both dialects).
+  await db.schema.createIndex('vaults_intern').on('vaults').column('owner_intern_id').unique().execute();
+  await db.schema.createIndex('vaults_workspace').on('vaults').column('workspace_id').execute();
 
   await db.schema
     .createTable('vault_secrets')
