@@ -1,5 +1,116 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TranslationError } from '../formats/chat.js';
+import { chatParsers, responseBodies } from '../inference/bodies.js';
+import { callController } from '../inference/stream.js';
+import { badRequest } from '../lib/errors.js';
+import type { InferenceCall } from '../routing/call.js';
+import { parsePreferences } from '../routing/preferences.js';
+import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
+import { sendEgress } from './egress.js';
+import { CALLBACK_PATHS } from './runtime-protocol.js';
 
-/** The runtimes' callbacks (runtime-protocol.ts CALLBACK_PATHS), outside /api/v1. */
-export async function runtimeCallbackRoutes(_app: Router, _services: Services): Promise<void> {}
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set on the runtime callback routes: the intern whose runtime token authenticated the call. */
+    runtimeIntern: string;
+  }
+}
+
+/** Transcripts grow with a run; the callbacks accept more than the public body limit. */
+const CALLBACK_BODY_LIMIT = 16 * 1024 * 1024;
+const AnyBody = Type.Object({}, { additionalProperties: true });
+
+function bearer(request: FastifyRequest): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  return m?.[1] ?? null;
+}
+
+/**
+ * The runtimes' callbacks (runtime-protocol.ts CALLBACK_PATHS), outside /api/v1. A runtime
+ * authenticates with its own token (`Authorization: Bearer <token>`), which names its intern.
+ * - chat: an OpenAI chat body run through the routing engine as the intern's owner key, exactly as
+ *   POST /api/v1/chat/completions runs it (guardrails, budgets, usage and cost recorded), with the
+ *   model forced to the one the intern was provisioned with;
+ * - egress: the http_request tool's requests, with vault secrets filled in for their hosts (egress.ts).
+ */
+export async function runtimeCallbackRoutes(app: Router, services: Services): Promise<void> {
+  if (!app.hasRequestDecorator('runtimeIntern')) app.decorateRequest('runtimeIntern', '');
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    const token = bearer(request);
+    const internId = token ? services.provisioner.internOfToken(token) : null;
+    if (!internId) return sendError(reply, 401, 'Missing or invalid runtime token');
+    request.runtimeIntern = internId;
+  });
+
+  app.post(
+    CALLBACK_PATHS.chat,
+    { config: { auth: 'none' }, bodyLimit: CALLBACK_BODY_LIMIT, schema: { hide: true, body: AnyBody } },
+    async (request, reply) => {
+      const internId = request.runtimeIntern;
+      const caller = await services.interns.ownerCaller(internId);
+      if (!caller) {
+        return sendError(
+          reply,
+          401,
+          'The intern’s owner key is missing, disabled or expired: its runs cannot be billed',
+        );
+      }
+      const row = await services.db
+        .selectFrom('interns')
+        .select(['provisioned_model', 'model'])
+        .where('id', '=', internId)
+        .executeTakeFirst();
+      if (!row) return sendError(reply, 401, 'The intern no longer exists');
+      const model =
+        row.provisioned_model ??
+        services.provisioner.modelOf(internId) ??
+        row.model ??
+        services.config.interns.defaultModel;
+      const body: Record<string, unknown> = {
+        ...(request.body as Record<string, unknown>),
+        model,
+        stream: false,
+      };
+      let canonical: InferenceCall['request'];
+      try {
+        canonical = chatParsers.chat(body);
+      } catch (err) {
+        if (err instanceof TranslationError) throw badRequest(err.message);
+        throw err;
+      }
+      const controller = callController(reply);
+      const call: InferenceCall = {
+        caller,
+        endpoint: 'chat',
+        request: canonical,
+        prefs: parsePreferences(body.provider),
+        echoUpstream: false,
+        signal: controller.signal,
+      };
+      const served = await services.engine.chat(call);
+      return reply.send(responseBodies.chat(served, call.request, false));
+    },
+  );
+
+  app.post(
+    CALLBACK_PATHS.egress,
+    { config: { auth: 'none' }, schema: { hide: true, body: AnyBody } },
+    async (request, reply) => {
+      const internId = request.runtimeIntern;
+      const controller = callController(reply);
+      const secrets = await services.vault.secretsForIntern(internId);
+      const result = await sendEgress(request.body, {
+        secrets,
+        allowPrivate: services.config.interns.egressPrivate,
+        signal: controller.signal,
+        log: request.log,
+        internId,
+      });
+      return reply.code(result.status).send(result.body);
+    },
+  );
+}

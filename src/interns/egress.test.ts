@@ -1,0 +1,191 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { UsableSecret } from '../vault/service.js';
+import { EGRESS_BODY_CAP, isPrivateAddress, sendEgress } from './egress.js';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+const TOKEN = 'tok-1234567890-secret';
+const OTHER = 'other-secret-value';
+const secrets: UsableSecret[] = [
+  { name: 'api_token', value: TOKEN, hosts: ['127.0.0.1'] },
+  { name: 'other', value: OTHER, hosts: ['example.com'] },
+  { name: 'legacy', value: 'legacy-value', hosts: null },
+  { name: 'tiny', value: 'abc', hosts: ['127.0.0.1'] },
+];
+
+let server: Server;
+let base: string;
+let port: number;
+const seen: Seen[] = [];
+
+beforeAll(async () => {
+  server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const s: Seen = {
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString(),
+    };
+    seen.push(s);
+    if (req.url?.startsWith('/big')) {
+      // The cap falls in the middle of the token: it must not leak cut in half.
+      const head = 'a'.repeat(EGRESS_BODY_CAP - 5);
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(`${head}${TOKEN}${'b'.repeat(100_000)}`);
+      return;
+    }
+    if (req.url?.startsWith('/redirect')) {
+      res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end();
+      return;
+    }
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'x-echo-auth': String(req.headers.authorization ?? ''),
+    });
+    res.end(JSON.stringify({ ...s, leak: OTHER, tiny: 'abc' }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as AddressInfo).port;
+  base = `http://127.0.0.1:${port}`;
+});
+afterAll(() => new Promise((r) => server.close(r)));
+beforeEach(() => {
+  seen.length = 0;
+});
+
+const send = (req: unknown, allowPrivate = true) => sendEgress(req, { secrets, allowPrivate });
+
+describe('egress', () => {
+  it('fills placeholders in a header value and the URL for a bound host, and redacts echoed values', async () => {
+    const r = await send({
+      method: 'post',
+      url: `${base}/echo?key={{vault:api_token}}`,
+      headers: { Authorization: 'Bearer {{vault:api_token}}', 'x-plain': 'hello' },
+      body: 'payload',
+    });
+    expect(r.status).toBe(200);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.method).toBe('POST');
+    expect(seen[0]?.url).toBe(`/echo?key=${TOKEN}`);
+    expect(seen[0]?.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(seen[0]?.headers['x-plain']).toBe('hello');
+    expect(seen[0]?.body).toBe('payload');
+    if (r.status !== 200) throw new Error('unreachable');
+    const text = JSON.stringify(r.body);
+    expect(text).not.toContain(TOKEN);
+    expect(text).not.toContain(OTHER); // any secret of the intern, not only those sent
+    expect(r.body.headers['x-echo-auth']).toBe('Bearer [REDACTED]');
+    const echoed = JSON.parse(r.body.body);
+    expect(echoed.url).toBe('/echo?key=[REDACTED]');
+    expect(echoed.leak).toBe('[REDACTED]');
+    expect(echoed.tiny).toBe('abc'); // values shorter than 4 characters are not redacted
+    expect(r.body.truncated).toBe(false);
+  });
+
+  it('refuses a secret for a host it is not bound to, and sends nothing', async () => {
+    const r = await send({
+      method: 'GET',
+      url: `http://localhost:${port}/echo`,
+      headers: { 'x-key': '{{vault:api_token}}' },
+    });
+    expect(r).toEqual({
+      status: 403,
+      body: {
+        error: {
+          code: 'host_not_allowed',
+          message: 'Secret api_token may not be sent to localhost (it is bound to 127.0.0.1)',
+        },
+      },
+    });
+    const legacy = await send({
+      method: 'GET',
+      url: `${base}/echo`,
+      headers: { 'x-key': '{{vault:legacy}}' },
+    });
+    expect(legacy).toMatchObject({ status: 403, body: { error: { code: 'host_not_allowed' } } });
+    expect(JSON.stringify(legacy)).not.toContain('legacy-value');
+    const inHost = await send({ method: 'GET', url: 'http://{{vault:api_token}}.example.com/' });
+    expect(inHost).toMatchObject({ status: 403, body: { error: { code: 'host_not_allowed' } } });
+    const inUserinfo = await send({ method: 'GET', url: `http://{{vault:api_token}}@127.0.0.1:${port}/` });
+    expect(inUserinfo).toMatchObject({ status: 403, body: { error: { code: 'host_not_allowed' } } });
+    expect(seen).toHaveLength(0);
+  });
+
+  it('refuses an unknown secret name', async () => {
+    const r = await send({ method: 'GET', url: `${base}/echo?x={{vault:nope}}` });
+    expect(r).toMatchObject({ status: 403, body: { error: { code: 'secret_unknown' } } });
+    expect(seen).toHaveLength(0);
+  });
+
+  it('refuses loopback and private destinations unless private egress is allowed', async () => {
+    for (const url of [
+      `${base}/echo`,
+      `http://localhost:${port}/echo`,
+      'http://[::1]:9/',
+      'http://10.1.2.3/',
+    ]) {
+      const r = await send({ method: 'GET', url }, false);
+      expect(r).toMatchObject({ status: 403, body: { error: { code: 'address_not_allowed' } } });
+    }
+    expect(seen).toHaveLength(0);
+  });
+
+  it('classifies IPv4 and IPv6 addresses', () => {
+    for (const a of [
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.1.1',
+      '169.254.169.254',
+      '0.0.0.0',
+      '100.64.0.1',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:a9fe:a9fe',
+    ])
+      expect(isPrivateAddress(a), a).toBe(true);
+    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '::ffff:8.8.8.8'])
+      expect(isPrivateAddress(a), a).toBe(false);
+  });
+
+  it('caps the response body at 256 KiB (truncated) without leaking a secret cut by the cap', async () => {
+    const r = await send({ method: 'GET', url: `${base}/big` });
+    if (r.status !== 200) throw new Error(`unexpected ${r.status}`);
+    expect(r.body.truncated).toBe(true);
+    expect(r.body.body.length).toBe(EGRESS_BODY_CAP);
+    expect(r.body.body).not.toContain(TOKEN.slice(0, 5));
+    expect(r.body.body.endsWith('[REDA')).toBe(true);
+  });
+
+  it('does not follow redirects', async () => {
+    const r = await send({ method: 'GET', url: `${base}/redirect` });
+    expect(r).toMatchObject({
+      status: 200,
+      body: { status: 302, headers: { location: 'http://127.0.0.1:1/elsewhere' } },
+    });
+    expect(seen).toHaveLength(1);
+  });
+
+  it('answers 400 for malformed requests and 502 when the destination cannot be reached', async () => {
+    expect((await send({ method: 'GET', url: 'ftp://example.com/' })).status).toBe(400);
+    expect((await send({ method: 'GET', url: 'not a url' })).status).toBe(400);
+    expect((await send({ method: 'GET', url: base, headers: { a: 1 } })).status).toBe(400);
+    expect((await send({ url: base })).status).toBe(400);
+    const down = await send({ method: 'GET', url: 'http://127.0.0.1:1/?k={{vault:api_token}}' });
+    expect(down.status).toBe(502);
+    expect(JSON.stringify(down)).not.toContain(TOKEN);
+  });
+});

@@ -1,0 +1,297 @@
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { Agent, type Dispatcher, request } from 'undici';
+import type { UsableSecret } from '../vault/service.js';
+import type { EgressRefusal, EgressRequest, EgressResponse } from './runtime-protocol.js';
+
+/**
+ * The egress layer of interns' http_request tool: fills `{{vault:NAME}}` placeholders with secret
+ * values only for the hosts each secret is bound to, refuses private destinations, sends the
+ * request (no redirects, 30 s, response capped) and removes secret values from what comes back.
+ * Secret values never appear in a refusal, an error or a log line; only names and hosts do.
+ */
+
+export const EGRESS_TIMEOUT_MS = 30_000;
+export const EGRESS_BODY_CAP = 256 * 1024;
+const REDACTED = '[REDACTED]';
+const PLACEHOLDER = /\{\{vault:([^{}\s]+)\}\}/g;
+const METHOD = /^[A-Z]{1,16}$/;
+/** Headers the caller may not set: the transport's own, and Host (the destination is the URL's). */
+const DROPPED_HEADERS = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'keep-alive',
+  'upgrade',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'expect',
+]);
+
+export interface EgressLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface EgressOptions {
+  secrets: UsableSecret[];
+  /** Loopback, private, link-local and unspecified destinations allowed (GATEHOUSE_INTERNS_EGRESS_PRIVATE). */
+  allowPrivate: boolean;
+  signal?: AbortSignal;
+  log?: EgressLog;
+  /** Intern id, for log lines. */
+  internId?: string;
+  timeoutMs?: number;
+  bodyCap?: number;
+}
+
+export type EgressResult =
+  | { status: 200; body: EgressResponse }
+  | { status: 403; body: EgressRefusal }
+  | { status: 400 | 502; body: { error: { code: number; message: string } } };
+
+const refused = (code: EgressRefusal['error']['code'], message: string): EgressResult => ({
+  status: 403,
+  body: { error: { code, message } },
+});
+const failure = (status: 400 | 502, message: string): EgressResult => ({
+  status,
+  body: { error: { code: status, message } },
+});
+
+/** Addresses an intern may not reach unless private egress is allowed. */
+const blocked = (() => {
+  const b = new BlockList();
+  for (const [net, bits] of [
+    ['0.0.0.0', 8],
+    ['10.0.0.0', 8],
+    ['100.64.0.0', 10],
+    ['127.0.0.0', 8],
+    ['169.254.0.0', 16],
+    ['172.16.0.0', 12],
+    ['192.0.0.0', 24],
+    ['192.168.0.0', 16],
+    ['198.18.0.0', 15],
+    ['224.0.0.0', 4],
+    ['240.0.0.0', 4],
+  ] as const)
+    b.addSubnet(net, bits, 'ipv4');
+  for (const [net, bits] of [
+    ['::', 128],
+    ['::1', 128],
+    ['fc00::', 7],
+    ['fe80::', 10],
+    ['fec0::', 10],
+    ['ff00::', 8],
+    ['64:ff9b::', 96],
+    ['100::', 64],
+  ] as const)
+    b.addSubnet(net, bits, 'ipv6');
+  return b;
+})();
+
+/** Whether `address` (an IP literal) is loopback, private, link-local, unspecified or otherwise internal. */
+export function isPrivateAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return blocked.check(address, 'ipv4');
+  if (family !== 6) return true;
+  const lower = address.toLowerCase();
+  // IPv4-mapped / -compatible forms carry an IPv4 address: judge that one.
+  const mapped = /^(?:0{0,4}:){0,5}(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower.replace(/^::/, '0::'));
+  if (mapped?.[1]) return blocked.check(mapped[1], 'ipv4');
+  const hexMapped = /^(?:0{0,4}:){0,5}ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(
+    lower.replace(/^::/, '0::'),
+  );
+  if (hexMapped?.[1] && hexMapped[2]) {
+    const hi = Number.parseInt(hexMapped[1], 16);
+    const lo = Number.parseInt(hexMapped[2], 16);
+    return blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, 'ipv4');
+  }
+  return blocked.check(lower, 'ipv6');
+}
+
+/** Every value form of the secrets (raw and URL-encoded) that must not come back, longest first. */
+function redactionNeedles(secrets: UsableSecret[]): string[] {
+  const set = new Set<string>();
+  for (const s of secrets) {
+    if (s.value.length < 4) continue;
+    set.add(s.value);
+    const encoded = encodeURIComponent(s.value);
+    if (encoded !== s.value) set.add(encoded);
+  }
+  return [...set].sort((a, b) => b.length - a.length);
+}
+
+export function redactSecrets(text: string, needles: string[]): string {
+  let out = text;
+  for (const n of needles) if (out.includes(n)) out = out.split(n).join(REDACTED);
+  return out;
+}
+
+const placeholderNames = (text: string) => [...text.matchAll(PLACEHOLDER)].map((m) => m[1] as string);
+
+function fill(text: string, byName: Map<string, UsableSecret>): string {
+  return text.replace(PLACEHOLDER, (_, name: string) => byName.get(name)?.value ?? '');
+}
+
+/** Validates the request's shape; a message naming the problem, or null. */
+function shapeProblem(req: unknown): string | null {
+  if (!req || typeof req !== 'object') return 'The body must be a JSON object';
+  const r = req as Record<string, unknown>;
+  if (typeof r.method !== 'string' || !METHOD.test(r.method.toUpperCase()))
+    return 'method must be an HTTP method name';
+  if (typeof r.url !== 'string' || !r.url) return 'url must be a non-empty string';
+  if (r.headers !== undefined && r.headers !== null) {
+    if (typeof r.headers !== 'object' || Array.isArray(r.headers))
+      return 'headers must be an object of strings';
+    for (const v of Object.values(r.headers))
+      if (typeof v !== 'string') return 'headers must be an object of strings';
+  }
+  if (r.body !== undefined && r.body !== null && typeof r.body !== 'string') return 'body must be a string';
+  return null;
+}
+
+/** Sends one egress request for an intern (see the module comment). */
+export async function sendEgress(input: unknown, opts: EgressOptions): Promise<EgressResult> {
+  const problem = shapeProblem(input);
+  if (problem) return failure(400, problem);
+  const req = input as EgressRequest;
+  const method = req.method.toUpperCase();
+  const log = opts.log;
+
+  // The authority (userinfo, host, port) is judged before anything is filled in: no placeholder there.
+  const authority = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]*)/i.exec(req.url);
+  if (!authority) return failure(400, 'url must be an absolute http(s) URL');
+  const scheme = (authority[1] as string).toLowerCase();
+  if (scheme !== 'http' && scheme !== 'https')
+    return failure(400, 'Only http and https URLs can be requested');
+  if (placeholderNames(authority[2] as string).length || (authority[2] as string).includes('{{vault:'))
+    return refused('host_not_allowed', 'A secret placeholder cannot be used in the host part of a URL');
+  let target: URL;
+  try {
+    target = new URL(req.url.replace(PLACEHOLDER, 'x'));
+  } catch {
+    return failure(400, 'url is not a valid URL');
+  }
+  const hostname = target.hostname.toLowerCase().replace(/\.$/, '');
+  const bareHost = hostname.replace(/^\[|\]$/g, '');
+
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers ?? {})) {
+    if (!DROPPED_HEADERS.has(k.toLowerCase())) headers[k] = v;
+  }
+  const used = new Set([...placeholderNames(req.url), ...Object.values(headers).flatMap(placeholderNames)]);
+  const byName = new Map(opts.secrets.map((s) => [s.name, s]));
+  for (const name of used) {
+    if (!byName.has(name)) return refused('secret_unknown', `This intern has no secret named ${name}`);
+  }
+  for (const name of used) {
+    const secret = byName.get(name) as UsableSecret;
+    if (!secret.hosts?.includes(hostname)) {
+      log?.warn({ intern: opts.internId, secret: name, host: hostname }, 'egress refused: host not allowed');
+      return refused(
+        'host_not_allowed',
+        secret.hosts === null
+          ? `Secret ${name} is not bound to any host; it cannot be sent to ${hostname}`
+          : `Secret ${name} may not be sent to ${hostname} (it is bound to ${secret.hosts.join(', ')})`,
+      );
+    }
+  }
+
+  const url = fill(req.url, byName);
+  let final: URL;
+  try {
+    final = new URL(url);
+  } catch {
+    return failure(400, 'url is not a valid URL once its placeholders are filled in');
+  }
+  if (final.hostname.toLowerCase().replace(/\.$/, '') !== hostname)
+    return refused('host_not_allowed', 'Filling in the placeholders would change the destination host');
+  for (const k of Object.keys(headers)) headers[k] = fill(headers[k] as string, byName);
+
+  // Resolve once, judge every address, then connect to exactly the address judged.
+  let addresses: { address: string; family: number }[];
+  if (isIP(bareHost)) addresses = [{ address: bareHost, family: isIP(bareHost) }];
+  else {
+    try {
+      addresses = await lookup(bareHost, { all: true, verbatim: true });
+    } catch (err) {
+      return failure(
+        502,
+        `Could not resolve ${hostname}: ${(err as NodeJS.ErrnoException).code ?? 'lookup failed'}`,
+      );
+    }
+  }
+  if (addresses.length === 0) return failure(502, `Could not resolve ${hostname}`);
+  if (!opts.allowPrivate) {
+    const bad = addresses.find((a) => isPrivateAddress(a.address));
+    if (bad) {
+      log?.warn({ intern: opts.internId, host: hostname }, 'egress refused: private address');
+      return refused(
+        'address_not_allowed',
+        `${hostname} resolves to ${bad.address}, a loopback, private or link-local address interns may not reach`,
+      );
+    }
+  }
+  const pinned = addresses[0] as { address: string; family: number };
+  const pin: LookupFunction = (_host, options, callback) => {
+    if ((options as { all?: boolean }).all) callback(null, [pinned]);
+    else callback(null, pinned.address, pinned.family);
+  };
+
+  const needles = redactionNeedles(opts.secrets);
+  const timeoutMs = opts.timeoutMs ?? EGRESS_TIMEOUT_MS;
+  const cap = opts.bodyCap ?? EGRESS_BODY_CAP;
+  const dispatcher = new Agent({
+    connect: { lookup: pin },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
+  const signal = opts.signal
+    ? AbortSignal.any([opts.signal, AbortSignal.timeout(timeoutMs)])
+    : AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await request(final, {
+      method: method as Dispatcher.HttpMethod,
+      headers,
+      body: req.body ?? null,
+      dispatcher,
+      signal,
+    });
+    // Read up to the cap plus the longest secret, so a value cut by the cap is still recognized.
+    const limit = cap + (needles[0]?.length ?? 0);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      chunks.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+      if (size > limit) break;
+    }
+    const truncated = size > cap;
+    if (size > limit) res.body.destroy();
+    let text = redactSecrets(Buffer.concat(chunks).subarray(0, limit).toString('utf8'), needles);
+    if (truncated) text = text.slice(0, cap);
+    const outHeaders: Record<string, string> = {};
+    for (const [k, v] of Object.entries(res.headers)) {
+      if (v === undefined) continue;
+      outHeaders[k] = redactSecrets(Array.isArray(v) ? v.join(', ') : v, needles);
+    }
+    log?.info(
+      { intern: opts.internId, method, host: hostname, secrets: [...used], status: res.statusCode },
+      'egress request sent',
+    );
+    return { status: 200, body: { status: res.statusCode, headers: outHeaders, body: text, truncated } };
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why =
+      signal.aborted && !opts.signal?.aborted
+        ? `timed out after ${Math.round(timeoutMs / 1000)} s`
+        : e.code || e.message || 'request failed';
+    log?.warn({ intern: opts.internId, method, host: hostname, secrets: [...used] }, 'egress request failed');
+    return failure(502, redactSecrets(`The request to ${hostname} failed: ${why}`, needles));
+  } finally {
+    dispatcher.close().catch(() => {});
+  }
+}
