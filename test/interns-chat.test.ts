@@ -117,8 +117,16 @@ describe('interns chat', () => {
     }
   }
 
-  async function runningIntern(name: string): Promise<{ id: string; hostname: string }> {
-    const created = await call('POST', '/interns', { name, provision: true, instructions: 'Be brief.' });
+  async function runningIntern(
+    name: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ id: string; hostname: string; vault_id: string }> {
+    const created = await call('POST', '/interns', {
+      name,
+      provision: true,
+      instructions: 'Be brief.',
+      ...extra,
+    });
     expect(created.status).toBe(201);
     return waitFor(`${name} running`, async () => {
       const got = await call('GET', `/interns/${created.body.id}`);
@@ -147,7 +155,10 @@ describe('interns chat', () => {
       },
     });
     api = client(gw.url, gw.apiKey);
-    const granted = await adminClient(gw.url)('POST', '/admin/credits', { organization_id: gw.organizationId, amount_usd: 50 });
+    const granted = await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 50,
+    });
     expect(granted.status).toBe(201);
   }, 60_000);
 
@@ -403,6 +414,20 @@ describe('interns chat', () => {
     expect(sent.finish).toBe('stop');
     expect(outsideSeen.length).toBe(before + 1);
     expect(outsideSeen.at(-1)?.authorization).toBe(`Bearer ${SECRET}`);
+
+    // An intern borrowing this vault may use its secrets; it cannot write them.
+    const borrower = await runningIntern('borrower', { vault_id: intern.vault_id });
+    const borrowed = await chat(borrower.id, { messages: [{ role: 'user', content: request(outsideUrl) }] });
+    expect(borrowed.finish).toBe('stop');
+    expect(outsideSeen.length).toBe(before + 2);
+    expect(outsideSeen.at(-1)?.authorization).toBe(`Bearer ${SECRET}`);
+    const own = await call('PUT', `/vault/interns/${borrower.id}/secrets/api_token`, {
+      value: 'other',
+      hosts: ['x.example'],
+    });
+    expect(own.status).toBe(200);
+    const lenderSecrets = await call('GET', `/vault/interns/${intern.id}/secrets`);
+    expect(lenderSecrets.body.data.map((x: { hosts: string[] }) => x.hosts)).toEqual([['127.0.0.1']]);
 
     // The secret is in no response, no log line and nothing the intern stored.
     for (const body of bodies) expect(body).not.toContain(SECRET);
