@@ -37,6 +37,15 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       })
     ).body;
 
+    const api = client(gw.url, gw.apiKey);
+    const intern = (await api('POST', '/interns', { name: 'private-intern' })).body;
+    expect(intern.id).toBeTruthy();
+    const secret = await api('PUT', `/vault/interns/${intern.id}/secrets/private_token`, {
+      value: 'sk-private-intern-secret',
+      hosts: ['api.example.com'],
+    });
+    expect(secret.status).toBe(200);
+
     const ids: Record<string, string> = {
       '/guardrails/{id}': guardrail.id,
       '/byok/{id}': byok.id,
@@ -44,13 +53,16 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       '/workspaces/{workspace_ref}': workspace.slug,
       '/keys/{hash}': key.hash,
       '/batches/{id}': batch.id,
+      '/interns/{internId}': intern.id,
+      '/vault/interns/{internId}': intern.id,
     };
     const fill = (path: string) =>
       path
-        .replace(/^\/(guardrails|byok|workspaces|keys|batches)\/\{(\w+)\}/, (m) =>
+        .replace(/^\/(guardrails|byok|workspaces|keys|batches|interns|vault\/interns)\/\{(\w+)\}/, (m) =>
           ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m,
         )
-        .replace('{interval}', 'monthly');
+        .replace('{interval}', 'monthly')
+        .replace('{name}', 'private_token');
     const bodies: Record<string, unknown> = {
       'PATCH /guardrails/{id}': { name: 'stolen' },
       'POST /guardrails/{id}/assignments/keys': { key_hashes: [key.hash] },
@@ -63,27 +75,40 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       'POST /workspaces/{id}/members/remove': { user_ids: [gw.ownerUserId] },
       'PUT /workspaces/{workspace_ref}/budgets/{interval}': { limit_usd: 1 },
       'PATCH /keys/{hash}': { name: 'stolen' },
+      'PATCH /interns/{internId}': { name: 'stolen' },
+      'POST /interns/{internId}/provision': undefined,
+      'POST /interns/{internId}/suspend': undefined,
+      'POST /interns/{internId}/chat/completions': {
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      },
+      'PUT /vault/interns/{internId}/secrets/{name}': { value: 'overwritten', hosts: ['evil.example.com'] },
+      'POST /vault/interns/{internId}/secrets/copy': { names: ['private_token'] },
     };
+    // API-key resources: the intruder (in the interns programme, so its 404 is not the programme's)
+    // tries them with its API key. `/vault/secrets/{name}` names the caller's own workspace vault.
+    const apiKeyRoutes = /^\/(batches|interns|vault)\//;
 
     const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
-    const other = await makeOrganization(gw.url, `Intruder ${db}`);
+    const other = await makeOrganization(gw.url, `Intruder ${db}`, { internsProgramme: true });
     const theirs = client(gw.url, other.managementKey);
     // Batches are an API-key resource: the intruder tries them with its API key.
     const theirsApi = client(gw.url, other.apiKey);
     const tried: string[] = [];
     for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) {
-      if (!path.includes('{') || path.startsWith('/admin')) continue;
+      if (!path.includes('{') || path.startsWith('/admin') || path.startsWith('/vault/secrets/')) continue;
       for (const method of Object.keys(ops).map((m) => m.toUpperCase())) {
         const route = `${method} ${path}`;
         const concrete = fill(path);
         expect(concrete, `no object id for ${route}`).not.toMatch(/\{/);
-        const res = await (path.startsWith('/batches') ? theirsApi : theirs)(
+        const res = await (apiKeyRoutes.test(path) ? theirsApi : theirs)(
           method,
           concrete,
-          bodies[route] ?? (method === 'GET' || method === 'DELETE' ? undefined : {}),
+          route in bodies ? bodies[route] : method === 'GET' || method === 'DELETE' ? undefined : {},
         );
         expect(res.status, `${route} → ${res.status} ${res.text}`).toBe(404);
         expect(res.text).not.toContain('sk-private-provider-secret');
+        expect(res.text).not.toContain('sk-private-intern-secret');
         tried.push(route);
       }
     }
@@ -99,6 +124,13 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const ours = await client(gw.url, gw.apiKey)('GET', `/batches/${batch.id}`);
     expect(ours.body.status).not.toMatch(/cancel/);
     expect((await theirsApi('GET', '/batches')).body.total_count).toBe(0);
+    const internNow = await api('GET', `/interns/${intern.id}`);
+    expect(internNow.body).toMatchObject({ name: 'private-intern', status: 'stopped' });
+    const secrets = (await api('GET', `/vault/interns/${intern.id}/secrets`)).body.data;
+    expect(secrets.map((x: { name: string; hosts: string[] }) => [x.name, x.hosts])).toEqual([
+      ['private_token', ['api.example.com']],
+    ]);
+    expect((await theirsApi('GET', '/interns')).body.data).toEqual([]);
 
     // And the other organization's lists show none of it.
     const lists = [

@@ -36,13 +36,18 @@ export function client(baseUrl: string, key?: string) {
 export const adminClient = (baseUrl: string) => client(baseUrl, ADMIN_TOKEN);
 
 /** Creates a second organization with a management key and an API key through the operator API. */
-export async function makeOrganization(baseUrl: string, name = 'Other Org') {
+export async function makeOrganization(
+  baseUrl: string,
+  name = 'Other Org',
+  opts: { internsProgramme?: boolean } = {},
+) {
   const admin = adminClient(baseUrl);
   const org = await admin('POST', '/admin/organizations', { name });
   const user = await admin('POST', '/admin/users', {
     email: `${name.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}@example.com`,
     organization_id: org.body.data.id,
     role: 'owner',
+    interns_programme: opts.internsProgramme ?? false,
   });
   const mgmt = await admin('POST', '/admin/keys', {
     name: 'mgmt',
