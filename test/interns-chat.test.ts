@@ -3,6 +3,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { OpenRouter } from '@openrouter/sdk';
+import type { InternChatCompletionChunk } from '@openrouter/sdk/models';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROVIDE_INPUT_TOOL } from '../src/interns/chat-stream.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
@@ -196,6 +198,31 @@ describe('interns chat', () => {
       .where('id', '=', intern.id)
       .executeTakeFirstOrThrow();
     expect(generations.some((g) => g.key_hash === owner.owner_key_hash)).toBe(true);
+  }, 60_000);
+
+  it('streams through the official SDK, its chunk validation included', async () => {
+    const intern = await runningIntern('sdk-chat');
+    const sdk = new OpenRouter({
+      serverURL: `${gw.url}/api/v1`,
+      apiKey: gw.apiKey,
+      retryConfig: { strategy: 'none' },
+    });
+    const res = await sdk.interns.chat({
+      internId: intern.id,
+      internChatCompletionRequest: {
+        stream: true,
+        messages: [{ role: 'user', content: 'hello from the sdk' }],
+      },
+    });
+    expect('status' in res.result).toBe(false);
+    const chunks: InternChatCompletionChunk[] = [];
+    for await (const chunk of res.result as AsyncIterable<InternChatCompletionChunk>) chunks.push(chunk);
+    const text = chunks.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).join('');
+    expect(text).toContain('hello from the sdk');
+    const final = chunks.at(-1);
+    expect(final?.choices).toEqual([]);
+    expect(final?.sessionId).toMatch(/\S/);
+    expect(final?.usage?.totalTokens).toBeGreaterThan(0);
   }, 60_000);
 
   it('refuses what the route does not take, before any stream', async () => {
