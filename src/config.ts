@@ -65,6 +65,11 @@ export interface InternsConfig {
   maxSteps: number;
   /** Pause between provisioning steps, ms (0; tests raise it to observe `progress`). */
   stepDelayMs: number;
+  /**
+   * The name of the tool call a paused run ends with: `gateway.provide_input` (the seeds' name), or
+   * `openrouter.provide_input` for clients such as @openrouter/sdk that accept only that one.
+   */
+  pauseTool: string;
 }
 
 /** Batches: submission limits and the worker (README, "Batches"). */
@@ -172,22 +177,28 @@ export function loadConfig(env: Env = process.env): Config {
       rateLimit: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT', 30),
       rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT_WINDOW', 60),
     },
-    interns: {
-      writes: !isOff(env.GATEHOUSE_INTERNS_WRITES),
-      vaultWrites: !isOff(env.GATEHOUSE_VAULT_WRITES),
-      regionalHosts: listFrom(env.GATEHOUSE_REGIONAL_HOSTS),
-      domain: (env.GATEHOUSE_INTERNS_DOMAIN || 'interns.localhost').toLowerCase(),
-      perMemberLimit: intFrom(env, 'GATEHOUSE_INTERNS_PER_MEMBER', 10),
-      deadlineMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_DEADLINE_MS', 30_000)),
-      defaultModel: env.GATEHOUSE_INTERNS_DEFAULT_MODEL || 'gatehouse/echo',
-      interactionTimeoutMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_INTERACTION_TIMEOUT_MS', 300_000)),
-      keepaliveMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_KEEPALIVE_MS', 30_000)),
-      shell: isOn(env.GATEHOUSE_INTERNS_SHELL),
-      runtimeDir: resolve(env.GATEHOUSE_INTERNS_DIR || join(dataDir, 'interns')),
-      runtimes: !isOff(env.GATEHOUSE_INTERNS_RUNTIMES),
-      egressPrivate: isOn(env.GATEHOUSE_INTERNS_EGRESS_PRIVATE),
-      maxSteps: Math.max(1, intFrom(env, 'GATEHOUSE_INTERNS_MAX_STEPS', 20)),
-      stepDelayMs: intFrom(env, 'GATEHOUSE_INTERNS_STEP_DELAY_MS', 0),
-    },
+    interns: loadInternsConfig(env, dataDir),
+  };
+}
+
+/** The interns settings (README, "Configuration"); tests build one from an empty environment. */
+export function loadInternsConfig(env: Env, dataDir: string): InternsConfig {
+  return {
+    writes: !isOff(env.GATEHOUSE_INTERNS_WRITES),
+    vaultWrites: !isOff(env.GATEHOUSE_VAULT_WRITES),
+    regionalHosts: listFrom(env.GATEHOUSE_REGIONAL_HOSTS),
+    domain: (env.GATEHOUSE_INTERNS_DOMAIN || 'interns.localhost').toLowerCase(),
+    perMemberLimit: intFrom(env, 'GATEHOUSE_INTERNS_PER_MEMBER', 10),
+    deadlineMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_DEADLINE_MS', 30_000)),
+    defaultModel: env.GATEHOUSE_INTERNS_DEFAULT_MODEL || 'gatehouse/echo',
+    interactionTimeoutMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_INTERACTION_TIMEOUT_MS', 300_000)),
+    keepaliveMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_KEEPALIVE_MS', 30_000)),
+    shell: isOn(env.GATEHOUSE_INTERNS_SHELL),
+    runtimeDir: resolve(env.GATEHOUSE_INTERNS_DIR || join(dataDir, 'interns')),
+    runtimes: !isOff(env.GATEHOUSE_INTERNS_RUNTIMES),
+    egressPrivate: isOn(env.GATEHOUSE_INTERNS_EGRESS_PRIVATE),
+    maxSteps: Math.max(1, intFrom(env, 'GATEHOUSE_INTERNS_MAX_STEPS', 20)),
+    stepDelayMs: intFrom(env, 'GATEHOUSE_INTERNS_STEP_DELAY_MS', 0),
+    pauseTool: env.GATEHOUSE_INTERNS_PAUSE_TOOL || 'gateway.provide_input',
   };
 }

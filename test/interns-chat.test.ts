@@ -477,3 +477,62 @@ function filesUnder(dir: string): string[] {
 function findFile(dir: string, name: string): boolean {
   return filesUnder(dir).some((p) => p.endsWith(`/${name}`));
 }
+
+describe('interns chat with GATEHOUSE_INTERNS_PAUSE_TOOL=openrouter.provide_input', () => {
+  it('pauses with the name the official SDK accepts, and resumes through it', async () => {
+    const gw = await startTestGateway('sqlite', {
+      env: { GATEHOUSE_INTERNS_PAUSE_TOOL: 'openrouter.provide_input' },
+    });
+    try {
+      const api = client(gw.url, gw.apiKey);
+      await adminClient(gw.url)('POST', '/admin/credits', {
+        organization_id: gw.organizationId,
+        amount_usd: 5,
+      });
+      const created = await api('POST', '/interns', { name: 'sdk-pause', provision: true });
+      const until = Date.now() + 30_000;
+      while ((await api('GET', `/interns/${created.body.id}`)).body.status !== 'running') {
+        if (Date.now() > until) throw new Error('intern not running');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const sdk = new OpenRouter({
+        serverURL: `${gw.url}/api/v1`,
+        apiKey: gw.apiKey,
+        retryConfig: { strategy: 'none' },
+      });
+      const collect = async (request: Parameters<typeof sdk.interns.chat>[0]) => {
+        const res = await sdk.interns.chat(request);
+        const chunks: InternChatCompletionChunk[] = [];
+        for await (const c of res.result as AsyncIterable<InternChatCompletionChunk>) chunks.push(c);
+        return chunks;
+      };
+      const script = `gatehouse:${JSON.stringify({
+        steps: [
+          { tool_calls: [{ name: 'ask_user', arguments: { message: 'Colour?' } }] },
+          { text: 'blue it is' },
+        ],
+      })}`;
+      const paused = await collect({
+        internId: created.body.id,
+        internChatCompletionRequest: { stream: true, messages: [{ role: 'user', content: script }] },
+      });
+      const call = paused.flatMap((c) => c.choices.flatMap((ch) => ch.delta.toolCalls ?? []))[0];
+      expect(call?.function.name).toBe('openrouter.provide_input');
+      const sessionId = paused.at(-1)?.sessionId;
+      expect(sessionId).toBeTruthy();
+      const resumed = await collect({
+        internId: created.body.id,
+        internChatCompletionRequest: {
+          stream: true,
+          sessionId: sessionId ?? undefined,
+          messages: [{ role: 'tool', toolCallId: call!.id, content: 'blue' }],
+        },
+      });
+      expect(resumed.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).join('')).toContain(
+        'blue it is',
+      );
+    } finally {
+      await gw.stop();
+    }
+  }, 60_000);
+});

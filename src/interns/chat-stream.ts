@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sseJson } from '../formats/sse.js';
 import type { RuntimeEvent, RunUsage } from './runtime-protocol.js';
 
-/** The pause tool's name (the seeds' neutral placeholder for the client's provide_input tool). */
+/** The pause tool's default name (the seeds' neutral placeholder; GATEHOUSE_INTERNS_PAUSE_TOOL changes it). */
 export const PROVIDE_INPUT_TOOL = 'gateway.provide_input';
 /** `model` of chunks before the runtime reports one, and of chunks the gateway makes itself. */
 export const GATEWAY_MODEL = 'gateway/intern';
@@ -26,7 +26,10 @@ export class ChatChunks {
   private model = GATEWAY_MODEL;
   private finished = false;
 
-  constructor(private readonly sessionId: string) {}
+  constructor(
+    private readonly sessionId: string,
+    private readonly pauseTool: string = PROVIDE_INPUT_TOOL,
+  ) {}
 
   /** Whether the finish chunk (and the final one) has been written. */
   get done(): boolean {
@@ -69,7 +72,7 @@ export class ChatChunks {
                   index: 0,
                   id: e.id,
                   type: 'function',
-                  function: { name: PROVIDE_INPUT_TOOL, arguments: JSON.stringify(e.arguments) },
+                  function: { name: this.pauseTool, arguments: JSON.stringify(e.arguments) },
                 },
               ],
             },

@@ -143,7 +143,12 @@ async function chatWith(services: Services, request: FastifyRequest, reply: Fast
     request,
     reply,
     controller,
-    frames(answer.events, new ChatChunks(sessionId), services.config.interns.keepaliveMs, controller.signal),
+    frames(
+      answer.events,
+      new ChatChunks(sessionId, services.config.interns.pauseTool),
+      services.config.interns.keepaliveMs,
+      controller.signal,
+    ),
   );
 }
 

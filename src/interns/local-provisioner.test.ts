@@ -5,28 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { InternsConfig } from '../config.js';
+import { type InternsConfig, loadInternsConfig } from '../config.js';
 import { LocalProvisioner } from './local-provisioner.js';
 import { ProvisionError, type ProvisionTarget } from './provisioner.js';
 import { RUNTIME_PATHS, RUNTIME_TOKEN_HEADER } from './runtime-protocol.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-provisioner-'));
 const config = (over: Partial<InternsConfig> = {}): InternsConfig => ({
-  writes: true,
-  vaultWrites: true,
-  regionalHosts: [],
-  domain: 'interns.localhost',
-  perMemberLimit: 10,
-  deadlineMs: 30_000,
-  defaultModel: 'gatehouse/echo',
-  interactionTimeoutMs: 60_000,
-  keepaliveMs: 30_000,
-  shell: false,
+  ...loadInternsConfig({}, dir),
   runtimeDir: dir,
-  runtimes: true,
-  egressPrivate: false,
-  maxSteps: 20,
-  stepDelayMs: 0,
+  interactionTimeoutMs: 60_000,
   ...over,
 });
 const target = (id: string): ProvisionTarget => ({

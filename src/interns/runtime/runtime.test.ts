@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InternsConfig } from '../../config.js';
+import { type InternsConfig, loadInternsConfig } from '../../config.js';
 import { LocalProvisioner } from '../local-provisioner.js';
 import type { ProvisionTarget, RuntimeEndpoint } from '../provisioner.js';
 import {
@@ -190,21 +190,10 @@ async function waitFor<T>(
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-runtime-'));
 const config = (over: Partial<InternsConfig> = {}): InternsConfig => ({
-  writes: true,
-  vaultWrites: true,
-  regionalHosts: [],
-  domain: 'interns.localhost',
-  perMemberLimit: 10,
-  deadlineMs: 30_000,
-  defaultModel: 'gatehouse/echo',
-  interactionTimeoutMs: 60_000,
-  keepaliveMs: 30_000,
-  shell: false,
+  ...loadInternsConfig({}, dir),
   runtimeDir: dir,
-  runtimes: true,
-  egressPrivate: false,
   maxSteps: 4,
-  stepDelayMs: 0,
+  interactionTimeoutMs: 60_000,
   ...over,
 });
 const main = new LocalProvisioner(config());
