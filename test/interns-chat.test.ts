@@ -153,6 +153,7 @@ describe('interns chat', () => {
       env: {
         GATEHOUSE_INTERNS_EGRESS_PRIVATE: 'on',
         GATEHOUSE_INTERNS_KEEPALIVE_MS: '300',
+        GATEHOUSE_INTERNS_PER_MEMBER: '50',
         GATEHOUSE_INTERNS_INTERACTION_TIMEOUT_MS: '60000',
       },
     });
@@ -370,6 +371,26 @@ describe('interns chat', () => {
     expect(s.status).toBe(200);
     expect(s.text).toContain(': keepalive');
     expect(s.finish).toBe('stop');
+  }, 60_000);
+
+  it('ends a streaming run with run_ended (410) when the intern is suspended meanwhile', async () => {
+    const intern = await runningIntern('suspended');
+    const streaming = chat(intern.id, {
+      messages: [{ role: 'user', content: directive({ delay_ms: 5000, text: 'never' }) }],
+    });
+    await new Promise((r) => setTimeout(r, 700));
+    expect((await call('POST', `/interns/${intern.id}/suspend`)).status).toBe(200);
+    const s = await streaming;
+    expect(s.status).toBe(200);
+    expect(s.finish).toBe('error');
+    const errorChunk = s.chunks.find((c) => c.error);
+    expect(errorChunk?.error).toMatchObject({
+      code: 410,
+      metadata: { reason: 'run_ended', retryable: false },
+    });
+    expect(s.final?.session_id).toMatch(/\S/);
+    expect(s.done).toBe(true);
+    expect(s.content).not.toContain('never');
   }, 60_000);
 
   it('keeps a paused session across a gateway restart', async () => {

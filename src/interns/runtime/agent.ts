@@ -101,6 +101,8 @@ function parseArgs(call: ModelToolCall): Record<string, unknown> | null {
 export class Agent {
   private readonly active = new Map<string, ActiveRun>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Set by close(): runs aborted from now on end as run_ended for their still-connected callers. */
+  private closing = false;
   private readonly systemPrompt: string;
 
   constructor(private readonly deps: AgentDeps) {
@@ -122,6 +124,7 @@ export class Agent {
 
   /** Cancels the running runs and the deadline timers (shutdown). Paused sessions stay on disk. */
   close(): void {
+    this.closing = true;
     for (const run of this.active.values()) run.controller.abort(new Error('runtime shutting down'));
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
@@ -213,6 +216,21 @@ export class Agent {
       if (ctl.aborted) {
         this.cancelled(s, run);
         this.log(`session ${s.id}: run cancelled`);
+        // The intern ends the run itself (suspended, or the gateway stopping): the caller, still
+        // connected, hears it as run_ended rather than a severed stream.
+        if (this.closing && !signal.aborted) {
+          emit({
+            type: 'end',
+            finish_reason: 'error',
+            usage: this.usage(s),
+            error: {
+              code: 410,
+              message: 'The intern stopped while this run was going; the run ended',
+              reason: 'run_ended',
+              retryable: false,
+            },
+          });
+        }
         return;
       }
       const known = err instanceof ModelCallError;

@@ -47,9 +47,9 @@ function shutdown(reason: string): void {
   log(`runtime stopping: ${reason}`);
   agent.close();
   server.close();
-  server.closeAllConnections();
-  // Sessions are written on every change; nothing else needs to finish.
-  setTimeout(() => process.exit(0), 200).unref();
+  // Runs just aborted write their run_ended ending first; sessions are written on every change.
+  setTimeout(() => server.closeAllConnections(), 100).unref();
+  setTimeout(() => process.exit(0), 300).unref();
 }
 
 process.on('SIGTERM', () => shutdown('SIGTERM'));
