@@ -203,18 +203,7 @@ export class InternsService {
     if (row.status === 'queued' || row.status === 'provisioning') return;
     const to = nextStatus(row.status, 'provision');
     if (!to) throw invalidTransition(row, 'provision');
-    const moved = await store.updateIntern(
-      this.deps.db,
-      row.id,
-      {
-        status: to,
-        progress_step: null,
-        progress_total: null,
-        progress_label: null,
-        updated_at: store.stamp(),
-      },
-      [row.status],
-    );
+    const moved = await store.settleStatus(this.deps.db, row.id, to, [row.status]);
     if (!moved) return this.provision(caller, id); // the status changed under us: decide again
     this.loops.start(row.id);
   }
@@ -235,18 +224,7 @@ export class InternsService {
         'The intern runtime could not be stopped; retry',
       );
     }
-    const moved = await store.updateIntern(
-      this.deps.db,
-      row.id,
-      {
-        status: 'stopped',
-        progress_step: null,
-        progress_total: null,
-        progress_label: null,
-        updated_at: store.stamp(),
-      },
-      allowed,
-    );
+    const moved = await store.settleStatus(this.deps.db, row.id, 'stopped', allowed);
     if (!moved) {
       const now = await this.visible(caller, id);
       if (now.status !== 'stopped') throw invalidTransition(now, 'suspend');
@@ -267,18 +245,7 @@ export class InternsService {
     const to = nextStatus(row.status, 'delete');
     if (!to) throw invalidTransition(row, 'delete');
     await this.loops.cancel(row.id);
-    const moved = await store.updateIntern(
-      this.deps.db,
-      row.id,
-      {
-        status: to,
-        progress_step: null,
-        progress_total: null,
-        progress_label: null,
-        updated_at: store.stamp(),
-      },
-      [row.status],
-    );
+    const moved = await store.settleStatus(this.deps.db, row.id, to, [row.status]);
     if (!moved) return this.delete(caller, id, acknowledgeWorkspaceLoss);
     this.destroyInBackground(row.id, acknowledgeWorkspaceLoss);
   }

@@ -134,6 +134,16 @@ export async function updateIntern(
   return Number(res.numUpdatedRows) > 0;
 }
 
+/** Moves an intern to `status` with no provisioning step under way, if it is still in one of `onlyIn`. */
+export function settleStatus(db: Db, id: string, status: InternStatus, onlyIn: readonly InternStatus[]) {
+  return updateIntern(
+    db,
+    id,
+    { status, progress_step: null, progress_total: null, progress_label: null, updated_at: stamp() },
+    onlyIn,
+  );
+}
+
 /** Renames an intern: false when the creator already has that name in the workspace (race-safe). */
 export async function renameIntern(db: Db, id: string, patch: InternPatch): Promise<boolean> {
   try {
