@@ -322,3 +322,45 @@ describe('routing through real upstream wire formats', () => {
     expect(byok.body.usage.is_byok).toBe(true);
   });
 });
+
+describe('provider.sort = throughput', () => {
+  it('prefers the provider observed to produce completion tokens fastest, not the first to answer', async () => {
+    const up = await startUpstreams();
+    const gw = await startTestGateway('sqlite', { env: up.env });
+    try {
+      await adminClient(gw.url)('POST', '/admin/credits', {
+        organization_id: gw.organizationId,
+        amount_usd: 10,
+      });
+      const call = client(gw.url, gw.apiKey);
+      const ask = (provider: Record<string, unknown>) =>
+        call('POST', '/chat/completions', {
+          model: 'test/multi',
+          messages: [{ role: 'user', content: 'hi' }],
+          provider,
+        });
+      // openai: 400 completion tokens in ~200 ms (~2,000/s); groq: 4 tokens in ~100 ms (~40/s),
+      // although groq answers first.
+      up.mock.enqueue(
+        {
+          delayMs: 200,
+          reply: { text: 'long answer', usage: { prompt_tokens: 5, completion_tokens: 400 } },
+          match: { path: /^\/openai\// },
+        },
+        {
+          delayMs: 100,
+          reply: { text: 'short', usage: { prompt_tokens: 5, completion_tokens: 4 } },
+          match: { path: /^\/groq\// },
+        },
+      );
+      expect((await ask({ only: ['openai'] })).body.provider).toBe('openai');
+      expect((await ask({ only: ['groq'] })).body.provider).toBe('groq');
+      up.mock.enqueue({ reply: { text: 'ok' } }, { reply: { text: 'ok' } });
+      expect((await ask({ sort: 'throughput' })).body.provider).toBe('openai');
+      expect((await ask({ sort: 'latency' })).body.provider).toBe('groq');
+    } finally {
+      await gw.stop();
+      await up.mock.close();
+    }
+  });
+});

@@ -73,6 +73,8 @@ const messagesText = (messages: ChatMessage[]) =>
  */
 export class Engine {
   private readonly latencyEwma = new Map<string, number>();
+  /** Completion tokens per second per provider (EWMA over measured calls), for sort=throughput. */
+  private readonly throughputEwma = new Map<string, number>();
 
   constructor(private readonly deps: EngineDeps) {}
 
@@ -137,6 +139,7 @@ export class Engine {
       providerAllowed: (p, m) => checks.providerAllowed(p, m),
       byok: (slug) => byokCache.get(slug) ?? { primary: [], fallback: [], byokOnly: false },
       latency: (slug) => this.latencyEwma.get(slug) ?? 0,
+      throughput: (slug) => this.throughputEwma.get(slug),
     });
 
     // Drop endpoints whose wire format cannot carry the request, keeping the reason.
@@ -347,7 +350,14 @@ export class Engine {
     this.deps.metrics.tokens.inc({ model, kind: 'prompt' }, usage.prompt_tokens);
     this.deps.metrics.tokens.inc({ model, kind: 'completion' }, usage.completion_tokens);
     if (cost.total > 0) this.deps.metrics.cost.inc({ model }, cost.total);
-    (call.hooks?.record ?? this.deps.record)(servedRow(call, info, usage, cost, outcome));
+    const row = servedRow(call, info, usage, cost, outcome);
+    if (!outcome.estimated && row.completion_tokens > 0) {
+      const perSecond = (row.completion_tokens / Math.max(row.generation_time_ms, 1)) * 1000;
+      const provider = info.served.endpoint.provider;
+      const prev = this.throughputEwma.get(provider);
+      this.throughputEwma.set(provider, prev === undefined ? perSecond : prev * 0.8 + perSecond * 0.2);
+    }
+    (call.hooks?.record ?? this.deps.record)(row);
   }
 
   private recordFailure(

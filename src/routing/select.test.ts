@@ -78,6 +78,29 @@ describe('selectCandidates', () => {
     expect(order(base({ prefs: { sort: 'latency' }, latency }))).toEqual(['private', 'cheap', 'pricey']);
   });
 
+  it('sorts by observed output speed for sort=throughput, fastest first, unmeasured before measured', () => {
+    const speeds: Record<string, number> = { pricey: 120, cheap: 40, private: 80 };
+    const throughput = (slug: string) => speeds[slug];
+    expect(order(base({ prefs: { sort: 'throughput' }, throughput }))).toEqual([
+      'pricey',
+      'private',
+      'cheap',
+    ]);
+    // Latency does not decide it: the slowest to answer may still stream the most tokens per second.
+    const latency = (slug: string) => ({ pricey: 90, cheap: 10, private: 50 })[slug] ?? 0;
+    expect(order(base({ prefs: { sort: 'throughput' }, throughput, latency }))).toEqual([
+      'pricey',
+      'private',
+      'cheap',
+    ]);
+    delete speeds.cheap;
+    expect(order(base({ prefs: { sort: 'throughput' }, throughput }))).toEqual([
+      'cheap',
+      'pricey',
+      'private',
+    ]);
+  });
+
   it('applies only, ignore and order', () => {
     expect(order(base({ prefs: { only: ['cheap', 'private'], order: ['private'] } }))).toEqual([
       'private',

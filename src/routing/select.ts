@@ -35,8 +35,13 @@ export interface SelectInput {
   ) => { ok: true } | { ok: false; reason: string };
   /** BYOK credentials that apply to this caller for a provider, in try order (non-fallback first). */
   byok: (providerSlug: string) => { primary: Credential[]; fallback: Credential[]; byokOnly: boolean };
-  /** Observed latency per provider (ms), for sort=latency/throughput. */
+  /** Observed latency per provider (ms), for sort=latency. */
   latency: (providerSlug: string) => number;
+  /**
+   * Observed output speed per provider (completion tokens per second), for sort=throughput;
+   * undefined until one call has been measured (such a provider sorts first, so it gets measured).
+   */
+  throughput?: (providerSlug: string) => number | undefined;
 }
 
 /** The capabilities a request needs from an endpoint. */
@@ -114,8 +119,11 @@ export function selectCandidates(input: SelectInput): { candidates: Candidate[];
 
   const sort = prefs.sort;
   if (sort === 'price') eligible.sort((a, b) => totalPrice(a.endpoint) - totalPrice(b.endpoint));
-  else if (sort === 'latency' || sort === 'throughput') {
+  else if (sort === 'latency') {
     eligible.sort((a, b) => input.latency(a.endpoint.provider) - input.latency(b.endpoint.provider));
+  } else if (sort === 'throughput') {
+    const speed = (slug: string) => input.throughput?.(slug) ?? Number.POSITIVE_INFINITY;
+    eligible.sort((a, b) => speed(b.endpoint.provider) - speed(a.endpoint.provider) || 0);
   }
   if (prefs.order?.length) {
     const rank = (slug: string) => {
