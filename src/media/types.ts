@@ -1,0 +1,85 @@
+/**
+ * The media service's contracts: routes from configuration, what a generator is asked and gives
+ * back, and the object store outputs go to. The service (server.ts, routes.ts) validates a request
+ * against its route, hands the generator a GenerateRequest, stores each output, answers URLs.
+ */
+
+export type MediaKind = 't2i' | 'i2i' | 'video';
+
+/** One parameter a route takes (besides `prompt`, which every route requires). */
+export type ParamSpec =
+  | { type: 'string'; enum?: string[]; default?: string; required?: boolean; maxLength?: number }
+  | { type: 'integer'; enum?: number[]; min?: number; max?: number; default?: number; required?: boolean }
+  | { type: 'boolean'; default?: boolean; required?: boolean }
+  /** A list of http(s) image URLs (e.g. `image_input`, `reference_images`). */
+  | { type: 'image_urls'; minItems?: number; maxItems?: number; required?: boolean }
+  /**
+   * One image: a URL in JSON, or a multipart file part of this name. `urlsParam` names the
+   * list parameter that may stand in for it (i2i model-b: `image_input` or an `image` file).
+   */
+  | { type: 'image'; required?: boolean };
+
+/** A route `POST /api/<kind>/<name>`, mapped to a provider and that provider's model. */
+export interface MediaRoute {
+  kind: MediaKind;
+  /** The path segment (`model-a`, `model-b`, `video-model` by default). */
+  name: string;
+  /** A configured provider slug; `local` is the built-in generator. */
+  provider: string;
+  /** The provider's own model id. */
+  providerModel: string;
+  /** Parameters beyond `prompt`, by name; anything else in a request is a 400. */
+  params: Record<string, ParamSpec>;
+  /** At least one input image is needed (i2i): from any `image`/`image_urls` parameter. */
+  requiresImage?: boolean;
+  description?: string;
+}
+
+/** An input image, already on local disk (uploads are streamed to a temp file, URLs fetched to one). */
+export interface InputImage {
+  path: string;
+  contentType: string;
+  bytes: number;
+  /** The parameter it came from (`image`, `image_input`, `reference_images`). */
+  param: string;
+}
+
+/** What a generator is asked to make. `params` holds the validated values, defaults applied. */
+export interface GenerateRequest {
+  kind: MediaKind;
+  route: string;
+  providerModel: string;
+  prompt: string;
+  params: Record<string, string | number | boolean | string[]>;
+  images: InputImage[];
+}
+
+/** One generated file. */
+export interface GeneratedOutput {
+  data: Buffer;
+  contentType: string;
+  /** File extension without the dot (`png`, `jpg`, `webp`, `gif`, `mp4` …). */
+  extension: string;
+}
+
+export interface MediaGenerator {
+  generate(req: GenerateRequest, signal: AbortSignal): Promise<GeneratedOutput[]>;
+}
+
+/** Where outputs are kept; `url` is what the client fetches. */
+export interface ObjectStore {
+  put(key: string, data: Buffer, contentType: string): Promise<{ url: string; key: string }>;
+}
+
+/** A generation failure to surface: 400 (bad input found late), 502 (provider failed), 504 (timed out). */
+export class MediaError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'MediaError';
+  }
+}
