@@ -138,6 +138,36 @@ describe('chatRequestFromBody', () => {
     expect(req.stop).toBe('STOP');
   });
 
+  it('keeps assistant reasoning_details (as Gatehouse returned them) and drops unknown entry types', () => {
+    const details = [
+      { type: 'reasoning.text', text: 'Hm.', signature: 'sig', format: 'anthropic-claude-v1', index: 0 },
+      { type: 'reasoning.encrypted', data: 'opaque', format: 'anthropic-claude-v1', index: 1 },
+      { type: 'reasoning.encrypted', data: 'g', id: 'call_1', format: 'google-gemini-v1', index: 2 },
+      { type: 'reasoning.summary', summary: 'short', format: 'openai-responses-v1', index: 3 },
+      { type: 'reasoning.text', text: 'unsigned', signature: null },
+    ];
+    const req = chatRequestFromBody({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'q' },
+        {
+          role: 'assistant',
+          content: 'a',
+          reasoning: 'Hm.',
+          reasoning_details: [...details, { type: 'reasoning.future', blob: 1 }],
+        },
+        { role: 'assistant', content: 'b', reasoning_details: [{ type: 'vendor.thing' }] },
+      ],
+    });
+    expect(req.messages[1]).toEqual({
+      role: 'assistant',
+      content: 'a',
+      reasoning: 'Hm.',
+      reasoning_details: details,
+    });
+    expect(req.messages[2]).toEqual({ role: 'assistant', content: 'b' });
+  });
+
   it('maps legacy functions / function_call (request, history and function messages)', () => {
     const req = chatRequestFromBody({
       model: 'm',
@@ -230,6 +260,32 @@ describe('chatRequestFromBody', () => {
       }),
     ],
     ['messages[0].audio', msg({ role: 'assistant', content: null, audio: { id: 'a1' } })],
+    ['messages[0].reasoning_details', msg({ role: 'assistant', content: 'x', reasoning_details: {} })],
+    ['messages[0].reasoning_details[0]', msg({ role: 'assistant', content: 'x', reasoning_details: ['t'] })],
+    [
+      'messages[0].reasoning_details[0].type',
+      msg({ role: 'assistant', content: 'x', reasoning_details: [{ text: 'no type' }] }),
+    ],
+    [
+      'messages[0].reasoning_details[0].data',
+      msg({ role: 'assistant', content: 'x', reasoning_details: [{ type: 'reasoning.encrypted' }] }),
+    ],
+    [
+      'messages[0].reasoning_details[0].signature',
+      msg({
+        role: 'assistant',
+        content: 'x',
+        reasoning_details: [{ type: 'reasoning.text', text: 't', signature: 1 }],
+      }),
+    ],
+    [
+      'messages[0].reasoning_details[0].index',
+      msg({
+        role: 'assistant',
+        content: 'x',
+        reasoning_details: [{ type: 'reasoning.summary', summary: 's', index: -1 }],
+      }),
+    ],
     ['messages[0]', msg({ role: 'function', name: 'f', content: 'orphan' })],
     ['max_tokens', { ...ok, max_tokens: 0 }],
     ['max_completion_tokens', { ...ok, max_tokens: 5, max_completion_tokens: 6 }],

@@ -9,6 +9,9 @@
  * `function_call` → `tools` / `tool_choice`; legacy assistant `function_call` → a tool call with a
  * synthesized id (`call_legacy_<message index>`) and `function` role messages → `tool` messages
  * answering the latest such call of that name; assistant `refusal` parts → text parts.
+ * Assistant `reasoning_details` (the provider's reasoning state, signatures included, as Gatehouse
+ * returned it) are kept: objects with a string `type`, known types checked, unknown types dropped
+ * (`reasoning-details.ts`); each provider sends back only the entries of its own `format`.
  *
  * Refused: `n` > 1, audio (`audio`, `modalities` with audio, `input_audio` parts), `file` parts,
  * `prediction`, `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools and
@@ -30,6 +33,7 @@ import {
   type ToolDefinition,
   TranslationError,
 } from './chat.js';
+import { parseReasoningDetails } from './reasoning-details.js';
 import {
   arr,
   compact,
@@ -165,6 +169,10 @@ function messages(v: unknown): ChatMessage[] {
         if (calls.length) msg.tool_calls = calls;
         const reasoning = optStr(m.reasoning, `${p}.reasoning`);
         if (reasoning) msg.reasoning = reasoning;
+        if (given(m.reasoning_details)) {
+          const details = parseReasoningDetails(m.reasoning_details, `${p}.reasoning_details`);
+          if (details.length) msg.reasoning_details = details;
+        }
         return withName(msg);
       }
       case 'tool':

@@ -10,6 +10,34 @@ export type ContentPart =
   | { type: 'text'; text: string }
   | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
 
+/**
+ * One piece of provider reasoning state (OpenRouter's `reasoning_details`), carried so that a
+ * conversation can hand it back to the provider that produced it: Anthropic accepts thinking in
+ * history only with its `signature`, Gemini only with its `thoughtSignature`. `format` names the
+ * provider family the entry belongs to (see REASONING_FORMATS); entries of another family are never
+ * sent upstream. `index` numbers the entries of one message; in stream deltas, fragments sharing an
+ * `index` (and `type`) are pieces of one entry (texts concatenate, a later signature completes it).
+ * `id` ties an entry to something else in the message (Gemini: the tool call a signature belongs to).
+ */
+export type ReasoningDetail =
+  | {
+      type: 'reasoning.text';
+      text: string;
+      signature?: string | null;
+      format?: string;
+      index?: number;
+      id?: string;
+    }
+  | { type: 'reasoning.encrypted'; data: string; format?: string; index?: number; id?: string }
+  | { type: 'reasoning.summary'; summary: string; format?: string; index?: number; id?: string };
+
+/** The `format` values of reasoning_details entries Gatehouse produces and understands. */
+export const REASONING_FORMATS = {
+  anthropic: 'anthropic-claude-v1',
+  google: 'google-gemini-v1',
+  openaiResponses: 'openai-responses-v1',
+} as const;
+
 export interface ToolCall {
   id: string;
   type: 'function';
@@ -24,6 +52,8 @@ export interface ChatMessage {
   tool_calls?: ToolCall[];
   /** assistant messages: reasoning text produced by the model (OpenRouter-style field) */
   reasoning?: string | null;
+  /** assistant messages: the provider's reasoning state, signatures included (see ReasoningDetail) */
+  reasoning_details?: ReasoningDetail[];
   /** tool messages */
   tool_call_id?: string;
 }
@@ -129,6 +159,8 @@ export interface ChatChunk {
       role?: 'assistant';
       content?: string | null;
       reasoning?: string | null;
+      /** Fragments of the message's reasoning_details (merged by `index`, see ReasoningDetail). */
+      reasoning_details?: ReasoningDetail[];
       tool_calls?: ChatChunkToolCall[];
     };
     finish_reason: FinishReason | null;

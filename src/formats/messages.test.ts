@@ -104,6 +104,53 @@ const TOOLS_STREAM = [
   usageChunk({ prompt_tokens: 30, completion_tokens: 25, total_tokens: 55 }),
 ];
 
+/** Reasoning from an Anthropic upstream: two signed thinking blocks around a redacted one. */
+const A = 'anthropic-claude-v1';
+const SIGNED_STREAM = [
+  chunk({ role: 'assistant', content: '' }),
+  chunk({
+    reasoning: 'Let me ',
+    reasoning_details: [{ type: 'reasoning.text', text: 'Let me ', format: A, index: 0 }],
+  }),
+  chunk({
+    reasoning: 'think.',
+    reasoning_details: [{ type: 'reasoning.text', text: 'think.', format: A, index: 0 }],
+  }),
+  chunk({
+    reasoning_details: [{ type: 'reasoning.text', text: '', signature: 'real-sig-1', format: A, index: 0 }],
+  }),
+  chunk({ reasoning_details: [{ type: 'reasoning.encrypted', data: 'REDACTED==', format: A, index: 1 }] }),
+  chunk({
+    reasoning: 'Again.',
+    reasoning_details: [{ type: 'reasoning.text', text: 'Again.', format: A, index: 2 }],
+  }),
+  chunk({
+    reasoning_details: [{ type: 'reasoning.text', text: '', signature: 'real-sig-2', format: A, index: 2 }],
+  }),
+  chunk({ content: 'The answer is 4.' }),
+  chunk({}, 'stop'),
+  usageChunk(USAGE),
+];
+
+/** Reasoning from a Gemini upstream: its signatures are not Anthropic's to give. */
+const GEMINI_STREAM = [
+  chunk({ role: 'assistant', content: '' }),
+  chunk({
+    reasoning: 'Hmm.',
+    reasoning_details: [
+      { type: 'reasoning.text', text: 'Hmm.', signature: 'g-sig', format: 'google-gemini-v1', index: 0 },
+    ],
+  }),
+  chunk({
+    content: 'Done.',
+    reasoning_details: [
+      { type: 'reasoning.encrypted', data: 'g-data', format: 'google-gemini-v1', index: 1 },
+    ],
+  }),
+  chunk({}, 'stop'),
+  usageChunk(USAGE),
+];
+
 /** The non-streamed equivalents of the streams above. */
 const TEXT_RESPONSE = response({ role: 'assistant', content: 'Hello!' }, 'stop', {
   prompt_tokens: 10,
@@ -112,6 +159,33 @@ const TEXT_RESPONSE = response({ role: 'assistant', content: 'Hello!' }, 'stop',
 });
 const REASONING_RESPONSE = response(
   { role: 'assistant', content: 'The answer is 4.', reasoning: 'Let me think.' },
+  'stop',
+  USAGE,
+);
+const SIGNED_RESPONSE = response(
+  {
+    role: 'assistant',
+    content: 'The answer is 4.',
+    reasoning: 'Let me think.Again.',
+    reasoning_details: [
+      { type: 'reasoning.text', text: 'Let me think.', signature: 'real-sig-1', format: A, index: 0 },
+      { type: 'reasoning.encrypted', data: 'REDACTED==', format: A, index: 1 },
+      { type: 'reasoning.text', text: 'Again.', signature: 'real-sig-2', format: A, index: 2 },
+    ],
+  },
+  'stop',
+  USAGE,
+);
+const GEMINI_RESPONSE = response(
+  {
+    role: 'assistant',
+    content: 'Done.',
+    reasoning: 'Hmm.',
+    reasoning_details: [
+      { type: 'reasoning.text', text: 'Hmm.', signature: 'g-sig', format: 'google-gemini-v1', index: 0 },
+      { type: 'reasoning.encrypted', data: 'g-data', format: 'google-gemini-v1', index: 1 },
+    ],
+  },
   'stop',
   USAGE,
 );
@@ -252,6 +326,16 @@ describe('messagesRequestToChat', () => {
           role: 'assistant',
           content: 'Let me look closer.',
           reasoning: 'Two images.',
+          reasoning_details: [
+            {
+              type: 'reasoning.text',
+              text: 'Two images.',
+              signature: 'sig-from-anthropic',
+              format: 'anthropic-claude-v1',
+              index: 0,
+            },
+            { type: 'reasoning.encrypted', data: 'opaque', format: 'anthropic-claude-v1', index: 1 },
+          ],
           tool_calls: [
             { id: 'toolu_1', type: 'function', function: { name: 'zoom', arguments: '{"factor":2}' } },
             { id: 'toolu_2', type: 'function', function: { name: 'ocr', arguments: '{}' } },
@@ -555,6 +639,42 @@ describe('chatResponseToMessages', () => {
     expect(empty.stop_reason).toBe('end_turn');
   });
 
+  it('answers real Anthropic signatures and redacted_thinking, the placeholder for other providers', () => {
+    expect(chatResponseToMessages(SIGNED_RESPONSE, 'claude-test').content).toEqual([
+      { type: 'thinking', thinking: 'Let me think.', signature: 'real-sig-1' },
+      { type: 'redacted_thinking', data: 'REDACTED==' },
+      { type: 'thinking', thinking: 'Again.', signature: 'real-sig-2' },
+      { type: 'text', text: 'The answer is 4.', citations: null },
+    ]);
+    expect(chatResponseToMessages(GEMINI_RESPONSE, 'claude-test').content).toEqual([
+      { type: 'thinking', thinking: 'Hmm.', signature: THINKING_SIGNATURE },
+      { type: 'text', text: 'Done.', citations: null },
+    ]);
+  });
+
+  it('round-trips real signatures: answered blocks sent back become the same reasoning_details', () => {
+    const answered = chatResponseToMessages(SIGNED_RESPONSE, 'claude-test');
+    const req = messagesRequestToChat({
+      ...PARAMS,
+      messages: [...PARAMS.messages, { role: 'assistant', content: answered.content }],
+    });
+    expect(req.messages.at(-1)).toEqual({
+      role: 'assistant',
+      content: 'The answer is 4.',
+      reasoning: 'Let me think.\n\nAgain.',
+      reasoning_details: SIGNED_RESPONSE.choices[0]!.message.reasoning_details,
+    });
+    // The placeholder is Gatehouse's, not a signature: that thinking gives only `reasoning`.
+    const placeholder = messagesRequestToChat({
+      ...PARAMS,
+      messages: [
+        ...PARAMS.messages,
+        { role: 'assistant', content: chatResponseToMessages(GEMINI_RESPONSE, 'claude-test').content },
+      ],
+    });
+    expect(placeholder.messages.at(-1)).toEqual({ role: 'assistant', content: 'Done.', reasoning: 'Hmm.' });
+  });
+
   it('parses in the official client', async () => {
     const wire = chatResponseToMessages(REASONING_RESPONSE, 'claude-test');
     const { client } = clientAnswering(JSON.stringify(wire), 'application/json');
@@ -649,6 +769,59 @@ describe('chatStreamToMessages', () => {
     ]);
   });
 
+  it('streams real signatures in signature_delta and redacted_thinking whole', async () => {
+    const events = await collect(chatStreamToMessages(from(SIGNED_STREAM), 'claude-test'));
+    expect(events.slice(1, -2).map((e) => e.data)).toEqual([
+      {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'thinking', thinking: '', signature: '' },
+      },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Let me ' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'think.' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'real-sig-1' } },
+      { type: 'content_block_stop', index: 0 },
+      {
+        type: 'content_block_start',
+        index: 1,
+        content_block: { type: 'redacted_thinking', data: 'REDACTED==' },
+      },
+      { type: 'content_block_stop', index: 1 },
+      {
+        type: 'content_block_start',
+        index: 2,
+        content_block: { type: 'thinking', thinking: '', signature: '' },
+      },
+      { type: 'content_block_delta', index: 2, delta: { type: 'thinking_delta', thinking: 'Again.' } },
+      { type: 'content_block_delta', index: 2, delta: { type: 'signature_delta', signature: 'real-sig-2' } },
+      { type: 'content_block_stop', index: 2 },
+      { type: 'content_block_start', index: 3, content_block: { type: 'text', text: '', citations: null } },
+      { type: 'content_block_delta', index: 3, delta: { type: 'text_delta', text: 'The answer is 4.' } },
+      { type: 'content_block_stop', index: 3 },
+    ]);
+  });
+
+  it("streams another provider's reasoning as one thinking block with the placeholder signature", async () => {
+    const events = await collect(chatStreamToMessages(from(GEMINI_STREAM), 'claude-test'));
+    expect(events.slice(1, -2).map((e) => e.data)).toEqual([
+      {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'thinking', thinking: '', signature: '' },
+      },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'Hmm.' } },
+      {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'signature_delta', signature: THINKING_SIGNATURE },
+      },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '', citations: null } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Done.' } },
+      { type: 'content_block_stop', index: 1 },
+    ]);
+  });
+
   it('streams two parallel tool calls with arguments split across chunks', async () => {
     const events = await collect(chatStreamToMessages(from(TOOLS_STREAM), 'claude-test'));
     expect(events.slice(4, -2).map((e) => e.data)).toEqual([
@@ -696,6 +869,8 @@ describe('chatStreamToMessages', () => {
     ['text', TEXT_STREAM, TEXT_RESPONSE],
     ['reasoning + text', REASONING_STREAM, REASONING_RESPONSE],
     ['parallel tool calls', TOOLS_STREAM, TOOLS_RESPONSE],
+    ['signed (Anthropic) reasoning', SIGNED_STREAM, SIGNED_RESPONSE],
+    ['Gemini reasoning', GEMINI_STREAM, GEMINI_RESPONSE],
   ])('%s: the official MessageStream accumulates exactly the non-streamed message', async (_name, chunks, res) => {
     const text = await sseText(chatStreamToMessages(from(chunks), 'claude-test'));
     const { client } = clientAnswering(text, 'text/event-stream');

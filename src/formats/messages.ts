@@ -13,7 +13,9 @@
  * | user `tool_result`                          | a `tool` message (text → string; with images → parts)      |
  * | `tool_result.is_error: true`                | content prefixed with `Error: ` (canonical has no flag)    |
  * | assistant `text` blocks                     | `content`, concatenated                                    |
- * | assistant `thinking` blocks                 | `reasoning` (joined with a blank line; signature dropped)  |
+ * | assistant `thinking` blocks                 | `reasoning` (joined with a blank line) and, when signed,   |
+ * |                                             | `reasoning_details` `reasoning.text` {text, signature}     |
+ * | assistant `redacted_thinking` blocks        | `reasoning_details` `reasoning.encrypted` {data}           |
  * | assistant `tool_use`                        | `tool_calls` (`arguments` = JSON.stringify(input))          |
  * | `max_tokens` (required, ≥ 1)                | `max_tokens`                                               |
  * | `temperature`, `top_p`                      | same                                                       |
@@ -28,9 +30,13 @@
  * | `metadata.user_id`                          | `user`                                                     |
  * | `stream`                                    | `stream` + `stream_options.include_usage`                  |
  *
+ * Thinking in history: `reasoning_details` entries get format `anthropic-claude-v1` and `index`
+ * 0, 1, … in block order, so an Anthropic upstream receives the blocks back exactly as they were
+ * (see `providers/anthropic/wire.ts`); a thinking block signed with THINKING_SIGNATURE (Gatehouse's
+ * placeholder, i.e. the thinking came from another provider) or unsigned gives only `reasoning`.
+ *
  * Ignored (hints without semantics for the answer): `cache_control` anywhere (prompt-cache
- * optimisation), `citations` on history text blocks, `redacted_thinking` and thinking signatures
- * (opaque provider state Gatehouse cannot forward), `service_tier`, `speed`, `diagnostics`, a tool's
+ * optimisation), `citations` on history text blocks, `service_tier`, `speed`, `diagnostics`, a tool's
  * `eager_input_streaming`, header params the SDK may leave in the body (`user_profile_id`,
  * `workspace_id`, `betas`), Gatehouse's own fields (`provider`, `models`, `route`, …), unknown fields.
  *
@@ -41,24 +47,30 @@
  *
  * Response mapping: `stop`→`end_turn` (`stop_sequence` when the provider says so natively),
  * `length`→`max_tokens`, `tool_calls` (or any tool call present)→`tool_use`,
- * `content_filter`→`refusal`. Thinking blocks carry THINKING_SIGNATURE (a placeholder: the canonical
- * format has no signature to relay). Tool-call arguments that are not a JSON object become
- * `input: {}` in a non-streamed message; streams forward the upstream's argument text verbatim as
- * `input_json_delta`. Usage: `input_tokens` = prompt − cache reads − cache writes (Anthropic counts
- * those separately).
+ * `content_filter`→`refusal`. Thinking: when the canonical response has `reasoning_details` of
+ * format `anthropic-claude-v1` (an Anthropic upstream), one block per entry in order —
+ * `reasoning.text` → a thinking block with the entry's real signature, `reasoning.encrypted` → a
+ * `redacted_thinking` block with its data — so a caller served by Anthropic round-trips real
+ * signatures; otherwise (another provider's reasoning) one thinking block from `reasoning`, signed
+ * with THINKING_SIGNATURE (a placeholder: there is no Anthropic signature to give). Tool-call
+ * arguments that are not a JSON object become `input: {}` in a non-streamed message; streams
+ * forward the upstream's argument text verbatim as `input_json_delta`. Usage: `input_tokens` =
+ * prompt − cache reads − cache writes (Anthropic counts those separately).
  */
-import type {
-  ChatChunk,
-  ChatMessage,
-  ChatRequest,
-  ChatResponse,
-  ContentPart,
-  FinishReason,
-  ReasoningConfig,
-  ToolCall,
-  ToolChoice,
-  ToolDefinition,
-  Usage,
+import {
+  type ChatChunk,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatResponse,
+  type ContentPart,
+  type FinishReason,
+  REASONING_FORMATS,
+  type ReasoningConfig,
+  type ReasoningDetail,
+  type ToolCall,
+  type ToolChoice,
+  type ToolDefinition,
+  type Usage,
 } from './chat.js';
 import { type Block, responseBlocks, segmentChatStream } from './segments.js';
 import {
@@ -81,8 +93,13 @@ import {
   strArray,
 } from './validate.js';
 
-/** Placeholder `signature` on thinking blocks: Anthropic clients require one, Gatehouse has none to give. */
+/**
+ * Placeholder `signature` on thinking blocks whose reasoning has no Anthropic signature (another
+ * provider's): Anthropic clients require one. Never sent upstream (see the request mapping).
+ */
 export const THINKING_SIGNATURE = 'gatehouse-unsigned';
+
+const FORMAT = REASONING_FORMATS.anthropic;
 
 // ---------------------------------------------------------------------------------------------
 // Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
@@ -98,6 +115,10 @@ export interface AnthropicThinkingBlock {
   thinking: string;
   signature: string;
 }
+export interface AnthropicRedactedThinkingBlock {
+  type: 'redacted_thinking';
+  data: string;
+}
 export interface AnthropicToolUseBlock {
   type: 'tool_use';
   id: string;
@@ -105,7 +126,11 @@ export interface AnthropicToolUseBlock {
   input: Obj;
   caller: { type: 'direct' };
 }
-export type AnthropicContentBlock = AnthropicTextBlock | AnthropicThinkingBlock | AnthropicToolUseBlock;
+export type AnthropicContentBlock =
+  | AnthropicTextBlock
+  | AnthropicThinkingBlock
+  | AnthropicRedactedThinkingBlock
+  | AnthropicToolUseBlock;
 
 export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 
@@ -277,6 +302,7 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
   const blocks = arr(content, path);
   let text: string | null = null;
   const reasoning: string[] = [];
+  const details: ReasoningDetail[] = [];
   const toolCalls: ToolCall[] = [];
   for (const [i, b] of blocks.entries()) {
     const p = `${path}[${i}]`;
@@ -285,11 +311,31 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
       case 'text':
         text = (text ?? '') + str(block.text, `${p}.text`);
         break;
-      case 'thinking':
-        reasoning.push(str(block.thinking, `${p}.thinking`));
+      case 'thinking': {
+        const thinking = str(block.thinking, `${p}.thinking`);
+        reasoning.push(thinking);
+        const signature = optStr(block.signature, `${p}.signature`);
+        if (signature && signature !== THINKING_SIGNATURE) {
+          details.push({
+            type: 'reasoning.text',
+            text: thinking,
+            signature,
+            format: FORMAT,
+            index: details.length,
+          });
+        }
         break;
+      }
       case 'redacted_thinking':
-        break; // opaque provider state: nothing Gatehouse can forward
+        if (typeof block.data === 'string' && block.data) {
+          details.push({
+            type: 'reasoning.encrypted',
+            data: block.data,
+            format: FORMAT,
+            index: details.length,
+          });
+        }
+        break;
       case 'tool_use': {
         if (isObj(block.caller) && block.caller.type !== 'direct') {
           fail(`${p}.caller.type`, 'only direct tool calls are supported');
@@ -306,9 +352,10 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
         fail(`${p}.type`, `'${String(block.type)}' blocks are not supported in assistant messages`);
     }
   }
-  if (text === null && toolCalls.length === 0 && reasoning.length === 0) return null;
+  if (text === null && toolCalls.length === 0 && reasoning.length === 0 && details.length === 0) return null;
   const m: ChatMessage = { role: 'assistant', content: text };
   if (reasoning.length) m.reasoning = reasoning.join('\n\n');
+  if (details.length) m.reasoning_details = details;
   if (toolCalls.length) m.tool_calls = toolCalls;
   return m;
 }
@@ -517,7 +564,8 @@ export function anthropicUsage(u: Usage | null | undefined): AnthropicUsage {
 function contentBlock(block: Block): AnthropicContentBlock {
   switch (block.kind) {
     case 'reasoning':
-      return { type: 'thinking', thinking: block.text, signature: THINKING_SIGNATURE };
+      if (block.data !== undefined) return { type: 'redacted_thinking', data: block.data };
+      return { type: 'thinking', thinking: block.text, signature: block.signature || THINKING_SIGNATURE };
     case 'text':
     case 'refusal':
       return { type: 'text', text: block.text, citations: null };
@@ -534,7 +582,7 @@ function contentBlock(block: Block): AnthropicContentBlock {
 
 /** A canonical chat response as an Anthropic `Message`; `model` is the model the caller asked for. */
 export function chatResponseToMessages(res: ChatResponse, model: string): AnthropicMessage {
-  const { blocks, finish, nativeFinish } = responseBlocks(res);
+  const { blocks, finish, nativeFinish } = responseBlocks(res, { reasoningFormat: FORMAT });
   const reason = stopReason(
     finish,
     nativeFinish,
@@ -558,6 +606,7 @@ export function chatResponseToMessages(res: ChatResponse, model: string): Anthro
 function startBlock(block: Block): AnthropicContentBlock {
   switch (block.kind) {
     case 'reasoning':
+      if (block.data !== undefined) return { type: 'redacted_thinking', data: block.data };
       return { type: 'thinking', thinking: '', signature: '' };
     case 'tool':
       return { type: 'tool_use', id: block.id, name: block.name, input: {}, caller: { type: 'direct' } };
@@ -571,7 +620,9 @@ const sse = (data: AnthropicStreamEvent): AnthropicSseEvent => ({ event: data.ty
 /**
  * A canonical chunk stream as Anthropic SSE events: message_start → per block
  * content_block_start / content_block_delta… / content_block_stop → message_delta → message_stop.
- * Thinking blocks end with a `signature_delta` carrying THINKING_SIGNATURE. Final usage (from the
+ * Thinking blocks end with a `signature_delta` carrying the upstream's real signature (an Anthropic
+ * upstream's, from its `reasoning_details`), else THINKING_SIGNATURE; `redacted_thinking` blocks
+ * come whole in their content_block_start. Final usage (from the
  * last canonical chunk) is reported in message_delta, input counts included. If the input fails,
  * an `error` event is the last thing emitted (the iterator's error is not rethrown).
  */
@@ -579,7 +630,7 @@ export async function* chatStreamToMessages(
   chunks: AsyncIterable<ChatChunk>,
   model: string,
 ): AsyncGenerator<AnthropicSseEvent> {
-  for await (const s of segmentChatStream(chunks)) {
+  for await (const s of segmentChatStream(chunks, { reasoningFormat: FORMAT })) {
     switch (s.type) {
       case 'begin':
         yield sse({
@@ -615,11 +666,11 @@ export async function* chatStreamToMessages(
         });
         break;
       case 'close':
-        if (s.block.kind === 'reasoning') {
+        if (s.block.kind === 'reasoning' && s.block.data === undefined) {
           yield sse({
             type: 'content_block_delta',
             index: s.index,
-            delta: { type: 'signature_delta', signature: THINKING_SIGNATURE },
+            delta: { type: 'signature_delta', signature: s.block.signature || THINKING_SIGNATURE },
           });
         }
         yield sse({ type: 'content_block_stop', index: s.index });

@@ -35,12 +35,15 @@
  * hosted tool choices, `file_id` images, `input_file` / `input_audio`, `truncation: 'auto'`,
  * `max_tool_calls`.
  *
- * Responses: reasoning → a `reasoning` item with one `summary_text`; text → a `message` item;
- * tool calls → `function_call` items. `length` → status `incomplete` with
- * `incomplete_details.reason: 'max_output_tokens'` (`content_filter` likewise); streams end with
- * `response.completed` or, for those, `response.incomplete`, as the OpenAI API does. `output_text`
- * (the SDK convenience: all output_text parts joined) IS sent: the official client computes it for
- * `responses.create()` but its stream helper (`responses.stream().finalResponse()`) does not.
+ * Responses: reasoning → a `reasoning` item with one `summary_text` (the canonical `reasoning`
+ * text; `reasoning_details` and their signatures are not carried: no `encrypted_content`, and
+ * reasoning items sent back give only `reasoning`, so providers get no signed thinking through
+ * /responses); text → a `message` item; tool calls → `function_call` items. `length` → status
+ * `incomplete` with `incomplete_details.reason: 'max_output_tokens'` (`content_filter` likewise);
+ * streams end with `response.completed` or, for those, `response.incomplete`, as the OpenAI API
+ * does. `output_text` (the SDK convenience: all output_text parts joined) IS sent: the official
+ * client computes it for `responses.create()` but its stream helper
+ * (`responses.stream().finalResponse()`) does not.
  */
 import type {
   ChatChunk,

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatChunk, FinishReason } from './chat.js';
 import { chatStreamToMessages } from './messages.js';
 import { chatStreamToResponses } from './responses.js';
-import { segmentChatStream } from './segments.js';
+import { responseBlocks, segmentChatStream } from './segments.js';
 import { sseJson } from './sse.js';
 
 type Delta = ChatChunk['choices'][number]['delta'];
@@ -36,6 +36,91 @@ const INTERLEAVED = [
   chunk({ tool_calls: [{ index: 0, function: { arguments: '1}' } }] }),
   chunk({}, 'tool_calls'),
 ];
+
+describe('reasoningFormat: blocks that follow the reasoning_details of one format', () => {
+  const A = 'anthropic-claude-v1';
+  const STREAM = [
+    chunk({
+      reasoning: 'a',
+      reasoning_details: [{ type: 'reasoning.text', text: 'a', format: A, index: 0 }],
+    }),
+    chunk({
+      reasoning_details: [{ type: 'reasoning.text', text: '', signature: 'S0', format: A, index: 0 }],
+    }),
+    chunk({ reasoning_details: [{ type: 'reasoning.encrypted', data: 'R', format: A, index: 1 }] }),
+    chunk({
+      reasoning: 'b',
+      reasoning_details: [{ type: 'reasoning.text', text: 'b', format: A, index: 2 }],
+    }),
+    chunk({
+      content: 'ok',
+      reasoning_details: [{ type: 'reasoning.encrypted', data: 'G', format: 'google-gemini-v1', index: 0 }],
+    }),
+    chunk({}, 'stop'),
+  ];
+
+  it('one block per entry, with signature and data, in order', async () => {
+    const segs = await collect(segmentChatStream(from(STREAM), { reasoningFormat: A }));
+    const end = segs.at(-1);
+    expect(end?.type === 'end' && end.blocks).toEqual([
+      { kind: 'reasoning', text: 'a', signature: 'S0' },
+      { kind: 'reasoning', text: '', data: 'R' },
+      { kind: 'reasoning', text: 'b' },
+      { kind: 'text', text: 'ok' },
+    ]);
+    expect(segs.filter((s) => s.type === 'delta').map((s) => s.type === 'delta' && s.text)).toEqual([
+      'a',
+      'b',
+      'ok',
+    ]);
+  });
+
+  it('without the option (and for other formats) reasoning comes from the reasoning text as before', async () => {
+    for (const opts of [{}, { reasoningFormat: 'openai-responses-v1' }]) {
+      const segs = await collect(segmentChatStream(from(STREAM), opts));
+      const end = segs.at(-1);
+      expect(end?.type === 'end' && end.blocks).toEqual([
+        { kind: 'reasoning', text: 'ab' },
+        { kind: 'text', text: 'ok' },
+      ]);
+    }
+  });
+
+  it('responseBlocks follows the same rule', () => {
+    const res = {
+      id: 'x',
+      object: 'chat.completion' as const,
+      created: 1,
+      model: 'm',
+      choices: [
+        {
+          index: 0,
+          finish_reason: 'stop' as const,
+          message: {
+            role: 'assistant' as const,
+            content: 'ok',
+            reasoning: 'ab',
+            reasoning_details: [
+              { type: 'reasoning.text' as const, text: 'a', signature: 'S0', format: A, index: 0 },
+              { type: 'reasoning.encrypted' as const, data: 'R', format: A, index: 1 },
+              { type: 'reasoning.text' as const, text: 'b', format: A, index: 2 },
+            ],
+          },
+        },
+      ],
+    };
+    expect(responseBlocks(res, { reasoningFormat: A }).blocks).toEqual([
+      { kind: 'reasoning', text: 'a', signature: 'S0' },
+      { kind: 'reasoning', text: '', data: 'R' },
+      { kind: 'reasoning', text: 'b' },
+      { kind: 'text', text: 'ok' },
+    ]);
+    expect(responseBlocks(res).blocks).toEqual([
+      { kind: 'reasoning', text: 'ab' },
+      { kind: 'text', text: 'ok' },
+    ]);
+  });
+});
 
 describe('segmentChatStream', () => {
   it('ignores choices other than 0 and picks up usage wherever it arrives', async () => {

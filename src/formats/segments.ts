@@ -4,13 +4,21 @@
  * are built from. One segmenter handles the chunk-level details once: interleaving kinds, tool-call
  * pieces arriving by index, usage on a trailing chunk with empty `choices`, and upstream failures.
  */
-import type { ChatChunk, ChatResponse, FinishReason, Logprobs, Usage } from './chat.js';
+import type { ChatChunk, ChatResponse, FinishReason, Logprobs, ReasoningDetail, Usage } from './chat.js';
+import { collapseReasoningDetails } from './reasoning-details.js';
 import { idBase } from './validate.js';
 
 export type LogprobEntry = NonNullable<Logprobs['content']>[number];
 
+/**
+ * Reasoning blocks: by default one per run of `reasoning` text. With `SegmentOptions.reasoningFormat`
+ * they follow the `reasoning_details` entries of that format instead (one block per entry), so a
+ * caller format whose provider family matches can answer the provider's own blocks: `signature`
+ * (a `reasoning.text` entry's) and `data` (a `reasoning.encrypted` entry: an opaque block with no
+ * text) are set only from entries of that format.
+ */
 export type Block =
-  | { kind: 'reasoning'; text: string }
+  | { kind: 'reasoning'; text: string; signature?: string; data?: string }
   | { kind: 'text'; text: string; logprobs?: LogprobEntry[] }
   | { kind: 'refusal'; text: string }
   | { kind: 'tool'; id: string; name: string; arguments: string };
@@ -44,11 +52,40 @@ export type Segment =
   /** The upstream failed: nothing follows. */
   | { type: 'error'; message: string };
 
+export interface SegmentOptions {
+  /**
+   * Reasoning blocks follow the `reasoning_details` entries of this format (see Block); without it
+   * (or when a response has no entry of the format) they come from the `reasoning` text.
+   */
+  reasoningFormat?: string;
+}
+
+/** Entries of `format` as reasoning blocks (texts without any content skipped). */
+function detailBlocks(details: ReasoningDetail[] | undefined, format: string): Block[] {
+  const blocks: Block[] = [];
+  for (const d of collapseReasoningDetails((details ?? []).filter((x) => x.format === format))) {
+    if (d.type === 'reasoning.text') {
+      if (!d.text && !d.signature) continue;
+      blocks.push(
+        d.signature
+          ? { kind: 'reasoning', text: d.text, signature: d.signature }
+          : { kind: 'reasoning', text: d.text },
+      );
+    } else if (d.type === 'reasoning.summary') {
+      if (d.summary) blocks.push({ kind: 'reasoning', text: d.summary });
+    } else if (d.data) blocks.push({ kind: 'reasoning', text: '', data: d.data });
+  }
+  return blocks;
+}
+
 const errorMessage = (err: unknown): string =>
   err instanceof Error ? err.message || err.name : typeof err === 'string' ? err : 'upstream stream failed';
 
 /** The blocks of a non-streamed response (first choice), in the order a stream would produce them. */
-export function responseBlocks(res: ChatResponse): {
+export function responseBlocks(
+  res: ChatResponse,
+  opts: SegmentOptions = {},
+): {
   blocks: Block[];
   finish: FinishReason | null;
   nativeFinish: string | null;
@@ -56,8 +93,8 @@ export function responseBlocks(res: ChatResponse): {
   const choice = res.choices[0];
   if (!choice) return { blocks: [], finish: null, nativeFinish: null };
   const m = choice.message;
-  const blocks: Block[] = [];
-  if (m.reasoning) blocks.push({ kind: 'reasoning', text: m.reasoning });
+  const blocks: Block[] = opts.reasoningFormat ? detailBlocks(m.reasoning_details, opts.reasoningFormat) : [];
+  if (blocks.length === 0 && m.reasoning) blocks.push({ kind: 'reasoning', text: m.reasoning });
   const text =
     typeof m.content === 'string'
       ? m.content
@@ -82,9 +119,14 @@ export function responseBlocks(res: ChatResponse): {
  * is known (pieces before that are held); an input error or `finish_reason: 'error'` ends the
  * sequence with an `error` segment instead of `end`.
  */
-export async function* segmentChatStream(chunks: AsyncIterable<ChatChunk>): AsyncGenerator<Segment> {
+export async function* segmentChatStream(
+  chunks: AsyncIterable<ChatChunk>,
+  opts: SegmentOptions = {},
+): AsyncGenerator<Segment> {
   const blocks: Block[] = [];
   let open: number | null = null;
+  /** The `index` of the reasoning_details entry the open block follows (undefined: none / no index). */
+  let openDetail: { index: number | undefined } | null = null;
   const toolBlock = new Map<number, number>(); // chunk tool-call index → block index
   const pending = new Map<number, { id?: string; name?: string; args: string }>();
   let begun = false;
@@ -112,6 +154,7 @@ export async function* segmentChatStream(chunks: AsyncIterable<ChatChunk>): Asyn
     blocks.push(block);
     const index = blocks.length - 1;
     open = index;
+    openDetail = null;
     yield { type: 'open', index, block: { ...block } };
     return index;
   }
@@ -122,13 +165,39 @@ export async function* segmentChatStream(chunks: AsyncIterable<ChatChunk>): Asyn
     logprobs?: LogprobEntry[],
   ): Generator<Segment> {
     const cur = open === null ? undefined : blocks[open];
-    const index = cur && cur.kind === kind ? (open as number) : yield* start({ kind, text: '' });
+    const same = cur && cur.kind === kind && !(cur.kind === 'reasoning' && cur.data !== undefined);
+    const index = same ? (open as number) : yield* start({ kind, text: '' });
     const block = blocks[index] as { text: string; logprobs?: LogprobEntry[] };
     block.text += text;
     if (logprobs?.length) block.logprobs = [...(block.logprobs ?? []), ...logprobs];
     yield logprobs?.length
       ? { type: 'delta', index, kind, text, logprobs }
       : { type: 'delta', index, kind, text };
+  }
+
+  /** A reasoning_details fragment of the followed format (reasoningFormat mode). */
+  function* detailFragment(d: ReasoningDetail): Generator<Segment> {
+    if (d.type === 'reasoning.encrypted') {
+      if (d.data) yield* start({ kind: 'reasoning', text: '', data: d.data });
+      return;
+    }
+    const text = d.type === 'reasoning.text' ? d.text : d.summary;
+    const cur = open === null ? undefined : blocks[open];
+    let index: number;
+    const signature = d.type === 'reasoning.text' ? d.signature : undefined;
+    if (cur?.kind === 'reasoning' && openDetail !== null && openDetail.index === d.index)
+      index = open as number;
+    else if (!text && !signature) return;
+    else {
+      index = yield* start({ kind: 'reasoning', text: '' });
+      openDetail = { index: d.index };
+    }
+    const block = blocks[index] as Extract<Block, { kind: 'reasoning' }>;
+    if (signature) block.signature = signature;
+    if (text) {
+      block.text += text;
+      yield { type: 'delta', index, kind: 'reasoning', text };
+    }
   }
 
   function* toolArgs(index: number, text: string): Generator<Segment> {
@@ -151,7 +220,13 @@ export async function* segmentChatStream(chunks: AsyncIterable<ChatChunk>): Asyn
       for (const choice of chunk.choices) {
         if (choice.index !== 0) continue;
         const d = choice.delta ?? {};
-        if (d.reasoning) yield* appendText('reasoning', d.reasoning);
+        const own = opts.reasoningFormat
+          ? (d.reasoning_details ?? []).filter((x) => x.format === opts.reasoningFormat)
+          : [];
+        // The entries of the followed format carry this chunk's reasoning text when they have any.
+        const ownText = own.some((x) => x.type !== 'reasoning.encrypted');
+        if (d.reasoning && !ownText) yield* appendText('reasoning', d.reasoning);
+        for (const x of own) yield* detailFragment(x);
         if (d.content) yield* appendText('text', d.content, choice.logprobs?.content ?? undefined);
         for (const tc of d.tool_calls ?? []) {
           const args = tc.function?.arguments ?? '';

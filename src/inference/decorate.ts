@@ -48,7 +48,21 @@ export function gatewayMetadata(info: RouteInfo) {
   };
 }
 
-/** A non-streaming chat completion as the caller sees it. */
+/** `message.reasoning_details` only when the provider gave some (the seed's response body). */
+function withoutEmptyDetails(choices: ChatResponse['choices']): ChatResponse['choices'] {
+  return choices.map((c) => {
+    if (!c.message || c.message.reasoning_details === undefined || c.message.reasoning_details.length)
+      return c;
+    const { reasoning_details: _, ...message } = c.message;
+    return { ...c, message };
+  });
+}
+
+/**
+ * A non-streaming chat completion as the caller sees it. The message keeps `reasoning` (the joined
+ * text) and, when the provider returned any, `reasoning_details` (its reasoning state, signatures
+ * included, to be sent back with the message in a later turn).
+ */
 export function decorateChatResponse(
   res: ChatResponse,
   info: RouteInfo,
@@ -58,6 +72,7 @@ export function decorateChatResponse(
 ) {
   return {
     ...res,
+    choices: withoutEmptyDetails(res.choices),
     id: info.generationId,
     model: info.model.id,
     provider: info.served.endpoint.provider,
@@ -68,7 +83,10 @@ export function decorateChatResponse(
   };
 }
 
-/** A streamed chunk as the caller sees it: the generation id and the catalog model id. */
+/**
+ * A streamed chunk as the caller sees it: the generation id and the catalog model id. Deltas pass
+ * through as the provider adapter made them, `reasoning_details` fragments included.
+ */
 export const decorateChunk = (chunk: ChatChunk, info: RouteInfo) => ({
   ...chunk,
   id: info.generationId,

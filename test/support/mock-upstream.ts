@@ -45,6 +45,17 @@ export interface MockToolCall {
 export interface MockReply {
   text?: string;
   reasoning?: string;
+  /** Anthropic: the thinking block's `signature` (default `mock-signature`). */
+  signature?: string;
+  /** Anthropic: a `redacted_thinking` block with this `data`, after the thinking block. */
+  redactedThinking?: string;
+  /**
+   * Gemini: a `thoughtSignature` on the first functionCall part, or on the last text part when the
+   * reply calls no function (as Gemini puts them; none by default).
+   */
+  thoughtSignature?: string;
+  /** Gemini: a `thoughtSignature` on the last thought part (closing the thought run). */
+  thoughtPartSignature?: string;
   tool_calls?: MockToolCall[];
   /** Canonical finish reason, rendered per format (default: tool_calls when calling tools, else stop). */
   finish_reason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
@@ -345,9 +356,13 @@ function anthropicUsage(r: Resolved, output: number) {
   };
 }
 
+const anthropicSignature = (r: Resolved): string => r.reply.signature ?? 'mock-signature';
+
 export function renderAnthropicMessage(r: Resolved, model: string): unknown {
   const content: unknown[] = [];
-  if (r.reasoning) content.push({ type: 'thinking', thinking: r.reasoning, signature: 'mock-signature' });
+  if (r.reasoning)
+    content.push({ type: 'thinking', thinking: r.reasoning, signature: anthropicSignature(r) });
+  if (r.reply.redactedThinking) content.push({ type: 'redacted_thinking', data: r.reply.redactedThinking });
   if (r.text) content.push({ type: 'text', text: r.text, citations: null });
   for (const c of r.calls)
     content.push({ type: 'tool_use', id: c.id, name: c.name, input: JSON.parse(c.args) });
@@ -400,7 +415,18 @@ export function renderAnthropicStream(r: Resolved, model: string): MockStreamEve
       ev({
         type: 'content_block_delta',
         index,
-        delta: { type: 'signature_delta', signature: 'mock-signature' },
+        delta: { type: 'signature_delta', signature: anthropicSignature(r) },
+      }),
+    );
+    events.push(ev({ type: 'content_block_stop', index }));
+    index++;
+  }
+  if (r.reply.redactedThinking) {
+    events.push(
+      ev({
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'redacted_thinking', data: r.reply.redactedThinking },
       }),
     );
     events.push(ev({ type: 'content_block_stop', index }));
@@ -459,11 +485,23 @@ function geminiUsage(r: Resolved, final: boolean) {
   };
 }
 
+/** Gemini's thought signatures on a reply's parts (see MockReply), in place. */
+function signGeminiParts(r: Resolved, parts: Record<string, unknown>[]): void {
+  const { thoughtSignature, thoughtPartSignature } = r.reply;
+  const lastThought = parts.findLast((p) => p.thought === true);
+  if (thoughtPartSignature && lastThought) lastThought.thoughtSignature = thoughtPartSignature;
+  if (!thoughtSignature) return;
+  const target =
+    parts.find((p) => p.functionCall) ?? parts.findLast((p) => typeof p.text === 'string' && !p.thought);
+  if (target) target.thoughtSignature = thoughtSignature;
+}
+
 export function renderGeminiResponse(r: Resolved, model: string): unknown {
-  const parts: unknown[] = [];
+  const parts: Record<string, unknown>[] = [];
   if (r.reasoning) parts.push({ text: r.reasoning, thought: true });
   if (r.text) parts.push({ text: r.text });
   for (const c of r.calls) parts.push({ functionCall: { name: c.name, args: JSON.parse(c.args) } });
+  signGeminiParts(r, parts);
   return {
     candidates: [{ content: { parts, role: 'model' }, finishReason: GEMINI_FINISH[r.finish], index: 0 }],
     usageMetadata: geminiUsage(r, true),
@@ -474,11 +512,12 @@ export function renderGeminiResponse(r: Resolved, model: string): unknown {
 
 export function renderGeminiStream(r: Resolved, model: string): MockStreamEvent[] {
   const responseId = rid('resp-');
-  const parts: unknown[][] = [];
+  const parts: Record<string, unknown>[][] = [];
   for (const p of textPieces(r.reasoning)) parts.push([{ text: p, thought: true }]);
   for (const p of textPieces(r.text)) parts.push([{ text: p }]);
   for (const c of r.calls) parts.push([{ functionCall: { name: c.name, args: JSON.parse(c.args) } }]);
   if (parts.length === 0) parts.push([{ text: '' }]);
+  signGeminiParts(r, parts.flat());
   return parts.map((p, i) => {
     const last = i === parts.length - 1;
     return {
@@ -546,8 +585,14 @@ export interface WireTurn {
   role: 'user' | 'assistant';
   text: string;
   images: { mediaType?: string; data?: string; url?: string }[];
-  toolCalls: { id?: string; name: string; args: unknown }[];
+  /** Gemini: `signature` is the functionCall part's thoughtSignature. */
+  toolCalls: { id?: string; name: string; args: unknown; signature?: string }[];
   toolResults: { id?: string; name?: string; content: unknown }[];
+  /**
+   * Reasoning sent back in an assistant turn, in order: Anthropic thinking {text, signature} and
+   * redacted_thinking {data}; Gemini thought parts {text, signature}.
+   */
+  reasoning: { text?: string; signature?: string; data?: string }[];
 }
 
 export interface WireView {
@@ -568,7 +613,7 @@ const hdr = (h: RecordedRequest['headers'], name: string): string | undefined =>
 };
 
 function newTurn(role: WireTurn['role']): WireTurn {
-  return { role, text: '', images: [], toolCalls: [], toolResults: [] };
+  return { role, text: '', images: [], toolCalls: [], toolResults: [], reasoning: [] };
 }
 
 function pushTurn(turns: WireTurn[], t: WireTurn): void {
@@ -578,6 +623,7 @@ function pushTurn(turns: WireTurn[], t: WireTurn): void {
     last.images.push(...t.images);
     last.toolCalls.push(...t.toolCalls);
     last.toolResults.push(...t.toolResults);
+    last.reasoning.push(...t.reasoning);
   } else turns.push(t);
 }
 
@@ -637,7 +683,9 @@ function viewAnthropic(body: any, v: WireView): void {
             ? { mediaType: b.source.media_type, data: b.source.data }
             : { url: b.source?.url },
         );
-      } else if (b.type === 'tool_use') t.toolCalls.push({ id: b.id, name: b.name, args: b.input });
+      } else if (b.type === 'thinking') t.reasoning.push({ text: b.thinking, signature: b.signature });
+      else if (b.type === 'redacted_thinking') t.reasoning.push({ data: b.data });
+      else if (b.type === 'tool_use') t.toolCalls.push({ id: b.id, name: b.name, args: b.input });
       else if (b.type === 'tool_result') t.toolResults.push({ id: b.tool_use_id, content: b.content });
     }
     pushTurn(v.turns, t);
@@ -655,12 +703,18 @@ function viewGemini(body: any, v: WireView): void {
   for (const c of body?.contents ?? []) {
     const t = newTurn(c.role === 'model' ? 'assistant' : 'user');
     for (const p of c.parts ?? []) {
-      if (typeof p.text === 'string' && !p.thought) t.text += p.text;
+      if (p.thought) t.reasoning.push({ text: p.text, signature: p.thoughtSignature });
+      else if (typeof p.text === 'string') t.text += p.text;
       else if (p.inlineData) t.images.push({ mediaType: p.inlineData.mimeType, data: p.inlineData.data });
       else if (p.fileData) t.images.push({ mediaType: p.fileData.mimeType, url: p.fileData.fileUri });
-      else if (p.functionCall)
-        t.toolCalls.push({ id: p.functionCall.id, name: p.functionCall.name, args: p.functionCall.args });
-      else if (p.functionResponse) {
+      else if (p.functionCall) {
+        t.toolCalls.push({
+          id: p.functionCall.id,
+          name: p.functionCall.name,
+          args: p.functionCall.args,
+          ...(p.thoughtSignature ? { signature: p.thoughtSignature } : {}),
+        });
+      } else if (p.functionResponse) {
         t.toolResults.push({
           id: p.functionResponse.id,
           name: p.functionResponse.name,

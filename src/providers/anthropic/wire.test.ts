@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type ChatChunk, type ChatRequest, TranslationError } from '../../formats/chat.js';
+import { collapseReasoningDetails } from '../../formats/reasoning-details.js';
 import { UpstreamError } from '../types.js';
 import {
   AnthropicStreamMapper,
@@ -11,6 +12,7 @@ import {
 } from './wire.js';
 
 const req = (r: Partial<ChatRequest>): ChatRequest => ({ model: 'claude-x', messages: [], ...r });
+const F = 'anthropic-claude-v1';
 
 describe('toAnthropicRequest', () => {
   it('hoists system/developer messages and defaults max_tokens', () => {
@@ -232,6 +234,167 @@ describe('toAnthropicRequest', () => {
   });
 });
 
+describe('reasoning_details in the history', () => {
+  const call = { id: 'tu_1', type: 'function' as const, function: { name: 'f', arguments: '{}' } };
+  const signed = {
+    role: 'assistant' as const,
+    content: 'Looking.',
+    reasoning: 'Think. Again.',
+    tool_calls: [call],
+    reasoning_details: [
+      { type: 'reasoning.text' as const, text: 'Think. ', signature: 'sig-1', format: F, index: 0 },
+      { type: 'reasoning.encrypted' as const, data: 'opaque==', format: F, index: 1 },
+      { type: 'reasoning.text' as const, text: 'Again.', signature: 'sig-2', format: F, index: 2 },
+    ],
+  };
+
+  it('sends anthropic-format entries back first in the turn, exactly as received', () => {
+    const body = toAnthropicRequest(
+      req({
+        reasoning: { effort: 'low' },
+        messages: [
+          { role: 'user', content: 'x' },
+          signed,
+          { role: 'tool', tool_call_id: 'tu_1', content: 'ok' },
+        ],
+      }),
+      false,
+    );
+    expect((body.messages as unknown[])[1]).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: 'Think. ', signature: 'sig-1' },
+        { type: 'redacted_thinking', data: 'opaque==' },
+        { type: 'thinking', thinking: 'Again.', signature: 'sig-2' },
+        { type: 'text', text: 'Looking.' },
+        { type: 'tool_use', id: 'tu_1', name: 'f', input: {} },
+      ],
+    });
+    // The continuation's last assistant turn carries its thinking: thinking stays enabled.
+    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+  });
+
+  it('merges streamed fragments that share an index', () => {
+    const body = toAnthropicRequest(
+      req({
+        reasoning: { effort: 'low' },
+        messages: [
+          {
+            role: 'assistant',
+            content: 'ok',
+            reasoning_details: [
+              { type: 'reasoning.text', text: 'a', format: F, index: 0 },
+              { type: 'reasoning.text', text: 'b', format: F, index: 0 },
+              { type: 'reasoning.text', text: '', signature: 'S', format: F, index: 0 },
+            ],
+          },
+        ],
+      }),
+      false,
+    );
+    expect((body.messages as { content: unknown[] }[])[0]!.content[0]).toEqual({
+      type: 'thinking',
+      thinking: 'ab',
+      signature: 'S',
+    });
+  });
+
+  it('does not send other formats, unsigned text, summaries or a bare reasoning string', () => {
+    const body = toAnthropicRequest(
+      req({
+        reasoning: { effort: 'low' },
+        messages: [
+          { role: 'user', content: 'x' },
+          {
+            role: 'assistant',
+            content: null,
+            reasoning: 'bare',
+            tool_calls: [call],
+            reasoning_details: [
+              { type: 'reasoning.text', text: 'g', signature: 'gsig', format: 'google-gemini-v1', index: 0 },
+              { type: 'reasoning.encrypted', data: 'gdata', format: 'google-gemini-v1', id: 'tu_1' },
+              { type: 'reasoning.text', text: 'unsigned', format: F, index: 1 },
+              { type: 'reasoning.summary', summary: 'sum', format: F, index: 2 },
+              { type: 'reasoning.text', text: 'no format', signature: 'x' },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'tu_1', content: 'ok' },
+        ],
+      }),
+      false,
+    );
+    expect((body.messages as unknown[])[1]).toEqual({
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: 'tu_1', name: 'f', input: {} }],
+    });
+    // A continuation whose last assistant turn has no thinking block: thinking stays off.
+    expect(body).not.toHaveProperty('thinking');
+  });
+
+  it('never leaves thinking alone in a turn, nor after other blocks of a merged turn', () => {
+    const alone = toAnthropicRequest(
+      req({
+        reasoning: { effort: 'low' },
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: '', reasoning_details: signed.reasoning_details },
+          { role: 'user', content: 'y' },
+        ],
+      }),
+      false,
+    );
+    // The thinking-only assistant turn is left out (the user turns around it merge).
+    expect(alone.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'x' },
+          { type: 'text', text: 'y' },
+        ],
+      },
+    ]);
+    const merged = toAnthropicRequest(
+      req({
+        reasoning: { effort: 'low' },
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: 'first' },
+          { role: 'assistant', content: 'second', reasoning_details: signed.reasoning_details },
+        ],
+      }),
+      false,
+    );
+    expect((merged.messages as unknown[])[1]).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'first' },
+        { type: 'text', text: 'second' },
+      ],
+    });
+  });
+  it('sends no thinking blocks when the request does not enable thinking', () => {
+    for (const r of [{}, { reasoning: { effort: 'low' as const }, tool_choice: 'required' as const }]) {
+      const body = toAnthropicRequest(
+        req({
+          ...r,
+          tools: [{ type: 'function', function: { name: 'f' } }],
+          messages: [
+            { role: 'user', content: 'x' },
+            signed,
+            { role: 'tool', tool_call_id: 'tu_1', content: 'ok' },
+          ],
+        }),
+        false,
+      );
+      expect(body).not.toHaveProperty('thinking');
+      expect((body.messages as { content: unknown[] }[])[1]!.content).toEqual([
+        { type: 'text', text: 'Looking.' },
+        { type: 'tool_use', id: 'tu_1', name: 'f', input: {} },
+      ]);
+    }
+  });
+});
+
 describe('Anthropic responses → canonical', () => {
   it('maps content blocks, stop reason and usage', () => {
     const res = fromAnthropicResponse(
@@ -287,6 +450,30 @@ describe('Anthropic responses → canonical', () => {
       },
     );
     expect(hidden.choices[0]!.message).not.toHaveProperty('reasoning');
+    expect(hidden.choices[0]!.message).not.toHaveProperty('reasoning_details');
+  });
+
+  it('maps thinking and redacted_thinking blocks to reasoning_details, in block order', () => {
+    const res = fromAnthropicResponse(
+      {
+        content: [
+          { type: 'thinking', thinking: 'First. ', signature: 'sig-1' },
+          { type: 'redacted_thinking', data: 'opaque==' },
+          { type: 'thinking', thinking: 'Second.', signature: 'sig-2' },
+          { type: 'text', text: 'Answer.' },
+        ],
+        stop_reason: 'end_turn',
+      },
+      'm',
+    );
+    expect(res.choices[0]!.message.reasoning).toBe('First. Second.');
+    expect(res.choices[0]!.message.reasoning_details).toEqual([
+      { type: 'reasoning.text', text: 'First. ', signature: 'sig-1', format: F, index: 0 },
+      { type: 'reasoning.encrypted', data: 'opaque==', format: F, index: 1 },
+      { type: 'reasoning.text', text: 'Second.', signature: 'sig-2', format: F, index: 2 },
+    ]);
+    const plain = fromAnthropicResponse({ content: [{ type: 'text', text: 'x' }] }, 'm');
+    expect(plain.choices[0]!.message).not.toHaveProperty('reasoning_details');
   });
 
   it('maps every stop reason', () => {
@@ -362,7 +549,8 @@ describe('AnthropicStreamMapper', () => {
     ]);
     expect(chunks.map((c) => c.choices[0]?.delta ?? null)).toEqual([
       { role: 'assistant', content: '' },
-      { reasoning: 'hmm' },
+      { reasoning: 'hmm', reasoning_details: [{ type: 'reasoning.text', text: 'hmm', format: F, index: 0 }] },
+      { reasoning_details: [{ type: 'reasoning.text', text: '', signature: 'sig', format: F, index: 0 }] },
       { content: 'Hi' },
       { tool_calls: [{ index: 0, id: 'toolu_a', type: 'function', function: { name: 'f', arguments: '' } }] },
       { tool_calls: [{ index: 0, function: { arguments: '{"a":' } }] },
@@ -373,6 +561,9 @@ describe('AnthropicStreamMapper', () => {
       null,
     ]);
     expect(chunks.every((c) => c.id === 'msg_1' && c.model === 'claude-x-1')).toBe(true);
+    expect(
+      collapseReasoningDetails(chunks.flatMap((c) => c.choices[0]?.delta.reasoning_details ?? [])),
+    ).toEqual([{ type: 'reasoning.text', text: 'hmm', signature: 'sig', format: F, index: 0 }]);
     expect(chunks.at(-2)!.choices[0]).toMatchObject({
       finish_reason: 'tool_calls',
       native_finish_reason: 'tool_use',
@@ -396,6 +587,48 @@ describe('AnthropicStreamMapper', () => {
     }
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err).toMatchObject({ status: 529, retryable: true, message: 'Overloaded' });
+  });
+
+  it('streams redacted_thinking and several thinking blocks as indexed reasoning_details fragments', () => {
+    const chunks = run([
+      { type: 'message_start', message: { id: 'msg_2', usage: {} } },
+      { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'a' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'b' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'S1' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'redacted_thinking', data: 'R' } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'content_block_start', index: 2, content_block: { type: 'thinking', thinking: '' } },
+      { type: 'content_block_delta', index: 2, delta: { type: 'thinking_delta', thinking: 'c' } },
+      { type: 'content_block_delta', index: 2, delta: { type: 'signature_delta', signature: 'S2' } },
+      { type: 'content_block_stop', index: 2 },
+      { type: 'content_block_start', index: 3, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 3, delta: { type: 'text_delta', text: 'ok' } },
+      { type: 'content_block_stop', index: 3 },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 3 } },
+      { type: 'message_stop' },
+    ]);
+    const fragments = chunks.flatMap((c) => c.choices[0]?.delta.reasoning_details ?? []);
+    expect(fragments).toContainEqual({ type: 'reasoning.encrypted', data: 'R', format: F, index: 1 });
+    expect(collapseReasoningDetails(fragments)).toEqual([
+      { type: 'reasoning.text', text: 'ab', signature: 'S1', format: F, index: 0 },
+      { type: 'reasoning.encrypted', data: 'R', format: F, index: 1 },
+      { type: 'reasoning.text', text: 'c', signature: 'S2', format: F, index: 2 },
+    ]);
+    expect(chunks.map((c) => c.choices[0]?.delta.reasoning ?? '').join('')).toBe('abc');
+
+    const hidden = new AnthropicStreamMapper('claude-x', { excludeReasoning: true });
+    const out = [
+      { type: 'message_start', message: { id: 'm', usage: {} } },
+      { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'a' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'S1' } },
+      { type: 'content_block_start', index: 1, content_block: { type: 'redacted_thinking', data: 'R' } },
+    ].flatMap((e) => hidden.push(e));
+    expect(out.some((c) => c.choices[0]?.delta.reasoning_details || c.choices[0]?.delta.reasoning)).toBe(
+      false,
+    );
   });
 
   it('a stream without message_stop is cut off', () => {

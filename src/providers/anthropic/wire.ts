@@ -7,11 +7,21 @@
  *   `tool` messages → ONE user message of `tool_result` blocks (any user text after them follows
  *   in the same turn); assistant `tool_calls` → `tool_use` blocks with the arguments parsed
  *   (invalid JSON → TranslationError, i.e. a 400).
- * - Assistant `reasoning` in history is DROPPED: Anthropic only accepts thinking blocks back with
- *   their `signature`, which the canonical format does not carry. Consequently, when the request
- *   continues a tool loop (it ends with tool results answering an assistant `tool_use`), thinking
- *   is not enabled for that call (Anthropic would reject a thinking-enabled continuation whose last
- *   assistant turn has no thinking block).
+ * - Assistant reasoning in history goes back as Anthropic received it: the message's
+ *   `reasoning_details` of format `anthropic-claude-v1` (REASONING_FORMATS.anthropic) become the
+ *   FIRST blocks of that assistant turn, in order — `reasoning.text` with a signature →
+ *   `{type:'thinking', thinking, signature}`, `reasoning.encrypted` → `{type:'redacted_thinking',
+ *   data}`, text, signature and data exactly as received (fragments sharing an `index` merged
+ *   first). Entries of another format (Gemini's, …), `reasoning.text` without a signature and
+ *   `reasoning.summary` are not sent (Anthropic would reject them), nor is a bare `reasoning`
+ *   string without details. Thinking blocks are left out of a turn that has nothing else (Anthropic
+ *   refuses a turn ending with thinking) and of a merged turn that does not start with thinking,
+ *   and every thinking block is left out of a request that does not enable thinking (Anthropic
+ *   needs them only with thinking on).
+ * - Tool loops: a request that continues a tool loop (it ends with tool results answering the last
+ *   assistant turn) keeps thinking enabled only when that assistant turn starts with its thinking
+ *   blocks; otherwise thinking is not enabled for the call (Anthropic rejects a thinking-enabled
+ *   continuation whose last assistant turn has no thinking block).
  * - Images: `data:` URLs → `{type:'base64'}` sources, http(s) URLs → `{type:'url'}` sources.
  * - `max_tokens` is required by Anthropic: `max_completion_tokens ?? max_tokens ?? 4096`
  *   (`DEFAULT_MAX_TOKENS`); with thinking and no caller limit it is `budget + 4096`.
@@ -25,9 +35,13 @@
  * - `response_format: json_schema` → `output_config.format`; `json_object` has no Anthropic
  *   equivalent and is dropped, as are `seed`, penalties and `logprobs`.
  *
- * Response / stream: text blocks joined, thinking → `reasoning` (omitted with
- * `reasoning.exclude`), tool_use → tool_calls; stop_reason → finish_reason (the original in
- * `native_finish_reason`); usage.prompt_tokens = input + cache_read + cache_creation.
+ * Response / stream: text blocks joined, thinking → `reasoning` (joined) and, block by block in
+ * order, `reasoning_details` (format `anthropic-claude-v1`, `index` 0, 1, …): thinking →
+ * `reasoning.text` with its `signature` (in streams: `thinking_delta` → text fragments,
+ * `signature_delta` → a fragment carrying the signature), redacted_thinking →
+ * `reasoning.encrypted` with its `data`; both omitted with `reasoning.exclude`. tool_use →
+ * tool_calls; stop_reason → finish_reason (the original in `native_finish_reason`);
+ * usage.prompt_tokens = input + cache_read + cache_creation.
  */
 import {
   type ChatChunk,
@@ -37,18 +51,14 @@ import {
   type ChatResponse,
   type ContentPart,
   type FinishReason,
+  REASONING_FORMATS,
+  type ReasoningDetail,
   type ToolCall,
   TranslationError,
   type Usage,
 } from '../../formats/chat.js';
-import {
-  isHttpUrl,
-  parseDataUrl,
-  parseToolArguments,
-  systemText,
-  textOf,
-  toolArgumentsObject,
-} from '../content.js';
+import { detailsOfFormat } from '../../formats/reasoning-details.js';
+import { isHttpUrl, parseDataUrl, systemText, toolArgumentsObject } from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
 import { redact } from '../redact.js';
 import { UpstreamError } from '../types.js';
@@ -99,6 +109,24 @@ function toolResultBlock(m: ChatMessage): Block {
   return block;
 }
 
+const FORMAT = REASONING_FORMATS.anthropic;
+
+const isThinking = (b: Block | undefined): boolean =>
+  b?.type === 'thinking' || b?.type === 'redacted_thinking';
+
+/** The thinking / redacted_thinking blocks an assistant message's reasoning_details give back. */
+function thinkingBlocks(m: ChatMessage): Block[] {
+  const out: Block[] = [];
+  for (const d of detailsOfFormat(m.reasoning_details, FORMAT)) {
+    if (d.type === 'reasoning.text' && typeof d.signature === 'string' && d.signature) {
+      out.push({ type: 'thinking', thinking: d.text, signature: d.signature });
+    } else if (d.type === 'reasoning.encrypted' && d.data) {
+      out.push({ type: 'redacted_thinking', data: d.data });
+    }
+  }
+  return out;
+}
+
 /** Canonical messages → Anthropic `system` + `messages`. */
 export function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messages: WireMessage[] } {
   const system: string[] = [];
@@ -120,10 +148,15 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system?: string;
       case 'user':
         push('user', contentBlocks(m.content));
         break;
-      case 'assistant':
-        // m.reasoning is dropped: no signature to send it back with (see the file comment).
-        push('assistant', [...contentBlocks(m.content), ...(m.tool_calls ?? []).map(toolUseBlock)]);
+      case 'assistant': {
+        const rest = [...contentBlocks(m.content), ...(m.tool_calls ?? []).map(toolUseBlock)];
+        const last = out[out.length - 1];
+        const merged = last?.role === 'assistant';
+        // Thinking first in the turn, never alone in it (see the file comment).
+        const thinking = rest.length && (!merged || isThinking(last.content[0])) ? thinkingBlocks(m) : [];
+        push('assistant', [...thinking, ...rest]);
         break;
+      }
       case 'tool':
         push('user', [toolResultBlock(m)]);
         break;
@@ -134,9 +167,12 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system?: string;
   return { ...(system.length ? { system: system.join('\n\n') } : {}), messages: out };
 }
 
-function continuesToolLoop(messages: WireMessage[]): boolean {
+/** The request continues a tool loop and the assistant turn it answers has no thinking blocks. */
+function toolLoopWithoutThinking(messages: WireMessage[]): boolean {
   const last = messages[messages.length - 1];
-  return !!last && last.role === 'user' && last.content.some((b) => b.type === 'tool_result');
+  if (last?.role !== 'user' || !last.content.some((b) => b.type === 'tool_result')) return false;
+  const turn = messages[messages.length - 2];
+  return !(turn?.role === 'assistant' && isThinking(turn.content[0]));
 }
 
 function toolChoice(req: ChatRequest): Block | undefined {
@@ -181,7 +217,7 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
 
   let budget = reasoningBudget(req.reasoning);
   const forcedTool = choice?.type === 'any' || choice?.type === 'tool';
-  if (budget !== undefined && !forcedTool && !continuesToolLoop(messages)) {
+  if (budget !== undefined && !forcedTool && !toolLoopWithoutThinking(messages)) {
     budget = Math.max(MIN_THINKING_BUDGET, budget);
     let max = callerMax ?? budget + DEFAULT_MAX_TOKENS;
     if (callerMax !== undefined && budget >= callerMax) budget = callerMax - 1;
@@ -192,6 +228,10 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
       delete body.temperature;
       delete body.top_p;
     }
+  }
+  if (!body.thinking) {
+    // Thinking off for this call: history thinking blocks are not needed, and not sent.
+    for (const m of messages) if (m.role === 'assistant') m.content = m.content.filter((b) => !isThinking(b));
   }
   if (stream) body.stream = true;
   return body;
@@ -250,11 +290,23 @@ export function fromAnthropicResponse(
   const blocks = Array.isArray(r.content) ? r.content.map(obj) : [];
   const texts: string[] = [];
   const thinking: string[] = [];
+  const details: ReasoningDetail[] = [];
   const toolCalls: ToolCall[] = [];
   for (const b of blocks) {
     if (b.type === 'text' && typeof b.text === 'string') texts.push(b.text);
-    else if (b.type === 'thinking' && typeof b.thinking === 'string') thinking.push(b.thinking);
-    else if (b.type === 'tool_use') {
+    else if (b.type === 'thinking' && typeof b.thinking === 'string') {
+      thinking.push(b.thinking);
+      const d: ReasoningDetail = {
+        type: 'reasoning.text',
+        text: b.thinking,
+        format: FORMAT,
+        index: details.length,
+      };
+      if (typeof b.signature === 'string') d.signature = b.signature;
+      details.push(d);
+    } else if (b.type === 'redacted_thinking' && typeof b.data === 'string') {
+      details.push({ type: 'reasoning.encrypted', data: b.data, format: FORMAT, index: details.length });
+    } else if (b.type === 'tool_use') {
       toolCalls.push({
         id: String(b.id ?? ''),
         type: 'function',
@@ -266,7 +318,10 @@ export function fromAnthropicResponse(
     role: 'assistant',
     content: texts.length ? texts.join('') : toolCalls.length ? null : '',
   };
-  if (thinking.length && !opts.excludeReasoning) message.reasoning = thinking.join('');
+  if (!opts.excludeReasoning) {
+    if (thinking.length) message.reasoning = thinking.join('');
+    if (details.length) message.reasoning_details = details;
+  }
   if (toolCalls.length) message.tool_calls = toolCalls;
   const stop = typeof r.stop_reason === 'string' ? r.stop_reason : null;
   return {
@@ -309,8 +364,11 @@ export function anthropicStreamError(raw: unknown, secrets?: (string | null)[]):
  * with `message_stop` (else UpstreamError 502: the stream was cut off).
  *
  * Output: a role chunk (message_start), content / reasoning / tool-call deltas (tool calls are
- * numbered 0, 1, … in order of appearance), a chunk with `finish_reason` (message_delta), and a
- * last chunk with `choices: []` and `usage` (message_stop), like OpenAI's include_usage.
+ * numbered 0, 1, … in order of appearance; each thinking delta also as a `reasoning_details`
+ * fragment of its block's entry, a `signature_delta` as a fragment carrying only the signature, a
+ * redacted_thinking block as one `reasoning.encrypted` entry), a chunk with `finish_reason`
+ * (message_delta), and a last chunk with `choices: []` and `usage` (message_stop), like OpenAI's
+ * include_usage.
  */
 export class AnthropicStreamMapper {
   private id = '';
@@ -318,6 +376,8 @@ export class AnthropicStreamMapper {
   private readonly created = Math.floor(Date.now() / 1000);
   private usage: Obj = {};
   private readonly toolIndex = new Map<number, number>();
+  /** content block index → reasoning_details index */
+  private readonly detailIndex = new Map<number, number>();
   private stopped = false;
 
   constructor(
@@ -349,6 +409,24 @@ export class AnthropicStreamMapper {
     return this.chunk({ tool_calls: [tc] });
   }
 
+  /** The reasoning_details index of content block `block` (numbered in order of appearance). */
+  private detail(block: number): number {
+    let i = this.detailIndex.get(block);
+    if (i === undefined) {
+      i = this.detailIndex.size;
+      this.detailIndex.set(block, i);
+    }
+    return i;
+  }
+
+  /** A chunk with reasoning text and/or a reasoning_details text fragment of block `block`. */
+  private thinkingChunk(block: number, text: string, signature?: string): ChatChunk[] {
+    if (this.opts.excludeReasoning) return [];
+    const d: ReasoningDetail = { type: 'reasoning.text', text, format: FORMAT, index: this.detail(block) };
+    if (signature) d.signature = signature;
+    return [this.chunk(text ? { reasoning: text, reasoning_details: [d] } : { reasoning_details: [d] })];
+  }
+
   push(raw: unknown): ChatChunk[] {
     const ev = obj(raw);
     switch (ev.type) {
@@ -364,13 +442,20 @@ export class AnthropicStreamMapper {
         const index = num(ev.index);
         if (b.type === 'text' && typeof b.text === 'string' && b.text)
           return [this.chunk({ content: b.text })];
-        if (
-          b.type === 'thinking' &&
-          typeof b.thinking === 'string' &&
-          b.thinking &&
-          !this.opts.excludeReasoning
-        ) {
-          return [this.chunk({ reasoning: b.thinking })];
+        if (b.type === 'thinking') {
+          const text = typeof b.thinking === 'string' ? b.thinking : '';
+          const signature = typeof b.signature === 'string' ? b.signature : '';
+          this.detail(index);
+          return text || signature ? this.thinkingChunk(index, text, signature) : [];
+        }
+        if (b.type === 'redacted_thinking' && typeof b.data === 'string') {
+          const d: ReasoningDetail = {
+            type: 'reasoning.encrypted',
+            data: b.data,
+            format: FORMAT,
+            index: this.detail(index),
+          };
+          return this.opts.excludeReasoning ? [] : [this.chunk({ reasoning_details: [d] })];
         }
         if (b.type === 'tool_use') {
           const i = this.toolIndex.size;
@@ -389,8 +474,11 @@ export class AnthropicStreamMapper {
       case 'content_block_delta': {
         const d = obj(ev.delta);
         if (d.type === 'text_delta' && typeof d.text === 'string') return [this.chunk({ content: d.text })];
-        if (d.type === 'thinking_delta' && typeof d.thinking === 'string') {
-          return this.opts.excludeReasoning ? [] : [this.chunk({ reasoning: d.thinking })];
+        if (d.type === 'thinking_delta' && typeof d.thinking === 'string' && d.thinking) {
+          return this.thinkingChunk(num(ev.index), d.thinking);
+        }
+        if (d.type === 'signature_delta' && typeof d.signature === 'string' && d.signature) {
+          return this.thinkingChunk(num(ev.index), '', d.signature);
         }
         if (d.type === 'input_json_delta' && typeof d.partial_json === 'string' && d.partial_json) {
           const i = this.toolIndex.get(num(ev.index));

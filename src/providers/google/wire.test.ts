@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type ChatChunk, type ChatRequest, TranslationError } from '../../formats/chat.js';
+import { collapseReasoningDetails } from '../../formats/reasoning-details.js';
 import { UpstreamError } from '../types.js';
 import {
   floatsToBase64,
@@ -15,6 +16,7 @@ import {
 } from './wire.js';
 
 const req = (r: Partial<ChatRequest>): ChatRequest => ({ model: 'gemini-x', messages: [], ...r });
+const G = 'google-gemini-v1';
 
 describe('toGeminiRequest', () => {
   it('maps system, roles, tool calls and tool results (named by call id)', () => {
@@ -266,7 +268,7 @@ describe('Gemini responses → canonical', () => {
     out.push(...m.finish());
     expect(out.map((c) => c.choices[0]?.delta ?? null)).toEqual([
       { role: 'assistant', content: '' },
-      { reasoning: 'hm' },
+      { reasoning: 'hm', reasoning_details: [{ type: 'reasoning.text', text: 'hm', format: G, index: 0 }] },
       { content: 'Hello ' },
       { content: 'world' },
       {},
@@ -288,6 +290,136 @@ describe('Gemini responses → canonical', () => {
       new GeminiStreamMapper('g').push({ error: { code: 503, message: 'busy', status: 'UNAVAILABLE' } }),
     ).toThrow('UNAVAILABLE: busy');
     expect(geminiStreamError({ error: { message: 'x', status: 'RESOURCE_EXHAUSTED' } }).status).toBe(429);
+  });
+});
+
+describe('Gemini thoughts and thought signatures ⇄ reasoning_details', () => {
+  const candidate = (parts: unknown[], extra: Record<string, unknown> = {}) => ({
+    candidates: [{ content: { role: 'model', parts }, index: 0, ...extra }],
+    responseId: 'r1',
+  });
+
+  it('maps a signed thought run, a function-call signature and a text signature', () => {
+    const res = fromGeminiResponse(
+      candidate(
+        [
+          { text: 'Think ', thought: true },
+          { text: 'more.', thought: true, thoughtSignature: 'T-SIG' },
+          { text: 'Calling.', thoughtSignature: 'TEXT-SIG' },
+          { functionCall: { name: 'w', args: { city: 'Oslo' } }, thoughtSignature: 'FC-SIG' },
+          { functionCall: { name: 'w', args: { city: 'Rome' } } },
+        ],
+        { finishReason: 'STOP' },
+      ),
+      'g',
+    );
+    const m = res.choices[0]!.message;
+    const [first, second] = m.tool_calls!;
+    expect(m.reasoning).toBe('Think more.');
+    expect(m.content).toBe('Calling.');
+    expect(m.reasoning_details).toEqual([
+      { type: 'reasoning.text', text: 'Think more.', signature: 'T-SIG', format: G, index: 0 },
+      { type: 'reasoning.encrypted', data: 'TEXT-SIG', format: G, index: 1 },
+      { type: 'reasoning.encrypted', data: 'FC-SIG', id: first!.id, format: G, index: 2 },
+    ]);
+    expect(second!.id).not.toBe(first!.id);
+
+    // Sent back: the signatures return on the parts they came from.
+    const body = toGeminiRequest(
+      req({
+        messages: [
+          { role: 'user', content: 'Weather?' },
+          m,
+          { role: 'tool', tool_call_id: first!.id, content: '{"t":21}' },
+          { role: 'tool', tool_call_id: second!.id, content: '{"t":25}' },
+        ],
+      }),
+    );
+    expect((body.contents as unknown[])[1]).toEqual({
+      role: 'model',
+      parts: [
+        { text: 'Think more.', thought: true, thoughtSignature: 'T-SIG' },
+        { text: 'Calling.', thoughtSignature: 'TEXT-SIG' },
+        { functionCall: { name: 'w', args: { city: 'Oslo' } }, thoughtSignature: 'FC-SIG' },
+        { functionCall: { name: 'w', args: { city: 'Rome' } } },
+      ],
+    });
+  });
+
+  it('reasoning.exclude drops the thought text but keeps the signatures', () => {
+    const res = fromGeminiResponse(
+      candidate([
+        { text: 'secret', thought: true },
+        { functionCall: { name: 'w', args: {} }, thoughtSignature: 'FC-SIG' },
+      ]),
+      'g',
+      { excludeReasoning: true },
+    );
+    const m = res.choices[0]!.message;
+    expect(m).not.toHaveProperty('reasoning');
+    expect(m.reasoning_details).toEqual([
+      { type: 'reasoning.encrypted', data: 'FC-SIG', id: m.tool_calls![0]!.id, format: G, index: 0 },
+    ]);
+  });
+
+  it('streams thought runs and signatures as fragments sharing their entry index', () => {
+    const s = new GeminiStreamMapper('g');
+    const out: ChatChunk[] = [];
+    out.push(...s.push(candidate([{ text: 'a', thought: true }])));
+    out.push(...s.push(candidate([{ text: 'b', thought: true }])));
+    out.push(...s.push(candidate([{ text: '', thought: true, thoughtSignature: 'T-SIG' }])));
+    out.push(...s.push(candidate([{ text: 'Hi' }])));
+    out.push(
+      ...s.push(
+        candidate([{ functionCall: { id: 'fc-1', name: 'w', args: {} }, thoughtSignature: 'FC-SIG' }], {
+          finishReason: 'STOP',
+        }),
+      ),
+    );
+    out.push(...s.push(candidate([{ text: '', thoughtSignature: 'END-SIG' }])));
+    out.push(...s.finish());
+    const deltas = out.map((c) => c.choices[0]?.delta);
+    expect(deltas).toContainEqual({
+      tool_calls: [{ index: 0, id: 'fc-1', type: 'function', function: { name: 'w', arguments: '{}' } }],
+      reasoning_details: [{ type: 'reasoning.encrypted', data: 'FC-SIG', id: 'fc-1', format: G, index: 1 }],
+    });
+    expect(deltas).toContainEqual({
+      reasoning_details: [{ type: 'reasoning.encrypted', data: 'END-SIG', format: G, index: 2 }],
+    });
+    expect(collapseReasoningDetails(deltas.flatMap((d) => d?.reasoning_details ?? []))).toEqual([
+      { type: 'reasoning.text', text: 'ab', signature: 'T-SIG', format: G, index: 0 },
+      { type: 'reasoning.encrypted', data: 'FC-SIG', id: 'fc-1', format: G, index: 1 },
+      { type: 'reasoning.encrypted', data: 'END-SIG', format: G, index: 2 },
+    ]);
+    expect(deltas.map((d) => d?.reasoning ?? '').join('')).toBe('ab');
+  });
+
+  it('sends back only signed gemini-format entries; a loose signature needs a text part', () => {
+    const body = toGeminiRequest(
+      req({
+        messages: [
+          { role: 'user', content: 'x' },
+          {
+            role: 'assistant',
+            content: null,
+            reasoning: 'bare reasoning',
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+            reasoning_details: [
+              { type: 'reasoning.text', text: 'unsigned', format: G, index: 0 },
+              { type: 'reasoning.text', text: 'claude', signature: 'A-SIG', format: 'anthropic-claude-v1' },
+              { type: 'reasoning.encrypted', data: 'LOOSE', format: G, index: 1 },
+              { type: 'reasoning.encrypted', data: 'OTHER-CALL', id: 'nope', format: G, index: 2 },
+              { type: 'reasoning.encrypted', data: 'C1-SIG', id: 'c1', format: G, index: 3 },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+        ],
+      }),
+    );
+    expect((body.contents as unknown[])[1]).toEqual({
+      role: 'model',
+      parts: [{ functionCall: { name: 'f', args: {} }, thoughtSignature: 'C1-SIG' }],
+    });
   });
 });
 

@@ -9,7 +9,15 @@
  *   messages → `functionResponse` parts in a user turn, named after the assistant tool call with the
  *   same id (the canonical tool message carries only the id); the result is the JSON object the
  *   tool returned, else `{result: <value or text>}`.
- * - Assistant `reasoning` in history is dropped (Gemini thought signatures are not carried).
+ * - Assistant reasoning in history goes back through the message's `reasoning_details` of format
+ *   `google-gemini-v1` (REASONING_FORMATS.google; fragments sharing an `index` merged first), on the
+ *   model turn's parts as Gemini returned them: a signed `reasoning.text` → a leading
+ *   `{text, thought: true, thoughtSignature}` part; a `reasoning.encrypted` whose `id` names one of
+ *   the message's tool calls → `thoughtSignature` on that call's `functionCall` part (Gemini
+ *   rejects a function-call continuation without it); a `reasoning.encrypted` without `id` →
+ *   `thoughtSignature` on the turn's first text part (dropped when the turn has none). Unsigned
+ *   thought text, entries of another format and a bare `reasoning` string are not sent (Gemini
+ *   reads nothing from unsigned thoughts).
  * - Images: `data:` URLs → `inlineData`; http(s) URLs → `fileData` with a MIME type guessed from
  *   the extension (image/jpeg when unknown).
  * - tools → one `functionDeclarations` tool; JSON-Schema parameters are reduced to the OpenAPI
@@ -21,10 +29,19 @@
  *   includeThoughts: !exclude} (budget table in `../reasoning.ts`).
  *
  * Response: candidates[0] parts: text → content, `thought: true` parts → reasoning,
- * functionCall → tool_calls with generated ids `call_…`; finishReason STOP → stop (tool_calls
- * when the model called functions), MAX_TOKENS → length, SAFETY/RECITATION/PROHIBITED_CONTENT/
- * BLOCKLIST/SPII/IMAGE_SAFETY → content_filter, MALFORMED_FUNCTION_CALL → error; a prompt blocked
- * before any candidate → content_filter. Usage: prompt = promptTokenCount (+ toolUsePromptTokenCount;
+ * functionCall → tool_calls (the part's `functionCall.id`, else a generated `call_…`). Thoughts and
+ * thought signatures → `reasoning_details` (format `google-gemini-v1`, `index` 0, 1, … in part
+ * order): a run of consecutive thought parts, closed by the one carrying a `thoughtSignature`,
+ * → one `reasoning.text` {text, signature}; the `thoughtSignature` of a functionCall part →
+ * `reasoning.encrypted` {data: signature, id: that tool call's id} (how the signature finds its
+ * part again when the caller sends the message back); of a non-thought text part →
+ * `reasoning.encrypted` {data: signature} without `id`. `reasoning.exclude` omits the thought text
+ * (`reasoning` and the `reasoning.text` entries) but keeps the signatures: Gemini needs them back
+ * to continue a tool loop. Streams emit the same entries as fragments (a run's pieces share its
+ * `index`).
+ * Finish: finishReason STOP → stop (tool_calls when the model called functions), MAX_TOKENS →
+ * length, SAFETY/RECITATION/PROHIBITED_CONTENT/BLOCKLIST/SPII/IMAGE_SAFETY → content_filter,
+ * MALFORMED_FUNCTION_CALL → error; a prompt blocked before any candidate → content_filter. Usage: prompt = promptTokenCount (+ toolUsePromptTokenCount;
  * it already includes cached tokens), completion = candidatesTokenCount + thoughtsTokenCount.
  */
 import { randomUUID } from 'node:crypto';
@@ -37,18 +54,14 @@ import {
   type EmbeddingsRequest,
   type EmbeddingsResponse,
   type FinishReason,
+  REASONING_FORMATS,
+  type ReasoningDetail,
   type ToolCall,
   TranslationError,
   type Usage,
 } from '../../formats/chat.js';
-import {
-  isHttpUrl,
-  parseDataUrl,
-  parseToolArguments,
-  systemText,
-  textOf,
-  toolArgumentsObject,
-} from '../content.js';
+import { collapseReasoningDetails, detailsOfFormat } from '../../formats/reasoning-details.js';
+import { isHttpUrl, parseDataUrl, systemText, textOf, toolArgumentsObject } from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
 import { redact } from '../redact.js';
 import { UpstreamError } from '../types.js';
@@ -118,6 +131,35 @@ function functionResponsePart(m: ChatMessage, names: Map<string, string>): Part 
   return { functionResponse: { name, response } };
 }
 
+const FORMAT = REASONING_FORMATS.google;
+
+/** An assistant message's parts, with its Gemini reasoning_details put back where they came from. */
+function modelParts(m: ChatMessage): Part[] {
+  const details = detailsOfFormat(m.reasoning_details, FORMAT);
+  const thoughts: Part[] = [];
+  const loose: string[] = [];
+  const byCall = new Map<string, string>();
+  for (const d of details) {
+    if (d.type === 'reasoning.text' && typeof d.signature === 'string' && d.signature) {
+      thoughts.push({ text: d.text, thought: true, thoughtSignature: d.signature });
+    } else if (d.type === 'reasoning.encrypted' && d.data) {
+      if (d.id === undefined) loose.push(d.data);
+      else if (!byCall.has(d.id)) byCall.set(d.id, d.data);
+    }
+  }
+  const text = contentParts(m.content);
+  const firstText = text.find((p) => typeof p.text === 'string');
+  if (firstText && loose[0] !== undefined) firstText.thoughtSignature = loose[0];
+  const calls = (m.tool_calls ?? []).map((tc) => {
+    const part = functionCallPart(tc);
+    const signature = byCall.get(tc.id);
+    if (signature !== undefined) part.thoughtSignature = signature;
+    return part;
+  });
+  if (text.length === 0 && calls.length === 0) return []; // nothing for the thoughts to precede
+  return [...thoughts, ...text, ...calls];
+}
+
 /** Canonical messages → Gemini `systemInstruction` + `contents`. */
 export function toGeminiContents(messages: ChatMessage[]): {
   systemInstruction?: { parts: Part[] };
@@ -145,7 +187,7 @@ export function toGeminiContents(messages: ChatMessage[]): {
         break;
       case 'assistant':
         for (const tc of m.tool_calls ?? []) names.set(tc.id, tc.function.name);
-        push('model', [...contentParts(m.content), ...(m.tool_calls ?? []).map(functionCallPart)]);
+        push('model', modelParts(m));
         break;
       case 'tool':
         push('user', [functionResponsePart(m, names)]);
@@ -294,29 +336,81 @@ export function mapGeminiUsage(raw: unknown): Usage {
   return usage;
 }
 
+/**
+ * Numbers a response's reasoning_details (one per response, or per stream: runs continue across
+ * stream events). A run of thought parts shares one entry until a part with a signature closes it.
+ */
+class GeminiReasoning {
+  private next = 0;
+  private run: number | null = null;
+
+  /** `excludeThoughts` (`reasoning.exclude`): thought parts give no entries. */
+  constructor(private readonly excludeThoughts = false) {}
+
+  thought(text: string, signature: string | undefined): ReasoningDetail | undefined {
+    if (this.excludeThoughts) return undefined;
+    if (this.run === null) this.run = this.next++;
+    const d: ReasoningDetail = { type: 'reasoning.text', text, format: FORMAT, index: this.run };
+    if (signature) {
+      d.signature = signature;
+      this.run = null;
+    }
+    return d;
+  }
+
+  /** A non-thought part: ends the current run; its signature (if any) is an entry of its own. */
+  part(signature: string | undefined, id?: string): ReasoningDetail | undefined {
+    this.run = null;
+    if (!signature) return undefined;
+    const d: ReasoningDetail = {
+      type: 'reasoning.encrypted',
+      data: signature,
+      format: FORMAT,
+      index: this.next++,
+    };
+    if (id !== undefined) d.id = id;
+    return d;
+  }
+}
+
 interface PartsOut {
   text: string[];
   thoughts: string[];
-  calls: ToolCall[];
+  calls: { call: ToolCall; detail?: ReasoningDetail }[];
+  /** reasoning.text fragments of the thought parts */
+  thoughtDetails: ReasoningDetail[];
+  /** signatures of non-thought text parts */
+  textDetails: ReasoningDetail[];
 }
 
-function readParts(candidate: Obj): PartsOut {
-  const out: PartsOut = { text: [], thoughts: [], calls: [] };
+const signatureOf = (p: Obj): string | undefined =>
+  typeof p.thoughtSignature === 'string' && p.thoughtSignature ? p.thoughtSignature : undefined;
+
+function readParts(candidate: Obj, reasoning: GeminiReasoning): PartsOut {
+  const out: PartsOut = { text: [], thoughts: [], calls: [], thoughtDetails: [], textDetails: [] };
   const parts = Array.isArray(obj(candidate.content).parts)
     ? (obj(candidate.content).parts as unknown[])
     : [];
   for (const raw of parts) {
     const p = obj(raw);
-    if (typeof p.text === 'string') {
-      if (p.thought === true) out.thoughts.push(p.text);
-      else out.text.push(p.text);
+    if (p.thought === true) {
+      const text = typeof p.text === 'string' ? p.text : '';
+      if (text) out.thoughts.push(text);
+      const detail = reasoning.thought(text, signatureOf(p));
+      if (detail) out.thoughtDetails.push(detail);
     } else if (p.functionCall) {
       const fc = obj(p.functionCall);
-      out.calls.push({
+      const call: ToolCall = {
         id: typeof fc.id === 'string' && fc.id ? fc.id : newToolCallId(),
         type: 'function',
         function: { name: String(fc.name ?? ''), arguments: JSON.stringify(fc.args ?? {}) },
-      });
+      };
+      const detail = reasoning.part(signatureOf(p), call.id);
+      out.calls.push(detail ? { call, detail } : { call });
+    } else {
+      if (typeof p.text === 'string') out.text.push(p.text);
+      const detail = reasoning.part(signatureOf(p));
+      if (detail) out.textDetails.push(detail);
     }
   }
   return out;
@@ -334,7 +428,9 @@ export function fromGeminiResponse(
 ): ChatResponse {
   const r = obj(raw);
   const candidate = obj(Array.isArray(r.candidates) ? r.candidates[0] : undefined);
-  const { text, thoughts, calls } = readParts(candidate);
+  const parts = readParts(candidate, new GeminiReasoning(opts.excludeReasoning));
+  const { text, thoughts } = parts;
+  const calls = parts.calls.map((c) => c.call);
   const blocked = obj(r.promptFeedback).blockReason;
   const finishRaw = typeof candidate.finishReason === 'string' ? candidate.finishReason : null;
   const native = finishRaw ?? (typeof blocked === 'string' ? blocked : null);
@@ -349,6 +445,12 @@ export function fromGeminiResponse(
     content: text.length ? text.join('') : calls.length ? null : '',
   };
   if (thoughts.length && !opts.excludeReasoning) message.reasoning = thoughts.join('');
+  const details = collapseReasoningDetails([
+    ...parts.thoughtDetails,
+    ...parts.textDetails,
+    ...parts.calls.flatMap((c) => (c.detail ? [c.detail] : [])),
+  ]).sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+  if (details.length) message.reasoning_details = details;
   if (calls.length) message.tool_calls = calls;
   return {
     id: typeof r.responseId === 'string' ? r.responseId : `gen-${randomUUID()}`,
@@ -375,6 +477,7 @@ export class GeminiStreamMapper {
   private blockReason: string | null = null;
   private tools = 0;
   private started = false;
+  private readonly reasoning: GeminiReasoning;
 
   constructor(
     requestedModel: string,
@@ -382,6 +485,7 @@ export class GeminiStreamMapper {
     private readonly secrets: (string | null)[] = [],
   ) {
     this.model = requestedModel;
+    this.reasoning = new GeminiReasoning(opts.excludeReasoning);
   }
 
   private chunk(delta: ChatChunk['choices'][number]['delta']): ChatChunk {
@@ -408,14 +512,29 @@ export class GeminiStreamMapper {
       out.push(this.chunk({ role: 'assistant', content: '' }));
     }
     const candidate = obj(Array.isArray(r.candidates) ? r.candidates[0] : undefined);
-    const { text, thoughts, calls } = readParts(candidate);
-    if (thoughts.length && !this.opts.excludeReasoning)
-      out.push(this.chunk({ reasoning: thoughts.join('') }));
-    if (text.length && text.join('')) out.push(this.chunk({ content: text.join('') }));
-    for (const c of calls) {
+    const { text, thoughts, calls, thoughtDetails, textDetails } = readParts(candidate, this.reasoning);
+    if (thoughtDetails.length && !this.opts.excludeReasoning) {
+      const reasoning = thoughts.join('');
+      out.push(
+        this.chunk(
+          reasoning
+            ? { reasoning, reasoning_details: thoughtDetails }
+            : { reasoning_details: thoughtDetails },
+        ),
+      );
+    }
+    const content = text.join('');
+    if (content || textDetails.length) {
+      const delta: ChatChunk['choices'][number]['delta'] = {};
+      if (content) delta.content = content;
+      if (textDetails.length) delta.reasoning_details = textDetails;
+      out.push(this.chunk(delta));
+    }
+    for (const { call: c, detail } of calls) {
       out.push(
         this.chunk({
           tool_calls: [{ index: this.tools++, id: c.id, type: 'function', function: { ...c.function } }],
+          ...(detail ? { reasoning_details: [detail] } : {}),
         }),
       );
     }
