@@ -276,6 +276,7 @@ export class Agent {
       const msg: TranscriptMessage = { role: 'assistant', content: reply.content };
       if (reply.toolCalls.length) msg.tool_calls = reply.toolCalls;
       if (reply.reasoning) msg.reasoning = reply.reasoning;
+      if (reply.reasoningDetails) msg.reasoning_details = reply.reasoningDetails;
       s.messages.push(msg);
       sessions.save(s);
       if (reply.reasoning) emit({ type: 'reasoning', text: reply.reasoning });

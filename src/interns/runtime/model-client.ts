@@ -15,6 +15,8 @@ export class ModelCallError extends Error {
 export interface ModelReply {
   content: string | null;
   reasoning: string | null;
+  /** Kept as given and sent back with the assistant turn (signed thinking continues tool loops). */
+  reasoningDetails: unknown[] | null;
   toolCalls: ModelToolCall[];
   usage: RunUsage | null;
 }
@@ -80,6 +82,10 @@ export class ModelClient {
     return {
       content: typeof message.content === 'string' ? message.content : null,
       reasoning: typeof message.reasoning === 'string' && message.reasoning ? message.reasoning : null,
+      reasoningDetails:
+        Array.isArray(message.reasoning_details) && message.reasoning_details.length > 0
+          ? (message.reasoning_details as unknown[])
+          : null,
       toolCalls,
       usage: usageOf(body?.usage),
     };

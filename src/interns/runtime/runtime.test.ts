@@ -35,10 +35,12 @@ const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cost:
 function assistant(m: {
   content?: string | null;
   reasoning?: string;
+  reasoning_details?: unknown[];
   tool_calls?: { name: string; args: unknown }[];
 }) {
   const message: Record<string, unknown> = { role: 'assistant', content: m.content ?? null };
   if (m.reasoning) message.reasoning = m.reasoning;
+  if (m.reasoning_details) message.reasoning_details = m.reasoning_details;
   if (m.tool_calls)
     message.tool_calls = m.tool_calls.map((tc, i) => ({
       id: `call_${Math.random().toString(36).slice(2)}_${i}`,
@@ -277,6 +279,26 @@ describe('intern runtime', () => {
     // The session is on disk.
     const file = JSON.parse(readFileSync(join(dir, A, '.sessions', 's-plain.json'), 'utf8'));
     expect(file.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('sends the model its own reasoning_details back with the assistant turn (signed thinking)', async () => {
+    fake.calls = [];
+    const details = [
+      { type: 'reasoning.text', text: 'Plan.', signature: 'sig-abc', format: 'anthropic-claude-v1' },
+    ];
+    fake.respond = script(
+      assistant({
+        reasoning: 'Plan.',
+        reasoning_details: details,
+        tool_calls: [{ name: 'list_files', args: {} }],
+      }),
+      assistant({ content: 'listed' }),
+    );
+    const r = await turn(ep, user('s-details', 'what is here?'));
+    expect(last(r)).toMatchObject({ type: 'end', finish_reason: 'stop' });
+    const second = fake.calls[1] as ChatBody & { messages: { role: string; reasoning_details?: unknown }[] };
+    const turnBack = second.messages.find((m) => m.role === 'assistant');
+    expect(turnBack?.reasoning_details).toEqual(details);
   });
 
   it('runs tools: write_file then read_file, summing usage over the run', async () => {

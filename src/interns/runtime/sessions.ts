@@ -9,6 +9,8 @@ export interface TranscriptMessage {
   content: string | null;
   tool_calls?: ModelToolCall[];
   reasoning?: string;
+  /** The provider's reasoning entries (signatures included), returned to it with this turn. */
+  reasoning_details?: unknown[];
   tool_call_id?: string;
 }
 
