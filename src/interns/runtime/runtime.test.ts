@@ -24,7 +24,13 @@ import {
 
 interface ChatBody {
   model: string;
-  messages: { role: string; content: string | null; tool_call_id?: string; tool_calls?: any[] }[];
+  messages: {
+    role: string;
+    content: string | null;
+    tool_call_id?: string;
+    tool_calls?: any[];
+    reasoning_details?: unknown[];
+  }[];
   tools?: { function: { name: string } }[];
 }
 type Reply = { status: number; body: unknown };
@@ -296,7 +302,7 @@ describe('intern runtime', () => {
     );
     const r = await turn(ep, user('s-details', 'what is here?'));
     expect(last(r)).toMatchObject({ type: 'end', finish_reason: 'stop' });
-    const second = fake.calls[1] as ChatBody & { messages: { role: string; reasoning_details?: unknown }[] };
+    const second = fake.calls[1] as ChatBody;
     const turnBack = second.messages.find((m) => m.role === 'assistant');
     expect(turnBack?.reasoning_details).toEqual(details);
   });
