@@ -1,0 +1,76 @@
+/**
+ * The built-in local generator: the media service's offline default. Real, viewable outputs drawn
+ * with sharp, deterministic from the prompt (a SHA-256 of it picks colours and geometry; the
+ * prompt's first words are written on the picture):
+ *
+ * - t2i: PNG/JPEG/WebP (`output_format`, default PNG) at `size` (1K → long side 1024, 2K → 2048)
+ *   and `aspect_ratio` (W:H; default square), sides rounded to a multiple of 8.
+ * - i2i: the first input image, cover-cropped to the output size, under a translucent version of the
+ *   prompt's composition and the caption; further inputs as thumbnails along the top. Without an
+ *   `aspect_ratio` the output keeps the input's.
+ * - video: an animated WebP, 8 fps × `duration` seconds at `resolution` (480p → 854×480, 720p →
+ *   1280×720): a seamless zoom/pan loop over the composition or the `image` input with a moving
+ *   subject (`camera_fixed` keeps the camera still).
+ */
+
+import type { GeneratedOutput, GenerateRequest, MediaGenerator } from '../types.js';
+import {
+  type DecodedInput,
+  IMAGE_TYPES,
+  imageDimensions,
+  outputFormat,
+  probeInput,
+  renderImage,
+} from './local-image.js';
+import { paletteFor, promptDigest } from './local-palette.js';
+import { frameCount, renderVideo, videoDimensions } from './local-video.js';
+
+export class LocalGenerator implements MediaGenerator {
+  async generate(req: GenerateRequest, signal: AbortSignal): Promise<GeneratedOutput[]> {
+    signal.throwIfAborted();
+    const digest = promptDigest(req.prompt);
+    const palette = paletteFor(req.prompt, digest);
+
+    // Every input is checked (a 400 naming its parameter) before any drawing starts.
+    const inputs: DecodedInput[] = [];
+    for (const image of req.images) {
+      inputs.push(await probeInput(image));
+      signal.throwIfAborted();
+    }
+
+    if (req.kind === 'video') {
+      const { width, height } = videoDimensions(req.params.resolution);
+      const data = await renderVideo({
+        prompt: req.prompt,
+        digest,
+        palette,
+        width,
+        height,
+        frames: frameCount(req.params.duration),
+        cameraFixed: req.params.camera_fixed === true || req.params.camera_fixed === 'true',
+        input: inputs.find((i) => i.image.param === 'image') ?? inputs[0],
+        signal,
+      });
+      return [{ data, contentType: 'image/webp', extension: 'webp' }];
+    }
+
+    const first = inputs[0];
+    const { width, height } = imageDimensions(
+      req.params.size,
+      req.params.aspect_ratio,
+      first ? first.width / first.height : undefined,
+    );
+    const format = outputFormat(req.params.output_format);
+    const data = await renderImage({
+      prompt: req.prompt,
+      digest,
+      palette,
+      width,
+      height,
+      format,
+      inputs: req.kind === 'i2i' ? inputs : [],
+      signal,
+    });
+    return [{ data, ...IMAGE_TYPES[format] }];
+  }
+}
