@@ -5,11 +5,14 @@ import { loadConfig } from './config.js';
 import { openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
 import { startGateway } from './gateway.js';
+import { loadMediaConfig } from './media/config.js';
+import { type MediaHandle, startMedia } from './media/server.js';
 import { buildServices } from './services.js';
 
 const usage = `Usage: gatehouse <command>
 
-  serve                              run the gateway (default), batch worker included
+  serve                              run the gateway (default), batch worker and media service included
+  media                              run only the media service (GATEHOUSE_MEDIA=off on the gateways)
   worker                             run only the batch worker (GATEHOUSE_WORKER=off on the gateways)
   migrate                            bring the database schema up to date and exit
   bootstrap                          create the default organization and keys (printed once) and exit
@@ -30,10 +33,21 @@ function printKeys(generated: { management?: string; api?: string }) {
   process.stdout.write(`${lines.join('\n')}\n\n`);
 }
 
+const isOff = (v: string | undefined) => ['off', 'false', '0'].includes((v ?? '').toLowerCase());
+
 async function serve() {
   const config = loadConfig();
+  // The media service's configuration is read first, so a bad one stops the start before anything listens.
+  const mediaConfig = isOff(process.env.GATEHOUSE_MEDIA) ? null : loadMediaConfig();
   const gateway = await startGateway(config);
   printKeys(gateway.bootstrap.generated);
+  let media: MediaHandle | null = null;
+  try {
+    if (mediaConfig) media = await startMedia(mediaConfig);
+  } catch (err) {
+    await gateway.close();
+    throw err;
+  }
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -41,7 +55,7 @@ async function serve() {
     gateway.app.log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
-    await gateway.close();
+    await Promise.all([gateway.close(), media?.close()]);
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -67,6 +81,23 @@ async function worker() {
     force.unref();
     await w.stop(config.batches.drainMs);
     await services.shutdown();
+    await handle.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** The media service alone (MEDIA_PORT, default 8081). */
+async function media() {
+  const handle = await startMedia(loadMediaConfig());
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    handle.app.log.info({ signal }, 'media service stopping');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
     await handle.close();
     process.exit(0);
   };
@@ -128,6 +159,8 @@ async function main(argv: string[]) {
       return serve();
     case 'worker':
       return worker();
+    case 'media':
+      return media();
     case 'migrate':
       return migrate();
     case 'bootstrap':

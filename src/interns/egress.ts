@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher, request } from 'undici';
+import { isPrivateAddress } from '../lib/addresses.js';
 import type { UsableSecret } from '../vault/service.js';
 import type { EgressRefusal, EgressRequest, EgressResponse } from './runtime-protocol.js';
 
@@ -60,57 +61,6 @@ const failure = (status: 400 | 502, message: string): EgressResult => ({
   status,
   body: { error: { code: status, message } },
 });
-
-/** Addresses an intern may not reach unless private egress is allowed. */
-const blocked = (() => {
-  const b = new BlockList();
-  for (const [net, bits] of [
-    ['0.0.0.0', 8],
-    ['10.0.0.0', 8],
-    ['100.64.0.0', 10],
-    ['127.0.0.0', 8],
-    ['169.254.0.0', 16],
-    ['172.16.0.0', 12],
-    ['192.0.0.0', 24],
-    ['192.168.0.0', 16],
-    ['198.18.0.0', 15],
-    ['224.0.0.0', 4],
-    ['240.0.0.0', 4],
-  ] as const)
-    b.addSubnet(net, bits, 'ipv4');
-  for (const [net, bits] of [
-    ['::', 128],
-    ['::1', 128],
-    ['fc00::', 7],
-    ['fe80::', 10],
-    ['fec0::', 10],
-    ['ff00::', 8],
-    ['64:ff9b::', 96],
-    ['100::', 64],
-  ] as const)
-    b.addSubnet(net, bits, 'ipv6');
-  return b;
-})();
-
-/** Whether `address` (an IP literal) is loopback, private, link-local, unspecified or otherwise internal. */
-export function isPrivateAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family !== 6) return true;
-  const lower = address.toLowerCase();
-  // IPv4-mapped / -compatible forms carry an IPv4 address: judge that one.
-  const mapped = /^(?:0{0,4}:){0,5}(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower.replace(/^::/, '0::'));
-  if (mapped?.[1]) return blocked.check(mapped[1], 'ipv4');
-  const hexMapped = /^(?:0{0,4}:){0,5}ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(
-    lower.replace(/^::/, '0::'),
-  );
-  if (hexMapped?.[1] && hexMapped[2]) {
-    const hi = Number.parseInt(hexMapped[1], 16);
-    const lo = Number.parseInt(hexMapped[2], 16);
-    return blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, 'ipv4');
-  }
-  return blocked.check(lower, 'ipv6');
-}
 
 /** Every value form of the secrets (raw and URL-encoded) that must not come back, longest first. */
 function redactionNeedles(secrets: UsableSecret[]): string[] {

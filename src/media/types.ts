@@ -13,10 +13,7 @@ export type ParamSpec =
   | { type: 'boolean'; default?: boolean; required?: boolean }
   /** A list of http(s) image URLs (e.g. `image_input`, `reference_images`). */
   | { type: 'image_urls'; minItems?: number; maxItems?: number; required?: boolean }
-  /**
-   * One image: a URL in JSON, or a multipart file part of this name. `urlsParam` names the
-   * list parameter that may stand in for it (i2i model-b: `image_input` or an `image` file).
-   */
+  /** One image: a URL in JSON, or a multipart file part of this name. */
   | { type: 'image'; required?: boolean };
 
 /** A route `POST /api/<kind>/<name>`, mapped to a provider and that provider's model. */

@@ -1,0 +1,140 @@
+/**
+ * The media service's HTTP app: Fastify with streamed multipart, the routes from configuration,
+ * the `{success:false, message, error:{code, field}}` envelope for every error, the OpenAPI document
+ * at /openapi.json and its reference page at /docs. `startMedia` listens on MEDIA_HOST:MEDIA_PORT.
+ */
+
+import { randomUUID } from 'node:crypto';
+import multipart from '@fastify/multipart';
+import swagger from '@fastify/swagger';
+import scalar from '@scalar/fastify-api-reference';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply } from 'fastify';
+import type { MediaConfig } from './config.js';
+import { LocalGenerator } from './generators/local.js';
+import { mediaRoutes } from './routes.js';
+import { MediaService } from './service.js';
+import { FilesystemStore } from './storage/filesystem.js';
+import { MediaError, type MediaGenerator, type ObjectStore } from './types.js';
+
+export interface MediaAppOptions {
+  config: MediaConfig;
+  /** Generators by provider slug; `local` defaults to the built-in LocalGenerator. */
+  generators?: Record<string, MediaGenerator>;
+  /** One generator for every provider the routes name (tests). */
+  generator?: MediaGenerator;
+  /** Defaults to the filesystem store under `config.storeDir`. */
+  store?: ObjectStore;
+  /** A logger to use, or false for none; default: pino at `config.logLevel`. */
+  log?: FastifyBaseLogger | false;
+}
+
+export function sendMediaError(
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  message: string,
+  field?: string,
+): FastifyReply {
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send({ success: false, message, error: field ? { code, field } : { code } });
+}
+
+/** Builds the media app (not listening). */
+export async function buildMediaApp(opts: MediaAppOptions) {
+  const { config } = opts;
+  const generators: Record<string, MediaGenerator> = opts.generator
+    ? Object.fromEntries(config.routes.map((r) => [r.provider, opts.generator as MediaGenerator]))
+    : { local: new LocalGenerator(), ...opts.generators };
+  const store =
+    opts.store ?? new FilesystemStore(config.storeDir, config.publicUrl ?? `http://localhost:${config.port}`);
+  const service = new MediaService(generators, store, config.timeoutMs);
+  service.checkRoutes(config.routes);
+
+  const app = Fastify({
+    ...(opts.log === false
+      ? { logger: false }
+      : opts.log
+        ? { loggerInstance: opts.log }
+        : { logger: { level: config.logLevel, base: { process: 'media' } } }),
+    bodyLimit: config.bodyLimit,
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+  });
+  // JSON or multipart only; text/plain (a Fastify default) is a 415 like any other type.
+  app.removeContentTypeParser('text/plain');
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof MediaError) {
+      if (err.status >= 500) req.log.warn({ code: err.code, msg: err.message }, 'generation failed');
+      return sendMediaError(reply, err.status, err.code, err.message, err.field);
+    }
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+      return sendMediaError(
+        reply,
+        415,
+        'unsupported_media_type',
+        'Send application/json or multipart/form-data',
+      );
+    if (err.statusCode === 413)
+      return sendMediaError(
+        reply,
+        413,
+        'payload_too_large',
+        `The request body is too large (${err.message})`,
+      );
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+      return sendMediaError(reply, 400, 'invalid_body', err.message);
+    req.log.error({ err }, 'media request failed');
+    return sendMediaError(reply, 500, 'internal_error', 'Internal server error');
+  });
+  app.setNotFoundHandler((req, reply) =>
+    sendMediaError(reply, 404, 'not_found', `No route ${req.method} ${req.url.split('?')[0]}`),
+  );
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  await app.register(multipart, { throwFileSizeLimit: false });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Gatehouse media API',
+        version: '1.0.0',
+        description:
+          'Image and video generation. Every route takes `prompt`; other parameters per route. Outputs are stored and returned as `{url, key}`.',
+      },
+    },
+  });
+  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await mediaRoutes(app, {
+    config,
+    service,
+    files: store instanceof FilesystemStore ? store : null,
+  });
+  return { app, service, store };
+}
+
+export interface MediaHandle {
+  app: Awaited<ReturnType<typeof buildMediaApp>>['app'];
+  service: MediaService;
+  /** The listening base URL (loopback form). */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Builds the media app and listens on `config.host:config.port`. */
+export async function startMedia(
+  config: MediaConfig,
+  opts: Omit<MediaAppOptions, 'config'> = {},
+): Promise<MediaHandle> {
+  const { app, service, store } = await buildMediaApp({ ...opts, config });
+  const address = await app.listen({ port: config.port, host: config.host });
+  const port = new URL(address.replace('[::1]', '127.0.0.1').replace('[::]', '127.0.0.1')).port;
+  if (!config.publicUrl && store instanceof FilesystemStore) store.setPublicUrl(`http://localhost:${port}`);
+  return { app, service, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+}

@@ -1,0 +1,132 @@
+/**
+ * Generation: hands a validated request to its route's generator under the deadline, stores each
+ * output under `<kind>/<yyyy>/<mm>/<dd>/<uuid>.<ext>`, and keeps the recent generation times behind
+ * the status hint. Knows nothing of HTTP.
+ */
+
+import { randomUUID } from 'node:crypto';
+import {
+  type GeneratedOutput,
+  type GenerateRequest,
+  type InputImage,
+  MediaError,
+  type MediaGenerator,
+  type MediaRoute,
+  type ObjectStore,
+} from './types.js';
+import type { ValidatedRequest } from './validate.js';
+
+/** How many recent generation times the median is taken over. */
+export const STATUS_WINDOW = 100;
+
+export interface MediaStatus {
+  status: 'online';
+  median_generation_ms: number | null;
+  generations: number;
+}
+
+export function median(values: readonly number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : Math.round(((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2);
+}
+
+export function objectKey(kind: string, extension: string, now = new Date()): string {
+  const y = now.getUTCFullYear();
+  const m = String(now.getUTCMonth() + 1).padStart(2, '0');
+  const d = String(now.getUTCDate()).padStart(2, '0');
+  return `${kind}/${y}/${m}/${d}/${randomUUID()}.${extension}`;
+}
+
+export class MediaService {
+  private readonly recent: number[] = [];
+  private count = 0;
+
+  constructor(
+    private readonly generators: Record<string, MediaGenerator>,
+    private readonly store: ObjectStore,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Throws when a route names a provider no generator serves (checked at start-up). */
+  checkRoutes(routes: MediaRoute[]): void {
+    for (const r of routes) {
+      if (!this.generators[r.provider])
+        throw new Error(`Media route ${r.kind}/${r.name}: no generator for provider "${r.provider}"`);
+    }
+  }
+
+  status(): MediaStatus {
+    return { status: 'online', median_generation_ms: median(this.recent), generations: this.count };
+  }
+
+  async generate(
+    route: MediaRoute,
+    input: ValidatedRequest,
+    images: InputImage[],
+    cancel?: AbortSignal,
+  ): Promise<{ url: string; key: string }[]> {
+    const generator = this.generators[route.provider];
+    if (!generator) throw new Error(`No generator for provider ${route.provider}`);
+    const req: GenerateRequest = {
+      kind: route.kind,
+      route: route.name,
+      providerModel: route.providerModel,
+      prompt: input.prompt,
+      params: input.params,
+      images,
+    };
+    const controller = new AbortController();
+    const onCancel = () => controller.abort(cancel?.reason);
+    cancel?.addEventListener('abort', onCancel, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const started = performance.now();
+    try {
+      const work = generator.generate(req, controller.signal);
+      work.catch(() => {}); // settled after a timeout: nobody waits for it any more
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const err = new MediaError(
+            504,
+            'generation_timeout',
+            `Generation did not finish within ${Math.round(this.timeoutMs / 1000)} s`,
+          );
+          controller.abort(err);
+          reject(err);
+        }, this.timeoutMs);
+      });
+      const outputs = await Promise.race([work, deadline]);
+      checkOutputs(outputs);
+      const elapsed = Math.round(performance.now() - started);
+      const stored = await Promise.all(
+        outputs.map((o) => this.store.put(objectKey(route.kind, o.extension), o.data, o.contentType)),
+      );
+      this.recent.push(elapsed);
+      if (this.recent.length > STATUS_WINDOW) this.recent.shift();
+      this.count += 1;
+      return stored;
+    } finally {
+      clearTimeout(timer);
+      cancel?.removeEventListener('abort', onCancel);
+    }
+  }
+}
+
+function checkOutputs(outputs: unknown): asserts outputs is GeneratedOutput[] {
+  const ok =
+    Array.isArray(outputs) &&
+    outputs.length > 0 &&
+    outputs.every(
+      (o: GeneratedOutput) =>
+        o &&
+        Buffer.isBuffer(o.data) &&
+        o.data.length > 0 &&
+        typeof o.contentType === 'string' &&
+        typeof o.extension === 'string' &&
+        /^[a-z0-9]{1,8}$/.test(o.extension),
+    );
+  if (!ok) throw new MediaError(502, 'invalid_output', 'The generator returned no usable output');
+}

@@ -1,0 +1,101 @@
+/**
+ * The default object store: files under a directory (`<data dir>/objects`), written atomically
+ * (temp file + rename), served back by the media service under `/files/<key>`.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { createReadStream, type ReadStream } from 'node:fs';
+import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, extname, join, resolve, sep } from 'node:path';
+import type { ObjectStore } from '../types.js';
+
+const KEY = /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/;
+
+/** Whether `key` is a safe store key: [A-Za-z0-9/_.-], relative, no empty, `.` or `..` segments. */
+export function isValidKey(key: string): boolean {
+  if (key.length === 0 || key.length > 512 || !KEY.test(key)) return false;
+  return key.split('/').every((s) => s !== '.' && s !== '..');
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.webp': 'image/webp',
+  '.gif': 'image/gif',
+  '.avif': 'image/avif',
+  '.mp4': 'video/mp4',
+  '.webm': 'video/webm',
+  '.mov': 'video/quicktime',
+  '.json': 'application/json',
+};
+
+export function contentTypeFor(key: string): string {
+  return CONTENT_TYPES[extname(key).toLowerCase()] ?? 'application/octet-stream';
+}
+
+export interface StoredFile {
+  stream: ReadStream;
+  size: number;
+  etag: string;
+  contentType: string;
+}
+
+export class FilesystemStore implements ObjectStore {
+  readonly root: string;
+
+  /** `publicUrl` is the service's base URL; it may be set once the port is known (`setPublicUrl`). */
+  constructor(
+    dir: string,
+    private publicUrl: string,
+  ) {
+    this.root = resolve(dir);
+  }
+
+  setPublicUrl(url: string): void {
+    this.publicUrl = url.replace(/\/+$/, '');
+  }
+
+  urlFor(key: string): string {
+    return `${this.publicUrl}/files/${key}`;
+  }
+
+  private pathFor(key: string): string | null {
+    if (!isValidKey(key)) return null;
+    const path = resolve(this.root, key);
+    return path.startsWith(this.root + sep) ? path : null;
+  }
+
+  async put(key: string, data: Buffer, _contentType: string): Promise<{ url: string; key: string }> {
+    const path = this.pathFor(key);
+    if (!path) throw new Error(`Invalid object key: ${JSON.stringify(key)}`);
+    await mkdir(dirname(path), { recursive: true });
+    const tmp = join(dirname(path), `.${randomUUID()}.tmp`);
+    try {
+      await writeFile(tmp, data, { flag: 'wx' });
+      await rename(tmp, path);
+    } catch (err) {
+      await rm(tmp, { force: true }).catch(() => {});
+      throw err;
+    }
+    return { url: this.urlFor(key), key };
+  }
+
+  /** The stored file at `key`, opened for streaming; null when the key is invalid or absent. */
+  async open(key: string): Promise<StoredFile | null> {
+    const path = this.pathFor(key);
+    if (!path || key.split('/').some((s) => s.startsWith('.'))) return null;
+    try {
+      const s = await stat(path);
+      if (!s.isFile()) return null;
+      return {
+        stream: createReadStream(path),
+        size: s.size,
+        etag: `"${s.size.toString(16)}-${Math.floor(s.mtimeMs).toString(16)}"`,
+        contentType: contentTypeFor(key),
+      };
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * Input images on their way to local disk: multipart file parts streamed to a per-request temp
+ * directory (never buffered whole; the size limit enforced while streaming), their type sniffed
+ * from magic bytes, and the directory removed when the request ends.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyRequest } from 'fastify';
+import { type InputImage, MediaError, type MediaRoute } from './types.js';
+
+/** Image types accepted as inputs, by their leading bytes. */
+export function sniffImage(head: Buffer): { contentType: string; extension: string } | null {
+  if (
+    head.length >= 8 &&
+    head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
+  )
+    return { contentType: 'image/png', extension: 'png' };
+  if (head.length >= 3 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff)
+    return { contentType: 'image/jpeg', extension: 'jpg' };
+  if (head.length >= 6 && /^GIF8[79]a$/.test(head.subarray(0, 6).toString('latin1')))
+    return { contentType: 'image/gif', extension: 'gif' };
+  if (
+    head.length >= 12 &&
+    head.subarray(0, 4).toString('latin1') === 'RIFF' &&
+    head.subarray(8, 12).toString('latin1') === 'WEBP'
+  )
+    return { contentType: 'image/webp', extension: 'webp' };
+  return null;
+}
+
+/** A request's temp directory, created on first use; `cleanup()` removes it and everything in it. */
+export class TempFiles {
+  private dir: Promise<string> | null = null;
+
+  async path(): Promise<string> {
+    this.dir ??= mkdtemp(join(tmpdir(), 'gatehouse-media-'));
+    return join(await this.dir, randomUUID());
+  }
+
+  async cleanup(): Promise<void> {
+    const dir = this.dir;
+    this.dir = null;
+    if (!dir) return;
+    await rm(await dir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+const tooLarge = (field: string, max: number) =>
+  new MediaError(400, 'file_too_large', `${field} is larger than the limit of ${max} bytes`, field);
+const notAnImage = (field: string) =>
+  new MediaError(400, 'invalid_image', `${field} is not a PNG, JPEG, WebP or GIF image`, field);
+
+function write(out: WriteStream, chunk: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (out.write(chunk)) return resolve();
+    const onDrain = () => {
+      out.off('error', onError);
+      resolve();
+    };
+    const onError = (err: Error) => {
+      out.off('drain', onDrain);
+      reject(err);
+    };
+    out.once('drain', onDrain);
+    out.once('error', onError);
+  });
+}
+
+function finish(out: WriteStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    out.once('error', reject);
+    out.end(() => resolve());
+  });
+}
+
+/**
+ * Streams `source` to `dest`, at most `maxBytes` (more → file_too_large; what is beyond is read and
+ * dropped, so the request stays readable), and checks that it is an image (else invalid_image).
+ */
+export async function saveImageStream(
+  source: AsyncIterable<Buffer | Uint8Array>,
+  dest: string,
+  field: string,
+  maxBytes: number,
+  /** Stop reading at the limit (a fetched body) instead of reading on and dropping (a multipart part). */
+  opts: { stopAtLimit?: boolean } = {},
+): Promise<InputImage> {
+  const out = createWriteStream(dest, { mode: 0o600 });
+  let bytes = 0;
+  let head = Buffer.alloc(0);
+  let over = false;
+  try {
+    for await (const piece of source) {
+      const chunk = Buffer.isBuffer(piece) ? piece : Buffer.from(piece);
+      bytes += chunk.length;
+      if (over) continue;
+      if (bytes > maxBytes) {
+        over = true;
+        if (opts.stopAtLimit) break;
+        continue;
+      }
+      if (head.length < 16) head = Buffer.concat([head, chunk.subarray(0, 16 - head.length)]);
+      await write(out, chunk);
+    }
+  } finally {
+    await finish(out).catch(() => {});
+  }
+  if (over) throw tooLarge(field, maxBytes);
+  const type = sniffImage(head);
+  if (!type) throw notAnImage(field);
+  return { path: dest, contentType: type.contentType, bytes, param: field };
+}
+
+/** What a multipart body holds: its text fields (repeated fields as lists) and its saved images. */
+export interface MultipartBody {
+  fields: Record<string, string | string[]>;
+  files: InputImage[];
+}
+
+/**
+ * Reads a multipart body part by part. The only file part allowed is one named like an `image`
+ * parameter of the route, once; its bytes go to a temp file as they arrive. Any other file part, a
+ * second one, or an image that fails its checks is a 400 naming the field, raised after the rest of
+ * the body has been read (and dropped), so the client always gets the answer.
+ */
+export async function readMultipart(
+  req: FastifyRequest,
+  route: MediaRoute,
+  temp: TempFiles,
+  limits: { maxUploadBytes: number; fieldBytes: number },
+): Promise<MultipartBody> {
+  const fields: Record<string, string | string[]> = Object.create(null);
+  const files: InputImage[] = [];
+  let failure: unknown = null;
+  const parts = req.parts({
+    // Busboy stops a file one byte past the limit (the plugin is registered with throwFileSizeLimit off).
+    limits: { fileSize: limits.maxUploadBytes + 1, fieldSize: limits.fieldBytes, fields: 200, parts: 250 },
+  });
+  for await (const part of parts) {
+    if (part.type === 'field') {
+      const value = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
+      if (part.valueTruncated && !failure)
+        failure = new MediaError(400, 'invalid_value', `${part.fieldname} is too long`, part.fieldname);
+      const prev = fields[part.fieldname];
+      fields[part.fieldname] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+      continue;
+    }
+    const name = part.fieldname;
+    const drain = async () => {
+      for await (const _ of part.file) {
+        // dropped
+      }
+    };
+    if (failure) {
+      await drain();
+      continue;
+    }
+    const spec = route.params[name];
+    if (!spec) {
+      failure = new MediaError(
+        400,
+        'unknown_parameter',
+        `${route.kind}/${route.name} does not take the parameter ${name}`,
+        name,
+      );
+      await drain();
+      continue;
+    }
+    if (spec.type !== 'image') {
+      failure = new MediaError(400, 'invalid_type', `${name} cannot be sent as a file`, name);
+      await drain();
+      continue;
+    }
+    if (files.some((f) => f.param === name)) {
+      failure = new MediaError(400, 'invalid_value', `${name} may be sent only once`, name);
+      await drain();
+      continue;
+    }
+    try {
+      files.push(await saveImageStream(part.file, await temp.path(), name, limits.maxUploadBytes));
+    } catch (err) {
+      failure = err;
+      await drain();
+    }
+  }
+  if (failure) throw failure;
+  return { fields: { ...fields }, files };
+}
