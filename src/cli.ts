@@ -5,6 +5,7 @@ import { loadConfig } from './config.js';
 import { openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
 import { startGateway } from './gateway.js';
+import { openKeyAuthenticator } from './media/auth.js';
 import { loadMediaConfig } from './media/config.js';
 import { type MediaHandle, startMedia } from './media/server.js';
 import { buildServices } from './services.js';
@@ -43,7 +44,8 @@ async function serve() {
   printKeys(gateway.bootstrap.generated);
   let media: MediaHandle | null = null;
   try {
-    if (mediaConfig) media = await startMedia(mediaConfig);
+    // The media service shares the gateway's database: its API keys authenticate (GATEHOUSE_MEDIA_AUTH default keys).
+    if (mediaConfig) media = await startMedia(mediaConfig, { keys: gateway.services.keys });
   } catch (err) {
     await gateway.close();
     throw err;
@@ -90,7 +92,17 @@ async function worker() {
 
 /** The media service alone (MEDIA_PORT, default 8081). */
 async function media() {
-  const handle = await startMedia(loadMediaConfig());
+  const config = loadMediaConfig();
+  // Alone, API keys are checked only when asked for (GATEHOUSE_MEDIA_AUTH=keys), against the same
+  // DATABASE_URL / GATEHOUSE_DATA_DIR as the gateway's.
+  const keys = config.auth === 'keys' ? await openKeyAuthenticator(config.databaseUrl) : null;
+  let handle: MediaHandle;
+  try {
+    handle = await startMedia(config, { keys: keys?.keys ?? null });
+  } catch (err) {
+    await keys?.close();
+    throw err;
+  }
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -99,6 +111,7 @@ async function media() {
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
     await handle.close();
+    await keys?.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

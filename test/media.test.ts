@@ -494,6 +494,8 @@ describe('service routes and errors', () => {
       status: 'online',
       median_generation_ms: null,
       generations: 0,
+      running: 0,
+      queued: 0,
     });
   });
 

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { checkRouteProviders, loadProvidersFile, type MediaProviderConfig } from './providers/config.js';
 import type { MediaKind, MediaRoute, ParamSpec } from './types.js';
 
 type Env = Record<string, string | undefined>;
@@ -31,6 +32,41 @@ export interface MediaConfig {
   fetchTimeoutMs: number;
   /** Image URLs may point at loopback, private and link-local addresses (GATEHOUSE_MEDIA_FETCH_PRIVATE=on). */
   fetchPrivate: boolean;
+  /** Provider adapters (`providers` of GATEHOUSE_MEDIA_CONFIG; see providers/config.ts); routes name them by slug. */
+  providers: MediaProviderConfig[];
+  /** Where outputs go (GATEHOUSE_MEDIA_STORE): `filesystem` (default) or `s3`. */
+  store: 'filesystem' | 's3';
+  /** The S3-compatible store's settings; set when `store` is `s3`. */
+  s3: MediaS3Config | null;
+  /**
+   * GATEHOUSE_MEDIA_AUTH; null when unset: `keys` when the service is given the gateway's keys
+   * (inside `serve`), `none` otherwise (see auth.ts).
+   */
+  auth: MediaAuthMode | null;
+  /** The static bearer token of `auth: 'token'` (GATEHOUSE_MEDIA_TOKEN). */
+  token: string | null;
+  /** The gateway's database (DATABASE_URL, else the SQLite file in GATEHOUSE_DATA_DIR), for `keys` alone. */
+  databaseUrl: string;
+  /** Generations running at once (GATEHOUSE_MEDIA_CONCURRENCY). */
+  concurrency: number;
+  /** Generations waiting for a slot before a 429 queue_full (GATEHOUSE_MEDIA_QUEUE). */
+  queue: number;
+}
+
+export type MediaAuthMode = 'keys' | 'token' | 'none';
+export const MEDIA_AUTH_MODES: readonly MediaAuthMode[] = ['keys', 'token', 'none'];
+
+export interface MediaS3Config {
+  /** An S3-compatible server's URL; path-style addressing is used when set. Null → AWS S3. */
+  endpoint: string | null;
+  bucket: string;
+  region: string;
+  /** Static credentials; null → the SDK's default provider chain (env, profile, instance role…). */
+  credentials: { accessKeyId: string; secretAccessKey: string } | null;
+  /** Base of object URLs (`<publicUrl>/<key>`); null → presigned GET URLs. */
+  publicUrl: string | null;
+  /** Lifetime of presigned URLs, seconds. */
+  urlTtlS: number;
 }
 
 export const MEDIA_KINDS: readonly MediaKind[] = ['t2i', 'i2i', 'video'];
@@ -115,11 +151,15 @@ export function loadMediaConfig(env: Env = process.env): MediaConfig {
   const publicUrl = env.GATEHOUSE_MEDIA_PUBLIC_URL?.trim();
   if (publicUrl && !/^https?:\/\/[^/]/i.test(publicUrl))
     throw new Error('GATEHOUSE_MEDIA_PUBLIC_URL must be an http(s) URL');
+  const routes = file ? loadRoutesFile(file) : DEFAULT_ROUTES;
+  const providers = file ? loadProvidersFile(file, env) : [];
+  checkRouteProviders(routes, providers);
   return {
     port: intFrom(env, 'MEDIA_PORT', 8081),
     host: env.MEDIA_HOST || '0.0.0.0',
     logLevel: env.LOG_LEVEL || 'info',
-    routes: file ? loadRoutesFile(file) : DEFAULT_ROUTES,
+    routes,
+    providers,
     maxUploadBytes: intFrom(env, 'GATEHOUSE_MEDIA_MAX_UPLOAD_BYTES', 20 * 1024 * 1024, 1),
     bodyLimit: intFrom(env, 'GATEHOUSE_MEDIA_BODY_LIMIT', 1024 * 1024, 1024),
     publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
@@ -127,6 +167,60 @@ export function loadMediaConfig(env: Env = process.env): MediaConfig {
     timeoutMs: intFrom(env, 'GATEHOUSE_MEDIA_TIMEOUT_MS', 120_000, 1),
     fetchTimeoutMs: intFrom(env, 'GATEHOUSE_MEDIA_FETCH_TIMEOUT_MS', 30_000, 1),
     fetchPrivate: isOn(env.GATEHOUSE_MEDIA_FETCH_PRIVATE),
+    ...loadMediaOperations(env, dataDir),
+  };
+}
+
+/** The store, authentication and queue settings (GATEHOUSE_MEDIA_STORE, _S3_*, _AUTH, _TOKEN, _CONCURRENCY, _QUEUE). */
+function loadMediaOperations(env: Env, dataDir: string) {
+  const store = (env.GATEHOUSE_MEDIA_STORE || 'filesystem').toLowerCase();
+  if (store !== 'filesystem' && store !== 's3')
+    throw new Error('GATEHOUSE_MEDIA_STORE must be filesystem or s3');
+  const auth = env.GATEHOUSE_MEDIA_AUTH ? env.GATEHOUSE_MEDIA_AUTH.toLowerCase() : null;
+  if (auth !== null && !MEDIA_AUTH_MODES.includes(auth as MediaAuthMode))
+    throw new Error(`GATEHOUSE_MEDIA_AUTH must be one of ${MEDIA_AUTH_MODES.join(', ')}`);
+  const token = env.GATEHOUSE_MEDIA_TOKEN || null;
+  if (auth === 'token' && (!token || token.length < 16))
+    throw new Error('GATEHOUSE_MEDIA_AUTH=token needs GATEHOUSE_MEDIA_TOKEN (at least 16 characters)');
+  return {
+    store: store as 'filesystem' | 's3',
+    s3: store === 's3' ? loadS3Config(env) : null,
+    auth: auth as MediaAuthMode | null,
+    token,
+    databaseUrl: env.DATABASE_URL || `sqlite:${join(dataDir, 'gatehouse.db')}`,
+    concurrency: intFrom(env, 'GATEHOUSE_MEDIA_CONCURRENCY', 2, 1),
+    queue: intFrom(env, 'GATEHOUSE_MEDIA_QUEUE', 16, 0),
+  };
+}
+
+/** SigV4 presigned URLs live at most 7 days. */
+function presignTtl(s: number): number {
+  if (s > 604_800) throw new Error('GATEHOUSE_MEDIA_S3_URL_TTL_S must be at most 604800 (7 days)');
+  return s;
+}
+
+function loadS3Config(env: Env): MediaS3Config {
+  const bucket = env.GATEHOUSE_MEDIA_S3_BUCKET?.trim();
+  if (!bucket) throw new Error('GATEHOUSE_MEDIA_STORE=s3 needs GATEHOUSE_MEDIA_S3_BUCKET');
+  const endpoint = env.GATEHOUSE_MEDIA_S3_ENDPOINT?.trim() || null;
+  if (endpoint && !/^https?:\/\/[^/]/i.test(endpoint))
+    throw new Error('GATEHOUSE_MEDIA_S3_ENDPOINT must be an http(s) URL');
+  const publicUrl = env.GATEHOUSE_MEDIA_S3_PUBLIC_URL?.trim() || null;
+  if (publicUrl && !/^https?:\/\/[^/]/i.test(publicUrl))
+    throw new Error('GATEHOUSE_MEDIA_S3_PUBLIC_URL must be an http(s) URL');
+  const accessKeyId = env.GATEHOUSE_MEDIA_S3_ACCESS_KEY_ID || '';
+  const secretAccessKey = env.GATEHOUSE_MEDIA_S3_SECRET_ACCESS_KEY || '';
+  if (Boolean(accessKeyId) !== Boolean(secretAccessKey))
+    throw new Error(
+      'Set both GATEHOUSE_MEDIA_S3_ACCESS_KEY_ID and GATEHOUSE_MEDIA_S3_SECRET_ACCESS_KEY, or neither',
+    );
+  return {
+    endpoint,
+    bucket,
+    region: env.GATEHOUSE_MEDIA_S3_REGION || 'us-east-1',
+    credentials: accessKeyId ? { accessKeyId, secretAccessKey } : null,
+    publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
+    urlTtlS: presignTtl(intFrom(env, 'GATEHOUSE_MEDIA_S3_URL_TTL_S', 3600, 1)),
   };
 }
 

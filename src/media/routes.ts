@@ -220,6 +220,8 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       status: { type: 'string' },
       median_generation_ms: { type: ['integer', 'null'] },
       generations: { type: 'integer' },
+      running: { type: 'integer', description: 'Generations running now' },
+      queued: { type: 'integer', description: 'Generations waiting for a slot' },
     },
   } as const;
   app.get(

@@ -9,12 +9,17 @@ import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import scalar from '@scalar/fastify-api-reference';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply } from 'fastify';
+import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
 import { LocalGenerator } from './generators/local.js';
+import { providerGenerators } from './providers/index.js';
+import { GenerationQueue, QueueFullError } from './queue.js';
 import { mediaRoutes } from './routes.js';
 import { MediaService } from './service.js';
 import { FilesystemStore } from './storage/filesystem.js';
+import { S3Store } from './storage/s3.js';
 import { MediaError, type MediaGenerator, type ObjectStore } from './types.js';
+import { mediaWebPage } from './web.js';
 
 export interface MediaAppOptions {
   config: MediaConfig;
@@ -26,6 +31,8 @@ export interface MediaAppOptions {
   store?: ObjectStore;
   /** A logger to use, or false for none; default: pino at `config.logLevel`. */
   log?: FastifyBaseLogger | false;
+  /** The gateway's API keys (KeysService), for GATEHOUSE_MEDIA_AUTH=keys; given → `keys` is the default mode. */
+  keys?: KeyAuthenticator | null;
 }
 
 export function sendMediaError(
@@ -46,10 +53,23 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   const { config } = opts;
   const generators: Record<string, MediaGenerator> = opts.generator
     ? Object.fromEntries(config.routes.map((r) => [r.provider, opts.generator as MediaGenerator]))
-    : { local: new LocalGenerator(), ...opts.generators };
+    : { local: new LocalGenerator(), ...providerGenerators(config.providers), ...opts.generators };
   const store =
-    opts.store ?? new FilesystemStore(config.storeDir, config.publicUrl ?? `http://localhost:${config.port}`);
+    opts.store ??
+    (config.store === 's3' && config.s3
+      ? new S3Store(config.s3)
+      : new FilesystemStore(config.storeDir, config.publicUrl ?? `http://localhost:${config.port}`));
   const service = new MediaService(generators, store, config.timeoutMs);
+  const queue = new GenerationQueue(
+    config.concurrency,
+    config.queue,
+    () => service.status().median_generation_ms,
+  );
+  service.queue = queue;
+  const auth = new MediaAuth(resolveAuthMode(config, opts.keys ?? null), {
+    token: config.token,
+    keys: opts.keys ?? null,
+  });
   service.checkRoutes(config.routes);
 
   const app = Fastify({
@@ -66,6 +86,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   app.removeContentTypeParser('text/plain');
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof QueueFullError) reply.header('retry-after', String(err.retryAfterS));
     if (err instanceof MediaError) {
       if (err.status >= 500) req.log.warn({ code: err.code, msg: err.message }, 'generation failed');
       return sendMediaError(reply, err.status, err.code, err.message, err.field);
@@ -95,6 +116,28 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  // Generation requests: authenticated, and refused at once when the queue is full — both before
+  // the body (perhaps a large upload) is read.
+  app.addHook('onRequest', async (req) => {
+    // The matched route, not the raw URL (which may be percent-encoded: /%61pi/… routes to /api/…).
+    if (req.method !== 'POST' || !req.routeOptions.url?.startsWith('/api/')) return;
+    await auth.check(req.headers.authorization);
+    if (queue.isFull()) throw new QueueFullError(queue.retryAfterS());
+  });
+  if (store instanceof S3Store) app.addHook('onClose', async () => store.destroy());
+  if (opts.log !== false) {
+    app.log.info(
+      {
+        auth: auth.mode,
+        concurrency: config.concurrency,
+        queue: config.queue,
+        ...(store instanceof S3Store ? store.describe() : { store: 'filesystem' }),
+      },
+      'media service configured',
+    );
+    if (auth.mode === 'none' && config.auth === null)
+      app.log.warn('media service is open (GATEHOUSE_MEDIA_AUTH unset): run it on a trusted network only');
+  }
 
   await app.register(multipart, { throwFileSizeLimit: false });
   await app.register(swagger, {
@@ -116,7 +159,8 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     service,
     files: store instanceof FilesystemStore ? store : null,
   });
-  return { app, service, store };
+  await mediaWebPage(app, { config });
+  return { app, service, store, auth };
 }
 
 export interface MediaHandle {

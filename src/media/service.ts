@@ -5,6 +5,7 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import type { GenerationQueue } from './queue.js';
 import {
   type GeneratedOutput,
   type GenerateRequest,
@@ -23,6 +24,9 @@ export interface MediaStatus {
   status: 'online';
   median_generation_ms: number | null;
   generations: number;
+  /** Generations running now, and waiting for a slot (queue.ts). */
+  running: number;
+  queued: number;
 }
 
 export function median(values: readonly number[]): number | null {
@@ -44,6 +48,8 @@ export function objectKey(kind: string, extension: string, now = new Date()): st
 export class MediaService {
   private readonly recent: number[] = [];
   private count = 0;
+  /** The concurrency limit and its queue (set by server.ts); null → unlimited. */
+  queue: GenerationQueue | null = null;
 
   constructor(
     private readonly generators: Record<string, MediaGenerator>,
@@ -60,7 +66,12 @@ export class MediaService {
   }
 
   status(): MediaStatus {
-    return { status: 'online', median_generation_ms: median(this.recent), generations: this.count };
+    return {
+      status: 'online',
+      median_generation_ms: median(this.recent),
+      generations: this.count,
+      ...(this.queue?.counts() ?? { running: 0, queued: 0 }),
+    };
   }
 
   async generate(
@@ -79,6 +90,8 @@ export class MediaService {
       params: input.params,
       images,
     };
+    // Waits for a generation slot (429 queue_full when the queue is full; leaves it if cancelled).
+    const release = this.queue ? await this.queue.acquire(cancel) : null;
     const controller = new AbortController();
     const onCancel = () => controller.abort(cancel?.reason);
     cancel?.addEventListener('abort', onCancel, { once: true });
@@ -111,6 +124,7 @@ export class MediaService {
     } finally {
       clearTimeout(timer);
       cancel?.removeEventListener('abort', onCancel);
+      release?.();
     }
   }
 }

@@ -1,0 +1,117 @@
+/**
+ * Who may generate (GATEHOUSE_MEDIA_AUTH), checked on `POST /api/*` before the body is read:
+ *
+ * - `keys`: `Authorization: Bearer <Gatehouse API key>`, looked up in the gateway's database
+ *   (KeysService.authenticate: unknown, disabled and expired keys are refused; so are management
+ *   keys, which manage and never generate).
+ * - `token`: one static bearer token (GATEHOUSE_MEDIA_TOKEN), compared in constant time.
+ * - `none`: open; for a trusted network only.
+ *
+ * Unset: `keys` when the service is handed the gateway's keys (inside `gatehouse serve`, which
+ * shares its database), `none` otherwise (`gatehouse media` alone, tests) — with a warning logged.
+ * /health, /api/status, /files/*, /openapi.json, /docs and `/` are always public.
+ */
+
+import type { Caller } from '../accounts/caller.js';
+import { KeysService } from '../accounts/keys.service.js';
+import { OrganizationsService } from '../accounts/organizations.service.js';
+import { WorkspacesService } from '../accounts/workspaces.service.js';
+import { type DbHandle, openDatabase } from '../db/connection.js';
+import { safeEqual } from '../lib/crypto.js';
+import type { MediaAuthMode, MediaConfig } from './config.js';
+import { MediaError } from './types.js';
+
+/** What `keys` mode needs of the gateway: KeysService satisfies it. */
+export interface KeyAuthenticator {
+  authenticate(token: string): Promise<Caller | null>;
+}
+
+/** The outcome of a check: the key's caller in `keys` mode, null otherwise. */
+export type MediaCaller = Caller | null;
+
+export class MediaAuthError extends MediaError {
+  constructor(message: string, status = 401, code = 'unauthorized') {
+    super(status, code, message);
+    this.name = 'MediaAuthError';
+  }
+}
+
+export function resolveAuthMode(
+  config: Pick<MediaConfig, 'auth'>,
+  keys: KeyAuthenticator | null,
+): MediaAuthMode {
+  return config.auth ?? (keys ? 'keys' : 'none');
+}
+
+/** The bearer token of an Authorization header, or null. */
+export function bearer(header: string | undefined): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return m ? (m[1] as string) : null;
+}
+
+export class MediaAuth {
+  constructor(
+    readonly mode: MediaAuthMode,
+    private readonly opts: { token?: string | null; keys?: KeyAuthenticator | null } = {},
+  ) {
+    if (mode === 'token' && !opts.token)
+      throw new Error('GATEHOUSE_MEDIA_AUTH=token needs GATEHOUSE_MEDIA_TOKEN');
+    if (mode === 'keys' && !opts.keys)
+      throw new Error("GATEHOUSE_MEDIA_AUTH=keys needs the gateway's database");
+  }
+
+  /** Checks a request's Authorization header; throws MediaAuthError (401) when refused. */
+  async check(authorization: string | undefined): Promise<MediaCaller> {
+    if (this.mode === 'none') return null;
+    const token = bearer(authorization);
+    if (!token) throw new MediaAuthError('Send Authorization: Bearer <key>');
+    if (this.mode === 'token') {
+      if (!safeEqual(token, this.opts.token as string)) throw new MediaAuthError('Invalid token');
+      return null;
+    }
+    const caller = await (this.opts.keys as KeyAuthenticator).authenticate(token);
+    if (!caller) throw new MediaAuthError('Invalid, disabled or expired API key');
+    if (caller.isManagement)
+      throw new MediaAuthError('Management keys cannot generate media; use an API key', 403, 'forbidden');
+    return caller;
+  }
+}
+
+/**
+ * The gateway's keys from its database, for the media service running alone (`gatehouse media`
+ * with GATEHOUSE_MEDIA_AUTH=keys): the same DATABASE_URL / data dir as the gateway. The database
+ * must already be migrated (the gateway does that); this only reads keys.
+ */
+export async function openKeyAuthenticator(
+  databaseUrl: string,
+): Promise<{ keys: KeyAuthenticator; close(): Promise<void> }> {
+  let handle: DbHandle;
+  try {
+    handle = openDatabase(databaseUrl);
+  } catch (err) {
+    throw new Error(
+      `GATEHOUSE_MEDIA_AUTH=keys: cannot open the gateway's database: ${(err as Error).message}`,
+    );
+  }
+  const { db } = handle;
+  try {
+    await db.selectFrom('api_keys').select('hash').limit(1).execute();
+  } catch (err) {
+    await handle.close();
+    throw new Error(
+      `GATEHOUSE_MEDIA_AUTH=keys: the gateway's database has no keys (run the gateway or \`gatehouse migrate\` first): ${(err as Error).message}`,
+    );
+  }
+  // authenticate() reads only the keys table; the usage service (credits/, which media may not
+  // import) is needed for key views, never here.
+  const noUsage = new Proxy(
+    {},
+    {
+      get() {
+        throw new Error('media: key usage is not available');
+      },
+    },
+  ) as ConstructorParameters<typeof KeysService>[3];
+  const keys = new KeysService(db, new WorkspacesService(db), new OrganizationsService(db), noUsage);
+  return { keys, close: () => handle.close() };
+}
