@@ -206,6 +206,8 @@ export async function startGatehouse(
       GATEHOUSE_RATE_LIMIT_REQUESTS: '1000000000',
       GATEHOUSE_RATE_LIMIT_WINDOW: '60',
       LOG_LEVEL: logLevel,
+      // The gateway alone: the media service (bench/media.ts measures it) would add its memory and port.
+      GATEHOUSE_MEDIA: 'off',
       ...extra.env,
     },
     ROOT,

@@ -5,9 +5,7 @@ import { loadConfig } from './config.js';
 import { openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
 import { startGateway } from './gateway.js';
-import { openKeyAuthenticator } from './media/auth.js';
-import { loadMediaConfig } from './media/config.js';
-import { type MediaHandle, startMedia } from './media/server.js';
+import type { MediaHandle } from './media/server.js';
 import { buildServices } from './services.js';
 
 const usage = `Usage: gatehouse <command>
@@ -39,13 +37,16 @@ const isOff = (v: string | undefined) => ['off', 'false', '0'].includes((v ?? ''
 async function serve() {
   const config = loadConfig();
   // The media service's configuration is read first, so a bad one stops the start before anything listens.
-  const mediaConfig = isOff(process.env.GATEHOUSE_MEDIA) ? null : loadMediaConfig();
+  // Loaded only when it runs: the media service's modules (sharp, the S3 client) cost ~40 MB of RSS.
+  const mediaModules = isOff(process.env.GATEHOUSE_MEDIA) ? null : await loadMediaModules();
+  const mediaConfig = mediaModules ? mediaModules.loadMediaConfig() : null;
   const gateway = await startGateway(config);
   printKeys(gateway.bootstrap.generated);
   let media: MediaHandle | null = null;
   try {
     // The media service shares the gateway's database: its API keys authenticate (GATEHOUSE_MEDIA_AUTH default keys).
-    if (mediaConfig) media = await startMedia(mediaConfig, { keys: gateway.services.keys });
+    if (mediaModules && mediaConfig)
+      media = await mediaModules.startMedia(mediaConfig, { keys: gateway.services.keys });
   } catch (err) {
     await gateway.close();
     throw err;
@@ -91,7 +92,18 @@ async function worker() {
 }
 
 /** The media service alone (MEDIA_PORT, default 8081). */
+/** The media service's modules, imported on demand. */
+async function loadMediaModules() {
+  const [{ loadMediaConfig }, { startMedia }, { openKeyAuthenticator }] = await Promise.all([
+    import('./media/config.js'),
+    import('./media/server.js'),
+    import('./media/auth.js'),
+  ]);
+  return { loadMediaConfig, startMedia, openKeyAuthenticator };
+}
+
 async function media() {
+  const { loadMediaConfig, startMedia, openKeyAuthenticator } = await loadMediaModules();
   const config = loadMediaConfig();
   // Alone, API keys are checked only when asked for (GATEHOUSE_MEDIA_AUTH=keys), against the same
   // DATABASE_URL / GATEHOUSE_DATA_DIR as the gateway's.

@@ -197,6 +197,8 @@ export async function startProcess(
     GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: opts.keys.managementKey,
     GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
     LOG_LEVEL: command === 'worker' ? 'info' : 'warn',
+    // These tests are about the gateway; several run at once and would contend for the media port.
+    GATEHOUSE_MEDIA: 'off',
     ...opts.env,
   });
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {
