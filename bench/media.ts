@@ -31,9 +31,9 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { Worker } from 'node:worker_threads';
 import sharp from 'sharp';
 import { Agent, Pool, request } from 'undici';
+import { mbOfKiB, procMem, resetPeak, sampleRss } from './memory.js';
 import {
   build,
   cpuMeter,
@@ -51,6 +51,9 @@ import {
   waitQuiet,
   writeJson,
 } from './processes.js';
+
+/** kB as MB, to 0.1. */
+const mbOf = (kib: number) => Math.round(mbOfKiB(kib) * 10) / 10;
 
 const env = process.env;
 const MB = 1e6;
@@ -113,79 +116,6 @@ async function startService(workDir: string, name: string) {
   });
   const pid = child.pid as number;
   return { origin, pid, child, dataDir };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Memory of the service process, from /proc (as in bench/batches.ts)
-
-function procMem(pid: number) {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-  return { rssKiB: kib('VmRSS'), hwmKiB: kib('VmHWM') };
-}
-
-function resetPeak(pid: number): boolean {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const mbOfKiB = (kib: number) => Math.round(((kib * 1024) / MB) * 10) / 10;
-
-const SAMPLER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { readFileSync } = require('node:fs');
-const { pid, everyMs } = workerData;
-const t0 = performance.now();
-const samples = [];
-let last = t0;
-let maxGapMs = 0;
-const take = () => {
-  const now = performance.now();
-  maxGapMs = Math.max(maxGapMs, now - last);
-  last = now;
-  try {
-    const m = /^VmRSS:\\s+(\\d+) kB/m.exec(readFileSync('/proc/' + pid + '/status', 'utf8'));
-    if (m) samples.push([now - t0, Number(m[1])]);
-  } catch {}
-};
-take();
-const timer = setInterval(take, everyMs);
-parentPort.on('message', () => {
-  clearInterval(timer);
-  take();
-  parentPort.postMessage({ samples, maxGapMs });
-});
-parentPort.postMessage('started');
-`;
-
-async function sampleRss(pid: number, everyMs: number) {
-  const worker = new Worker(SAMPLER, { eval: true, workerData: { pid, everyMs } });
-  await new Promise<void>((done, fail) => {
-    worker.once('message', () => done());
-    worker.once('error', fail);
-  });
-  return {
-    async stop() {
-      const got = new Promise<{ samples: [number, number][]; maxGapMs: number }>((done, fail) => {
-        worker.once('message', done);
-        worker.once('error', fail);
-      });
-      worker.postMessage('stop');
-      const { samples, maxGapMs } = await got;
-      await worker.terminate();
-      let peak = samples[0] ?? [0, 0];
-      for (const s of samples) if (s[1] > peak[1]) peak = s;
-      const step = Math.max(1, Math.ceil(samples.length / 150));
-      const series = samples
-        .filter((_, i) => i % step === 0 || i === samples.length - 1)
-        .map(([ms, kib]) => [Math.round(ms), mbOfKiB(kib)]);
-      return { count: samples.length, maxGapMs: Math.round(maxGapMs), peakKiB: peak[1], series };
-    },
-  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,7 +258,7 @@ async function latencyPhase(workDir: string) {
   const status = await pool.request({ method: 'GET', path: '/api/status' });
   const st = (await status.body.json()) as { median_generation_ms: number | null; generations: number };
   await pool.close();
-  const rss = mbOfKiB(procMem(svc.pid).rssKiB);
+  const rss = mbOf(procMem(svc.pid).rssKiB);
   await stopChild(svc.child);
   const gen = results[results.length - 1] as Timing;
   const generatorMs = st.median_generation_ms;
@@ -438,8 +368,8 @@ async function uploadPhase(
   const after2s = procMem(svc.pid);
   await agent.close();
   await stopChild(svc.child);
-  const peakSampledMB = mbOfKiB(sampled.peakKiB);
-  const peakHwmMB = mbOfKiB(after.hwmKiB);
+  const peakSampledMB = mbOf(sampled.peakKiB);
+  const peakHwmMB = mbOf(after.hwmKiB);
   const peakMB = Math.max(peakSampledMB, peakHwmMB);
   times.sort((a, b) => a - b);
   const out = {
@@ -455,13 +385,13 @@ async function uploadPhase(
     mbps: Math.round(((OPTS.uploads * image.bytes) / MB / (wallMs / 1000)) * 10) / 10,
     slowestMs: Math.round(times[times.length - 1] ?? 0),
     medianMs: Math.round(times[Math.floor(times.length / 2)] ?? 0),
-    rssBeforeMB: mbOfKiB(before.rssKiB),
+    rssBeforeMB: mbOf(before.rssKiB),
     peakSampledMB,
     peakHwmMB,
     hwmReset: reset,
     peakMB,
-    rssAfterMB: mbOfKiB(after.rssKiB),
-    rssAfter2sMB: mbOfKiB(after2s.rssKiB),
+    rssAfterMB: mbOf(after.rssKiB),
+    rssAfter2sMB: mbOf(after2s.rssKiB),
     underTarget: peakMB < OPTS.targetMB,
     samples: sampled.count,
     maxGapMs: sampled.maxGapMs,
