@@ -46,7 +46,10 @@ async function serve() {
   try {
     // The media service shares the gateway's database: its API keys authenticate (GATEHOUSE_MEDIA_AUTH default keys).
     if (mediaModules && mediaConfig)
-      media = await mediaModules.startMedia(mediaConfig, { keys: gateway.services.keys });
+      media = await mediaModules.startMedia(mediaConfig, {
+        keys: gateway.services.keys,
+        billing: gateway.services.mediaBilling,
+      });
   } catch (err) {
     await gateway.close();
     throw err;

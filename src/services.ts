@@ -8,6 +8,7 @@ import { BatchWorker, type WorkerLog } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
 import type { Config } from './config.js';
 import { BudgetsService } from './credits/budgets.service.js';
+import { mediaBilling } from './credits/media-billing.js';
 import { CreditsService } from './credits/service.js';
 import { SpendTracker } from './credits/spend.js';
 import { UsageService } from './credits/usage.service.js';
@@ -132,6 +133,12 @@ export function buildServices(
     workspaces,
   });
 
+  /** Charges the media service's priced routes to API-key callers (serve shares this process). */
+  const media = mediaBilling({
+    balance: (organizationId) => credits.balance(organizationId),
+    record: (row) => accountant.record(row),
+  });
+
   /** A batch worker over these services (started by the gateway, or alone by `gatehouse worker`). */
   const createWorker = (log: WorkerLog) =>
     new BatchWorker({
@@ -176,6 +183,7 @@ export function buildServices(
     vault,
     provisioner,
     interns,
+    mediaBilling: media,
     generations,
     batches,
     createWorker,

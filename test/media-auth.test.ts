@@ -4,7 +4,7 @@
  * client that goes away leaving the queue).
  */
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { loadMediaConfig } from '../src/media/config.js';
 import { type MediaAppOptions, type MediaHandle, startMedia } from '../src/media/server.js';
 import type { GeneratedOutput, GenerateRequest, MediaGenerator } from '../src/media/types.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { adminClient, client } from './support/http.js';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -109,6 +110,48 @@ describe('media auth: keys (the gateway database)', () => {
   it('inside serve: the gateway KeysService, keys by default', async () => {
     const media = await start({}, { keys: gw.services.keys });
     await checkKeys(media);
+  });
+
+  it('charges a priced route to the key: generation rows, key usage and credits; 402 once the balance cannot pay', async () => {
+    const routesFile = join(dir, 'priced-routes.json');
+    await writeFile(
+      routesFile,
+      JSON.stringify({
+        routes: [
+          {
+            kind: 't2i',
+            name: 'model-a',
+            price_usd: 0.4,
+            params: { output_format: { type: 'string', enum: ['png'] } },
+          },
+        ],
+      }),
+    );
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 1,
+    });
+    const media = await start(
+      { GATEHOUSE_MEDIA_CONFIG: routesFile },
+      { keys: gw.services.keys, billing: gw.services.mediaBilling },
+    );
+    expect((await post(media.url, `Bearer ${gw.apiKey}`)).status).toBe(200);
+    expect((await post(media.url, `Bearer ${gw.apiKey}`)).status).toBe(200);
+    await gw.services.accountant.flush();
+    const refused = await post(media.url, `Bearer ${gw.apiKey}`);
+    expect(refused.status).toBe(402);
+    expect(refused.body.error).toEqual({ code: 'insufficient_credits' });
+    const rows = await gw.services.db
+      .selectFrom('generations')
+      .select(['endpoint', 'model', 'cost_usd', 'key_hash'])
+      .where('endpoint', '=', 'media')
+      .execute();
+    expect(rows).toHaveLength(2);
+    expect(rows.every((r) => r.model === 'media/t2i/model-a' && r.cost_usd === 0.4)).toBe(true);
+    const key = await client(gw.url, gw.apiKey)('GET', '/key');
+    expect(key.body.data.usage).toBeCloseTo(0.8, 6);
+    const credits = await client(gw.url, gw.managementKey)('GET', '/credits');
+    expect(credits.body.data.total_usage).toBeCloseTo(0.8, 6);
   });
 
   it('alone: opens the same database (GATEHOUSE_MEDIA_AUTH=keys)', async () => {

@@ -279,6 +279,12 @@ export function parseRoutes(input: unknown[]): MediaRoute[] {
     const route: MediaRoute = { kind: kind as MediaKind, name, provider, providerModel, params };
     if (requiresImage) route.requiresImage = true;
     if (typeof r.description === 'string') route.description = r.description;
+    const price = r.priceUsd ?? r.price_usd;
+    if (price !== undefined) {
+      if (typeof price !== 'number' || !Number.isFinite(price) || price < 0)
+        throw new Error(`${where}.price_usd must be a non-negative number`);
+      if (price > 0) route.priceUsd = price;
+    }
     return route;
   });
 }

@@ -200,7 +200,13 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
         images.push(r.value);
       }
 
-      const outputs = await service.generate(route, valid, byParamOrder(route, images), cancel.signal);
+      const outputs = await service.generate(
+        route,
+        valid,
+        byParamOrder(route, images),
+        cancel.signal,
+        req.mediaCaller,
+      );
       const noun = route.kind === 'video' ? 'video' : 'image';
       // Returned (not sent here), so the temp files are gone before the client has its answer.
       return {

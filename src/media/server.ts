@@ -1,3 +1,4 @@
+import type { Caller } from '../accounts/caller.js';
 /**
  * The media service's HTTP app: Fastify with streamed multipart, the routes from configuration,
  * the `{success:false, message, error:{code, field}}` envelope for every error, the OpenAPI document
@@ -18,7 +19,15 @@ import { mediaRoutes } from './routes.js';
 import { MediaService } from './service.js';
 import { FilesystemStore } from './storage/filesystem.js';
 import { S3Store } from './storage/s3.js';
-import { MediaError, type MediaGenerator, type ObjectStore } from './types.js';
+import { type MediaBilling, MediaError, type MediaGenerator, type ObjectStore } from './types.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key's caller of a generation request (`GATEHOUSE_MEDIA_AUTH=keys`), else null. */
+    mediaCaller: Caller | null;
+  }
+}
+
 import { mediaWebPage } from './web.js';
 
 export interface MediaAppOptions {
@@ -29,6 +38,8 @@ export interface MediaAppOptions {
   generator?: MediaGenerator;
   /** Defaults to the filesystem store under `config.storeDir`. */
   store?: ObjectStore;
+  /** Charges priced routes to API-key callers (`serve` passes the gateway's). */
+  billing?: MediaBilling | null;
   /** A logger to use, or false for none; default: pino at `config.logLevel`. */
   log?: FastifyBaseLogger | false;
   /** The gateway's API keys (KeysService), for GATEHOUSE_MEDIA_AUTH=keys; given → `keys` is the default mode. */
@@ -59,7 +70,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     (config.store === 's3' && config.s3
       ? new S3Store(config.s3)
       : new FilesystemStore(config.storeDir, config.publicUrl ?? `http://localhost:${config.port}`));
-  const service = new MediaService(generators, store, config.timeoutMs);
+  const service = new MediaService(generators, store, config.timeoutMs, opts.billing ?? null);
   const queue = new GenerationQueue(
     config.concurrency,
     config.queue,
@@ -118,10 +129,11 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   });
   // Generation requests: authenticated, and refused at once when the queue is full — both before
   // the body (perhaps a large upload) is read.
+  app.decorateRequest('mediaCaller', null);
   app.addHook('onRequest', async (req) => {
     // The matched route, not the raw URL (which may be percent-encoded: /%61pi/… routes to /api/…).
     if (req.method !== 'POST' || !req.routeOptions.url?.startsWith('/api/')) return;
-    await auth.check(req.headers.authorization);
+    req.mediaCaller = await auth.check(req.headers.authorization);
     if (queue.isFull()) throw new QueueFullError(queue.retryAfterS());
   });
   if (store instanceof S3Store) app.addHook('onClose', async () => store.destroy());

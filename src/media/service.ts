@@ -5,11 +5,13 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import type { Caller } from '../accounts/caller.js';
 import type { GenerationQueue } from './queue.js';
 import {
   type GeneratedOutput,
   type GenerateRequest,
   type InputImage,
+  type MediaBilling,
   MediaError,
   type MediaGenerator,
   type MediaRoute,
@@ -55,6 +57,8 @@ export class MediaService {
     private readonly generators: Record<string, MediaGenerator>,
     private readonly store: ObjectStore,
     private readonly timeoutMs: number,
+    /** Charges priced routes to the caller (API-key auth only); null → nothing is charged. */
+    private readonly billing: MediaBilling | null = null,
   ) {}
 
   /** Throws when a route names a provider no generator serves (checked at start-up). */
@@ -79,9 +83,13 @@ export class MediaService {
     input: ValidatedRequest,
     images: InputImage[],
     cancel?: AbortSignal,
+    caller: Caller | null = null,
   ): Promise<{ url: string; key: string }[]> {
     const generator = this.generators[route.provider];
     if (!generator) throw new Error(`No generator for provider ${route.provider}`);
+    const price = route.priceUsd ?? 0;
+    const billed = this.billing && caller && price > 0 ? { billing: this.billing, caller } : null;
+    await billed?.billing.admit(billed.caller, price);
     const req: GenerateRequest = {
       kind: route.kind,
       route: route.name,
@@ -120,6 +128,14 @@ export class MediaService {
       this.recent.push(elapsed);
       if (this.recent.length > STATUS_WINDOW) this.recent.shift();
       this.count += 1;
+      billed?.billing.record(billed.caller, {
+        kind: route.kind,
+        route: route.name,
+        provider: route.provider,
+        providerModel: route.providerModel,
+        costUsd: price * stored.length,
+        latencyMs: elapsed,
+      });
       return stored;
     } finally {
       clearTimeout(timer);

@@ -4,6 +4,8 @@
  * against its route, hands the generator a GenerateRequest, stores each output, answers URLs.
  */
 
+import type { Caller } from '../accounts/caller.js';
+
 export type MediaKind = 't2i' | 'i2i' | 'video';
 
 /** One parameter a route takes (besides `prompt`, which every route requires). */
@@ -30,6 +32,29 @@ export interface MediaRoute {
   /** At least one input image is needed (i2i): from any `image`/`image_urls` parameter. */
   requiresImage?: boolean;
   description?: string;
+  /** USD charged per output to the calling key's organization (`GATEHOUSE_MEDIA_AUTH=keys`); 0 = free. */
+  priceUsd?: number;
+}
+
+/**
+ * Charges generations to the caller's organization. Built by the gateway's composition root
+ * (services.ts), which owns accounting and credits: the media service only sees this interface.
+ */
+export interface MediaBilling {
+  /** Throws MediaError(402, 'insufficient_credits') when the organization cannot pay `costUsd`. */
+  admit(caller: Caller, costUsd: number): Promise<void>;
+  /** Records a served generation: the key's usage, budgets and the credits balance count it. */
+  record(
+    caller: Caller,
+    g: {
+      kind: MediaKind;
+      route: string;
+      provider: string;
+      providerModel: string;
+      costUsd: number;
+      latencyMs: number;
+    },
+  ): void;
 }
 
 /** An input image, already on local disk (uploads are streamed to a temp file, URLs fetched to one). */
