@@ -1,3 +1,4 @@
+import type { Caller } from '../accounts/caller.js';
 import type { Usage } from '../formats/chat.js';
 import type { GenerationRow } from './accounting.js';
 import type { InferenceCall, RouteInfo } from './call.js';
@@ -16,15 +17,30 @@ export interface Outcome {
 
 type CallRef = Pick<InferenceCall, 'caller' | 'endpoint' | 'request'>;
 
-function baseRow(call: CallRef, id: string): GenerationRow {
+/** Who made a generation, through which endpoint, asking for which model. */
+export interface RowRef {
+  caller: Caller;
+  /** chat | messages | responses | embeddings | media */
+  endpoint: string;
+  requestedModel: string;
+}
+
+const refOf = (call: CallRef): RowRef => ({
+  caller: call.caller,
+  endpoint: call.endpoint,
+  requestedModel: call.request.model,
+});
+
+/** A generation row with nothing served yet: zero tokens, zero cost, status success. */
+export function baseRow(ref: RowRef, id: string): GenerationRow {
   return {
     id,
-    organization_id: call.caller.organizationId,
-    workspace_id: call.caller.workspaceId,
-    key_hash: call.caller.keyHash,
-    user_id: call.caller.userId,
-    endpoint: call.endpoint,
-    requested_model: call.request.model,
+    organization_id: ref.caller.organizationId,
+    workspace_id: ref.caller.workspaceId,
+    key_hash: ref.caller.keyHash,
+    user_id: ref.caller.userId,
+    endpoint: ref.endpoint,
+    requested_model: ref.requestedModel,
     model: null,
     provider: null,
     upstream_model: null,
@@ -60,7 +76,7 @@ export function servedRow(
 ): GenerationRow {
   const elapsed = Date.now() - info.startedAt;
   return {
-    ...baseRow(call, info.generationId),
+    ...baseRow(refOf(call), info.generationId),
     model: info.model.id,
     provider: info.served.endpoint.provider,
     upstream_model: info.served.endpoint.upstreamModel,
@@ -99,7 +115,7 @@ export function failedRow(
   },
 ): GenerationRow {
   return {
-    ...baseRow(call, id),
+    ...baseRow(refOf(call), id),
     model: f.model,
     provider: f.provider,
     status: 'error',
