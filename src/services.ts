@@ -86,10 +86,11 @@ export function buildServices(
       });
     }
   });
+  const guard = new PolicyGuard(policy, spend, keys, limiter);
   const engine = new Engine({
     catalog,
     provider,
-    guard: new PolicyGuard(policy, spend, keys, limiter),
+    guard,
     byok: (caller, slug, modelId) => byok.forCall(caller, slug, modelId),
     assertTranslatable,
     record: (g) => accountant.record(g),
@@ -135,6 +136,7 @@ export function buildServices(
 
   /** Charges the media service's priced routes to API-key callers (serve shares this process). */
   const media = mediaBilling({
+    guard,
     balance: (organizationId) => credits.balance(organizationId),
     record: (row) => accountant.record(row),
   });

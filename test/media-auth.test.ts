@@ -154,6 +154,33 @@ describe('media auth: keys (the gateway database)', () => {
     expect(credits.body.data.total_usage).toBeCloseTo(0.8, 6);
   });
 
+  it("refuses a priced generation past the key's own spending limit (403), as inference does", async () => {
+    const routesFile = join(dir, 'priced-routes-2.json');
+    await writeFile(
+      routesFile,
+      JSON.stringify({ routes: [{ kind: 't2i', name: 'model-a', price_usd: 0.4 }] }),
+    );
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 10,
+    });
+    const mgmt = client(gw.url, gw.managementKey);
+    const created = await mgmt('POST', '/keys', { name: 'media-limited', limit: 0.5 });
+    expect(created.status).toBe(201);
+    const key = created.body.key as string;
+    const media = await start(
+      { GATEHOUSE_MEDIA_CONFIG: routesFile },
+      { keys: gw.services.keys, billing: gw.services.mediaBilling },
+    );
+    expect((await post(media.url, `Bearer ${key}`)).status).toBe(200);
+    expect((await post(media.url, `Bearer ${key}`)).status).toBe(200);
+    await gw.services.accountant.flush();
+    const refused = await post(media.url, `Bearer ${key}`);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toEqual({ code: 'forbidden' });
+    expect(refused.body.message).toMatch(/limit/i);
+  });
+
   it('alone: opens the same database (GATEHOUSE_MEDIA_AUTH=keys)', async () => {
     const config = loadMediaConfig({ GATEHOUSE_MEDIA_AUTH: 'keys', DATABASE_URL: dbUrl() });
     expect(config.auth).toBe('keys');
