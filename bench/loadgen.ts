@@ -25,6 +25,8 @@ export interface LoadSpec {
   durationMs: number;
   /** Streamed responses must end with `data: [DONE]` to count as successes. */
   stream: boolean;
+  /** POST (default, with `body`) or GET (no body). */
+  method?: 'GET' | 'POST';
 }
 
 /** Percentiles of one measure, in microseconds. */
@@ -114,7 +116,9 @@ function once(pool: Pool, spec: LoadSpec, body: Buffer): Promise<Timing> {
     let last: Buffer | null = null;
     const t0 = process.hrtime.bigint();
     pool.dispatch(
-      { origin: spec.origin, path: spec.path, method: 'POST', headers: spec.headers, body },
+      spec.method === 'GET'
+        ? { origin: spec.origin, path: spec.path, method: 'GET', headers: spec.headers }
+        : { origin: spec.origin, path: spec.path, method: 'POST', headers: spec.headers, body },
       {
         onRequestStart() {},
         onResponseStart(_c, statusCode) {

@@ -22,13 +22,32 @@
  * BENCH_FLOOR (1: the bare proxy),
  * BENCH_SKIP_BUILD (0), BENCH_CPU_PROF (a directory: profile the Gatehouse child with --cpu-prof),
  * BENCH_MACHINE (short machine name for the file name), BENCH_OUT (bench/results), BENCH_KEEP (0),
- * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`).
+ * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`),
+ * BENCH_SCENARIOS ("chat,messages,policy,mgmt-read": which scenarios; `chat` is the table above,
+ * the others are Gatehouse-only, see bench/other-scenarios.ts), BENCH_PG_URL (the PostgreSQL server
+ * for the `mgmt-read` PostgreSQL row, postgres://postgres@127.0.0.1:5432/test; a fresh database is
+ * created on it and dropped afterwards).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
+import {
+  checkTarget,
+  createGuardrail,
+  freshPostgresDatabase,
+  keyWithGuardrail,
+  type LoadTarget,
+  MANAGEMENT_KEY,
+  measureGroup,
+  messagesBody,
+  type OtherCell,
+  otherScenariosTable,
+  policyBody,
+  SCENARIO_NAMES,
+  type ScenarioName,
+} from './other-scenarios.js';
 import {
   API_KEY,
   build,
@@ -71,7 +90,16 @@ const OPTS = {
   keep: flag('BENCH_KEEP', false),
   /** Another build's dist/cli.js, measured side by side as `baseline` (A/B of a change). */
   baseline: env.BENCH_BASELINE ? resolve(env.BENCH_BASELINE) : null,
+  scenarios: (env.BENCH_SCENARIOS ?? SCENARIO_NAMES.join(','))
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean) as ScenarioName[],
+  pgUrl: env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
 };
+for (const s of OPTS.scenarios)
+  if (!SCENARIO_NAMES.includes(s))
+    throw new Error(`BENCH_SCENARIOS: unknown scenario ${s} (known: ${SCENARIO_NAMES.join(', ')})`);
+const has = (s: ScenarioName) => OPTS.scenarios.includes(s);
 
 type Mode = 'json' | 'stream';
 type TargetName = 'direct' | 'floor' | 'gatehouse' | 'gatehouse-info' | 'baseline' | 'portkey';
@@ -89,9 +117,18 @@ interface Target {
 // The processes under test (the shared ones are in bench/processes.ts)
 
 /** Gatehouse as in bench/processes.ts; the `gatehouse` target runs with --cpu-prof under BENCH_CPU_PROF. */
-const startGatehouse = (name: string, mockBaseUrl: string, workDir: string, logLevel: string, cli?: string) =>
+const startGatehouse = (
+  name: string,
+  mockBaseUrl: string,
+  workDir: string,
+  logLevel: string,
+  cli?: string,
+  extraEnv: Record<string, string> = {},
+) =>
   startGatehouseProcess(name, mockBaseUrl, workDir, logLevel, cli, {
     nodeArgs: OPTS.cpuProf && name === 'gatehouse' ? ['--cpu-prof', `--cpu-prof-dir=${OPTS.cpuProf}`] : [],
+    // The management key of the Gatehouse-only scenarios (keys, guardrails, management reads).
+    env: { GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: MANAGEMENT_KEY, ...extraEnv },
   });
 
 /** Installs the Portkey gateway from npm into a throwaway directory and starts it; null + why on failure. */
@@ -249,7 +286,7 @@ const fmt = (v: number) =>
   Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: 0 }) : '–';
 const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '–');
 
-function report(meta: Record<string, unknown>, cells: Cell[], notes: string[]) {
+function report(meta: Record<string, unknown>, cells: Cell[], others: OtherCell[], notes: string[]) {
   const lines: string[] = [];
   const m = meta as {
     date: string;
@@ -273,11 +310,12 @@ function report(meta: Record<string, unknown>, cells: Cell[], notes: string[]) {
     cells.find((x) => x.target === 'direct' && x.mode === mode && x.concurrency === c);
   const portkey = (mode: Mode, c: number) =>
     cells.find((x) => x.target === 'portkey' && x.mode === mode && x.concurrency === c);
-  lines.push(
-    '| scenario | conc. | target | p50 µs | p99 µs | p50 added µs | p99 added µs | req/s | req/s vs direct | req/s vs Portkey | errors |',
-    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-  );
-  for (const mode of OPTS.modes) {
+  if (cells.length)
+    lines.push(
+      '| scenario | conc. | target | p50 µs | p99 µs | p50 added µs | p99 added µs | req/s | req/s vs direct | req/s vs Portkey | errors |',
+      '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    );
+  for (const mode of cells.length ? OPTS.modes : []) {
     for (const c of OPTS.concurrency) {
       const d = direct(mode, c);
       const pk = portkey(mode, c);
@@ -291,8 +329,8 @@ function report(meta: Record<string, unknown>, cells: Cell[], notes: string[]) {
       }
     }
   }
-  lines.push('');
-  if (OPTS.modes.includes('stream')) {
+  if (cells.length) lines.push('');
+  if (cells.length && OPTS.modes.includes('stream')) {
     lines.push(
       'Streams to the end of the body (total), µs:',
       '',
@@ -326,6 +364,7 @@ function report(meta: Record<string, unknown>, cells: Cell[], notes: string[]) {
       );
   }
   if (verdicts.length) lines.push('Targets (from the issue):', '', ...verdicts, '');
+  lines.push(...otherScenariosTable(others));
   if (notes.length) lines.push('Notes:', '', ...notes.map((n) => `- ${n}`), '');
   return lines.join('\n');
 }
@@ -337,23 +376,25 @@ async function main() {
   if (OPTS.build) build();
   const workDir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   const notes: string[] = [];
+  let dropPostgres: (() => Promise<void>) | null = null;
+  const chat = has('chat');
   try {
     const mock = await startMock();
     log(`mock upstream at ${mock.baseUrl}`);
     const gh = await startGatehouse('gatehouse', mock.baseUrl, workDir, 'warn');
     log(`gatehouse at ${gh.origin} (pid ${gh.pid}, LOG_LEVEL=warn)`);
-    const ghInfo = OPTS.infoLog
-      ? await startGatehouse('gatehouse-info', mock.baseUrl, workDir, 'info')
-      : null;
+    const ghInfo =
+      chat && OPTS.infoLog ? await startGatehouse('gatehouse-info', mock.baseUrl, workDir, 'info') : null;
     if (ghInfo) log(`gatehouse-info at ${ghInfo.origin} (LOG_LEVEL=info)`);
-    const baseGh = OPTS.baseline
-      ? await startGatehouse('baseline', mock.baseUrl, workDir, 'warn', OPTS.baseline)
-      : null;
+    const baseGh =
+      chat && OPTS.baseline
+        ? await startGatehouse('baseline', mock.baseUrl, workDir, 'warn', OPTS.baseline)
+        : null;
     if (baseGh) log(`baseline (${OPTS.baseline}) at ${baseGh.origin}`);
 
     let portkeyNote = 'not measured (BENCH_PORTKEY=0)';
     let pk: { origin: string } | null = null;
-    if (OPTS.portkey) {
+    if (chat && OPTS.portkey) {
       log(`installing @portkey-ai/gateway@${OPTS.portkeyVersion} into ${workDir}/portkey`);
       const r = await startPortkey(workDir, mock.baseUrl);
       if ('error' in r) {
@@ -367,9 +408,10 @@ async function main() {
       }
     }
 
-    const floorPort = OPTS.floor
-      ? await startScript('floor', 'floor-proxy.ts', ['--upstream', `http://127.0.0.1:${mock.port}`])
-      : null;
+    const floorPort =
+      chat && OPTS.floor
+        ? await startScript('floor', 'floor-proxy.ts', ['--upstream', `http://127.0.0.1:${mock.port}`])
+        : null;
     if (floorPort) log(`floor proxy at http://127.0.0.1:${floorPort}`);
 
     const ghHeaders = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
@@ -427,6 +469,7 @@ async function main() {
         model: 'fast',
         modes: OPTS.modes,
       });
+    if (!chat) targets.length = 0;
     for (const t of targets) await sanity(t);
     // Every server process gets a longer warm-up first (JIT, pools, caches), discarded.
     for (const t of targets.filter((x) => x.name !== 'direct')) {
@@ -472,6 +515,89 @@ async function main() {
       }
     }
 
+    // The Gatehouse-only scenarios.
+    const others: OtherCell[] = [];
+    const directJson: LoadTarget = {
+      scenario: '',
+      target: 'direct',
+      origin: `http://127.0.0.1:${mock.port}`,
+      path: '/v1/chat/completions',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-upstream' },
+      body: bodyFor('fast', 'json'),
+      reference: true,
+    };
+    const opts = {
+      rounds: OPTS.rounds,
+      durationMs: OPTS.durationMs,
+      warmupMs: OPTS.warmupMs,
+      prewarmMs: OPTS.prewarmMs,
+    };
+    const inference: LoadTarget[] = [];
+    if (has('messages'))
+      inference.push({
+        scenario: 'messages',
+        target: 'gatehouse',
+        origin: gh.origin,
+        path: '/api/v1/messages',
+        method: 'POST',
+        headers: ghHeaders,
+        body: messagesBody('bench/fast'),
+      });
+    if (has('policy')) {
+      const { apiKey } = await keyWithGuardrail(gh.origin);
+      inference.push({
+        scenario: 'policy',
+        target: 'gatehouse',
+        origin: gh.origin,
+        path: '/api/v1/chat/completions',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+        body: policyBody('bench/fast'),
+      });
+    }
+    if (inference.length) {
+      const group = [{ ...directJson, scenario: inference.map((t) => t.scenario).join('+') }, ...inference];
+      for (const t of group) await checkTarget(t);
+      others.push(...(await measureGroup(group, [1, 64], opts)));
+    }
+    if (has('mgmt-read')) {
+      const mgmtHeaders = { authorization: `Bearer ${MANAGEMENT_KEY}` };
+      const reads: LoadTarget[] = [
+        {
+          scenario: 'mgmt-read',
+          target: 'gatehouse (SQLite)',
+          origin: gh.origin,
+          path: `/api/v1/guardrails/${await createGuardrail(gh.origin)}`,
+          method: 'GET',
+          headers: mgmtHeaders,
+          body: '',
+        },
+      ];
+      const db = await freshPostgresDatabase(OPTS.pgUrl);
+      if ('error' in db) {
+        notes.push(`mgmt-read on PostgreSQL skipped: ${db.error}`);
+        log(`mgmt-read on PostgreSQL skipped: ${db.error}`);
+      } else {
+        dropPostgres = db.drop;
+        const ghPg = await startGatehouse('gatehouse-pg', mock.baseUrl, workDir, 'warn', undefined, {
+          DATABASE_URL: db.url,
+        });
+        log(`gatehouse-pg at ${ghPg.origin} (PostgreSQL, fresh database)`);
+        reads.push({
+          scenario: 'mgmt-read',
+          target: 'gatehouse (PostgreSQL)',
+          origin: ghPg.origin,
+          path: `/api/v1/guardrails/${await createGuardrail(ghPg.origin)}`,
+          method: 'GET',
+          headers: mgmtHeaders,
+          body: '',
+        });
+      }
+      for (const t of reads) await checkTarget(t);
+      others.push(...(await measureGroup(reads, [64], opts)));
+    }
+
     const date = new Date().toISOString().slice(0, 10);
     const gitCommit = readGitCommit();
     const meta = {
@@ -483,17 +609,19 @@ async function main() {
       options: OPTS,
       portkey: portkeyNote,
     };
-    const errors = cells.reduce((n, c) => n + c.errors, 0);
+    const errors = [...cells, ...others].reduce((n, c) => n + c.errors, 0);
     if (errors > 0) notes.push(`${errors} requests failed; see the errors column and the JSON (firstError).`);
     mkdirSync(OPTS.out, { recursive: true });
     const base = join(OPTS.out, `${date}-${OPTS.machine}`);
-    writeJson(`${base}.json`, { meta, notes, cells });
-    const md = report(meta, cells, notes);
+    writeJson(`${base}.json`, { meta, notes, cells, others });
+    const md = report(meta, cells, others, notes);
     writeFileSync(`${base}.md`, md);
     process.stdout.write(`${md}\n`);
     log(`wrote ${relative(ROOT, base)}.md and .json in ${meta.wallSeconds} s`);
   } finally {
     await stopChildren();
+    if (dropPostgres)
+      await dropPostgres().catch((err: Error) => log(`dropping the bench database failed: ${err.message}`));
     if (OPTS.cpuProf) log(`CPU profile of the Gatehouse child in ${OPTS.cpuProf}`);
     if (!OPTS.keep) rmSync(workDir, { recursive: true, force: true });
     else log(`kept ${workDir}`);
