@@ -1,4 +1,5 @@
 import type { Db } from '../db/connection.js';
+import { exclusively } from '../db/lock.js';
 import { sha256Hex } from '../lib/crypto.js';
 import type { Services } from '../services.js';
 import * as keysStore from './keys.store.js';
@@ -29,7 +30,13 @@ export interface BootstrapResult {
  * those keys are the bootstrap keys (a changed value replaces the previous one); without them, keys
  * are generated on the first start only and returned so the caller can print them once.
  */
-export async function ensureBootstrap(services: Services): Promise<BootstrapResult> {
+export function ensureBootstrap(services: Services): Promise<BootstrapResult> {
+  // Gateways starting at once on an empty database would each create a default organization (or
+  // crash on the other's duplicate key): one at a time, and the later ones find it done.
+  return exclusively(services.db, services.dialect, 'gatehouse.bootstrap', () => bootstrap(services));
+}
+
+async function bootstrap(services: Services): Promise<BootstrapResult> {
   const { db, config, orgs, keys } = services;
   let organizationId = await getSetting(db, SETTING_ORG);
   let ownerUserId = await getSetting(db, SETTING_OWNER);

@@ -82,8 +82,14 @@ const isKeyHash = (s: string) => /^[0-9a-f]{64}$/.test(s);
  * management, and authentication of bearer tokens through a short-lived cache.
  */
 export class KeysService {
-  /** hash → row (or null for an unknown hash). Short TTL bounds staleness across nodes. */
+  /**
+   * hash → row (or null for an unknown hash). The TTL bounds staleness across nodes when no cluster
+   * bus tells this node about other nodes' writes (`forget`).
+   */
   private readonly cache = new LRUCache<string, { row: store.KeyRow | null }>({ max: 50_000, ttl: 5_000 });
+  /** Bumped by every invalidation: a lookup that started before it is not cached. */
+  private generation = 0;
+  private readonly listeners: ((hash: string | null) => void)[] = [];
 
   constructor(
     private readonly db: Db,
@@ -115,16 +121,30 @@ export class KeysService {
   async row(hash: string): Promise<store.KeyRow | null> {
     let hit = this.cache.get(hash);
     if (!hit) {
+      const generation = this.generation;
       hit = { row: (await store.findKey(this.db, hash)) ?? null };
-      this.cache.set(hash, hit);
+      // A row read before a write committed must not outlive the invalidation that followed it.
+      if (generation === this.generation) this.cache.set(hash, hit);
     }
     return hit.row;
   }
 
-  /** Drops cached lookups (after a write to keys, so this node sees it at once). */
+  /** After a write to keys on this node: drops cached lookups and tells the listeners (other nodes). */
   invalidate(hash?: string): void {
+    this.forget(hash);
+    for (const l of this.listeners) l(hash ?? null);
+  }
+
+  /** Drops cached lookups, telling no one (another node wrote). */
+  forget(hash?: string): void {
+    this.generation++;
     if (hash) this.cache.delete(hash);
     else this.cache.clear();
+  }
+
+  /** Called after every `invalidate` (the cluster bus). */
+  onInvalidate(listener: (hash: string | null) => void): void {
+    this.listeners.push(listener);
   }
 
   /**

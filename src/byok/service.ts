@@ -94,8 +94,14 @@ const unique = (list: string[]) => [...new Set(list)];
  * bound to the credential id (AAD), and wiped on delete.
  */
 export class ByokService {
-  /** organization → its live credentials, for routing; short TTL, cleared on every write here. */
+  /**
+   * organization → its live credentials, for routing; short TTL (the bound across nodes without a
+   * cluster bus), cleared on every write here and on other nodes' writes (`forget`).
+   */
   private readonly routable = new LRUCache<string, { rows: store.ByokRow[] }>({ max: 10_000, ttl: 5_000 });
+  /** Bumped by every invalidation: a load that started before it is not cached. */
+  private generation = 0;
+  private readonly listeners: ((organizationId: string) => void)[] = [];
 
   constructor(
     private readonly db: Db,
@@ -104,6 +110,24 @@ export class ByokService {
     private readonly keys: KeysService,
     private readonly orgs: OrganizationsService,
   ) {}
+
+  /** After a write on this node: drops the organization's cached credentials and tells the listeners. */
+  private invalidate(organizationId: string): void {
+    this.forget(organizationId);
+    for (const l of this.listeners) l(organizationId);
+  }
+
+  /** Drops cached credentials (of one organization, or all), telling no one (another node wrote). */
+  forget(organizationId?: string): void {
+    this.generation++;
+    if (organizationId) this.routable.delete(organizationId);
+    else this.routable.clear();
+  }
+
+  /** Called after every write to credentials on this node (the cluster bus). */
+  onInvalidate(listener: (organizationId: string) => void): void {
+    this.listeners.push(listener);
+  }
 
   async create(caller: Caller, input: ByokInput): Promise<store.ByokRow> {
     const organizationId = caller.organizationId;
@@ -117,7 +141,7 @@ export class ByokService {
 
     const id = newId();
     const now = nowIso();
-    return this.db.transaction().execute(async (tx) => {
+    const created = await this.db.transaction().execute(async (tx) => {
       const row: store.ByokRow = {
         id,
         organization_id: organizationId,
@@ -141,9 +165,11 @@ export class ByokService {
         deleted_at: null,
       };
       await store.insertCredential(tx, row);
-      this.routable.delete(organizationId);
       return row;
     });
+    // Once committed: dropped inside the transaction, a concurrent load could cache the old list.
+    this.invalidate(organizationId);
+    return created;
   }
 
   /** A live credential of the caller's organization; anything else (foreign, deleted) is a 404. */
@@ -190,7 +216,7 @@ export class ByokService {
       updated_at: nowIso(),
     };
     await store.updateCredential(this.db, row.id, next);
-    this.routable.delete(caller.organizationId);
+    this.invalidate(caller.organizationId);
     return { ...row, ...next };
   }
 
@@ -198,7 +224,7 @@ export class ByokService {
   async delete(caller: Caller, id: string): Promise<void> {
     const row = await this.get(caller, id);
     await store.deleteCredential(this.db, row.id, nowIso());
-    this.routable.delete(caller.organizationId);
+    this.invalidate(caller.organizationId);
   }
 
   /**
@@ -224,8 +250,9 @@ export class ByokService {
   async forCall(caller: Caller, provider: string, modelId: string) {
     let hit = this.routable.get(caller.organizationId);
     if (!hit) {
+      const generation = this.generation;
       hit = { rows: await store.liveCredentials(this.db, caller.organizationId) };
-      this.routable.set(caller.organizationId, hit);
+      if (generation === this.generation) this.routable.set(caller.organizationId, hit);
     }
     const allows = (list: string | null, value: string | null) =>
       list === null || (value !== null && (fromJsonList(list) ?? []).includes(value));

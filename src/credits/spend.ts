@@ -13,7 +13,9 @@ import { type ResetInterval, windowStart } from '../lib/time.js';
  * Counters live in memory. An entry is seeded from the database on first use (one query), kept
  * current by `record()` (called by the accounting writer after each billed call, once its
  * usage_events row is written) and refreshed from the database in the background when older than
- * 30 s, so that several nodes converge. Windows roll over at UTC boundaries (`windowStart`).
+ * 30 s, so that several nodes converge. With REDIS_URL the cluster bus (src/cluster/bus.ts) also
+ * calls `record()` for every billed call of the other nodes as it happens; the 30 s refresh then
+ * only repairs what the bus lost. Windows roll over at UTC boundaries (`windowStart`).
  *
  * `record()` may come before or after the usage_events row is committed (the accounting writer
  * tells the counters at once and writes in batches). Each entry therefore keeps the records it was
@@ -195,6 +197,15 @@ export class SpendTracker {
     // Keep `recent` (calls whose rows may not be written yet); forget the sums and any load in flight.
     entry.value = null;
     entry.epoch++;
+  }
+
+  /**
+   * Marks every counter stale: each is reloaded in the background on its next use, keeping the
+   * records its reload may not see (after the cluster bus lost messages: other nodes' spend).
+   */
+  refreshAll(): void {
+    for (const cache of [this.keys, this.users, this.orgs] as LRUCache<string, Entry<unknown>>[])
+      for (const entry of cache.values()) entry.loadedAt = Number.NEGATIVE_INFINITY;
   }
 
   /** Forgets everything (tests; or after bulk edits to usage_events). */
