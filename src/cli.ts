@@ -58,8 +58,9 @@ async function serve() {
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    gateway.app.log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 30_000);
+    gateway.app.log.info({ signal, grace_ms: config.shutdownGraceMs }, 'shutting down');
+    // The last resort, should draining hang: the grace, the batch worker's drain, then writing.
+    const force = setTimeout(() => process.exit(1), config.shutdownGraceMs + config.batches.drainMs + 10_000);
     force.unref();
     await Promise.all([gateway.close(), media?.close()]);
     process.exit(0);
@@ -74,6 +75,7 @@ async function worker() {
   const handle = openDatabase(config.databaseUrl);
   await migrateToLatest(handle);
   const services = buildServices(handle, config);
+  await services.cluster.ready();
   const log = pino({ level: config.logLevel, base: { process: 'worker' } });
   const w = services.createWorker(log);
   w.start();
@@ -149,7 +151,14 @@ async function withServices<T>(fn: (s: ReturnType<typeof buildServices>) => Prom
   const handle = openDatabase(config.databaseUrl);
   try {
     await migrateToLatest(handle);
-    return await fn(buildServices(handle, config));
+    const services = buildServices(handle, config);
+    try {
+      return await fn(services);
+    } finally {
+      // Sends the cluster bus's invalidations and closes the Redis connections (which would
+      // otherwise keep a one-shot command from exiting when REDIS_URL is set).
+      await services.shutdown();
+    }
   } finally {
     await handle.close();
   }

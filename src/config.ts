@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { type HttpTimeouts, loadHttpTimeouts } from './lib/http-server.js';
 
 /** The one typed configuration object, read from the environment (see the README's table). */
 export interface Config {
@@ -25,10 +26,19 @@ export interface Config {
   rateLimitWindowSeconds: number;
   /** Redis shared by the nodes for rate limiting; null = each node limits in memory. */
   redisUrl: string | null;
+  /** Prefix of Gatehouse's Redis keys and channels (GATEHOUSE_REDIS_PREFIX): deployments or test runs apart on one Redis. */
+  redisPrefix: string;
   /** Deadline of one upstream attempt, ms (GATEHOUSE_UPSTREAM_TIMEOUT_MS). */
   upstreamTimeoutMs: number;
   /** Longest Retry-After honoured by retrying the last candidate once, ms. */
   maxRetryWaitMs: number;
+  /**
+   * On SIGTERM, how long in-flight requests (streams, batch uploads) may run before their
+   * connections are closed, ms (GATEHOUSE_SHUTDOWN_GRACE_MS).
+   */
+  shutdownGraceMs: number;
+  /** How long a client may take to send a request (GATEHOUSE_HEADERS_TIMEOUT_MS, _REQUEST_TIMEOUT_MS, _KEEP_ALIVE_TIMEOUT_MS). */
+  http: HttpTimeouts;
   batches: BatchConfig;
   interns: InternsConfig;
 }
@@ -160,8 +170,11 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitRequests: intFrom(env, 'GATEHOUSE_RATE_LIMIT_REQUESTS', 600),
     rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_RATE_LIMIT_WINDOW', 60),
     redisUrl: env.REDIS_URL || null,
+    redisPrefix: env.GATEHOUSE_REDIS_PREFIX || 'gatehouse',
     upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
     maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),
+    shutdownGraceMs: intFrom(env, 'GATEHOUSE_SHUTDOWN_GRACE_MS', 20_000),
+    http: loadHttpTimeouts(env),
     batches: {
       worker: !isOff(env.GATEHOUSE_WORKER),
       drainMs: intFrom(env, 'GATEHOUSE_WORKER_DRAIN_MS', 10_000),

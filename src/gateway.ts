@@ -11,7 +11,10 @@ export interface Gateway {
   bootstrap: BootstrapResult;
   /** `http://host:port` once listening. */
   url: string;
-  /** Stops accepting, lets in-flight requests finish, then closes the database. */
+  /**
+   * Stops accepting, lets in-flight requests finish for up to `config.shutdownGraceMs` (then
+   * closes their connections), writes pending accounting, then closes the database.
+   */
   close(): Promise<void>;
 }
 
@@ -26,6 +29,8 @@ export async function prepareGateway(
     const services = buildServices(handle, config);
     const bootstrap = await ensureBootstrap(services);
     const app = await buildApp(services, opts);
+    // Hear the other nodes from the first request (up to 2 s; then the TTL bounds until it connects).
+    await services.cluster.ready();
     // The batch worker runs in the gateway unless GATEHOUSE_WORKER=off (then `gatehouse worker`).
     const worker = config.batches.worker ? services.createWorker(app.log) : null;
     worker?.start();
@@ -35,10 +40,27 @@ export async function prepareGateway(
       await services.shutdown();
       await handle.close();
     });
-    return { app, services, bootstrap, handle, close: () => app.close() };
+    return { app, services, bootstrap, handle, close: () => closeWithin(app, config.shutdownGraceMs) };
   } catch (err) {
     await handle.close();
     throw err;
+  }
+}
+
+/**
+ * Closes the app: new connections are refused (and new requests on open keep-alive connections
+ * get 503) while in-flight ones drain; what still runs after `graceMs` has its connection closed
+ * (a stream's generation is then recorded as cancelled, a batch upload is discarded).
+ */
+async function closeWithin(app: App, graceMs: number): Promise<void> {
+  const cut = setTimeout(() => {
+    app.log.warn({ grace_ms: graceMs }, 'shutdown grace over: closing the remaining connections');
+    app.server.closeAllConnections();
+  }, graceMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(cut);
   }
 }
 

@@ -6,11 +6,13 @@ import { WorkspacesService } from './accounts/workspaces.service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker, type WorkerLog } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
+import { ClusterBus } from './cluster/bus.js';
+import { applyClusterEvent } from './cluster/caches.js';
 import type { Config } from './config.js';
 import { BudgetsService } from './credits/budgets.service.js';
 import { mediaBilling } from './credits/media-billing.js';
 import { CreditsService } from './credits/service.js';
-import { SpendTracker } from './credits/spend.js';
+import { type SpendEvent, SpendTracker } from './credits/spend.js';
 import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
 import { assertTranslatable } from './formats/capabilities.js';
@@ -44,15 +46,31 @@ export function buildServices(
   // Hot-path caches of the routing engine: effective policies and spend counters.
   const policy = new PolicyService(db);
   const spend = new SpendTracker(db);
-  const credits = new CreditsService(db, usage, spend);
+  // Other nodes hear of this node's writes and spend at once through Redis (no-op without REDIS_URL).
+  const cluster = new ClusterBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix });
+  const policyWrites = {
+    invalidate: () => {
+      policy.invalidate();
+      cluster.publish({ kind: 'policy' });
+    },
+  };
+  const credits = new CreditsService(db, usage, {
+    creditsChanged: (organizationId) => {
+      spend.creditsChanged(organizationId);
+      cluster.publish({ kind: 'credits', organizationId });
+    },
+  });
   const orgs = new OrganizationsService(db);
   const workspaces = new WorkspacesService(db);
   const budgets = new BudgetsService(db, workspaces);
   const keys = new KeysService(db, workspaces, orgs, usage);
   const admin = new AdminService(orgs, keys, credits);
-  const guardrails = new GuardrailsService(db, workspaces, policy);
-  const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policy);
+  const guardrails = new GuardrailsService(db, workspaces, policyWrites);
+  const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policyWrites);
   const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs);
+  keys.onInvalidate((hash) => cluster.publish({ kind: 'key', hash }));
+  byok.onInvalidate((organizationId) => cluster.publish({ kind: 'byok', organizationId }));
+  cluster.onEvent((e) => applyClusterEvent({ keys, policy, byok, spend }, e));
 
   // The routing engine: catalog, provider adapters, enforcement and accounting.
   const catalog = loadCatalog(config.env);
@@ -71,19 +89,22 @@ export function buildServices(
     points: config.rateLimitRequests,
     durationSeconds: config.rateLimitWindowSeconds,
     redisUrl: config.redisUrl,
+    keyPrefix: `${config.redisPrefix}:rl`,
   });
   const accountant = new Accountant(db, null, undefined, handle.sqlite ?? null);
   usage.settleWith(() => accountant.flush());
   accountant.onRecord((g) => {
     if (g.cost_usd > 0) {
-      spend.record({
+      const event: SpendEvent = {
         keyHash: g.key_hash,
         userId: g.user_id,
         organizationId: g.organization_id,
         costUsd: g.cost_usd,
         isByok: g.is_byok === 1,
         at: g.created_at,
-      });
+      };
+      spend.record(event);
+      cluster.publish({ kind: 'spend', event });
     }
   });
   const guard = new PolicyGuard(policy, spend, keys, limiter);
@@ -104,7 +125,7 @@ export function buildServices(
     points: config.batches.rateLimit,
     durationSeconds: config.batches.rateLimitWindowSeconds,
     redisUrl: config.redisUrl,
-    keyPrefix: 'gatehouse:batches',
+    keyPrefix: `${config.redisPrefix}:batches`,
   });
   const batches = new BatchesService({
     db,
@@ -157,10 +178,14 @@ export function buildServices(
 
   /** Writes pending accounting and releases connections; the database closes after this. */
   const shutdown = async () => {
+    // Requests cut at the end of the shutdown grace unwind first: they still write.
+    await batches.drain();
+    await engine.drain();
     await interns.close();
     await accountant.close();
     await limiter.close();
     await batchLimiter.close();
+    await cluster.close();
     await closeUpstreamHttp();
   };
   return {
@@ -192,6 +217,7 @@ export function buildServices(
     shutdown,
     policy,
     spend,
+    cluster,
   };
 }
 

@@ -33,7 +33,7 @@ export async function keysRoutes(app: Router, { keys }: Services) {
         summary: 'List API keys of a workspace (100 per page)',
         querystring: Type.Object({
           include_disabled: Type.Optional(Type.Boolean({ default: false })),
-          offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+          offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
           workspace_id: Type.Optional(
             Type.String({ description: 'UUID or slug; default workspace if omitted' }),
           ),

@@ -17,9 +17,10 @@ const REFUSED_BODY_LINGER_MS = 2_000;
 /**
  * After a refusal mid-body the error goes out on a connection left open (not `connection: close`,
  * which closes it at once and resets it under a client still sending, so the client sees EPIPE or
- * ECONNRESET instead of the error). A body never read is discarded by Node once the response is
- * sent and the connection stays usable; one that has not ended REFUSED_BODY_LINGER_MS later (its
- * reading stopped when the ingester gave up on it) gets its connection closed.
+ * ECONNRESET instead of the error). The rest of the body is read and dropped, so the connection
+ * serves the client's next request (a request left paused mid-body would hold the connection until
+ * it is closed, resetting whatever the client sent next on it); a body that has not ended
+ * REFUSED_BODY_LINGER_MS later gets its connection closed.
  */
 function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
   const socket = res.socket;
@@ -28,7 +29,9 @@ function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
     if (!req.complete) socket.destroy();
   }, REFUSED_BODY_LINGER_MS);
   timer.unref();
-  socket.once('close', () => clearTimeout(timer));
+  // On the request, not the socket: a keep-alive socket would collect one listener per refusal.
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
 }
 
 /** Batches are for API keys: management keys get 403 (as on the inference endpoints). */
@@ -69,7 +72,10 @@ export async function batchesRoutes(app: Router, services: Services) {
         if (!(req.body instanceof Readable))
           throw new ApiError(415, 'The batch body must be JSON, sent with Content-Type: application/json');
         try {
-          const batch = await batches.create(apiCaller(req), req.body, declared);
+          // The ingester may stop early (a refusal): the request must then stay readable for
+          // lingerThenClose, not be destroyed with its connection as for-await's early exit would.
+          const body = req.body.iterator({ destroyOnReturn: false });
+          const batch = await batches.create(apiCaller(req), body, declared);
           return reply.code(202).send(batch);
         } catch (err) {
           // Refused before the body was read to its end: see lingerThenClose.

@@ -119,7 +119,12 @@ export const Batch = Type.Object(
 
 export const ResultsQuery = Type.Object({
   results_offset: Type.Optional(
-    Type.Integer({ minimum: 0, default: 0, description: 'Finished results to skip' }),
+    Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      default: 0,
+      description: 'Finished results to skip',
+    }),
   ),
   results_limit: Type.Optional(
     Type.Integer({

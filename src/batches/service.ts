@@ -43,6 +43,8 @@ export const DEFAULT_RESULTS_PAGE = 100;
  */
 export class BatchesService {
   private readonly acceptedListeners: (() => void)[] = [];
+  /** Creations still reading their body (awaited on shutdown: see `drain`). */
+  private readonly ingesting = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: BatchesDeps) {}
 
@@ -56,6 +58,29 @@ export class BatchesService {
    * refusal nothing is kept. `declaredBytes` is the Content-Length, when sent (413 before reading).
    */
   async create(caller: Caller, body: AsyncIterable<Buffer>, declaredBytes: number | null): Promise<Batch> {
+    const run = this.ingest(caller, body, declaredBytes);
+    this.ingesting.add(run);
+    try {
+      return await run;
+    } finally {
+      this.ingesting.delete(run);
+    }
+  }
+
+  /**
+   * Waits until no creation is running. On shutdown the server has closed the connections of
+   * uploads still arriving: each then removes its partial batch, which must happen before the
+   * database closes (else it would stay, never accepted, until the worker's abandoned-upload sweep).
+   */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.ingesting]);
+  }
+
+  private async ingest(
+    caller: Caller,
+    body: AsyncIterable<Buffer>,
+    declaredBytes: number | null,
+  ): Promise<Batch> {
     const { db, config } = this.deps;
     if (caller.isManagement) throw forbidden('Management keys cannot create batches; use an API key');
     if (declaredBytes !== null && declaredBytes > config.maxBytes) throw payloadTooLarge(config.maxBytes);
@@ -130,14 +155,14 @@ export class BatchesService {
     return estimate;
   }
 
-  /** A batch of the caller's organization with a page of its results (by request index). */
+  /** A batch of the caller's workspace with a page of its results (by request index). */
   async get(
     caller: Caller,
     id: string,
     page: { offset: number; limit: number } = { offset: 0, limit: DEFAULT_RESULTS_PAGE },
   ): Promise<Batch> {
     const { db } = this.deps;
-    const row = await store.getBatch(db, caller.organizationId, id);
+    const row = await store.getBatch(db, caller, id);
     if (!row) throw notFound('Batch');
     const batch = toBatch(row);
     const rows = page.limit > 0 ? await store.results(db, id, page) : [];
@@ -165,7 +190,7 @@ export class BatchesService {
    */
   async cancel(caller: Caller, id: string): Promise<Batch> {
     const { db } = this.deps;
-    const row = await store.getBatch(db, caller.organizationId, id);
+    const row = await store.getBatch(db, caller, id);
     if (!row) throw notFound('Batch');
     const status = row.status as BatchStatus;
     if (status === 'cancelling' || status === 'cancelled') return this.get(caller, id);
@@ -189,7 +214,7 @@ export class BatchesService {
   /** Every finished result as JSON Lines, in request order, read from the store page by page. */
   async resultsJsonl(caller: Caller, id: string): Promise<AsyncIterable<string>> {
     const { db } = this.deps;
-    const row = await store.getBatch(db, caller.organizationId, id);
+    const row = await store.getBatch(db, caller, id);
     if (!row) throw notFound('Batch');
     return (async function* () {
       let after = -1;

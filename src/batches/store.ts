@@ -1,5 +1,5 @@
 import type SQLite from 'better-sqlite3';
-import { type Selectable, sql } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Db, Dialect } from '../db/connection.js';
 import type { BatchesTable, BatchRequestsTable } from '../db/schema.js';
 
@@ -58,12 +58,18 @@ export async function deleteBatch(db: Db, id: string): Promise<void> {
   await db.deleteFrom('batches').where('id', '=', id).execute();
 }
 
-export async function getBatch(db: Db, organizationId: string, id: string): Promise<BatchRow | undefined> {
+/** An accepted batch of one workspace: another workspace's keys, even of the same organization, never see it. */
+export async function getBatch(
+  db: Db,
+  owner: { organizationId: string; workspaceId: string },
+  id: string,
+): Promise<BatchRow | undefined> {
   return db
     .selectFrom('batches')
     .selectAll()
     .where('id', '=', id)
-    .where('organization_id', '=', organizationId)
+    .where('organization_id', '=', owner.organizationId)
+    .where('workspace_id', '=', owner.workspaceId)
     .where('accepted', '=', 1)
     .executeTakeFirst();
 }

@@ -38,7 +38,12 @@ const commonFields = {
   is_required: Type.Optional(Type.Boolean()),
   declared_zdr: Type.Optional(Nullable(Type.Boolean())),
   sort_order: Type.Optional(
-    Type.Integer({ minimum: 0, description: 'Default on create: after the last of that provider' }),
+    // The column is a 32-bit integer on PostgreSQL (larger → a 500 there).
+    Type.Integer({
+      minimum: 0,
+      maximum: 2_147_483_647,
+      description: 'Default on create: after the last of that provider',
+    }),
   ),
   allowed_api_key_hashes: Type.Optional(
     Nullable(

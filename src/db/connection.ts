@@ -20,6 +20,9 @@ export interface DbHandle {
   close(): Promise<void>;
 }
 
+/** How long opening a PostgreSQL connection, or waiting for a pooled one, may take. */
+export const PG_CONNECT_TIMEOUT_MS = 5_000;
+
 // COUNT/SUM come back from PostgreSQL as strings (int8/numeric); parse them as JS numbers. Counts
 // and USD sums here stay far below 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
@@ -35,8 +38,18 @@ export function openDatabase(url: string, opts: { schema?: string } = {}): DbHan
     const pool = new pg.Pool({
       connectionString: url,
       max: 10,
+      // A database that is away must fail requests (503), not hang them: bounds both opening a
+      // connection and waiting for a free one from the pool.
+      connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+      keepAlive: true,
       ...(opts.schema ? { options: `-c search_path=${opts.schema}` } : {}),
     });
+    // When the server restarts, every client gets an error (57P01, then the socket closes). An
+    // unheard 'error' event would end the process: the pool reports idle clients' errors (and drops
+    // them), a client checked out between two queries reports its own. The queries that meet a
+    // broken client fail and answer 503; the pool reconnects on the next use.
+    pool.on('error', () => {});
+    pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', schema: opts.schema, close: () => db.destroy() };
   }

@@ -82,7 +82,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
   app.post(
     '/chat/completions',
     {
-      config: { auth: 'api' },
+      config: { auth: 'api', verbatim: true },
       schema: {
         tags,
         summary: 'Chat completion (OpenAI format), streaming or not',
@@ -130,7 +130,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
   app.post(
     '/messages',
     {
-      config: { auth: 'api' },
+      config: { auth: 'api', verbatim: true },
       schema: {
         tags,
         summary: 'Messages (Anthropic format), streaming or not',
@@ -157,7 +157,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
   app.post(
     '/responses',
     {
-      config: { auth: 'api' },
+      config: { auth: 'api', verbatim: true },
       schema: {
         tags,
         summary: 'Responses (OpenAI Responses format), streaming or not',
@@ -188,7 +188,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
   app.post(
     '/embeddings',
     {
-      config: { auth: 'api' },
+      config: { auth: 'api', verbatim: true },
       schema: {
         tags,
         summary: 'Embeddings (OpenAI format)',

@@ -48,7 +48,11 @@ export async function runtimeCallbackRoutes(app: Router, services: Services): Pr
 
   app.post(
     CALLBACK_PATHS.chat,
-    { config: { auth: 'none' }, bodyLimit: CALLBACK_BODY_LIMIT, schema: { hide: true, body: AnyBody } },
+    {
+      config: { auth: 'none', verbatim: true },
+      bodyLimit: CALLBACK_BODY_LIMIT,
+      schema: { hide: true, body: AnyBody },
+    },
     async (request, reply) => {
       const internId = request.runtimeIntern;
       const caller = await services.interns.ownerCaller(internId);
@@ -98,7 +102,7 @@ export async function runtimeCallbackRoutes(app: Router, services: Services): Pr
 
   app.post(
     CALLBACK_PATHS.egress,
-    { config: { auth: 'none' }, schema: { hide: true, body: AnyBody } },
+    { config: { auth: 'none', verbatim: true }, schema: { hide: true, body: AnyBody } },
     async (request, reply) => {
       const internId = request.runtimeIntern;
       const controller = callController(reply);

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { callController, sendSse } from '../inference/stream.js';
 import { ApiError } from '../lib/errors.js';
+import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
 import { InternChatBody, SteeredResponse } from './chat.schemas.js';
@@ -36,6 +37,12 @@ const text = (content: InternChatBody['messages'][number]['content']): string =>
  */
 export async function internChatRoutes(app: Router, services: Services): Promise<void> {
   await app.register(async (chat) => {
+    // Management ("provisioning") keys do not chat with interns: 401 like a missing key (interns seed).
+    chat.addHook('onRequest', async (request, reply) => {
+      if (request.caller?.isManagement) {
+        return sendError(reply, 401, 'Management keys cannot use the interns API; use an API key');
+      }
+    });
     installInternsGuards(
       chat,
       { config: services.config.interns, programme: services.programme },
@@ -66,7 +73,7 @@ export async function internChatRoutes(app: Router, services: Services): Promise
     chat.post(
       '/interns/:internId/chat/completions',
       {
-        config: { auth: 'api' },
+        config: { auth: 'api', verbatim: true },
         schema: {
           tags: ['Interns'],
           summary: 'Chat with an intern (SSE; pauses with a gateway.provide_input tool call)',

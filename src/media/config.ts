@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { type HttpTimeouts, loadHttpTimeouts } from '../lib/http-server.js';
 import { checkRouteProviders, loadProvidersFile, type MediaProviderConfig } from './providers/config.js';
 import type { MediaKind, MediaRoute, ParamSpec } from './types.js';
 
@@ -51,6 +52,8 @@ export interface MediaConfig {
   concurrency: number;
   /** Generations waiting for a slot before a 429 queue_full (GATEHOUSE_MEDIA_QUEUE). */
   queue: number;
+  /** How long a client may take to send a request (the gateway's GATEHOUSE_HEADERS_TIMEOUT_MS … variables). */
+  http: HttpTimeouts;
 }
 
 export type MediaAuthMode = 'keys' | 'token' | 'none';
@@ -167,6 +170,7 @@ export function loadMediaConfig(env: Env = process.env): MediaConfig {
     timeoutMs: intFrom(env, 'GATEHOUSE_MEDIA_TIMEOUT_MS', 120_000, 1),
     fetchTimeoutMs: intFrom(env, 'GATEHOUSE_MEDIA_FETCH_TIMEOUT_MS', 30_000, 1),
     fetchPrivate: isOn(env.GATEHOUSE_MEDIA_FETCH_PRIVATE),
+    http: loadHttpTimeouts(env),
     ...loadMediaOperations(env, dataDir),
   };
 }

@@ -29,7 +29,7 @@ const ErrorBody = {
         code: {
           type: 'string',
           description:
-            'not_found, unknown_parameter, invalid_type, invalid_value, missing_parameter, invalid_image, file_too_large, url_not_allowed, image_fetch_failed, invalid_body, payload_too_large, unsupported_media_type, generation_timeout, internal_error, or a provider code',
+            'not_found, unknown_parameter, invalid_type, invalid_value, missing_parameter, invalid_image, file_too_large, url_not_allowed, image_fetch_failed, invalid_body, invalid_url, invalid_request, request_timeout, headers_too_large, payload_too_large, unsupported_media_type, generation_timeout, internal_error, or a provider code',
         },
         field: { type: 'string', description: 'The request field the error concerns' },
       },

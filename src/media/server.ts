@@ -9,7 +9,13 @@ import { randomUUID } from 'node:crypto';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import scalar from '@scalar/fastify-api-reference';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyReply,
+  type RouteOptions,
+} from 'fastify';
+import { httpServerOptions } from '../lib/http-server.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
 import { LocalGenerator } from './generators/local.js';
@@ -44,7 +50,15 @@ export interface MediaAppOptions {
   log?: FastifyBaseLogger | false;
   /** The gateway's API keys (KeysService), for GATEHOUSE_MEDIA_AUTH=keys; given → `keys` is the default mode. */
   keys?: KeyAuthenticator | null;
+  /** Sees every route as it is registered (the authorization matrix test enumerates them with it). */
+  onRoute?: (route: RouteOptions) => void;
 }
+
+/** Codes of the requests Node refuses before routing (see httpServerOptions). */
+const CLIENT_ERROR_CODES: Record<number, string> = {
+  408: 'request_timeout',
+  431: 'headers_too_large',
+};
 
 export function sendMediaError(
   reply: FastifyReply,
@@ -92,7 +106,22 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     bodyLimit: config.bodyLimit,
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    // Slow or stalled clients get a 408 in the media envelope (code request_timeout, …).
+    ...httpServerOptions(config.http, (status, message) => ({
+      success: false,
+      message,
+      error: { code: CLIENT_ERROR_CODES[status] ?? 'invalid_request' },
+    })),
+    // Malformed percent-encoding or an over-long path parameter, raised before routing.
+    frameworkErrors: (err, _req, reply) =>
+      sendMediaError(
+        reply,
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400,
+        'invalid_url',
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is not valid',
+      ),
   });
+  if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   // JSON or multipart only; text/plain (a Fastify default) is a 415 like any other type.
   app.removeContentTypeParser('text/plain');
 

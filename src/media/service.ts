@@ -122,9 +122,7 @@ export class MediaService {
       const outputs = await Promise.race([work, deadline]);
       checkOutputs(outputs);
       const elapsed = Math.round(performance.now() - started);
-      const stored = await Promise.all(
-        outputs.map((o) => this.store.put(objectKey(route.kind, o.extension), o.data, o.contentType)),
-      );
+      const stored = await this.storeAll(route, outputs);
       this.recent.push(elapsed);
       if (this.recent.length > STATUS_WINDOW) this.recent.shift();
       this.count += 1;
@@ -142,6 +140,28 @@ export class MediaService {
       cancel?.removeEventListener('abort', onCancel);
       release?.();
     }
+  }
+
+  /**
+   * Stores every output, or none: when one cannot be stored (507 storage_full, …) the ones that
+   * were are removed again, so a failed generation leaves nothing behind.
+   */
+  private async storeAll(
+    route: MediaRoute,
+    outputs: GeneratedOutput[],
+  ): Promise<{ url: string; key: string }[]> {
+    const results = await Promise.allSettled(
+      outputs.map((o) => this.store.put(objectKey(route.kind, o.extension), o.data, o.contentType)),
+    );
+    const failure = results.find((r) => r.status === 'rejected');
+    if (!failure)
+      return results.map((r) => (r as PromiseFulfilledResult<{ url: string; key: string }>).value);
+    await Promise.all(
+      results.map((r) =>
+        r.status === 'fulfilled' ? this.store.delete?.(r.value.key).catch(() => {}) : undefined,
+      ),
+    );
+    throw failure.reason;
   }
 }
 

@@ -91,9 +91,14 @@ export interface MediaGenerator {
 /** Where outputs are kept; `url` is what the client fetches. */
 export interface ObjectStore {
   put(key: string, data: Buffer, contentType: string): Promise<{ url: string; key: string }>;
+  /** Removes a stored output (the other outputs of a generation that could not be stored whole). */
+  delete?(key: string): Promise<void>;
 }
 
-/** A generation failure to surface: 400 (bad input found late), 502 (provider failed), 504 (timed out). */
+/**
+ * A generation failure to surface: 400 (bad input found late), 502 (provider failed), 504 (timed
+ * out), 507 `storage_full` (the object store has no space left for the output).
+ */
 export class MediaError extends Error {
   constructor(
     readonly status: number,

@@ -115,6 +115,9 @@ export async function saveImageStream(
   return { path: dest, contentType: type.contentType, bytes, param: field };
 }
 
+const malformed = (err: Error) =>
+  new MediaError(400, 'invalid_body', `The multipart body is malformed: ${err.message}`);
+
 /** What a multipart body holds: its text fields (repeated fields as lists) and its saved images. */
 export interface MultipartBody {
   fields: Record<string, string | string[]>;
@@ -140,52 +143,66 @@ export async function readMultipart(
     // Busboy stops a file one byte past the limit (the plugin is registered with throwFileSizeLimit off).
     limits: { fileSize: limits.maxUploadBytes + 1, fieldSize: limits.fieldBytes, fields: 200, parts: 250 },
   });
-  for await (const part of parts) {
-    if (part.type === 'field') {
-      const value = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
-      if (part.valueTruncated && !failure)
-        failure = new MediaError(400, 'invalid_value', `${part.fieldname} is too long`, part.fieldname);
-      const prev = fields[part.fieldname];
-      fields[part.fieldname] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
-      continue;
-    }
-    const name = part.fieldname;
-    const drain = async () => {
-      for await (const _ of part.file) {
-        // dropped
+  try {
+    for await (const part of parts) {
+      if (part.type === 'field') {
+        const value = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
+        if (part.valueTruncated && !failure)
+          failure = new MediaError(400, 'invalid_value', `${part.fieldname} is too long`, part.fieldname);
+        const prev = fields[part.fieldname];
+        fields[part.fieldname] =
+          prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+        continue;
       }
-    };
-    if (failure) {
-      await drain();
-      continue;
+      const name = part.fieldname;
+      const drain = async () => {
+        for await (const _ of part.file) {
+          // dropped
+        }
+      };
+      if (failure) {
+        await drain();
+        continue;
+      }
+      const spec = route.params[name];
+      if (!spec) {
+        failure = new MediaError(
+          400,
+          'unknown_parameter',
+          `${route.kind}/${route.name} does not take the parameter ${name}`,
+          name,
+        );
+        await drain();
+        continue;
+      }
+      if (spec.type !== 'image') {
+        failure = new MediaError(400, 'invalid_type', `${name} cannot be sent as a file`, name);
+        await drain();
+        continue;
+      }
+      if (files.some((f) => f.param === name)) {
+        failure = new MediaError(400, 'invalid_value', `${name} may be sent only once`, name);
+        await drain();
+        continue;
+      }
+      // The part's own stream failing (the body ended inside it) is the client's error; failing
+      // to write the temp file is not.
+      let partError: Error | null = null;
+      part.file.once('error', (err: Error) => {
+        partError = err;
+      });
+      try {
+        files.push(await saveImageStream(part.file, await temp.path(), name, limits.maxUploadBytes));
+      } catch (err) {
+        failure = partError ? malformed(partError) : err;
+        await drain();
+      }
     }
-    const spec = route.params[name];
-    if (!spec) {
-      failure = new MediaError(
-        400,
-        'unknown_parameter',
-        `${route.kind}/${route.name} does not take the parameter ${name}`,
-        name,
-      );
-      await drain();
-      continue;
-    }
-    if (spec.type !== 'image') {
-      failure = new MediaError(400, 'invalid_type', `${name} cannot be sent as a file`, name);
-      await drain();
-      continue;
-    }
-    if (files.some((f) => f.param === name)) {
-      failure = new MediaError(400, 'invalid_value', `${name} may be sent only once`, name);
-      await drain();
-      continue;
-    }
-    try {
-      files.push(await saveImageStream(part.file, await temp.path(), name, limits.maxUploadBytes));
-    } catch (err) {
-      failure = err;
-      await drain();
-    }
+  } catch (err) {
+    // Reading the body itself failed: busboy's plain Errors (no boundary, malformed part headers)
+    // are the client's; the plugin's limit errors carry their own status.
+    if (err instanceof MediaError || (err as { statusCode?: number }).statusCode) throw err;
+    throw malformed(err as Error);
   }
   if (failure) throw failure;
   return { fields: { ...fields }, files };

@@ -145,6 +145,37 @@ export async function ensureOk(
   throw upstreamErrorFrom(res.status, res.headers, text, secrets);
 }
 
+/**
+ * A 2xx answer to a stream request must be an event stream. An HTML page (a proxy's error page)
+ * or a JSON body (servers that answer errors with 200) is refused here, before the stream starts,
+ * so the router can still fall back; its JSON message is kept. Other or missing content types
+ * pass (lenient servers that send SSE as text/plain).
+ */
+export async function ensureEventStream(
+  res: UpstreamResponse,
+  signal: AbortSignal,
+  secrets?: (string | null | undefined)[],
+): Promise<UpstreamResponse> {
+  const type = (header(res.headers, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (!/^(text\/html|text\/xml|application\/(json|xml|problem\+json))$/.test(type)) return res;
+  let text: string;
+  try {
+    text = await res.body.text();
+  } catch (err) {
+    throw toUpstreamError(err, signal, secrets);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(redact(text, secrets));
+  } catch {}
+  const message = body === undefined ? undefined : upstreamMessage(body, '');
+  throw new UpstreamError(
+    502,
+    `upstream answered a stream request with ${type} instead of an event stream${message ? `: ${message.slice(0, 300)}` : ''}`,
+    { retryable: true, body },
+  );
+}
+
 /** Reads a JSON body; a body cut off mid-way or invalid JSON → UpstreamError. */
 export async function readJson<T = unknown>(
   res: UpstreamResponse,

@@ -28,6 +28,11 @@ export interface CallContext {
   apiKey: string | null;
   /** Aborted when the caller disconnects or the request times out. */
   signal: AbortSignal;
+  /**
+   * Streams: the longest silence between two chunks of the body once the headers came (a stalled
+   * stream then fails with UpstreamError(0)). Unset: the upstream Agent's body timeout.
+   */
+  idleTimeoutMs?: number;
 }
 
 /**

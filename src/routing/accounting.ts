@@ -109,13 +109,21 @@ export class Accountant {
   record(row: GenerationRow): void {
     this.queue.push(row);
     this.announce(row);
-    if (this.queue.length >= this.opts.maxBatch) void this.flush();
+    if (this.queue.length >= this.opts.maxBatch) this.flushInBackground();
     else if (!this.timer && !this.closed) {
       this.timer = setTimeout(() => {
         this.timer = null;
-        void this.flush();
+        this.flushInBackground();
       }, this.opts.intervalMs);
     }
+  }
+
+  /**
+   * A flush nobody awaits: its failure (the database away) is logged and retried by `flush`
+   * itself; an unhandled rejection here would end the process and lose the queue.
+   */
+  private flushInBackground(): void {
+    this.flush().catch(() => {});
   }
 
   /**
@@ -151,7 +159,7 @@ export class Accountant {
         if (!this.closed && !this.timer) {
           this.timer = setTimeout(() => {
             this.timer = null;
-            void this.flush();
+            this.flushInBackground();
           }, 1000);
         }
         throw err;
@@ -173,7 +181,19 @@ export class Accountant {
       await this.db.connection().execute(async () => insert(rows, usage));
       return;
     }
-    await this.db.transaction().execute((tx) => insertGenerations(tx, rows, usage));
+    await this.db.transaction().execute(async (tx) => {
+      // A retry after a commit whose answer was lost (the connection died while it came back)
+      // finds its generations already there: those are not inserted, nor billed, twice.
+      const fresh = await tx
+        .insertInto('generations')
+        .values(rows)
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .execute();
+      const ids = new Set(fresh.map((r) => r.id));
+      const billed = fresh.length === rows.length ? usage : usageEventsOf(rows.filter((r) => ids.has(r.id)));
+      if (billed.length > 0) await tx.insertInto('usage_events').values(billed).execute();
+    });
   }
 
   /** Stops the timer and writes what is queued, retrying a few times before giving up loudly. */

@@ -34,6 +34,7 @@ export interface EngineDeps {
   record: (row: GenerationRow) => void;
   metrics: RoutingMetrics;
   newGenerationId: () => string;
+  /** Deadline of an attempt until it answers (a stream: its headers); then a stream's longest silence. */
   upstreamTimeoutMs: number;
   /** Longest Retry-After the engine waits before retrying the last candidate once. */
   maxRetryWaitMs: number;
@@ -75,6 +76,9 @@ export class Engine {
   private readonly latencyEwma = new Map<string, number>();
   /** Completion tokens per second per provider (EWMA over measured calls), for sort=throughput. */
   private readonly throughputEwma = new Map<string, number>();
+  /** Streams being relayed now, and who waits for there to be none (`drain`). */
+  private streaming = 0;
+  private readonly drained: (() => void)[] = [];
 
   constructor(private readonly deps: EngineDeps) {}
 
@@ -252,12 +256,13 @@ export class Engine {
         .provider(c.endpoint.provider)
         .chatStream(
           { ...req, stream: true, stream_options: { include_usage: true } },
-          { apiKey: c.credential.apiKey, signal },
+          { apiKey: c.credential.apiKey, signal, idleTimeoutMs: this.deps.upstreamTimeoutMs },
         ),
     );
     let final: { usage: Usage; cost: Cost } | null = null;
     const self = this;
     async function* metered(): AsyncGenerator<ChatChunk> {
+      self.streaming++;
       let reported: Usage | null = null;
       let text = '';
       let finishReason: string | null = null;
@@ -277,25 +282,55 @@ export class Engine {
         failure = err;
         throw err;
       } finally {
+        // An upstream that failed before any output and reported no usage is billed nothing, like
+        // a call that failed before its answer; once output came, the partial usage is billed.
+        const nothing = failure !== null && !call.signal.aborted && !reported && text === '';
         const usage: Usage = reported ?? {
-          prompt_tokens: estimateTokens(messagesText(prep.request.messages)),
+          prompt_tokens: nothing ? 0 : estimateTokens(messagesText(prep.request.messages)),
           completion_tokens: estimateTokens(text),
           total_tokens: 0,
         };
         if (!reported) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
-        const cost = costOf(info.served.endpoint.pricing, usage);
+        const cost = nothing
+          ? { total: 0, prompt: 0, completion: 0 }
+          : costOf(info.served.endpoint.pricing, usage);
         final = { usage, cost };
         const cutShort = failure !== null || (finishReason === null && call.signal.aborted);
         self.recordSuccess(call, info, usage, cost, {
           streamed: true,
           finishReason,
           estimated: !reported,
-          status: failure !== null ? 'error' : cutShort || finishReason === null ? 'cancelled' : 'success',
+          // The caller going away (or the shutdown grace closing its connection) is a cancellation.
+          status:
+            call.signal.aborted && finishReason === null
+              ? 'cancelled'
+              : failure !== null
+                ? 'error'
+                : cutShort || finishReason === null
+                  ? 'cancelled'
+                  : 'success',
           error: failure ? (failure as Error).message : null,
         });
+        if (--self.streaming === 0) for (const done of self.drained.splice(0)) done();
       }
     }
     return { stream: metered(), info, final: () => final };
+  }
+
+  /**
+   * Resolves once no stream is being relayed (each has recorded its generation), or after
+   * `timeoutMs`. On shutdown the server has closed the connections of the streams still running;
+   * their generations are recorded as they unwind, before accounting writes its last batch.
+   */
+  async drain(timeoutMs = 5_000): Promise<void> {
+    if (this.streaming === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.drained.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** An embeddings call (content filters apply to string inputs). */

@@ -84,12 +84,21 @@ export async function routeWithFallbacks<T>(
     }
     attempts++;
     const upstreamRequest = { ...prep.request, model: c.endpoint.upstreamModel };
-    const timeout = AbortSignal.timeout(ctx.upstreamTimeoutMs);
-    const signal = AbortSignal.any([call.signal, timeout]);
+    // The deadline bounds the attempt until it resolves (a whole completion, or a stream's
+    // headers): a stream that keeps sending must not be cut by it later. The silence between a
+    // stream's chunks is bounded by the adapters (CallContext.idleTimeoutMs).
+    const timeout = new AbortController();
+    const timer = setTimeout(
+      () => timeout.abort(new DOMException(`timed out after ${ctx.upstreamTimeoutMs} ms`, 'TimeoutError')),
+      ctx.upstreamTimeoutMs,
+    );
+    timer.unref(); // as AbortSignal.timeout's: never what keeps the process alive
+    const signal = AbortSignal.any([call.signal, timeout.signal]);
     const release = call.hooks?.acquire ? await call.hooks.acquire(c.endpoint.provider) : null;
     const t0 = performance.now();
     try {
       const result = await attempt(c, upstreamRequest, signal);
+      clearTimeout(timer);
       const seconds = (performance.now() - t0) / 1000;
       ctx.metrics.upstreamLatency.observe({ provider: c.endpoint.provider, outcome: 'ok' }, seconds);
       const prev = ctx.latency.get(c.endpoint.provider);
@@ -119,7 +128,7 @@ export async function routeWithFallbacks<T>(
       const err =
         raw instanceof UpstreamError
           ? raw
-          : timeout.aborted
+          : timeout.signal.aborted
             ? new UpstreamError(0, `timed out after ${ctx.upstreamTimeoutMs} ms`)
             : new UpstreamError(0, (raw as Error).message ?? 'upstream call failed');
       ctx.metrics.upstreamErrors.inc({ provider: c.endpoint.provider, status: String(err.status) });
@@ -141,6 +150,7 @@ export async function routeWithFallbacks<T>(
         i--; // the same candidate once more
       }
     } finally {
+      clearTimeout(timer);
       release?.();
     }
   }

@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
 import { Type } from '@sinclair/typebox';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyServerOptions, type RouteOptions } from 'fastify';
 import { adminRoutes } from '../accounts/admin.routes.js';
 import { keysRoutes } from '../accounts/keys.routes.js';
 import { organizationsRoutes } from '../accounts/organizations.routes.js';
@@ -20,10 +20,11 @@ import { runtimeCallbackRoutes } from '../interns/callback.routes.js';
 import { internChatRoutes } from '../interns/chat.routes.js';
 import { installInternHostProxy } from '../interns/host-proxy.js';
 import { internsRoutes } from '../interns/routes.js';
+import { httpServerOptions } from '../lib/http-server.js';
 import type { Services } from '../services.js';
 import { vaultRoutes } from '../vault/routes.js';
 import { installAuth } from './auth.js';
-import { installErrorHandling, sendError } from './errors.js';
+import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
 import { installMetrics } from './metrics.js';
 import type { Router } from './router.js';
 import { ErrorBody } from './schemas.js';
@@ -50,6 +51,8 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
+  /** Sees every route as it is registered (the authorization matrix test enumerates them with it). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 /** Builds the gateway's HTTP app (not listening). */
@@ -65,9 +68,13 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
     bodyLimit: config.bodyLimit,
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    frameworkErrors,
+    // Slow or stalled clients (slow loris, slow bodies) get a 408 in the standard envelope.
+    ...httpServerOptions(config.http, (status, message) => ({ error: { code: status, message } })),
     // Vault secret names may be 255 characters long (the default limit is 100: 414 beyond).
     routerOptions: { maxParamLength: 256 },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
 
   installErrorHandling(app);
   app.addHook('onSend', async (req, reply) => {

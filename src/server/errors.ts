@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../lib/errors.js';
+import { ApiError, databaseUnavailable, isDatabaseUnavailable } from '../lib/errors.js';
 
 const reasons = {
   400: 'Bad request',
@@ -31,6 +31,50 @@ export function sendError(
     .send({ error: { code: code ?? status, message, ...(metadata ? { metadata } : {}) } });
 }
 
+/**
+ * Errors Fastify raises before routing — a malformed percent-encoding (400), a path parameter over
+ * `maxParamLength` (414) — which bypass the error handler and would otherwise leave in Fastify's own
+ * body. The path is not quoted back.
+ */
+export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+  const message =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'A path parameter is too long'
+      : err.code === 'FST_ERR_BAD_URL'
+        ? 'The URL is not valid (malformed percent-encoding)'
+        : reasons[status] || 'Bad request';
+  sendError(reply, status, message);
+}
+
+function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
+  const retryMs = err.metadata?.retry_after_ms;
+  if (typeof retryMs === 'number')
+    reply.header('retry-after', String(Math.max(1, Math.ceil(retryMs / 1000))));
+  return sendError(reply, err.status, err.message, err.metadata, err.code);
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The body is passed on to a model as sent, so its strings are not checked for NUL characters. */
+    verbatim?: boolean;
+  }
+}
+
+/**
+ * Whether a parsed JSON value holds U+0000 in a string or a key. PostgreSQL text cannot store it
+ * (an error, a 500), so the management plane refuses it on both databases alike.
+ */
+function hasNul(v: unknown, depth = 0): boolean {
+  if (typeof v === 'string') return v.includes('\u0000');
+  if (v === null || typeof v !== 'object' || depth > 64) return false;
+  // Only what JSON parsing makes (a streamed body is left to its route).
+  const proto = Object.getPrototypeOf(v);
+  if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) return false;
+  for (const [k, x] of Object.entries(v)) if (k.includes('\u0000') || hasNul(x, depth + 1)) return true;
+  return false;
+}
+
 /** Turns a route pattern (`/api/v1/keys/:hash`) into a regex over concrete paths. */
 const patternToRegex = (url: string) =>
   new RegExp(
@@ -46,6 +90,25 @@ const patternToRegex = (url: string) =>
  * wrong method (405 + Allow) and unexpected exceptions (500, logged with the request id, no stack).
  */
 export function installErrorHandling(app: FastifyInstance): void {
+  // Validated input the database would fail on (a 500), refused as a 400 before the handler runs.
+  app.addHook('preHandler', async (request) => {
+    for (const [part, values] of [
+      ['querystring', request.query],
+      ['params', request.params],
+    ] as const) {
+      if (values === null || typeof values !== 'object') continue;
+      for (const [name, v] of Object.entries(values as Record<string, unknown>)) {
+        // Ajv coerces `Infinity` or `1e400` to Infinity, which passes `integer` and skips
+        // minimum/maximum (both check finite numbers only); SQLite refuses it as an OFFSET.
+        if ([v].flat().some((x) => typeof x === 'number' && !Number.isFinite(x)))
+          throw new ApiError(400, `Invalid ${part}: ${name} must be a finite number`);
+        if (hasNul(v)) throw new ApiError(400, `Invalid ${part}: ${name} contains a NUL character`);
+      }
+    }
+    if (!request.routeOptions.config?.verbatim && hasNul(request.body))
+      throw new ApiError(400, 'Invalid body: strings must not contain NUL characters (U+0000)');
+  });
+
   const routes: { regex: RegExp; methods: string[] }[] = [];
   app.addHook('onRoute', (r) => {
     const methods = (Array.isArray(r.method) ? r.method : [r.method]).filter((m) => m !== 'HEAD');
@@ -53,11 +116,11 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof ApiError) {
-      const retryMs = err.metadata?.retry_after_ms;
-      if (typeof retryMs === 'number')
-        reply.header('retry-after', String(Math.max(1, Math.ceil(retryMs / 1000))));
-      return sendError(reply, err.status, err.message, err.metadata, err.code);
+    if (err instanceof ApiError) return sendApiError(reply, err);
+    // The database restarting or unreachable is a 503 to retry, not an internal error.
+    if (isDatabaseUnavailable(err)) {
+      request.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable');
+      return sendApiError(reply, databaseUnavailable());
     }
     if (err.validation) {
       const where = err.validationContext ?? 'request';

@@ -37,7 +37,15 @@ export function errors(...codes: number[]) {
 export const Deleted = Type.Object({ deleted: Type.Literal(true) });
 
 export const PageQuery = Type.Object({
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Records to skip' })),
+  offset: Type.Optional(
+    // Bounded: an offset past 2^53 binds as a REAL, which SQLite refuses (a 500, not a 400).
+    Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      default: 0,
+      description: 'Records to skip',
+    }),
+  ),
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Maximum records to return (1–100)' }),
   ),

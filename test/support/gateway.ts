@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type Gateway, startGateway } from '../../src/gateway.js';
+import type { AppOptions } from '../../src/server/app.js';
+import { auditLogStream, registerMasterKey, registerSecret } from './secrets-audit.js';
 
 export type DbKind = 'sqlite' | 'postgres';
 
@@ -72,7 +74,12 @@ async function makeStorage(db: DbKind): Promise<Storage> {
  */
 export async function startTestGateway(
   db: DbKind = 'sqlite',
-  opts: { env?: Record<string, string>; logStream?: NodeJS.WritableStream } = {},
+  opts: {
+    env?: Record<string, string>;
+    logStream?: NodeJS.WritableStream;
+    /** Sees every route of the app as it is registered. */
+    onRoute?: AppOptions['onRoute'];
+  } = {},
 ): Promise<TestGateway> {
   const storage = await makeStorage(db);
   const managementKey = `sk-gh-v1-${randomBytes(32).toString('hex')}`;
@@ -90,12 +97,16 @@ export async function startTestGateway(
   };
   const boot = async (): Promise<TestGateway> => {
     const config: Config = loadConfig(env);
-    const logger = opts.logStream
-      ? { level: 'info', stream: opts.logStream }
-      : { level: process.env.TEST_LOG_LEVEL ?? 'silent' };
+    registerSecret('api-key', apiKey);
+    registerSecret('api-key', managementKey);
+    registerMasterKey(config.masterKey);
+    // Under the secrets audit every gateway logs at info into the audit (and to the test's stream).
+    const audit = auditLogStream();
+    const stream = opts.logStream && audit ? tee(opts.logStream, audit) : (opts.logStream ?? audit);
+    const logger = stream ? { level: 'info', stream } : { level: process.env.TEST_LOG_LEVEL ?? 'silent' };
     let g: Awaited<ReturnType<typeof startGateway>>;
     try {
-      g = await startGateway(config, { schema: storage.schema, logger });
+      g = await startGateway(config, { schema: storage.schema, logger, onRoute: opts.onRoute });
     } catch (err) {
       await storage.drop(); // leave no half-made schema behind
       throw err;
@@ -109,13 +120,24 @@ export async function startTestGateway(
       ownerUserId: g.bootstrap.ownerUserId,
       stop: async ({ keepData = false } = {}) => {
         await g.close();
+        audit?.end();
         if (!keepData) await storage.drop();
       },
       restart: async () => {
         await g.close();
+        audit?.end();
         return boot();
       },
     };
   };
   return boot();
 }
+
+/** A log destination writing to both streams. */
+const tee = (a: NodeJS.WritableStream, b: NodeJS.WritableStream) => ({
+  write(chunk: string) {
+    a.write(chunk);
+    b.write(chunk);
+    return true;
+  },
+});

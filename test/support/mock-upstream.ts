@@ -18,6 +18,9 @@
  * - `body` / `stream` for exact raw bodies and SSE events;
  * - `delayMs` before the headers, `eventDelayMs` between events, `dieAfterEvents` to destroy the
  *   socket mid-stream (the client sees a connection error, not a clean end);
+ * - faults: `resetBeforeHeaders` (TCP RST once the request is read, no response at all),
+ *   `endAfterEvents` (a clean end of the body after n events: a truncated stream),
+ *   `stallAfterEvents` (no more bytes after n events, connection kept open until the client leaves);
  * - `match` to reserve a step for requests on a path/model/format, `times` to repeat it.
  * `requests` records every request (method, path, headers, parsed body) for assertions, and
  * `wireView(request)` normalises any of the formats into one shape (system, turns, tools, auth).
@@ -99,6 +102,12 @@ export interface MockStep {
   eventDelayMs?: number;
   /** Destroy the socket after this many stream events (a stream dying mid-way). */
   dieAfterEvents?: number;
+  /** Reset the connection (RST) once the request is read: no status line ever comes. */
+  resetBeforeHeaders?: boolean;
+  /** End the response cleanly after this many stream events (the final event never comes). */
+  endAfterEvents?: number;
+  /** Send nothing more after this many stream events; hold the connection until the client goes. */
+  stallAfterEvents?: number;
 }
 
 export interface RecordedRequest {
@@ -847,6 +856,10 @@ export async function startMockUpstream(): Promise<MockUpstream> {
     if (step && --step.left <= 0) queue.splice(idx, 1);
 
     if (step?.delayMs && !(await wait(step.delayMs, res))) return;
+    if (step?.resetBeforeHeaders) {
+      req.socket.resetAndDestroy();
+      return;
+    }
 
     const status = step?.status ?? (format === 'unknown' ? 404 : 200);
     const headers: Record<string, string> = { ...commonHeaders(format), ...step?.headers };
@@ -885,6 +898,11 @@ export async function startMockUpstream(): Promise<MockUpstream> {
       for (let i = 0; i < events.length; i++) {
         if (step?.dieAfterEvents !== undefined && i >= step.dieAfterEvents) {
           res.destroy();
+          return;
+        }
+        if (step?.endAfterEvents !== undefined && i >= step.endAfterEvents) break;
+        if (step?.stallAfterEvents !== undefined && i >= step.stallAfterEvents) {
+          await new Promise<void>((resolve) => res.once('close', () => resolve()));
           return;
         }
         if (i > 0 && step?.eventDelayMs && !(await wait(step.eventDelayMs, res))) return;

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { ADMIN_TOKEN, type DbKind, postgresUrl } from './gateway.js';
+import { auditProcessOutput, registerMasterKey } from './secrets-audit.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -141,11 +142,15 @@ export interface Keys {
   masterKey: string;
 }
 
-export const newKeys = (): Keys => ({
-  apiKey: `sk-gh-v1-${randomBytes(32).toString('hex')}`,
-  managementKey: `sk-gh-v1-${randomBytes(32).toString('hex')}`,
-  masterKey: randomBytes(32).toString('hex'),
-});
+export const newKeys = (): Keys => {
+  const keys = {
+    apiKey: `sk-gh-v1-${randomBytes(32).toString('hex')}`,
+    managementKey: `sk-gh-v1-${randomBytes(32).toString('hex')}`,
+    masterKey: randomBytes(32).toString('hex'),
+  };
+  registerMasterKey(keys.masterKey);
+  return keys;
+};
 
 export interface GatehouseProcess {
   name: string;
@@ -208,6 +213,7 @@ export async function startProcess(
   });
   let out = '';
   const append = (chunk: Buffer) => {
+    auditProcessOutput(opts.name, chunk);
     out += chunk.toString('utf8');
     if (out.length > 65_536) out = out.slice(-65_536);
   };

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream, type ReadStream } from 'node:fs';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
-import type { ObjectStore } from '../types.js';
+import { MediaError, type ObjectStore } from '../types.js';
 
 const KEY = /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/;
 
@@ -41,6 +41,18 @@ export interface StoredFile {
   contentType: string;
 }
 
+/** A full disk (or quota) is the client's 507 `storage_full`, not an internal error. */
+function storeError(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT')
+    return new MediaError(
+      507,
+      'storage_full',
+      'The object store has no space left; the output was not stored',
+    );
+  return err;
+}
+
 export class FilesystemStore implements ObjectStore {
   readonly root: string;
 
@@ -69,16 +81,22 @@ export class FilesystemStore implements ObjectStore {
   async put(key: string, data: Buffer, _contentType: string): Promise<{ url: string; key: string }> {
     const path = this.pathFor(key);
     if (!path) throw new Error(`Invalid object key: ${JSON.stringify(key)}`);
-    await mkdir(dirname(path), { recursive: true });
     const tmp = join(dirname(path), `.${randomUUID()}.tmp`);
     try {
+      await mkdir(dirname(path), { recursive: true });
       await writeFile(tmp, data, { flag: 'wx' });
       await rename(tmp, path);
     } catch (err) {
+      // No partial file stays behind: the temp file is what a failed write leaves.
       await rm(tmp, { force: true }).catch(() => {});
-      throw err;
+      throw storeError(err);
     }
     return { url: this.urlFor(key), key };
+  }
+
+  async delete(key: string): Promise<void> {
+    const path = this.pathFor(key);
+    if (path) await rm(path, { force: true });
   }
 
   /** The stored file at `key`, opened for streaming; null when the key is invalid or absent. */

@@ -6,7 +6,13 @@
  * Credentials are never logged: they live only in the SDK client.
  */
 
-import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { MediaS3Config } from '../config.js';
 import type { ObjectStore } from '../types.js';
@@ -42,6 +48,11 @@ export class S3Store implements ObjectStore {
       }),
     );
     return { url: await this.urlFor(key), key };
+  }
+
+  async delete(key: string): Promise<void> {
+    if (!isValidKey(key)) return;
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: key }));
   }
 
   /** `<public url>/<key>`, or a GET URL presigned for `urlTtlS` seconds. */

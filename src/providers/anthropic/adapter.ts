@@ -4,7 +4,7 @@
  * `baseUrl` may be given with or without the trailing `/v1`. No embeddings.
  */
 import type { ChatChunk, ChatRequest, ChatResponse } from '../../formats/chat.js';
-import { ensureOk, joinUrl, postJson, readJson, sseEvents } from '../http.js';
+import { ensureEventStream, ensureOk, joinUrl, postJson, readJson, sseEvents } from '../http.js';
 import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
 import {
   ANTHROPIC_VERSION,
@@ -31,8 +31,12 @@ export class AnthropicProvider implements Provider {
 
   private async post(body: unknown, ctx: CallContext, stream: boolean) {
     const secrets = [ctx.apiKey];
-    const res = await postJson(this.url(), body, this.headers(ctx, stream), ctx.signal, { secrets });
-    return ensureOk(res, ctx.signal, secrets);
+    const res = await postJson(this.url(), body, this.headers(ctx, stream), ctx.signal, {
+      secrets,
+      ...(stream && ctx.idleTimeoutMs ? { bodyTimeoutMs: ctx.idleTimeoutMs } : {}),
+    });
+    const ok = await ensureOk(res, ctx.signal, secrets);
+    return stream ? ensureEventStream(ok, ctx.signal, secrets) : ok;
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {

@@ -12,7 +12,7 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
-import { ensureOk, joinUrl, postJson, readJson, sseEvents } from '../http.js';
+import { ensureEventStream, ensureOk, joinUrl, postJson, readJson, sseEvents } from '../http.js';
 import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
 import {
   fromGeminiEmbeddings,
@@ -36,8 +36,12 @@ export class GoogleProvider implements Provider {
     const headers: Record<string, string> = { ...this.config.headers };
     if (ctx.apiKey) headers['x-goog-api-key'] = ctx.apiKey;
     if (stream) headers.accept = 'text/event-stream';
-    const res = await postJson(url, body, headers, ctx.signal, { secrets });
-    return ensureOk(res, ctx.signal, secrets);
+    const res = await postJson(url, body, headers, ctx.signal, {
+      secrets,
+      ...(stream && ctx.idleTimeoutMs ? { bodyTimeoutMs: ctx.idleTimeoutMs } : {}),
+    });
+    const ok = await ensureOk(res, ctx.signal, secrets);
+    return stream ? ensureEventStream(ok, ctx.signal, secrets) : ok;
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {

@@ -7,7 +7,8 @@
  * Streams tolerate servers that omit usage (no usage chunk: the router estimates), that end with
  * `data: [DONE]` or simply close the response, and that report an error inside the stream as
  * `data: {"error": {...}}` (→ the iterator throws UpstreamError). A connection that drops before
- * the response ended → UpstreamError(0).
+ * the response ended → UpstreamError(0); a body that closes before any finish reason (and without
+ * `[DONE]`) was cut short → UpstreamError(502).
  */
 import type {
   ChatChunk,
@@ -16,7 +17,16 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
-import { ensureOk, joinUrl, postJson, readJson, redact, sseEvents, upstreamMessage } from '../http.js';
+import {
+  ensureEventStream,
+  ensureOk,
+  joinUrl,
+  postJson,
+  readJson,
+  redact,
+  sseEvents,
+  upstreamMessage,
+} from '../http.js';
 import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
 import {
   fromOpenAiChunk,
@@ -43,8 +53,12 @@ export class OpenAiWireProvider implements Provider {
     const secrets = [ctx.apiKey];
     const headers = this.headers(ctx);
     if (stream) headers.accept = 'text/event-stream';
-    const res = await postJson(joinUrl(this.config.baseUrl, path), body, headers, ctx.signal, { secrets });
-    return ensureOk(res, ctx.signal, secrets);
+    const res = await postJson(joinUrl(this.config.baseUrl, path), body, headers, ctx.signal, {
+      secrets,
+      ...(stream && ctx.idleTimeoutMs ? { bodyTimeoutMs: ctx.idleTimeoutMs } : {}),
+    });
+    const ok = await ensureOk(res, ctx.signal, secrets);
+    return stream ? ensureEventStream(ok, ctx.signal, secrets) : ok;
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
@@ -59,6 +73,7 @@ export class OpenAiWireProvider implements Provider {
     const model = req.model;
     const secrets = [ctx.apiKey];
     return (async function* () {
+      let finished = false;
       for await (const ev of sseEvents(res, ctx.signal, secrets)) {
         const data = ev.data.trim();
         if (data === '[DONE]') return;
@@ -70,8 +85,13 @@ export class OpenAiWireProvider implements Provider {
           throw new UpstreamError(502, 'upstream sent an invalid stream event', { retryable: true });
         }
         throwIfErrorPayload(parsed, ctx.apiKey, ev.event === 'error');
-        yield fromOpenAiChunk(parsed, model);
+        const chunk = fromOpenAiChunk(parsed, model);
+        if (chunk.choices.some((c) => c.finish_reason)) finished = true;
+        yield chunk;
       }
+      // Servers may close without [DONE], but not before a finish reason: that body was cut short.
+      if (!finished)
+        throw new UpstreamError(502, 'upstream stream ended before its finish reason', { retryable: true });
     })();
   }
 

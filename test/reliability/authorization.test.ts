@@ -1,0 +1,914 @@
+/**
+ * The authorization matrix (issue 8): every route of the gateway and of the media service (in its
+ * `keys` auth mode), enumerated from the apps themselves through an `onRoute` hook, called with
+ * every kind of credential — none, malformed, unknown, disabled, expired, another organization's,
+ * another workspace's, the wrong kind of key, the operator token where a key belongs and keys where
+ * the operator token belongs — and each answer compared with the one the table states.
+ *
+ * Expected answers (seeds first, src/server/auth.ts where they are silent): no, malformed, unknown,
+ * disabled or expired credentials → 401; an API key on a management route → 403 (management seed,
+ * "a non-management key on /credits yields 403"); a management key on inference and batches → 403,
+ * on interns and vault → 401 (interns seed: "provisioning keys yield 401"), on media → 403; admin
+ * routes without the right operator token → 401; another tenant's key on an object it does not own
+ * → 404, never 403 (existence is not revealed; as test/isolation.test.ts asserts).
+ *
+ * Management keys act for their whole organization (the workspace is chosen per request), so
+ * "another workspace" is an API-key notion: interns, vaults and batches belong to the key's workspace.
+ */
+
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RouteOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadMediaConfig } from '../../src/media/config.js';
+import { type MediaHandle, startMedia } from '../../src/media/server.js';
+import type { GeneratedOutput, MediaGenerator } from '../../src/media/types.js';
+import { ADMIN_TOKEN, databases, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { adminClient, client, makeOrganization } from '../support/http.js';
+import { writeFigures } from './figures.js';
+
+// ---------------------------------------------------------------------------------------------
+// Credentials
+
+/** Every credential the matrix tries; the owner's keys are `api` and `mgmt` (organization A, workspace A1). */
+const CREDS = [
+  'none', // no Authorization header
+  'malformed', // Bearer <not a Gatehouse key>
+  'basic', // the owner's valid API key, but in a Basic header
+  'unknown', // well-formed, never issued
+  'wrong_admin', // the operator token with its last character changed (same length)
+  'disabled_api', // PATCH /keys/{hash} {disabled: true}
+  'expired_api', // created with expires_at 2 s ahead, used after it passed
+  'disabled_mgmt', // management key disabled in the database (no API disables management keys)
+  'expired_mgmt', // management key whose expires_at was set in the past in the database
+  'admin', // the operator token (GATEHOUSE_ADMIN_TOKEN)
+  'api', // the owner's API key (A1)
+  'mgmt', // the owner's management key (A)
+  'ws_api', // an API key of workspace A2 of the same organization, same member
+  'org_api', // organization B's API key
+  'org_mgmt', // organization B's management key
+] as const;
+type Cred = (typeof CREDS)[number];
+/** Credentials that never name a usable caller. */
+const INVALID: Cred[] = [
+  'none',
+  'malformed',
+  'basic',
+  'unknown',
+  'wrong_admin',
+  'disabled_api',
+  'expired_api',
+  'disabled_mgmt',
+  'expired_mgmt',
+];
+/** Credentials of another tenant: their answers must not carry the owner's private objects. */
+const FOREIGN: Cred[] = ['ws_api', 'org_api', 'org_mgmt'];
+
+// ---------------------------------------------------------------------------------------------
+// The table
+
+type Mode = 'none' | 'key' | 'api' | 'management' | 'admin' | 'runtime';
+/** An expected answer: a status, and for errors the envelope's code when it is not the status. */
+type Answer = number | { status: number; code: string | number };
+
+interface Fx {
+  otherOrg: string;
+  ownerUser: string;
+  guardrail: string;
+  key: string;
+  byok: string;
+  workspace: string; // W: no keys, a monthly budget
+  batch: string;
+  intern: string;
+  generation: string;
+  spare: { guardrail: string; key: string; byok: string; workspace: string; intern: string };
+}
+
+interface Row {
+  auth: Mode;
+  /** The concrete path (default: the route's own, for routes without parameters). */
+  path?: (fx: Fx, as: Cred) => string;
+  body?: (fx: Fx, as: Cred) => unknown;
+  /** The owner's answer (for public routes, everyone's). */
+  ok: Answer;
+  /** The owner's call of a destructive route targets a spare object, so the others stay to be checked. */
+  ownerPath?: (fx: Fx) => string;
+  /** Another organization's key of the right kind (default: 404 on a route naming an object, else `ok`). */
+  org?: Answer;
+  /** Workspace A2's API key (default: as `org`). */
+  ws?: Answer;
+  /** A management key on an API-key route (inference, batches: 403; interns, vault: 401). */
+  mgmtOnApi?: Answer;
+}
+
+const chat = { model: 'gatehouse/echo', messages: [{ role: 'user', content: 'hi' }] };
+const INTERN_404 = { status: 404, code: 'not_found' };
+/** Short per-credential names for objects the foreign keys create in their own scope. */
+const tag = (as: Cred) => as.replace(/_/g, '');
+const SECRET = 'a1_secret';
+
+const ROUTES: Record<string, Row> = {
+  // Public: the same answer with or without (any) credential.
+  'GET /health': { auth: 'none', ok: 200 },
+  'GET /ready': { auth: 'none', ok: 200 },
+  'GET /metrics': { auth: 'none', ok: 200 },
+  'GET /docs': { auth: 'none', ok: 301 }, // → /docs/
+  'GET /docs/': { auth: 'none', ok: 200 },
+  'GET /docs/js/scalar.js': { auth: 'none', ok: 200 },
+  'GET /api/v1/openapi.json': { auth: 'none', ok: 200 },
+  'GET /api/v1/models': { auth: 'none', ok: 200 },
+  'POST /api/v1/credits/crypto-charge': { auth: 'none', ok: 410 }, // removed: always 410 (seed)
+  // Interns' runtimes call back with their own runtime token; no key or operator token opens them.
+  'POST /internal/runtime/chat/completions': { auth: 'runtime', ok: 401, body: () => chat },
+  'POST /internal/runtime/egress': { auth: 'runtime', ok: 401, body: () => ({}) },
+
+  // Any key.
+  'GET /api/v1/key': { auth: 'key', ok: 200, org: 200 }, // the calling key itself
+  'GET /api/v1/generation': {
+    auth: 'key',
+    path: (fx) => `/generation?id=${fx.generation}`,
+    ok: 200,
+    org: 404,
+    ws: 200, // generations are the organization's (its management key reads them too)
+  },
+
+  // Management keys.
+  'POST /api/v1/guardrails': {
+    auth: 'management',
+    body: (_fx, as) => ({ name: `g-${tag(as)}`, allowed_models: ['a/b'] }),
+    ok: 201,
+  },
+  'GET /api/v1/guardrails': { auth: 'management', ok: 200 },
+  'GET /api/v1/guardrails/assignments/keys': { auth: 'management', ok: 200 },
+  'GET /api/v1/guardrails/assignments/members': { auth: 'management', ok: 200 },
+  'GET /api/v1/guardrails/:id': { auth: 'management', path: (fx) => `/guardrails/${fx.guardrail}`, ok: 200 },
+  'PATCH /api/v1/guardrails/:id': {
+    auth: 'management',
+    path: (fx) => `/guardrails/${fx.guardrail}`,
+    body: () => ({ name: 'renamed' }),
+    ok: 200,
+  },
+  'DELETE /api/v1/guardrails/:id': {
+    auth: 'management',
+    path: (fx) => `/guardrails/${fx.guardrail}`,
+    ownerPath: (fx) => `/guardrails/${fx.spare.guardrail}`,
+    ok: 200,
+  },
+  'GET /api/v1/guardrails/:id/assignments/keys': {
+    auth: 'management',
+    path: (fx) => `/guardrails/${fx.guardrail}/assignments/keys`,
+    ok: 200,
+  },
+  'GET /api/v1/guardrails/:id/assignments/members': {
+    auth: 'management',
+    path: (fx) => `/guardrails/${fx.guardrail}/assignments/members`,
+    ok: 200,
+  },
+  'POST /api/v1/guardrails/:id/assignments/keys': {
+    auth: 'management',
+    path: (fx) => `/guardrails/${fx.guardrail}/assignments/keys`,
+    body: (fx) => ({ key_hashes: [fx.key] }),
+    ok: 200,
+  },
+  'POST /api/v1/guardrails/:id/assignments/keys/remove': {
+    auth: 'management',
+    path: (fx) => `/guardrails/${fx.guardrail}/assignments/keys/remove`,
+    body: (fx) => ({ key_hashes: [fx.key] }),
+    ok: 200,
+  },
+  'POST /api/v1/guardrails/:id/assignments/members': {
+    auth: 'management',
+    path: (fx) => `/guardrails/${fx.guardrail}/assignments/members`,
+    body: (fx) => ({ member_user_ids: [fx.ownerUser] }),
+    ok: 200,
+  },
+  'POST /api/v1/guardrails/:id/assignments/members/remove': {
+    auth: 'management',
+    path: (fx) => `/guardrails/${fx.guardrail}/assignments/members/remove`,
+    body: (fx) => ({ member_user_ids: [fx.ownerUser] }),
+    ok: 200,
+  },
+  'GET /api/v1/keys': { auth: 'management', ok: 200 },
+  'POST /api/v1/keys': { auth: 'management', body: (_fx, as) => ({ name: `k-${tag(as)}` }), ok: 201 },
+  'GET /api/v1/keys/:hash': { auth: 'management', path: (fx) => `/keys/${fx.key}`, ok: 200 },
+  'PATCH /api/v1/keys/:hash': {
+    auth: 'management',
+    path: (fx) => `/keys/${fx.key}`,
+    body: () => ({ disabled: true }),
+    ok: 200,
+  },
+  'DELETE /api/v1/keys/:hash': {
+    auth: 'management',
+    path: (fx) => `/keys/${fx.key}`,
+    ownerPath: (fx) => `/keys/${fx.spare.key}`,
+    ok: 200,
+  },
+  'GET /api/v1/workspaces': { auth: 'management', ok: 200 },
+  'POST /api/v1/workspaces': {
+    auth: 'management',
+    body: (_fx, as) => ({ name: `W ${as}`, slug: `probe-${tag(as)}` }),
+    ok: 201,
+  },
+  'GET /api/v1/workspaces/:id': { auth: 'management', path: (fx) => `/workspaces/${fx.workspace}`, ok: 200 },
+  'PATCH /api/v1/workspaces/:id': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}`,
+    body: () => ({ name: 'renamed' }),
+    ok: 200,
+  },
+  'DELETE /api/v1/workspaces/:id': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}`,
+    ownerPath: (fx) => `/workspaces/${fx.spare.workspace}`,
+    ok: 200,
+  },
+  'GET /api/v1/workspaces/:id/members': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/members`,
+    ok: 200,
+  },
+  'POST /api/v1/workspaces/:id/members/add': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/members/add`,
+    body: (fx) => ({ user_ids: [fx.ownerUser] }),
+    ok: 200,
+  },
+  'POST /api/v1/workspaces/:id/members/remove': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/members/remove`,
+    body: (fx) => ({ user_ids: [fx.ownerUser] }),
+    ok: 200,
+  },
+  'GET /api/v1/workspaces/:workspace_ref/budgets': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/budgets`,
+    ok: 200,
+  },
+  'GET /api/v1/workspaces/:workspace_ref/budgets/:interval': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/budgets/monthly`,
+    ok: 200,
+  },
+  'PUT /api/v1/workspaces/:workspace_ref/budgets/:interval': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/budgets/monthly`,
+    body: () => ({ limit_usd: 1 }),
+    ok: 200,
+  },
+  'DELETE /api/v1/workspaces/:workspace_ref/budgets/:interval': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/budgets/monthly`,
+    ok: 200,
+  },
+  'GET /api/v1/organization/members': { auth: 'management', ok: 200 },
+  'GET /api/v1/byok': { auth: 'management', ok: 200 },
+  'POST /api/v1/byok': {
+    auth: 'management',
+    body: () => ({ provider: 'anthropic', key: 'sk-probe-provider-secret-0000' }),
+    ok: 201,
+  },
+  'GET /api/v1/byok/:id': { auth: 'management', path: (fx) => `/byok/${fx.byok}`, ok: 200 },
+  'PATCH /api/v1/byok/:id': {
+    auth: 'management',
+    path: (fx) => `/byok/${fx.byok}`,
+    body: () => ({ name: 'renamed' }),
+    ok: 200,
+  },
+  'DELETE /api/v1/byok/:id': {
+    auth: 'management',
+    path: (fx) => `/byok/${fx.byok}`,
+    ownerPath: (fx) => `/byok/${fx.spare.byok}`,
+    ok: 200,
+  },
+  'GET /api/v1/credits': { auth: 'management', ok: 200 },
+
+  // The operator API.
+  'POST /api/v1/admin/organizations': { auth: 'admin', body: () => ({ name: 'Probe' }), ok: 201 },
+  'GET /api/v1/admin/organizations': { auth: 'admin', ok: 200 },
+  'POST /api/v1/admin/users': {
+    auth: 'admin',
+    body: (fx, as) => ({
+      email: `probe-${tag(as)}-${randomBytes(4).toString('hex')}@example.com`,
+      organization_id: fx.otherOrg,
+      role: 'member',
+    }),
+    ok: 201,
+  },
+  'POST /api/v1/admin/keys': {
+    auth: 'admin',
+    body: (fx) => ({ name: 'probe', organization_id: fx.otherOrg }),
+    ok: 201,
+  },
+  'POST /api/v1/admin/credits': {
+    auth: 'admin',
+    body: (fx) => ({ organization_id: fx.otherOrg, amount_usd: 1 }),
+    ok: 201,
+  },
+
+  // API keys: inference (a management key is refused in the handler, so bodies are valid).
+  'POST /api/v1/chat/completions': { auth: 'api', body: () => chat, ok: 200, mgmtOnApi: 403 },
+  'POST /api/v1/messages': {
+    auth: 'api',
+    body: () => ({ ...chat, max_tokens: 16 }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/responses': {
+    auth: 'api',
+    body: () => ({ model: 'gatehouse/echo', input: 'hi' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/embeddings': {
+    auth: 'api',
+    body: () => ({ model: 'gatehouse/embed', input: 'hi' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+
+  // Batches: the key's workspace's.
+  'POST /api/v1/batches': {
+    auth: 'api',
+    body: () => ({
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      requests: [{ custom_id: 'a', body: chat }],
+    }),
+    ok: 202,
+    mgmtOnApi: 403,
+  },
+  'GET /api/v1/batches': { auth: 'api', ok: 200, mgmtOnApi: 403 },
+  'GET /api/v1/batches/:id': { auth: 'api', path: (fx) => `/batches/${fx.batch}`, ok: 200, mgmtOnApi: 403 },
+  'GET /api/v1/batches/:id/results': {
+    auth: 'api',
+    path: (fx) => `/batches/${fx.batch}/results`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/batches/:id/cancel': {
+    auth: 'api',
+    path: (fx) => `/batches/${fx.batch}/cancel`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+
+  // Interns: the key's workspace's (404 with a named code when hidden).
+  'POST /api/v1/interns': {
+    auth: 'api',
+    body: (_fx, as) => ({ name: `probe-${tag(as)}` }),
+    ok: 201,
+    mgmtOnApi: 401,
+  },
+  'GET /api/v1/interns': { auth: 'api', ok: 200, mgmtOnApi: 401 },
+  'GET /api/v1/interns/:internId': {
+    auth: 'api',
+    path: (fx) => `/interns/${fx.intern}`,
+    ok: 200,
+    org: INTERN_404,
+    mgmtOnApi: 401,
+  },
+  'PATCH /api/v1/interns/:internId': {
+    auth: 'api',
+    path: (fx) => `/interns/${fx.intern}`,
+    body: () => ({ description: 'changed' }),
+    ok: 200,
+    org: INTERN_404,
+    mgmtOnApi: 401,
+  },
+  'DELETE /api/v1/interns/:internId': {
+    auth: 'api',
+    path: (fx) => `/interns/${fx.intern}`,
+    ownerPath: (fx) => `/interns/${fx.spare.intern}`,
+    ok: 202,
+    org: INTERN_404,
+    mgmtOnApi: 401,
+  },
+  'POST /api/v1/interns/:internId/provision': {
+    auth: 'api',
+    path: (fx) => `/interns/${fx.intern}/provision`,
+    ok: 202,
+    org: INTERN_404,
+    mgmtOnApi: 401,
+  },
+  'POST /api/v1/interns/:internId/suspend': {
+    auth: 'api',
+    path: (fx) => `/interns/${fx.intern}/suspend`,
+    ok: 200,
+    org: INTERN_404,
+    mgmtOnApi: 401,
+  },
+  'POST /api/v1/interns/:internId/chat/completions': {
+    auth: 'api',
+    path: (fx) => `/interns/${fx.intern}/chat/completions`,
+    body: () => ({ stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    // The owner's intern is not running (it is never left provisioned): 409, past every check.
+    ok: { status: 409, code: 409 },
+    mgmtOnApi: 401,
+  },
+
+  // Vaults: `/vault/secrets` is the caller's own workspace's vault, so a foreign key writes its own
+  // (200) and cannot delete A1's secret of the same name (404).
+  'GET /api/v1/vault/secrets': { auth: 'api', ok: 200, mgmtOnApi: 401 },
+  'PUT /api/v1/vault/secrets/:name': {
+    auth: 'api',
+    path: (_fx, as) => `/vault/secrets/${as === 'api' ? SECRET : `probe_${tag(as)}`}`,
+    body: () => ({ value: 'v-probe', hosts: ['probe.example.com'] }),
+    ok: 200,
+    org: 200,
+    mgmtOnApi: 401,
+  },
+  'DELETE /api/v1/vault/secrets/:name': {
+    auth: 'api',
+    path: () => `/vault/secrets/${SECRET}`,
+    ok: 204,
+    mgmtOnApi: 401,
+  },
+  'GET /api/v1/vault/interns/:internId/secrets': {
+    auth: 'api',
+    path: (fx) => `/vault/interns/${fx.intern}/secrets`,
+    ok: 200,
+    mgmtOnApi: 401,
+  },
+  'POST /api/v1/vault/interns/:internId/secrets/copy': {
+    auth: 'api',
+    path: (fx) => `/vault/interns/${fx.intern}/secrets/copy`,
+    body: () => ({ names: [SECRET] }),
+    ok: 200,
+    mgmtOnApi: 401,
+  },
+  'PUT /api/v1/vault/interns/:internId/secrets/:name': {
+    auth: 'api',
+    path: (fx) => `/vault/interns/${fx.intern}/secrets/${SECRET}`,
+    body: () => ({ value: 'overwritten', hosts: ['evil.example.com'] }),
+    ok: 200,
+    mgmtOnApi: 401,
+  },
+  'DELETE /api/v1/vault/interns/:internId/secrets/:name': {
+    auth: 'api',
+    path: (fx) => `/vault/interns/${fx.intern}/secrets/${SECRET}`,
+    ok: 204,
+    mgmtOnApi: 401,
+  },
+};
+
+/** The answer the table states for `cred` on `row` (route `id`). */
+function expected(id: string, row: Row, cred: Cred): Answer {
+  const named = id.includes('/:');
+  const foreign = row.org ?? (named ? 404 : row.ok);
+  switch (row.auth) {
+    case 'none':
+      return row.ok;
+    case 'runtime':
+      return 401;
+    case 'admin':
+      return cred === 'admin' ? row.ok : 401;
+  }
+  if (INVALID.includes(cred) || cred === 'admin') return 401;
+  if (row.auth === 'key') {
+    if (cred === 'api' || cred === 'mgmt') return row.ok;
+    return cred === 'ws_api' ? (row.ws ?? foreign) : foreign;
+  }
+  if (row.auth === 'management') {
+    if (cred === 'mgmt') return row.ok;
+    return cred === 'org_mgmt' ? foreign : 403;
+  }
+  // api
+  if (cred === 'api') return row.ok;
+  if (cred === 'mgmt' || cred === 'org_mgmt') return row.mgmtOnApi ?? 403;
+  return cred === 'ws_api' ? (row.ws ?? foreign) : foreign;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Media (GATEHOUSE_MEDIA_AUTH=keys): POST /api/* needs an API key; the rest is public.
+
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+);
+const fixedGenerator: MediaGenerator = {
+  async generate(): Promise<GeneratedOutput[]> {
+    return [{ data: PNG, contentType: 'image/png', extension: 'png' }];
+  },
+};
+
+const MEDIA_PUBLIC: Record<string, Answer> = {
+  'GET /': 200,
+  'GET /health': 200,
+  'GET /api/status': 200,
+  'GET /api/routes': 200,
+  'GET /openapi.json': 200,
+  'GET /docs': 301, // → /docs/
+  'GET /docs/': 200,
+  'GET /docs/js/scalar.js': 200,
+  'GET /files/*': { status: 404, code: 'not_found' }, // public; no such file
+};
+
+/** A media answer for `cred` on a generation route. An empty body proves a valid key got past auth (400, no prompt). */
+function mediaExpected(route: string, cred: Cred): Answer {
+  if (MEDIA_PUBLIC[route] !== undefined) return MEDIA_PUBLIC[route];
+  if (cred === 'mgmt' || cred === 'org_mgmt') return { status: 403, code: 'forbidden' };
+  if (INVALID.includes(cred) || cred === 'admin') return { status: 401, code: 'unauthorized' };
+  // The catch-all answers unknown models, behind authentication.
+  return route === 'POST /api/:kind/:model'
+    ? { status: 404, code: 'not_found' }
+    : { status: 400, code: 'missing_parameter' };
+}
+const mediaPath = (route: string) =>
+  route.split(' ')[1]!.replace(':kind/:model', 't2i/no-such-model').replace('*', 'no-such-file.png');
+
+// ---------------------------------------------------------------------------------------------
+
+interface Answered {
+  status: number;
+  body: any;
+  text: string;
+}
+
+async function send(base: string, method: string, path: string, auth: string | null, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    redirect: 'manual',
+    headers: {
+      ...(auth ? { authorization: auth } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  return { status: res.status, body: parsed, text } satisfies Answered;
+}
+
+/** Runs `tasks` at most `n` at a time. */
+async function inChunks<T>(tasks: (() => Promise<T>)[], n = 24): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < tasks.length; i += n)
+    out.push(...(await Promise.all(tasks.slice(i, i + n).map((t) => t()))));
+  return out;
+}
+
+/** What is wrong with `got` against `want`, or null: status, then the error envelope of that service. */
+function mismatch(got: Answered, want: Answer, media: boolean): string | null {
+  const status = typeof want === 'number' ? want : want.status;
+  const code = typeof want === 'number' ? want : want.code;
+  if (got.status !== status) return `${got.status} (want ${status}) ${got.text.slice(0, 160)}`;
+  if (status < 400) return null;
+  const e = got.body?.error;
+  if (media) {
+    if (got.body?.success !== false || typeof got.body?.message !== 'string' || e?.code !== code)
+      return `media envelope ${got.text.slice(0, 160)}`;
+    return null;
+  }
+  if (!e || e.code !== code || typeof e.message !== 'string' || e.message === '')
+    return `envelope (want code ${code}) ${got.text.slice(0, 160)}`;
+  const extra = Object.keys(e).filter((k) => !['code', 'message', 'metadata'].includes(k));
+  if (extra.length) return `envelope has ${extra.join(', ')}`;
+  // Authentication refusals carry exactly code and message.
+  if ((status === 401 || status === 403) && Object.keys(e).length !== 2) return `auth envelope ${got.text}`;
+  return null;
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+// Figures over every database the matrix ran on, written once.
+const figures = {
+  routes: 0,
+  mediaRoutes: 0,
+  calls: 0,
+  asserted: 0,
+  unexpected: 0,
+  crossWrites: 0,
+  leaks: 0,
+  objects: 0,
+  foreignOnOwned: 0,
+  dbs: [] as string[],
+  ms: 0,
+};
+
+afterAll(() => {
+  if (figures.calls === 0) return;
+  writeFigures({
+    area: 'authorization',
+    title: `Every gateway and media route × ${CREDS.length} credentials, on ${figures.dbs.join(' and ')}`,
+    rows: [
+      ['gateway routes covered (all registered, HEAD aside)', figures.routes],
+      ['media routes covered (keys auth mode)', figures.mediaRoutes],
+      ['credentials per route', CREDS.length],
+      ['calls made (routes × credentials × databases, with owner controls)', figures.calls],
+      ['answers asserted (status and error envelope)', figures.asserted],
+      ['unexpected answers', figures.unexpected],
+      ['calls by other tenants on the owner’s objects (all 404)', figures.foreignOnOwned],
+      ['owner objects read back before and after', figures.objects],
+      ['cross-tenant writes that changed anything', figures.crossWrites],
+      ['foreign answers carrying the owner’s ids', figures.leaks],
+      ['run time with fixtures and the 2 s expiry wait (ms)', figures.ms],
+    ],
+    notes: [
+      'Routes are enumerated from the apps (onRoute), so a route added without a row fails the test.',
+      'Invalid credentials (none, malformed, Basic scheme, unknown, near-miss operator token, disabled and expired API and management keys) → 401 everywhere but public routes.',
+      'API key on a management route → 403; management key on inference and batches → 403, on interns and vault → 401, on media → 403; operator routes without the operator token → 401.',
+      'Another organization’s (or, for interns, vaults and batches, another workspace’s) key on an owner’s object → 404, and a snapshot of every targeted object read back by the owner is unchanged.',
+      'The expired API key expired in real time (created 2 s ahead); the disabled and expired management keys were written to the database (no API disables a management key, and expires_at must be in the future).',
+    ],
+  });
+});
+
+describe.each(databases)('authorization matrix (%s)', (db) => {
+  let gw: TestGateway;
+  let media: MediaHandle;
+  let mediaDir: string;
+  const routes = new Map<string, RouteOptions>();
+  const mediaRoutes = new Map<string, RouteOptions>();
+  const record = (into: Map<string, RouteOptions>) => (r: RouteOptions) => {
+    for (const m of [r.method].flat()) if (m !== 'HEAD') into.set(`${m} ${r.url}`, r);
+  };
+
+  beforeAll(async () => {
+    gw = await startTestGateway(db, {
+      // No worker: the owner's batch stays `validating`, so a cancel by anyone else would show.
+      // Slow provisioning: the owner's provision control never starts a runtime before its suspend.
+      env: { GATEHOUSE_WORKER: 'off', GATEHOUSE_INTERNS_STEP_DELAY_MS: '20000' },
+      onRoute: record(routes),
+    });
+    mediaDir = await mkdtemp(join(tmpdir(), 'authz-media-'));
+    media = await startMedia(
+      loadMediaConfig({ MEDIA_PORT: '0', MEDIA_HOST: '127.0.0.1', GATEHOUSE_MEDIA_STORE_DIR: mediaDir }),
+      { log: false, generator: fixedGenerator, keys: gw.services.keys, onRoute: record(mediaRoutes) },
+    );
+  });
+  afterAll(async () => {
+    await media?.close();
+    await gw?.stop();
+    if (mediaDir) await rm(mediaDir, { recursive: true, force: true });
+  });
+
+  it('has a row for every route, and each row declares the route’s own auth mode', () => {
+    const declared = (r: RouteOptions) =>
+      r.url.startsWith('/internal/runtime/')
+        ? 'runtime'
+        : ((r.config as { auth?: Mode } | undefined)?.auth ?? 'none');
+    expect(
+      [...routes.keys()].filter((id) => !ROUTES[id]),
+      'routes without a row',
+    ).toEqual([]);
+    expect(
+      Object.keys(ROUTES).filter((id) => !routes.has(id)),
+      'rows without a route',
+    ).toEqual([]);
+    for (const [id, r] of routes) expect(declared(r), id).toBe(ROUTES[id]!.auth);
+    const generation = [...mediaRoutes.keys()].filter((id) => MEDIA_PUBLIC[id] === undefined);
+    expect(
+      generation.every((id) => id.startsWith('POST /api/')),
+      generation.join(),
+    ).toBe(true);
+    expect(generation).toContain('POST /api/:kind/:model');
+    expect(
+      Object.keys(MEDIA_PUBLIC).filter((id) => !mediaRoutes.has(id)),
+      'media rows without a route',
+    ).toEqual([]);
+  });
+
+  it('answers every credential on every route as the table says, and no other tenant changes a thing', async () => {
+    const t0 = Date.now();
+    const admin = adminClient(gw.url);
+    const mgmt = client(gw.url, gw.managementKey);
+    const api = client(gw.url, gw.apiKey);
+    const created = <T = any>(res: { status: number; body: T; text: string }, status = 201): T => {
+      expect(res.status, res.text).toBe(status);
+      return res.body;
+    };
+
+    // Credentials. The expiring key first: its 2 s run while the rest is built.
+    const expiring = created(
+      await mgmt('POST', '/keys', {
+        name: 'expiring',
+        expires_at: new Date(Date.now() + 2000).toISOString(),
+      }),
+    );
+    expect((await client(gw.url, expiring.key)('GET', '/key')).status).toBe(200);
+    const disabled = created(await mgmt('POST', '/keys', { name: 'disabled' }));
+    expect((await client(gw.url, disabled.key)('GET', '/key')).status).toBe(200);
+    created(await mgmt('PATCH', `/keys/${disabled.data.hash}`, { disabled: true }), 200);
+    const mgmtKey = async (name: string, change: { disabled: number } | { expires_at: string }) => {
+      const k = created(
+        await admin('POST', '/admin/keys', { name, user_id: gw.ownerUserId, management: true }),
+      );
+      expect((await client(gw.url, k.key)('GET', '/credits')).status).toBe(200);
+      await gw.services.db.updateTable('api_keys').set(change).where('hash', '=', sha256(k.key)).execute();
+      gw.services.keys.invalidate(sha256(k.key));
+      return k.key as string;
+    };
+    const disabledMgmt = await mgmtKey('disabled-mgmt', { disabled: 1 });
+    const expiredMgmt = await mgmtKey('expired-mgmt', { expires_at: '2000-01-01T00:00:00.000Z' });
+    const a2 = created(await mgmt('POST', '/workspaces', { name: 'A2', slug: 'a2' })).data;
+    const wsKey = created(
+      await mgmt('POST', '/keys', { name: 'a2-api', workspace_id: a2.id, creator_user_id: gw.ownerUserId }),
+    );
+    const other = await makeOrganization(gw.url, `Org B ${db}`, { internsProgramme: true });
+    for (const org of [gw.organizationId, other.organizationId])
+      created(await admin('POST', '/admin/credits', { organization_id: org, amount_usd: 10 }));
+
+    // The owner's objects (organization A, workspace A1), and spares for the owner's own deletes.
+    // Assigned to the owner (as a member) below, so it must let the owner's own inference through.
+    const models = ['gatehouse/echo', 'gatehouse/embed'];
+    const guardrail = created(await mgmt('POST', '/guardrails', { name: 'g', allowed_models: models })).data;
+    const key = created(await mgmt('POST', '/keys', { name: 'k' })).data;
+    created(
+      await mgmt('POST', `/guardrails/${guardrail.id}/assignments/keys`, { key_hashes: [key.hash] }),
+      200,
+    );
+    created(
+      await mgmt('POST', `/guardrails/${guardrail.id}/assignments/members`, {
+        member_user_ids: [gw.ownerUserId],
+      }),
+      200,
+    );
+    const byok = created(
+      await mgmt('POST', '/byok', { provider: 'openai', key: 'sk-private-provider-secret' }),
+    ).data;
+    const workspace = created(await mgmt('POST', '/workspaces', { name: 'Private', slug: 'private' })).data;
+    created(await mgmt('PUT', `/workspaces/${workspace.id}/budgets/monthly`, { limit_usd: 5 }), 200);
+    const batch = created(
+      await api('POST', '/batches', ROUTES['POST /api/v1/batches']!.body!({} as Fx, 'api')),
+      202,
+    );
+    const intern = created(await api('POST', '/interns', { name: 'private-intern' }));
+    const spareIntern = created(await api('POST', '/interns', { name: 'spare-intern' }));
+    const host = `a1-${randomBytes(4).toString('hex')}.example.com`; // unique: a marker of leaks
+    const secret = { value: 'sk-private-intern-secret', hosts: [host] };
+    created(await api('PUT', `/vault/interns/${intern.id}/secrets/${SECRET}`, secret), 200);
+    created(await api('PUT', `/vault/secrets/${SECRET}`, secret), 200);
+    const generation = created(await api('POST', '/chat/completions', chat), 200);
+    await gw.services.accountant.flush();
+    const fx: Fx = {
+      otherOrg: other.organizationId,
+      ownerUser: gw.ownerUserId,
+      guardrail: guardrail.id,
+      key: key.hash,
+      byok: byok.id,
+      workspace: workspace.id,
+      batch: batch.id,
+      intern: intern.id,
+      generation: generation.id,
+      spare: {
+        guardrail: created(await mgmt('POST', '/guardrails', { name: 'spare' })).data.id,
+        key: created(await mgmt('POST', '/keys', { name: 'spare' })).data.hash,
+        byok: created(await mgmt('POST', '/byok', { provider: 'openai', key: 'sk-spare-provider-secret' }))
+          .data.id,
+        workspace: created(await mgmt('POST', '/workspaces', { name: 'Spare', slug: 'spare' })).data.id,
+        intern: spareIntern.id,
+      },
+    };
+    const markers = [guardrail.id, key.hash, byok.id, workspace.id, batch.id, intern.id, host, secret.value];
+
+    // What the owner reads of every object others target, before and after.
+    const snapshotPaths: [typeof api, string][] = [
+      [mgmt, `/guardrails/${guardrail.id}`],
+      [mgmt, `/guardrails/${guardrail.id}/assignments/keys`],
+      [mgmt, `/guardrails/${guardrail.id}/assignments/members`],
+      [mgmt, `/keys/${key.hash}`],
+      [mgmt, `/byok/${byok.id}`],
+      [mgmt, `/workspaces/${workspace.id}`],
+      [mgmt, `/workspaces/${workspace.id}/members`],
+      [mgmt, `/workspaces/${workspace.id}/budgets`],
+      [api, `/batches/${batch.id}`],
+      [api, `/interns/${intern.id}`],
+      [api, `/vault/interns/${intern.id}/secrets`],
+      [api, '/vault/secrets'],
+    ];
+    const snapshot = () =>
+      Promise.all(
+        snapshotPaths.map(async ([as, path]) => {
+          const res = await as('GET', path);
+          expect(res.status, `${path} ${res.text}`).toBe(200);
+          return res.body;
+        }),
+      );
+    const before = await snapshot();
+
+    // The expiring key must have expired by now.
+    const wait = Date.parse(expiring.data.expires_at) - Date.now();
+    if (wait > -50) await new Promise((r) => setTimeout(r, wait + 50));
+
+    const headers: Record<Cred, string | null> = {
+      none: null,
+      malformed: 'Bearer not-a-gatehouse-key',
+      basic: `Basic ${gw.apiKey}`,
+      unknown: `Bearer sk-gh-v1-${randomBytes(32).toString('hex')}`,
+      wrong_admin: `Bearer ${ADMIN_TOKEN.slice(0, -1)}${ADMIN_TOKEN.endsWith('x') ? 'y' : 'x'}`,
+      disabled_api: `Bearer ${disabled.key}`,
+      expired_api: `Bearer ${expiring.key}`,
+      disabled_mgmt: `Bearer ${disabledMgmt}`,
+      expired_mgmt: `Bearer ${expiredMgmt}`,
+      admin: `Bearer ${ADMIN_TOKEN}`,
+      api: `Bearer ${gw.apiKey}`,
+      mgmt: `Bearer ${gw.managementKey}`,
+      ws_api: `Bearer ${wsKey.key}`,
+      org_api: `Bearer ${other.apiKey}`,
+      org_mgmt: `Bearer ${other.managementKey}`,
+    };
+
+    interface Call {
+      label: string;
+      base: string;
+      method: string;
+      path: string;
+      cred: Cred;
+      body?: unknown;
+      want: Answer;
+      media: boolean;
+    }
+    const calls: Call[] = [];
+    const owner: Call[] = [];
+    for (const [id, row] of Object.entries(ROUTES)) {
+      const [method, pattern] = id.split(' ') as [string, string];
+      for (const cred of CREDS) {
+        const want = expected(id, row, cred);
+        const ownerCall =
+          (cred === 'mgmt' && row.auth === 'management') ||
+          (cred === 'api' && row.auth === 'api') ||
+          (cred === 'admin' && row.auth === 'admin');
+        const path =
+          ownerCall && row.ownerPath
+            ? row.ownerPath(fx)
+            : (row.path?.(fx, cred) ?? pattern.replace('/api/v1', ''));
+        const call: Call = {
+          label: `${id} as ${cred}`,
+          base: pattern.startsWith('/api/v1') ? `${gw.url}/api/v1` : gw.url,
+          method,
+          path,
+          cred,
+          body: row.body?.(fx, cred),
+          want,
+          media: false,
+        };
+        // The owner's writes run after the snapshot comparison; its reads run with the rest.
+        (ownerCall && method !== 'GET' ? owner : calls).push(call);
+      }
+    }
+    for (const id of mediaRoutes.keys()) {
+      const [method] = id.split(' ') as [string, string];
+      for (const cred of CREDS)
+        calls.push({
+          label: `media ${id} as ${cred}`,
+          base: media.url,
+          method,
+          path: mediaPath(id),
+          cred,
+          body: method === 'POST' ? {} : undefined,
+          want: mediaExpected(id, cred),
+          media: true,
+        });
+    }
+
+    const problems: string[] = [];
+    const run = async (c: Call) => {
+      const got = await send(c.base, c.method, c.path, headers[c.cred], c.body);
+      const wrong = mismatch(got, c.want, c.media);
+      if (wrong) problems.push(`${c.label}: ${wrong}`);
+      if (FOREIGN.includes(c.cred)) {
+        // An id the caller sent may come back in its own error message; any other is a leak.
+        const sent = c.path + JSON.stringify(c.body ?? null);
+        const leaked = markers.filter((m) => got.text.includes(m) && !sent.includes(m));
+        if (leaked.length) {
+          figures.leaks++;
+          problems.push(`${c.label}: answer carries the owner's ${leaked.join(', ')}`);
+        }
+      }
+    };
+    await inChunks(calls.map((c) => () => run(c)));
+
+    // Nothing another tenant (or an invalid credential) did changed the owner's objects.
+    const after = await snapshot();
+    const changed = snapshotPaths.filter((_, i) => JSON.stringify(before[i]) !== JSON.stringify(after[i]));
+
+    // Owner controls: each write route does succeed for its owner (reads ran above). Deletes last,
+    // on spares; the rest in registration order (assign before remove, provision before suspend).
+    const deletes = owner.filter((c) => c.method === 'DELETE');
+    for (const c of [...owner.filter((c) => c.method !== 'DELETE'), ...deletes]) await run(c);
+
+    figures.dbs.push(db);
+    figures.routes = routes.size;
+    figures.mediaRoutes = mediaRoutes.size;
+    figures.calls += calls.length + owner.length;
+    figures.asserted += calls.length + owner.length;
+    figures.unexpected += problems.length;
+    figures.crossWrites += changed.length;
+    figures.objects = snapshotPaths.length;
+    figures.foreignOnOwned += calls.filter(
+      (c) =>
+        !c.media && FOREIGN.includes(c.cred) && (typeof c.want === 'number' ? c.want : c.want.status) === 404,
+    ).length;
+    figures.ms += Date.now() - t0;
+    expect(problems, 'unexpected answers').toEqual([]);
+    expect(
+      changed.map(([, p]) => p),
+      'objects changed by other tenants',
+    ).toEqual([]);
+  }, 60_000);
+});
