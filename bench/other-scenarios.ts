@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { request } from 'undici';
 import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
-import { log, post } from './processes.js';
+import { log, measuring, type ProcessUse, poolUse, post, useCells } from './processes.js';
 
 export const SCENARIO_NAMES = ['chat', 'messages', 'policy', 'mgmt-read'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
@@ -35,6 +35,8 @@ export interface LoadTarget {
   body: string;
   /** The direct-to-mock reference of the same request (for "added"); not itself a row. */
   reference?: boolean;
+  /** The process serving it (its CPU and peak RSS are reported). */
+  pid?: number;
 }
 
 export interface OtherCell {
@@ -48,6 +50,10 @@ export interface OtherCell {
   total: Summary;
   /** The percentiles minus the direct call's at the same concurrency (µs); null when not applicable. */
   added: { p50: number; p90: number; p99: number } | null;
+  /** The serving process: cores busy (mean over rounds), CPU per request, peak RSS (max). */
+  cpuCores: number | null;
+  cpuUsPerRequest: number | null;
+  peakRssMB: number | null;
   rounds: { rps: number; p50: number; p99: number; errors: number }[];
 }
 
@@ -158,7 +164,12 @@ export async function freshPostgresDatabase(
   };
 }
 
-function pool(t: LoadTarget, concurrency: number, runs: LoadResult[]): OtherCell {
+function pool(
+  t: LoadTarget,
+  concurrency: number,
+  runs: LoadResult[],
+  uses: (ProcessUse | null)[],
+): OtherCell {
   const n = runs.reduce((k, r) => k + r.samples.total.length, 0);
   const all = new Float64Array(n);
   let at = 0;
@@ -168,6 +179,7 @@ function pool(t: LoadTarget, concurrency: number, runs: LoadResult[]): OtherCell
   }
   const requests = runs.reduce((k, r) => k + r.requests, 0);
   const ms = runs.reduce((k, r) => k + r.durationMs, 0);
+  const rps = Math.round((requests / ms) * 1000);
   return {
     scenario: t.scenario,
     target: t.target,
@@ -175,9 +187,10 @@ function pool(t: LoadTarget, concurrency: number, runs: LoadResult[]): OtherCell
     requests,
     errors: runs.reduce((k, r) => k + r.errors, 0),
     firstError: runs.find((r) => r.firstError)?.firstError ?? null,
-    rps: Math.round((requests / ms) * 1000),
+    rps,
     total: summarize(all),
     added: null,
+    ...poolUse(uses, rps),
     rounds: runs.map((r) => ({ rps: r.rps, p50: r.total.p50, p99: r.total.p99, errors: r.errors })),
   };
 }
@@ -192,17 +205,19 @@ export async function measureGroup(
   o: { rounds: number; durationMs: number; warmupMs: number; prewarmMs: number },
 ): Promise<OtherCell[]> {
   const load = (t: LoadTarget, concurrency: number, warmupMs: number, durationMs: number) =>
-    runLoad({
-      origin: t.origin,
-      path: t.path,
-      method: t.method,
-      headers: t.headers,
-      body: t.body,
-      concurrency,
-      warmupMs,
-      durationMs,
-      stream: false,
-    });
+    measuring(t.pid, () =>
+      runLoad({
+        origin: t.origin,
+        path: t.path,
+        method: t.method,
+        headers: t.headers,
+        body: t.body,
+        concurrency,
+        warmupMs,
+        durationMs,
+        stream: false,
+      }),
+    );
   for (const t of targets.filter((x) => !x.reference)) {
     await load(t, Math.max(...concurrencies), 0, o.prewarmMs / 2);
     log(`warmed up ${t.scenario} ${t.target}`);
@@ -210,16 +225,18 @@ export async function measureGroup(
   const cells: OtherCell[] = [];
   for (const c of concurrencies) {
     const runs = new Map<LoadTarget, LoadResult[]>();
+    const uses = new Map<LoadTarget, (ProcessUse | null)[]>();
     for (let round = 0; round < o.rounds; round++) {
       for (const t of targets) {
-        const r = await load(t, c, o.warmupMs, o.durationMs);
+        const [r, use] = await load(t, c, o.warmupMs, o.durationMs);
+        uses.set(t, [...(uses.get(t) ?? []), use]);
         log(
           `${t.scenario} c=${c} round ${round + 1} ${t.target}: p50 ${r.total.p50} µs p99 ${r.total.p99} µs ${r.rps} req/s${r.errors ? ` ${r.errors} errors (${r.firstError})` : ''}`,
         );
         runs.set(t, [...(runs.get(t) ?? []), r]);
       }
     }
-    const pooled = [...runs].map(([t, rs]) => ({ t, cell: pool(t, c, rs) }));
+    const pooled = [...runs].map(([t, rs]) => ({ t, cell: pool(t, c, rs, uses.get(t) ?? []) }));
     const ref = pooled.find((p) => p.t.reference)?.cell;
     for (const { t, cell } of pooled) {
       if (ref && !t.reference)
@@ -245,13 +262,13 @@ export function otherScenariosTable(cells: OtherCell[]): string[] {
     '',
     'Gatehouse only, non-streaming, latency in µs (request to end of body). `direct` is the plain non-streaming OpenAI call to the mock at the same concurrency, measured interleaved with the rows below it; "added" = the row\'s percentile minus direct\'s. `messages`: `POST /api/v1/messages` (Anthropic format) served by the OpenAI-compatible mock (translation both ways). `policy`: chat completions with a key whose guardrail has allowed_models and a content filter (builtin email + a custom pattern, redact) on a prompt containing both. `mgmt-read`: `GET /api/v1/guardrails/{id}` with the management key.',
     '',
-    '| scenario | conc. | target | p50 µs | p90 µs | p99 µs | p50 added µs | p90 added µs | p99 added µs | req/s | errors |',
-    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| scenario | conc. | target | p50 µs | p90 µs | p99 µs | p50 added µs | p90 added µs | p99 added µs | req/s | CPU cores | CPU µs/req | peak RSS MB | errors |',
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const x of cells) {
     const a = (k: 'p50' | 'p90' | 'p99') => (x.added ? fmt(x.added[k]) : '');
     lines.push(
-      `| ${x.scenario} | ${x.concurrency} | ${x.target} | ${fmt(x.total.p50)} | ${fmt(x.total.p90)} | ${fmt(x.total.p99)} | ${a('p50')} | ${a('p90')} | ${a('p99')} | ${fmt(x.rps)} | ${x.errors} |`,
+      `| ${x.scenario} | ${x.concurrency} | ${x.target} | ${fmt(x.total.p50)} | ${fmt(x.total.p90)} | ${fmt(x.total.p99)} | ${a('p50')} | ${a('p90')} | ${a('p99')} | ${fmt(x.rps)} | ${useCells(x)} | ${x.errors} |`,
     );
   }
   lines.push('');

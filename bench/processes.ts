@@ -13,6 +13,7 @@ import { cpus, hostname, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
+import { mbOfKiB, procMem, resetPeak } from './memory.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
@@ -119,6 +120,15 @@ export async function post(origin: string, path: string, headers: Record<string,
 
 /** Starts one of the bench/*.ts servers as its own process; resolves once it printed its ready line. */
 export async function startScript(name: string, script: string, args: string[]): Promise<number> {
+  return (await startScriptProcess(name, script, args)).port;
+}
+
+/** startScript with the process id (for its CPU and memory). */
+export async function startScriptProcess(
+  name: string,
+  script: string,
+  args: string[],
+): Promise<{ port: number; pid: number }> {
   const port = await freePort();
   const { child } = startChild(
     name,
@@ -134,12 +144,51 @@ export async function startScript(name: string, script: string, args: string[]):
     });
     child.once('exit', (code) => fail(new Error(`${name} exited with ${code}`)));
   });
-  return port;
+  return { port, pid: child.pid ?? 0 };
 }
 
 export async function startMock() {
-  const port = await startScript('mock', 'mock-upstream.ts', []);
-  return { port, baseUrl: `http://127.0.0.1:${port}/v1` };
+  const { port, pid } = await startScriptProcess('mock', 'mock-upstream.ts', []);
+  return { port, pid, baseUrl: `http://127.0.0.1:${port}/v1` };
+}
+
+export interface ProcessUse {
+  /** Cores the process kept busy on average over the measurement. */
+  cores: number;
+  /** Its peak RSS during the measurement, kB (VmHWM after a reset; since start where refused). */
+  peakKiB: number;
+}
+
+/** The rounds' process use pooled: mean cores, CPU per request at the pooled rate, max peak RSS. */
+export function poolUse(uses: (ProcessUse | null)[], rps: number) {
+  const got = uses.filter((u): u is ProcessUse => u !== null);
+  if (!got.length) return { cpuCores: null, cpuUsPerRequest: null, peakRssMB: null };
+  const cores = got.reduce((n, u) => n + u.cores, 0) / got.length;
+  return {
+    cpuCores: Math.round(cores * 100) / 100,
+    cpuUsPerRequest: rps > 0 ? Math.round((cores * 1e6) / rps) : null,
+    peakRssMB: Math.round(mbOfKiB(Math.max(...got.map((u) => u.peakKiB)))),
+  };
+}
+
+/** The CPU and memory cells of a report row. */
+export const useCells = (x: {
+  cpuCores: number | null;
+  cpuUsPerRequest: number | null;
+  peakRssMB: number | null;
+}) => `${x.cpuCores ?? '–'} | ${x.cpuUsPerRequest ?? '–'} | ${x.peakRssMB ?? '–'}`;
+
+/** Runs `fn` while measuring one process's CPU and peak memory. */
+export async function measuring<T>(
+  pid: number | undefined,
+  fn: () => Promise<T>,
+): Promise<[T, ProcessUse | null]> {
+  if (!pid) return [await fn(), null];
+  resetPeak(pid);
+  const meter = cpuMeter({ target: pid });
+  const r = await fn();
+  const use = meter();
+  return [r, { cores: use.cores.target ?? 0, peakKiB: procMem(pid).hwmKiB }];
 }
 
 export const API_KEY = `sk-gh-v1-bench-${randomBytes(16).toString('hex')}`;
