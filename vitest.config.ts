@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     globalSetup: ['test/reliability/global-setup.ts'],
+    setupFiles: ['test/reliability/audit-setup.ts'],
   },
 });

@@ -1,11 +1,50 @@
 /**
- * Vitest global setup for the reliability suite: at the end of the run, composes the figures every
- * area wrote into reliability/results.md.
+ * Vitest global setup for the reliability suite. Before the run: a directory for the secrets audit
+ * (test/support/secrets-audit.ts), given to every worker. After it: the audit's scan — a secret in
+ * any recorded response or log line fails the run — and reliability/results.md composed from the
+ * figures every area wrote.
  */
-import { writeResults } from './figures.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { scanAudit } from '../support/secrets-audit.js';
+import { writeFigures, writeResults } from './figures.js';
 
-export default function setup() {
+export default function setup(project: TestProject) {
+  const auditDir = mkdtempSync(join(tmpdir(), 'gatehouse-audit-'));
+  project.provide('auditDir', auditDir);
   return function teardown() {
+    const report = scanAudit(auditDir);
+    const leaks = report.leaks.length;
+    // A run of a few files says little about the whole suite: figures only from a broad run.
+    if (report.responses > 1000) {
+      writeFigures({
+        area: 'secrets',
+        title:
+          'Every response body read and every log line written during the whole test suite, scanned for every secret the suite created',
+        rows: [
+          ['API keys created (recognised by shape anywhere)', report.secrets['api-key']],
+          ['BYOK keys sent', report.secrets['byok-key']],
+          ['vault values stored', report.secrets['vault-value']],
+          ['master keys configured (hex and base64)', report.secrets['master-key']],
+          ['response bodies scanned', report.responses],
+          ['response bytes scanned', report.responseBytes],
+          ['log lines scanned', report.logLines],
+          ['secrets found in a response or log line', leaks],
+        ],
+        notes: [
+          'The one answer allowed to carry an API key is the one that creates it (POST …/keys); it is not scanned.',
+          'Gateways started in-process log at info level into the audit; spawned processes log at their own level (worker: info, serve: warn).',
+        ],
+      });
+    }
     writeResults();
+    rmSync(auditDir, { recursive: true, force: true });
+    if (leaks > 0) {
+      process.exitCode = 1;
+      const list = report.leaks.slice(0, 20).map((l) => `  ${l.kind} ${l.hint} in ${l.where}`);
+      throw new Error(`Secrets audit: ${leaks} secret(s) found in responses or logs:\n${list.join('\n')}`);
+    }
   };
 }

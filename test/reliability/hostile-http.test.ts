@@ -20,7 +20,11 @@ import { FilesystemStore } from '../../src/media/storage/filesystem.js';
 import type { GeneratedOutput, MediaGenerator } from '../../src/media/types.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { adminClient, client } from '../support/http.js';
+import { stopHarvesting } from '../support/secrets-audit.js';
 import { writeHostileFigures } from './hostile-shared.js';
+
+// Generated strings sent as BYOK keys or vault values are reused in every other field: not secrets.
+stopHarvesting();
 
 const TIMEOUTS = { headers: 1500, request: 3000, keepAlive: 2000 };
 /** Node looks for expired connections every quarter of the shortest deadline (http-server.ts). */

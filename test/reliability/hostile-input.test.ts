@@ -34,6 +34,7 @@ import { type MediaHandle, startMedia } from '../../src/media/server.js';
 import type { GeneratedOutput, MediaGenerator } from '../../src/media/types.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { adminClient, client } from '../support/http.js';
+import { stopHarvesting } from '../support/secrets-audit.js';
 import {
   type Answer,
   answerProblem,
@@ -41,6 +42,9 @@ import {
   prototypeSnapshot,
   writeHostileFigures,
 } from './hostile-shared.js';
+
+// Generated strings sent as BYOK keys or vault values are reused in every other field: not secrets.
+stopHarvesting();
 
 // ---------------------------------------------------------------------------------------------
 // Budget: runs per route and kind of input (≈ 10,000 requests in all; about 25 s on 2 cores).

@@ -61,8 +61,18 @@ export function auditProcessOutput(name: string, chunk: Buffer | string): void {
   appendFileSync(join(dir() as string, `proc-${process.pid}.log`), chunk);
 }
 
+let harvesting = true;
+/**
+ * Stops taking request bodies as secrets in this worker: a fuzzer sends generated strings as BYOK
+ * keys and vault values and reuses them in every other field, so they are not secrets to look for.
+ */
+export function stopHarvesting(): void {
+  harvesting = false;
+}
+
 /** Secrets a request body carries, by the route it goes to. */
 function harvestRequest(path: string, body: string): void {
+  if (!harvesting) return;
   if (!/^\{/.test(body.trimStart())) return;
   let parsed: Record<string, unknown>;
   try {
@@ -105,8 +115,9 @@ export function installFetchRecorder(): void {
   globalThis.fetch = async (input: string | URL | Request, init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-    if (typeof init?.body === 'string') harvestRequest(new URL(url).pathname, init.body);
     const res = await original(input, init);
+    // Only a stored secret is one: a refused request's value was never kept.
+    if (typeof init?.body === 'string' && res.ok) harvestRequest(new URL(url).pathname, init.body);
     if (!res.body) {
       recordResponse(method, url, res.status, '', false);
       return res;
