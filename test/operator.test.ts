@@ -162,7 +162,7 @@ describe('CLI', () => {
     const list = JSON.parse((await cli('org', 'list')).stdout).data;
     expect(list.map((o: { name: string }) => o.name)).toEqual(['Default Organization', 'Umbrella']);
     await expect(cli('nonsense')).rejects.toMatchObject({ stderr: expect.stringMatching(/Unknown command/) });
-  });
+  }, 90_000); // eight CLI processes in a row, each compiling through tsx: ~3 s apiece on a busy 2-core box
 
   it('replaces a bootstrap key whose configured value changed, so exactly the configured keys exist', async () => {
     const withKey = (api: string) =>
@@ -187,5 +187,5 @@ describe('CLI', () => {
     expect(second).toContain(sha256Hex('sk-gh-v1-second-configured-api-key-00000'));
     expect(second).not.toContain(sha256Hex('sk-gh-v1-first-configured-api-key-000000'));
     expect(second.length).toBe(first.length);
-  });
+  }, 90_000);
 });
