@@ -58,7 +58,7 @@ export function auditLogStream(): WriteStream | null {
 /** Appends a child process's output to the audit (sync: the child may outlive the test). */
 export function auditProcessOutput(name: string, chunk: Buffer | string): void {
   if (!dir()) return;
-  appendFileSync(join(dir() as string, `proc-${process.pid}.log`), chunk);
+  appendFileSync(join(dir() as string, `proc-${process.pid}-${name.replace(/\W+/g, '_')}.log`), chunk);
 }
 
 let harvesting = true;

@@ -40,7 +40,7 @@ const STEADY_MS = 2_000;
  * answers (a server that hangs while starting: only the client's connect timeout ends the wait).
  * Either way every open connection is cut.
  */
-class PgProxy {
+export class PgProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   private holding = false;
