@@ -28,7 +28,14 @@ export async function prepareGateway(
     await migrateToLatest(handle);
     const services = buildServices(handle, config);
     const bootstrap = await ensureBootstrap(services);
+    // Usage a killed process answered for but had not written yet (its local journal).
+    const replayed = await services.accountant.replayJournal();
     const app = await buildApp(services, opts);
+    if (replayed > 0)
+      app.log.warn(
+        { replayed },
+        'usage journal: wrote the calls a stopped process had answered but not recorded',
+      );
     // Hear the other nodes from the first request (up to 2 s; then the TTL bounds until it connects).
     await services.cluster.ready();
     // The batch worker runs in the gateway unless GATEHOUSE_WORKER=off (then `gatehouse worker`).

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
@@ -32,6 +33,7 @@ import { GenerationsService } from './routing/generations.js';
 import { PolicyGuard } from './routing/guard.js';
 import { routingMetrics } from './routing/metrics.js';
 import { RateLimiter } from './routing/rate-limit.js';
+import { UsageJournal } from './routing/usage-journal.js';
 import { VaultService } from './vault/service.js';
 
 /** The composition root: every domain service, wired once per process. */
@@ -91,7 +93,9 @@ export function buildServices(
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:rl`,
   });
-  const accountant = new Accountant(db, null, undefined, handle.sqlite ?? null);
+  // Journaled on local disk until written: a killed process loses no answered call's usage.
+  const journal = new UsageJournal(join(config.dataDir, 'journal'));
+  const accountant = new Accountant(db, null, undefined, handle.sqlite ?? null, journal);
   usage.settleWith(() => accountant.flush());
   accountant.onRecord((g) => {
     if (g.cost_usd > 0) {

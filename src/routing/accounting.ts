@@ -3,6 +3,7 @@ import type SQLite from 'better-sqlite3';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/connection.js';
 import type { GenerationsTable, UsageEventsTable } from '../db/schema.js';
+import type { UsageJournal } from './usage-journal.js';
 
 export type GenerationRow = GenerationsTable;
 
@@ -99,7 +100,23 @@ export class Accountant {
     private readonly log: Pick<FastifyBaseLogger, 'error' | 'warn'> | null = null,
     private readonly opts: { intervalMs: number; maxBatch: number } = { intervalMs: 25, maxBatch: 500 },
     private readonly sqlite: SQLite.Database | null = null,
+    /** Rows are journaled on local disk until written, so a killed process loses none. */
+    private readonly journal: UsageJournal | null = null,
   ) {}
+
+  /**
+   * Writes the rows journaled by processes that died before writing them (at start-up, before
+   * traffic); rows already in the database are skipped. Returns how many were written.
+   */
+  async replayJournal(): Promise<number> {
+    let written = 0;
+    for (const { path, rows } of this.journal?.leftovers() ?? []) {
+      for (let i = 0; i < rows.length; i += this.opts.maxBatch)
+        written += await this.insertMissing(rows.slice(i, i + this.opts.maxBatch));
+      this.journal?.discard(path);
+    }
+    return written;
+  }
 
   /** Called synchronously for every recorded generation (spend counters, metrics). */
   onRecord(listener: Listener): void {
@@ -107,6 +124,7 @@ export class Accountant {
   }
 
   record(row: GenerationRow): void {
+    this.journal?.append(row);
     this.queue.push(row);
     this.announce(row);
     if (this.queue.length >= this.opts.maxBatch) this.flushInBackground();
@@ -150,9 +168,11 @@ export class Accountant {
     while (this.flushing) await this.flushing;
     if (this.queue.length === 0) return;
     const batch = this.queue.slice(0, this.opts.maxBatch);
+    this.journal?.rotate();
     this.flushing = this.write(batch)
       .then(() => {
         this.queue = this.queue.slice(batch.length);
+        this.journal?.written(batch);
       })
       .catch((err) => {
         this.log?.error({ err, queued: this.queue.length }, 'writing generations failed; will retry');
@@ -181,7 +201,12 @@ export class Accountant {
       await this.db.connection().execute(async () => insert(rows, usage));
       return;
     }
-    await this.db.transaction().execute(async (tx) => {
+    await this.insertMissing(rows, usage);
+  }
+
+  /** Inserts the rows not in the database yet, and the usage events of those only. */
+  private async insertMissing(rows: GenerationRow[], usage = usageEventsOf(rows)): Promise<number> {
+    return this.db.transaction().execute(async (tx) => {
       // A retry after a commit whose answer was lost (the connection died while it came back)
       // finds its generations already there: those are not inserted, nor billed, twice.
       const fresh = await tx
@@ -193,6 +218,7 @@ export class Accountant {
       const ids = new Set(fresh.map((r) => r.id));
       const billed = fresh.length === rows.length ? usage : usageEventsOf(rows.filter((r) => ids.has(r.id)));
       if (billed.length > 0) await tx.insertInto('usage_events').values(billed).execute();
+      return fresh.length;
     });
   }
 
@@ -212,6 +238,7 @@ export class Accountant {
         await new Promise((r) => setTimeout(r, 200 * attempt));
       }
     }
+    this.journal?.close();
   }
 }
 
