@@ -120,12 +120,10 @@ export async function startTestGateway(
       ownerUserId: g.bootstrap.ownerUserId,
       stop: async ({ keepData = false } = {}) => {
         await g.close();
-        audit?.end();
         if (!keepData) await storage.drop();
       },
       restart: async () => {
         await g.close();
-        audit?.end();
         return boot();
       },
     };
@@ -134,7 +132,7 @@ export async function startTestGateway(
 }
 
 /** A log destination writing to both streams. */
-const tee = (a: NodeJS.WritableStream, b: NodeJS.WritableStream) => ({
+const tee = (a: NodeJS.WritableStream, b: { write(chunk: string): boolean }) => ({
   write(chunk: string) {
     a.write(chunk);
     b.write(chunk);

@@ -11,15 +11,7 @@
  * that created it (POST …/keys), which is therefore not scanned. Every other secret is registered
  * from what the tests send (a BYOK `key`, a vault `value`) or configure (master keys).
  */
-import {
-  appendFileSync,
-  createWriteStream,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  type WriteStream,
-} from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const AUDIT_DIR_ENV = 'GATEHOUSE_TEST_AUDIT_DIR';
@@ -47,12 +39,21 @@ export function registerMasterKey(key: Buffer | string): void {
 }
 
 let logFiles = 0;
-/** A file stream the caller's logs are copied to (null when not auditing). */
-export function auditLogStream(): WriteStream | null {
+/**
+ * A log destination copied into the audit (null when not auditing). Each write is appended at
+ * once, so nothing is lost and nothing fails when a gateway logs after its test stopped it.
+ */
+export function auditLogStream(): { write(chunk: string): boolean } | null {
   const d = dir();
   if (!d) return null;
   mkdirSync(d, { recursive: true });
-  return createWriteStream(join(d, `log-${process.pid}-${++logFiles}.log`), { flags: 'a' });
+  const path = join(d, `log-${process.pid}-${++logFiles}.log`);
+  return {
+    write(chunk: string) {
+      appendFileSync(path, chunk);
+      return true;
+    },
+  };
 }
 
 /** Appends a child process's output to the audit (sync: the child may outlive the test). */
