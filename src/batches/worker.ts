@@ -5,6 +5,7 @@ import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import type { BatchConfig } from '../config.js';
 import type { Db, Dialect } from '../db/connection.js';
+import { isDatabaseUnavailable } from '../lib/errors.js';
 import type { Accountant, GenerationRow } from '../routing/accounting.js';
 import { type Catalog, findModel } from '../routing/catalog.js';
 import type { Engine } from '../routing/engine.js';
@@ -42,6 +43,8 @@ interface InFlight {
 
 const RETRYABLE = new Set([408, 429, 500, 502, 503, 504]);
 const MAX_RETRY_DELAY_MS = 60_000;
+/** A request that met the database away is run again this much later. */
+const DATABASE_RETRY_MS = 1_000;
 /** Ingestions whose body stopped arriving this long ago are swept (their process died). */
 const ABANDONED_AFTER_MS = 10 * 60_000;
 
@@ -318,7 +321,10 @@ export class BatchWorker {
       }
     } catch (err) {
       if (flight.abortedFor === 'stop') this.writer.add({ ref, kind: 'retry', due: Date.now() }, []);
-      else if (flight.abortedFor !== 'closed') {
+      else if (isDatabaseUnavailable(err)) {
+        // The database is away (restarting): the request is fine, run it again once it is back.
+        this.writer.add({ ref, kind: 'retry', due: Date.now() + DATABASE_RETRY_MS }, rows);
+      } else if (flight.abortedFor !== 'closed') {
         // A bug or a corrupt row, not the upstream: recorded as this request's error, not retried forever.
         this.deps.log.error({ err, batch_id: batch.id, index: c.idx }, 'batch request failed unexpectedly');
         const internal = resultError(500, 'Internal error while running this request');
