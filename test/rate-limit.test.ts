@@ -1,29 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { RateLimiter, type RateLimiterLogger } from '../src/routing/rate-limit.js';
-
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-
-/** Whether Redis answers PING within a second. */
-async function redisReachable(url: string): Promise<boolean> {
-  const probe = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: 1_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
+import { REDIS_URL, redisReachable } from './support/redis.js';
 
 const redisUp = await redisReachable(REDIS_URL);
 if (!redisUp) {

@@ -7,31 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { REDIS_URL, redisReachable } from '../../test/support/redis.js';
 import { type SpendEvent, SpendTracker } from '../credits/spend.js';
 import { type DbHandle, openDatabase } from '../db/connection.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { ClusterBus, type ClusterEvent, type ClusterLogger } from './bus.js';
 import { applyClusterEvent } from './caches.js';
-
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-
-async function redisReachable(url: string): Promise<boolean> {
-  const probe = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: 1_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
 
 const redisUp = await redisReachable(REDIS_URL);
 if (!redisUp)

@@ -15,7 +15,6 @@
  * Figures go to reliability/results.md (area `multi-node`). Skipped loudly without TEST_DATABASE_URL.
  */
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, postgresUrl } from '../support/gateway.js';
 import {
@@ -32,6 +31,7 @@ import {
   waitFor,
   workerIdOf,
 } from '../support/processes.js';
+import { REDIS_URL, redisReachable } from '../support/redis.js';
 import { writeFigures } from './figures.js';
 
 if (!postgresUrl)
@@ -39,24 +39,6 @@ if (!postgresUrl)
     '\n!!! multi-node reliability test SKIPPED: set TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test) !!!\n',
   );
 
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-async function redisReachable(url: string): Promise<boolean> {
-  const probe = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: 1_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
 const redisUp = postgresUrl ? await redisReachable(REDIS_URL) : false;
 if (postgresUrl && !redisUp)
   console.warn(

@@ -29,7 +29,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, postgresUrl } from '../support/gateway.js';
@@ -46,6 +45,7 @@ import {
   startProcess,
   waitFor,
 } from '../support/processes.js';
+import { REDIS_URL, redisReachable } from '../support/redis.js';
 import { isEnvelope, parseSse, Tally } from './faults/common.js';
 import { PgProxy } from './faults/database.js';
 import { writeFigures } from './figures.js';
@@ -55,24 +55,6 @@ if (!postgresUrl)
     '\n!!! soak test SKIPPED: set TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test) !!!\n',
   );
 
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-async function redisReachable(url: string): Promise<boolean> {
-  const probe = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: 1_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
 const redisUp = postgresUrl ? await redisReachable(REDIS_URL) : false;
 
 // ---------------------------------------------------------------------------------------------
