@@ -218,6 +218,24 @@ describe('media auth: token and none', () => {
     expect((await fetch(`${media.url}/health`)).status).toBe(200);
   });
 
+  it('keys: the shared database away while a key is checked is a 503 to retry, not a 500', async () => {
+    const away = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const media = await start(
+      { GATEHOUSE_MEDIA_AUTH: 'keys' },
+      {
+        keys: {
+          authenticate: async () => {
+            throw away;
+          },
+        },
+      },
+    );
+    const res = await post(media.url, 'Bearer sk-gh-v1-whatever');
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({ success: false, error: { code: 'database_unavailable' } });
+    expect(JSON.stringify(res.body)).not.toContain('5432');
+  });
+
   it('token mode needs a token of 16+ characters; unknown modes are refused', () => {
     expect(() => loadMediaConfig({ GATEHOUSE_MEDIA_AUTH: 'token' })).toThrow(/GATEHOUSE_MEDIA_TOKEN/);
     expect(() => loadMediaConfig({ GATEHOUSE_MEDIA_AUTH: 'token', GATEHOUSE_MEDIA_TOKEN: 'short' })).toThrow(

@@ -15,6 +15,7 @@ import Fastify, {
   type FastifyReply,
   type RouteOptions,
 } from 'fastify';
+import { isDatabaseUnavailable } from '../lib/errors.js';
 import { httpServerOptions } from '../lib/http-server.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
@@ -147,6 +148,12 @@ export async function buildMediaApp(opts: MediaAppOptions) {
       );
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
       return sendMediaError(reply, 400, 'invalid_body', err.message);
+    // The shared database away (key authentication, billing): a 503 to retry, as on the gateway.
+    if (isDatabaseUnavailable(err)) {
+      req.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable');
+      reply.header('retry-after', '1');
+      return sendMediaError(reply, 503, 'database_unavailable', 'The database is unavailable; retry shortly');
+    }
     req.log.error({ err }, 'media request failed');
     return sendMediaError(reply, 500, 'internal_error', 'Internal server error');
   });
