@@ -123,8 +123,11 @@ export class BatchesService {
       await store.deleteBatch(db, id).catch(() => {});
       throw err;
     }
+    // Read before waking the worker: the 202 shows the batch as accepted (`validating`), not as
+    // whatever a worker woken by it has made of it meanwhile.
+    const accepted = await this.get(caller, id);
     for (const listener of this.acceptedListeners) listener();
-    return this.get(caller, id);
+    return accepted;
   }
 
   /**
