@@ -87,13 +87,19 @@ export async function routeWithFallbacks<T>(
     // The deadline bounds the attempt until it resolves (a whole completion, or a stream's
     // headers): a stream that keeps sending must not be cut by it later. The silence between a
     // stream's chunks is bounded by the adapters (CallContext.idleTimeoutMs).
-    const timeout = new AbortController();
-    const timer = setTimeout(
-      () => timeout.abort(new DOMException(`timed out after ${ctx.upstreamTimeoutMs} ms`, 'TimeoutError')),
-      ctx.upstreamTimeoutMs,
-    );
+    // One controller aborted by the caller's signal or the deadline: AbortSignal.any would do the
+    // same at several times the cost per call (weak references and a registry per signal).
+    const attemptAbort = new AbortController();
+    const signal = attemptAbort.signal;
+    let timedOut = false;
+    const onCallAbort = () => attemptAbort.abort(call.signal.reason);
+    if (call.signal.aborted) onCallAbort();
+    else call.signal.addEventListener('abort', onCallAbort, { once: true });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      attemptAbort.abort(new DOMException(`timed out after ${ctx.upstreamTimeoutMs} ms`, 'TimeoutError'));
+    }, ctx.upstreamTimeoutMs);
     timer.unref(); // as AbortSignal.timeout's: never what keeps the process alive
-    const signal = AbortSignal.any([call.signal, timeout.signal]);
     const release = call.hooks?.acquire ? await call.hooks.acquire(c.endpoint.provider) : null;
     const t0 = performance.now();
     try {
@@ -125,10 +131,12 @@ export async function routeWithFallbacks<T>(
       };
     } catch (raw) {
       if (call.signal.aborted) throw raw;
+      // (After a success the link stays: a stream keeps using the signal after the attempt resolved.)
+      call.signal.removeEventListener('abort', onCallAbort);
       const err =
         raw instanceof UpstreamError
           ? raw
-          : timeout.signal.aborted
+          : timedOut
             ? new UpstreamError(0, `timed out after ${ctx.upstreamTimeoutMs} ms`)
             : new UpstreamError(0, (raw as Error).message ?? 'upstream call failed');
       ctx.metrics.upstreamErrors.inc({ provider: c.endpoint.provider, status: String(err.status) });
