@@ -15,7 +15,7 @@
  *
  * Every message (and the stored error body) is scrubbed of the API key before it leaves here.
  */
-import { Agent, type Dispatcher, request } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { parseSse, type SseEvent } from '../formats/sse.js';
 import { redact } from './redact.js';
 import { UpstreamError } from './types.js';
@@ -96,6 +96,20 @@ export interface PostOptions {
   secrets?: (string | null | undefined)[];
 }
 
+/** Origin and path of the upstream URLs seen so far (a few per provider): parsed once, not per call. */
+const splitUrls = new Map<string, { origin: string; path: string }>();
+function splitUrl(url: string): { origin: string; path: string } {
+  let parts = splitUrls.get(url);
+  if (!parts) {
+    const u = new URL(url);
+    parts = { origin: u.origin, path: `${u.pathname}${u.search}` };
+    // Unbounded input (a per-request URL) must not grow the map without limit.
+    if (splitUrls.size >= 1000) splitUrls.clear();
+    splitUrls.set(url, parts);
+  }
+  return parts;
+}
+
 /**
  * POSTs `body` as JSON. Resolves with the response whatever its status (use `ensureOk`); rejects
  * with `UpstreamError(0)` on connection failures/timeouts and with the abort reason when `signal`
@@ -110,8 +124,10 @@ export async function postJson(
 ): Promise<UpstreamResponse> {
   throwIfAborted(signal);
   try {
-    const res = await request(url, {
-      dispatcher: upstreamAgent(),
+    const { origin, path } = splitUrl(url);
+    const res = await upstreamAgent().request({
+      origin,
+      path,
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
       body: JSON.stringify(body),
