@@ -123,8 +123,9 @@ export class Accountant {
     this.listeners.push(listener);
   }
 
-  record(row: GenerationRow): void {
-    this.journal?.append(row);
+  /** Queues `row`; the promise resolves once it is journaled (await it before answering the call). */
+  record(row: GenerationRow): Promise<void> {
+    const journaled = this.journal?.append(row) ?? Promise.resolve();
     this.queue.push(row);
     this.announce(row);
     if (this.queue.length >= this.opts.maxBatch) this.flushInBackground();
@@ -134,6 +135,7 @@ export class Accountant {
         this.flushInBackground();
       }, this.opts.intervalMs);
     }
+    return journaled;
   }
 
   /**

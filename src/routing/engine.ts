@@ -31,7 +31,8 @@ export interface EngineDeps {
   byok: (caller: Caller, providerSlug: string, modelId: string) => Promise<ByokChoice>;
   /** Capability check per provider kind; throws TranslationError with the field it cannot carry. */
   assertTranslatable: (req: ChatRequest, kind: 'openai' | 'anthropic' | 'google') => void;
-  record: (row: GenerationRow) => void;
+  /** Records a generation; a promise is awaited before the call's answer goes out (the journal). */
+  record: (row: GenerationRow) => void | Promise<void>;
   metrics: RoutingMetrics;
   newGenerationId: () => string;
   /** Deadline of an attempt until it answers (a stream: its headers); then a stream's longest silence. */
@@ -230,7 +231,7 @@ export class Engine {
     };
     if (!reported) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     const cost = costOf(info.served.endpoint.pricing, usage);
-    this.recordSuccess(call, info, usage, cost, {
+    await this.recordSuccess(call, info, usage, cost, {
       streamed: false,
       finishReason: result.choices[0]?.finish_reason ?? null,
       estimated: !reported,
@@ -296,7 +297,7 @@ export class Engine {
           : costOf(info.served.endpoint.pricing, usage);
         final = { usage, cost };
         const cutShort = failure !== null || (finishReason === null && call.signal.aborted);
-        self.recordSuccess(call, info, usage, cost, {
+        const recorded = self.recordSuccess(call, info, usage, cost, {
           streamed: true,
           finishReason,
           estimated: !reported,
@@ -312,6 +313,8 @@ export class Engine {
           error: failure ? (failure as Error).message : null,
         });
         if (--self.streaming === 0) for (const done of self.drained.splice(0)) done();
+        // The stream's last frames ([DONE]) follow once the generation is journaled.
+        await recorded;
       }
     }
     return { stream: metered(), info, final: () => final };
@@ -372,7 +375,7 @@ export class Engine {
       total_tokens: result.usage.total_tokens,
     };
     const cost = costOf(info.served.endpoint.pricing, usage);
-    this.recordSuccess({ ...call, request: asChat }, info, usage, cost, {
+    await this.recordSuccess({ ...call, request: asChat }, info, usage, cost, {
       streamed: false,
       finishReason: null,
       estimated: false,
@@ -380,7 +383,13 @@ export class Engine {
     return { response: result, info, usage, cost };
   }
 
-  private recordSuccess(call: InferenceCall, info: RouteInfo, usage: Usage, cost: Cost, outcome: Outcome) {
+  private recordSuccess(
+    call: InferenceCall,
+    info: RouteInfo,
+    usage: Usage,
+    cost: Cost,
+    outcome: Outcome,
+  ): void | Promise<void> {
     const model = info.model.id;
     this.deps.metrics.tokens.inc({ model, kind: 'prompt' }, usage.prompt_tokens);
     this.deps.metrics.tokens.inc({ model, kind: 'completion' }, usage.completion_tokens);
@@ -392,7 +401,7 @@ export class Engine {
       const prev = this.throughputEwma.get(provider);
       this.throughputEwma.set(provider, prev === undefined ? perSecond : prev * 0.8 + perSecond * 0.2);
     }
-    (call.hooks?.record ?? this.deps.record)(row);
+    return (call.hooks?.record ?? this.deps.record)(row);
   }
 
   private recordFailure(

@@ -35,26 +35,59 @@ export class UsageJournal {
   /** Rows appended to each segment and not yet written to the database. */
   private readonly open = new Map<string, number>();
   private readonly segmentOf = new WeakMap<GenerationRow, string>();
+  /** Lines appended in this turn of the event loop, not written yet, and when they will be. */
+  private pending = '';
+  private lineWrite: Promise<void> | null = null;
 
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    private readonly onError: (err: Error) => void = (err) =>
+      process.emitWarning(`usage journal write failed: ${err.message}`),
+  ) {
     mkdirSync(dir, { recursive: true });
     openHere.add(this.node);
   }
 
-  /** Appends `row` (synchronously: it is on disk before the response is sent). */
-  append(row: GenerationRow): void {
+  /**
+   * Appends `row`. The lines of the calls that end in one turn of the event loop are written
+   * together, by one write at the end of that turn (setImmediate): the returned promise resolves
+   * once this row's line has been written, and callers await it before the response is sent.
+   */
+  append(row: GenerationRow): Promise<void> {
     if (this.fd === null) {
       this.current = join(this.dir, `usage-${this.node}-${++this.seq}.jsonl`);
       this.fd = openSync(this.current, 'a', 0o600);
     }
-    writeSync(this.fd, `${JSON.stringify(row)}\n`);
+    this.pending += `${JSON.stringify(row)}\n`;
     this.segmentOf.set(row, this.current);
     this.open.set(this.current, (this.open.get(this.current) ?? 0) + 1);
+    this.lineWrite ??= new Promise<void>((resolve) => {
+      setImmediate(() => {
+        this.writePending();
+        resolve();
+      });
+    });
+    return this.lineWrite;
+  }
+
+  /** Writes the buffered lines to the current segment (they all belong to it: see rotate). */
+  private writePending(): void {
+    this.lineWrite = null;
+    if (!this.pending || this.fd === null) return;
+    const text = this.pending;
+    this.pending = '';
+    try {
+      writeSync(this.fd, text);
+    } catch (err) {
+      // The rows are still queued for the database; only their crash safety is lost (disk full).
+      this.onError(err as Error);
+    }
   }
 
   /** Later rows go to a new segment (called as a flush starts, so whole segments get written). */
   rotate(): void {
     if (this.fd === null) return;
+    this.writePending();
     closeSync(this.fd);
     this.fd = null;
     this.deleteIfDone(this.current);
@@ -83,6 +116,7 @@ export class UsageJournal {
 
   close(): void {
     openHere.delete(this.node);
+    this.writePending();
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
     this.deleteIfDone(this.current);
