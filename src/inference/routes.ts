@@ -123,7 +123,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
         }
         yield 'data: [DONE]\n\n';
       }
-      return sendSse(req, reply, controller, frames());
+      return sendSse(req, reply, frames());
     },
   );
 
@@ -150,7 +150,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
           yield sseJson(e.data, e.event);
         }
       }
-      return sendSse(req, reply, controller, frames());
+      return sendSse(req, reply, frames());
     },
   );
 
@@ -181,7 +181,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
           yield sseJson(e.data, e.event);
         }
       }
-      return sendSse(req, reply, controller, frames());
+      return sendSse(req, reply, frames());
     },
   );
 

@@ -149,7 +149,6 @@ async function chatWith(services: Services, request: FastifyRequest, reply: Fast
   return sendSse(
     request,
     reply,
-    controller,
     frames(
       answer.events,
       new ChatChunks(sessionId, services.config.interns.pauseTool),
