@@ -15,9 +15,9 @@ export function encodeSse(e: SseEvent): string {
   return `${e.event ? `event: ${e.event}\n` : ''}${data}\n\n`;
 }
 
-/** A JSON payload as an SSE frame. */
+/** A JSON payload as an SSE frame (one `data:` line: JSON.stringify escapes every line break). */
 export const sseJson = (data: unknown, event?: string): string =>
-  encodeSse({ event, data: JSON.stringify(data) });
+  `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
 
 /**
  * Parses a byte stream of SSE into events as they arrive (comments and retry fields are skipped).
