@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, databases, postgresUrl } from './support/gateway.js';
+import { strictClient } from './support/http.js';
 import { renderOpenAiCompletion, resolveReply } from './support/mock-upstream.js';
 import {
   type GatehouseProcess,
@@ -168,26 +169,9 @@ function writeCatalog(dir: string, up: SlowUpstream): string {
 // ---------------------------------------------------------------------------------------------
 // The API, over HTTP
 
-async function api<T = any>(
-  base: string,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  raw = false,
-) {
-  const res = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${text}`);
-  return (raw ? text : JSON.parse(text)) as T;
-}
+/** A JSON call that must succeed: its parsed body. */
+const api = async <T = any>(base: string, key: string, method: string, path: string, body?: unknown) =>
+  (await strictClient(base, key)<T>(method, path, body)).body;
 
 /** The bootstrap organization, given credits. */
 async function fundOrganization(gw: GatehouseProcess): Promise<string> {
@@ -251,7 +235,7 @@ async function expectExactlyOnce(
   expect(batch.status).toBe('completed');
   expect(batch.request_counts).toEqual({ total: n, completed: n, failed: 0 });
 
-  const jsonl = await api<string>(gw.url, keys.apiKey, 'GET', `/batches/${id}/results`, undefined, true);
+  const jsonl = (await strictClient(gw.url, keys.apiKey)('GET', `/batches/${id}/results`)).text;
   const results = jsonl
     .split('\n')
     .filter(Boolean)

@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, postgresUrl } from '../support/gateway.js';
+import { client, strictClient } from '../support/http.js';
 import {
   type GatehouseProcess,
   GiveUp,
@@ -84,43 +85,11 @@ const customId = (i: number) => `req-${String(i).padStart(4, '0')}`;
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
-interface Res<T = any> {
-  status: number;
-  body: T;
-}
-async function req<T = any>(
-  base: string,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<Res<T>> {
-  const res = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {}
-  return { status: res.status, body: parsed as T };
-}
-async function ok<T = any>(
-  base: string,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<T> {
-  const r = await req<T>(base, key, method, path, body);
-  if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status}: ${JSON.stringify(r.body)}`);
-  return r.body;
-}
+const req = <T = any>(base: string, key: string, method: string, path: string, body?: unknown) =>
+  client(base, key)<T>(method, path, body);
+/** A call that must succeed: its parsed body. */
+const ok = async <T = any>(base: string, key: string, method: string, path: string, body?: unknown) =>
+  (await strictClient(base, key)<T>(method, path, body)).body;
 const chat = (base: string, key: string, content: string, model = 'gatehouse/scripted') =>
   req(base, key, 'POST', '/chat/completions', { model, messages: [{ role: 'user', content }] });
 

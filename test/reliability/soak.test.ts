@@ -32,6 +32,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, postgresUrl } from '../support/gateway.js';
+import { client } from '../support/http.js';
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream.js';
 import {
   type GatehouseProcess,
@@ -178,29 +179,8 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
   const started = Date.now();
   let restarts = 0;
 
-  async function api(
-    base: string,
-    key: string,
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; json: any; text: string }> {
-    const res = await fetch(`${base}/api/v1${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    let json: any = null;
-    try {
-      json = JSON.parse(text);
-    } catch {}
-    return { status: res.status, json, text };
-  }
+  const api = (base: string, key: string, method: string, path: string, body?: unknown) =>
+    client(base, key, { timeoutMs: 30_000 })(method, path, body);
 
   async function startGateway(slot: number): Promise<Instance> {
     const proc = await startProcess('serve', {
@@ -243,7 +223,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
     worker = await startProcess('worker', { name: 'worker', db: procDb, keys, env, readyMs: 60_000 });
     const a = slots[0]!.proc.url;
     const orgs = await api(a, ADMIN_TOKEN, 'GET', '/admin/organizations');
-    const orgId = orgs.json.data[0].id as string;
+    const orgId = orgs.body.data[0].id as string;
     expect(
       (await api(a, ADMIN_TOKEN, 'POST', '/admin/credits', { organization_id: orgId, amount_usd: 100_000 }))
         .status,
@@ -251,7 +231,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
     const mk = async (name: string) => {
       const r = await api(a, keys.managementKey, 'POST', '/keys', { name });
       expect(r.status).toBe(201);
-      return { key: r.json.key as string, hash: r.json.data.hash as string };
+      return { key: r.body.key as string, hash: r.body.data.hash as string };
     };
     inferenceKey = await mk('soak inference');
     batchKey = await mk('soak batches');
@@ -532,7 +512,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
         async () => {
           for (const b of batches) {
             const r = await api(a, batchKey.key, 'GET', `/batches/${b.id}?results_limit=0`);
-            if (r.status !== 200 || !['completed', 'failed', 'expired', 'cancelled'].includes(r.json.status))
+            if (r.status !== 200 || !['completed', 'failed', 'expired', 'cancelled'].includes(r.body.status))
               return false;
           }
           return true;
@@ -541,8 +521,8 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
       );
       for (const b of batches) {
         const r = await api(a, batchKey.key, 'GET', `/batches/${b.id}?results_limit=0`);
-        expect(r.json.status, `batch ${b.id}`).toBe('completed');
-        expect(r.json.request_counts).toEqual({ total: BATCH_SIZE, completed: BATCH_SIZE, failed: 0 });
+        expect(r.body.status, `batch ${b.id}`).toBe('completed');
+        expect(r.body.request_counts).toEqual({ total: BATCH_SIZE, completed: BATCH_SIZE, failed: 0 });
         const jsonl = await fetch(`${a}/api/v1/batches/${b.id}/results`, {
           headers: { authorization: `Bearer ${batchKey.key}` },
         }).then((x) => x.text());
@@ -618,7 +598,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
         await Promise.all(
           writes.slice(i, i + 16).map(async (w) => {
             const r = await api(b, keys.managementKey, 'GET', w.path);
-            if (r.status !== 200 || r.json.data.name !== w.name) writesLost++;
+            if (r.status !== 200 || r.body.data.name !== w.name) writesLost++;
           }),
         );
       }
@@ -666,7 +646,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
       expect(doubleBilled).toBe(0);
       expect(Math.abs((billed?.usd ?? 0) - (costed?.usd ?? -1))).toBeLessThan(1e-9);
       const view = await api(a, keys.managementKey, 'GET', `/keys/${inferenceKey.hash}`);
-      expect(Math.abs(view.json.data.usage - (costed?.usd ?? -1))).toBeLessThan(1e-9);
+      expect(Math.abs(view.body.data.usage - (costed?.usd ?? -1))).toBeLessThan(1e-9);
       /** Calls recorded (and billed) whose answer the client never got: the connection was cut. */
       const recordedUnanswered = (costed?.n ?? 0) - gens.length;
 
@@ -741,7 +721,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
         ['calls billed whose answer was cut by a SIGKILL', recordedUnanswered],
         [
           'inference key usage (USD) = sum of its generations',
-          `${Number(view.json.data.usage).toFixed(6)} = ${(costed?.usd ?? 0).toFixed(6)}`,
+          `${Number(view.body.data.usage).toFixed(6)} = ${(costed?.usd ?? 0).toFixed(6)}`,
         ],
         ['test wall time', s(Date.now() - started)],
       ];

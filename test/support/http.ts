@@ -7,8 +7,11 @@ export interface JsonResponse<T = any> {
   text: string;
 }
 
-/** A small JSON client over real sockets: `call(base, key)('GET', '/keys')`. */
-export function client(baseUrl: string, key?: string) {
+/**
+ * A small JSON client over real sockets: `client(base, key)('GET', '/keys')`. `timeoutMs` bounds
+ * each call (tests against processes that may be down).
+ */
+export function client(baseUrl: string, key?: string, opts: { timeoutMs?: number } = {}) {
   return async function call<T = any>(
     method: string,
     path: string,
@@ -23,6 +26,7 @@ export function client(baseUrl: string, key?: string) {
         ...headers,
       },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      ...(opts.timeoutMs ? { signal: AbortSignal.timeout(opts.timeoutMs) } : {}),
     });
     const text = await res.text();
     let parsed: any = text;
@@ -34,6 +38,16 @@ export function client(baseUrl: string, key?: string) {
 }
 
 export const adminClient = (baseUrl: string) => client(baseUrl, ADMIN_TOKEN);
+
+/** `client`, throwing on a 4xx or 5xx answer (set-up steps that must succeed). */
+export function strictClient(baseUrl: string, key?: string, opts: { timeoutMs?: number } = {}) {
+  const call = client(baseUrl, key, opts);
+  return async <T = any>(method: string, path: string, body?: unknown): Promise<JsonResponse<T>> => {
+    const res = await call<T>(method, path, body);
+    if (res.status >= 400) throw new Error(`${method} ${path} → ${res.status}: ${res.text}`);
+    return res;
+  };
+}
 
 /** Creates a second organization with a management key and an API key through the operator API. */
 export async function makeOrganization(
