@@ -1,7 +1,7 @@
 import type { Caller } from '../accounts/caller.js';
 import { type MediaBilling, MediaError } from '../media/types.js';
 import type { GenerationRow } from '../routing/accounting.js';
-import type { CallGuard } from '../routing/call.js';
+import type { CallGuard, Verdict } from '../routing/call.js';
 import { newGenerationId } from '../routing/engine.js';
 import { baseRow } from '../routing/records.js';
 
@@ -9,36 +9,58 @@ import { baseRow } from '../routing/records.js';
 const CODES: Record<number, string> = { 402: 'insufficient_credits', 403: 'forbidden', 429: 'rate_limited' };
 
 /**
- * Charges the media service's priced routes (`price_usd`) to the calling API key: a generation row
- * like an inference call's (endpoint `media`, model `media/<kind>/<route>`, no tokens), recorded
- * through the same accountant, so the key's usage, guardrail budgets and the credits balance count
- * it. A generation is admitted as an inference call is (the key's rate limit 429, its spending
- * limit and guardrail budgets 403, the balance 402), and only while the balance covers its price.
- * Guardrail model/provider lists and content filters do not apply to media routes.
+ * Admits and charges the media service's generations by API keys (shared-database mode) as the
+ * engine does inference calls: the key's rate limit (429), spending limit and guardrail budgets,
+ * the guardrail's model lists (the route as model `media/<kind>/<route>`), provider lists and
+ * content filters on the prompt (403: block refuses, redact rewrites what the provider gets, flag
+ * passes), and the balance (402) for priced routes (`price_usd`). A served generation is a row
+ * like an inference call's (endpoint `media`, no tokens) recorded through the same accountant, so
+ * the key's usage, guardrail budgets and the credits balance count it.
  */
 export function mediaBilling(deps: {
   guard: CallGuard;
   balance: (organizationId: string) => Promise<number>;
-  record: (row: GenerationRow) => void;
+  /** Queues the row; the promise resolves once it is journaled (before the answer goes out). */
+  record: (row: GenerationRow) => void | Promise<void>;
 }): MediaBilling {
+  const refuse = (v: Verdict, field?: string): never => {
+    if (v.ok) throw new Error('not a refusal');
+    throw new MediaError(v.status, CODES[v.status] ?? 'forbidden', v.message, field);
+  };
   return {
-    async admit(caller: Caller, costUsd: number) {
+    async admit(caller: Caller, g) {
       const checks = await deps.guard.open(caller);
-      for (const verdict of [await checks.admit(), await checks.balance()]) {
-        if (!verdict.ok)
-          throw new MediaError(verdict.status, CODES[verdict.status] ?? 'forbidden', verdict.message);
-      }
-      const balance = await deps.balance(caller.organizationId);
-      if (balance < costUsd)
+      const admitted = await checks.admit();
+      if (!admitted.ok) refuse(admitted);
+      const model = checks.modelAllowed({ id: g.model, aliases: [] });
+      if (!model.ok) refuse(model, 'model');
+      const provider = checks.providerListed(g.provider);
+      if (!provider.ok) refuse(provider, 'model');
+      const filtered = checks.filter([{ role: 'user', content: g.prompt }]);
+      if (filtered.blocked)
         throw new MediaError(
-          402,
-          'insufficient_credits',
-          `Insufficient credits: the organization's balance is $${balance.toFixed(2)} and this generation costs $${costUsd.toFixed(2)}`,
+          403,
+          'content_blocked',
+          `Blocked by content filter: ${filtered.blocked}`,
+          'prompt',
         );
+      if (g.costUsd > 0) {
+        const paying = await checks.balance();
+        if (!paying.ok) refuse(paying);
+        const balance = await deps.balance(caller.organizationId);
+        if (balance < g.costUsd)
+          throw new MediaError(
+            402,
+            'insufficient_credits',
+            `Insufficient credits: the organization's balance is $${balance.toFixed(2)} and this generation costs $${g.costUsd.toFixed(2)}`,
+          );
+      }
+      const content = filtered.messages[0]?.content;
+      return typeof content === 'string' ? content : g.prompt;
     },
     record(caller, g) {
       const model = `media/${g.kind}/${g.route}`;
-      deps.record({
+      return deps.record({
         ...baseRow({ caller, endpoint: 'media', requestedModel: model }, newGenerationId()),
         model,
         provider: g.provider,

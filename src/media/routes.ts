@@ -29,7 +29,7 @@ const ErrorBody = {
         code: {
           type: 'string',
           description:
-            'not_found, unknown_parameter, invalid_type, invalid_value, missing_parameter, invalid_image, file_too_large, url_not_allowed, image_fetch_failed, invalid_body, invalid_url, invalid_request, request_timeout, headers_too_large, payload_too_large, unsupported_media_type, generation_timeout, internal_error, or a provider code',
+            "not_found, unknown_parameter, invalid_type, invalid_value, missing_parameter, invalid_image, file_too_large, url_not_allowed, image_fetch_failed, invalid_body, invalid_url, invalid_request, request_timeout, headers_too_large, payload_too_large, unsupported_media_type, unauthorized, forbidden (a management key, the key's limits or budgets, or its guardrail's model and provider lists), content_blocked (a content filter), insufficient_credits, rate_limited, queue_full, storage_full, database_unavailable, generation_timeout, internal_error, or a provider code",
         },
         field: { type: 'string', description: 'The request field the error concerns' },
       },
@@ -180,7 +180,11 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
           throw new MediaError(400, 'invalid_body', 'The body must be a JSON object');
         input = req.body as Record<string, unknown>;
       }
-      const valid = validateGeneration(route, input, { form, files: uploads.map((f) => f.param) });
+      const valid = await service.admit(
+        route,
+        validateGeneration(route, input, { form, files: uploads.map((f) => f.param) }),
+        req.mediaCaller,
+      );
 
       const fetched = await Promise.allSettled(
         valid.imageUrls.map(async ({ param, url }) =>

@@ -78,6 +78,24 @@ export class MediaService {
     };
   }
 
+  /**
+   * Admits an API key's request before any work is done for it (images fetched, a slot taken):
+   * the key's limits and guardrail (MediaBilling.admit). Returns the request to generate, its
+   * prompt as the content filters left it. Without billing (no shared database) or caller, as is.
+   */
+  async admit(route: MediaRoute, input: ValidatedRequest, caller: Caller | null): Promise<ValidatedRequest> {
+    if (!this.billing || !caller) return input;
+    const prompt = await this.billing.admit(caller, {
+      model: `media/${route.kind}/${route.name}`,
+      // The built-in generator is Gatehouse's own, named in guardrails as the slug `gatehouse`.
+      provider: route.provider === 'local' ? 'gatehouse' : route.provider,
+      costUsd: route.priceUsd ?? 0,
+      prompt: input.prompt,
+    });
+    return prompt === input.prompt ? input : { ...input, prompt };
+  }
+
+  /** Generates `input` (admitted by `admit` first when a caller is known) and stores the outputs. */
   async generate(
     route: MediaRoute,
     input: ValidatedRequest,
@@ -89,7 +107,6 @@ export class MediaService {
     if (!generator) throw new Error(`No generator for provider ${route.provider}`);
     const price = route.priceUsd ?? 0;
     const billed = this.billing && caller && price > 0 ? { billing: this.billing, caller } : null;
-    await billed?.billing.admit(billed.caller, price);
     const req: GenerateRequest = {
       kind: route.kind,
       route: route.name,
@@ -126,7 +143,7 @@ export class MediaService {
       this.recent.push(elapsed);
       if (this.recent.length > STATUS_WINDOW) this.recent.shift();
       this.count += 1;
-      billed?.billing.record(billed.caller, {
+      await billed?.billing.record(billed.caller, {
         kind: route.kind,
         route: route.name,
         provider: route.provider,

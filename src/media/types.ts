@@ -41,8 +41,16 @@ export interface MediaRoute {
  * (services.ts), which owns accounting and credits: the media service only sees this interface.
  */
 export interface MediaBilling {
-  /** Throws MediaError(402, 'insufficient_credits') when the organization cannot pay `costUsd`. */
-  admit(caller: Caller, costUsd: number): Promise<void>;
+  /**
+   * Admits a generation by `caller` as an inference call is admitted: rate limit (429), the key's
+   * limits and guardrail budgets, the guardrail's model list (`model` = `media/<kind>/<route>`) and
+   * provider lists, its content filters on `prompt` (403), and, when `costUsd` > 0, the balance
+   * (402). Throws MediaError; returns the prompt to generate from (redacted by the filters).
+   */
+  admit(
+    caller: Caller,
+    g: { model: string; provider: string; costUsd: number; prompt: string },
+  ): Promise<string>;
   /** Records a served generation: the key's usage, budgets and the credits balance count it. */
   record(
     caller: Caller,
@@ -54,7 +62,7 @@ export interface MediaBilling {
       costUsd: number;
       latencyMs: number;
     },
-  ): void;
+  ): void | Promise<void>;
 }
 
 /** An input image, already on local disk (uploads are streamed to a temp file, URLs fetched to one). */

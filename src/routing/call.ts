@@ -32,8 +32,10 @@ export interface CallGuard {
 export interface CallChecks {
   /** Rate limit (429), the key's own spending limit and guardrail budgets (403). */
   admit(): Promise<Verdict>;
-  modelAllowed(model: ModelEntry): Verdict;
+  modelAllowed(model: Pick<ModelEntry, 'id' | 'aliases'>): Verdict;
   providerAllowed(provider: ProviderEntry, model: ModelEntry): { ok: true } | { ok: false; reason: string };
+  /** Only the allowed/ignored provider lists (media providers carry no ZDR or training attributes). */
+  providerListed(slug: string): Verdict;
   /** Content filters: may rewrite messages (redact), refuse (block) or report (flag). */
   filter(messages: ChatMessage[]): {
     messages: ChatMessage[];

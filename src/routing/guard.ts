@@ -6,6 +6,7 @@ import {
   type EffectivePolicy,
   modelAllowed,
   type PolicyService,
+  type ProviderAttrs,
   providerAllowed,
   regionAllowed,
 } from '../guardrails/policy.js';
@@ -18,6 +19,9 @@ const refuse = (status: number, message: string, retryAfterMs?: number): Verdict
   message,
   ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
 });
+
+/** Attributes under which only the allowed/ignored lists can refuse a provider (no ZDR, no training). */
+const LISTS_ONLY: ProviderAttrs = { zdr: true, vendor: 'openai', trainsOnData: false, isFree: false };
 
 /**
  * The engine's enforcement: the effective policy of the calling key (its guardrail, its owner's
@@ -69,6 +73,10 @@ export class PolicyGuard implements CallGuard {
         });
         if (!v.ok) return v;
         return regionAllowed(policy, provider.region === 'local' ? 'global' : provider.region);
+      },
+      providerListed(slug) {
+        const v = providerAllowed(policy, slug, LISTS_ONLY);
+        return v.ok ? v : refuse(403, v.reason);
       },
       filter(messages) {
         const out = applyContentFilters(policy.contentFilters, messages);
