@@ -170,6 +170,8 @@ function taskView(t: MockTask) {
 }
 
 let flakyPollFailed = false;
+let lostSubmitAnswered = false;
+const tasksByKey = new Map<string, MockTask>();
 
 async function taskHandler(req: IncomingMessage, res: ServerResponse) {
   const body = await readBody(req);
@@ -189,6 +191,10 @@ async function taskHandler(req: IncomingMessage, res: ServerResponse) {
   });
   if (req.method === 'POST' && url === '/api/tasks') {
     const b = JSON.parse(body.toString('utf8'));
+    // As real task APIs do: a repeated Idempotency-Key answers the task it made the first time.
+    const key = req.headers['idempotency-key'];
+    const earlier = typeof key === 'string' ? tasksByKey.get(key) : undefined;
+    if (earlier) return json(res, 200, { id: earlier.id, status: 'queued' });
     const t: MockTask = {
       id: `task-${tasks.size + 1}`,
       prompt: b.input.prompt,
@@ -198,6 +204,12 @@ async function taskHandler(req: IncomingMessage, res: ServerResponse) {
       cancelled: false,
     };
     tasks.set(t.id, t);
+    if (typeof key === 'string') tasksByKey.set(key, t);
+    // The task is made, but its answer is lost on the way back (a proxy's 502).
+    if (t.prompt === 'lost-submit' && !lostSubmitAnswered) {
+      lostSubmitAnswered = true;
+      return json(res, 502, { error: { message: 'bad gateway' } });
+    }
     return json(res, 201, { id: t.id, status: 'queued' });
   }
   let m = /^\/api\/tasks\/([^/]+)$/.exec(url);
@@ -534,6 +546,24 @@ describe('task-api', () => {
     const r = await postJson(media.url, '/api/video/video-model', { prompt: 'flaky-poll' });
     expect(r.status).toBe(200);
     expect(flakyPollFailed).toBe(true);
+  });
+
+  it('a submit whose answer was lost is retried with the same Idempotency-Key: one task upstream', async () => {
+    const before = taskSeen.length;
+    const r = await postJson(media.url, '/api/video/video-model', { prompt: 'lost-submit' });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(lostSubmitAnswered).toBe(true);
+    const submits = taskSeen.slice(before).filter((s) => s.method === 'POST' && s.url === '/api/tasks');
+    expect(submits).toHaveLength(2);
+    const keys = submits.map((s) => s.headers['idempotency-key']);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[1]).toBe(keys[0]);
+    expect([...tasks.values()].filter((t) => t.prompt === 'lost-submit')).toHaveLength(1);
+    // Another generation gets its own key.
+    const next = await postJson(media.url, '/api/t2i/task-image', { prompt: 'b64' });
+    expect(next.status).toBe(200);
+    const last = taskSeen.filter((s) => s.method === 'POST' && s.url === '/api/tasks').at(-1);
+    expect(last?.headers['idempotency-key']).not.toBe(keys[0]);
   });
 
   it('b64 outputs (t2i through a task API)', async () => {

@@ -124,6 +124,8 @@ export interface SendOptions {
   auth?: boolean;
   /** Attempts (default: the provider's max_attempts). */
   attempts?: number;
+  /** Extra request headers, the same on every attempt (e.g. an Idempotency-Key). */
+  headers?: Record<string, string>;
 }
 
 /** One provider's HTTP: auth, attempts, timeouts, error mapping. */
@@ -198,7 +200,11 @@ export class ProviderHttp {
     const maxBytes = opts.maxBytes ?? this.config.maxOutputBytes * 1.4 + JSON_SLACK_BYTES;
     try {
       const built = opts.body?.();
-      const headers: Record<string, string> = { accept: 'application/json', ...this.config.headers };
+      const headers: Record<string, string> = {
+        accept: 'application/json',
+        ...this.config.headers,
+        ...opts.headers,
+      };
       if (opts.auth !== false && this.config.apiKey) headers.authorization = `Bearer ${this.config.apiKey}`;
       if (opts.auth === false) for (const k of Object.keys(this.config.headers)) delete headers[k];
       if (built?.contentType) headers['content-type'] = built.contentType;

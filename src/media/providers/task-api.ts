@@ -4,7 +4,7 @@
  * one vendor's API; a provider speaking something else needs its own adapter (or a thin proxy).
  * `Authorization: Bearer <api key>` on every call.
  *
- *   submit  POST {base}/tasks
+ *   submit  POST {base}/tasks              Idempotency-Key: <uuid> (one per generation, the same on retries)
  *           {"model": "<provider_model>",
  *            "input": {"prompt": "…", <the route's other params, as validated>,
  *                      "image_urls": ["data:image/png;base64,…", …]}}     (only with input images)
@@ -28,6 +28,7 @@
  * signal) → 504 generation_timeout and the task cancelled.
  */
 
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type GeneratedOutput, type GenerateRequest, MediaError, type MediaGenerator } from '../types.js';
@@ -59,6 +60,7 @@ export class TaskApiGenerator implements MediaGenerator {
     const input = await this.input(req);
     signal.throwIfAborted();
     const body = JSON.stringify({ model: req.providerModel, input });
+    const idempotencyKey = randomUUID();
     let task = this.task(
       await this.http.json(
         {
@@ -66,6 +68,9 @@ export class TaskApiGenerator implements MediaGenerator {
           url: this.http.url('tasks'),
           operation: 'task submit',
           body: () => ({ body, contentType: 'application/json' }),
+          // One key for every attempt: a submit retried after its answer was lost (a timeout, a
+          // 5xx from a proxy after the task was made) is the same task, not a second one.
+          headers: { 'idempotency-key': idempotencyKey },
         },
         signal,
       ),
