@@ -169,6 +169,69 @@ describe.skipIf(!hasChromium)('media web page in headless Chromium', { timeout: 
     expect(await page.$$('#result img')).toHaveLength(0);
   });
 
+  it('with authentication on: refused without the token, then the video route generates a playable animation', async () => {
+    const TOKEN = 'media-web-token-0123456789';
+    const guarded = await startMedia(
+      loadMediaConfig({
+        MEDIA_PORT: '0',
+        MEDIA_HOST: '127.0.0.1',
+        GATEHOUSE_MEDIA_STORE_DIR: join(dir, 'guarded-objects'),
+        GATEHOUSE_MEDIA_AUTH: 'token',
+        GATEHOUSE_MEDIA_TOKEN: TOKEN,
+      }),
+      { log: false },
+    );
+    try {
+      const tab = await browser.newPage();
+      tab.setDefaultTimeout(20_000);
+      await tab.goto(`${guarded.url}/`);
+      await tab.waitForSelector('body[data-ready="true"]');
+      const value = await tab.$eval(
+        '#route',
+        (el) =>
+          Array.from((el as unknown as Select).options).find(
+            (o) => o.dataset.path === '/api/video/video-model',
+          )?.value ?? '',
+      );
+      await tab.selectOption('#route', value);
+      await tab.fill('#prompt', 'a paper boat drifting across a pond');
+      // No token: the service's 401 is shown, nothing is generated.
+      await tab.click('#generate');
+      await tab.waitForSelector('#error.shown');
+      expect(await tab.$eval('#error', (el) => el.textContent ?? '')).toMatch(/token|auth/i);
+      expect(await tab.$$('#result img, #result video')).toHaveLength(0);
+
+      // The 401 opened the API key field.
+      expect(await tab.$eval('#auth', (el) => (el as unknown as { open: boolean }).open)).toBe(true);
+      await tab.fill('#apikey', TOKEN);
+      const sent = tab.waitForRequest(
+        (r) => r.url().endsWith('/api/video/video-model') && r.method() === 'POST',
+      );
+      await tab.click('#generate');
+      expect((await sent).headers().authorization).toBe(`Bearer ${TOKEN}`);
+      // The local generator's video is an animated WebP, shown (and played) by the browser itself.
+      await tab.waitForFunction(
+        () => {
+          const i = document.querySelector('#result img') as Img | null;
+          return i?.complete && i.naturalWidth > 0;
+        },
+        undefined,
+        { timeout: 30_000 },
+      );
+      const src = await tab.$eval('#result img', (i) => (i as unknown as Img).src);
+      expect(new URL(src).pathname).toMatch(/^\/files\/video\/.+\.webp$/);
+      const res = await fetch(src);
+      expect(res.headers.get('content-type')).toMatch(/^image\/webp/);
+      const meta = await sharp(Buffer.from(await res.arrayBuffer()), { animated: true }).metadata();
+      expect(meta.format).toBe('webp');
+      expect(meta.pages ?? 1).toBeGreaterThan(1);
+      expect(await tab.textContent('#progress')).toMatch(/Generated 1 video/);
+      await tab.close();
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it('uploads a file for i2i/model-b as multipart and sends the API key as a Bearer token', async () => {
     await load();
     await page.click('#auth summary');
