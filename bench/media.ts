@@ -75,7 +75,8 @@ const OPTS = {
   out: env.BENCH_OUT || join(ROOT, 'bench', 'results'),
   keep: env.BENCH_KEEP === '1',
   skipBuild: env.BENCH_SKIP_BUILD === '1',
-  mallocArenaMax: env.MALLOC_ARENA_MAX ?? null,
+  // As `npm start` runs the services (package.json); MALLOC_ARENA_MAX= (empty) measures glibc's default.
+  mallocArenaMax: env.MALLOC_ARENA_MAX ?? '2',
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -102,8 +103,8 @@ async function startService(workDir: string, name: string) {
       GATEHOUSE_MEDIA_QUEUE: String(OPTS.queue),
       LOG_LEVEL: 'warn',
       TMPDIR: join(dataDir, 'tmp'),
-      // glibc's per-thread malloc arenas hold what sharp/libvips freed; set to compare (recorded in the options).
-      ...(env.MALLOC_ARENA_MAX ? { MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX } : {}),
+      // glibc's per-thread malloc arenas hold what sharp/libvips freed (recorded in the options).
+      ...(OPTS.mallocArenaMax ? { MALLOC_ARENA_MAX: OPTS.mallocArenaMax } : {}),
     },
   );
   mkdirSync(join(dataDir, 'tmp'), { recursive: true });
@@ -415,7 +416,7 @@ function markdown(meta: Record<string, unknown>, latency: Latency | null, upload
   const lines = [
     `# Media service benchmark — ${meta.date}`,
     '',
-    `Machine \`${m.name}\`: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Linux ${m.os}; Node ${m.node}; commit ${meta.commit}. The service is \`node dist/cli.js media\` (local generator, filesystem store, LOG_LEVEL=warn) as its own process; this process is the client. MB = 10⁶ bytes.`,
+    `Machine \`${m.name}\`: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Linux ${m.os}; Node ${m.node}; commit ${meta.commit}. The service is \`node dist/cli.js media\` (local generator, filesystem store, LOG_LEVEL=warn, ${OPTS.mallocArenaMax ? `MALLOC_ARENA_MAX=${OPTS.mallocArenaMax} as \`npm start\` sets it` : "glibc's default malloc arenas"}) as its own process; this process is the client. MB = 10⁶ bytes.`,
     '',
   ];
   if (latency) {

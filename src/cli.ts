@@ -2,11 +2,8 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { loadConfig } from './config.js';
-import { openDatabase } from './db/connection.js';
-import { migrateToLatest } from './db/migrate.js';
-import { startGateway } from './gateway.js';
 import type { MediaHandle } from './media/server.js';
-import { buildServices } from './services.js';
+import type { buildServices } from './services.js';
 
 const usage = `Usage: gatehouse <command>
 
@@ -34,7 +31,22 @@ function printKeys(generated: { management?: string; api?: string }) {
 
 const isOff = (v: string | undefined) => ['off', 'false', '0'].includes((v ?? '').toLowerCase());
 
+/**
+ * The gateway's modules (database drivers, services, the HTTP app), imported on demand: `gatehouse
+ * media` alone does not need them (they cost ~50 MB of RSS).
+ */
+async function loadGatewayModules() {
+  const [{ openDatabase }, { migrateToLatest }, { startGateway }, { buildServices }] = await Promise.all([
+    import('./db/connection.js'),
+    import('./db/migrate.js'),
+    import('./gateway.js'),
+    import('./services.js'),
+  ]);
+  return { openDatabase, migrateToLatest, startGateway, buildServices };
+}
+
 async function serve() {
+  const { startGateway } = await loadGatewayModules();
   const config = loadConfig();
   // The media service's configuration is read first, so a bad one stops the start before anything listens.
   // Loaded only when it runs: the media service's modules (sharp, the S3 client) cost ~40 MB of RSS.
@@ -71,6 +83,7 @@ async function serve() {
 
 /** The batch worker alone: claims and runs batch requests until SIGTERM/SIGINT. */
 async function worker() {
+  const { openDatabase, migrateToLatest, buildServices } = await loadGatewayModules();
   const config = loadConfig();
   const handle = openDatabase(config.databaseUrl);
   await migrateToLatest(handle);
@@ -96,23 +109,25 @@ async function worker() {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
-/** The media service alone (MEDIA_PORT, default 8081). */
 /** The media service's modules, imported on demand. */
 async function loadMediaModules() {
-  const [{ loadMediaConfig }, { startMedia }, { openKeyAuthenticator }] = await Promise.all([
+  const [{ loadMediaConfig }, { startMedia }] = await Promise.all([
     import('./media/config.js'),
     import('./media/server.js'),
-    import('./media/auth.js'),
   ]);
-  return { loadMediaConfig, startMedia, openKeyAuthenticator };
+  return { loadMediaConfig, startMedia };
 }
 
+/** The media service alone (MEDIA_PORT, default 8081). */
 async function media() {
-  const { loadMediaConfig, startMedia, openKeyAuthenticator } = await loadMediaModules();
+  const { loadMediaConfig, startMedia } = await loadMediaModules();
   const config = loadMediaConfig();
   // Alone, API keys are checked only when asked for (GATEHOUSE_MEDIA_AUTH=keys), against the same
   // DATABASE_URL / GATEHOUSE_DATA_DIR as the gateway's.
-  const keys = config.auth === 'keys' ? await openKeyAuthenticator(config.databaseUrl) : null;
+  const keys =
+    config.auth === 'keys'
+      ? await (await import('./media/key-authenticator.js')).openKeyAuthenticator(config.databaseUrl)
+      : null;
   let handle: MediaHandle;
   try {
     handle = await startMedia(config, { keys: keys?.keys ?? null });
@@ -137,6 +152,7 @@ async function media() {
 
 /** Applies pending migrations and prints their names. */
 async function migrate() {
+  const { openDatabase, migrateToLatest } = await loadGatewayModules();
   const handle = openDatabase(loadConfig().databaseUrl);
   try {
     print({ applied: await migrateToLatest(handle) });
@@ -147,6 +163,7 @@ async function migrate() {
 
 /** Runs `fn` against a migrated database with the services wired, then closes it. */
 async function withServices<T>(fn: (s: ReturnType<typeof buildServices>) => Promise<T>): Promise<T> {
+  const { openDatabase, migrateToLatest, buildServices } = await loadGatewayModules();
   const config = loadConfig();
   const handle = openDatabase(config.databaseUrl);
   try {

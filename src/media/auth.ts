@@ -13,10 +13,6 @@
  */
 
 import type { Caller } from '../accounts/caller.js';
-import { KeysService } from '../accounts/keys.service.js';
-import { OrganizationsService } from '../accounts/organizations.service.js';
-import { WorkspacesService } from '../accounts/workspaces.service.js';
-import { type DbHandle, openDatabase } from '../db/connection.js';
 import { safeEqual } from '../lib/crypto.js';
 import type { MediaAuthMode, MediaConfig } from './config.js';
 import { MediaError } from './types.js';
@@ -75,43 +71,4 @@ export class MediaAuth {
       throw new MediaAuthError('Management keys cannot generate media; use an API key', 403, 'forbidden');
     return caller;
   }
-}
-
-/**
- * The gateway's keys from its database, for the media service running alone (`gatehouse media`
- * with GATEHOUSE_MEDIA_AUTH=keys): the same DATABASE_URL / data dir as the gateway. The database
- * must already be migrated (the gateway does that); this only reads keys.
- */
-export async function openKeyAuthenticator(
-  databaseUrl: string,
-): Promise<{ keys: KeyAuthenticator; close(): Promise<void> }> {
-  let handle: DbHandle;
-  try {
-    handle = openDatabase(databaseUrl);
-  } catch (err) {
-    throw new Error(
-      `GATEHOUSE_MEDIA_AUTH=keys: cannot open the gateway's database: ${(err as Error).message}`,
-    );
-  }
-  const { db } = handle;
-  try {
-    await db.selectFrom('api_keys').select('hash').limit(1).execute();
-  } catch (err) {
-    await handle.close();
-    throw new Error(
-      `GATEHOUSE_MEDIA_AUTH=keys: the gateway's database has no keys (run the gateway or \`gatehouse migrate\` first): ${(err as Error).message}`,
-    );
-  }
-  // authenticate() reads only the keys table; the usage service (credits/, which media may not
-  // import) is needed for key views, never here.
-  const noUsage = new Proxy(
-    {},
-    {
-      get() {
-        throw new Error('media: key usage is not available');
-      },
-    },
-  ) as ConstructorParameters<typeof KeysService>[3];
-  const keys = new KeysService(db, new WorkspacesService(db), new OrganizationsService(db), noUsage);
-  return { keys, close: () => handle.close() };
 }

@@ -25,7 +25,6 @@ import { GenerationQueue, QueueFullError } from './queue.js';
 import { mediaRoutes } from './routes.js';
 import { MediaService } from './service.js';
 import { FilesystemStore } from './storage/filesystem.js';
-import { S3Store } from './storage/s3.js';
 import { type MediaBilling, MediaError, type MediaGenerator, type ObjectStore } from './types.js';
 
 declare module 'fastify' {
@@ -80,11 +79,15 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   const generators: Record<string, MediaGenerator> = opts.generator
     ? Object.fromEntries(config.routes.map((r) => [r.provider, opts.generator as MediaGenerator]))
     : { local: new LocalGenerator(), ...providerGenerators(config.providers), ...opts.generators };
+  // The S3 client (~25 MB of RSS) is loaded only when the S3 store is configured.
+  const s3 =
+    !opts.store && config.store === 's3' && config.s3
+      ? new (await import('./storage/s3.js')).S3Store(config.s3)
+      : null;
   const store =
     opts.store ??
-    (config.store === 's3' && config.s3
-      ? new S3Store(config.s3)
-      : new FilesystemStore(config.storeDir, config.publicUrl ?? `http://localhost:${config.port}`));
+    s3 ??
+    new FilesystemStore(config.storeDir, config.publicUrl ?? `http://localhost:${config.port}`);
   const service = new MediaService(generators, store, config.timeoutMs, opts.billing ?? null);
   const queue = new GenerationQueue(
     config.concurrency,
@@ -172,14 +175,14 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     req.mediaCaller = await auth.check(req.headers.authorization);
     if (queue.isFull()) throw new QueueFullError(queue.retryAfterS());
   });
-  if (store instanceof S3Store) app.addHook('onClose', async () => store.destroy());
+  if (s3) app.addHook('onClose', async () => s3.destroy());
   if (opts.log !== false) {
     app.log.info(
       {
         auth: auth.mode,
         concurrency: config.concurrency,
         queue: config.queue,
-        ...(store instanceof S3Store ? store.describe() : { store: 'filesystem' }),
+        ...(s3 ? s3.describe() : opts.store ? { store: 'custom' } : { store: 'filesystem' }),
       },
       'media service configured',
     );

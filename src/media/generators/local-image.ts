@@ -8,6 +8,10 @@ import sharp, { type Metadata, type OverlayOptions, type Sharp } from 'sharp';
 import { type InputImage, MediaError } from '../types.js';
 import { type Palette, type Rng, rngFrom } from './local-palette.js';
 
+// libvips keeps the results of recent operations (up to 50 MB) for reuse; no generation here
+// repeats an earlier one's operations, so the cache only adds to the service's peak memory.
+sharp.cache(false);
+
 export type ImageFormat = 'png' | 'jpeg' | 'webp';
 
 export const IMAGE_TYPES: Record<ImageFormat, { contentType: string; extension: string }> = {
