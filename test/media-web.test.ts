@@ -29,6 +29,18 @@ declare const document: {
 declare const sessionStorage: { getItem(key: string): string | null };
 declare function getComputedStyle(el: unknown): { maxWidth: string };
 
+/** Waits until the page shows a generated image, decoded (the browser could render it). */
+function resultImageLoaded(page: Page, timeout: number) {
+  return page.waitForFunction(
+    () => {
+      const i = document.querySelector('#result img') as Img | null;
+      return i?.complete && i.naturalWidth > 0;
+    },
+    undefined,
+    { timeout },
+  );
+}
+
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium)
@@ -125,14 +137,7 @@ describe.skipIf(!hasChromium)('media web page in headless Chromium', { timeout: 
     await page.selectOption('#p-output_format', 'webp');
     await page.click('#generate');
     const img = await page.waitForSelector('#result img', { timeout: 20_000 });
-    await page.waitForFunction(
-      () => {
-        const i = document.querySelector('#result img') as Img | null;
-        return i?.complete && i.naturalWidth > 0;
-      },
-      undefined,
-      { timeout: 20_000 },
-    );
+    await resultImageLoaded(page, 20_000);
     const { width, height, src } = await img.evaluate((i) => ({
       width: (i as unknown as Img).naturalWidth,
       height: (i as unknown as Img).naturalHeight,
@@ -210,14 +215,7 @@ describe.skipIf(!hasChromium)('media web page in headless Chromium', { timeout: 
       await tab.click('#generate');
       expect((await sent).headers().authorization).toBe(`Bearer ${TOKEN}`);
       // The local generator's video is an animated WebP, shown (and played) by the browser itself.
-      await tab.waitForFunction(
-        () => {
-          const i = document.querySelector('#result img') as Img | null;
-          return i?.complete && i.naturalWidth > 0;
-        },
-        undefined,
-        { timeout: 30_000 },
-      );
+      await resultImageLoaded(tab, 30_000);
       const src = await tab.$eval('#result img', (i) => (i as unknown as Img).src);
       expect(new URL(src).pathname).toMatch(/^\/files\/video\/.+\.webp$/);
       const res = await fetch(src);
@@ -250,14 +248,7 @@ describe.skipIf(!hasChromium)('media web page in headless Chromium', { timeout: 
     const request = await sent;
     expect(request.headers()['content-type']).toMatch(/^multipart\/form-data; boundary=/);
     expect(request.headers().authorization).toBe('Bearer test-key-123');
-    await page.waitForFunction(
-      () => {
-        const i = document.querySelector('#result img') as Img | null;
-        return i?.complete && i.naturalWidth > 0;
-      },
-      undefined,
-      { timeout: 20_000 },
-    );
+    await resultImageLoaded(page, 20_000);
     const size = await page.$eval('#result img', (i) => [
       (i as unknown as Img).naturalWidth,
       (i as unknown as Img).naturalHeight,
