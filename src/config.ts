@@ -30,6 +30,8 @@ export interface Config {
   redisPrefix: string;
   /** Deadline of one upstream attempt, ms (GATEHOUSE_UPSTREAM_TIMEOUT_MS). */
   upstreamTimeoutMs: number;
+  /** How long recorded generations wait to be written in one group commit, ms (GATEHOUSE_ACCOUNTING_INTERVAL_MS). */
+  accountingIntervalMs: number;
   /** Longest Retry-After honoured by retrying the last candidate once, ms. */
   maxRetryWaitMs: number;
   /**
@@ -172,6 +174,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.GATEHOUSE_REDIS_PREFIX || 'gatehouse',
     upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
+    accountingIntervalMs: intFrom(env, 'GATEHOUSE_ACCOUNTING_INTERVAL_MS', 25),
     maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),
     shutdownGraceMs: intFrom(env, 'GATEHOUSE_SHUTDOWN_GRACE_MS', 20_000),
     http: loadHttpTimeouts(env),

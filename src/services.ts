@@ -95,7 +95,13 @@ export function buildServices(
   });
   // Journaled on local disk until written: a killed process loses no answered call's usage.
   const journal = new UsageJournal(join(config.dataDir, 'journal'));
-  const accountant = new Accountant(db, null, undefined, handle.sqlite ?? null, journal);
+  const accountant = new Accountant(
+    db,
+    null,
+    { intervalMs: config.accountingIntervalMs, maxBatch: 500 },
+    handle.sqlite ?? null,
+    journal,
+  );
   usage.settleWith(() => accountant.flush());
   accountant.onRecord((g) => {
     if (g.cost_usd > 0) {
