@@ -526,6 +526,12 @@ describe('service routes and errors', () => {
     });
     expect(body('/api/i2i/model-a').required).toEqual(['prompt', 'image_input']);
     expect(doc.paths['/api/i2i/model-b'].post.requestBody.content['multipart/form-data']).toBeDefined();
+    // Each route says which provider and provider model serve it.
+    expect(doc.paths['/api/t2i/model-a'].post['x-gatehouse-provider']).toEqual({
+      slug: 'local',
+      model: expect.any(String),
+    });
+    expect(doc.paths['/api/t2i/model-a'].post.description).toContain('Served by provider `local`');
     const docs = await fetch(`${media.url}/docs`);
     expect(docs.status).toBe(200);
     expect(docs.headers.get('content-type')).toMatch(/text\/html/);
@@ -645,5 +651,6 @@ describe('routes from configuration', () => {
       maximum: 8,
     });
     expect(doc.paths['/api/t2i/model-a']).toBeUndefined();
+    expect(doc.paths['/api/t2i/sketch'].post['x-gatehouse-provider'].model).toBe('sketch-v2');
   });
 });

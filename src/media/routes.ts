@@ -140,7 +140,10 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
         validatorCompiler: () => () => true,
         schema: {
           summary: `${route.kind} ${route.name}`,
-          description: route.description,
+          // Which provider serves the route is part of its contract (latency, data policy, price).
+          description:
+            `${route.description ?? ''} Served by provider \`${route.provider}\`, model \`${route.providerModel}\`.`.trim(),
+          'x-gatehouse-provider': { slug: route.provider, model: route.providerModel },
           tags: [route.kind],
           operationId: `${route.kind}_${route.name}`.replace(/[^A-Za-z0-9_]/g, '_'),
           consumes: ['application/json', 'multipart/form-data'],
