@@ -223,13 +223,34 @@ export async function* sseEvents(
   signal: AbortSignal,
   secrets?: (string | null | undefined)[],
 ): AsyncGenerator<SseEvent> {
+  const body = res.body;
   try {
-    yield* parseSse(res.body);
+    // Not destroyed when the reader stops early: see releaseBody.
+    yield* parseSse(body.iterator({ destroyOnReturn: false }));
   } catch (err) {
     throw toUpstreamError(err, signal, secrets);
   } finally {
-    if (!res.body.destroyed) res.body.destroy();
+    releaseBody(body);
   }
+}
+
+/** How long the rest of a stream read past its last event may take before it is cut off. */
+const DRAIN_AFTER_LAST_EVENT_MS = 1_000;
+
+/**
+ * Lets go of a stream body its reader stopped reading — usually at `data: [DONE]` (or Anthropic's
+ * `message_stop`), a few bytes before the body's own end (the chunked terminator). Destroying it
+ * there would make Node and undici build an AbortError with a stack trace per stream (5 % of the
+ * streaming hot path in a profile); the rest is drained instead, and the body destroyed only if it
+ * has not ended within a second. A caller that went away aborts the request through its signal.
+ */
+function releaseBody(body: UpstreamResponse['body']): void {
+  if (body.destroyed || body.readableEnded) return;
+  body.on('error', () => {});
+  const timer = setTimeout(() => body.destroy(), DRAIN_AFTER_LAST_EVENT_MS);
+  timer.unref();
+  body.once('close', () => clearTimeout(timer));
+  body.resume();
 }
 
 // ---------------------------------------------------------------------------------------------
