@@ -131,6 +131,7 @@ export class SqliteItemWriter {
       'select "idx" from "batch_requests" where "batch_id" = ? and "custom_id" = ?',
     );
     this.touch = sqlite.prepare('update "batches" set "updated_at_ms" = ? where "id" = ?');
+    // Immediate: the file may have other writers (see ImmediateSqliteDialect in db/connection.ts).
     this.tx = sqlite.transaction((batchId: string, chunk: ItemChunk, nowMs: number) => {
       const { first, customIds, items } = chunk;
       const insert = this.insert;
@@ -143,7 +144,7 @@ export class SqliteItemWriter {
       }
       this.touch.run(nowMs, batchId);
       return null;
-    });
+    }).immediate;
   }
 
   /** Inserts the chunk in order; returns the first duplicate (nothing after it is written), or null. */

@@ -131,5 +131,6 @@ function sqliteGroupWrite(sqlite: SQLite.Database) {
     const rows = group.flatMap((p, i) => (ok[i] ? p.rows : []));
     if (rows.length > 0) insert(rows, usageEventsOf(rows));
     return rows;
-  });
+    // Immediate: the file may have other writers (see ImmediateSqliteDialect in db/connection.ts).
+  }).immediate;
 }

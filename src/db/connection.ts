@@ -1,7 +1,17 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  sql,
+} from 'kysely';
 import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import type { Database } from './schema.js';
@@ -61,8 +71,33 @@ export function openDatabase(url: string, opts: { schema?: string } = {}): DbHan
   file.pragma('foreign_keys = ON');
   file.pragma('busy_timeout = 5000');
   file.pragma('wal_autocheckpoint = 10000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(file) }) });
+  const db = new Kysely<Database>({
+    dialect: new ImmediateSqliteDialect({ database: withStatementCache(file) }),
+  });
   return { db, dialect: 'sqlite', sqlite: file, close: () => db.destroy() };
+}
+
+/**
+ * Kysely's SQLite dialect with transactions opened by `BEGIN IMMEDIATE`. The file can have other
+ * writers (a `gatehouse worker` process beside the gateway): a deferred transaction that has read
+ * and then writes after another connection committed fails at once with SQLITE_BUSY_SNAPSHOT (its
+ * snapshot is stale, and the busy timeout does not apply), whereas an immediate one waits for the
+ * write lock up front. (better-sqlite3 transactions of Gatehouse's use `.immediate` likewise.)
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.settings);
+  }
+}
+
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
 }
 
 /** Most prepared statements kept per SQLite connection (by SQL text, least recently used out). */

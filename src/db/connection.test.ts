@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type DbHandle, openDatabase } from './connection.js';
+import { migrateToLatest } from './migrate.js';
+
+describe('SQLite transactions with another writer on the file', () => {
+  let dir: string;
+  let handle: DbHandle;
+  let other: SQLite.Database;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-'));
+    const path = join(dir, 'db.sqlite');
+    handle = openDatabase(path);
+    await migrateToLatest(handle);
+    // A second connection, as a `gatehouse worker` process on the same file has.
+    other = new SQLite(path);
+    other.pragma('busy_timeout = 5000');
+  });
+  afterEach(async () => {
+    other.close();
+    await handle.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a transaction that reads, then writes after the other writer tried to commit, succeeds (BEGIN IMMEDIATE)', async () => {
+    const setting = other.prepare('insert into settings (name, value) values (?, ?)');
+    await handle.db.transaction().execute(async (tx) => {
+      await tx.selectFrom('settings').select('name').execute();
+      // The other connection tries to commit now. After a deferred BEGIN it would succeed, and this
+      // transaction's write below would then fail with SQLITE_BUSY_SNAPSHOT (no busy timeout
+      // applies to a stale snapshot). After BEGIN IMMEDIATE this one holds the write lock, so the
+      // other waits for it (here, with no busy timeout, it gives up at once).
+      other.pragma('busy_timeout = 0');
+      expect(() => setting.run('other', 'x')).toThrow(expect.objectContaining({ code: 'SQLITE_BUSY' }));
+      await new Promise((r) => setTimeout(r, 10));
+      await tx.insertInto('settings').values({ name: 'mine', value: 'y' }).execute();
+    });
+    setting.run('other', 'x'); // once this transaction committed, the other writer goes ahead
+    const names = (await handle.db.selectFrom('settings').select('name').execute()).map((r) => r.name);
+    expect(names).toEqual(expect.arrayContaining(['mine', 'other']));
+  });
+});
