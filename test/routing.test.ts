@@ -230,6 +230,51 @@ describe('routing through real upstream wire formats', () => {
     expect(gen.cost_usd).toBeGreaterThan(0);
   });
 
+  it('a caller that goes away cancels the upstream call, which is recorded as cancelled', async () => {
+    const generations = async () =>
+      gw.services.db.selectFrom('generations').selectAll().orderBy('created_at', 'desc').execute();
+    const upstreamGotIt = (i: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => (mock.requests[i] ? resolve() : setTimeout(check, 10));
+        check();
+      });
+    for (const stream of [false, true]) {
+      mock.reset();
+      mock.enqueue(
+        stream
+          ? { reply: { text: 'one two three four five six' }, stallAfterEvents: 2 }
+          : { reply, delayMs: 600 },
+      );
+      const leave = new AbortController();
+      const res = fetch(`${gw.url}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'test/gpt', stream, messages: [{ role: 'user', content: 'hi' }] }),
+        signal: leave.signal,
+      });
+      await upstreamGotIt(0);
+      const before = (await generations()).length;
+      if (stream) {
+        const body = (await res).body?.getReader();
+        await body?.read(); // the first events arrived
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      leave.abort();
+      await res.then((r) => r.text()).catch(() => {});
+      // The gateway gives up on the upstream call at once (well before its 600 ms delay or a timeout).
+      const t0 = Date.now();
+      let rows = await generations();
+      while (rows.length === before && Date.now() - t0 < 2000) {
+        await new Promise((r) => setTimeout(r, 20)); // (the gateway runs in this process: let it see the close)
+        await gw.services.accountant.flush();
+        rows = await generations();
+      }
+      expect(Date.now() - t0).toBeLessThan(450);
+      expect(rows.length, `stream: ${stream}`).toBe(before + 1);
+      expect(rows[0], `stream: ${stream}`).toMatchObject({ status: 'cancelled', streamed: stream ? 1 : 0 });
+    }
+  });
+
   it('uses a BYOK credential in place of the operator key and says is_byok', async () => {
     const mgmt = client(gw.url, gw.managementKey);
     const cred = await mgmt('POST', '/byok', { provider: 'anthropic', key: 'sk-ant-byok-secret-123456' });

@@ -5,6 +5,7 @@ import { TranslationError } from '../formats/chat.js';
 import { chatStreamToMessages } from '../formats/messages.js';
 import { chatStreamToResponses } from '../formats/responses.js';
 import { sseJson } from '../formats/sse.js';
+import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, notFound } from '../lib/errors.js';
 import type { InferenceCall, RouteInfo } from '../routing/call.js';
 import { parsePreferences } from '../routing/preferences.js';
@@ -15,7 +16,7 @@ import type { Services } from '../services.js';
 import { chatParsers, EmbeddingsBody, embeddingsRequest, responseBodies } from './bodies.js';
 import { decorateChunk, fullUsage } from './decorate.js';
 import { modelsView } from './models.js';
-import { callController, sendSse } from './stream.js';
+import { callAbort, sendSse } from './stream.js';
 
 const AnyBody = Type.Object({}, { additionalProperties: true });
 const tags = ['Inference'];
@@ -26,7 +27,7 @@ function toCall(
   request: FastifyRequest,
   endpoint: InferenceCall['endpoint'],
   parse: (body: unknown) => InferenceCall['request'],
-  signal: AbortSignal,
+  signal: CallSignal,
 ): InferenceCall {
   const body = request.body as Record<string, unknown>;
   let canonical: InferenceCall['request'];
@@ -91,8 +92,8 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req, reply) => {
-      const controller = callController(reply);
-      const call = toCall(req, 'chat', chatParsers.chat, controller.signal);
+      const abort = callAbort(reply);
+      const call = toCall(req, 'chat', chatParsers.chat, abort);
       if (!call.request.stream) {
         return reply.send(responseBodies.chat(await engine.chat(call), call.request, call.echoUpstream));
       }
@@ -139,8 +140,8 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req, reply) => {
-      const controller = callController(reply);
-      const call = toCall(req, 'messages', chatParsers.messages, controller.signal);
+      const abort = callAbort(reply);
+      const call = toCall(req, 'messages', chatParsers.messages, abort);
       if (!call.request.stream) {
         return reply.send(responseBodies.messages(await engine.chat(call), call.request));
       }
@@ -166,8 +167,8 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req, reply) => {
-      const controller = callController(reply);
-      const call = toCall(req, 'responses', chatParsers.responses, controller.signal);
+      const abort = callAbort(reply);
+      const call = toCall(req, 'responses', chatParsers.responses, abort);
       if (!call.request.stream) {
         return reply.send(responseBodies.responses(await engine.chat(call), call.request));
       }
@@ -197,7 +198,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req, reply) => {
-      const controller = callController(reply);
+      const abort = callAbort(reply);
       const body = req.body as Record<string, unknown>;
       const served = await engine.embeddings({
         caller: req.caller,
@@ -205,7 +206,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
         request: embeddingsRequest(req.body),
         prefs: parsePreferences(body.provider),
         echoUpstream: false,
-        signal: controller.signal,
+        signal: abort,
       });
       return reply.send(responseBodies.embeddings(served));
     },

@@ -1,5 +1,6 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { CallAbort } from '../lib/call-abort.js';
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -54,6 +55,19 @@ function drained(res: ServerResponse): Promise<void> {
     res.on('drain', done);
     res.on('close', done);
   });
+}
+
+/**
+ * The cancellation of an inference call, tied to the request's lifetime as `callController` is (a
+ * CallAbort: no EventTarget per call; see lib/call-abort.ts).
+ */
+export function callAbort(reply: FastifyReply): CallAbort {
+  const abort = new CallAbort();
+  const res = reply.raw;
+  res.once('close', () => {
+    if (!res.writableFinished) abort.abort(new Error('client closed the connection'));
+  });
+  return abort;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Caller } from '../accounts/caller.js';
 import type { ChatMessage, ChatRequest } from '../formats/chat.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
+import type { CallSignal } from '../lib/call-abort.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
 import type { ProviderPreferences } from './preferences.js';
@@ -53,7 +54,8 @@ export interface InferenceCall {
   request: ChatRequest;
   prefs: ProviderPreferences;
   echoUpstream: boolean;
-  signal: AbortSignal;
+  /** Cancelled when the caller goes away (an AbortSignal fits). */
+  signal: CallSignal;
   hooks?: CallHooks;
 }
 

@@ -206,6 +206,7 @@ export class Engine {
         ...this.deps,
         latency: this.latencyEwma,
         onExhausted: (last, attempts, startedAt) => this.recordFailure(call, prep, last, attempts, startedAt),
+        onCancelled: (c, attempts, startedAt) => this.recordCancelled(call, prep, c, attempts, startedAt),
       },
       call,
       prep,
@@ -402,6 +403,41 @@ export class Engine {
       this.throughputEwma.set(provider, prev === undefined ? perSecond : prev * 0.8 + perSecond * 0.2);
     }
     return (call.hooks?.record ?? this.deps.record)(row);
+  }
+
+  /**
+   * The caller left while an upstream was working on the call (the attempt is aborted with it). As
+   * for a stream cut short, the prompt the upstream received is billed (estimated: nothing was
+   * reported); no completion reached the caller.
+   */
+  private recordCancelled(
+    call: InferenceCall,
+    prep: Prepared,
+    served: Candidate,
+    attempts: number,
+    startedAt: number,
+  ): void {
+    const usage: Usage = {
+      prompt_tokens: estimateTokens(messagesText(prep.request.messages)),
+      completion_tokens: 0,
+      total_tokens: 0,
+    };
+    usage.total_tokens = usage.prompt_tokens;
+    const info = {
+      generationId: this.deps.newGenerationId(),
+      model: prep.model,
+      served,
+      attempts,
+      startedAt,
+    };
+    const row = servedRow(call, info, usage, costOf(served.endpoint.pricing, usage), {
+      streamed: call.request.stream === true,
+      finishReason: null,
+      estimated: true,
+      status: 'cancelled',
+    });
+    // 499: the client closed the request before an answer (no status was ever sent).
+    void (call.hooks?.record ?? this.deps.record)({ ...row, http_status: 499 });
   }
 
   private recordFailure(

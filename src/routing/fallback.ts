@@ -1,5 +1,6 @@
 import type { ChatRequest } from '../formats/chat.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
+import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
 import { UpstreamError } from '../providers/types.js';
 import type { CallChecks, InferenceCall, RouteInfo } from './call.js';
@@ -28,9 +29,11 @@ export interface FallbackContext {
   latency: Map<string, number>;
   /** Every candidate failed: record the failed generation. */
   onExhausted: (last: { err: UpstreamError; provider: string }, attempts: number, startedAt: number) => void;
+  /** The caller went away during an attempt on `c` (which is then aborted): record it. */
+  onCancelled: (c: Candidate, attempts: number, startedAt: number) => void;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
+const sleep = (ms: number, signal: CallSignal) =>
   new Promise<void>((resolve, reject) => {
     const t = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => {
@@ -130,7 +133,10 @@ export async function routeWithFallbacks<T>(
         },
       };
     } catch (raw) {
-      if (call.signal.aborted) throw raw;
+      if (call.signal.aborted) {
+        ctx.onCancelled(c, attempts, startedAt);
+        throw raw;
+      }
       // (After a success the link stays: a stream keeps using the signal after the attempt resolved.)
       call.signal.removeEventListener('abort', onCallAbort);
       const err =

@@ -69,7 +69,7 @@ export function baseRow(ref: RowRef, id: string): GenerationRow {
 /** The generation of a call an endpoint served (completely or not). */
 export function servedRow(
   call: CallRef,
-  info: RouteInfo,
+  info: Pick<RouteInfo, 'generationId' | 'model' | 'served' | 'attempts' | 'startedAt'>,
   usage: Usage,
   cost: Cost,
   o: Outcome,
