@@ -77,8 +77,10 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
 
   installErrorHandling(app);
-  app.addHook('onSend', async (req, reply) => {
+  // Callback-style hooks on every request: an async hook costs a promise per request.
+  app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
+    done(null, payload);
   });
 
   await app.register(swagger, {

@@ -84,6 +84,27 @@ const patternToRegex = (url: string) =>
       .replace(/\*/g, '.*')}/?$`,
   );
 
+/** Validated input the database would fail on, as the 400 that refuses it (null: fine). */
+function inputRefusal(request: FastifyRequest): ApiError | null {
+  for (const [part, values] of [
+    ['querystring', request.query],
+    ['params', request.params],
+  ] as const) {
+    if (values === null || typeof values !== 'object') continue;
+    for (const name in values as Record<string, unknown>) {
+      const v = (values as Record<string, unknown>)[name];
+      // Ajv coerces `Infinity` or `1e400` to Infinity, which passes `integer` and skips
+      // minimum/maximum (both check finite numbers only); SQLite refuses it as an OFFSET.
+      if ([v].flat().some((x) => typeof x === 'number' && !Number.isFinite(x)))
+        return new ApiError(400, `Invalid ${part}: ${name} must be a finite number`);
+      if (hasNul(v)) return new ApiError(400, `Invalid ${part}: ${name} contains a NUL character`);
+    }
+  }
+  if (!request.routeOptions.config?.verbatim && hasNul(request.body))
+    return new ApiError(400, 'Invalid body: strings must not contain NUL characters (U+0000)');
+  return null;
+}
+
 /**
  * Every error leaves in the standard envelope `{error:{code,message}}` as application/json:
  * domain errors, Fastify's validation/parse/limit errors, unknown routes (404), known paths with a
@@ -91,22 +112,9 @@ const patternToRegex = (url: string) =>
  */
 export function installErrorHandling(app: FastifyInstance): void {
   // Validated input the database would fail on (a 500), refused as a 400 before the handler runs.
-  app.addHook('preHandler', async (request) => {
-    for (const [part, values] of [
-      ['querystring', request.query],
-      ['params', request.params],
-    ] as const) {
-      if (values === null || typeof values !== 'object') continue;
-      for (const [name, v] of Object.entries(values as Record<string, unknown>)) {
-        // Ajv coerces `Infinity` or `1e400` to Infinity, which passes `integer` and skips
-        // minimum/maximum (both check finite numbers only); SQLite refuses it as an OFFSET.
-        if ([v].flat().some((x) => typeof x === 'number' && !Number.isFinite(x)))
-          throw new ApiError(400, `Invalid ${part}: ${name} must be a finite number`);
-        if (hasNul(v)) throw new ApiError(400, `Invalid ${part}: ${name} contains a NUL character`);
-      }
-    }
-    if (!request.routeOptions.config?.verbatim && hasNul(request.body))
-      throw new ApiError(400, 'Invalid body: strings must not contain NUL characters (U+0000)');
+  // Callback style (an async hook costs a promise on every request).
+  app.addHook('preHandler', (request, _reply, done) => {
+    done(inputRefusal(request) ?? undefined);
   });
 
   const routes: { regex: RegExp; methods: string[] }[] = [];

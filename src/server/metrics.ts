@@ -18,7 +18,7 @@ export function installMetrics(app: FastifyInstance, registry: Registry): Regist
     registers: [registry],
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, not the concrete URL, keeps label cardinality bounded.
     const labels = {
       method: request.method,
@@ -27,6 +27,7 @@ export function installMetrics(app: FastifyInstance, registry: Registry): Regist
     };
     requests.inc(labels);
     latency.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
 
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
