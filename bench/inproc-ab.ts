@@ -16,11 +16,12 @@
  * A build outside the repository cannot resolve its packages: copy it inside (and .gitignore it).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startMockUpstream } from './mock-upstream.js';
+import { writeBenchCatalog } from './processes.js';
 
 const KEY = `sk-gh-v1-${'ab'.repeat(32)}`;
 const ADMIN = `inproc-admin-${'x'.repeat(24)}`;
@@ -31,22 +32,7 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
   const { loadConfig } = await import(pathToFileURL(join(dist, 'config.js')).href);
   const { prepareGateway } = await import(pathToFileURL(join(dist, 'gateway.js')).href);
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-inproc-'));
-  const catalog = join(dir, 'catalog.json');
-  writeFileSync(
-    catalog,
-    JSON.stringify({
-      development_provider: false,
-      providers: [{ slug: 'bench', kind: 'openai-compatible', base_url: mockBaseUrl }],
-      models: [
-        {
-          id: 'bench/fast',
-          endpoints: [
-            { provider: 'bench', upstream_model: 'fast', pricing: { prompt: 0.1, completion: 0.2 } },
-          ],
-        },
-      ],
-    }),
-  );
+  const catalog = writeBenchCatalog(dir, mockBaseUrl);
   const config = loadConfig({
     NODE_ENV: 'production',
     GATEHOUSE_DATA_DIR: dir,

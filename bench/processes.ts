@@ -204,6 +204,30 @@ export interface GatehouseExtra {
 }
 
 /**
+ * Writes `<dir>/catalog.json` (GATEHOUSE_CONFIG): model `bench/fast` → the mock as an
+ * `openai-compatible` provider with prices, the development provider off. Returns its path.
+ */
+export function writeBenchCatalog(dir: string, mockBaseUrl: string): string {
+  const file = join(dir, 'catalog.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      development_provider: false,
+      providers: [{ slug: 'bench', kind: 'openai-compatible', base_url: mockBaseUrl }],
+      models: [
+        {
+          id: 'bench/fast',
+          endpoints: [
+            { provider: 'bench', upstream_model: 'fast', pricing: { prompt: 0.1, completion: 0.2 } },
+          ],
+        },
+      ],
+    }),
+  );
+  return file;
+}
+
+/**
  * `node <cli> serve` on `<workDir>/<name>` (SQLite), model `bench/fast` → the mock as an
  * `openai-compatible` provider with prices, bootstrap API key, the rate limit out of the way, and
  * $1,000,000 of credits granted through the operator API.
@@ -218,22 +242,7 @@ export async function startGatehouse(
 ) {
   const dataDir = join(workDir, name);
   mkdirSync(dataDir, { recursive: true });
-  const configFile = join(dataDir, 'catalog.json');
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      development_provider: false,
-      providers: [{ slug: 'bench', kind: 'openai-compatible', base_url: mockBaseUrl }],
-      models: [
-        {
-          id: 'bench/fast',
-          endpoints: [
-            { provider: 'bench', upstream_model: 'fast', pricing: { prompt: 0.1, completion: 0.2 } },
-          ],
-        },
-      ],
-    }),
-  );
+  const configFile = writeBenchCatalog(dataDir, mockBaseUrl);
   const port = await freePort();
   const logFile = extra.log ? join(dataDir, 'gateway.log') : undefined;
   const nodeArgs = [...(extra.nodeArgs ?? []), cli, 'serve'];

@@ -63,10 +63,7 @@ function drained(res: ServerResponse): Promise<void> {
  */
 export function callAbort(reply: FastifyReply): CallAbort {
   const abort = new CallAbort();
-  const res = reply.raw;
-  res.once('close', () => {
-    if (!res.writableFinished) abort.abort(new Error('client closed the connection'));
-  });
+  onClientGone(reply, (reason) => abort.abort(reason));
   return abort;
 }
 
@@ -78,9 +75,14 @@ export function callAbort(reply: FastifyReply): CallAbort {
  */
 export function callController(reply: FastifyReply): AbortController {
   const controller = new AbortController();
+  onClientGone(reply, (reason) => controller.abort(reason));
+  return controller;
+}
+
+/** Calls `gone` if the response closes before it was completely written (the client left). */
+function onClientGone(reply: FastifyReply, gone: (reason: Error) => void): void {
   const res = reply.raw;
   res.once('close', () => {
-    if (!res.writableFinished) controller.abort(new Error('client closed the connection'));
+    if (!res.writableFinished) gone(new Error('client closed the connection'));
   });
-  return controller;
 }
