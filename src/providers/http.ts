@@ -15,7 +15,7 @@
  *
  * Every message (and the stored error body) is scrubbed of the API key before it leaves here.
  */
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher, util } from 'undici';
 import { parseSse, type SseEvent } from '../formats/sse.js';
 import { redact } from './redact.js';
 import { UpstreamError } from './types.js';
@@ -80,11 +80,17 @@ export async function closeUpstreamHttp(): Promise<void> {
   if (old) await old.close();
 }
 
-export interface UpstreamResponse {
+/** A body as it arrives: async-iterable bytes, with `text()` / `json()` helpers (streams). */
+export type StreamBody = Dispatcher.ResponseData['body'];
+/** What the readers of a whole answer use of a body. */
+export interface TextBody {
+  text(): Promise<string>;
+}
+
+export interface UpstreamResponse<B extends TextBody = StreamBody> {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  /** The body as it arrives: async-iterable bytes, with `text()` / `json()` helpers. */
-  body: Dispatcher.ResponseData['body'];
+  body: B;
 }
 
 export interface PostOptions {
@@ -142,14 +148,112 @@ export async function postJson(
 }
 
 /**
+ * POSTs `body` as JSON and reads the whole answer before resolving (non-streamed calls), through
+ * undici's `dispatch` with a handler that collects the bytes: `request()` would wrap the body in a
+ * Readable stream (its events, buffering and state machine) only for it to be read whole at once.
+ * Failures as `postJson`'s, a body cut off mid-way included (`UpstreamError(0)`).
+ */
+export async function postJsonWhole(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  opts: PostOptions = {},
+): Promise<UpstreamResponse<TextBody>> {
+  throwIfAborted(signal);
+  const { origin, path } = splitUrl(url);
+  try {
+    return await new Promise<UpstreamResponse<TextBody>>((resolve, reject) => {
+      let abort: ((reason: Error) => void) | null = null;
+      const onAbort = () => abort?.(abortReason(signal) as Error);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const settle = () => signal.removeEventListener('abort', onAbort);
+      let status = 0;
+      let responseHeaders: Record<string, string | string[] | undefined> = {};
+      const chunks: Buffer[] = [];
+      const handler: Dispatcher.DispatchHandler = {
+        onConnect(abortRequest) {
+          abort = abortRequest;
+          if (signal.aborted) onAbort();
+        },
+        onHeaders(statusCode, rawHeaders) {
+          status = statusCode;
+          responseHeaders = util.parseHeaders(rawHeaders);
+          return true;
+        },
+        onData(chunk) {
+          chunks.push(chunk);
+          return true;
+        },
+        onComplete() {
+          settle();
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status, headers: responseHeaders, body: { text: async () => text } });
+        },
+        onError(err) {
+          settle();
+          reject(err);
+        },
+      };
+      upstreamAgent().dispatch(
+        {
+          origin,
+          path,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+          body: JSON.stringify(body),
+          ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
+          ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
+        },
+        handler,
+      );
+    });
+  } catch (err) {
+    throw toUpstreamError(err, signal, opts.secrets);
+  }
+}
+
+/** A non-streamed call: POSTs `body` and parses the whole JSON answer (UpstreamError for ≥ 400). */
+export async function callJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  secrets: (string | null | undefined)[],
+): Promise<unknown> {
+  const res = await postJsonWhole(url, body, headers, signal, { secrets });
+  return readJson(await ensureOk(res, signal, secrets), signal, secrets);
+}
+
+/**
+ * A streamed call: POSTs `body` asking for an event stream and returns the response once it is
+ * known to be one (UpstreamError for ≥ 400 or another body). `idleTimeoutMs` bounds the silence
+ * between two chunks.
+ */
+export async function callStream(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  secrets: (string | null | undefined)[],
+  idleTimeoutMs?: number,
+): Promise<UpstreamResponse> {
+  const res = await postJson(url, body, { ...headers, accept: 'text/event-stream' }, signal, {
+    secrets,
+    ...(idleTimeoutMs ? { bodyTimeoutMs: idleTimeoutMs } : {}),
+  });
+  return ensureEventStream(await ensureOk(res, signal, secrets), signal, secrets);
+}
+
+/**
  * Throws `upstreamErrorFrom(...)` for a status ≥ 400 (after reading the error body); returns the
  * response otherwise.
  */
-export async function ensureOk(
-  res: UpstreamResponse,
+export async function ensureOk<R extends UpstreamResponse<TextBody>>(
+  res: R,
   signal: AbortSignal,
   secrets?: (string | null | undefined)[],
-): Promise<UpstreamResponse> {
+): Promise<R> {
   if (res.status < 400) return res;
   let text = '';
   try {
@@ -194,7 +298,7 @@ export async function ensureEventStream(
 
 /** Reads a JSON body; a body cut off mid-way or invalid JSON → UpstreamError. */
 export async function readJson<T = unknown>(
-  res: UpstreamResponse,
+  res: UpstreamResponse<TextBody>,
   signal: AbortSignal,
   secrets?: (string | null | undefined)[],
 ): Promise<T> {

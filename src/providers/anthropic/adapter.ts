@@ -4,7 +4,7 @@
  * `baseUrl` may be given with or without the trailing `/v1`. No embeddings.
  */
 import type { ChatChunk, ChatRequest, ChatResponse } from '../../formats/chat.js';
-import { ensureEventStream, ensureOk, joinUrl, postJson, readJson, sseEvents } from '../http.js';
+import { callJson, callStream, joinUrl, sseEvents } from '../http.js';
 import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
 import {
   ANTHROPIC_VERSION,
@@ -22,32 +22,29 @@ export class AnthropicProvider implements Provider {
     return joinUrl(base, /\/v1$/.test(base) ? 'messages' : 'v1/messages');
   }
 
-  private headers(ctx: CallContext, stream: boolean): Record<string, string> {
+  private headers(ctx: CallContext): Record<string, string> {
     const h: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, ...this.config.headers };
     if (ctx.apiKey) h['x-api-key'] = ctx.apiKey;
-    if (stream) h.accept = 'text/event-stream';
     return h;
   }
 
-  private async post(body: unknown, ctx: CallContext, stream: boolean) {
-    const secrets = [ctx.apiKey];
-    const res = await postJson(this.url(), body, this.headers(ctx, stream), ctx.signal, {
-      secrets,
-      ...(stream && ctx.idleTimeoutMs ? { bodyTimeoutMs: ctx.idleTimeoutMs } : {}),
-    });
-    const ok = await ensureOk(res, ctx.signal, secrets);
-    return stream ? ensureEventStream(ok, ctx.signal, secrets) : ok;
-  }
-
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
-    const res = await this.post(toAnthropicRequest(req, false), ctx, false);
-    const raw = await readJson(res, ctx.signal, [ctx.apiKey]);
+    const body = toAnthropicRequest(req, false);
+    const raw = await callJson(this.url(), body, this.headers(ctx), ctx.signal, [ctx.apiKey]);
     if ((raw as { type?: unknown })?.type === 'error') throw anthropicStreamError(raw, [ctx.apiKey]);
     return fromAnthropicResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
-    const res = await this.post(toAnthropicRequest(req, true), ctx, true);
+    const body = toAnthropicRequest(req, true);
+    const res = await callStream(
+      this.url(),
+      body,
+      this.headers(ctx),
+      ctx.signal,
+      [ctx.apiKey],
+      ctx.idleTimeoutMs,
+    );
     const secrets = [ctx.apiKey];
     const mapper = new AnthropicStreamMapper(
       req.model,

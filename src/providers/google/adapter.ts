@@ -12,7 +12,7 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
-import { ensureEventStream, ensureOk, joinUrl, postJson, readJson, sseEvents } from '../http.js';
+import { callJson, callStream, joinUrl, sseEvents } from '../http.js';
 import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
 import {
   fromGeminiEmbeddings,
@@ -31,29 +31,29 @@ export class GoogleProvider implements Provider {
     return joinUrl(this.config.baseUrl, `models/${encodeURIComponent(geminiModelId(model))}:${method}`);
   }
 
-  private async post(url: string, body: unknown, ctx: CallContext, stream: boolean) {
-    const secrets = [ctx.apiKey];
+  private headers(ctx: CallContext): Record<string, string> {
     const headers: Record<string, string> = { ...this.config.headers };
     if (ctx.apiKey) headers['x-goog-api-key'] = ctx.apiKey;
-    if (stream) headers.accept = 'text/event-stream';
-    const res = await postJson(url, body, headers, ctx.signal, {
-      secrets,
-      ...(stream && ctx.idleTimeoutMs ? { bodyTimeoutMs: ctx.idleTimeoutMs } : {}),
-    });
-    const ok = await ensureOk(res, ctx.signal, secrets);
-    return stream ? ensureEventStream(ok, ctx.signal, secrets) : ok;
+    return headers;
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
-    const res = await this.post(this.url(req.model, 'generateContent'), toGeminiRequest(req), ctx, false);
-    const raw = await readJson(res, ctx.signal, [ctx.apiKey]);
+    const url = this.url(req.model, 'generateContent');
+    const raw = await callJson(url, toGeminiRequest(req), this.headers(ctx), ctx.signal, [ctx.apiKey]);
     if ((raw as { error?: unknown })?.error) throw geminiStreamError(raw, [ctx.apiKey]);
     return fromGeminiResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const url = `${this.url(req.model, 'streamGenerateContent')}?alt=sse`;
-    const res = await this.post(url, toGeminiRequest(req), ctx, true);
+    const res = await callStream(
+      url,
+      toGeminiRequest(req),
+      this.headers(ctx),
+      ctx.signal,
+      [ctx.apiKey],
+      ctx.idleTimeoutMs,
+    );
     const secrets = [ctx.apiKey];
     const mapper = new GeminiStreamMapper(
       req.model,
@@ -77,8 +77,8 @@ export class GoogleProvider implements Provider {
 
   async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
     const { requests, texts } = toGeminiEmbeddingsRequest(req);
-    const res = await this.post(this.url(req.model, 'batchEmbedContents'), { requests }, ctx, false);
-    const raw = await readJson(res, ctx.signal, [ctx.apiKey]);
+    const url = this.url(req.model, 'batchEmbedContents');
+    const raw = await callJson(url, { requests }, this.headers(ctx), ctx.signal, [ctx.apiKey]);
     if ((raw as { error?: unknown })?.error) throw geminiStreamError(raw, [ctx.apiKey]);
     return fromGeminiEmbeddings(raw, req, texts);
   }

@@ -17,16 +17,7 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
-import {
-  ensureEventStream,
-  ensureOk,
-  joinUrl,
-  postJson,
-  readJson,
-  redact,
-  sseEvents,
-  upstreamMessage,
-} from '../http.js';
+import { callJson, callStream, joinUrl, redact, sseEvents, upstreamMessage } from '../http.js';
 import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
 import {
   fromOpenAiChunk,
@@ -49,29 +40,31 @@ export class OpenAiWireProvider implements Provider {
     return h;
   }
 
-  private async post(path: string, body: unknown, ctx: CallContext, stream: boolean) {
-    const secrets = [ctx.apiKey];
-    const headers = this.headers(ctx);
-    if (stream) headers.accept = 'text/event-stream';
-    const res = await postJson(joinUrl(this.config.baseUrl, path), body, headers, ctx.signal, {
-      secrets,
-      ...(stream && ctx.idleTimeoutMs ? { bodyTimeoutMs: ctx.idleTimeoutMs } : {}),
-    });
-    const ok = await ensureOk(res, ctx.signal, secrets);
-    return stream ? ensureEventStream(ok, ctx.signal, secrets) : ok;
+  private url(path: string): string {
+    return joinUrl(this.config.baseUrl, path);
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
-    const res = await this.post('/chat/completions', toOpenAiRequest(req, this.flavor, false), ctx, false);
-    const raw = await readJson(res, ctx.signal, [ctx.apiKey]);
+    const body = toOpenAiRequest(req, this.flavor, false);
+    const raw = await callJson(this.url('/chat/completions'), body, this.headers(ctx), ctx.signal, [
+      ctx.apiKey,
+    ]);
     throwIfErrorPayload(raw, ctx.apiKey);
     return fromOpenAiResponse(raw, req.model);
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
-    const res = await this.post('/chat/completions', toOpenAiRequest(req, this.flavor, true), ctx, true);
-    const model = req.model;
     const secrets = [ctx.apiKey];
+    const body = toOpenAiRequest(req, this.flavor, true);
+    const res = await callStream(
+      this.url('/chat/completions'),
+      body,
+      this.headers(ctx),
+      ctx.signal,
+      secrets,
+      ctx.idleTimeoutMs,
+    );
+    const model = req.model;
     return (async function* () {
       let finished = false;
       for await (const ev of sseEvents(res, ctx.signal, secrets)) {
@@ -96,8 +89,8 @@ export class OpenAiWireProvider implements Provider {
   }
 
   async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
-    const res = await this.post('/embeddings', toOpenAiEmbeddingsRequest(req), ctx, false);
-    const raw = await readJson(res, ctx.signal, [ctx.apiKey]);
+    const body = toOpenAiEmbeddingsRequest(req);
+    const raw = await callJson(this.url('/embeddings'), body, this.headers(ctx), ctx.signal, [ctx.apiKey]);
     throwIfErrorPayload(raw, ctx.apiKey);
     return fromOpenAiEmbeddings(raw, req.model);
   }
