@@ -1,9 +1,9 @@
 /**
- * What the routing engine needs of a call's cancellation: whether and why it was cancelled, and a
- * listener. A DOM AbortSignal has this shape (the batch worker passes one); the HTTP endpoints pass
- * a CallAbort, which costs a plain object instead of an EventTarget: creating an AbortSignal and
- * adding and removing its listener was ~2–3 % of a non-streaming call's CPU. Each upstream attempt
- * still has its own AbortController (undici takes an AbortSignal), linked to this one.
+ * What the routing engine and the provider adapters need of a cancellation: whether and why, and a
+ * listener. A DOM AbortSignal has this shape (the batch worker passes one); the HTTP endpoints and
+ * each upstream attempt use a CallAbort, a plain object instead of an EventTarget: creating an
+ * AbortSignal and adding and removing its listeners was a few percent of a call's CPU. undici takes
+ * it as a request's signal too (it only listens for 'abort' and reads `reason`).
  */
 export interface CallSignal {
   readonly aborted: boolean;

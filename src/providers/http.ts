@@ -17,6 +17,7 @@
  */
 import { Agent, type Dispatcher, util } from 'undici';
 import { parseSse, type SseEvent } from '../formats/sse.js';
+import type { CallSignal } from '../lib/call-abort.js';
 import { redact } from './redact.js';
 import { UpstreamError } from './types.js';
 
@@ -125,7 +126,7 @@ export async function postJson(
   url: string,
   body: unknown,
   headers: Record<string, string>,
-  signal: AbortSignal,
+  signal: CallSignal,
   opts: PostOptions = {},
 ): Promise<UpstreamResponse> {
   throwIfAborted(signal);
@@ -137,7 +138,9 @@ export async function postJson(
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
       body: JSON.stringify(body),
-      signal,
+      // undici takes any EventTarget-like signal (it only listens for 'abort' and reads `reason`);
+      // its types name AbortSignal and EventEmitter only.
+      signal: signal as AbortSignal,
       ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
       ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
     });
@@ -157,7 +160,7 @@ export async function postJsonWhole(
   url: string,
   body: unknown,
   headers: Record<string, string>,
-  signal: AbortSignal,
+  signal: CallSignal,
   opts: PostOptions = {},
 ): Promise<UpstreamResponse<TextBody>> {
   throwIfAborted(signal);
@@ -218,7 +221,7 @@ export async function callJson(
   url: string,
   body: unknown,
   headers: Record<string, string>,
-  signal: AbortSignal,
+  signal: CallSignal,
   secrets: (string | null | undefined)[],
 ): Promise<unknown> {
   const res = await postJsonWhole(url, body, headers, signal, { secrets });
@@ -234,7 +237,7 @@ export async function callStream(
   url: string,
   body: unknown,
   headers: Record<string, string>,
-  signal: AbortSignal,
+  signal: CallSignal,
   secrets: (string | null | undefined)[],
   idleTimeoutMs?: number,
 ): Promise<UpstreamResponse> {
@@ -251,7 +254,7 @@ export async function callStream(
  */
 export async function ensureOk<R extends UpstreamResponse<TextBody>>(
   res: R,
-  signal: AbortSignal,
+  signal: CallSignal,
   secrets?: (string | null | undefined)[],
 ): Promise<R> {
   if (res.status < 400) return res;
@@ -273,7 +276,7 @@ export async function ensureOk<R extends UpstreamResponse<TextBody>>(
  */
 export async function ensureEventStream(
   res: UpstreamResponse,
-  signal: AbortSignal,
+  signal: CallSignal,
   secrets?: (string | null | undefined)[],
 ): Promise<UpstreamResponse> {
   const type = (header(res.headers, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
@@ -299,7 +302,7 @@ export async function ensureEventStream(
 /** Reads a JSON body; a body cut off mid-way or invalid JSON → UpstreamError. */
 export async function readJson<T = unknown>(
   res: UpstreamResponse<TextBody>,
-  signal: AbortSignal,
+  signal: CallSignal,
   secrets?: (string | null | undefined)[],
 ): Promise<T> {
   let text: string;
@@ -324,7 +327,7 @@ export async function readJson<T = unknown>(
  */
 export async function* sseEvents(
   res: UpstreamResponse,
-  signal: AbortSignal,
+  signal: CallSignal,
   secrets?: (string | null | undefined)[],
 ): AsyncGenerator<SseEvent> {
   const body = res.body;
@@ -370,13 +373,13 @@ export function isAbortError(err: unknown): boolean {
 }
 
 /** What to throw when the caller's signal is aborted: its reason, or a DOMException AbortError. */
-export function abortReason(signal: AbortSignal): unknown {
+export function abortReason(signal: CallSignal): unknown {
   const r: unknown = signal.reason;
   if (r instanceof Error) return r;
   return new DOMException(typeof r === 'string' ? r : 'The operation was aborted', 'AbortError');
 }
 
-export function throwIfAborted(signal: AbortSignal): void {
+export function throwIfAborted(signal: CallSignal): void {
   if (signal.aborted) throw abortReason(signal);
 }
 
@@ -403,7 +406,7 @@ const TRANSPORT_CODES: Record<string, string> = {
  * Maps a thrown transport error: caller abort → the abort reason (unchanged); an UpstreamError →
  * itself; anything else → `UpstreamError(0, 'upstream connection failed: …', retryable)`.
  */
-export function toUpstreamError(err: unknown, signal: AbortSignal, secrets?: (string | null | undefined)[]) {
+export function toUpstreamError(err: unknown, signal: CallSignal, secrets?: (string | null | undefined)[]) {
   if (signal.aborted) return abortReason(signal);
   if (err instanceof UpstreamError) return err;
   const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } } | null;

@@ -5,6 +5,7 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../formats/chat.js';
+import type { CallSignal } from '../lib/call-abort.js';
 
 /** Which wire format and adapter a configured provider uses. */
 export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'openai-compatible' | 'dev';
@@ -27,7 +28,8 @@ export interface CallContext {
   /** The key to send upstream: the operator's or a BYOK secret. Never logged. */
   apiKey: string | null;
   /** Aborted when the caller disconnects or the request times out. */
-  signal: AbortSignal;
+  /** Aborted when the caller leaves or the attempt's deadline passes (an AbortSignal fits). */
+  signal: CallSignal;
   /**
    * Streams: the longest silence between two chunks of the body once the headers came (a stalled
    * stream then fails with UpstreamError(0)). Unset: the upstream Agent's body timeout.

@@ -9,6 +9,7 @@ import type {
   EmbeddingsResponse,
   Usage,
 } from '../formats/chat.js';
+import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import { type Provider, UpstreamError } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
@@ -199,7 +200,7 @@ export class Engine {
   private route<T>(
     call: InferenceCall,
     prep: Prepared,
-    attempt: (c: Candidate, req: ChatRequest, signal: AbortSignal) => Promise<T>,
+    attempt: (c: Candidate, req: ChatRequest, signal: CallSignal) => Promise<T>,
   ): Promise<{ result: T; info: RouteInfo }> {
     return routeWithFallbacks(
       {

@@ -1,6 +1,6 @@
 import type { ChatRequest } from '../formats/chat.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
-import type { CallSignal } from '../lib/call-abort.js';
+import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
 import { UpstreamError } from '../providers/types.js';
 import type { CallChecks, InferenceCall, RouteInfo } from './call.js';
@@ -67,7 +67,7 @@ export async function routeWithFallbacks<T>(
   ctx: FallbackContext,
   call: InferenceCall,
   prep: Prepared,
-  attempt: (c: Candidate, req: ChatRequest, signal: AbortSignal) => Promise<T>,
+  attempt: (c: Candidate, req: ChatRequest, signal: CallSignal) => Promise<T>,
 ): Promise<{ result: T; info: RouteInfo }> {
   const startedAt = Date.now();
   const allowFallbacks = call.prefs.allow_fallbacks !== false;
@@ -90,10 +90,10 @@ export async function routeWithFallbacks<T>(
     // The deadline bounds the attempt until it resolves (a whole completion, or a stream's
     // headers): a stream that keeps sending must not be cut by it later. The silence between a
     // stream's chunks is bounded by the adapters (CallContext.idleTimeoutMs).
-    // One controller aborted by the caller's signal or the deadline: AbortSignal.any would do the
-    // same at several times the cost per call (weak references and a registry per signal).
-    const attemptAbort = new AbortController();
-    const signal = attemptAbort.signal;
+    // One CallAbort aborted by the caller's signal or the deadline (AbortSignal.any, or even an
+    // AbortController, would cost an EventTarget per attempt).
+    const attemptAbort = new CallAbort();
+    const signal: CallSignal = attemptAbort;
     let timedOut = false;
     const onCallAbort = () => attemptAbort.abort(call.signal.reason);
     if (call.signal.aborted) onCallAbort();

@@ -28,6 +28,7 @@
  * - embeddings: 8-dim unit vectors from a SHA-256 of each input; prompt_tokens = words.
  * - a caller abort rejects with / throws the signal's reason, like the network adapters.
  */
+
 import { createHash } from 'node:crypto';
 import type {
   ChatChunk,
@@ -39,6 +40,7 @@ import type {
   ToolCall,
   Usage,
 } from '../../formats/chat.js';
+import type { CallSignal } from '../../lib/call-abort.js';
 import { textOf } from '../content.js';
 import { abortReason, throwIfAborted } from '../http.js';
 import { redact } from '../redact.js';
@@ -125,7 +127,7 @@ let counter = 0;
 const nextId = (prefix: string) => `${prefix}-dev-${STARTED}-${(++counter).toString(36)}`;
 
 /** Resolves after `ms`, or rejects with the abort reason as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+function sleep(ms: number, signal: CallSignal): Promise<void> {
   throwIfAborted(signal);
   if (!ms || ms <= 0) return Promise.resolve();
   return new Promise((resolve, reject) => {
