@@ -16,7 +16,7 @@ import type { GenerationRow } from './accounting.js';
 import type { ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
-import { type Prepared, routeWithFallbacks, upstreamToApiError } from './fallback.js';
+import { type FallbackContext, type Prepared, routeWithFallbacks, upstreamToApiError } from './fallback.js';
 import type { RoutingMetrics } from './metrics.js';
 import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
@@ -82,7 +82,22 @@ export class Engine {
   private streaming = 0;
   private readonly drained: (() => void)[] = [];
 
-  constructor(private readonly deps: EngineDeps) {}
+  /** What the fallback loop needs, built once (not spread from `deps` on every call). */
+  private readonly fallback: FallbackContext;
+
+  constructor(private readonly deps: EngineDeps) {
+    this.fallback = {
+      metrics: deps.metrics,
+      newGenerationId: deps.newGenerationId,
+      upstreamTimeoutMs: deps.upstreamTimeoutMs,
+      maxRetryWaitMs: deps.maxRetryWaitMs,
+      latency: this.latencyEwma,
+      onExhausted: (call, prep, last, attempts, startedAt) =>
+        this.recordFailure(call, prep, last, attempts, startedAt),
+      onCancelled: (call, prep, c, attempts, startedAt) =>
+        this.recordCancelled(call, prep, c, attempts, startedAt),
+    };
+  }
 
   /** The catalog model a request names, or 404. */
   model(requested: string, kind: 'chat' | 'embeddings'): ModelEntry {
@@ -202,17 +217,7 @@ export class Engine {
     prep: Prepared,
     attempt: (c: Candidate, req: ChatRequest, signal: CallSignal) => Promise<T>,
   ): Promise<{ result: T; info: RouteInfo }> {
-    return routeWithFallbacks(
-      {
-        ...this.deps,
-        latency: this.latencyEwma,
-        onExhausted: (last, attempts, startedAt) => this.recordFailure(call, prep, last, attempts, startedAt),
-        onCancelled: (c, attempts, startedAt) => this.recordCancelled(call, prep, c, attempts, startedAt),
-      },
-      call,
-      prep,
-      attempt,
-    );
+    return routeWithFallbacks(this.fallback, call, prep, attempt);
   }
 
   /** A non-streaming chat call. */

@@ -28,9 +28,21 @@ export interface FallbackContext {
   /** Observed latency per provider (EWMA, ms), updated on each success. */
   latency: Map<string, number>;
   /** Every candidate failed: record the failed generation. */
-  onExhausted: (last: { err: UpstreamError; provider: string }, attempts: number, startedAt: number) => void;
+  onExhausted: (
+    call: InferenceCall,
+    prep: Prepared,
+    last: { err: UpstreamError; provider: string },
+    attempts: number,
+    startedAt: number,
+  ) => void;
   /** The caller went away during an attempt on `c` (which is then aborted): record it. */
-  onCancelled: (c: Candidate, attempts: number, startedAt: number) => void;
+  onCancelled: (
+    call: InferenceCall,
+    prep: Prepared,
+    c: Candidate,
+    attempts: number,
+    startedAt: number,
+  ) => void;
 }
 
 const sleep = (ms: number, signal: CallSignal) =>
@@ -134,7 +146,7 @@ export async function routeWithFallbacks<T>(
       };
     } catch (raw) {
       if (call.signal.aborted) {
-        ctx.onCancelled(c, attempts, startedAt);
+        ctx.onCancelled(call, prep, c, attempts, startedAt);
         throw raw;
       }
       // (After a success the link stays: a stream keeps using the signal after the attempt resolved.)
@@ -169,6 +181,6 @@ export async function routeWithFallbacks<T>(
     }
   }
   if (!lastError) throw new ApiError(502, 'No provider could serve the request');
-  ctx.onExhausted(lastError, attempts, startedAt);
+  ctx.onExhausted(call, prep, lastError, attempts, startedAt);
   throw upstreamToApiError(lastError.err, lastError.provider);
 }
