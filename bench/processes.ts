@@ -203,6 +203,9 @@ export interface GatehouseExtra {
   log?: boolean;
 }
 
+/** The Node flags Gatehouse runs with (`npm start` and the `gatehouse` bin's shebang pass them). */
+export const GATEHOUSE_NODE_FLAGS = ['--max-semi-space-size=64'];
+
 /**
  * Writes `<dir>/catalog.json` (GATEHOUSE_CONFIG): model `bench/fast` → the mock as an
  * `openai-compatible` provider with prices, the development provider off. Returns its path.
@@ -245,7 +248,7 @@ export async function startGatehouse(
   const configFile = writeBenchCatalog(dataDir, mockBaseUrl);
   const port = await freePort();
   const logFile = extra.log ? join(dataDir, 'gateway.log') : undefined;
-  const nodeArgs = [...(extra.nodeArgs ?? []), cli, 'serve'];
+  const nodeArgs = [...GATEHOUSE_NODE_FLAGS, ...(extra.nodeArgs ?? []), cli, 'serve'];
   const { child, tail } = startChild(
     name,
     process.execPath,
