@@ -39,6 +39,7 @@ import {
   cpuMeter,
   defaultMachineName,
   freePort,
+  GATEHOUSE_NODE_FLAGS,
   gitCommit,
   log,
   machineInfo,
@@ -89,7 +90,7 @@ async function startService(workDir: string, name: string) {
   const { child, tail } = startChild(
     name,
     process.execPath,
-    [...OPTS.nodeArgs, join(ROOT, 'dist', 'cli.js'), 'media'],
+    [...GATEHOUSE_NODE_FLAGS, ...OPTS.nodeArgs, join(ROOT, 'dist', 'cli.js'), 'media'],
     {
       PATH: env.PATH,
       HOME: env.HOME,
@@ -416,7 +417,7 @@ function markdown(meta: Record<string, unknown>, latency: Latency | null, upload
   const lines = [
     `# Media service benchmark — ${meta.date}`,
     '',
-    `Machine \`${m.name}\`: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Linux ${m.os}; Node ${m.node}; commit ${meta.commit}. The service is \`node dist/cli.js media\` (local generator, filesystem store, LOG_LEVEL=warn, ${OPTS.mallocArenaMax ? `MALLOC_ARENA_MAX=${OPTS.mallocArenaMax} as \`npm start\` sets it` : "glibc's default malloc arenas"}) as its own process; this process is the client. MB = 10⁶ bytes.`,
+    `Machine \`${m.name}\`: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Linux ${m.os}; Node ${m.node}; commit ${meta.commit}. The service is \`node ${GATEHOUSE_NODE_FLAGS.join(' ')} dist/cli.js media\` (as the \`gatehouse\` bin runs it; local generator, filesystem store, LOG_LEVEL=warn, ${OPTS.mallocArenaMax ? `MALLOC_ARENA_MAX=${OPTS.mallocArenaMax} as \`npm start\` sets it` : "glibc's default malloc arenas"}) as its own process; this process is the client. MB = 10⁶ bytes.`,
     '',
   ];
   if (latency) {
