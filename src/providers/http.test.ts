@@ -114,86 +114,24 @@ describe('toUpstreamError', () => {
   });
 });
 
-describe('postJson against a real server', () => {
+describe.each([
+  ['postJson', postJson],
+  ['postJsonWhole', postJsonWhole],
+] as const)('%s against a real server', (_name, post) => {
   let mock: MockUpstream;
   beforeAll(async () => {
     mock = await startMockUpstream();
   });
   afterAll(() => mock.close());
 
-  it('posts JSON and returns status, headers and a readable body', async () => {
-    mock.enqueue({ status: 201, body: { ok: true }, headers: { 'x-thing': '1' } });
-    const res = await postJson(`${mock.url}/anything/chat/completions`, { a: 1 }, { 'x-h': 'v' }, live());
-    expect(res.status).toBe(201);
-    expect(res.headers['x-thing']).toBe('1');
-    expect(await readJson(res, live())).toEqual({ ok: true });
-    const req = mock.requests.at(-1)!;
-    expect(req.body).toEqual({ a: 1 });
-    expect(req.headers['content-type']).toBe('application/json');
-    expect(req.headers['x-h']).toBe('v');
-  });
-
-  it('ensureOk throws the upstream error with its message', async () => {
-    mock.enqueue({ status: 429, headers: { 'retry-after': '1' }, error: { message: 'slow down' } });
-    const res = await postJson(`${mock.url}/v1/chat/completions`, {}, {}, live());
-    await expect(ensureOk(res, live())).rejects.toMatchObject({
-      status: 429,
-      retryAfterMs: 1000,
-      message: 'slow down',
-    });
-  });
-
-  it('a headers timeout → UpstreamError(0), retryable', async () => {
-    mock.enqueue({ delayMs: 2000, body: {} });
-    const err = await postJson(`${mock.url}/v1/chat/completions`, {}, {}, live(), {
-      headersTimeoutMs: 100,
-    }).catch((e) => e);
-    expect(err).toBeInstanceOf(UpstreamError);
-    expect(err).toMatchObject({ status: 0, retryable: true });
-    expect(err.message).toContain('timed out');
-  });
-
-  it('a body cut off half-way → UpstreamError(0)', async () => {
-    mock.enqueue({ body: { long: 'x'.repeat(2000) }, dieAfterEvents: 0 });
-    const res = await postJson(`${mock.url}/v1/chat/completions`, {}, {}, live());
-    const err: any = await readJson(res, live()).catch((e) => e);
-    expect(err).toBeInstanceOf(UpstreamError);
-    expect(err.status).toBe(0);
-  });
-
-  it('an already-aborted signal rejects with the abort, without a request', async () => {
-    const before = mock.requests.length;
-    const ac = new AbortController();
-    ac.abort();
-    const err = await postJson(`${mock.url}/v1/chat/completions`, {}, {}, ac.signal).catch((e) => e);
-    expect(err.name).toBe('AbortError');
-    expect(mock.requests.length).toBe(before);
-  });
-});
-
-describe('postJsonWhole (non-streamed calls) against a real server', () => {
-  let mock: MockUpstream;
-  beforeAll(async () => {
-    mock = await startMockUpstream();
-  });
-  afterAll(() => mock.close());
-
-  it('posts JSON and returns status, headers and the whole body', async () => {
-    mock.enqueue({
-      status: 201,
-      body: { ok: true, text: 'héllo ✓'.repeat(5000) },
-      headers: { 'x-thing': '1' },
-    });
-    const res = await postJsonWhole(
-      `${mock.url}/anything/chat/completions`,
-      { a: 1 },
-      { 'x-h': 'v' },
-      live(),
-    );
-    expect(res.status).toBe(201);
-    expect(res.headers['x-thing']).toBe('1');
+  it('posts JSON and returns status, headers and the body', async () => {
     // Multi-byte characters across the chunks of a large body decode whole.
-    expect(await readJson(res, live())).toEqual({ ok: true, text: 'héllo ✓'.repeat(5000) });
+    const text = 'héllo ✓'.repeat(5000);
+    mock.enqueue({ status: 201, body: { ok: true, text }, headers: { 'x-thing': '1' } });
+    const res = await post(`${mock.url}/anything/chat/completions`, { a: 1 }, { 'x-h': 'v' }, live());
+    expect(res.status).toBe(201);
+    expect(res.headers['x-thing']).toBe('1');
+    expect(await readJson(res, live())).toEqual({ ok: true, text });
     const req = mock.requests.at(-1)!;
     expect(req.body).toEqual({ a: 1 });
     expect(req.headers['content-type']).toBe('application/json');
@@ -202,7 +140,7 @@ describe('postJsonWhole (non-streamed calls) against a real server', () => {
 
   it('ensureOk throws the upstream error with its message', async () => {
     mock.enqueue({ status: 429, headers: { 'retry-after': '1' }, error: { message: 'slow down' } });
-    const res = await postJsonWhole(`${mock.url}/v1/chat/completions`, {}, {}, live());
+    const res = await post(`${mock.url}/v1/chat/completions`, {}, {}, live());
     await expect(ensureOk(res, live())).rejects.toMatchObject({
       status: 429,
       retryAfterMs: 1000,
@@ -212,7 +150,7 @@ describe('postJsonWhole (non-streamed calls) against a real server', () => {
 
   it('a headers timeout → UpstreamError(0), retryable', async () => {
     mock.enqueue({ delayMs: 2000, body: {} });
-    const err = await postJsonWhole(`${mock.url}/v1/chat/completions`, {}, {}, live(), {
+    const err = await post(`${mock.url}/v1/chat/completions`, {}, {}, live(), {
       headersTimeoutMs: 100,
     }).catch((e) => e);
     expect(err).toBeInstanceOf(UpstreamError);
@@ -220,9 +158,11 @@ describe('postJsonWhole (non-streamed calls) against a real server', () => {
     expect(err.message).toContain('timed out');
   });
 
-  it('a body cut off half-way → UpstreamError(0)', async () => {
+  it('a body cut off half-way → UpstreamError(0) (when posting, or reading the body)', async () => {
     mock.enqueue({ body: { long: 'x'.repeat(2000) }, dieAfterEvents: 0 });
-    const err: any = await postJsonWhole(`${mock.url}/v1/chat/completions`, {}, {}, live()).catch((e) => e);
+    const err: any = await post(`${mock.url}/v1/chat/completions`, {}, {}, live())
+      .then((res) => readJson(res, live()))
+      .catch((e) => e);
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err.status).toBe(0);
   });
@@ -231,7 +171,7 @@ describe('postJsonWhole (non-streamed calls) against a real server', () => {
     const before = mock.requests.length;
     const ac = new AbortController();
     ac.abort();
-    const err = await postJsonWhole(`${mock.url}/v1/chat/completions`, {}, {}, ac.signal).catch((e) => e);
+    const err = await post(`${mock.url}/v1/chat/completions`, {}, {}, ac.signal).catch((e) => e);
     expect(err.name).toBe('AbortError');
     expect(mock.requests.length).toBe(before);
   });
@@ -241,7 +181,7 @@ describe('postJsonWhole (non-streamed calls) against a real server', () => {
     const ac = new AbortController();
     const started = Date.now();
     setTimeout(() => ac.abort(new DOMException('deadline', 'TimeoutError')), 100);
-    const err = await postJsonWhole(`${mock.url}/v1/chat/completions`, {}, {}, ac.signal).catch((e) => e);
+    const err = await post(`${mock.url}/v1/chat/completions`, {}, {}, ac.signal).catch((e) => e);
     expect(err.name).toBe('TimeoutError');
     expect(isAbortError(err)).toBe(true);
     expect(Date.now() - started).toBeLessThan(1000);
