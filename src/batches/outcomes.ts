@@ -123,6 +123,7 @@ export class OutcomeWriter {
 function sqliteGroupWrite(sqlite: SQLite.Database) {
   const record = store.sqliteOutcomeRecorder(sqlite);
   const insert = sqliteGenerationInserts(sqlite);
+  // Immediate: the file may have other writers (see ImmediateSqliteDialect in db/connection.ts).
   return sqlite.transaction((group: Pending[], at: { now: number; by: string }): GenerationRow[] => {
     const ok = record(
       group.map((p) => p.outcome),
@@ -131,6 +132,5 @@ function sqliteGroupWrite(sqlite: SQLite.Database) {
     const rows = group.flatMap((p, i) => (ok[i] ? p.rows : []));
     if (rows.length > 0) insert(rows, usageEventsOf(rows));
     return rows;
-    // Immediate: the file may have other writers (see ImmediateSqliteDialect in db/connection.ts).
   }).immediate;
 }

@@ -117,6 +117,20 @@ function splitUrl(url: string): { origin: string; path: string } {
   return parts;
 }
 
+/** The dispatch options of a JSON POST to `url` (both postJson and postJsonWhole send these). */
+function postOptions(url: string, body: unknown, headers: Record<string, string>, opts: PostOptions) {
+  const { origin, path } = splitUrl(url);
+  return {
+    origin,
+    path,
+    method: 'POST' as const,
+    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    body: JSON.stringify(body),
+    ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
+    ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
+  };
+}
+
 /**
  * POSTs `body` as JSON. Resolves with the response whatever its status (use `ensureOk`); rejects
  * with `UpstreamError(0)` on connection failures/timeouts and with the abort reason when `signal`
@@ -131,18 +145,11 @@ export async function postJson(
 ): Promise<UpstreamResponse> {
   throwIfAborted(signal);
   try {
-    const { origin, path } = splitUrl(url);
     const res = await upstreamAgent().request({
-      origin,
-      path,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-      body: JSON.stringify(body),
+      ...postOptions(url, body, headers, opts),
       // undici takes any EventTarget-like signal (it only listens for 'abort' and reads `reason`);
       // its types name AbortSignal and EventEmitter only.
       signal: signal as AbortSignal,
-      ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
-      ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
     });
     return { status: res.statusCode, headers: res.headers, body: res.body };
   } catch (err) {
@@ -164,7 +171,6 @@ export async function postJsonWhole(
   opts: PostOptions = {},
 ): Promise<UpstreamResponse<TextBody>> {
   throwIfAborted(signal);
-  const { origin, path } = splitUrl(url);
   try {
     return await new Promise<UpstreamResponse<TextBody>>((resolve, reject) => {
       let abort: ((reason: Error) => void) | null = null;
@@ -198,18 +204,7 @@ export async function postJsonWhole(
           reject(err);
         },
       };
-      upstreamAgent().dispatch(
-        {
-          origin,
-          path,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-          body: JSON.stringify(body),
-          ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
-          ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
-        },
-        handler,
-      );
+      upstreamAgent().dispatch(postOptions(url, body, headers, opts), handler);
     });
   } catch (err) {
     throw toUpstreamError(err, signal, opts.secrets);

@@ -27,7 +27,6 @@ export interface ProviderConfig {
 export interface CallContext {
   /** The key to send upstream: the operator's or a BYOK secret. Never logged. */
   apiKey: string | null;
-  /** Aborted when the caller disconnects or the request times out. */
   /** Aborted when the caller leaves or the attempt's deadline passes (an AbortSignal fits). */
   signal: CallSignal;
   /**

@@ -28,7 +28,6 @@
  * - embeddings: 8-dim unit vectors from a SHA-256 of each input; prompt_tokens = words.
  * - a caller abort rejects with / throws the signal's reason, like the network adapters.
  */
-
 import { createHash } from 'node:crypto';
 import type {
   ChatChunk,
