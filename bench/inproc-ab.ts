@@ -5,6 +5,7 @@
  * Each measurement is a fresh Node process that builds the gateway of one `dist/` (SQLite in a temp
  * dir, LOG_LEVEL=warn, no worker, no media), points `bench/fast` at the instant mock (run by this
  * process), warms up with 3,000 calls and then makes N non-streaming chat calls at concurrency 64
+ * (BENCH_C)
  * through `app.inject` (no client socket: the upstream socket is real), reporting its CPU µs per
  * call (process.cpuUsage, the inject harness included — a constant on both sides). The two builds
  * alternate for K pairs; the verdict is the median of the per-pair ratios.
@@ -25,7 +26,8 @@ import { writeBenchCatalog } from './processes.js';
 
 const KEY = `sk-gh-v1-${'ab'.repeat(32)}`;
 const ADMIN = `inproc-admin-${'x'.repeat(24)}`;
-const CONCURRENCY = 64;
+/** Calls in flight at once (BENCH_C, default 64; 1 shows the per-call costs a busy loop amortizes). */
+const CONCURRENCY = Number(process.env.BENCH_C ?? 64);
 
 /** Child mode: `--measure <dist> <mock base URL> <n>` prints `{cpu_us_per_call}`. */
 async function measure(dist: string, mockBaseUrl: string, n: number): Promise<void> {
