@@ -7,11 +7,16 @@
  * this machine (wake-ups, loopback sockets, HTTP parsing twice); a gateway's "added latency" cannot
  * go below it.
  *
- *   node --import tsx bench/floor-proxy.ts --port 18003 --upstream http://127.0.0.1:18001
+ * With `--fastify` the same proxy runs as one Fastify route (logger at warn, no hooks, no schema):
+ * the `floor-fastify` row, so that the table shows what the HTTP framework alone costs per call,
+ * apart from Gatehouse's own work.
+ *
+ *   node --import tsx bench/floor-proxy.ts --port 18003 --upstream http://127.0.0.1:18001 [--fastify]
  * Prints `{"ready":true,"port":N}` once listening.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
 import { Pool } from 'undici';
 
 const arg = (name: string) => {
@@ -23,43 +28,70 @@ if (!upstream || !/^http:\/\/127\.\d+\.\d+\.\d+:\d+$/.test(upstream))
   throw new Error('--upstream http://127.x.x.x:port is required');
 const pool = new Pool(upstream, { connections: 256, keepAliveTimeout: 60_000 });
 
-const server = createServer((req, res) => {
-  const parts: Buffer[] = [];
-  req.on('data', (c: Buffer) => parts.push(c));
-  req.on('end', async () => {
+/** Forwards a parsed body; the upstream's status, content type and body (a stream, or JSON re-serialised). */
+async function forward(body: { model?: string; stream?: boolean }) {
+  body.model = 'fast';
+  const up = await pool.request({
+    path: '/v1/chat/completions',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (body.stream) return { status: up.statusCode, stream: up.body, text: null };
+  const out = (await up.body.json()) as Record<string, unknown>;
+  out.model = 'bench/fast';
+  return { status: up.statusCode, stream: null, text: JSON.stringify(out) };
+}
+const failure = (err: unknown) => JSON.stringify({ error: { message: (err as Error).message } });
+
+const ready = (port: number) => process.stdout.write(`${JSON.stringify({ ready: true, port })}\n`);
+const port = Number(arg('--port') ?? 0);
+
+if (process.argv.includes('--fastify')) {
+  const app = Fastify({ logger: { level: 'warn' } });
+  app.post('/v1/chat/completions', async (req, reply) => {
     try {
-      const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as { model?: string; stream?: boolean };
-      body.model = 'fast';
-      const up = await pool.request({
-        path: '/v1/chat/completions',
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      if (body.stream) {
-        res.writeHead(up.statusCode, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-        for await (const chunk of up.body) res.write(chunk);
-        res.end();
-        return;
-      }
-      const out = (await up.body.json()) as Record<string, unknown>;
-      out.model = 'bench/fast';
-      const text = JSON.stringify(out);
-      res.writeHead(up.statusCode, {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(text),
-      });
-      res.end(text);
+      const r = await forward(req.body as { model?: string; stream?: boolean });
+      reply.code(r.status);
+      if (r.stream) return reply.type('text/event-stream').header('cache-control', 'no-cache').send(r.stream);
+      return reply.type('application/json').send(r.text);
     } catch (err) {
-      res.writeHead(502, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: (err as Error).message } }));
+      return reply.code(502).type('application/json').send(failure(err));
     }
   });
-});
-server.keepAliveTimeout = 120_000;
-server.listen(Number(arg('--port') ?? 0), '127.0.0.1', () => {
-  process.stdout.write(`${JSON.stringify({ ready: true, port: (server.address() as AddressInfo).port })}\n`);
-});
-const stop = () => server.close(() => process.exit(0));
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+  await app.listen({ port, host: '127.0.0.1' });
+  ready((app.server.address() as AddressInfo).port);
+  const stop = () => app.close().then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+} else {
+  const server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', async () => {
+      try {
+        const r = await forward(JSON.parse(Buffer.concat(parts).toString('utf8')));
+        if (r.stream) {
+          res.writeHead(r.status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+          for await (const chunk of r.stream) res.write(chunk);
+          res.end();
+          return;
+        }
+        const text = r.text as string;
+        res.writeHead(r.status, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(text),
+        });
+        res.end(text);
+      } catch (err) {
+        res.writeHead(502, { 'content-type': 'application/json' });
+        res.end(failure(err));
+      }
+    });
+  });
+  server.keepAliveTimeout = 120_000;
+  server.listen(port, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+  const stop = () => server.close(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}

@@ -19,7 +19,7 @@
  * round and target), BENCH_WARMUP_MS (700 before each measurement), BENCH_PREWARM_MS (4000: each
  * server process is first warmed up this long, discarded), BENCH_CONCURRENCY ("1,16,64,256"; non-streaming), BENCH_STREAM_CONCURRENCY ("1,64"), BENCH_MODES ("json,stream"),
  * BENCH_PORTKEY (1; 0 skips it), BENCH_INFO_LOG (1: also Gatehouse at LOG_LEVEL=info, non-streaming),
- * BENCH_FLOOR (1: the bare proxy),
+ * BENCH_FLOOR (1: the bare proxy, and the same as one Fastify route),
  * BENCH_SKIP_BUILD (0), BENCH_CPU_PROF (a directory: profile the Gatehouse child with --cpu-prof),
  * BENCH_MACHINE (short machine name for the file name), BENCH_OUT (bench/results), BENCH_KEEP (0),
  * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`),
@@ -110,7 +110,14 @@ const has = (s: ScenarioName) => OPTS.scenarios.includes(s);
 const levels = (mode: 'json' | 'stream') => (mode === 'stream' ? OPTS.streamConcurrency : OPTS.concurrency);
 
 type Mode = 'json' | 'stream';
-type TargetName = 'direct' | 'floor' | 'gatehouse' | 'gatehouse-info' | 'baseline' | 'portkey';
+type TargetName =
+  | 'direct'
+  | 'floor'
+  | 'floor-fastify'
+  | 'gatehouse'
+  | 'gatehouse-info'
+  | 'baseline'
+  | 'portkey';
 
 interface Target {
   name: TargetName;
@@ -338,7 +345,7 @@ function report(meta: Record<string, unknown>, cells: Cell[], others: OtherCell[
     '',
     `Gatehouse: \`node dist/cli.js serve\`, SQLite on a temp dir, model \`bench/fast\` → mock as \`openai-compatible\`, bootstrap API key, credits granted, rate limit raised, **LOG_LEVEL=warn** (no per-request log lines; \`gatehouse-info\` rows are the same at the default \`info\`, stdout to /dev/null). Portkey: ${m.portkey}.`,
     '',
-    '`floor` is bench/floor-proxy.ts: a bare node:http + undici pass-through proxy (no auth, policy, accounting or framework), as its own process — the least any Node.js gateway hop costs on this machine.',
+    '`floor` is bench/floor-proxy.ts: a bare node:http + undici pass-through proxy (no auth, policy, accounting or framework), as its own process — the least any Node.js gateway hop costs on this machine. `floor-fastify` is the same proxy as one Fastify route (no hooks): the difference between the two is what the HTTP framework alone costs.',
     '',
   );
   const direct = (mode: Mode, c: number) =>
@@ -449,6 +456,14 @@ async function main() {
         ? await startScriptProcess('floor', 'floor-proxy.ts', ['--upstream', `http://127.0.0.1:${mock.port}`])
         : null;
     if (floor) log(`floor proxy at http://127.0.0.1:${floor.port}`);
+    const floorFastify =
+      chat && OPTS.floor
+        ? await startScriptProcess('floor-fastify', 'floor-proxy.ts', [
+            '--upstream',
+            `http://127.0.0.1:${mock.port}`,
+            '--fastify',
+          ])
+        : null;
 
     const ghHeaders = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
     const targets: Target[] = [
@@ -471,16 +486,23 @@ async function main() {
         pid: gh.pid,
       },
     ];
-    if (floor)
-      targets.splice(1, 0, {
-        name: 'floor',
-        origin: `http://127.0.0.1:${floor.port}`,
+    const floors = [
+      ['floor', floor],
+      ['floor-fastify', floorFastify],
+    ] as const;
+    let at = 1;
+    for (const [name, f] of floors) {
+      if (!f) continue;
+      targets.splice(at++, 0, {
+        name,
+        origin: `http://127.0.0.1:${f.port}`,
         path: '/v1/chat/completions',
         headers: { 'content-type': 'application/json' },
         model: 'bench/fast',
         modes: OPTS.modes,
-        pid: floor.pid,
+        pid: f.pid,
       });
+    }
     if (ghInfo)
       targets.push({
         name: 'gatehouse-info',
