@@ -52,6 +52,25 @@ describe('operations endpoints', () => {
     expect(script.status).toBe(200); // served locally, no CDN
   });
 
+  it('logs one access line per request: method, URL, status, request id and time', async () => {
+    const marker = `probe-${Date.now()}`;
+    const res = await fetch(`${gw.url}/api/v1/models?${marker}=1`);
+    expect(res.status).toBe(200);
+    // The line is written once the response has gone out.
+    for (let i = 0; i < 50 && !lines.some((l) => l.includes(marker)); i++)
+      await new Promise((r) => setTimeout(r, 10));
+    const mine = lines.filter((l) => l.includes(marker)).map((l) => JSON.parse(l));
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({
+      level: 30,
+      msg: 'request completed',
+      reqId: res.headers.get('x-request-id'),
+      req: { method: 'GET', url: `/api/v1/models?${marker}=1` },
+      res: { statusCode: 200 },
+    });
+    expect(mine[0].responseTime).toBeGreaterThan(0);
+  });
+
   it('never writes keys or bodies to the log', async () => {
     const call = client(gw.url, gw.managementKey);
     const created = await call('POST', '/keys', { name: 'logged?' });
