@@ -15,7 +15,7 @@ import Fastify, {
   type FastifyReply,
   type RouteOptions,
 } from 'fastify';
-import { installAccessLog } from '../lib/access-log.js';
+import { AccessLog } from '../lib/access-log.js';
 import { isDatabaseUnavailable } from '../lib/errors.js';
 import { httpServerOptions } from '../lib/http-server.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
@@ -110,8 +110,8 @@ export async function buildMediaApp(opts: MediaAppOptions) {
         : { logger: { level: config.logLevel, base: { process: 'media' } } }),
     bodyLimit: config.bodyLimit,
     genReqId: () => randomUUID(),
-    // One access line per request (installAccessLog) instead of Fastify's two.
-    disableRequestLogging: true,
+    // One access line per request instead of Fastify's two.
+    logController: new AccessLog(),
     return503OnClosing: true,
     // Slow or stalled clients get a 408 in the media envelope (code request_timeout, …).
     ...httpServerOptions(config.http, (status, message) => ({
@@ -129,7 +129,6 @@ export async function buildMediaApp(opts: MediaAppOptions) {
       ),
   });
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
-  installAccessLog(app);
   // JSON or multipart only; text/plain (a Fastify default) is a 415 like any other type.
   app.removeContentTypeParser('text/plain');
 

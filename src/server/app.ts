@@ -20,7 +20,7 @@ import { runtimeCallbackRoutes } from '../interns/callback.routes.js';
 import { internChatRoutes } from '../interns/chat.routes.js';
 import { installInternHostProxy } from '../interns/host-proxy.js';
 import { internsRoutes } from '../interns/routes.js';
-import { installAccessLog } from '../lib/access-log.js';
+import { AccessLog } from '../lib/access-log.js';
 import { httpServerOptions } from '../lib/http-server.js';
 import type { Services } from '../services.js';
 import { vaultRoutes } from '../vault/routes.js';
@@ -68,8 +68,8 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
     },
     bodyLimit: config.bodyLimit,
     genReqId: () => randomUUID(),
-    // One access line per request (installAccessLog) instead of Fastify's two.
-    disableRequestLogging: true,
+    // One access line per request instead of Fastify's two.
+    logController: new AccessLog(),
     return503OnClosing: true,
     frameworkErrors,
     // Slow or stalled clients (slow loris, slow bodies) get a 408 in the standard envelope.
@@ -111,7 +111,6 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
 
   installInternHostProxy(app, services);
   installMetrics(app, services.metrics);
-  installAccessLog(app);
   installAuth(app, services.keys, config.adminToken);
 
   const status = Type.Object({ status: Type.String() });
