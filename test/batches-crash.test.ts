@@ -51,6 +51,8 @@ interface SlowUpstream {
   inflightIds: Set<string>;
   /** Delays by custom_id, instead of `delayMs`, for the requests that arrive from now on. */
   delayById: Map<string, number>;
+  /** custom_ids whose requests arriving from now on are answered only once removed from here. */
+  holdIds: Set<string>;
   /** The most requests in flight at once. */
   maxInflight: number;
   /** custom_ids of requests whose client went away before the answer. */
@@ -86,6 +88,7 @@ async function startSlowUpstream(delayMs: number): Promise<SlowUpstream & { conf
     maxInflight: 0,
     inflightIds: new Set<string>(),
     delayById: new Map<string, number>(),
+    holdIds: new Set<string>(),
     aborted: [] as string[],
     close: async () => {},
   };
@@ -101,6 +104,7 @@ async function startSlowUpstream(delayMs: number): Promise<SlowUpstream & { conf
     up.inflightIds.add(cid);
     up.maxInflight = Math.max(up.maxInflight, up.inflight);
     const delay = up.delayById.get(cid) ?? up.delayMs;
+    const held = up.holdIds.has(cid);
     const stuck = delay >= 60_000;
     if (stuck) up.stuck++;
     const answered = await new Promise<boolean>((resolve) => {
@@ -114,7 +118,7 @@ async function startSlowUpstream(delayMs: number): Promise<SlowUpstream & { conf
       const stop = () => finish(false);
       let timer: NodeJS.Timeout;
       const due = () => {
-        if (up.frozen) timer = setTimeout(due, 10);
+        if (up.frozen || (held && up.holdIds.has(cid))) timer = setTimeout(due, 10);
         else finish(!res.destroyed);
       };
       timer = setTimeout(due, delay);
@@ -615,9 +619,10 @@ describe.skipIf(!postgresUrl)('several workers on one PostgreSQL database', () =
           // The upstream answers them now, into the sockets of a process that can't read them.
           up.frozen = false;
 
-          // Its leases run out and another worker takes those requests over; its calls for them
-          // are slow, so the stalled process wakes while worker#2 holds their leases.
-          for (const h of held) up.delayById.set(h.custom_id, 4000);
+          // Its leases run out and another worker takes those requests over; the upstream holds
+          // worker#2's calls for them, so the stalled process wakes while worker#2 holds their leases
+          // (a fixed delay raced worker#2's takeover on a loaded machine).
+          for (const h of held) up.holdIds.add(h.custom_id);
           w2 = await startProcess('worker', { name: 'worker#2', db, keys, env });
           const w2Id = workerIdOf(w2);
           const heldIdx = held.map((h) => h.idx);
@@ -649,6 +654,7 @@ describe.skipIf(!postgresUrl)('several workers on one PostgreSQL database', () =
             expect(r.lease_owner).toBe(w2Id);
           }
 
+          up.holdIds.clear();
           await waitCompleted(stalled, keys, id, 30_000);
           await expectExactlyOnce(stalled, keys, db, id, orgId, N);
           // The stalled calls went upstream twice (the stale one's answer was dropped), and the
