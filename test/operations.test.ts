@@ -1,3 +1,4 @@
+import { get, type IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
@@ -54,8 +55,15 @@ describe('operations endpoints', () => {
 
   it('logs one access line per request: method, URL, status, request id and time', async () => {
     const marker = `probe-${Date.now()}`;
-    const res = await fetch(`${gw.url}/api/v1/models?${marker}=1`);
-    expect(res.status).toBe(200);
+    // Connection: close — the socket is gone once the response has been written.
+    const res = await new Promise<IncomingMessage>((resolve, reject) =>
+      get(`${gw.url}/api/v1/models?${marker}=1`, { headers: { connection: 'close' } }, resolve).on(
+        'error',
+        reject,
+      ),
+    );
+    res.resume();
+    expect(res.statusCode).toBe(200);
     // The line is written once the response has gone out.
     for (let i = 0; i < 50 && !lines.some((l) => l.includes(marker)); i++)
       await new Promise((r) => setTimeout(r, 10));
@@ -64,8 +72,8 @@ describe('operations endpoints', () => {
     expect(mine[0]).toMatchObject({
       level: 30,
       msg: 'request completed',
-      reqId: res.headers.get('x-request-id'),
-      req: { method: 'GET', url: `/api/v1/models?${marker}=1` },
+      reqId: res.headers['x-request-id'],
+      req: { method: 'GET', url: `/api/v1/models?${marker}=1`, remoteAddress: '127.0.0.1' },
       res: { statusCode: 200 },
     });
     expect(mine[0].responseTime).toBeGreaterThan(0);
