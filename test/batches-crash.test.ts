@@ -49,8 +49,6 @@ interface SlowUpstream {
   stuck: number;
   /** custom_ids of the requests in flight. */
   inflightIds: Set<string>;
-  /** Delays by custom_id, instead of `delayMs`, for the requests that arrive from now on. */
-  delayById: Map<string, number>;
   /** custom_ids whose requests arriving from now on are answered only once removed from here. */
   holdIds: Set<string>;
   /** The most requests in flight at once. */
@@ -87,7 +85,6 @@ async function startSlowUpstream(delayMs: number): Promise<SlowUpstream & { conf
     stuck: 0,
     maxInflight: 0,
     inflightIds: new Set<string>(),
-    delayById: new Map<string, number>(),
     holdIds: new Set<string>(),
     aborted: [] as string[],
     close: async () => {},
@@ -103,7 +100,7 @@ async function startSlowUpstream(delayMs: number): Promise<SlowUpstream & { conf
     up.inflight++;
     up.inflightIds.add(cid);
     up.maxInflight = Math.max(up.maxInflight, up.inflight);
-    const delay = up.delayById.get(cid) ?? up.delayMs;
+    const delay = up.delayMs;
     const held = up.holdIds.has(cid);
     const stuck = delay >= 60_000;
     if (stuck) up.stuck++;
