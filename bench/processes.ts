@@ -123,18 +123,27 @@ export async function startScript(name: string, script: string, args: string[]):
   return (await startScriptProcess(name, script, args)).port;
 }
 
-/** startScript with the process id (for its CPU and memory). */
+/** startScript with the process id (for its CPU and memory); `extra` adds Node options and environment. */
 export async function startScriptProcess(
   name: string,
   script: string,
   args: string[],
+  extra: { nodeArgs?: string[]; env?: Record<string, string> } = {},
 ): Promise<{ port: number; pid: number }> {
   const port = await freePort();
   const { child } = startChild(
     name,
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'bench', script), '--port', String(port), ...args],
-    { PATH: env.PATH, HOME: env.HOME, NODE_ENV: 'production' },
+    [
+      '--import',
+      'tsx',
+      ...(extra.nodeArgs ?? []),
+      join(ROOT, 'bench', script),
+      '--port',
+      String(port),
+      ...args,
+    ],
+    { PATH: env.PATH, HOME: env.HOME, NODE_ENV: 'production', ...extra.env },
   );
   await new Promise<void>((done, fail) => {
     let out = '';
