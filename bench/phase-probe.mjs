@@ -15,7 +15,7 @@
  * BENCH_PHASES_FILE as one JSON object, and starts afresh.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 
 const file = process.env.BENCH_PHASES_FILE;
 if (!file) throw new Error('bench/phase-probe.mjs: BENCH_PHASES_FILE is not set');
@@ -61,7 +61,9 @@ process.on('SIGUSR2', () => {
     const sorted = Float64Array.from(values).sort();
     out[name] = { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9) };
   }
-  writeFileSync(file, JSON.stringify(out));
+  // Whole or not at all: the reader polls for the file.
+  writeFileSync(`${file}.tmp`, JSON.stringify(out));
+  renameSync(`${file}.tmp`, file);
   samples = { pre: [], upstream: [], post: [], inProcess: [] };
   discarded = 0;
 });
