@@ -37,11 +37,7 @@ import { UsageJournal } from './routing/usage-journal.js';
 import { VaultService } from './vault/service.js';
 
 /** The composition root: every domain service, wired once per process. */
-export function buildServices(
-  handle: DbHandle,
-  config: Config,
-  env: Record<string, string | undefined> = process.env,
-) {
+export function buildServices(handle: DbHandle, config: Config) {
   const { db } = handle;
   const metrics = new Registry();
   const usage = new UsageService(db);

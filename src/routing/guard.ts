@@ -40,7 +40,10 @@ export class PolicyGuard implements CallGuard {
   async open(caller: Caller, opts: { rateLimit?: boolean } = {}): Promise<CallChecks> {
     const rateLimited = opts.rateLimit !== false;
     const policy: EffectivePolicy = await this.policies.forKey(caller);
-    const { spend, keys, limiter } = this;
+    // The checks below are closures without `this`.
+    const spend = this.spend;
+    const keys = this.keys;
+    const limiter = this.limiter;
     return {
       async admit() {
         const rate = rateLimited ? await limiter.consume(caller.keyHash) : null;
