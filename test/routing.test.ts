@@ -32,7 +32,7 @@ describe('routing through real upstream wire formats', () => {
 
   const reply = { text: 'upstream says hi', usage: { prompt_tokens: 20, completion_tokens: 6 } };
 
-  describe.each(Object.entries(MODELS))('provider %s', (kind, model) => {
+  describe.each(Object.entries(MODELS))('provider %s', (_kind, model) => {
     it('serves /chat/completions, streaming and not, with the system prompt upstream', async () => {
       mock.enqueue({ reply }, { reply });
       const res: any = await openai.chat.completions.create({
