@@ -9,7 +9,7 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
 
 describe('SSE', () => {
   it('round-trips named and unnamed events across arbitrary chunk boundaries', async () => {
-    const text = `${encodeSse({ event: 'message_start', data: '{"a":1}' }) + sseJson({ b: 'x\ny' })}: keepalive\n\n`;
+    const text = `${encodeSse({ event: 'message_start', data: '{"a":1}' })}${sseJson({ b: 'x\ny' })}: keepalive\n\n`;
     const bytes = new TextEncoder().encode(`${text}data: [DONE]\n\n`);
     async function* split() {
       for (let i = 0; i < bytes.length; i += 7) yield bytes.slice(i, i + 7);
