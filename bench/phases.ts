@@ -117,9 +117,10 @@ async function main() {
       phasesFile: null,
     },
   ];
+  const phasesFile = (name: string) => join(workDir, `${name}.phases.json`);
   const probed = (name: string) => ({
     nodeArgs: ['--import', PROBE],
-    env: { BENCH_PHASES_FILE: join(workDir, `${name}.phases.json`) },
+    env: { BENCH_PHASES_FILE: phasesFile(name) },
   });
   const floor = await startScriptProcess(
     'floor',
@@ -133,7 +134,7 @@ async function main() {
     path: '/v1/chat/completions',
     model: 'fast',
     pid: floor.pid,
-    phasesFile: probed('floor').env.BENCH_PHASES_FILE,
+    phasesFile: phasesFile('floor'),
   });
   const builds: [string, string | undefined][] = [['gatehouse', undefined]];
   if (OPTS.baseline) builds.push(['baseline', OPTS.baseline]);
@@ -145,7 +146,7 @@ async function main() {
       path: '/api/v1/chat/completions',
       model: 'bench/fast',
       pid: gh.pid ?? 0,
-      phasesFile: probed(name).env.BENCH_PHASES_FILE,
+      phasesFile: phasesFile(name),
     });
   }
 
