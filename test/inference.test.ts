@@ -109,6 +109,32 @@ describe.each(databases)('inference endpoints on the development provider (%s)',
     expect(final.usage.output_tokens).toBe(3);
   });
 
+  it('takes the key from x-api-key, as Anthropic clients before 1.x and Claude Code send it', async () => {
+    const messages = (headers: Record<string, string>) =>
+      fetch(`${gw.url}/api/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers },
+        body: JSON.stringify({
+          model: 'gatehouse/echo',
+          max_tokens: 20,
+          messages: [{ role: 'user', content: 'keyed by header' }],
+        }),
+      });
+    const ok = await messages({ 'x-api-key': gw.apiKey });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { content: unknown[] }).content[0]).toMatchObject({
+      type: 'text',
+      text: 'keyed by header',
+    });
+
+    const wrong = await messages({ 'x-api-key': `sk-gh-v1-${'0'.repeat(64)}` });
+    expect(wrong.status).toBe(401);
+    expect(((await wrong.json()) as { error: { message: string } }).error.message).toMatch(/Invalid/);
+    // An Authorization header is the one that counts when both are sent.
+    const both = await messages({ authorization: 'Bearer not-a-key', 'x-api-key': gw.apiKey });
+    expect(both.status).toBe(401);
+  });
+
   it('answers /responses, streaming and not', async () => {
     const res = await openai.responses.create({ model: 'gatehouse/echo', input: 'respond in kind' });
     expect(res.output_text).toBe('respond in kind');

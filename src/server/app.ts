@@ -64,7 +64,14 @@ export async function buildApp(services: Services, opts: AppOptions = {}) {
       level: config.logLevel,
       // Secrets travel only in headers and bodies; neither is logged, and these paths are redacted
       // should a serializer ever include them.
-      redact: ['req.headers.authorization', 'req.headers.cookie', 'req.body', 'headers.authorization'],
+      redact: [
+        'req.headers.authorization',
+        'req.headers["x-api-key"]',
+        'req.headers.cookie',
+        'req.body',
+        'headers.authorization',
+        'headers["x-api-key"]',
+      ],
     },
     bodyLimit: config.bodyLimit,
     genReqId: () => randomUUID(),

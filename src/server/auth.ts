@@ -24,11 +24,16 @@ declare module 'fastify' {
   }
 }
 
-function bearer(request: FastifyRequest): string | null {
+/**
+ * The key a request presents: `Authorization: Bearer <key>`, or else `x-api-key: <key>` — the header
+ * Anthropic-format clients send (the `@anthropic-ai/sdk` before 1.x, Claude Code with
+ * ANTHROPIC_API_KEY), so they work pointed at Gatehouse without a custom header.
+ */
+function presentedKey(request: FastifyRequest): string | null {
   const h = request.headers.authorization;
-  if (!h) return null;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
-  return m?.[1] ?? null;
+  if (h) return /^Bearer\s+(\S+)\s*$/i.exec(h)?.[1] ?? null;
+  const x = request.headers['x-api-key'];
+  return typeof x === 'string' && x.trim() ? x.trim() : null;
 }
 
 export function installAuth(app: FastifyInstance, keys: KeysService, adminToken: string | null): void {
@@ -37,7 +42,7 @@ export function installAuth(app: FastifyInstance, keys: KeysService, adminToken:
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const mode = request.routeOptions.config?.auth ?? 'none';
     if (mode === 'none') return;
-    const token = bearer(request);
+    const token = presentedKey(request);
     if (mode === 'admin') {
       if (!adminToken)
         return sendError(reply, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`);
