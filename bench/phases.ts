@@ -44,6 +44,8 @@ const OPTS = {
   prewarmMs: Number(env.BENCH_PREWARM_MS ?? 4000),
   skipBuild: env.BENCH_SKIP_BUILD === '1',
   baseline: env.BENCH_BASELINE ? resolve(env.BENCH_BASELINE) : null,
+  /** Node flags added to the baseline's (after Gatehouse's own: a repeated V8 flag's last value wins). */
+  baselineNodeArgs: (env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean),
   machine: env.BENCH_MACHINE ?? defaultMachineName(),
   out: resolve(env.BENCH_OUT ?? join(ROOT, 'bench', 'results')),
 };
@@ -118,8 +120,8 @@ async function main() {
     },
   ];
   const phasesFile = (name: string) => join(workDir, `${name}.phases.json`);
-  const probed = (name: string) => ({
-    nodeArgs: ['--import', PROBE],
+  const probed = (name: string, nodeArgs: string[] = []) => ({
+    nodeArgs: ['--import', PROBE, ...nodeArgs],
     env: { BENCH_PHASES_FILE: phasesFile(name) },
   });
   const floor = await startScriptProcess(
@@ -139,7 +141,8 @@ async function main() {
   const builds: [string, string | undefined][] = [['gatehouse', undefined]];
   if (OPTS.baseline) builds.push(['baseline', OPTS.baseline]);
   for (const [name, cli] of builds) {
-    const gh = await startGatehouse(name, mock.baseUrl, workDir, 'warn', cli, probed(name));
+    const extraArgs = name === 'baseline' ? OPTS.baselineNodeArgs : [];
+    const gh = await startGatehouse(name, mock.baseUrl, workDir, 'warn', cli, probed(name, extraArgs));
     targets.push({
       name,
       origin: gh.origin,
