@@ -180,6 +180,17 @@ describe('routing through real upstream wire formats', () => {
       expect(res.gateway_metadata.attempt).toBe(2);
     });
 
+    it('does not retry the last provider after it timed out (the caller would wait twice the deadline)', async () => {
+      mock.enqueue({ delayMs: 1500, reply, times: 2 });
+      const res = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+        model: 'test/gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(res.status).toBe(502);
+      expect(res.body.error.message).toMatch(/timed out after 700 ms/);
+      expect(mock.requests).toHaveLength(1);
+    });
+
     it('honours provider.order and provider.ignore', async () => {
       mock.enqueue({ reply }, { reply });
       const a: any = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {

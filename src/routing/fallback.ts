@@ -72,7 +72,7 @@ export function upstreamToApiError(err: UpstreamError, provider: string): ApiErr
 /**
  * Runs `attempt` over the planned candidates: the next one on a retryable failure (429, 5xx,
  * timeout, connection error) unless fallbacks are off, the last one once more after its
- * Retry-After when that is short enough, operator-paid candidates only while the balance allows.
+ * Retry-After when that is short enough (not after a timeout), operator-paid candidates only while the balance allows.
  * Each attempt has its own deadline and, for batch callers, waits for a provider slot first.
  */
 export async function routeWithFallbacks<T>(
@@ -169,8 +169,10 @@ export async function routeWithFallbacks<T>(
         ctx.metrics.fallbacks.inc({ from_provider: c.endpoint.provider });
         continue;
       }
+      // A timed-out attempt has already spent the whole deadline: trying it again would make the
+      // caller of a stalled provider wait twice as long for the same answer.
       const wait = err.retryAfterMs ?? 0;
-      if (!retried && wait <= ctx.maxRetryWaitMs) {
+      if (!retried && !timedOut && wait <= ctx.maxRetryWaitMs) {
         retried = true;
         await sleep(wait, call.signal);
         i--; // the same candidate once more
