@@ -88,7 +88,7 @@ async function serve() {
 async function worker() {
   const { openDatabase, migrateToLatest, buildServices } = await loadGatewayModules();
   const config = loadConfig();
-  const handle = openDatabase(config.databaseUrl);
+  const handle = openDatabase(config.databaseUrl, { backgroundCheckpoints: true });
   await migrateToLatest(handle);
   const services = buildServices(handle, config);
   await services.cluster.ready();

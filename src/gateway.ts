@@ -23,7 +23,7 @@ export async function prepareGateway(
   config: Config,
   opts: AppOptions & { schema?: string } = {},
 ): Promise<Omit<Gateway, 'url'> & { handle: DbHandle }> {
-  const handle = openDatabase(config.databaseUrl, { schema: opts.schema });
+  const handle = openDatabase(config.databaseUrl, { schema: opts.schema, backgroundCheckpoints: true });
   try {
     await migrateToLatest(handle);
     const services = buildServices(handle, config);

@@ -14,6 +14,7 @@ import {
 } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import pg from 'pg';
+import { startCheckpointer } from './checkpointer.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -43,7 +44,14 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
  * `sqlite:<path>` (or a bare path, or `:memory:`) for the embedded SQLite file in WAL mode.
  * `schema` (PostgreSQL only) selects a search_path, used by tests to isolate runs.
  */
-export function openDatabase(url: string, opts: { schema?: string } = {}): DbHandle {
+export function openDatabase(
+  url: string,
+  opts: {
+    schema?: string;
+    /** SQLite: checkpoint the WAL on a thread of its own (long-running processes; see checkpointer.ts). */
+    backgroundCheckpoints?: boolean;
+  } = {},
+): DbHandle {
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({
       connectionString: url,
@@ -74,7 +82,17 @@ export function openDatabase(url: string, opts: { schema?: string } = {}): DbHan
   const db = new Kysely<Database>({
     dialect: new ImmediateSqliteDialect({ database: withStatementCache(file) }),
   });
-  return { db, dialect: 'sqlite', sqlite: file, close: () => db.destroy() };
+  const checkpointer =
+    opts.backgroundCheckpoints && path !== ':memory:'
+      ? startCheckpointer(path, {
+          onError: (message) => process.emitWarning(`background WAL checkpoint failed: ${message}`),
+        })
+      : null;
+  const close = async () => {
+    await checkpointer?.stop();
+    await db.destroy();
+  };
+  return { db, dialect: 'sqlite', sqlite: file, close };
 }
 
 /**
