@@ -22,7 +22,8 @@
  * BENCH_FLOOR (1: the bare proxy, and the same as one Fastify route),
  * BENCH_SKIP_BUILD (0), BENCH_CPU_PROF (a directory: profile the Gatehouse child with --cpu-prof),
  * BENCH_MACHINE (short machine name for the file name), BENCH_OUT (bench/results), BENCH_KEEP (0),
- * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`),
+ * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`;
+ * BENCH_BASELINE_NODE_ARGS adds Node flags to it only),
  * BENCH_SCENARIOS ("chat,messages,policy,mgmt-read": which scenarios; `chat` is the table above,
  * the others are Gatehouse-only, see bench/other-scenarios.ts), BENCH_PG_URL (the PostgreSQL server
  * for the `mgmt-read` PostgreSQL row, postgres://postgres@127.0.0.1:5432/test; a fresh database is
@@ -97,6 +98,8 @@ const OPTS = {
   keep: flag('BENCH_KEEP', false),
   /** Another build's dist/cli.js, measured side by side as `baseline` (A/B of a change). */
   baseline: env.BENCH_BASELINE ? resolve(env.BENCH_BASELINE) : null,
+  /** Node flags added to the baseline's (a repeated V8 flag's last value wins): A/B of a flag. */
+  baselineNodeArgs: (env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean),
   scenarios: (env.BENCH_SCENARIOS ?? SCENARIO_NAMES.join(','))
     .split(',')
     .map((x) => x.trim())
@@ -143,7 +146,12 @@ const startGatehouse = (
   extraEnv: Record<string, string> = {},
 ) =>
   startGatehouseProcess(name, mockBaseUrl, workDir, logLevel, cli, {
-    nodeArgs: OPTS.cpuProf && name === 'gatehouse' ? ['--cpu-prof', `--cpu-prof-dir=${OPTS.cpuProf}`] : [],
+    nodeArgs:
+      OPTS.cpuProf && name === 'gatehouse'
+        ? ['--cpu-prof', `--cpu-prof-dir=${OPTS.cpuProf}`]
+        : name === 'baseline'
+          ? OPTS.baselineNodeArgs
+          : [],
     // The management key of the Gatehouse-only scenarios (keys, guardrails, management reads).
     env: { GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: MANAGEMENT_KEY, ...extraEnv },
   });
