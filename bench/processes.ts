@@ -213,7 +213,7 @@ export interface GatehouseExtra {
 }
 
 /** The Node flags Gatehouse runs with (`npm start` and the `gatehouse` bin's shebang pass them). */
-export const GATEHOUSE_NODE_FLAGS = ['--max-semi-space-size=64'];
+export const GATEHOUSE_NODE_FLAGS = ['--max-semi-space-size=32'];
 
 /**
  * Writes `<dir>/catalog.json` (GATEHOUSE_CONFIG): model `bench/fast` → the mock as an

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=64
+#!/usr/bin/env -S node --max-semi-space-size=32
 // A young generation of 64 MB semi-spaces: under load the objects of the calls in flight outlive
 // the default semi-space and get promoted (then collected by full GCs); measured side by side, up
 // to 1.2× non-streaming throughput at concurrency 64–256 (bench/NOTES.md). `npm start` passes it too.
