@@ -1,7 +1,8 @@
 #!/usr/bin/env -S node --max-semi-space-size=32
-// A young generation of 64 MB semi-spaces: under load the objects of the calls in flight outlive
-// the default semi-space and get promoted (then collected by full GCs); measured side by side, up
-// to 1.2× non-streaming throughput at concurrency 64–256 (bench/NOTES.md). `npm start` passes it too.
+// A young generation of 32 MB semi-spaces: under load the objects of the calls in flight outlive
+// the default semi-space and get promoted (then collected by full GCs). 64 MB measured up to 1.2×
+// throughput at concurrency 64–256 on one VM but a 200 MB batch upload then peaked at 330 MB of RSS,
+// above its 300 MB bound (bench/NOTES.md §8). `npm start` passes it too.
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { loadConfig } from './config.js';
