@@ -49,6 +49,7 @@ import {
   gitCommit,
   log,
   machineInfo,
+  nodeArgsFromEnv,
   ROOT,
   runBenchmark,
   sleep,
@@ -83,7 +84,7 @@ const OPTS = {
   out: resolve(env.BENCH_OUT ?? join(ROOT, 'bench', 'results')),
   keep: flag('BENCH_KEEP', false),
   /** Extra Node options for the gateway processes (space-separated), e.g. "--max-semi-space-size=32". */
-  nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  nodeArgs: nodeArgsFromEnv('BENCH_NODE_ARGS'),
   /** Wait before each measurement until other work on the machine uses less than this many cores. */
   quietCores: num('BENCH_QUIET_CORES', 0.25),
   quietWaitMs: num('BENCH_QUIET_WAIT_S', 120) * 1000,

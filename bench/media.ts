@@ -43,6 +43,7 @@ import {
   gitCommit,
   log,
   machineInfo,
+  nodeArgsFromEnv,
   ROOT,
   runBenchmark,
   sleep,
@@ -69,7 +70,7 @@ const OPTS = {
   /** GATEHOUSE_MEDIA_QUEUE of the service: room for every upload (the default 16 would 429 the rest). */
   queue: Number(env.BENCH_MEDIA_QUEUE ?? 64),
   phases: (env.BENCH_PHASES ?? 'latency,upload,generate').split(','),
-  nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  nodeArgs: nodeArgsFromEnv('BENCH_NODE_ARGS'),
   quietCores: Number(env.BENCH_QUIET_CORES ?? 0.25),
   quietWaitS: Number(env.BENCH_QUIET_WAIT_S ?? 60),
   machine: env.BENCH_MACHINE || defaultMachineName(),

@@ -26,6 +26,7 @@ import {
   gitCommit,
   log,
   machineInfo,
+  nodeArgsFromEnv,
   ROOT,
   runBenchmark,
   sleep,
@@ -45,7 +46,7 @@ const OPTS = {
   skipBuild: env.BENCH_SKIP_BUILD === '1',
   baseline: env.BENCH_BASELINE ? resolve(env.BENCH_BASELINE) : null,
   /** Node flags added to the baseline's (after Gatehouse's own: a repeated V8 flag's last value wins). */
-  baselineNodeArgs: (env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  baselineNodeArgs: nodeArgsFromEnv('BENCH_BASELINE_NODE_ARGS'),
   machine: env.BENCH_MACHINE ?? defaultMachineName(),
   out: resolve(env.BENCH_OUT ?? join(ROOT, 'bench', 'results')),
 };

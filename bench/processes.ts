@@ -212,6 +212,9 @@ export interface GatehouseExtra {
   log?: boolean;
 }
 
+/** Space-separated Node options from an environment variable (BENCH_NODE_ARGS and the like). */
+export const nodeArgsFromEnv = (name: string): string[] => (env[name] ?? '').split(' ').filter(Boolean);
+
 /** The Node flags Gatehouse runs with (`npm start` and the `gatehouse` bin's shebang pass them). */
 export const GATEHOUSE_NODE_FLAGS = ['--max-semi-space-size=32'];
 

@@ -58,6 +58,7 @@ import {
   log,
   machineInfo,
   measuring,
+  nodeArgsFromEnv,
   type ProcessUse,
   poolUse,
   post,
@@ -99,7 +100,7 @@ const OPTS = {
   /** Another build's dist/cli.js, measured side by side as `baseline` (A/B of a change). */
   baseline: env.BENCH_BASELINE ? resolve(env.BENCH_BASELINE) : null,
   /** Node flags added to the baseline's (a repeated V8 flag's last value wins): A/B of a flag. */
-  baselineNodeArgs: (env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  baselineNodeArgs: nodeArgsFromEnv('BENCH_BASELINE_NODE_ARGS'),
   scenarios: (env.BENCH_SCENARIOS ?? SCENARIO_NAMES.join(','))
     .split(',')
     .map((x) => x.trim())
