@@ -18,11 +18,16 @@ function write4MB(sqlite: NonNullable<ReturnType<typeof openDatabase>['sqlite']>
   })();
 }
 
-async function dbFileSizeAfter(backgroundCheckpoints: boolean, waitMs: number) {
+/** A fresh SQLite file in a temp dir (removed after the test). */
+function tempDatabase(backgroundCheckpoints: boolean) {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-checkpoint-'));
   dirs.push(dir);
   const path = join(dir, 'g.db');
-  const handle = openDatabase(`sqlite:${path}`, { backgroundCheckpoints });
+  return { path, handle: openDatabase(`sqlite:${path}`, { backgroundCheckpoints }) };
+}
+
+async function dbFileSizeAfter(backgroundCheckpoints: boolean, waitMs: number) {
+  const { path, handle } = tempDatabase(backgroundCheckpoints);
   try {
     write4MB(handle.sqlite as NonNullable<typeof handle.sqlite>);
     const deadline = Date.now() + waitMs;
@@ -45,10 +50,7 @@ describe('background WAL checkpoints (SQLite)', () => {
   });
 
   it('keeps the WAL small while writes go on: it restarts once a checkpoint has caught up', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-checkpoint-'));
-    dirs.push(dir);
-    const path = join(dir, 'g.db');
-    const handle = openDatabase(`sqlite:${path}`, { backgroundCheckpoints: true });
+    const { path, handle } = tempDatabase(true);
     try {
       // 40 MB in 4 MB commits with pauses: without checkpoints the WAL would hold all of it.
       for (let i = 0; i < 10; i++) {

@@ -72,8 +72,9 @@ export function upstreamToApiError(err: UpstreamError, provider: string): ApiErr
 /**
  * Runs `attempt` over the planned candidates: the next one on a retryable failure (429, 5xx,
  * timeout, connection error) unless fallbacks are off, the last one once more after its
- * Retry-After when that is short enough (not after a timeout), operator-paid candidates only while the balance allows.
- * Each attempt has its own deadline and, for batch callers, waits for a provider slot first.
+ * Retry-After when that is short enough (not after a timeout), operator-paid candidates only while
+ * the balance allows. Each attempt has its own deadline and, for batch callers, waits for a
+ * provider slot first.
  */
 export async function routeWithFallbacks<T>(
   ctx: FallbackContext,
