@@ -121,7 +121,7 @@ const config = loadConfig({
   GATEHOUSE_BATCH_MAX_BYTES: String(1 << 30),
   LOG_LEVEL: 'warn',
 });
-const g = await prepareGateway(config, { logger: false });
+const g = await prepareGateway(config, { log: { level: 'silent' } });
 const auth = { authorization: `Bearer ${apiKey}` };
 const submit = async (n: number, prefix: string) => {
   const res = await g.app.inject({

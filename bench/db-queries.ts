@@ -76,7 +76,7 @@ const config = loadConfig({
   GATEHOUSE_RATE_LIMIT_REQUESTS: '1000000000',
   LOG_LEVEL: 'warn',
 });
-const g = await prepareGateway(config, { logger: false });
+const g = await prepareGateway(config, { log: { level: 'silent' } });
 try {
   const orgId = g.bootstrap.organizationId;
   await g.services.admin.addCredits(orgId, 1_000_000);

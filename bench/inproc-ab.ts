@@ -48,7 +48,7 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
     GATEHOUSE_WORKER: 'off',
     LOG_LEVEL: 'warn',
   });
-  const g = await prepareGateway(config, { logger: false });
+  const g = await prepareGateway(config, { log: { level: 'silent' } });
   const json = { 'content-type': 'application/json' };
   const granted = await g.app.inject({
     method: 'POST',

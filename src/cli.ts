@@ -4,8 +4,8 @@
 // throughput at concurrency 64–256 on one VM but a 200 MB batch upload then peaked at 330 MB of RSS,
 // above its 300 MB bound (bench/NOTES.md §8). `npm start` passes it too.
 import { parseArgs } from 'node:util';
-import pino from 'pino';
 import { loadConfig } from './config.js';
+import { createLog } from './lib/log.js';
 import type { MediaHandle } from './media/server.js';
 import type { buildServices } from './services.js';
 
@@ -89,12 +89,12 @@ async function serve() {
 async function worker() {
   const { openDatabase, migrateToLatest, buildServices } = await loadGatewayModules();
   const config = loadConfig();
+  const log = createLog({ level: config.logLevel, base: { process: 'worker' } });
   const handle = openDatabase(config.databaseUrl, { backgroundCheckpoints: true });
   await migrateToLatest(handle);
-  const services = buildServices(handle, config);
+  const services = buildServices(handle, config, log);
   await services.cluster.ready();
-  const log = pino({ level: config.logLevel, base: { process: 'worker' } });
-  const w = services.createWorker(log);
+  const w = services.createWorker();
   w.start();
   log.info({ worker: w.id }, 'batch worker started');
   let closing = false;
@@ -172,7 +172,9 @@ async function withServices<T>(fn: (s: ReturnType<typeof buildServices>) => Prom
   const handle = openDatabase(config.databaseUrl);
   try {
     await migrateToLatest(handle);
-    const services = buildServices(handle, config);
+    // One-shot commands print their result on standard output: log lines go to standard error.
+    const log = createLog({ level: config.logLevel, stream: process.stderr });
+    const services = buildServices(handle, config, log);
     try {
       return await fn(services);
     } finally {

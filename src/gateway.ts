@@ -2,6 +2,7 @@ import { type BootstrapResult, ensureBootstrap } from './accounts/bootstrap.js';
 import type { Config } from './config.js';
 import { type DbHandle, openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
+import { createLog, type LogOptions } from './lib/log.js';
 import { type App, type AppOptions, buildApp } from './server/app.js';
 import { buildServices, type Services } from './services.js';
 
@@ -18,19 +19,28 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+export interface GatewayOptions extends Omit<AppOptions, 'log'> {
+  /** The logger's level and destination (default: `config.logLevel` on standard output). */
+  log?: LogOptions;
+  /** PostgreSQL schema (tests run each gateway in its own). */
+  schema?: string;
+}
+
 /** Opens the database, migrates, bootstraps tenancy and builds the app, without listening. */
 export async function prepareGateway(
   config: Config,
-  opts: AppOptions & { schema?: string } = {},
+  opts: GatewayOptions = {},
 ): Promise<Omit<Gateway, 'url'> & { handle: DbHandle }> {
+  // The logger first: every component below logs through it.
+  const log = createLog(opts.log ?? { level: config.logLevel });
   const handle = openDatabase(config.databaseUrl, { schema: opts.schema, backgroundCheckpoints: true });
   try {
     await migrateToLatest(handle);
-    const services = buildServices(handle, config);
+    const services = buildServices(handle, config, log);
     const bootstrap = await ensureBootstrap(services);
     // Usage a killed process answered for but had not written yet (its local journal).
     const replayed = await services.accountant.replayJournal();
-    const app = await buildApp(services, opts);
+    const app = await buildApp(services, { ...opts, log });
     if (replayed > 0)
       app.log.warn(
         { replayed },
@@ -39,7 +49,7 @@ export async function prepareGateway(
     // Hear the other nodes from the first request (up to 2 s; then the TTL bounds until it connects).
     await services.cluster.ready();
     // The batch worker runs in the gateway unless GATEHOUSE_WORKER=off (then `gatehouse worker`).
-    const worker = config.batches.worker ? services.createWorker(app.log) : null;
+    const worker = config.batches.worker ? services.createWorker() : null;
     worker?.start();
     if (worker) services.batches.onAccepted(() => worker.wake());
     app.addHook('onClose', async () => {
@@ -71,15 +81,12 @@ async function closeWithin(app: App, graceMs: number): Promise<void> {
   }
 }
 
-export async function startGateway(
-  config: Config,
-  opts: AppOptions & { schema?: string } = {},
-): Promise<Gateway> {
+export async function startGateway(config: Config, opts: GatewayOptions = {}): Promise<Gateway> {
   const g = await prepareGateway(config, opts);
   const address = await g.app.listen({ port: config.port, host: config.host });
   const url = address.replace('[::1]', '127.0.0.1');
   // Interns' runtimes call back through the gateway's own port; reconcile once it listens.
   g.services.provisioner.setGatewayUrl(`http://127.0.0.1:${new URL(url).port}`);
-  if (config.interns.runtimes) await g.services.interns.start(g.app.log);
+  if (config.interns.runtimes) await g.services.interns.start();
   return { ...g, url };
 }

@@ -5,7 +5,7 @@ import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import { BatchesService } from './batches/service.js';
-import { BatchWorker, type WorkerLog } from './batches/worker.js';
+import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
 import { ClusterBus } from './cluster/bus.js';
 import { applyClusterEvent } from './cluster/caches.js';
@@ -23,6 +23,7 @@ import { GuardrailsService } from './guardrails/service.js';
 import { LocalProvisioner } from './interns/local-provisioner.js';
 import { Programme } from './interns/programme.js';
 import { InternsService } from './interns/service.js';
+import type { Log } from './lib/log.js';
 import { closeUpstreamHttp } from './providers/http.js';
 import { createProvider } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
@@ -36,8 +37,8 @@ import { RateLimiter } from './routing/rate-limit.js';
 import { UsageJournal } from './routing/usage-journal.js';
 import { VaultService } from './vault/service.js';
 
-/** The composition root: every domain service, wired once per process. */
-export function buildServices(handle: DbHandle, config: Config) {
+/** The composition root: every domain service, wired once per process, all logging through `log`. */
+export function buildServices(handle: DbHandle, config: Config, log: Log) {
   const { db } = handle;
   const metrics = new Registry();
   const usage = new UsageService(db);
@@ -45,7 +46,7 @@ export function buildServices(handle: DbHandle, config: Config) {
   const policy = new PolicyService(db);
   const spend = new SpendTracker(db);
   // Other nodes hear of this node's writes and spend at once through Redis (no-op without REDIS_URL).
-  const cluster = new ClusterBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix });
+  const cluster = new ClusterBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger: log });
   const policyWrites = {
     invalidate: () => {
       policy.invalidate();
@@ -88,12 +89,13 @@ export function buildServices(handle: DbHandle, config: Config) {
     durationSeconds: config.rateLimitWindowSeconds,
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:rl`,
+    logger: log,
   });
   // Journaled on local disk until written: a killed process loses no answered call's usage.
   const journal = new UsageJournal(join(config.dataDir, 'journal'));
   const accountant = new Accountant(
     db,
-    null,
+    log.child({ component: 'accounting' }),
     { intervalMs: config.accountingIntervalMs, maxBatch: 500 },
     handle.sqlite ?? null,
     journal,
@@ -132,6 +134,7 @@ export function buildServices(handle: DbHandle, config: Config) {
     durationSeconds: config.batches.rateLimitWindowSeconds,
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:batches`,
+    logger: log,
   });
   const batches = new BatchesService({
     db,
@@ -151,7 +154,7 @@ export function buildServices(handle: DbHandle, config: Config) {
     masterKey: config.masterKey,
     config: config.interns,
   });
-  const provisioner = new LocalProvisioner(config.interns);
+  const provisioner = new LocalProvisioner(config.interns, log.child({ component: 'interns-runtime' }));
   const interns = new InternsService({
     db,
     config: config.interns,
@@ -159,6 +162,7 @@ export function buildServices(handle: DbHandle, config: Config) {
     provisioner,
     keys,
     workspaces,
+    log: log.child({ component: 'interns' }),
   });
 
   /** Charges the media service's priced routes to API-key callers (serve shares this process). */
@@ -169,7 +173,7 @@ export function buildServices(handle: DbHandle, config: Config) {
   });
 
   /** A batch worker over these services (started by the gateway, or alone by `gatehouse worker`). */
-  const createWorker = (log: WorkerLog) =>
+  const createWorker = () =>
     new BatchWorker({
       db,
       dialect: handle.dialect,
@@ -178,7 +182,7 @@ export function buildServices(handle: DbHandle, config: Config) {
       accountant,
       catalog,
       config: config.batches,
-      log,
+      log: log.child({ component: 'batch-worker' }),
       sqlite: handle.sqlite ?? null,
     });
 
@@ -196,6 +200,7 @@ export function buildServices(handle: DbHandle, config: Config) {
   };
   return {
     config,
+    log,
     db,
     dialect: handle.dialect,
     guardrails,

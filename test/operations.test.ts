@@ -2,7 +2,7 @@ import { get, type IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
-import { client } from './support/http.js';
+import { adminClient, client } from './support/http.js';
 
 describe('operations endpoints', () => {
   let gw: TestGateway;
@@ -89,6 +89,30 @@ describe('operations endpoints', () => {
     for (const secret of [gw.managementKey, gw.apiKey, created.body.key, 'do-not-log-me']) {
       expect(all).not.toContain(secret);
     }
+  });
+
+  it('writes background failures to the same log: a failed usage write says it will retry', async () => {
+    await adminClient(gw.url)('POST', '/admin/credits', { organization_id: gw.organizationId, amount_usd: 1 });
+    // The generations table gone: the accountant's next group commit fails and is retried.
+    await gw.services.db.schema.alterTable('generations').renameTo('generations_away').execute();
+    try {
+      const res = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+        model: 'gatehouse/echo',
+        messages: [{ role: 'user', content: 'count me' }],
+      });
+      expect(res.status).toBe(200);
+      for (let i = 0; i < 200 && !lines.some((l) => l.includes('writing generations failed')); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const line = lines.find((l) => l.includes('writing generations failed'));
+      expect(line).toBeDefined();
+      expect(JSON.parse(line as string)).toMatchObject({ level: 50, component: 'accounting', queued: 1 });
+    } finally {
+      await gw.services.db.schema.alterTable('generations_away').renameTo('generations').execute();
+    }
+    // Once the table is back, the retried row is written.
+    await gw.services.accountant.flush();
+    const rows = await gw.services.db.selectFrom('generations').select('id').execute();
+    expect(rows.length).toBeGreaterThan(0);
   });
 
   it('answers 500 in the envelope with a request id, logs it, and reports not ready when the database is gone', async () => {

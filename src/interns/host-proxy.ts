@@ -55,9 +55,6 @@ function notFound(reply: FastifyReply, message: string) {
 export function installInternHostProxy(app: Router, services: Services): void {
   const suffix = `.${services.config.interns.domain.replace(/^\.+/, '')}`;
   const provisioner = services.provisioner;
-  // The provisioner reports its runtimes' output through the gateway's logger.
-  if ('useLogger' in provisioner && typeof provisioner.useLogger === 'function')
-    provisioner.useLogger(app.log.child({ component: 'interns-runtime' }));
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const host = hostOf(request.headers.host);

@@ -84,13 +84,8 @@ export class LocalProvisioner implements Provisioner {
 
   constructor(
     readonly config: InternsConfig,
-    private log: RuntimeLog = silent,
+    private readonly log: RuntimeLog = silent,
   ) {}
-
-  /** Sets the logger (the gateway's, once the app exists). */
-  useLogger(log: RuntimeLog): void {
-    this.log = log;
-  }
 
   /** An intern's working directory. */
   workdir(internId: string): string {

@@ -70,8 +70,6 @@ function typeboxValidator({ schema, httpPart }: { schema: unknown; httpPart?: st
 export async function internsRoutes(app: Router, services: Services): Promise<void> {
   const { interns, config } = services;
   await app.register(async (api: Router) => {
-    interns.useLog(api.log);
-
     // Bodies are JSON only (415 otherwise); an empty body is no body (DELETE defaults, provision).
     api.removeAllContentTypeParsers();
     const json = api.getDefaultJsonParser('error', 'error');

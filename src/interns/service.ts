@@ -42,8 +42,6 @@ export interface InternsLog {
   error(obj: object, msg: string): void;
 }
 
-const silentLog: InternsLog = { info() {}, warn() {}, error() {} };
-
 /** How long shutdown waits for destroys under way, ms. */
 const CLOSE_DESTROY_WAIT_MS = 5_000;
 
@@ -61,7 +59,7 @@ const invalid = (message: string) => codedError(400, InternErrorCode.invalidBody
 
 /** Interns: create (idempotent), lifecycle transitions, provisioning and the boot-time reconcile. */
 export class InternsService {
-  private log: InternsLog = silentLog;
+  private readonly log: InternsLog;
   private readonly loops: ProvisioningLoops;
   private readonly destroys = new Map<string, Promise<void>>();
   private readonly createsInFlight = new Map<string, Promise<InternRow>>();
@@ -74,8 +72,10 @@ export class InternsService {
       provisioner: Provisioner;
       keys: KeysService;
       workspaces: WorkspacesService;
+      log: InternsLog;
     },
   ) {
+    this.log = deps.log;
     this.loops = new ProvisioningLoops({
       db: deps.db,
       config: deps.config,
@@ -89,11 +89,6 @@ export class InternsService {
         this.log.error({ err, internId }, 'recording a runtime exit failed'),
       );
     });
-  }
-
-  /** Where background work logs (the gateway's logger; set by the routes and by start()). */
-  useLog(log: InternsLog): void {
-    this.log = log;
   }
 
   /** The intern `id` if the caller's workspace holds it; throws 404 `not_found` otherwise. */
@@ -263,8 +258,7 @@ export class InternsService {
   }
 
   /** Boot: reconciles statuses with this node's runtimes (GATEHOUSE_INTERNS_RUNTIMES=on). */
-  async start(log: InternsLog): Promise<void> {
-    this.log = log;
+  async start(): Promise<void> {
     const rows = await store.internsWithStatus(this.deps.db, [
       'running',
       'queued',
@@ -279,7 +273,7 @@ export class InternsService {
         this.loops.start(row.id);
       }
     }
-    if (rows.length > 0) log.info({ interns: rows.length }, 'interns reconciled at boot');
+    if (rows.length > 0) this.log.info({ interns: rows.length }, 'interns reconciled at boot');
   }
 
   /** Shutdown: stops provisioning loops and the runtimes of this node. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/connection.js';
 import type { GenerationsTable, UsageEventsTable } from '../db/schema.js';
+import type { Log } from '../lib/log.js';
 import type { UsageJournal } from './usage-journal.js';
 
 export type GenerationRow = GenerationsTable;
@@ -97,7 +97,7 @@ export class Accountant {
    */
   constructor(
     private readonly db: Db,
-    private readonly log: Pick<FastifyBaseLogger, 'error' | 'warn'> | null = null,
+    private readonly log: Pick<Log, 'error' | 'warn'>,
     private readonly opts: { intervalMs: number; maxBatch: number } = { intervalMs: 25, maxBatch: 500 },
     private readonly sqlite: SQLite.Database | null = null,
     /** Rows are journaled on local disk until written, so a killed process loses none. */
@@ -155,7 +155,7 @@ export class Accountant {
       try {
         l(row);
       } catch (err) {
-        this.log?.error({ err }, 'generation listener failed');
+        this.log.error({ err }, 'generation listener failed');
       }
     }
   }
@@ -177,7 +177,7 @@ export class Accountant {
         this.journal?.written(batch);
       })
       .catch((err) => {
-        this.log?.error({ err, queued: this.queue.length }, 'writing generations failed; will retry');
+        this.log.error({ err, queued: this.queue.length }, 'writing generations failed; will retry');
         if (!this.closed && !this.timer) {
           this.timer = setTimeout(() => {
             this.timer = null;
@@ -234,7 +234,7 @@ export class Accountant {
         await this.flush();
       } catch (err) {
         if (attempt >= 5) {
-          this.log?.error({ err, lost: this.queue.length }, 'could not write generations before shutdown');
+          this.log.error({ err, lost: this.queue.length }, 'could not write generations before shutdown');
           return;
         }
         await new Promise((r) => setTimeout(r, 200 * attempt));

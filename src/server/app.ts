@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
 import { Type } from '@sinclair/typebox';
-import Fastify, { type FastifyServerOptions, type RouteOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type RouteOptions } from 'fastify';
 import { adminRoutes } from '../accounts/admin.routes.js';
 import { keysRoutes } from '../accounts/keys.routes.js';
 import { organizationsRoutes } from '../accounts/organizations.routes.js';
@@ -22,6 +22,7 @@ import { installInternHostProxy } from '../interns/host-proxy.js';
 import { internsRoutes } from '../interns/routes.js';
 import { AccessLog } from '../lib/access-log.js';
 import { httpServerOptions } from '../lib/http-server.js';
+import type { Log } from '../lib/log.js';
 import type { Services } from '../services.js';
 import { vaultRoutes } from '../vault/routes.js';
 import { installAuth } from './auth.js';
@@ -51,28 +52,19 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
 ];
 
 export interface AppOptions {
-  logger?: FastifyServerOptions['logger'];
+  /** The process's logger (created first, shared with the services). */
+  log: Log;
   /** Sees every route as it is registered (the authorization matrix test enumerates them with it). */
   onRoute?: (route: RouteOptions) => void;
 }
 
 /** Builds the gateway's HTTP app (not listening). */
-export async function buildApp(services: Services, opts: AppOptions = {}) {
+export async function buildApp(services: Services, opts: AppOptions) {
   const { config } = services;
+  // Typed as Fastify's logger interface, which pino's satisfies (else Fastify infers pino's type).
+  const loggerInstance: FastifyBaseLogger = opts.log;
   const app = Fastify({
-    logger: opts.logger ?? {
-      level: config.logLevel,
-      // Secrets travel only in headers and bodies; neither is logged, and these paths are redacted
-      // should a serializer ever include them.
-      redact: [
-        'req.headers.authorization',
-        'req.headers["x-api-key"]',
-        'req.headers.cookie',
-        'req.body',
-        'headers.authorization',
-        'headers["x-api-key"]',
-      ],
-    },
+    loggerInstance,
     bodyLimit: config.bodyLimit,
     genReqId: () => randomUUID(),
     // One access line per request instead of Fastify's two.

@@ -103,10 +103,10 @@ export async function startTestGateway(
     // Under the secrets audit every gateway logs at info into the audit (and to the test's stream).
     const audit = auditLogStream();
     const stream = opts.logStream && audit ? tee(opts.logStream, audit) : (opts.logStream ?? audit);
-    const logger = stream ? { level: 'info', stream } : { level: process.env.TEST_LOG_LEVEL ?? 'silent' };
+    const log = stream ? { level: 'info', stream } : { level: process.env.TEST_LOG_LEVEL ?? 'silent' };
     let g: Awaited<ReturnType<typeof startGateway>>;
     try {
-      g = await startGateway(config, { schema: storage.schema, logger, onRoute: opts.onRoute });
+      g = await startGateway(config, { schema: storage.schema, log, onRoute: opts.onRoute });
     } catch (err) {
       await storage.drop(); // leave no half-made schema behind
       throw err;
