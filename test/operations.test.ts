@@ -92,7 +92,10 @@ describe('operations endpoints', () => {
   });
 
   it('writes background failures to the same log: a failed usage write says it will retry', async () => {
-    await adminClient(gw.url)('POST', '/admin/credits', { organization_id: gw.organizationId, amount_usd: 1 });
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 1,
+    });
     // The generations table gone: the accountant's next group commit fails and is retried.
     await gw.services.db.schema.alterTable('generations').renameTo('generations_away').execute();
     try {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type MockUpstream, startMockUpstream } from '../../test/support/mock-upstream.js';
+import { anthropicErrors } from './anthropic/errors.js';
+import { googleErrors } from './google/errors.js';
 import {
   abortReason,
   ensureOk,
@@ -11,6 +13,7 @@ import {
   toUpstreamError,
   upstreamErrorFrom,
 } from './http.js';
+import { openAiErrors } from './openai/errors.js';
 import { UpstreamError } from './types.js';
 
 const KEY = 'sk-live-abcdef0123456789';
@@ -33,17 +36,19 @@ describe('parseRetryAfter', () => {
 });
 
 describe('upstreamErrorFrom', () => {
-  it('takes the message from OpenAI, Anthropic and Gemini error bodies', () => {
+  it("takes the message through each provider's own error shape", () => {
     const openai = upstreamErrorFrom(
       400,
       {},
       JSON.stringify({ error: { message: 'bad temp', type: 'invalid' } }),
+      openAiErrors,
     );
     expect(openai).toMatchObject({ status: 400, message: 'bad temp', retryable: false });
     const anthropic = upstreamErrorFrom(
       529,
       {},
       JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+      anthropicErrors,
     );
     expect(anthropic).toMatchObject({ status: 529, message: 'Overloaded', retryable: true });
     const gemini = upstreamErrorFrom(
@@ -57,6 +62,7 @@ describe('upstreamErrorFrom', () => {
           details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '13s' }],
         },
       }),
+      googleErrors,
     );
     expect(gemini).toMatchObject({
       status: 429,
@@ -67,11 +73,15 @@ describe('upstreamErrorFrom', () => {
   });
 
   it('falls back to text bodies and the status', () => {
-    expect(upstreamErrorFrom(502, {}, '<html>Bad Gateway</html>').message).toBe('<html>Bad Gateway</html>');
-    expect(upstreamErrorFrom(503, {}, '').message).toBe('upstream responded with HTTP 503');
-    expect(upstreamErrorFrom(422, {}, JSON.stringify({ detail: 'field required' })).message).toBe(
-      'field required',
+    expect(upstreamErrorFrom(502, {}, '<html>Bad Gateway</html>', openAiErrors).message).toBe(
+      '<html>Bad Gateway</html>',
     );
+    expect(upstreamErrorFrom(503, {}, '', openAiErrors).message).toBe('upstream responded with HTTP 503');
+    expect(
+      upstreamErrorFrom(422, {}, JSON.stringify({ detail: 'field required' }), openAiErrors).message,
+    ).toBe('field required');
+    // A body in a shape the provider does not use is quoted, not guessed at.
+    expect(upstreamErrorFrom(500, {}, '{"oops":1}', anthropicErrors).message).toBe('{"oops":1}');
   });
 
   it('prefers the retry-after header and never keeps the key', () => {
@@ -79,6 +89,7 @@ describe('upstreamErrorFrom', () => {
       401,
       { 'retry-after': '4' },
       JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}` } }),
+      openAiErrors,
       [KEY],
     );
     expect(e.retryAfterMs).toBe(4000);
@@ -141,7 +152,7 @@ describe.each([
   it('ensureOk throws the upstream error with its message', async () => {
     mock.enqueue({ status: 429, headers: { 'retry-after': '1' }, error: { message: 'slow down' } });
     const res = await post(`${mock.url}/v1/chat/completions`, {}, {}, live());
-    await expect(ensureOk(res, live())).rejects.toMatchObject({
+    await expect(ensureOk(res, live(), openAiErrors)).rejects.toMatchObject({
       status: 429,
       retryAfterMs: 1000,
       message: 'slow down',

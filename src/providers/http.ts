@@ -5,7 +5,7 @@
  * Failure mapping (what the router sees):
  * - upstream answered with status ≥ 400 → `UpstreamError(status, <upstream's own message>)`,
  *   retryable for 408/429/5xx, with `retryAfterMs` from `retry-after-ms` / `retry-after`
- *   (seconds or HTTP date) / Gemini's `RetryInfo.retryDelay`;
+ *   (seconds or HTTP date) or the body (the provider's `ErrorShape` reads its own bodies);
  * - connection refused/reset, DNS failure, our own connect/headers/body timeouts, a body cut off
  *   mid-way → `UpstreamError(0, …, retryable: true)`;
  * - the CALLER's signal aborted (client went away, or the router's own deadline) → the signal's
@@ -18,6 +18,7 @@
 import { Agent, type Dispatcher, util } from 'undici';
 import { parseSse, type SseEvent } from '../formats/sse.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import type { ErrorShape } from './errors.js';
 import { redact } from './redact.js';
 import { UpstreamError } from './types.js';
 
@@ -211,36 +212,43 @@ export async function postJsonWhole(
   }
 }
 
+/** One upstream call, by name: where, what, with which headers, and how its errors read. */
+export interface ApiCall {
+  url: string;
+  body: unknown;
+  headers: Record<string, string>;
+  signal: CallSignal;
+  /** Secrets scrubbed from every message and stored error body (the API key). */
+  secrets: (string | null | undefined)[];
+  /** The provider's error body shape (its `errors.ts`). */
+  errors: ErrorShape;
+  /** Streams: the longest silence between two chunks of the body. */
+  idleTimeoutMs?: number;
+}
+
 /** A non-streamed call: POSTs `body` and parses the whole JSON answer (UpstreamError for ≥ 400). */
-export async function callJson(
-  url: string,
-  body: unknown,
-  headers: Record<string, string>,
-  signal: CallSignal,
-  secrets: (string | null | undefined)[],
-): Promise<unknown> {
-  const res = await postJsonWhole(url, body, headers, signal, { secrets });
-  return readJson(await ensureOk(res, signal, secrets), signal, secrets);
+export async function callJson(call: ApiCall): Promise<unknown> {
+  const res = await callWhole(call);
+  return readJson(res, call.signal, call.secrets);
+}
+
+/** POSTs `body` and reads the whole answer (UpstreamError for ≥ 400); the text is the caller's. */
+export async function callWhole(call: ApiCall): Promise<UpstreamResponse<TextBody>> {
+  const res = await postJsonWhole(call.url, call.body, call.headers, call.signal, { secrets: call.secrets });
+  return ensureOk(res, call.signal, call.errors, call.secrets);
 }
 
 /**
  * A streamed call: POSTs `body` asking for an event stream and returns the response once it is
- * known to be one (UpstreamError for ≥ 400 or another body). `idleTimeoutMs` bounds the silence
- * between two chunks.
+ * known to be one (UpstreamError for ≥ 400 or another body).
  */
-export async function callStream(
-  url: string,
-  body: unknown,
-  headers: Record<string, string>,
-  signal: CallSignal,
-  secrets: (string | null | undefined)[],
-  idleTimeoutMs?: number,
-): Promise<UpstreamResponse> {
-  const res = await postJson(url, body, { ...headers, accept: 'text/event-stream' }, signal, {
+export async function callStream(call: ApiCall): Promise<UpstreamResponse> {
+  const { signal, secrets, errors } = call;
+  const res = await postJson(call.url, call.body, { ...call.headers, accept: 'text/event-stream' }, signal, {
     secrets,
-    ...(idleTimeoutMs ? { bodyTimeoutMs: idleTimeoutMs } : {}),
+    ...(call.idleTimeoutMs ? { bodyTimeoutMs: call.idleTimeoutMs } : {}),
   });
-  return ensureEventStream(await ensureOk(res, signal, secrets), signal, secrets);
+  return ensureEventStream(await ensureOk(res, signal, errors, secrets), signal, errors, secrets);
 }
 
 /**
@@ -250,6 +258,7 @@ export async function callStream(
 export async function ensureOk<R extends UpstreamResponse<TextBody>>(
   res: R,
   signal: CallSignal,
+  errors: ErrorShape,
   secrets?: (string | null | undefined)[],
 ): Promise<R> {
   if (res.status < 400) return res;
@@ -260,7 +269,7 @@ export async function ensureOk<R extends UpstreamResponse<TextBody>>(
     if (signal.aborted) throw abortReason(signal);
     text = '';
   }
-  throw upstreamErrorFrom(res.status, res.headers, text, secrets);
+  throw upstreamErrorFrom(res.status, res.headers, text, errors, secrets);
 }
 
 /**
@@ -272,6 +281,7 @@ export async function ensureOk<R extends UpstreamResponse<TextBody>>(
 export async function ensureEventStream(
   res: UpstreamResponse,
   signal: CallSignal,
+  errors: ErrorShape,
   secrets?: (string | null | undefined)[],
 ): Promise<UpstreamResponse> {
   const type = (header(res.headers, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
@@ -286,7 +296,7 @@ export async function ensureEventStream(
   try {
     body = JSON.parse(redact(text, secrets));
   } catch {}
-  const message = body === undefined ? undefined : upstreamMessage(body, '');
+  const message = body === undefined ? undefined : errors.message(body);
   throw new UpstreamError(
     502,
     `upstream answered a stream request with ${type} instead of an event stream${message ? `: ${message.slice(0, 300)}` : ''}`,
@@ -442,45 +452,6 @@ export function parseRetryAfter(headers: HeaderBag, now: number = Date.now()): n
   return Math.max(0, at - now);
 }
 
-/** Google's `RetryInfo.retryDelay` ("30s", "1.5s") in error.details, in ms. */
-function googleRetryDelay(body: unknown): number | undefined {
-  const details = (body as { error?: { details?: unknown } } | null)?.error?.details;
-  if (!Array.isArray(details)) return undefined;
-  for (const d of details) {
-    const delay = (d as { retryDelay?: unknown })?.retryDelay;
-    if (typeof delay === 'string') {
-      const m = /^(\d+(?:\.\d+)?)s$/.exec(delay.trim());
-      if (m) return Math.round(Number(m[1]) * 1000);
-    }
-  }
-  return undefined;
-}
-
-/**
- * The upstream's own error message from its body: OpenAI `{error:{message}}`, Anthropic
- * `{type:'error', error:{type, message}}`, Gemini `{error:{code, message, status}}` (message
- * prefixed with the status, e.g. `RESOURCE_EXHAUSTED: …`), `{message}`, `{detail}` (some
- * OpenAI-compatible servers), `{error: "text"}`, or the raw text (truncated).
- */
-export function upstreamMessage(body: unknown, bodyText: string): string | undefined {
-  if (body && typeof body === 'object') {
-    const b = body as Record<string, unknown>;
-    const err = b.error;
-    if (typeof err === 'string' && err) return err;
-    if (err && typeof err === 'object') {
-      const e = err as Record<string, unknown>;
-      if (typeof e.message === 'string' && e.message) {
-        if (typeof e.status === 'string' && e.status) return `${e.status}: ${e.message}`;
-        return e.message;
-      }
-    }
-    if (typeof b.message === 'string' && b.message) return b.message;
-    if (typeof b.detail === 'string' && b.detail) return b.detail;
-  }
-  const t = bodyText.trim();
-  return t ? t.slice(0, 500) : undefined;
-}
-
 /**
  * An UpstreamError for an HTTP error response, carrying the upstream's message (key scrubbed),
  * its parsed body and `retryAfterMs`.
@@ -489,6 +460,7 @@ export function upstreamErrorFrom(
   status: number,
   headers: HeaderBag,
   bodyText: string,
+  errors: ErrorShape,
   secrets?: (string | null | undefined)[],
 ): UpstreamError {
   const text = redact(bodyText, secrets);
@@ -496,8 +468,11 @@ export function upstreamErrorFrom(
   try {
     body = text ? JSON.parse(text) : undefined;
   } catch {}
-  const msg = upstreamMessage(body, text) ?? `upstream responded with HTTP ${status}`;
-  const retryAfterMs = parseRetryAfter(headers) ?? googleRetryDelay(body);
+  const raw = text.trim();
+  const msg =
+    (body !== undefined && typeof body === 'object' ? errors.message(body) : undefined) ??
+    (raw ? raw.slice(0, 500) : `upstream responded with HTTP ${status}`);
+  const retryAfterMs = parseRetryAfter(headers) ?? errors.retryAfterMs?.(body);
   return new UpstreamError(status, msg, {
     body,
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),

@@ -4,6 +4,7 @@ import type {
   ChatResponse,
   EmbeddingsRequest,
   EmbeddingsResponse,
+  Usage,
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
 
@@ -63,15 +64,88 @@ export class UpstreamError extends Error {
 }
 
 /**
+ * A caller-facing wire format that a provider may speak natively. When the caller's format is one
+ * of the provider's natives, the call is a pass-through lane: the body goes upstream as sent.
+ */
+export type NativeWire =
+  | 'openai-chat'
+  | 'openai-responses'
+  | 'openai-embeddings'
+  | 'anthropic-messages'
+  | 'anthropic-count-tokens';
+
+/** Which capability table (formats/capabilities.ts) says what a translated request may carry. */
+export type TranslationTarget = 'openai' | 'anthropic' | 'google';
+
+/** What a provider declares about itself, so the engine never tests a provider's kind by name. */
+export interface ProviderTraits {
+  /** The caller wires served natively (pass-through lanes through `forward`). */
+  natives: ReadonlySet<NativeWire>;
+  /** The capability table of the canonical → provider translation; null: carries everything. */
+  target: TranslationTarget | null;
+  /** Calls work without any key (local OpenAI-compatible servers, the development provider). */
+  keyOptional: boolean;
+}
+
+/** A call on a lane: the caller's own body, to be sent as it is. */
+export interface ForwardRequest {
+  wire: NativeWire;
+  /** The caller's body with the upstream model id and without Gatehouse's own fields. */
+  body: Record<string, unknown>;
+  /** The caller's provider headers (anthropic-beta, …), already allow-listed; never credentials. */
+  headers: Record<string, string>;
+  stream: boolean;
+}
+
+/** What a lane reads of an answer on its way through (the usage tap). */
+export interface Tapped {
+  /** Usage as the provider reported it (canonical); null when it reported none. */
+  usage: Usage | null;
+  /** The provider's finish reason, when the answer is complete. */
+  finishReason: string | null;
+  /** The upstream's id of the answer (`msg_…`, `chatcmpl-…`, `resp_…`). */
+  responseId: string | null;
+  /** Characters of output seen (to estimate usage an upstream did not report). */
+  outputChars: number;
+}
+
+/** A lane's whole answer (non-streaming): relayed as the provider sent it. */
+export interface ForwardedJson extends Tapped {
+  status: number;
+  /** The body exactly as received. */
+  text: string;
+}
+
+/** One event of a lane's stream: the SSE frame to relay and what the tap read from it. */
+export interface RelayFrame {
+  /** The event as SSE text, ready to write. */
+  frame: string;
+  usage?: Usage;
+  finishReason?: string;
+  responseId?: string;
+  outputChars?: number;
+}
+
+/**
  * A provider adapter: speaks one upstream wire format, takes and returns canonical (chat) shapes.
  * `req.model` is the upstream model id. Streams resolve once the upstream accepted the request
  * (errors before the first byte reject with UpstreamError); an error mid-stream makes the iterator
  * throw UpstreamError. Streams end with a chunk carrying `usage` whenever the upstream reports it.
+ *
+ * `forward` serves the pass-through lanes of `traits.natives`: the same failure contract, and a
+ * stream of relay frames that ends after the upstream's last event (UpstreamError if it was cut).
  */
 export interface Provider {
   readonly config: ProviderConfig;
+  readonly traits: ProviderTraits;
   chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse>;
   chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>>;
   /** Absent when the provider serves no embeddings. */
   embeddings?(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse>;
+  /** Absent when the provider has no natives. */
+  forward?(req: ForwardRequest & { stream: false }, ctx: CallContext): Promise<ForwardedJson>;
+  forwardStream?(
+    req: ForwardRequest & { stream: true },
+    ctx: CallContext,
+  ): Promise<AsyncIterable<RelayFrame>>;
 }

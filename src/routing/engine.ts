@@ -11,7 +11,7 @@ import type {
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
-import { type Provider, UpstreamError } from '../providers/types.js';
+import { type Provider, type TranslationTarget, UpstreamError } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
 import type { ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
@@ -30,8 +30,8 @@ export interface EngineDeps {
   /** Guardrails, limits, budgets, balance, content filters and rate limits for one call. */
   guard: CallGuard;
   byok: (caller: Caller, providerSlug: string, modelId: string) => Promise<ByokChoice>;
-  /** Capability check per provider kind; throws TranslationError with the field it cannot carry. */
-  assertTranslatable: (req: ChatRequest, kind: 'openai' | 'anthropic' | 'google') => void;
+  /** Capability check per translation target; throws TranslationError with the field it cannot carry. */
+  assertTranslatable: (req: ChatRequest, target: TranslationTarget) => void;
   /** Records a generation; a promise is awaited before the call's answer goes out (the journal). */
   record: (row: GenerationRow) => void | Promise<void>;
   metrics: RoutingMetrics;
@@ -161,16 +161,17 @@ export class Engine {
       byok: (slug) => byokCache.get(slug) ?? { primary: [], fallback: [], byokOnly: false },
       latency: (slug) => this.latencyEwma.get(slug) ?? 0,
       throughput: (slug) => this.throughputEwma.get(slug),
+      keyOptional: (slug) => this.deps.provider(slug).traits.keyOptional,
     });
 
     // Drop endpoints whose wire format cannot carry the request, keeping the reason.
     const translatable: Candidate[] = [];
     let translationError: string | null = null;
     for (const c of candidates) {
-      const kindOf = c.provider.config.kind;
-      if (request && (kindOf === 'anthropic' || kindOf === 'google' || kindOf === 'openai')) {
+      const target = this.deps.provider(c.endpoint.provider).traits.target;
+      if (request && target) {
         try {
-          this.deps.assertTranslatable(request, kindOf);
+          this.deps.assertTranslatable(request, target);
         } catch (err) {
           translationError = (err as Error).message;
           excluded.push({ provider: c.endpoint.provider, reason: translationError });

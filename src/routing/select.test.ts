@@ -66,6 +66,7 @@ const base = (over: Partial<SelectInput> = {}): SelectInput => ({
   providerAllowed: () => ({ ok: true }),
   byok: noByok,
   latency: () => 0,
+  keyOptional: () => false,
   ...over,
 });
 const order = (input: SelectInput) => selectCandidates(input).candidates.map((c) => c.endpoint.provider);
@@ -155,5 +156,21 @@ describe('selectCandidates', () => {
       (c) => c.credential.apiKey,
     );
     expect(keys).toEqual(['byok-1', 'key-cheap', 'byok-2', 'byok-3']);
+  });
+
+  it('calls a provider without any key only when its adapter says keys are optional', () => {
+    const keyless = { ...catalog, providers: new Map(catalog.providers) };
+    const cheap = keyless.providers.get('cheap') as ProviderEntry;
+    keyless.providers.set('cheap', { ...cheap, config: { ...cheap.config, apiKey: null } });
+    const refused = selectCandidates(base({ catalog: keyless, prefs: { only: ['cheap'] } }));
+    expect(refused.candidates).toEqual([]);
+    expect(refused.excluded).toContainEqual({
+      provider: 'cheap',
+      reason: 'no credential (operator key or BYOK) for this provider',
+    });
+    const local = selectCandidates(
+      base({ catalog: keyless, prefs: { only: ['cheap'] }, keyOptional: (slug) => slug === 'cheap' }),
+    );
+    expect(local.candidates.map((c) => c.credential)).toEqual([{ apiKey: null, isByok: false }]);
   });
 });

@@ -42,6 +42,8 @@ export interface SelectInput {
    * undefined until one call has been measured (such a provider sorts first, so it gets measured).
    */
   throughput?: (providerSlug: string) => number | undefined;
+  /** Whether a provider may be called without any key (its adapter says so). */
+  keyOptional: (providerSlug: string) => boolean;
 }
 
 /** The capabilities a request needs from an endpoint. */
@@ -137,10 +139,7 @@ export function selectCandidates(input: SelectInput): { candidates: Candidate[];
   for (const { endpoint, provider } of eligible) {
     const creds = input.byok(endpoint.provider);
     const operator: Credential[] =
-      creds.byokOnly ||
-      (provider.config.apiKey === null &&
-        provider.config.kind !== 'dev' &&
-        provider.config.kind !== 'openai-compatible')
+      creds.byokOnly || (provider.config.apiKey === null && !input.keyOptional(endpoint.provider))
         ? []
         : [{ apiKey: provider.config.apiKey, isByok: false }];
     const all = [...creds.primary, ...operator, ...creds.fallback];

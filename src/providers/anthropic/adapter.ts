@@ -2,49 +2,83 @@
  * Anthropic Messages API: `POST {baseUrl}/v1/messages` with `x-api-key` and
  * `anthropic-version: 2023-06-01` (overridable through `config.headers`). Translation in `wire.ts`.
  * `baseUrl` may be given with or without the trailing `/v1`. No embeddings.
+ *
+ * Natively (pass-through lanes) it serves `/messages` and `/messages/count_tokens` callers: their
+ * body goes upstream as sent, with the caller's `anthropic-version` and `anthropic-beta`.
  */
 import type { ChatChunk, ChatRequest, ChatResponse } from '../../formats/chat.js';
-import { callJson, callStream, joinUrl, sseEvents } from '../http.js';
-import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
+import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
+import { forwardJson, forwardStream } from '../lane.js';
+import {
+  type CallContext,
+  type ForwardedJson,
+  type ForwardRequest,
+  type Provider,
+  type ProviderConfig,
+  type ProviderTraits,
+  type RelayFrame,
+  UpstreamError,
+} from '../types.js';
+import { anthropicErrors, anthropicStreamError } from './errors.js';
+import { messagesStreamTap, tapMessage } from './lane.js';
 import {
   ANTHROPIC_VERSION,
   AnthropicStreamMapper,
-  anthropicStreamError,
   fromAnthropicResponse,
   toAnthropicRequest,
 } from './wire.js';
 
+const TRAITS: ProviderTraits = {
+  natives: new Set(['anthropic-messages', 'anthropic-count-tokens']),
+  target: 'anthropic',
+  keyOptional: false,
+};
+
 export class AnthropicProvider implements Provider {
+  readonly traits = TRAITS;
+
   constructor(readonly config: ProviderConfig) {}
 
-  private url(): string {
+  private url(path: 'messages' | 'messages/count_tokens'): string {
     const base = this.config.baseUrl.replace(/\/+$/, '');
-    return joinUrl(base, /\/v1$/.test(base) ? 'messages' : 'v1/messages');
+    return joinUrl(base, /\/v1$/.test(base) ? path : `v1/${path}`);
   }
 
-  private headers(ctx: CallContext): Record<string, string> {
+  /**
+   * The version header, the operator's configured headers, then the caller's own on a lane (its
+   * `anthropic-version` wins: the body is written for it; betas of both are sent), and the key.
+   */
+  private headers(ctx: CallContext, caller: Record<string, string> = {}): Record<string, string> {
     const h: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, ...this.config.headers };
+    for (const [name, value] of Object.entries(caller)) {
+      h[name] = name === 'anthropic-beta' && h[name] ? `${h[name]},${value}` : value;
+    }
     if (ctx.apiKey) h['x-api-key'] = ctx.apiKey;
     return h;
   }
 
+  private call(url: string, body: unknown, headers: Record<string, string>, ctx: CallContext): ApiCall {
+    return {
+      url,
+      body,
+      headers,
+      signal: ctx.signal,
+      secrets: [ctx.apiKey],
+      errors: anthropicErrors,
+      idleTimeoutMs: ctx.idleTimeoutMs,
+    };
+  }
+
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
     const body = toAnthropicRequest(req, false);
-    const raw = await callJson(this.url(), body, this.headers(ctx), ctx.signal, [ctx.apiKey]);
+    const raw = await callJson(this.call(this.url('messages'), body, this.headers(ctx), ctx));
     if ((raw as { type?: unknown })?.type === 'error') throw anthropicStreamError(raw, [ctx.apiKey]);
     return fromAnthropicResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const body = toAnthropicRequest(req, true);
-    const res = await callStream(
-      this.url(),
-      body,
-      this.headers(ctx),
-      ctx.signal,
-      [ctx.apiKey],
-      ctx.idleTimeoutMs,
-    );
+    const res = await callStream(this.call(this.url('messages'), body, this.headers(ctx), ctx));
     const secrets = [ctx.apiKey];
     const mapper = new AnthropicStreamMapper(
       req.model,
@@ -68,5 +102,15 @@ export class AnthropicProvider implements Provider {
       }
       mapper.finish();
     })();
+  }
+
+  forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
+    const path = req.wire === 'anthropic-count-tokens' ? 'messages/count_tokens' : 'messages';
+    return forwardJson(this.call(this.url(path), req.body, this.headers(ctx, req.headers), ctx), tapMessage);
+  }
+
+  forwardStream(req: ForwardRequest, ctx: CallContext): Promise<AsyncIterable<RelayFrame>> {
+    const call = this.call(this.url('messages'), req.body, this.headers(ctx, req.headers), ctx);
+    return forwardStream(call, messagesStreamTap(call.secrets));
   }
 }

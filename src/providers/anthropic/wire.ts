@@ -60,8 +60,8 @@ import {
 import { detailsOfFormat } from '../../formats/reasoning-details.js';
 import { isHttpUrl, parseDataUrl, systemText, toolArgumentsObject } from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
-import { redact } from '../redact.js';
 import { UpstreamError } from '../types.js';
+import { anthropicStreamError } from './errors.js';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -334,28 +334,6 @@ export function fromAnthropicResponse(
     ],
     usage: mapAnthropicUsage(r.usage),
   };
-}
-
-const ERROR_STATUS: Record<string, number> = {
-  invalid_request_error: 400,
-  authentication_error: 401,
-  billing_error: 402,
-  permission_error: 403,
-  not_found_error: 404,
-  request_too_large: 413,
-  rate_limit_error: 429,
-  api_error: 500,
-  timeout_error: 504,
-  overloaded_error: 529,
-};
-
-/** An Anthropic `{type:'error', error:{type, message}}` (e.g. a stream `error` event) → UpstreamError. */
-export function anthropicStreamError(raw: unknown, secrets?: (string | null)[]): UpstreamError {
-  const e = obj(obj(raw).error);
-  const type = typeof e.type === 'string' ? e.type : 'api_error';
-  const status = ERROR_STATUS[type] ?? 500;
-  const message = typeof e.message === 'string' && e.message ? e.message : type;
-  return new UpstreamError(status, redact(message, secrets), { body: raw });
 }
 
 /**

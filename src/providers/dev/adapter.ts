@@ -43,7 +43,13 @@ import type { CallSignal } from '../../lib/call-abort.js';
 import { textOf } from '../content.js';
 import { abortReason, throwIfAborted } from '../http.js';
 import { redact } from '../redact.js';
-import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
+import {
+  type CallContext,
+  type Provider,
+  type ProviderConfig,
+  type ProviderTraits,
+  UpstreamError,
+} from '../types.js';
 
 export const DEV_MODELS = ['echo', 'scripted'] as const;
 export const DEV_EMBEDDING_DIMENSIONS = 8;
@@ -211,7 +217,12 @@ function scriptedError(d: DevDirective, apiKey: string | null): UpstreamError | 
   });
 }
 
+/** Offline and keyless; it takes the canonical request whole, so nothing is refused on its way. */
+const TRAITS: ProviderTraits = { natives: new Set(), target: null, keyOptional: true };
+
 export class DevProvider implements Provider {
+  readonly traits = TRAITS;
+
   constructor(readonly config: ProviderConfig) {}
 
   private async start(req: ChatRequest, ctx: CallContext): Promise<Plan> {

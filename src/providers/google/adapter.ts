@@ -12,20 +12,43 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
-import { callJson, callStream, joinUrl, sseEvents } from '../http.js';
-import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
+import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
+import {
+  type CallContext,
+  type Provider,
+  type ProviderConfig,
+  type ProviderTraits,
+  UpstreamError,
+} from '../types.js';
+import { geminiStreamError, googleErrors } from './errors.js';
 import {
   fromGeminiEmbeddings,
   fromGeminiResponse,
   GeminiStreamMapper,
   geminiModelId,
-  geminiStreamError,
   toGeminiEmbeddingsRequest,
   toGeminiRequest,
 } from './wire.js';
 
+/** No caller speaks Gemini's wire: every call is translated. */
+const TRAITS: ProviderTraits = { natives: new Set(), target: 'google', keyOptional: false };
+
 export class GoogleProvider implements Provider {
+  readonly traits = TRAITS;
+
   constructor(readonly config: ProviderConfig) {}
+
+  private call(url: string, body: unknown, ctx: CallContext): ApiCall {
+    return {
+      url,
+      body,
+      headers: this.headers(ctx),
+      signal: ctx.signal,
+      secrets: [ctx.apiKey],
+      errors: googleErrors,
+      idleTimeoutMs: ctx.idleTimeoutMs,
+    };
+  }
 
   private url(model: string, method: string): string {
     return joinUrl(this.config.baseUrl, `models/${encodeURIComponent(geminiModelId(model))}:${method}`);
@@ -39,21 +62,14 @@ export class GoogleProvider implements Provider {
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
     const url = this.url(req.model, 'generateContent');
-    const raw = await callJson(url, toGeminiRequest(req), this.headers(ctx), ctx.signal, [ctx.apiKey]);
+    const raw = await callJson(this.call(url, toGeminiRequest(req), ctx));
     if ((raw as { error?: unknown })?.error) throw geminiStreamError(raw, [ctx.apiKey]);
     return fromGeminiResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const url = `${this.url(req.model, 'streamGenerateContent')}?alt=sse`;
-    const res = await callStream(
-      url,
-      toGeminiRequest(req),
-      this.headers(ctx),
-      ctx.signal,
-      [ctx.apiKey],
-      ctx.idleTimeoutMs,
-    );
+    const res = await callStream(this.call(url, toGeminiRequest(req), ctx));
     const secrets = [ctx.apiKey];
     const mapper = new GeminiStreamMapper(
       req.model,
@@ -78,7 +94,7 @@ export class GoogleProvider implements Provider {
   async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
     const { requests, texts } = toGeminiEmbeddingsRequest(req);
     const url = this.url(req.model, 'batchEmbedContents');
-    const raw = await callJson(url, { requests }, this.headers(ctx), ctx.signal, [ctx.apiKey]);
+    const raw = await callJson(this.call(url, { requests }, ctx));
     if ((raw as { error?: unknown })?.error) throw geminiStreamError(raw, [ctx.apiKey]);
     return fromGeminiEmbeddings(raw, req, texts);
   }

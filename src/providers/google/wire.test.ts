@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { type ChatChunk, type ChatRequest, TranslationError } from '../../formats/chat.js';
 import { collapseReasoningDetails } from '../../formats/reasoning-details.js';
 import { UpstreamError } from '../types.js';
+import { geminiStreamError } from './errors.js';
 import {
   floatsToBase64,
   fromGeminiEmbeddings,
   fromGeminiResponse,
   GeminiStreamMapper,
-  geminiStreamError,
   mapGeminiFinish,
   mapGeminiUsage,
   toGeminiEmbeddingsRequest,

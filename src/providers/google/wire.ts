@@ -63,8 +63,8 @@ import {
 import { collapseReasoningDetails, detailsOfFormat } from '../../formats/reasoning-details.js';
 import { isHttpUrl, parseDataUrl, systemText, textOf, toolArgumentsObject } from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
-import { redact } from '../redact.js';
 import { UpstreamError } from '../types.js';
+import { geminiStreamError } from './errors.js';
 
 type Obj = Record<string, unknown>;
 const obj = (x: unknown): Obj => (x && typeof x === 'object' ? (x as Obj) : {});
@@ -565,31 +565,6 @@ export class GeminiStreamMapper {
     });
     return out;
   }
-}
-
-const STATUS_BY_NAME: Record<string, number> = {
-  INVALID_ARGUMENT: 400,
-  FAILED_PRECONDITION: 400,
-  UNAUTHENTICATED: 401,
-  PERMISSION_DENIED: 403,
-  NOT_FOUND: 404,
-  RESOURCE_EXHAUSTED: 429,
-  CANCELLED: 499,
-  INTERNAL: 500,
-  UNAVAILABLE: 503,
-  DEADLINE_EXCEEDED: 504,
-};
-
-/** `{error:{code, message, status}}` inside a 200 stream → UpstreamError. */
-export function geminiStreamError(raw: unknown, secrets?: (string | null)[]): UpstreamError {
-  const e = obj(obj(raw).error);
-  const status =
-    typeof e.code === 'number' && e.code >= 400 && e.code <= 599
-      ? e.code
-      : (STATUS_BY_NAME[String(e.status)] ?? 500);
-  const message = typeof e.message === 'string' && e.message ? e.message : 'upstream reported an error';
-  const text = typeof e.status === 'string' ? `${e.status}: ${message}` : message;
-  return new UpstreamError(status, redact(text, secrets), { body: raw });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,8 +17,21 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
-import { callJson, callStream, joinUrl, redact, sseEvents, upstreamMessage } from '../http.js';
-import { type CallContext, type Provider, type ProviderConfig, UpstreamError } from '../types.js';
+import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
+import { forwardJson, forwardStream } from '../lane.js';
+import {
+  type CallContext,
+  type ForwardedJson,
+  type ForwardRequest,
+  type NativeWire,
+  type Provider,
+  type ProviderConfig,
+  type ProviderTraits,
+  type RelayFrame,
+  UpstreamError,
+} from '../types.js';
+import { openAiErrors, throwIfErrorPayload } from './errors.js';
+import { chatStreamTap, responsesStreamTap, tapChat, tapResponse } from './lane.js';
 import {
   fromOpenAiChunk,
   fromOpenAiEmbeddings,
@@ -28,42 +41,71 @@ import {
   toOpenAiRequest,
 } from './wire.js';
 
+/** The path of each native wire under the base URL. */
+const PATHS: Partial<Record<NativeWire, string>> = {
+  'openai-chat': '/chat/completions',
+  'openai-responses': '/responses',
+  'openai-embeddings': '/embeddings',
+};
+
+/**
+ * What each flavour serves natively: OpenAI itself the Responses API too; OpenAI-compatible
+ * servers Chat Completions and Embeddings (the wires they all have). Keys are optional only on
+ * OpenAI-compatible servers (a local vLLM or Ollama takes none).
+ */
+const TRAITS: Record<OpenAiFlavor, ProviderTraits> = {
+  openai: {
+    natives: new Set(['openai-chat', 'openai-responses', 'openai-embeddings']),
+    target: 'openai',
+    keyOptional: false,
+  },
+  'openai-compatible': {
+    natives: new Set(['openai-chat', 'openai-embeddings']),
+    target: 'openai',
+    keyOptional: true,
+  },
+};
+
 export class OpenAiWireProvider implements Provider {
+  readonly traits: ProviderTraits;
+
   constructor(
     readonly config: ProviderConfig,
     readonly flavor: OpenAiFlavor,
-  ) {}
+  ) {
+    this.traits = TRAITS[flavor];
+  }
 
-  protected headers(ctx: CallContext): Record<string, string> {
-    const h: Record<string, string> = { ...this.config.headers };
+  /** The operator's configured headers, then the caller's own on a lane (openai-beta), and the key. */
+  protected headers(ctx: CallContext, caller: Record<string, string> = {}): Record<string, string> {
+    const h: Record<string, string> = { ...this.config.headers, ...caller };
     if (ctx.apiKey) h.authorization = `Bearer ${ctx.apiKey}`;
     return h;
   }
 
-  private url(path: string): string {
-    return joinUrl(this.config.baseUrl, path);
+  private call(path: string, body: unknown, ctx: CallContext, caller?: Record<string, string>): ApiCall {
+    return {
+      url: joinUrl(this.config.baseUrl, path),
+      body,
+      headers: this.headers(ctx, caller),
+      signal: ctx.signal,
+      secrets: [ctx.apiKey],
+      errors: openAiErrors,
+      idleTimeoutMs: ctx.idleTimeoutMs,
+    };
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
     const body = toOpenAiRequest(req, this.flavor, false);
-    const raw = await callJson(this.url('/chat/completions'), body, this.headers(ctx), ctx.signal, [
-      ctx.apiKey,
-    ]);
-    throwIfErrorPayload(raw, ctx.apiKey);
+    const raw = await callJson(this.call('/chat/completions', body, ctx));
+    throwIfErrorPayload(raw, [ctx.apiKey]);
     return fromOpenAiResponse(raw, req.model);
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const secrets = [ctx.apiKey];
     const body = toOpenAiRequest(req, this.flavor, true);
-    const res = await callStream(
-      this.url('/chat/completions'),
-      body,
-      this.headers(ctx),
-      ctx.signal,
-      secrets,
-      ctx.idleTimeoutMs,
-    );
+    const res = await callStream(this.call('/chat/completions', body, ctx));
     const model = req.model;
     return (async function* () {
       let finished = false;
@@ -77,7 +119,7 @@ export class OpenAiWireProvider implements Provider {
         } catch {
           throw new UpstreamError(502, 'upstream sent an invalid stream event', { retryable: true });
         }
-        throwIfErrorPayload(parsed, ctx.apiKey, ev.event === 'error');
+        throwIfErrorPayload(parsed, secrets, ev.event === 'error');
         const chunk = fromOpenAiChunk(parsed, model);
         if (chunk.choices.some((c) => c.finish_reason)) finished = true;
         yield chunk;
@@ -90,24 +132,29 @@ export class OpenAiWireProvider implements Provider {
 
   async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
     const body = toOpenAiEmbeddingsRequest(req);
-    const raw = await callJson(this.url('/embeddings'), body, this.headers(ctx), ctx.signal, [ctx.apiKey]);
-    throwIfErrorPayload(raw, ctx.apiKey);
+    const raw = await callJson(this.call('/embeddings', body, ctx));
+    throwIfErrorPayload(raw, [ctx.apiKey]);
     return fromOpenAiEmbeddings(raw, req.model);
   }
-}
 
-/**
- * An error reported with a 200 status (in a stream, or by servers that always answer 200):
- * `{error: {message, code?}}` → UpstreamError (status from a numeric `code`, else 502).
- */
-function throwIfErrorPayload(raw: unknown, apiKey: string | null, isErrorEvent = false): void {
-  if (!raw || typeof raw !== 'object') return;
-  const err = (raw as { error?: unknown }).error;
-  if (!err && !isErrorEvent) return;
-  const e = (err && typeof err === 'object' ? err : {}) as { code?: unknown; status?: unknown };
-  const code =
-    typeof e.code === 'number' ? e.code : typeof e.status === 'number' ? e.status : Number(e.code) || 502;
-  const status = code >= 400 && code <= 599 ? code : 502;
-  const msg = redact(upstreamMessage(raw, '') ?? 'upstream reported an error', [apiKey]);
-  throw new UpstreamError(status, msg, { body: raw });
+  forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
+    const call = this.call(this.path(req.wire), req.body, ctx, req.headers);
+    return forwardJson(call, req.wire === 'openai-responses' ? tapResponse : tapChat);
+  }
+
+  forwardStream(req: ForwardRequest, ctx: CallContext): Promise<AsyncIterable<RelayFrame>> {
+    const call = this.call(this.path(req.wire), req.body, ctx, req.headers);
+    const secrets = call.secrets;
+    return forwardStream(
+      call,
+      req.wire === 'openai-responses' ? responsesStreamTap(secrets) : chatStreamTap(secrets),
+    );
+  }
+
+  private path(wire: NativeWire): string {
+    const path = this.traits.natives.has(wire) ? PATHS[wire] : undefined;
+    if (!path)
+      throw new UpstreamError(400, `${this.config.slug} does not serve ${wire}`, { retryable: false });
+    return path;
+  }
 }

@@ -1,0 +1,133 @@
+/**
+ * The usage taps of OpenAI's own wires (pass-through lanes): Chat Completions, Responses and
+ * Embeddings answers and stream events → canonical usage, the finish reason and the answer's id.
+ */
+import type { Usage } from '../../formats/chat.js';
+import type { SseEvent } from '../../formats/sse.js';
+import { nonEmpty, obj } from '../errors.js';
+import { type EventTap, eventJson, type TapRead } from '../lane.js';
+import type { Tapped } from '../types.js';
+import { throwIfErrorPayload } from './errors.js';
+import { mapUsage } from './wire.js';
+
+type Secrets = (string | null | undefined)[];
+
+const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
+
+/** Responses usage (`input_tokens`, …) → canonical (prompt includes cached tokens, as OpenAI counts). */
+export function mapResponsesUsage(raw: unknown): Usage | null {
+  if (!raw || typeof raw !== 'object') return null;
+  const u = obj(raw);
+  const prompt = num(u.input_tokens);
+  const completion = num(u.output_tokens);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: num(u.total_tokens) || prompt + completion,
+    prompt_tokens_details: { cached_tokens: num(obj(u.input_tokens_details).cached_tokens) },
+    completion_tokens_details: { reasoning_tokens: num(obj(u.output_tokens_details).reasoning_tokens) },
+  };
+}
+
+/** A whole Chat Completions (or Embeddings) answer. */
+export function tapChat(json: unknown, secrets: Secrets): Tapped {
+  throwIfErrorPayload(json, secrets);
+  const r = obj(json);
+  const choice = obj(Array.isArray(r.choices) ? r.choices[0] : undefined);
+  const usage = mapUsage(r.usage) ?? null;
+  return {
+    usage,
+    finishReason: nonEmpty(choice.finish_reason) ?? null,
+    responseId: nonEmpty(r.id) ?? null,
+    outputChars: usage ? 0 : String(obj(choice.message).content ?? '').length,
+  };
+}
+
+/**
+ * A Chat Completions stream: every chunk is read (the finish reason and the usage chunk can come
+ * in any of them); `[DONE]` ends it. Servers that close without `[DONE]` end it with a finish
+ * reason seen (the hub's rule).
+ */
+export function chatStreamTap(secrets: Secrets): EventTap {
+  let finished = false;
+  const tap = (ev: SseEvent): TapRead => {
+    const data = ev.data.trim();
+    if (data === '[DONE]') return { done: true };
+    if (!data) return undefined;
+    const chunk = eventJson(ev);
+    throwIfErrorPayload(chunk, secrets, ev.event === 'error');
+    const r = obj(chunk);
+    const out: NonNullable<TapRead> = {};
+    const usage = mapUsage(r.usage);
+    if (usage) out.usage = usage;
+    if (Array.isArray(r.choices)) {
+      let chars = 0;
+      for (const c of r.choices) {
+        const choice = obj(c);
+        const reason = nonEmpty(choice.finish_reason);
+        if (reason) {
+          out.finishReason = reason;
+          finished = true;
+        }
+        const delta = obj(choice.delta);
+        if (typeof delta.content === 'string') chars += delta.content.length;
+        if (delta.tool_calls) chars += JSON.stringify(delta.tool_calls).length;
+      }
+      if (chars > 0) out.outputChars = chars;
+    }
+    if (typeof r.id === 'string') out.responseId = r.id;
+    return out;
+  };
+  return Object.assign(tap, { finished: () => finished });
+}
+
+/** A whole Responses answer. */
+export function tapResponse(json: unknown, secrets: Secrets): Tapped {
+  throwIfErrorPayload(json, secrets);
+  const r = obj(json);
+  const usage = mapResponsesUsage(r.usage);
+  return {
+    usage,
+    finishReason: nonEmpty(r.status) ?? null,
+    responseId: nonEmpty(r.id) ?? null,
+    outputChars: usage ? 0 : JSON.stringify(r.output ?? '').length,
+  };
+}
+
+/**
+ * A Responses stream: the response's id from `response.created`, usage and status from its
+ * terminal event (`response.completed` / `response.incomplete`); `response.failed` and `error`
+ * events are failures. Deltas are measured, not parsed.
+ */
+export function responsesStreamTap(secrets: Secrets): EventTap {
+  return (ev: SseEvent): TapRead => {
+    const type = ev.event ?? '';
+    if (type.endsWith('.delta')) return { outputChars: ev.data.length };
+    switch (type) {
+      case 'response.created': {
+        const id = nonEmpty(obj(obj(eventJson(ev)).response).id);
+        return id ? { responseId: id } : undefined;
+      }
+      case 'response.completed':
+      case 'response.incomplete': {
+        const response = obj(obj(eventJson(ev)).response);
+        const usage = mapResponsesUsage(response.usage);
+        return {
+          ...(usage ? { usage } : {}),
+          finishReason: nonEmpty(response.status) ?? type.slice(9),
+          done: true,
+        };
+      }
+      case 'response.failed': {
+        const response = obj(obj(eventJson(ev)).response);
+        throwIfErrorPayload({ error: response.error ?? { message: 'the response failed' } }, secrets);
+        return undefined;
+      }
+      case 'error':
+        throwIfErrorPayload({ error: eventJson(ev) }, secrets, true);
+        return undefined;
+      default:
+        return undefined;
+    }
+  };
+}
