@@ -1,9 +1,10 @@
 import type { Caller } from '../accounts/caller.js';
 import { TranslationError } from '../formats/chat.js';
-import { chatParsers, embeddingsRequestFromBody, responseBodies } from '../inference/bodies.js';
+import { type CallerWire, type ChatWire, WIRES } from '../inference/wires/index.js';
+import { isObj } from '../inference/wires/texts.js';
 import { ApiError } from '../lib/errors.js';
-import type { CallHooks } from '../routing/call.js';
-import type { Engine } from '../routing/engine.js';
+import type { CallHooks, InferenceCall } from '../routing/call.js';
+import type { Completed, Engine, Served } from '../routing/engine.js';
 import { parsePreferences } from '../routing/preferences.js';
 import { BATCH_ENDPOINTS, type BatchEndpoint, type BatchProviderPrefs } from './model.js';
 import type { BatchRow, RequestResult } from './store.js';
@@ -26,28 +27,32 @@ export async function executeRequest(
   signal: AbortSignal,
   hooks: CallHooks,
 ): Promise<Execution> {
-  const endpoint = BATCH_ENDPOINTS[batch.endpoint as BatchEndpoint];
-  const body = (JSON.parse(item) as { body: Record<string, unknown> }).body;
+  const wire = WIRES[BATCH_ENDPOINTS[batch.endpoint as BatchEndpoint]];
+  const sent = (JSON.parse(item) as { body: Record<string, unknown> }).body;
+  // A batch request is answered whole: its `stream` flag is ignored.
+  const body = sent.stream === undefined ? sent : { ...sent, stream: false };
   // The batch's `provider` (only / allow_fallbacks) overrides the request's own preferences.
   const batchPrefs = batch.provider_json ? (JSON.parse(batch.provider_json) as BatchProviderPrefs) : {};
-  const prefs = { ...parsePreferences(body.provider), ...batchPrefs };
   try {
-    if (endpoint === 'embeddings') {
-      const served = await engine.embeddings({
-        caller,
-        endpoint,
-        request: embeddingsRequestFromBody(body),
-        prefs,
-        echoUpstream: false,
-        signal,
-        hooks,
-      });
-      return { kind: 'served', result: resultOf(served, responseBodies.embeddings(served)) };
+    const call: InferenceCall = {
+      caller,
+      wire,
+      body,
+      model: wire.inspect(body).model,
+      stream: false,
+      headers: {},
+      prefs: { ...parsePreferences(body.provider), ...batchPrefs },
+      echoUpstream: isObj(body.debug) && body.debug.echo_upstream_body === true,
+      signal,
+      hooks,
+    };
+    // The body of each answer is exactly what the synchronous endpoint would have answered.
+    if (wire === WIRES.embeddings) {
+      const done = await engine.embed(call);
+      return { kind: 'served', result: resultOf(done, answerText(WIRES.embeddings, done, call)) };
     }
-    const request = { ...chatParsers[endpoint](body), stream: false };
-    const echo = (body.debug as { echo_upstream_body?: unknown } | undefined)?.echo_upstream_body === true;
-    const served = await engine.chat({ caller, endpoint, request, prefs, echoUpstream: echo, signal, hooks });
-    return { kind: 'served', result: resultOf(served, responseBodies[endpoint](served, request, echo)) };
+    const done = await engine.complete(call);
+    return { kind: 'served', result: resultOf(done, answerText(wire as ChatWire, done, call)) };
   } catch (err) {
     if (signal.aborted) throw err;
     if (err instanceof ApiError) {
@@ -64,15 +69,20 @@ export async function executeRequest(
   }
 }
 
-type Served = Parameters<typeof responseBodies.embeddings>[0] | Parameters<typeof responseBodies.chat>[0];
+/** The body the synchronous endpoint answers for a served call (a lane's as it relays it). */
+function answerText<R>(wire: CallerWire<R>, done: Completed<R>, call: InferenceCall): string {
+  if (!done.lane) return JSON.stringify(wire.encodeResponse(done, call));
+  const added = wire.relayJson?.(done, call);
+  return added === undefined ? done.forwarded.text : JSON.stringify(added);
+}
 
-function resultOf(served: Served, body: unknown): RequestResult {
+function resultOf(served: Served, responseBody: string): RequestResult {
   const { usage, cost, info } = served;
   const byok = info.served.credential.isByok;
   return {
     status_code: 200,
     generation_id: info.generationId,
-    response_body: JSON.stringify(body),
+    response_body: responseBody,
     error_json: null,
     prompt_tokens: usage.prompt_tokens,
     completion_tokens: usage.completion_tokens,

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
 import type { BatchConfig } from '../config.js';
 import type { Db } from '../db/connection.js';
-import { TranslationError } from '../formats/chat.js';
-import { chatParsers, embeddingsRequestFromBody } from '../inference/bodies.js';
+import { type ChatRequest, TranslationError } from '../formats/chat.js';
+import { embeddingsRequestFromBody } from '../inference/bodies.js';
+import { WIRES } from '../inference/wires/index.js';
 import { ApiError, badRequest } from '../lib/errors.js';
 import { type Catalog, findModel } from '../routing/catalog.js';
 import { BatchBodyError, type BatchBodyEvent, BatchBodyParser } from './body-parser.js';
@@ -246,7 +247,7 @@ export class Ingestion {
         model = embeddingsRequestFromBody(b).model;
         maxTokens = 0;
       } else {
-        const req = chatParsers[kind](b);
+        const req = WIRES[kind].parse(b) as ChatRequest;
         model = req.model;
         maxTokens = req.max_completion_tokens ?? req.max_tokens;
       }

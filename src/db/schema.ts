@@ -216,6 +216,10 @@ export interface GenerationsTable {
   generation_time_ms: number;
   error_message: string | null;
   created_at: string;
+  /** 1 when served on a pass-through lane (the caller's body as sent), 0 when translated. */
+  passthrough: Bool;
+  /** The provider's id of the answer, when it gave one (what a pass-through caller sees). */
+  upstream_id: string | null;
 }
 
 export interface SettingsTable {

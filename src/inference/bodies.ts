@@ -1,33 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import type {
-  ChatRequest,
-  ChatResponse,
-  EmbeddingsRequest,
-  EmbeddingsResponse,
-  Usage,
-} from '../formats/chat.js';
+import type { EmbeddingsRequest } from '../formats/chat.js';
 import { TranslationError } from '../formats/chat.js';
-import { chatRequestFromBody } from '../formats/chat-edge.js';
-import { chatResponseToMessages, messagesRequestToChat } from '../formats/messages.js';
-import { chatResponseToResponses, responsesRequestToChat } from '../formats/responses.js';
-import type { EndpointName, RouteInfo } from '../routing/call.js';
-import type { Cost } from '../routing/pricing.js';
-import { decorateChatResponse, fullUsage } from './decorate.js';
 
-/**
- * The caller-format request parsers and non-streaming response bodies of each inference endpoint,
- * shared by the HTTP routes and the batch worker so that a batch result's body is exactly what the
- * synchronous endpoint would have answered.
- */
-
-/** Caller body → canonical chat request, per chat-shaped endpoint; TranslationError names the field. */
-export const chatParsers: Record<Exclude<EndpointName, 'embeddings'>, (body: unknown) => ChatRequest> = {
-  chat: chatRequestFromBody,
-  messages: messagesRequestToChat,
-  responses: responsesRequestToChat,
-};
-
+/** The Embeddings body as the translated path validates it. */
 export const EmbeddingsBody = Type.Object(
   {
     model: Type.String({ minLength: 1 }),
@@ -63,28 +39,3 @@ export const embeddingsRequest = (body: Static<typeof EmbeddingsBody>): Embeddin
   dimensions: body.dimensions,
   user: body.user,
 });
-
-/** What the engine returns for a non-streaming call. */
-export interface Served<R> {
-  response: R;
-  info: RouteInfo;
-  usage: Usage;
-  cost: Cost;
-}
-
-/** The response body of each endpoint for a served non-streaming call. */
-export const responseBodies = {
-  chat: (r: Served<ChatResponse>, _req: ChatRequest, echoUpstream: boolean) =>
-    decorateChatResponse(r.response, r.info, r.usage, r.cost, echoUpstream),
-  messages: (r: Served<ChatResponse>, req: ChatRequest) =>
-    chatResponseToMessages({ ...r.response, usage: r.usage, model: r.info.model.id }, req.model),
-  responses: (r: Served<ChatResponse>, req: ChatRequest) =>
-    chatResponseToResponses({ ...r.response, usage: r.usage, id: r.info.generationId }, req.model, req),
-  embeddings: (r: Served<EmbeddingsResponse>) => ({
-    ...r.response,
-    id: r.info.generationId,
-    model: r.info.model.id,
-    provider: r.info.served.endpoint.provider,
-    usage: fullUsage(r.usage, r.cost, r.info.served.credential.isByok),
-  }),
-};

@@ -1,216 +1,113 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ChatChunk } from '../formats/chat.js';
-import { TranslationError } from '../formats/chat.js';
-import { chatStreamToMessages } from '../formats/messages.js';
-import { chatStreamToResponses } from '../formats/responses.js';
-import { sseJson } from '../formats/sse.js';
 import type { CallSignal } from '../lib/call-abort.js';
-import { ApiError, badRequest, notFound } from '../lib/errors.js';
-import type { InferenceCall, RouteInfo } from '../routing/call.js';
+import { notFound } from '../lib/errors.js';
+import type { ForwardedJson } from '../providers/types.js';
+import type { Body, InferenceCall, RouteInfo } from '../routing/call.js';
+import type { Engine, Streaming } from '../routing/engine.js';
 import { parsePreferences } from '../routing/preferences.js';
-import { costOf } from '../routing/pricing.js';
 import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
-import { chatParsers, EmbeddingsBody, embeddingsRequest, responseBodies } from './bodies.js';
-import { decorateChunk, fullUsage } from './decorate.js';
 import { modelsView } from './models.js';
 import { callAbort, sendSse } from './stream.js';
+import { type CallerWire, type ChatWire, WIRES } from './wires/index.js';
+import { isObj } from './wires/texts.js';
 
 const AnyBody = Type.Object({}, { additionalProperties: true });
 const tags = ['Inference'];
-const inferenceErrors = errors(400, 401, 402, 403, 404, 429, 500, 502);
+const ERROR_STATUSES = [400, 401, 402, 403, 404, 429, 500, 502];
 
-/** Caller-format bodies → a canonical call; TranslationError → 400. */
-function toCall(
-  request: FastifyRequest,
-  endpoint: InferenceCall['endpoint'],
-  parse: (body: unknown) => InferenceCall['request'],
-  signal: CallSignal,
-): InferenceCall {
-  const body = request.body as Record<string, unknown>;
-  let canonical: InferenceCall['request'];
-  try {
-    canonical = parse(body);
-  } catch (err) {
-    if (err instanceof TranslationError) throw badRequest(err.message);
-    throw err;
+/** The caller's provider headers a lane passes on: the wire's allow-list, nothing else. */
+function forwardedHeaders(req: FastifyRequest, allowed: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of allowed) {
+    const v = req.headers[name];
+    if (typeof v === 'string') out[name] = v;
+    else if (Array.isArray(v)) out[name] = v.join(',');
   }
-  const debug = body.debug as { echo_upstream_body?: unknown } | undefined;
+  return out;
+}
+
+/** One call as the engine takes it: the body as sent, what the wire reads of it, who asks. */
+export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: CallSignal): InferenceCall {
+  const body = req.body as Body;
+  const { model, stream } = wire.inspect(body);
   return {
-    caller: request.caller,
-    endpoint,
-    request: canonical,
+    caller: req.caller,
+    wire,
+    body,
+    model,
+    stream,
+    headers: forwardedHeaders(req, wire.forwardHeaders),
     prefs: parsePreferences(body.provider),
-    echoUpstream: debug?.echo_upstream_body === true,
+    echoUpstream: isObj(body.debug) && body.debug.echo_upstream_body === true,
     signal,
   };
 }
 
-/** Adds a final usage chunk when the upstream stream ended without one (the engine estimated it). */
-async function* withUsage(
-  stream: AsyncIterable<ChatChunk>,
-  final: () => { usage: ChatChunk['usage'] } | null,
-  info: RouteInfo,
-): AsyncGenerator<ChatChunk> {
-  let sawUsage = false;
-  for await (const chunk of stream) {
-    if (chunk.usage) sawUsage = true;
-    yield chunk;
-  }
-  const f = final();
-  if (!sawUsage && f?.usage) {
-    yield {
-      id: info.generationId,
-      object: 'chat.completion.chunk',
-      created: Math.floor(Date.now() / 1000),
-      model: info.model.id,
-      choices: [],
-      usage: f.usage,
-    };
+/** How the call was served, in headers every answer carries (streams and relayed lane bodies too). */
+function describe(reply: FastifyReply, info: RouteInfo): void {
+  reply.header('x-gatehouse-generation-id', info.generationId);
+  reply.header('x-gatehouse-provider', info.served.endpoint.provider);
+  reply.header('x-gatehouse-route', info.lane ? 'passthrough' : 'translated');
+}
+
+/** A lane's whole answer: the provider's body as it came, or as the wire adds to it. */
+function relayed(reply: FastifyReply, done: { forwarded: ForwardedJson }, added: unknown) {
+  reply.code(done.forwarded.status).type('application/json');
+  return reply.send(added === undefined ? done.forwarded.text : added);
+}
+
+/** A lane's stream, relayed frame by frame; a failure after it started ends it in the caller's format. */
+async function* relay(wire: CallerWire<unknown>, s: Streaming & { lane: true }): AsyncGenerator<string> {
+  try {
+    for await (const f of s.frames) yield f.usage && wire.relayUsage ? wire.relayUsage(f, s.info) : f.frame;
+  } catch (err) {
+    yield* wire.streamError(s.info, (err as Error).message || 'Upstream stream failed');
   }
 }
 
-const errorOf = (err: unknown) =>
-  err instanceof ApiError
-    ? { code: err.status, message: err.message }
-    : { code: 502, message: (err as Error).message || 'Upstream stream failed' };
+/** Serves one chat-kind call: a lane's answer relayed as it came, or the translation encoded. */
+async function serveChat(engine: Engine, wire: ChatWire, req: FastifyRequest, reply: FastifyReply) {
+  const call = callOf(req, wire, callAbort(reply));
+  if (!call.stream) {
+    const done = await engine.complete(call);
+    describe(reply, done.info);
+    if (done.lane) return relayed(reply, done, wire.relayJson?.(done, call));
+    return reply.send(wire.encodeResponse(done, call));
+  }
+  const s = await engine.stream(call);
+  describe(reply, s.info);
+  if (s.lane) return sendSse(req, reply, relay(wire, s));
+  return sendSse(req, reply, (wire.encodeStream as NonNullable<ChatWire['encodeStream']>)(s, call));
+}
 
 export async function inferenceRoutes(app: Router, services: Services) {
   const { engine } = services;
+  const route = (wire: CallerWire<unknown>) => ({
+    // Errors, refusals included, in the caller's own format (Anthropic's on /messages).
+    config: { auth: 'api' as const, verbatim: true, renderError: wire.renderError },
+    schema: {
+      tags,
+      summary: wire.summary,
+      body: AnyBody,
+      response: Object.fromEntries(ERROR_STATUSES.map((s) => [s, wire.errorSchema])),
+    },
+  });
 
-  app.post(
-    '/chat/completions',
-    {
-      config: { auth: 'api', verbatim: true },
-      schema: {
-        tags,
-        summary: 'Chat completion (OpenAI format), streaming or not',
-        body: AnyBody,
-        response: inferenceErrors,
-      },
-    },
-    async (req, reply) => {
-      const abort = callAbort(reply);
-      const call = toCall(req, 'chat', chatParsers.chat, abort);
-      if (!call.request.stream) {
-        return reply.send(responseBodies.chat(await engine.chat(call), call.request, call.echoUpstream));
-      }
-      const { stream, info, final } = await engine.chatStream(call);
-      async function* frames() {
-        try {
-          for await (const chunk of withUsage(stream, final, info)) {
-            const out = decorateChunk(chunk, info);
-            if (chunk.usage) {
-              const usage = fullUsage(
-                chunk.usage,
-                costOf(info.served.endpoint.pricing, chunk.usage),
-                info.served.credential.isByok,
-              );
-              yield sseJson({ ...out, usage });
-            } else yield sseJson(out);
-          }
-        } catch (err) {
-          yield sseJson({
-            id: info.generationId,
-            object: 'chat.completion.chunk',
-            created: Math.floor(Date.now() / 1000),
-            model: info.model.id,
-            provider: info.served.endpoint.provider,
-            error: errorOf(err),
-            choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }],
-          });
-        }
-        yield 'data: [DONE]\n\n';
-      }
-      return sendSse(req, reply, frames());
-    },
-  );
+  for (const wire of [WIRES.chat, WIRES.messages, WIRES.responses])
+    app.post(wire.path, route(wire), (req, reply) => serveChat(engine, wire, req, reply));
 
-  app.post(
-    '/messages',
-    {
-      config: { auth: 'api', verbatim: true },
-      schema: {
-        tags,
-        summary: 'Messages (Anthropic format), streaming or not',
-        body: AnyBody,
-        response: inferenceErrors,
-      },
-    },
-    async (req, reply) => {
-      const abort = callAbort(reply);
-      const call = toCall(req, 'messages', chatParsers.messages, abort);
-      if (!call.request.stream) {
-        return reply.send(responseBodies.messages(await engine.chat(call), call.request));
-      }
-      const { stream, info, final } = await engine.chatStream(call);
-      async function* frames() {
-        for await (const e of chatStreamToMessages(withUsage(stream, final, info), call.request.model)) {
-          yield sseJson(e.data, e.event);
-        }
-      }
-      return sendSse(req, reply, frames());
-    },
-  );
-
-  app.post(
-    '/responses',
-    {
-      config: { auth: 'api', verbatim: true },
-      schema: {
-        tags,
-        summary: 'Responses (OpenAI Responses format), streaming or not',
-        body: AnyBody,
-        response: inferenceErrors,
-      },
-    },
-    async (req, reply) => {
-      const abort = callAbort(reply);
-      const call = toCall(req, 'responses', chatParsers.responses, abort);
-      if (!call.request.stream) {
-        return reply.send(responseBodies.responses(await engine.chat(call), call.request));
-      }
-      const { stream, info, final } = await engine.chatStream(call);
-      async function* frames() {
-        for await (const e of chatStreamToResponses(
-          withUsage(stream, final, info),
-          call.request.model,
-          call.request,
-        )) {
-          yield sseJson(e.data, e.event);
-        }
-      }
-      return sendSse(req, reply, frames());
-    },
-  );
-
-  app.post(
-    '/embeddings',
-    {
-      config: { auth: 'api', verbatim: true },
-      schema: {
-        tags,
-        summary: 'Embeddings (OpenAI format)',
-        body: EmbeddingsBody,
-        response: inferenceErrors,
-      },
-    },
-    async (req, reply) => {
-      const abort = callAbort(reply);
-      const body = req.body as Record<string, unknown>;
-      const served = await engine.embeddings({
-        caller: req.caller,
-        endpoint: 'embeddings',
-        request: embeddingsRequest(req.body),
-        prefs: parsePreferences(body.provider),
-        echoUpstream: false,
-        signal: abort,
-      });
-      return reply.send(responseBodies.embeddings(served));
-    },
-  );
+  const embeddings = WIRES.embeddings;
+  app.post(embeddings.path, route(embeddings), async (req, reply) => {
+    const call = callOf(req, embeddings, callAbort(reply));
+    const done = await engine.embed(call);
+    describe(reply, done.info);
+    if (done.lane)
+      return reply.code(done.forwarded.status).type('application/json').send(done.forwarded.text);
+    return reply.send(embeddings.encodeResponse(done, call));
+  });
 
   app.get(
     '/models',

@@ -1,9 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { TranslationError } from '../formats/chat.js';
-import { chatParsers, responseBodies } from '../inference/bodies.js';
 import { callController } from '../inference/stream.js';
-import { badRequest } from '../lib/errors.js';
+import { WIRES } from '../inference/wires/index.js';
 import type { InferenceCall } from '../routing/call.js';
 import { parsePreferences } from '../routing/preferences.js';
 import { sendError } from '../server/errors.js';
@@ -79,24 +77,20 @@ export async function runtimeCallbackRoutes(app: Router, services: Services): Pr
         model,
         stream: false,
       };
-      let canonical: InferenceCall['request'];
-      try {
-        canonical = chatParsers.chat(body);
-      } catch (err) {
-        if (err instanceof TranslationError) throw badRequest(err.message);
-        throw err;
-      }
-      const controller = callController(reply);
       const call: InferenceCall = {
         caller,
-        endpoint: 'chat',
-        request: canonical,
+        wire: WIRES.chat,
+        body,
+        model,
+        stream: false,
+        headers: {},
         prefs: parsePreferences(body.provider),
         echoUpstream: false,
-        signal: controller.signal,
+        signal: callController(reply).signal,
       };
-      const served = await services.engine.chat(call);
-      return reply.send(responseBodies.chat(served, call.request, false));
+      const done = await services.engine.complete(call);
+      if (done.lane) return reply.type('application/json').send(done.forwarded.text);
+      return reply.send(WIRES.chat.encodeResponse(done, call));
     },
   );
 

@@ -29,7 +29,7 @@ export async function forwardJson(
       retryable: true,
     });
   }
-  return { status: res.status, text, ...tap(json, call.secrets) };
+  return { status: res.status, text, json, ...tap(json, call.secrets) };
 }
 
 type Secrets = (string | null | undefined)[];

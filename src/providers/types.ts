@@ -114,12 +114,16 @@ export interface ForwardedJson extends Tapped {
   status: number;
   /** The body exactly as received. */
   text: string;
+  /** The body parsed (read by the tap; callers may add to it instead of parsing again). */
+  json: unknown;
 }
 
 /** One event of a lane's stream: the SSE frame to relay and what the tap read from it. */
 export interface RelayFrame {
   /** The event as SSE text, ready to write. */
   frame: string;
+  /** The event's data parsed, when the tap parsed it (events carrying usage always are). */
+  json?: unknown;
   usage?: Usage;
   finishReason?: string;
   responseId?: string;

@@ -39,6 +39,8 @@ const GENERATION_COLUMNS = [
   'generation_time_ms',
   'error_message',
   'created_at',
+  'passthrough',
+  'upstream_id',
 ] as const satisfies readonly (keyof GenerationsTable)[];
 
 const USAGE_COLUMNS = [
@@ -162,7 +164,7 @@ export class Accountant {
 
   /** A generation still waiting to be written (so GET /generation sees it at once). */
   pending(id: string): GenerationRow | undefined {
-    return this.queue.find((r) => r.id === id);
+    return this.queue.find((r) => r.id === id || r.upstream_id === id);
   }
 
   /** Writes everything queued so far; resolves when it is durable. */

@@ -1,7 +1,8 @@
 import type { Caller } from '../accounts/caller.js';
-import type { ChatMessage, ChatRequest } from '../formats/chat.js';
+import type { ChatMessage, ChatRequest, EmbeddingsRequest } from '../formats/chat.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import type { NativeWire } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
 import type { ProviderPreferences } from './preferences.js';
@@ -13,6 +14,42 @@ import type { Candidate, Credential, Exclusion } from './select.js';
  */
 
 export type EndpointName = 'chat' | 'messages' | 'responses' | 'embeddings';
+
+/** A caller's JSON body (an object: the routes refuse anything else). */
+export type Body = Record<string, unknown>;
+
+/**
+ * One piece of text in a caller's body that content filters read: a message's text, a tool's
+ * input or result, a tool description. `set` rewrites it in place (filters redact through it).
+ */
+export interface TextSlot {
+  /** Whose text it is: `system` (system prompt, tool descriptions), `user`, `assistant`, `tool`. */
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  text: string;
+  set(text: string): void;
+}
+
+/**
+ * What the engine needs of the caller's wire format (the inference routes' table implements it):
+ * the provider-native wire that makes a call a pass-through lane, how to look at a body without
+ * translating it, and how to translate it when a provider of another format serves the call.
+ */
+export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest> {
+  readonly endpoint: EndpointName;
+  /** A provider serving this wire natively takes the body as it is (a lane). */
+  readonly native: NativeWire;
+  /** The catalog kind of the models this wire calls. */
+  readonly kind: 'chat' | 'embeddings';
+  /** Strict translation to the canonical shape; TranslationError names what it cannot carry. */
+  parse(body: Body): Canonical;
+  /** The texts content filters read and may rewrite (slots over `body` itself). */
+  texts(body: Body): TextSlot[];
+  /**
+   * The body a lane sends upstream: the caller's, with the upstream's model id and without
+   * Gatehouse's own fields (a new object; `body` is not changed).
+   */
+  laneBody(body: Body, upstreamModel: string): Body;
+}
 
 export interface ByokChoice {
   primary: Credential[];
@@ -31,6 +68,8 @@ export interface CallGuard {
 
 /** The policy hooks of one call (implemented over guardrails/, credits/ and the rate limiter). */
 export interface CallChecks {
+  /** Whether any content filter applies (the texts are not walked otherwise). */
+  readonly filtering: boolean;
   /** Rate limit (429), the key's own spending limit and guardrail budgets (403). */
   admit(): Promise<Verdict>;
   modelAllowed(model: Pick<ModelEntry, 'id' | 'aliases'>): Verdict;
@@ -49,9 +88,14 @@ export interface CallChecks {
 
 export interface InferenceCall {
   caller: Caller;
-  endpoint: EndpointName;
-  /** Canonical request; `model` is the slug the caller asked for. */
-  request: ChatRequest;
+  wire: CallWire;
+  /** The caller's body as sent (read by lanes as it is, parsed by `wire` for translation). */
+  body: Body;
+  /** The model the caller asked for (as named in the body). */
+  model: string;
+  stream: boolean;
+  /** The caller's provider headers (anthropic-beta, …), already allow-listed. */
+  headers: Record<string, string>;
   prefs: ProviderPreferences;
   echoUpstream: boolean;
   /** Cancelled when the caller goes away (an AbortSignal fits). */
@@ -80,6 +124,9 @@ export interface RouteInfo {
   excluded: Exclusion[];
   startedAt: number;
   safeguards: SafeguardResult[];
-  upstreamRequest: ChatRequest;
+  /** What went upstream: the lane's body, or the canonical request for the provider's adapter. */
+  upstreamRequest: unknown;
   strategy: string;
+  /** Served on a pass-through lane (the caller's own wire) rather than translated. */
+  lane: boolean;
 }

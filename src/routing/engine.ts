@@ -1,22 +1,38 @@
 import { randomFillSync } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
-import type {
-  ChatChunk,
-  ChatMessage,
-  ChatRequest,
-  ChatResponse,
-  EmbeddingsRequest,
-  EmbeddingsResponse,
-  Usage,
+import {
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResponse,
+  type EmbeddingsRequest,
+  type EmbeddingsResponse,
+  TranslationError,
+  type Usage,
 } from '../formats/chat.js';
+import type { SafeguardResult } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
-import { type Provider, type TranslationTarget, UpstreamError } from '../providers/types.js';
+import {
+  type CallContext,
+  type ForwardedJson,
+  type Provider,
+  type RelayFrame,
+  type TranslationTarget,
+  UpstreamError,
+} from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
-import type { ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
+import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
-import { type FallbackContext, type Prepared, routeWithFallbacks, upstreamToApiError } from './fallback.js';
+import {
+  type Attempt,
+  type Failure,
+  type FallbackContext,
+  type Prepared,
+  type Routed,
+  routeWithFallbacks,
+  upstreamToApiError,
+} from './fallback.js';
 import type { RoutingMetrics } from './metrics.js';
 import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
@@ -58,21 +74,73 @@ function randomHex(bytes: number): string {
 export const newGenerationId = (): string => `gen-${Date.now()}-${randomHex(10)}`;
 
 /** Rough token estimate (4 characters a token) for calls whose upstream reported no usage. */
-export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
+export const estimateTokens = (chars: number): number => Math.ceil(chars / 4);
 
-const messagesText = (messages: ChatMessage[]) =>
-  messages
-    .map((m) =>
-      typeof m.content === 'string'
-        ? m.content
-        : (m.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(' '),
-    )
-    .join('\n');
+/** A served call's usage and cost. */
+export interface Served {
+  info: RouteInfo;
+  usage: Usage;
+  cost: Cost;
+}
 
 /**
- * The routing engine: a library used by the HTTP endpoints and by batches. It resolves the model,
- * enforces the caller's policy, picks candidate endpoints, calls providers with fallbacks and
- * retries, and records a generation for every call (successful, failed or cut short).
+ * A non-streaming call's answer: the provider's own body on a lane (relayed as it came), or the
+ * canonical answer of a translated call (encoded in the caller's format by its route).
+ */
+export type Completed<R> = Served & ({ lane: true; forwarded: ForwardedJson } | { lane: false; response: R });
+
+/** A streaming call's answer, once an upstream accepted it; `final` is known once it ended. */
+export type Streaming = {
+  info: RouteInfo;
+  /** Usage and cost once the stream is over (for the caller-format encoders' final event). */
+  final: () => { usage: Usage; cost: Cost } | null;
+} & ({ lane: true; frames: AsyncIterable<RelayFrame> } | { lane: false; chunks: AsyncIterable<ChatChunk> });
+
+/** What a stream's meter has seen so far. */
+interface Meter {
+  usage: Usage | null;
+  /** The provider's id of the answer (lanes). */
+  responseId: string | null;
+  /** Characters of output (an estimate's input when no usage came). */
+  chars: number;
+  finishReason: string | null;
+}
+
+const readChunk = (chunk: ChatChunk, m: Meter) => {
+  if (chunk.usage) m.usage = chunk.usage;
+  for (const ch of chunk.choices) {
+    m.chars += (ch.delta.content?.length ?? 0) + (ch.delta.reasoning?.length ?? 0);
+    for (const tc of ch.delta.tool_calls ?? [])
+      m.chars += (tc.function?.name?.length ?? 0) + (tc.function?.arguments?.length ?? 0);
+    if (ch.finish_reason) m.finishReason = ch.finish_reason;
+  }
+};
+
+const readFrame = (f: RelayFrame, m: Meter) => {
+  if (f.usage) m.usage = f.usage;
+  if (f.responseId) m.responseId = f.responseId;
+  if (f.outputChars) m.chars += f.outputChars;
+  if (f.finishReason) m.finishReason = f.finishReason;
+};
+
+/** Characters of a translated answer's output. */
+const responseChars = (r: ChatResponse) =>
+  r.choices.reduce((n, ch) => {
+    const m = ch.message;
+    const content = typeof m.content === 'string' ? m.content.length : 0;
+    const tools = (m.tool_calls ?? []).reduce(
+      (t, tc) => t + tc.function.name.length + tc.function.arguments.length,
+      0,
+    );
+    return n + content + (m.reasoning?.length ?? 0) + tools;
+  }, 0);
+
+/**
+ * The routing engine: a library used by the HTTP endpoints, batches and interns. It resolves the
+ * model, enforces the caller's policy (limits, budgets, content filters on the caller's own body),
+ * plans the attempts — a pass-through lane where the provider speaks the caller's wire, a
+ * translation where it does not — runs them with fallbacks and retries, and records a generation
+ * for every call (successful, failed or cut short).
  */
 export class Engine {
   private readonly latencyEwma = new Map<string, number>();
@@ -88,7 +156,6 @@ export class Engine {
   constructor(private readonly deps: EngineDeps) {
     this.fallback = {
       metrics: deps.metrics,
-      newGenerationId: deps.newGenerationId,
       upstreamTimeoutMs: deps.upstreamTimeoutMs,
       maxRetryWaitMs: deps.maxRetryWaitMs,
       latency: this.latencyEwma,
@@ -109,11 +176,14 @@ export class Engine {
     return model;
   }
 
-  private async prepare(call: InferenceCall, kind: 'chat' | 'embeddings'): Promise<Prepared> {
+  // -------------------------------------------------------------------------------------------
+  // Preparing a call
+
+  private async prepare(call: InferenceCall): Promise<Prepared> {
     const { caller } = call;
     if (caller.isManagement)
       throw forbidden('Management keys cannot call inference endpoints; use an API key');
-    const model = this.model(call.request.model, kind);
+    const model = this.model(call.model, call.wire.kind);
     const checks = await this.deps.guard.open(caller, { rateLimit: call.hooks?.rateLimit !== false });
     for (const verdict of [await checks.admit(), checks.modelAllowed(model)]) {
       if (!verdict.ok)
@@ -123,26 +193,87 @@ export class Engine {
           verdict.retryAfterMs ? { retry_after_ms: verdict.retryAfterMs } : undefined,
         );
     }
-    const filtered = checks.filter(call.request.messages);
-    if (filtered.blocked) throw forbidden(`Blocked by content filter: ${filtered.blocked}`);
-    const request = { ...call.request, messages: filtered.messages };
-    const { candidates, excluded } = await this.plan(
-      caller,
-      model,
-      kind === 'chat' ? request : null,
-      call.prefs,
-      checks,
-    );
+    const { body, safeguards } = filterBody(call, checks);
+    const planned = await this.plan(call, model, body, checks);
     const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
-    return { model, request, candidates, excluded, safeguards: filtered.results, strategy, checks };
+    return { model, body, ...planned, safeguards, strategy, checks };
   }
 
   /**
-   * The endpoints that may serve `model` for this caller, in try order, with their credentials;
-   * 403 when policy leaves none, 400 when the request's needs or wire format leave none.
-   * `request` null (embeddings, batch admission) skips the capability and translation checks.
+   * The attempts that may serve `model` for this caller, in try order, each with its credential:
+   * a lane where the provider speaks the caller's wire, else a translation of the body (parsed once,
+   * only when some attempt needs it). 403 when policy leaves none, 400 when the request's needs or
+   * its translation leave none.
    */
   private async plan(
+    call: InferenceCall,
+    model: ModelEntry,
+    body: Body,
+    checks: CallChecks,
+  ): Promise<{ attempts: Attempt[]; excluded: Exclusion[]; canonical: unknown }> {
+    const { wire, prefs } = call;
+    let canonical: ChatRequest | EmbeddingsRequest | undefined;
+    let parseError: string | null = null;
+    const parsed = () => {
+      if (canonical === undefined && parseError === null) {
+        try {
+          canonical = wire.parse(body);
+        } catch (err) {
+          if (!(err instanceof TranslationError)) throw err;
+          parseError = err.message;
+        }
+      }
+      return canonical;
+    };
+    const chatRequest = () => (wire.kind === 'chat' ? (parsed() as ChatRequest | undefined) : undefined);
+    const { candidates, excluded } = await this.candidates(
+      call.caller,
+      model,
+      prefs.require_parameters ? (chatRequest() ?? null) : null,
+      prefs,
+      checks,
+    );
+
+    const attempts: Attempt[] = [];
+    let refusal: string | null = null;
+    const refuse = (c: Candidate, reason: string) => {
+      refusal = reason;
+      excluded.push({ provider: c.endpoint.provider, reason });
+    };
+    for (const candidate of candidates) {
+      const provider = this.deps.provider(candidate.endpoint.provider);
+      if (provider.traits.natives.has(wire.native) && provider.forward) {
+        attempts.push({ candidate, lane: true });
+        continue;
+      }
+      const req = parsed();
+      if (req === undefined) {
+        refuse(candidate, parseError ?? 'the request cannot be translated');
+        continue;
+      }
+      const target = provider.traits.target;
+      if (wire.kind === 'chat' && target) {
+        try {
+          this.deps.assertTranslatable(req as ChatRequest, target);
+        } catch (err) {
+          refuse(candidate, (err as Error).message);
+          continue;
+        }
+      }
+      attempts.push({ candidate, lane: false });
+    }
+    if (attempts.length === 0) {
+      if (refusal) throw badRequest(refusal);
+      const reasons = excluded.map((e) => `${e.provider}: ${e.reason}`).join('; ');
+      const policyRefusal = excluded.find((e) => e.reason.startsWith('Provider'));
+      if (policyRefusal) throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
+      throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
+    }
+    return { attempts, excluded, canonical };
+  }
+
+  /** The endpoints of `model` the caller's policy and preferences allow, with their credentials. */
+  private async candidates(
     caller: Caller,
     model: ModelEntry,
     request: ChatRequest | null,
@@ -152,7 +283,7 @@ export class Engine {
     const byokCache = new Map<string, ByokChoice>();
     for (const e of model.endpoints)
       byokCache.set(e.provider, await this.deps.byok(caller, e.provider, model.id));
-    const { candidates, excluded } = selectCandidates({
+    return selectCandidates({
       catalog: this.deps.catalog,
       model,
       request,
@@ -163,31 +294,6 @@ export class Engine {
       throughput: (slug) => this.throughputEwma.get(slug),
       keyOptional: (slug) => this.deps.provider(slug).traits.keyOptional,
     });
-
-    // Drop endpoints whose wire format cannot carry the request, keeping the reason.
-    const translatable: Candidate[] = [];
-    let translationError: string | null = null;
-    for (const c of candidates) {
-      const target = this.deps.provider(c.endpoint.provider).traits.target;
-      if (request && target) {
-        try {
-          this.deps.assertTranslatable(request, target);
-        } catch (err) {
-          translationError = (err as Error).message;
-          excluded.push({ provider: c.endpoint.provider, reason: translationError });
-          continue;
-        }
-      }
-      translatable.push(c);
-    }
-    if (translatable.length === 0) {
-      if (translationError) throw badRequest(translationError);
-      const reasons = excluded.map((e) => `${e.provider}: ${e.reason}`).join('; ');
-      const policyRefusal = excluded.find((e) => e.reason.startsWith('Provider'));
-      if (policyRefusal) throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
-      throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
-    }
-    return { candidates: translatable, excluded };
   }
 
   /**
@@ -208,43 +314,152 @@ export class Engine {
     for (const verdict of [await checks.admit(), checks.modelAllowed(model)]) {
       if (!verdict.ok) throw new ApiError(verdict.status, verdict.message);
     }
-    const { candidates } = await this.plan(caller, model, null, prefs, checks);
+    const { candidates, excluded } = await this.candidates(caller, model, null, prefs, checks);
+    if (candidates.length === 0) {
+      const reasons = excluded.map((e) => `${e.provider}: ${e.reason}`).join('; ');
+      if (excluded.some((e) => e.reason.startsWith('Provider')))
+        throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
+      throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
+    }
     return { model, candidates };
   }
 
-  /** Runs `attempt` over the candidates with fallbacks and one Retry-After retry of the last. */
-  private route<T>(
-    call: InferenceCall,
-    prep: Prepared,
-    attempt: (c: Candidate, req: ChatRequest, signal: CallSignal) => Promise<T>,
-  ): Promise<{ result: T; info: RouteInfo }> {
-    return routeWithFallbacks(this.fallback, call, prep, attempt);
+  // -------------------------------------------------------------------------------------------
+  // Serving a call
+
+  /** What an attempt sends upstream: the lane's body, or the translated request for the adapter. */
+  private upstreamRequest(call: InferenceCall, prep: Prepared, a: Attempt): unknown {
+    const upstreamModel = a.candidate.endpoint.upstreamModel;
+    if (a.lane) return call.wire.laneBody(prep.body, upstreamModel);
+    return { ...(prep.canonical as object), model: upstreamModel };
   }
 
-  /** A non-streaming chat call. */
-  async chat(
-    call: InferenceCall,
-  ): Promise<{ response: ChatResponse; info: RouteInfo; usage: Usage; cost: Cost }> {
-    const prep = await this.prepare(call, 'chat');
-    const { result, info } = await this.route(call, prep, (c, req, signal) =>
-      this.deps
-        .provider(c.endpoint.provider)
-        .chat({ ...req, stream: false }, { apiKey: c.credential.apiKey, signal }),
-    );
-    const reported = result.usage;
-    const usage: Usage = reported ?? {
-      prompt_tokens: estimateTokens(messagesText(prep.request.messages)),
-      completion_tokens: estimateTokens(messagesText(result.choices.map((ch) => ch.message))),
-      total_tokens: 0,
+  private ctx(a: Attempt, signal: CallSignal, stream: boolean): CallContext {
+    return {
+      apiKey: a.candidate.credential.apiKey,
+      signal,
+      ...(stream ? { idleTimeoutMs: this.deps.upstreamTimeoutMs } : {}),
     };
-    if (!reported) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+  }
+
+  private info(call: InferenceCall, prep: Prepared, routed: Routed<unknown>, sent: unknown): RouteInfo {
+    const served = routed.served.candidate;
+    return {
+      generationId: this.deps.newGenerationId(),
+      requested: call.model,
+      model: prep.model,
+      served,
+      attempts: routed.attempts,
+      considered: prep.model.endpoints.map((e) => ({
+        model: prep.model.id,
+        provider: e.provider,
+        selected: e.provider === served.endpoint.provider,
+      })),
+      excluded: prep.excluded,
+      startedAt: routed.startedAt,
+      safeguards: prep.safeguards,
+      upstreamRequest: sent,
+      strategy: prep.strategy,
+      lane: routed.served.lane,
+    };
+  }
+
+  /** A non-streaming chat call (chat, messages or responses wire). */
+  async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
+    const prep = await this.prepare(call);
+    let sent: unknown;
+    const routed = await routeWithFallbacks<ForwardedJson | ChatResponse>(
+      this.fallback,
+      call,
+      prep,
+      (a, signal) => {
+        const provider = this.deps.provider(a.candidate.endpoint.provider);
+        sent = this.upstreamRequest(call, prep, a);
+        if (a.lane)
+          return (provider.forward as NonNullable<Provider['forward']>)(
+            { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: false },
+            this.ctx(a, signal, false),
+          );
+        return provider.chat({ ...(sent as ChatRequest), stream: false }, this.ctx(a, signal, false));
+      },
+    );
+    const info = this.info(call, prep, routed, sent);
+    const result = routed.result;
+    if ('text' in result)
+      return this.served(
+        call,
+        prep,
+        info,
+        { lane: true, forwarded: result },
+        result.usage,
+        result.outputChars,
+        result.finishReason,
+      );
+    return this.served(
+      call,
+      prep,
+      info,
+      { lane: false, response: result },
+      result.usage ?? null,
+      responseChars(result),
+      result.choices[0]?.finish_reason ?? null,
+    );
+  }
+
+  /** An embeddings call (content filters apply to string inputs). */
+  async embed(call: InferenceCall): Promise<Completed<EmbeddingsResponse>> {
+    const prep = await this.prepare(call);
+    let sent: unknown;
+    const routed = await routeWithFallbacks<ForwardedJson | EmbeddingsResponse>(
+      this.fallback,
+      call,
+      prep,
+      (a, signal) => {
+        const provider = this.deps.provider(a.candidate.endpoint.provider);
+        sent = this.upstreamRequest(call, prep, a);
+        if (a.lane)
+          return (provider.forward as NonNullable<Provider['forward']>)(
+            { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: false },
+            this.ctx(a, signal, false),
+          );
+        if (!provider.embeddings)
+          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
+            retryable: false,
+          });
+        return provider.embeddings(sent as EmbeddingsRequest, this.ctx(a, signal, false));
+      },
+    );
+    const info = this.info(call, prep, routed, sent);
+    const result = routed.result;
+    if ('text' in result)
+      return this.served(call, prep, info, { lane: true, forwarded: result }, result.usage, 0, null);
+    const usage: Usage = {
+      prompt_tokens: result.usage.prompt_tokens,
+      completion_tokens: 0,
+      total_tokens: result.usage.total_tokens,
+    };
+    return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null);
+  }
+
+  /** Prices and records a whole answer (its usage estimated when the upstream reported none). */
+  private async served<R>(
+    call: InferenceCall,
+    prep: Prepared,
+    info: RouteInfo,
+    answer: { lane: true; forwarded: ForwardedJson } | { lane: false; response: R },
+    reported: Usage | null,
+    outputChars: number,
+    finishReason: string | null,
+  ): Promise<Completed<R>> {
+    const usage = reported ?? this.estimate(call, prep, outputChars, false);
     const cost = costOf(info.served.endpoint.pricing, usage);
     await this.recordSuccess(call, info, usage, cost, {
       streamed: false,
-      finishReason: result.choices[0]?.finish_reason ?? null,
+      finishReason,
       estimated: !reported,
+      upstreamId: answer.lane ? answer.forwarded.responseId : null,
     });
-    return { response: result, info, usage, cost };
+    return { ...answer, info, usage, cost };
   }
 
   /**
@@ -253,79 +468,135 @@ export class Engine {
    * including when the upstream dies mid-way (partial usage, estimated when not reported) or
    * the caller goes away.
    */
-  async chatStream(call: InferenceCall): Promise<{
-    stream: AsyncIterable<ChatChunk>;
-    info: RouteInfo;
-    /** Usage and cost once the stream is over (for the caller-format encoders' final event). */
-    final: () => { usage: Usage; cost: Cost } | null;
-  }> {
-    const prep = await this.prepare(call, 'chat');
-    const { result, info } = await this.route(call, prep, (c, req, signal) =>
-      this.deps
-        .provider(c.endpoint.provider)
-        .chatStream(
-          { ...req, stream: true, stream_options: { include_usage: true } },
-          { apiKey: c.credential.apiKey, signal, idleTimeoutMs: this.deps.upstreamTimeoutMs },
-        ),
+  async stream(call: InferenceCall): Promise<Streaming> {
+    const prep = await this.prepare(call);
+    let sent: unknown;
+    const routed = await routeWithFallbacks(
+      this.fallback,
+      call,
+      prep,
+      (a, signal): Promise<AsyncIterable<RelayFrame> | AsyncIterable<ChatChunk>> => {
+        const provider = this.deps.provider(a.candidate.endpoint.provider);
+        sent = this.upstreamRequest(call, prep, a);
+        if (a.lane)
+          return (provider.forwardStream as NonNullable<Provider['forwardStream']>)(
+            { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true },
+            this.ctx(a, signal, true),
+          );
+        return provider.chatStream(
+          { ...(sent as ChatRequest), stream: true, stream_options: { include_usage: true } },
+          this.ctx(a, signal, true),
+        );
+      },
     );
+    const info = this.info(call, prep, routed, sent);
     let final: { usage: Usage; cost: Cost } | null = null;
-    const self = this;
-    async function* metered(): AsyncGenerator<ChatChunk> {
-      self.streaming++;
-      let reported: Usage | null = null;
-      let text = '';
-      let finishReason: string | null = null;
-      let failure: unknown = null;
-      try {
-        for await (const chunk of result) {
-          if (chunk.usage) reported = chunk.usage;
-          for (const ch of chunk.choices) {
-            text += (ch.delta.content ?? '') + (ch.delta.reasoning ?? '');
-            for (const tc of ch.delta.tool_calls ?? [])
-              text += (tc.function?.name ?? '') + (tc.function?.arguments ?? '');
-            if (ch.finish_reason) finishReason = ch.finish_reason;
-          }
-          yield chunk;
-        }
-      } catch (err) {
-        failure = err;
-        throw err;
-      } finally {
-        // An upstream that failed before any output and reported no usage is billed nothing, like
-        // a call that failed before its answer; once output came, the partial usage is billed.
-        const nothing = failure !== null && !call.signal.aborted && !reported && text === '';
-        const usage: Usage = reported ?? {
-          prompt_tokens: nothing ? 0 : estimateTokens(messagesText(prep.request.messages)),
-          completion_tokens: estimateTokens(text),
-          total_tokens: 0,
-        };
-        if (!reported) usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
-        const cost = nothing
-          ? { total: 0, prompt: 0, completion: 0 }
-          : costOf(info.served.endpoint.pricing, usage);
-        final = { usage, cost };
-        const cutShort = failure !== null || (finishReason === null && call.signal.aborted);
-        const recorded = self.recordSuccess(call, info, usage, cost, {
-          streamed: true,
-          finishReason,
-          estimated: !reported,
-          // The caller going away (or the shutdown grace closing its connection) is a cancellation.
-          status:
-            call.signal.aborted && finishReason === null
-              ? 'cancelled'
-              : failure !== null
-                ? 'error'
-                : cutShort || finishReason === null
-                  ? 'cancelled'
-                  : 'success',
-          error: failure ? (failure as Error).message : null,
-        });
-        if (--self.streaming === 0) for (const done of self.drained.splice(0)) done();
-        // The stream's last frames ([DONE]) follow once the generation is journaled.
-        await recorded;
-      }
+    const settle = (f: { usage: Usage; cost: Cost }) => {
+      final = f;
+    };
+    if (routed.served.lane) {
+      const frames = this.metered(
+        call,
+        prep,
+        info,
+        routed.result as AsyncIterable<RelayFrame>,
+        readFrame,
+        settle,
+      );
+      return { lane: true, frames, info, final: () => final };
     }
-    return { stream: metered(), info, final: () => final };
+    const chunks = this.metered(
+      call,
+      prep,
+      info,
+      routed.result as AsyncIterable<ChatChunk>,
+      readChunk,
+      settle,
+    );
+    return { lane: false, chunks, info, final: () => final };
+  }
+
+  /**
+   * Relays a stream while reading what it says of usage; when it ends — completely, failed, or cut
+   * by the caller — prices and records it before the stream's last frames go out.
+   */
+  private async *metered<T>(
+    call: InferenceCall,
+    prep: Prepared,
+    info: RouteInfo,
+    source: AsyncIterable<T>,
+    read: (item: T, m: Meter) => void,
+    settle: (f: { usage: Usage; cost: Cost }) => void,
+  ): AsyncGenerator<T> {
+    this.streaming++;
+    const m: Meter = { usage: null, responseId: null, chars: 0, finishReason: null };
+    let failure: unknown = null;
+    try {
+      for await (const item of source) {
+        read(item, m);
+        yield item;
+      }
+    } catch (err) {
+      failure = err;
+      throw err;
+    } finally {
+      const { usage, estimated, nothing } = this.streamUsage(call, prep, m, failure !== null);
+      const cost = nothing
+        ? { total: 0, prompt: 0, completion: 0 }
+        : costOf(info.served.endpoint.pricing, usage);
+      settle({ usage, cost });
+      const cutShort = failure !== null || (m.finishReason === null && call.signal.aborted);
+      const recorded = this.recordSuccess(call, info, usage, cost, {
+        streamed: true,
+        finishReason: m.finishReason,
+        estimated,
+        // The caller going away (or the shutdown grace closing its connection) is a cancellation.
+        status:
+          call.signal.aborted && m.finishReason === null
+            ? 'cancelled'
+            : failure !== null
+              ? 'error'
+              : cutShort || m.finishReason === null
+                ? 'cancelled'
+                : 'success',
+        error: failure ? (failure as Error).message : null,
+        upstreamId: m.responseId,
+      });
+      if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
+      // The stream's last frames ([DONE]) follow once the generation is journaled.
+      await recorded;
+    }
+  }
+
+  /**
+   * What a stream that ended is billed: its reported usage when it completed; when it failed
+   * before any output, nothing (as a call that failed before its answer); when it was cut after
+   * output, the usage reported so far with the output seen estimated (never less than reported).
+   */
+  private streamUsage(
+    call: InferenceCall,
+    prep: Prepared,
+    m: Meter,
+    failed: boolean,
+  ): { usage: Usage; estimated: boolean; nothing: boolean } {
+    const nothing = failed && !call.signal.aborted && m.chars === 0;
+    if (nothing) return { usage: this.estimate(call, prep, 0, true), estimated: !m.usage, nothing };
+    if (!m.usage) return { usage: this.estimate(call, prep, m.chars, false), estimated: true, nothing };
+    if (!failed && !call.signal.aborted) return { usage: m.usage, estimated: false, nothing };
+    const completion = Math.max(m.usage.completion_tokens, estimateTokens(m.chars));
+    const usage = {
+      ...m.usage,
+      completion_tokens: completion,
+      total_tokens: m.usage.prompt_tokens + completion,
+    };
+    return { usage, estimated: completion !== m.usage.completion_tokens, nothing };
+  }
+
+  /** Usage estimated from the prompt's text and `outputChars` (no prompt when nothing was served). */
+  private estimate(call: InferenceCall, prep: Prepared, outputChars: number, nothing: boolean): Usage {
+    const prompt = nothing ? 0 : estimateTokens(promptChars(call, prep));
+    const completion = estimateTokens(outputChars);
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
 
   /**
@@ -344,52 +615,8 @@ export class Engine {
     });
   }
 
-  /** An embeddings call (content filters apply to string inputs). */
-  async embeddings(call: Omit<InferenceCall, 'request'> & { request: EmbeddingsRequest }): Promise<{
-    response: EmbeddingsResponse;
-    info: RouteInfo;
-    usage: Usage;
-    cost: Cost;
-  }> {
-    const inputs = typeof call.request.input === 'string' ? [call.request.input] : call.request.input;
-    const textual = inputs.every((i) => typeof i === 'string');
-    const asChat: ChatRequest = {
-      model: call.request.model,
-      messages: textual ? (inputs as string[]).map((t) => ({ role: 'user', content: t })) : [],
-    };
-    const prep = await this.prepare({ ...call, request: asChat }, 'embeddings');
-    const filteredInput = textual
-      ? prep.request.messages.map((m) => m.content as string)
-      : call.request.input;
-    const { result, info } = await this.route({ ...call, request: asChat }, prep, (c, _req, signal) => {
-      const p = this.deps.provider(c.endpoint.provider);
-      if (!p.embeddings)
-        throw new UpstreamError(400, `${c.endpoint.provider} serves no embeddings`, { retryable: false });
-      return p.embeddings(
-        {
-          ...call.request,
-          model: c.endpoint.upstreamModel,
-          input:
-            typeof call.request.input === 'string'
-              ? ((filteredInput as string[])[0] as string)
-              : filteredInput,
-        },
-        { apiKey: c.credential.apiKey, signal },
-      );
-    });
-    const usage: Usage = {
-      prompt_tokens: result.usage.prompt_tokens,
-      completion_tokens: 0,
-      total_tokens: result.usage.total_tokens,
-    };
-    const cost = costOf(info.served.endpoint.pricing, usage);
-    await this.recordSuccess({ ...call, request: asChat }, info, usage, cost, {
-      streamed: false,
-      finishReason: null,
-      estimated: false,
-    });
-    return { response: result, info, usage, cost };
-  }
+  // -------------------------------------------------------------------------------------------
+  // Recording
 
   private recordSuccess(
     call: InferenceCall,
@@ -424,21 +651,17 @@ export class Engine {
     attempts: number,
     startedAt: number,
   ): void {
-    const usage: Usage = {
-      prompt_tokens: estimateTokens(messagesText(prep.request.messages)),
-      completion_tokens: 0,
-      total_tokens: 0,
-    };
-    usage.total_tokens = usage.prompt_tokens;
+    const usage = this.estimate(call, prep, 0, false);
     const info = {
       generationId: this.deps.newGenerationId(),
       model: prep.model,
       served,
       attempts,
       startedAt,
+      lane: false,
     };
     const row = servedRow(call, info, usage, costOf(served.endpoint.pricing, usage), {
-      streamed: call.request.stream === true,
+      streamed: call.stream,
       finishReason: null,
       estimated: true,
       status: 'cancelled',
@@ -450,11 +673,11 @@ export class Engine {
   private recordFailure(
     call: InferenceCall,
     prep: Prepared,
-    last: { err: UpstreamError; provider: string },
+    last: Failure,
     attempts: number,
     startedAt: number,
   ) {
-    const mapped = upstreamToApiError(last.err, last.provider);
+    const mapped = upstreamToApiError(last);
     (call.hooks?.record ?? this.deps.record)(
       failedRow(call, this.deps.newGenerationId(), {
         model: prep.model.id,
@@ -466,4 +689,28 @@ export class Engine {
       }),
     );
   }
+}
+
+/**
+ * Content filters over the caller's own body (its texts, through the wire's walker): a block is a
+ * 403; redactions are made on a copy, which every attempt — lane or translated — then sends.
+ */
+function filterBody(call: InferenceCall, checks: CallChecks): { body: Body; safeguards: SafeguardResult[] } {
+  if (!checks.filtering) return { body: call.body, safeguards: [] };
+  const body = structuredClone(call.body);
+  const slots = call.wire.texts(body);
+  const messages = slots.map((s) => ({ role: s.role, content: s.text }));
+  const out = checks.filter(messages);
+  if (out.blocked) throw forbidden(`Blocked by content filter: ${out.blocked}`);
+  for (const [i, m] of out.messages.entries()) {
+    if (m !== messages[i] && typeof m.content === 'string') slots[i]?.set(m.content);
+  }
+  return { body, safeguards: out.results };
+}
+
+/** Characters of the prompt as the caller sent it (an estimate's input). */
+function promptChars(call: InferenceCall, prep: Prepared): number {
+  let n = 0;
+  for (const s of call.wire.texts(prep.body)) n += s.text.length + 1;
+  return n;
 }

@@ -1,37 +1,59 @@
-import type { ChatRequest } from '../formats/chat.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
 import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
 import { UpstreamError } from '../providers/types.js';
-import type { CallChecks, InferenceCall, RouteInfo } from './call.js';
+import type { Body, CallChecks, InferenceCall } from './call.js';
 import type { ModelEntry } from './catalog.js';
 import type { RoutingMetrics } from './metrics.js';
 import type { Candidate, Exclusion } from './select.js';
 
-/** A call checked and planned: the filtered request and the endpoints to try, in order. */
+/**
+ * The fallback loop: the planned attempts are tried in order, each as a sequence of named steps —
+ * pay (may the operator's key be used?), open (deadline and cancellation of the attempt), run,
+ * then on failure classify (what kind of failure) and decide (next attempt, one retry of the last,
+ * or stop). Each step is a small function of its own, tested on fake dependencies and timers.
+ */
+
+/** One planned attempt: an endpoint with a credential, served on a lane or translated. */
+export interface Attempt {
+  candidate: Candidate;
+  /** The provider speaks the caller's wire: the body goes as it is (a pass-through lane). */
+  lane: boolean;
+}
+
+/** A call checked and planned: the filtered body, its translation if needed, what to try. */
 export interface Prepared {
   model: ModelEntry;
-  request: ChatRequest;
-  candidates: Candidate[];
+  /** The caller's body after content filters (redactions applied). */
+  body: Body;
+  /** The canonical request, when a translated attempt needs it (or provider.require_parameters). */
+  canonical: unknown;
+  attempts: Attempt[];
   excluded: Exclusion[];
   safeguards: SafeguardResult[];
   strategy: string;
   checks: CallChecks;
 }
 
+/** The attempt that failed last. */
+export interface Failure {
+  err: UpstreamError;
+  provider: string;
+  lane: boolean;
+}
+
 /** What the fallback loop needs from the engine. */
 export interface FallbackContext {
   metrics: RoutingMetrics;
-  newGenerationId: () => string;
   upstreamTimeoutMs: number;
   maxRetryWaitMs: number;
   /** Observed latency per provider (EWMA, ms), updated on each success. */
   latency: Map<string, number>;
-  /** Every candidate failed: record the failed generation. */
+  /** Every attempt failed: record the failed generation. */
   onExhausted: (
     call: InferenceCall,
     prep: Prepared,
-    last: { err: UpstreamError; provider: string },
+    last: Failure,
     attempts: number,
     startedAt: number,
   ) => void;
@@ -45,6 +67,106 @@ export interface FallbackContext {
   ) => void;
 }
 
+/** How a call was routed: the attempt that served it and how many were made. */
+export interface Routed<T> {
+  result: T;
+  served: Attempt;
+  attempts: number;
+  startedAt: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+
+/**
+ * pay: an attempt on the operator's key needs the organization's balance (BYOK calls do not).
+ * False skips the attempt; when it is the only one that could run, the refusal (402) is thrown.
+ */
+export async function pay(prep: Pick<Prepared, 'checks'>, a: Attempt, onlyChance: boolean): Promise<boolean> {
+  if (a.candidate.credential.isByok) return true;
+  const verdict = await prep.checks.balance();
+  if (verdict.ok) return true;
+  if (onlyChance) throw new ApiError(verdict.status, verdict.message);
+  return false;
+}
+
+/** An attempt's own cancellation: the caller's, or its deadline's. */
+export interface AttemptScope {
+  signal: CallSignal;
+  timedOut(): boolean;
+  /** After a failure: stop following the caller's signal (a success keeps it: a stream uses it). */
+  unlink(): void;
+  /** The attempt is over (its deadline no longer applies). */
+  close(): void;
+}
+
+/**
+ * open: one CallAbort aborted by the caller's signal or by the deadline. The deadline bounds the
+ * attempt until it resolves (a whole answer, or a stream's headers): a stream that keeps sending
+ * must not be cut by it later — its silences are bounded by the adapters (idleTimeoutMs).
+ * (AbortSignal.any or an AbortController would cost an EventTarget per attempt.)
+ */
+export function openAttempt(callSignal: CallSignal, timeoutMs: number): AttemptScope {
+  const abort = new CallAbort();
+  let timedOut = false;
+  const follow = () => abort.abort(callSignal.reason);
+  if (callSignal.aborted) follow();
+  else callSignal.addEventListener('abort', follow, { once: true });
+  const timer = setTimeout(() => {
+    timedOut = true;
+    abort.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError'));
+  }, timeoutMs);
+  timer.unref(); // as AbortSignal.timeout's: never what keeps the process alive
+  return {
+    signal: abort,
+    timedOut: () => timedOut,
+    unlink: () => callSignal.removeEventListener('abort', follow),
+    close: () => clearTimeout(timer),
+  };
+}
+
+/** classify: what an attempt threw, as an UpstreamError (a timeout and a transport error are status 0). */
+export function classify(raw: unknown, timedOut: boolean, timeoutMs: number): UpstreamError {
+  if (raw instanceof UpstreamError) return raw;
+  if (timedOut) return new UpstreamError(0, `timed out after ${timeoutMs} ms`);
+  return new UpstreamError(0, (raw as Error)?.message || 'upstream call failed');
+}
+
+export type Next = { kind: 'next' } | { kind: 'retry'; waitMs: number } | { kind: 'stop' };
+
+/**
+ * decide: after a failure, the next attempt when there is one and the failure is retryable (429,
+ * 5xx, timeouts, connection errors); the last attempt once more after its Retry-After when that is
+ * short enough — but not after a timeout (it already spent the whole deadline: the caller of a
+ * stalled provider would wait twice as long for the same answer); otherwise stop.
+ */
+export function decide(
+  err: UpstreamError,
+  s: { isLast: boolean; retried: boolean; timedOut: boolean; maxRetryWaitMs: number },
+): Next {
+  if (!err.retryable) return { kind: 'stop' };
+  if (!s.isLast) return { kind: 'next' };
+  const waitMs = err.retryAfterMs ?? 0;
+  if (!s.retried && !s.timedOut && waitMs <= s.maxRetryWaitMs) return { kind: 'retry', waitMs };
+  return { kind: 'stop' };
+}
+
+/** An upstream failure as the caller's error: 429 stays 429 (with its Retry-After), 5xx and unreachable are 502. */
+export function upstreamToApiError(last: Failure): ApiError {
+  const { err, provider } = last;
+  const where = `Upstream provider ${provider}`;
+  // On a lane the caller speaks the provider's format: its own error body can go back as it is.
+  const native = last.lane && err.body !== undefined ? { upstream_error: err.body } : undefined;
+  if (err.status === 0) return new ApiError(502, `${where} could not be reached: ${err.message}`);
+  if (err.status === 429)
+    return new ApiError(429, `${where} is rate limiting requests: ${err.message}`, {
+      ...(err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : {}),
+      ...native,
+    });
+  if (err.status >= 500) return new ApiError(502, `${where} failed (${err.status}): ${err.message}`, native);
+  return new ApiError(err.status, `${where} rejected the request: ${err.message}`, native);
+}
+
 const sleep = (ms: number, signal: CallSignal) =>
   new Promise<void>((resolve, reject) => {
     const t = setTimeout(resolve, ms);
@@ -54,136 +176,71 @@ const sleep = (ms: number, signal: CallSignal) =>
     });
   });
 
-/** An upstream failure as the caller's error: 429 stays 429 (with its Retry-After), 5xx and unreachable are 502. */
-export function upstreamToApiError(err: UpstreamError, provider: string): ApiError {
-  const status = err.status === 0 ? 502 : err.status;
-  const where = `Upstream provider ${provider}`;
-  if (err.status === 0) return new ApiError(502, `${where} could not be reached: ${err.message}`);
-  if (status === 429)
-    return new ApiError(
-      429,
-      `${where} is rate limiting requests: ${err.message}`,
-      err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : undefined,
-    );
-  if (status >= 500) return new ApiError(502, `${where} failed (${err.status}): ${err.message}`);
-  return new ApiError(status, `${where} rejected the request: ${err.message}`);
-}
+// ---------------------------------------------------------------------------------------------
+// The loop
 
 /**
- * Runs `attempt` over the planned candidates: the next one on a retryable failure (429, 5xx,
- * timeout, connection error) unless fallbacks are off, the last one once more after its
- * Retry-After when that is short enough (not after a timeout), operator-paid candidates only while
- * the balance allows. Each attempt has its own deadline and, for batch callers, waits for a
- * provider slot first.
+ * Runs `run` over the planned attempts (only the first when the caller turned fallbacks off),
+ * each through the steps above; a batch caller waits for a provider slot before each attempt.
+ * Throws the caller's error for the last failure once every attempt failed.
  */
 export async function routeWithFallbacks<T>(
   ctx: FallbackContext,
   call: InferenceCall,
   prep: Prepared,
-  attempt: (c: Candidate, req: ChatRequest, signal: CallSignal) => Promise<T>,
-): Promise<{ result: T; info: RouteInfo }> {
+  run: (a: Attempt, signal: CallSignal) => Promise<T>,
+): Promise<Routed<T>> {
   const startedAt = Date.now();
-  const allowFallbacks = call.prefs.allow_fallbacks !== false;
-  const list = allowFallbacks ? prep.candidates : prep.candidates.slice(0, 1);
+  const list = call.prefs.allow_fallbacks === false ? prep.attempts.slice(0, 1) : prep.attempts;
   let attempts = 0;
   let retried = false;
-  let lastError: { err: UpstreamError; provider: string } | null = null;
+  let last: Failure | null = null;
   for (let i = 0; i < list.length; i++) {
-    const c = list[i] as Candidate;
-    // Paying on the operator's key needs credits; BYOK calls do not.
-    if (!c.credential.isByok) {
-      const verdict = await prep.checks.balance();
-      if (!verdict.ok) {
-        if (i === list.length - 1 && !lastError) throw new ApiError(verdict.status, verdict.message);
-        continue;
-      }
-    }
+    const a = list[i] as Attempt;
+    const provider = a.candidate.endpoint.provider;
+    const isLast = i === list.length - 1;
+    if (!(await pay(prep, a, isLast && !last))) continue;
     attempts++;
-    const upstreamRequest = { ...prep.request, model: c.endpoint.upstreamModel };
-    // The deadline bounds the attempt until it resolves (a whole completion, or a stream's
-    // headers): a stream that keeps sending must not be cut by it later. The silence between a
-    // stream's chunks is bounded by the adapters (CallContext.idleTimeoutMs).
-    // One CallAbort aborted by the caller's signal or the deadline (AbortSignal.any, or even an
-    // AbortController, would cost an EventTarget per attempt).
-    const attemptAbort = new CallAbort();
-    const signal: CallSignal = attemptAbort;
-    let timedOut = false;
-    const onCallAbort = () => attemptAbort.abort(call.signal.reason);
-    if (call.signal.aborted) onCallAbort();
-    else call.signal.addEventListener('abort', onCallAbort, { once: true });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      attemptAbort.abort(new DOMException(`timed out after ${ctx.upstreamTimeoutMs} ms`, 'TimeoutError'));
-    }, ctx.upstreamTimeoutMs);
-    timer.unref(); // as AbortSignal.timeout's: never what keeps the process alive
-    const release = call.hooks?.acquire ? await call.hooks.acquire(c.endpoint.provider) : null;
+    const scope = openAttempt(call.signal, ctx.upstreamTimeoutMs);
+    const release = call.hooks?.acquire ? await call.hooks.acquire(provider) : null;
     const t0 = performance.now();
     try {
-      const result = await attempt(c, upstreamRequest, signal);
-      clearTimeout(timer);
+      const result = await run(a, scope.signal);
       const seconds = (performance.now() - t0) / 1000;
-      ctx.metrics.upstreamLatency.observe({ provider: c.endpoint.provider, outcome: 'ok' }, seconds);
-      const prev = ctx.latency.get(c.endpoint.provider);
-      ctx.latency.set(c.endpoint.provider, prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200);
-      return {
-        result,
-        info: {
-          generationId: ctx.newGenerationId(),
-          requested: call.request.model,
-          model: prep.model,
-          served: c,
-          attempts,
-          considered: prep.model.endpoints.map((e) => ({
-            model: prep.model.id,
-            provider: e.provider,
-            selected: e.provider === c.endpoint.provider,
-          })),
-          excluded: prep.excluded,
-          startedAt,
-          safeguards: prep.safeguards,
-          upstreamRequest,
-          strategy: prep.strategy,
-        },
-      };
+      ctx.metrics.upstreamLatency.observe({ provider, outcome: 'ok' }, seconds);
+      const prev = ctx.latency.get(provider);
+      ctx.latency.set(provider, prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200);
+      return { result, served: a, attempts, startedAt };
     } catch (raw) {
       if (call.signal.aborted) {
-        ctx.onCancelled(call, prep, c, attempts, startedAt);
+        ctx.onCancelled(call, prep, a.candidate, attempts, startedAt);
         throw raw;
       }
-      // (After a success the link stays: a stream keeps using the signal after the attempt resolved.)
-      call.signal.removeEventListener('abort', onCallAbort);
-      const err =
-        raw instanceof UpstreamError
-          ? raw
-          : timedOut
-            ? new UpstreamError(0, `timed out after ${ctx.upstreamTimeoutMs} ms`)
-            : new UpstreamError(0, (raw as Error).message ?? 'upstream call failed');
-      ctx.metrics.upstreamErrors.inc({ provider: c.endpoint.provider, status: String(err.status) });
-      ctx.metrics.upstreamLatency.observe(
-        { provider: c.endpoint.provider, outcome: 'error' },
-        (performance.now() - t0) / 1000,
-      );
-      lastError = { err, provider: c.endpoint.provider };
-      if (!err.retryable) break;
-      const isLast = i === list.length - 1;
-      if (!isLast) {
-        ctx.metrics.fallbacks.inc({ from_provider: c.endpoint.provider });
+      scope.unlink();
+      const err = classify(raw, scope.timedOut(), ctx.upstreamTimeoutMs);
+      ctx.metrics.upstreamErrors.inc({ provider, status: String(err.status) });
+      ctx.metrics.upstreamLatency.observe({ provider, outcome: 'error' }, (performance.now() - t0) / 1000);
+      last = { err, provider, lane: a.lane };
+      const next = decide(err, {
+        isLast,
+        retried,
+        timedOut: scope.timedOut(),
+        maxRetryWaitMs: ctx.maxRetryWaitMs,
+      });
+      if (next.kind === 'stop') break;
+      if (next.kind === 'next') {
+        ctx.metrics.fallbacks.inc({ from_provider: provider });
         continue;
       }
-      // A timed-out attempt has already spent the whole deadline: trying it again would make the
-      // caller of a stalled provider wait twice as long for the same answer.
-      const wait = err.retryAfterMs ?? 0;
-      if (!retried && !timedOut && wait <= ctx.maxRetryWaitMs) {
-        retried = true;
-        await sleep(wait, call.signal);
-        i--; // the same candidate once more
-      }
+      retried = true;
+      await sleep(next.waitMs, call.signal);
+      i--; // the same attempt once more
     } finally {
-      clearTimeout(timer);
+      scope.close();
       release?.();
     }
   }
-  if (!lastError) throw new ApiError(502, 'No provider could serve the request');
-  ctx.onExhausted(call, prep, lastError, attempts, startedAt);
-  throw upstreamToApiError(lastError.err, lastError.provider);
+  if (!last) throw new ApiError(502, 'No provider could serve the request');
+  ctx.onExhausted(call, prep, last, attempts, startedAt);
+  throw upstreamToApiError(last);
 }

@@ -33,6 +33,8 @@ export function generationView(r: GenerationRow) {
     user_id: r.user_id,
     workspace_id: r.workspace_id,
     error_message: r.error_message,
+    passthrough: r.passthrough === 1,
+    upstream_id: r.upstream_id,
   };
 }
 
@@ -43,10 +45,17 @@ export class GenerationsService {
     private readonly accountant: Accountant,
   ) {}
 
+  /** A generation by its id, or by the provider's id of the answer (what a pass-through caller saw). */
   async get(organizationId: string, id: string) {
     const row =
       this.accountant.pending(id) ??
-      (await this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst());
+      (await this.db.selectFrom('generations').selectAll().where('id', '=', id).executeTakeFirst()) ??
+      (await this.db
+        .selectFrom('generations')
+        .selectAll()
+        .where('upstream_id', '=', id)
+        .where('organization_id', '=', organizationId)
+        .executeTakeFirst());
     return row && row.organization_id === organizationId ? generationView(row) : null;
   }
 }

@@ -45,6 +45,7 @@ export class PolicyGuard implements CallGuard {
     const keys = this.keys;
     const limiter = this.limiter;
     return {
+      filtering: policy.contentFilters.length > 0,
       async admit() {
         const rate = rateLimited ? await limiter.consume(caller.keyHash) : null;
         if (rate && !rate.ok) {

@@ -13,9 +13,11 @@ export interface Outcome {
   /** success (default) | error (the upstream failed mid-stream) | cancelled (the caller left) */
   status?: 'success' | 'error' | 'cancelled';
   error?: string | null;
+  /** The provider's id of the answer (a lane's callers see it instead of the generation id). */
+  upstreamId?: string | null;
 }
 
-type CallRef = Pick<InferenceCall, 'caller' | 'endpoint' | 'request'>;
+type CallRef = Pick<InferenceCall, 'caller' | 'wire' | 'model'>;
 
 /** Who made a generation, through which endpoint, asking for which model. */
 export interface RowRef {
@@ -27,8 +29,8 @@ export interface RowRef {
 
 const refOf = (call: CallRef): RowRef => ({
   caller: call.caller,
-  endpoint: call.endpoint,
-  requestedModel: call.request.model,
+  endpoint: call.wire.endpoint,
+  requestedModel: call.model,
 });
 
 /** A generation row with nothing served yet: zero tokens, zero cost, status success. */
@@ -63,13 +65,15 @@ export function baseRow(ref: RowRef, id: string): GenerationRow {
     generation_time_ms: 0,
     error_message: null,
     created_at: new Date().toISOString(),
+    passthrough: 0,
+    upstream_id: null,
   };
 }
 
 /** The generation of a call an endpoint served (completely or not). */
 export function servedRow(
   call: CallRef,
-  info: Pick<RouteInfo, 'generationId' | 'model' | 'served' | 'attempts' | 'startedAt'>,
+  info: Pick<RouteInfo, 'generationId' | 'model' | 'served' | 'attempts' | 'startedAt' | 'lane'>,
   usage: Usage,
   cost: Cost,
   o: Outcome,
@@ -98,6 +102,8 @@ export function servedRow(
     latency_ms: elapsed,
     generation_time_ms: elapsed,
     error_message: o.error ?? null,
+    passthrough: info.lane ? 1 : 0,
+    upstream_id: o.upstreamId ?? null,
   };
 }
 

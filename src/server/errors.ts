@@ -28,8 +28,12 @@ export function sendError(
   return reply
     .code(status)
     .type('application/json; charset=utf-8')
-    .send({ error: { code: code ?? status, message, ...(metadata ? { metadata } : {}) } });
+    .send(rendererOf(reply.request)({ status, message, metadata, code }, reply.request));
 }
+
+/** The route's own error format (`config.renderError`), else the standard envelope. */
+const rendererOf = (request: FastifyRequest): ErrorRenderer =>
+  request.routeOptions?.config?.renderError ?? envelope;
 
 /**
  * Errors Fastify raises before routing — a malformed percent-encoding (400), a path parameter over
@@ -47,17 +51,75 @@ export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: 
   sendError(reply, status, message);
 }
 
-function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
-  const retryMs = err.metadata?.retry_after_ms;
+/** An error as what an answer says of it, in whichever format the route answers errors. */
+export interface ErrorParts {
+  status: number;
+  message: string;
+  metadata?: Record<string, unknown>;
+  /** A named code (interns API) sent as `error.code` instead of the status. */
+  code?: string;
+}
+
+/** Renders an error in a route's own format (the standard envelope unless the route says otherwise). */
+export type ErrorRenderer = (parts: ErrorParts, request: FastifyRequest) => unknown;
+
+/** The standard envelope `{error:{code,message,metadata?}}`. */
+export const envelope: ErrorRenderer = ({ status, message, metadata, code }) => ({
+  error: { code: code ?? status, message, ...(metadata ? { metadata } : {}) },
+});
+
+/**
+ * What an error becomes: domain errors as they are, the database away as 503, Fastify's
+ * validation/parse/limit errors as their 4xx, anything else a 500 (logged with the request id,
+ * answered without details).
+ */
+function errorParts(err: FastifyError, request: FastifyRequest): ErrorParts {
+  if (err instanceof ApiError) {
+    return { status: err.status, message: err.message, metadata: err.metadata, code: err.code };
+  }
+  // The database restarting or unreachable is a 503 to retry, not an internal error.
+  if (isDatabaseUnavailable(err)) {
+    request.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable');
+    const e = databaseUnavailable();
+    return { status: e.status, message: e.message, metadata: e.metadata };
+  }
+  if (err.validation) {
+    const where = err.validationContext ?? 'request';
+    return { status: 400, message: `Invalid ${where}: ${err.message}` };
+  }
+  const status = err.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    // Fastify's own client errors (invalid JSON, empty body, 413, 415 …) carry safe messages.
+    return {
+      status,
+      message: status === 413 ? 'Request body is too large' : err.message || reasons[status] || 'Error',
+    };
+  }
+  request.log.error({ err }, 'unhandled error');
+  return { status: 500, message: 'Internal server error', metadata: { request_id: request.id } };
+}
+
+/**
+ * The error handler: answers in the route's error format (Retry-After from
+ * `metadata.retry_after_ms`).
+ */
+function handleError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const parts = errorParts(err, request);
+  const retryMs = parts.metadata?.retry_after_ms;
   if (typeof retryMs === 'number')
     reply.header('retry-after', String(Math.max(1, Math.ceil(retryMs / 1000))));
-  return sendError(reply, err.status, err.message, err.metadata, err.code);
+  return reply
+    .code(parts.status)
+    .type('application/json; charset=utf-8')
+    .send(rendererOf(request)(parts, request));
 }
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The body is passed on to a model as sent, so its strings are not checked for NUL characters. */
     verbatim?: boolean;
+    /** Errors of the route in its callers' own format (the standard envelope when absent). */
+    renderError?: ErrorRenderer;
   }
 }
 
@@ -123,29 +185,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     routes.push({ regex: patternToRegex(r.url), methods });
   });
 
-  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof ApiError) return sendApiError(reply, err);
-    // The database restarting or unreachable is a 503 to retry, not an internal error.
-    if (isDatabaseUnavailable(err)) {
-      request.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable');
-      return sendApiError(reply, databaseUnavailable());
-    }
-    if (err.validation) {
-      const where = err.validationContext ?? 'request';
-      return sendError(reply, 400, `Invalid ${where}: ${err.message}`);
-    }
-    const status = err.statusCode ?? 500;
-    if (status >= 400 && status < 500) {
-      // Fastify's own client errors (invalid JSON, empty body, 413, 415 …) carry safe messages.
-      return sendError(
-        reply,
-        status,
-        status === 413 ? 'Request body is too large' : err.message || reasons[status] || 'Error',
-      );
-    }
-    request.log.error({ err }, 'unhandled error');
-    return sendError(reply, 500, 'Internal server error', { request_id: request.id });
-  });
+  app.setErrorHandler(handleError);
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';

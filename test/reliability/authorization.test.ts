@@ -553,12 +553,19 @@ async function inChunks<T>(tasks: (() => Promise<T>)[], n = 24): Promise<T[]> {
 }
 
 /** What is wrong with `got` against `want`, or null: status, then the error envelope of that service. */
-function mismatch(got: Answered, want: Answer, media: boolean): string | null {
+function mismatch(got: Answered, want: Answer, media: boolean, anthropic: boolean): string | null {
   const status = typeof want === 'number' ? want : want.status;
   const code = typeof want === 'number' ? want : want.code;
   if (got.status !== status) return `${got.status} (want ${status}) ${got.text.slice(0, 160)}`;
   if (status < 400) return null;
   const e = got.body?.error;
+  // Anthropic-format routes answer Anthropic's error object: its type names the refusal.
+  if (anthropic) {
+    const type = { 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error' }[status];
+    if (got.body?.type !== 'error' || e?.type !== type || typeof e?.message !== 'string' || e.message === '')
+      return `Anthropic error object (want ${type}) ${got.text.slice(0, 160)}`;
+    return null;
+  }
   if (media) {
     if (got.body?.success !== false || typeof got.body?.message !== 'string' || e?.code !== code)
       return `media envelope ${got.text.slice(0, 160)}`;
@@ -869,7 +876,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     const problems: string[] = [];
     const run = async (c: Call) => {
       const got = await send(c.base, c.method, c.path, headers[c.cred], c.body);
-      const wrong = mismatch(got, c.want, c.media);
+      const wrong = mismatch(got, c.want, c.media, /\/messages(\/|$)/.test(c.path));
       if (wrong) problems.push(`${c.label}: ${wrong}`);
       if (FOREIGN.includes(c.cred)) {
         // An id the caller sent may come back in its own error message; any other is a leak.

@@ -841,6 +841,7 @@ describe('hostile input: property-based requests on every route', () => {
           status: res.status,
           contentType: res.headers.get('content-type') ?? '',
           text: await res.text(),
+          path: new URL(url).pathname,
         };
       } catch (err) {
         const hang = (err as Error).name === 'TimeoutError';

@@ -14,6 +14,8 @@ export interface Answer {
   status: number;
   contentType: string;
   text: string;
+  /** The route's path (Anthropic-format routes answer errors in Anthropic's shape). */
+  path?: string;
 }
 
 const json = (text: string): any => {
@@ -46,6 +48,12 @@ export function answerProblem(a: Answer, service: 'gateway' | 'media'): string |
     if (body?.success !== false || typeof body.message !== 'string' || typeof e?.code !== 'string')
       return `media envelope: ${head}`;
     return null;
+  }
+  // Anthropic-format routes answer Anthropic's error object.
+  if (body?.type === 'error' && /\/messages(\/|\?|$)/.test(a.path ?? '')) {
+    return typeof e?.type === 'string' && typeof e.message === 'string' && e.message !== ''
+      ? null
+      : `Anthropic error object: ${head}`;
   }
   if (!e || typeof e.message !== 'string' || e.message === '') return `envelope: ${head}`;
   if (!(e.code === a.status || (typeof e.code === 'string' && e.code !== '')))

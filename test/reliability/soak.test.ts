@@ -301,6 +301,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
         let json: any = null;
         let text = '';
         let contentType = '';
+        let generationId: string | null = null;
         let path = '';
         let body: unknown;
         let key = inferenceKey.key;
@@ -348,6 +349,8 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
           });
           status = res.status;
           contentType = res.headers.get('content-type') ?? '';
+          // Pass-through answers carry the provider's id; the generation's is in this header.
+          generationId = res.headers.get('x-gatehouse-generation-id');
           text = await res.text();
           try {
             json = JSON.parse(text);
@@ -362,7 +365,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
         if (ok && kind.startsWith('stream')) {
           // A stream is a success only when it ended normally: content, a finish reason, [DONE].
           const ev = parseSse(text);
-          const id = ev.find((e) => e.data?.id)?.data.id as string | undefined;
+          const id = generationId;
           const finished = ev.some((e) => e.data?.choices?.[0]?.finish_reason === 'stop');
           if (
             !contentType.startsWith('text/event-stream') ||
@@ -380,7 +383,7 @@ describe.skipIf(!postgresUrl)('soak: mixed load with faults on two gateways and 
           expect(status).toBe(202);
           batches.push({ id: json.id, customIds });
         } else if (ok) {
-          served.set(json.id, { instance, done, kind });
+          served.set(generationId ?? json.id, { instance, done, kind });
         }
         if (!ok) {
           if (status === 0) {

@@ -59,7 +59,10 @@ export function chatStreamTap(secrets: Secrets): EventTap {
     const r = obj(chunk);
     const out: NonNullable<TapRead> = {};
     const usage = mapUsage(r.usage);
-    if (usage) out.usage = usage;
+    if (usage) {
+      out.usage = usage;
+      out.json = chunk;
+    }
     if (Array.isArray(r.choices)) {
       let chars = 0;
       for (const c of r.choices) {

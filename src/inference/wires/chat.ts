@@ -1,0 +1,126 @@
+import { Type } from '@sinclair/typebox';
+import { chatRequestFromBody } from '../../formats/chat-edge.js';
+import { sseJson } from '../../formats/sse.js';
+import { ApiError } from '../../lib/errors.js';
+import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
+import { costOf } from '../../routing/pricing.js';
+import { envelope } from '../../server/errors.js';
+import { decorateChatResponse, decorateChunk, fullUsage, gatewayMetadata } from '../decorate.js';
+import { withFinalUsage } from './final-usage.js';
+import { contentSlots, isObj, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
+import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
+
+/** OpenRouter's request extensions a provider's Chat Completions API does not take. */
+const DROPPED = [...GATEHOUSE_FIELDS, 'usage', 'reasoning'] as const;
+
+/** Message texts, assistant tool-call arguments, tool descriptions. */
+function texts(body: Body): TextSlot[] {
+  const out: TextSlot[] = [];
+  if (Array.isArray(body.messages))
+    for (const m of body.messages) {
+      if (!isObj(m)) continue;
+      const role = roleOf(m.role);
+      contentSlots(out, role, m);
+      if (Array.isArray(m.tool_calls))
+        for (const tc of m.tool_calls)
+          if (isObj(tc) && isObj(tc.function)) stringSlot(out, 'assistant', tc.function, 'arguments');
+    }
+  toolDescriptionSlots(out, body);
+  return out;
+}
+
+/**
+ * A lane's body: OpenRouter's `reasoning: {effort}` becomes OpenAI's `reasoning_effort`, and a
+ * stream asks for its usage chunk (the gateway bills from it; OpenRouter's answers always end with
+ * one).
+ */
+function laneBody(body: Body, upstreamModel: string): Body {
+  const out = withoutFields(body, upstreamModel, DROPPED);
+  const effort = isObj(body.reasoning) ? body.reasoning.effort : undefined;
+  if (typeof effort === 'string' && out.reasoning_effort === undefined) out.reasoning_effort = effort;
+  if (body.stream === true)
+    out.stream_options = { ...(isObj(body.stream_options) ? body.stream_options : {}), include_usage: true };
+  return out;
+}
+
+/** The in-band error chunk that ends a stream which failed after it started, then `[DONE]`. */
+function errorFrames(info: RouteInfo, code: number, message: string): string[] {
+  return [
+    sseJson({
+      id: info.generationId,
+      object: 'chat.completion.chunk',
+      created: Math.floor(Date.now() / 1000),
+      model: info.model.id,
+      provider: info.served.endpoint.provider,
+      error: { code, message },
+      choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }],
+    }),
+    'data: [DONE]\n\n',
+  ];
+}
+
+/** `POST /chat/completions`: OpenAI's Chat Completions format, with OpenRouter's extensions. */
+export const chatWire: ChatWire = {
+  endpoint: 'chat',
+  native: 'openai-chat',
+  kind: 'chat',
+  path: '/chat/completions',
+  summary: 'Chat completion (OpenAI format), streaming or not',
+  forwardHeaders: ['openai-beta'],
+  inspect: inspectBody,
+  parse: chatRequestFromBody,
+  texts,
+  laneBody,
+  encodeResponse: (done, call) =>
+    decorateChatResponse(done.response, done.info, done.usage, done.cost, call.echoUpstream),
+  async *encodeStream(s) {
+    const { info } = s;
+    try {
+      for await (const chunk of withFinalUsage(s)) {
+        const out = decorateChunk(chunk, info);
+        if (chunk.usage) {
+          const usage = fullUsage(
+            chunk.usage,
+            costOf(info.served.endpoint.pricing, chunk.usage),
+            info.served.credential.isByok,
+          );
+          yield sseJson({ ...out, usage });
+        } else yield sseJson(out);
+      }
+    } catch (err) {
+      const e = err instanceof ApiError ? err : null;
+      yield* errorFrames(info, e?.status ?? 502, (err as Error).message || 'Upstream stream failed');
+      return;
+    }
+    yield 'data: [DONE]\n\n';
+  },
+  // The provider's own answer, with what OpenRouter's format adds to it (the provider, the cost,
+  // how it was routed): nothing of the provider's is changed or lost.
+  relayJson(done, call) {
+    const json = done.forwarded.json;
+    if (!isObj(json)) return done.forwarded.text;
+    const { info } = done;
+    return {
+      ...json,
+      provider: info.served.endpoint.provider,
+      usage: {
+        ...(isObj(json.usage) ? json.usage : {}),
+        ...fullUsage(done.usage, done.cost, info.served.credential.isByok),
+      },
+      gateway_metadata: gatewayMetadata(info),
+      safeguard_results: info.safeguards,
+      ...(call.echoUpstream ? { debug: { echo_upstream_body: info.upstreamRequest } } : {}),
+    };
+  },
+  // Only the usage chunk of a relayed stream is rewritten (its cost added); the others go as they came.
+  relayUsage(frame, info) {
+    if (!isObj(frame.json) || !frame.usage) return frame.frame;
+    const cost = costOf(info.served.endpoint.pricing, frame.usage);
+    const usage = fullUsage(frame.usage, cost, info.served.credential.isByok);
+    const prior = isObj(frame.json.usage) ? frame.json.usage : {};
+    return sseJson({ ...frame.json, provider: info.served.endpoint.provider, usage: { ...prior, ...usage } });
+  },
+  streamError: (info, message) => errorFrames(info, 502, message),
+  renderError: envelope,
+  errorSchema: Type.Ref('ErrorBody'),
+};

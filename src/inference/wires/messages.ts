@@ -1,0 +1,105 @@
+import { Type } from '@sinclair/typebox';
+import {
+  chatResponseToMessages,
+  chatStreamToMessages,
+  messagesRequestToChat,
+} from '../../formats/messages.js';
+import { sseJson } from '../../formats/sse.js';
+import type { Body, TextSlot } from '../../routing/call.js';
+import type { ErrorRenderer } from '../../server/errors.js';
+import { withFinalUsage } from './final-usage.js';
+import { contentSlots, isObj, leafSlots, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
+import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
+
+/** Anthropic's error type for each status Gatehouse answers with. */
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  408: 'timeout_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  502: 'api_error',
+  503: 'overloaded_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+const errorType = (status: number) =>
+  ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+
+/**
+ * Anthropic's error object `{type:'error', error:{type, message}, request_id}`; an Anthropic
+ * provider's own error body (a lane's failure) goes back as it came.
+ */
+const renderError: ErrorRenderer = ({ status, message, metadata }, request) => {
+  const native = metadata?.upstream_error;
+  if (isObj(native) && native.type === 'error' && isObj(native.error)) return native;
+  return { type: 'error', error: { type: errorType(status), message }, request_id: request.id };
+};
+
+const ErrorSchema = Type.Object(
+  {
+    type: Type.Literal('error'),
+    error: Type.Object({ type: Type.String(), message: Type.String() }, { additionalProperties: true }),
+    request_id: Type.Optional(Type.String()),
+  },
+  { title: 'AnthropicError', additionalProperties: true },
+);
+
+/**
+ * The system prompt, message text blocks, tool results (as the tool's) and tool inputs (as the
+ * assistant's), tool descriptions. Thinking blocks are signed by the provider: never rewritten.
+ */
+function texts(body: Body): TextSlot[] {
+  const out: TextSlot[] = [];
+  contentSlots(out, 'system', body, 'system');
+  if (Array.isArray(body.messages))
+    for (const m of body.messages) {
+      if (!isObj(m)) continue;
+      const role = roleOf(m.role);
+      if (!Array.isArray(m.content)) {
+        stringSlot(out, role, m, 'content');
+        continue;
+      }
+      for (const block of m.content) {
+        if (!isObj(block)) continue;
+        if (block.type === 'text') stringSlot(out, role, block, 'text');
+        else if (block.type === 'tool_result') contentSlots(out, 'tool', block);
+        else if (block.type === 'tool_use') leafSlots(out, 'assistant', block, 'input');
+      }
+    }
+  toolDescriptionSlots(out, body);
+  return out;
+}
+
+/** `POST /messages`: Anthropic's Messages format. */
+export const messagesWire: ChatWire = {
+  endpoint: 'messages',
+  native: 'anthropic-messages',
+  kind: 'chat',
+  path: '/messages',
+  summary: 'Messages (Anthropic format), streaming or not',
+  forwardHeaders: ['anthropic-version', 'anthropic-beta'],
+  inspect: inspectBody,
+  parse: messagesRequestToChat,
+  texts,
+  // Anthropic refuses fields it does not know: OpenRouter's `usage` goes with Gatehouse's own.
+  laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, [...GATEHOUSE_FIELDS, 'usage']),
+  encodeResponse: (done, call) =>
+    chatResponseToMessages(
+      { ...done.response, usage: done.usage, model: done.info.model.id },
+      String(call.body.model),
+    ),
+  async *encodeStream(s, call) {
+    for await (const e of chatStreamToMessages(withFinalUsage(s), call.model)) yield sseJson(e.data, e.event);
+  },
+  streamError: (_info, message) => [
+    sseJson({ type: 'error', error: { type: 'api_error', message } }, 'error'),
+  ],
+  renderError,
+  errorSchema: ErrorSchema,
+};

@@ -1,0 +1,64 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { ChatResponse, EmbeddingsResponse } from '../../formats/chat.js';
+import { badRequest } from '../../lib/errors.js';
+import type { RelayFrame } from '../../providers/types.js';
+import type { Body, CallWire, RouteInfo } from '../../routing/call.js';
+import type { Completed, Streaming } from '../../routing/engine.js';
+import type { ErrorRenderer } from '../../server/errors.js';
+
+/**
+ * One incoming wire format (chat completions, messages, responses, embeddings) as one object: what
+ * the engine needs of it (`CallWire`: native wire, strict parse, text walker, lane body) and what
+ * its route needs — the lenient inspection, the encoders of a translated answer, the frames that
+ * end a failed lane stream, and its error shape. The inference routes and the batch worker are
+ * built from the table of these (`index.ts`).
+ */
+export interface CallerWire<R = ChatResponse> extends CallWire {
+  /** The route under /api/v1. */
+  readonly path: string;
+  readonly summary: string;
+  /** Request headers passed on to the provider of a lane (an allow-list; never credentials). */
+  readonly forwardHeaders: readonly string[];
+  /** The model and stream flag of a body, read without translating it (400 without a model). */
+  inspect(body: Body): { model: string; stream: boolean };
+  /** A translated answer in the caller's format. */
+  encodeResponse(done: Completed<R> & { lane: false }, call: { body: Body; echoUpstream: boolean }): unknown;
+  /** A translated stream as the caller's SSE frames (absent: the wire does not stream). */
+  encodeStream?(s: Streaming & { lane: false }, call: { body: Body; model: string }): AsyncIterable<string>;
+  /** A lane's whole answer as the caller gets it (absent: the provider's body as it came). */
+  relayJson?(done: Completed<R> & { lane: true }, call: { echoUpstream: boolean }): unknown;
+  /** A lane's stream event that carries usage, as the caller gets it (absent: as it came). */
+  relayUsage?(frame: RelayFrame, info: RouteInfo): string;
+  /** The frames that end a lane's stream which failed after it started. */
+  streamError(info: RouteInfo, message: string): string[];
+  /** Errors answered in the caller's own format. */
+  readonly renderError: ErrorRenderer;
+  /** The OpenAPI schema of its error body. */
+  readonly errorSchema: TSchema;
+}
+
+/** A chat-kind wire (its answers are chat responses once translated). */
+export type ChatWire = CallerWire<ChatResponse>;
+export type EmbeddingsWire = CallerWire<EmbeddingsResponse>;
+
+/** `model` (a non-empty string) and `stream` (a boolean when given) of any body. */
+export function inspectBody(body: Body): { model: string; stream: boolean } {
+  const { model, stream } = body;
+  if (typeof model !== 'string' || model === '') throw badRequest('model: a model id is required');
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
+    throw badRequest('stream: must be a boolean');
+  return { model, stream: stream === true };
+}
+
+/**
+ * Gatehouse's own request fields (routing preferences, debugging, OpenRouter's extensions): read
+ * by the gateway, never sent to a provider on a lane.
+ */
+export const GATEHOUSE_FIELDS = ['provider', 'models', 'route', 'debug', 'transforms', 'plugins'] as const;
+
+/** The caller's body for a lane: a shallow copy with the upstream's model id and without `drop`. */
+export function withoutFields(body: Body, upstreamModel: string, drop: readonly string[]): Body {
+  const out: Body = { ...body, model: upstreamModel };
+  for (const f of drop) delete out[f];
+  return out;
+}

@@ -1,0 +1,421 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { adminClient, client } from './support/http.js';
+import type { MockUpstream } from './support/mock-upstream.js';
+import { startUpstreams } from './support/upstreams.js';
+
+/**
+ * Pass-through lanes: a caller whose wire format is the provider's own has its body sent upstream
+ * as it is (model id rewritten, Gatehouse's own fields removed), and the answer relayed as it came.
+ */
+describe('pass-through lanes', () => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  let anthropic: Anthropic;
+  let openai: OpenAI;
+  let mgmt: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    const up = await startUpstreams();
+    mock = up.mock;
+    // One model whose first endpoint speaks Anthropic's format and second OpenAI's: a failed lane
+    // falls back to a translated call.
+    const file = up.env.GATEHOUSE_CONFIG as string;
+    const config = JSON.parse(readFileSync(file, 'utf8'));
+    config.models.push({
+      id: 'test/cross',
+      endpoints: [
+        { provider: 'anthropic', upstream_model: 'claude-cross', pricing: { prompt: 1, completion: 2 } },
+        { provider: 'openai', upstream_model: 'gpt-cross', pricing: { prompt: 1, completion: 2 } },
+      ],
+    });
+    config.models.find((m: { id: string }) => m.id === 'test/claude').endpoints[0].pricing = {
+      prompt: 3,
+      completion: 15,
+      cached_prompt: 0.3,
+      cache_write: 3.75,
+    };
+    writeFileSync(file, JSON.stringify(config));
+    gw = await startTestGateway('sqlite', { env: up.env });
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 100,
+    });
+    anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
+    openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+    mgmt = client(gw.url, gw.managementKey);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await mock?.close();
+  });
+  beforeEach(() => mock.reset());
+
+  const generation = async (id: string) => {
+    await gw.services.accountant.flush();
+    const res = await client(gw.url, gw.apiKey)('GET', `/generation?id=${encodeURIComponent(id)}`);
+    expect(res.status, res.text).toBe(200);
+    return res.body.data;
+  };
+
+  describe('/messages → an Anthropic provider', () => {
+    /** A body with what Claude Code sends and Gatehouse knows nothing of. */
+    const claudeLike = {
+      model: 'test/claude',
+      max_tokens: 256,
+      system: [
+        { type: 'text', text: 'You are a coding agent.' },
+        { type: 'text', text: 'Project rules…', cache_control: { type: 'ephemeral' } },
+      ],
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'text', text: 'fix the bug', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+        },
+      ],
+      tools: [
+        {
+          name: 'Read',
+          description: 'Reads a file',
+          input_schema: { type: 'object', properties: {} },
+          cache_control: { type: 'ephemeral' },
+        },
+      ],
+      context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
+      metadata: { user_id: 'user_abc' },
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      a_field_from_next_year: { anything: [1, 2, 3] },
+      // Gatehouse's own fields: never sent upstream.
+      provider: { allow_fallbacks: false },
+      transforms: [],
+      debug: { echo_upstream_body: false },
+    };
+
+    it('sends the body as it is (every field, breakpoints, betas), with the operator key and the upstream model', async () => {
+      mock.enqueue({
+        reply: { text: 'patched', usage: { prompt_tokens: 1200, completion_tokens: 7, cached_tokens: 1000 } },
+      });
+      const res = await fetch(`${gw.url}/api/v1/messages?beta=true`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': gw.apiKey,
+          'anthropic-version': '2023-06-01',
+          'anthropic-beta': 'context-management-2025-06-27,interleaved-thinking-2025-05-14',
+          'x-stainless-lang': 'js',
+        },
+        body: JSON.stringify(claudeLike),
+      });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      expect(res.headers.get('x-gatehouse-route')).toBe('passthrough');
+
+      const up = mock.requests[0]!;
+      const { provider: _p, transforms: _t, debug: _d, ...expected } = claudeLike;
+      expect(up.body).toEqual({ ...expected, model: 'claude-x' });
+      expect(up.headers['anthropic-beta']).toBe(
+        'context-management-2025-06-27,interleaved-thinking-2025-05-14',
+      );
+      expect(up.headers['anthropic-version']).toBe('2023-06-01');
+      expect(up.headers['x-api-key']).toBe('sk-operator-anthropic-00');
+      expect(JSON.stringify(up.headers)).not.toContain(gw.apiKey);
+      expect(up.headers['x-stainless-lang']).toBeUndefined();
+
+      // The answer is the provider's own, byte for byte (its id, model and usage object included).
+      const answer = JSON.parse(text);
+      expect(answer.model).toBe('claude-x');
+      expect(answer.id).toMatch(/^msg_/);
+      expect(answer.usage).toMatchObject({
+        input_tokens: 200,
+        cache_read_input_tokens: 1000,
+        output_tokens: 7,
+      });
+
+      // Recorded as passed through, priced with the cached tokens at their own price, and found by
+      // the id the caller saw as well as by the generation id.
+      const gen = await generation(answer.id);
+      expect(gen).toMatchObject({
+        passthrough: true,
+        upstream_id: answer.id,
+        tokens_prompt: 1200,
+        tokens_completion: 7,
+        native_tokens_cached: 1000,
+        usage_estimated: false,
+        provider_name: 'anthropic',
+      });
+      const cost = (200 * 3 + 1000 * 0.3 + 7 * 15) / 1e6;
+      expect(gen.total_cost).toBeCloseTo(cost, 12);
+      expect((await generation(res.headers.get('x-gatehouse-generation-id')!)).id).toBe(gen.id);
+    });
+
+    it('relays the stream as the provider sent it, and bills what it reported', async () => {
+      mock.enqueue({ reply: { text: 'one two three', usage: { prompt_tokens: 40, completion_tokens: 3 } } });
+      const stream = anthropic.messages.stream({
+        model: 'test/claude',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'count' }],
+      });
+      const events: string[] = [];
+      let startInput = -1;
+      stream.on('streamEvent', (e) => {
+        events.push(e.type);
+        if (e.type === 'message_start') startInput = e.message.usage.input_tokens;
+      });
+      const final = await stream.finalMessage();
+      expect(final.content[0]).toMatchObject({ type: 'text', text: 'one two three' });
+      expect(final.model).toBe('claude-x');
+      expect(startInput).toBe(40);
+      expect(events[0]).toBe('message_start');
+      expect(events.at(-1)).toBe('message_stop');
+      expect(mock.requests[0]!.body.stream).toBe(true);
+      const gen = await generation(final.id);
+      expect(gen).toMatchObject({
+        streamed: true,
+        passthrough: true,
+        tokens_prompt: 40,
+        tokens_completion: 3,
+      });
+    });
+
+    it('answers refusals and upstream errors in Anthropic’s error format', async () => {
+      const g = await mgmt('POST', '/guardrails', { name: 'no claude', ignored_models: ['test/claude'] });
+      const key = await mgmt('POST', '/keys', { name: 'refused' });
+      await mgmt('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+        key_hashes: [key.body.data.hash],
+      });
+      const refused = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: key.body.key, maxRetries: 0 });
+      const err = await refused.messages
+        .create({ model: 'test/claude', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
+        .catch((e) => e);
+      expect(err).toBeInstanceOf(Anthropic.PermissionDeniedError);
+      expect(err.error).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+      expect(mock.requests).toHaveLength(0);
+
+      // The provider's own 400 goes back as it came.
+      mock.enqueue({
+        status: 400,
+        body: {
+          type: 'error',
+          error: { type: 'invalid_request_error', message: 'thinking.budget_tokens: too small' },
+        },
+      });
+      const bad = await anthropic.messages
+        .create({ model: 'test/claude', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
+        .catch((e) => e);
+      expect(bad).toBeInstanceOf(Anthropic.BadRequestError);
+      expect(bad.error).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'thinking.budget_tokens: too small' },
+      });
+    });
+
+    it('ends a stream that fails after it started with Anthropic’s error event, billing what was served', async () => {
+      mock.enqueue({
+        reply: { text: 'a b c d e f g h', usage: { prompt_tokens: 10, completion_tokens: 8 } },
+        dieAfterEvents: 5,
+      });
+      const res = await fetch(`${gw.url}/api/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': gw.apiKey },
+        body: JSON.stringify({
+          model: 'test/claude',
+          max_tokens: 64,
+          stream: true,
+          messages: [{ role: 'user', content: 'x' }],
+        }),
+      });
+      const text = await res.text();
+      expect(res.status).toBe(200);
+      expect(text).toMatch(/event: error\ndata: \{"type":"error","error":\{"type":"api_error"/);
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id')!);
+      expect(gen).toMatchObject({ status: 'error', passthrough: true, tokens_prompt: 10 });
+      expect(gen.total_cost).toBeGreaterThan(0);
+    });
+
+    it('falls back from a failed lane to a provider of another format, translating the request', async () => {
+      mock.enqueue(
+        {
+          match: { format: 'anthropic-messages' },
+          status: 529,
+          error: { type: 'overloaded_error', message: 'Overloaded' },
+        },
+        { match: { format: 'openai-chat' }, reply: { text: 'served by the other side' } },
+      );
+      const { data: msg, response } = await anthropic.messages
+        .create({
+          model: 'test/cross',
+          max_tokens: 64,
+          system: 'be brief',
+          messages: [{ role: 'user', content: 'hi' }],
+        })
+        .withResponse();
+      expect(msg.content[0]).toMatchObject({ type: 'text', text: 'served by the other side' });
+      expect(mock.requests.map((r) => r.format)).toEqual(['anthropic-messages', 'openai-chat']);
+      expect(mock.requests[1]!.body.model).toBe('gpt-cross');
+      expect(response.headers.get('x-gatehouse-route')).toBe('translated');
+      const gen = await generation(response.headers.get('x-gatehouse-generation-id')!);
+      expect(gen).toMatchObject({ passthrough: false, attempts: 2, provider_name: 'openai' });
+    });
+
+    it('redacts inside the native body: system blocks, tool inputs and tool results', async () => {
+      const g = await mgmt('POST', '/guardrails', {
+        name: 'no emails',
+        content_filter_builtins: [{ slug: 'email', action: 'redact', scan_scope: 'all_messages' }],
+      });
+      const key = await mgmt('POST', '/keys', { name: 'filtered' });
+      await mgmt('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+        key_hashes: [key.body.data.hash],
+      });
+      mock.enqueue({ reply: { text: 'ok' } });
+      const res = await client(gw.url, key.body.key)('POST', '/messages', {
+        model: 'test/claude',
+        max_tokens: 64,
+        system: [
+          { type: 'text', text: 'Escalate to boss@example.com', cache_control: { type: 'ephemeral' } },
+        ],
+        messages: [
+          { role: 'user', content: 'mail ada@example.com' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'tool_use', id: 't1', name: 'send', input: { to: ['bob@example.com'], body: 'hi' } },
+            ],
+          },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: 't1', content: 'delivered to carol@example.com' }],
+          },
+        ],
+      });
+      expect(res.status, res.text).toBe(200);
+      const sent = JSON.stringify(mock.requests[0]!.body);
+      expect(sent).not.toMatch(/@example\.com/);
+      expect(mock.requests[0]!.body.system[0]).toMatchObject({ cache_control: { type: 'ephemeral' } });
+      expect(mock.requests[0]!.body.messages[1].content[0].input.body).toBe('hi');
+      expect(sent.match(/\[REDACTED:EMAIL\]/g)).toHaveLength(4);
+    });
+  });
+
+  describe('/chat/completions → an OpenAI provider', () => {
+    it('sends every field OpenAI takes, asks a stream for its usage, and maps OpenRouter’s reasoning', async () => {
+      mock.enqueue({ reply: { text: 'hi there' } });
+      const res = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+        model: 'test/gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+        prompt_cache_key: 'conv-42',
+        service_tier: 'flex',
+        verbosity: 'low',
+        store: true,
+        metadata: { team: 'search' },
+        safety_identifier: 'user-hash',
+        reasoning: { effort: 'low' },
+        prediction: { type: 'content', content: 'hi' },
+        models: ['test/claude'],
+        usage: { include: true },
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(mock.requests[0]!.body).toEqual({
+        model: 'gpt-x',
+        messages: [{ role: 'user', content: 'hi' }],
+        prompt_cache_key: 'conv-42',
+        service_tier: 'flex',
+        verbosity: 'low',
+        store: true,
+        metadata: { team: 'search' },
+        safety_identifier: 'user-hash',
+        reasoning_effort: 'low',
+        prediction: { type: 'content', content: 'hi' },
+      });
+      // The provider's answer, with OpenRouter's additions: nothing of the provider's is lost.
+      expect(res.body).toMatchObject({
+        id: expect.stringMatching(/^chatcmpl-/),
+        model: 'gpt-x',
+        system_fingerprint: 'fp_mock0001',
+        service_tier: 'default',
+        provider: 'openai',
+        usage: { prompt_tokens: expect.any(Number), cost: expect.any(Number), is_byok: false },
+      });
+
+      mock.enqueue({ reply: { text: 'streamed' } });
+      const stream = await openai.chat.completions.create({
+        model: 'test/gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      let text = '';
+      let usage: { cost?: number } | undefined;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? '';
+        if (chunk.usage) usage = chunk.usage as { cost?: number };
+      }
+      expect(text).toBe('streamed');
+      expect(mock.requests[1]!.body.stream_options).toEqual({ include_usage: true });
+      expect(usage?.cost).toBeGreaterThan(0);
+    });
+  });
+
+  describe('/responses → OpenAI’s Responses API', () => {
+    it('sends built-in and custom tools, include, and store upstream as they are', async () => {
+      mock.enqueue({ reply: { text: 'done' } });
+      const body = {
+        model: 'test/gpt',
+        input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'list files' }] }],
+        tools: [
+          { type: 'function', name: 'exec', parameters: { type: 'object', properties: {} } },
+          {
+            type: 'custom',
+            name: 'apply_patch',
+            format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' },
+          },
+          { type: 'namespace', name: 'mcp', tools: [{ type: 'function', name: 'search' }] },
+          { type: 'web_search' },
+        ],
+        include: ['reasoning.encrypted_content'],
+        reasoning: { effort: 'high', summary: 'auto' },
+        store: false,
+        prompt_cache_key: 'thread-1',
+        text: { verbosity: 'low' },
+      };
+      const res = await client(gw.url, gw.apiKey)('POST', '/responses', body);
+      expect(res.status, res.text).toBe(200);
+      expect(mock.requests[0]!.path).toBe('/openai/v1/responses');
+      expect(mock.requests[0]!.body).toEqual({ ...body, model: 'gpt-x' });
+      expect(res.body.object).toBe('response');
+      expect(res.headers.get('x-gatehouse-route')).toBe('passthrough');
+      const gen = await generation(res.body.id);
+      expect(gen).toMatchObject({ passthrough: true, origin: 'responses' });
+    });
+  });
+
+  describe('/embeddings → an OpenAI provider', () => {
+    it('passes fields Gatehouse does not know', async () => {
+      mock.enqueue({ embeddings: [[0.1, 0.2]] });
+      const res = await client(gw.url, gw.apiKey)('POST', '/embeddings', {
+        model: 'test/embed',
+        input: 'x',
+        dimensions: 2,
+        a_new_option: true,
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(mock.requests[0]!.body).toEqual({
+        model: 'emb-x',
+        input: 'x',
+        dimensions: 2,
+        a_new_option: true,
+      });
+    });
+  });
+
+  it('keeps bad input a 400 in the caller’s format: no model, not an object', async () => {
+    const noModel = await client(gw.url, gw.apiKey)('POST', '/messages', { messages: [] });
+    expect(noModel.status).toBe(400);
+    expect(noModel.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    const array = await client(gw.url, gw.apiKey)('POST', '/chat/completions', [1, 2]);
+    expect(array.status).toBe(400);
+    expect(array.body.error.code).toBe(400);
+    expect(mock.requests).toHaveLength(0);
+  });
+});
