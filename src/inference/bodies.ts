@@ -13,7 +13,7 @@ import { chatResponseToMessages, messagesRequestToChat } from '../formats/messag
 import { chatResponseToResponses, responsesRequestToChat } from '../formats/responses.js';
 import type { EndpointName, RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
-import { decorateChatResponse, fullUsage } from './decorate.js';
+import { decorateChatResponse, fullUsage, responsesCost } from './decorate.js';
 
 /**
  * The caller-format request parsers and non-streaming response bodies of each inference endpoint,
@@ -79,7 +79,9 @@ export const responseBodies = {
   messages: (r: Served<ChatResponse>, req: ChatRequest) =>
     chatResponseToMessages({ ...r.response, usage: r.usage, model: r.info.model.id }, req.model),
   responses: (r: Served<ChatResponse>, req: ChatRequest) =>
-    chatResponseToResponses({ ...r.response, usage: r.usage, id: r.info.generationId }, req.model, req),
+    chatResponseToResponses({ ...r.response, usage: r.usage, id: r.info.generationId }, req.model, req, {
+      cost: () => responsesCost(r.cost, r.info.served.credential.isByok),
+    }),
   embeddings: (r: Served<EmbeddingsResponse>) => ({
     ...r.response,
     id: r.info.generationId,

@@ -1,4 +1,5 @@
 import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
+import type { ResponsesCost } from '../formats/responses.js';
 import type { RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
 
@@ -24,6 +25,19 @@ export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
       upstream_inference_cost: isByok ? cost.total : null,
       upstream_inference_prompt_cost: cost.prompt,
       upstream_inference_completions_cost: cost.completion,
+    },
+  };
+}
+
+/** The cost fields of a Responses `usage`: what was charged to credits, and the BYOK provider's cost. */
+export function responsesCost(cost: Cost, isByok: boolean): ResponsesCost {
+  return {
+    cost: isByok ? 0 : cost.total,
+    is_byok: isByok,
+    cost_details: {
+      upstream_inference_cost: isByok ? cost.total : null,
+      upstream_inference_input_cost: cost.prompt,
+      upstream_inference_output_cost: cost.completion,
     },
   };
 }

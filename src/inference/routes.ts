@@ -14,7 +14,7 @@ import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { chatParsers, EmbeddingsBody, embeddingsRequest, responseBodies } from './bodies.js';
-import { decorateChunk, fullUsage } from './decorate.js';
+import { decorateChunk, fullUsage, responsesCost } from './decorate.js';
 import { modelsView } from './models.js';
 import { callAbort, sendSse } from './stream.js';
 
@@ -178,6 +178,10 @@ export async function inferenceRoutes(app: Router, services: Services) {
           withUsage(stream, final, info),
           call.request.model,
           call.request,
+          {
+            cost: (u) =>
+              responsesCost(costOf(info.served.endpoint.pricing, u), info.served.credential.isByok),
+          },
         )) {
           yield sseJson(e.data, e.event);
         }
