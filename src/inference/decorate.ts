@@ -75,7 +75,8 @@ function withoutEmptyDetails(choices: ChatResponse['choices']): ChatResponse['ch
 /**
  * A non-streaming chat completion as the caller sees it. The message keeps `reasoning` (the joined
  * text) and, when the provider returned any, `reasoning_details` (its reasoning state, signatures
- * included, to be sent back with the message in a later turn).
+ * included, to be sent back with the message in a later turn). `system_fingerprint` is the
+ * upstream's, or null: the OpenRouter client requires the field.
  */
 export function decorateChatResponse(
   res: ChatResponse,
@@ -86,6 +87,7 @@ export function decorateChatResponse(
 ) {
   return {
     ...res,
+    system_fingerprint: res.system_fingerprint ?? null,
     choices: withoutEmptyDetails(res.choices),
     id: info.generationId,
     model: info.model.id,
