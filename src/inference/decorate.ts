@@ -101,9 +101,10 @@ export function decorateChatResponse(
 
 /**
  * A streamed chunk as the caller sees it: the generation id and the catalog model id. Deltas pass
- * through as the provider adapter made them, `reasoning_details` fragments included.
+ * through as the provider adapter made them, `reasoning_details` fragments included; the early
+ * prompt count (`prompt_usage`, internal) does not: Chat Completions reports usage at the end.
  */
-export const decorateChunk = (chunk: ChatChunk, info: RouteInfo) => ({
+export const decorateChunk = ({ prompt_usage: _, ...chunk }: ChatChunk, info: RouteInfo) => ({
   ...chunk,
   id: info.generationId,
   model: info.model.id,
