@@ -1,9 +1,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import type { TestGateway } from './support/gateway.js';
 import type { MockUpstream } from './support/mock-upstream.js';
-import { startUpstreams } from './support/upstreams.js';
+import { gatewayWithUpstreams } from './support/upstreams.js';
 
 /**
  * The `openai` and `@anthropic-ai/sdk` clients through Gatehouse, with their own helpers
@@ -34,17 +34,13 @@ describe('the openai and Anthropic clients read back what they expect', () => {
   let mock: MockUpstream;
   let openai: OpenAI;
   let anthropic: Anthropic;
+  let stop: () => Promise<void>;
   beforeAll(async () => {
-    const up = await startUpstreams();
-    mock = up.mock;
-    gw = await startTestGateway('sqlite', { env: up.env });
+    ({ gw, mock, stop } = await gatewayWithUpstreams());
     openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
     anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await mock?.close();
-  });
+  afterAll(() => stop?.());
   beforeEach(() => {
     mock.reset();
     mock.enqueue({ reply, times: 2 });

@@ -1,9 +1,9 @@
 import { OpenRouter } from '@openrouter/sdk';
 import type * as models from '@openrouter/sdk/models';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import type { TestGateway } from './support/gateway.js';
 import type { MockUpstream } from './support/mock-upstream.js';
-import { startUpstreams } from './support/upstreams.js';
+import { gatewayWithUpstreams } from './support/upstreams.js';
 
 /**
  * Every inference operation of the official `@openrouter/sdk` that Gatehouse serves, called with
@@ -37,21 +37,17 @@ describe('the official OpenRouter SDK against Gatehouse, response validation on'
   let gw: TestGateway;
   let mock: MockUpstream;
   let sdk: OpenRouter;
+  let stop: () => Promise<void>;
   beforeAll(async () => {
-    const up = await startUpstreams();
-    mock = up.mock;
     // Default settings: no credits are needed (GATEHOUSE_CREDITS=off).
-    gw = await startTestGateway('sqlite', { env: up.env });
+    ({ gw, mock, stop } = await gatewayWithUpstreams());
     sdk = new OpenRouter({
       serverURL: `${gw.url}/api/v1`,
       apiKey: gw.apiKey,
       retryConfig: { strategy: 'none' },
     });
   });
-  afterAll(async () => {
-    await gw?.stop();
-    await mock?.close();
-  });
+  afterAll(() => stop?.());
   beforeEach(() => mock.reset());
 
   const reply = { text: 'upstream says hi', usage: { prompt_tokens: 20, completion_tokens: 6 } };

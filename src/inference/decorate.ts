@@ -3,8 +3,19 @@ import type { ResponsesCost } from '../formats/responses.js';
 import type { RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
 
+/**
+ * What a call charged to credits and what its BYOK provider charged: a BYOK call costs no credits
+ * (`cost: 0`), its price is the provider's (`upstream_inference_cost`, null for other calls).
+ */
+const charged = (cost: Cost, isByok: boolean) => ({
+  cost: isByok ? 0 : cost.total,
+  is_byok: isByok,
+  upstream_inference_cost: isByok ? cost.total : null,
+});
+
 /** The full usage object of a chat body: token details, cost and cost details, BYOK flag. */
 export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
+  const c = charged(cost, isByok);
   return {
     prompt_tokens: usage.prompt_tokens,
     completion_tokens: usage.completion_tokens,
@@ -19,10 +30,10 @@ export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
       audio_tokens: usage.completion_tokens_details?.audio_tokens ?? 0,
       image_tokens: 0,
     },
-    cost: isByok ? 0 : cost.total,
-    is_byok: isByok,
+    cost: c.cost,
+    is_byok: c.is_byok,
     cost_details: {
-      upstream_inference_cost: isByok ? cost.total : null,
+      upstream_inference_cost: c.upstream_inference_cost,
       upstream_inference_prompt_cost: cost.prompt,
       upstream_inference_completions_cost: cost.completion,
     },
@@ -31,11 +42,12 @@ export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
 
 /** The cost fields of a Responses `usage`: what was charged to credits, and the BYOK provider's cost. */
 export function responsesCost(cost: Cost, isByok: boolean): ResponsesCost {
+  const c = charged(cost, isByok);
   return {
-    cost: isByok ? 0 : cost.total,
-    is_byok: isByok,
+    cost: c.cost,
+    is_byok: c.is_byok,
     cost_details: {
-      upstream_inference_cost: isByok ? cost.total : null,
+      upstream_inference_cost: c.upstream_inference_cost,
       upstream_inference_input_cost: cost.prompt,
       upstream_inference_output_cost: cost.completion,
     },
