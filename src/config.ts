@@ -28,6 +28,12 @@ export interface Config {
   redisUrl: string | null;
   /** Prefix of Gatehouse's Redis keys and channels (GATEHOUSE_REDIS_PREFIX): deployments or test runs apart on one Redis. */
   redisPrefix: string;
+  /**
+   * Whether calls paid on the operator's provider keys need a credit balance (GATEHOUSE_CREDITS):
+   * `off` (default) records usage and cost but refuses nothing for want of credits; `enforce`
+   * answers 402 once the organization's balance is spent.
+   */
+  credits: CreditsMode;
   /** Deadline of one upstream attempt, ms (GATEHOUSE_UPSTREAM_TIMEOUT_MS). */
   upstreamTimeoutMs: number;
   /** How long recorded generations wait to be written in one group commit, ms (GATEHOUSE_ACCOUNTING_INTERVAL_MS). */
@@ -115,6 +121,8 @@ export interface BatchConfig {
 
 type Env = Record<string, string | undefined>;
 
+export type CreditsMode = 'enforce' | 'off';
+
 const isOff = (v: string | undefined) => ['off', 'false', '0'].includes((v ?? '').toLowerCase());
 const isOn = (v: string | undefined) => ['on', 'true', '1'].includes((v ?? '').toLowerCase());
 const listFrom = (v: string | undefined) =>
@@ -129,6 +137,13 @@ function intFrom(env: Env, name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
   return n;
+}
+
+function creditsMode(env: Env): CreditsMode {
+  const raw = (env.GATEHOUSE_CREDITS ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'off') return 'off';
+  if (raw === 'enforce') return 'enforce';
+  throw new Error("GATEHOUSE_CREDITS must be 'enforce' or 'off'");
 }
 
 /**
@@ -173,6 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_RATE_LIMIT_WINDOW', 60),
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.GATEHOUSE_REDIS_PREFIX || 'gatehouse',
+    credits: creditsMode(env),
     upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
     accountingIntervalMs: intFrom(env, 'GATEHOUSE_ACCOUNTING_INTERVAL_MS', 25),
     maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),

@@ -44,7 +44,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   const usage = new UsageService(db);
   // Hot-path caches of the routing engine: effective policies and spend counters.
   const policy = new PolicyService(db);
-  const spend = new SpendTracker(db);
+  const spend = new SpendTracker(db, { credits: config.credits });
   // Other nodes hear of this node's writes and spend at once through Redis (no-op without REDIS_URL).
   const cluster = new ClusterBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger: log });
   const policyWrites = {
@@ -168,7 +168,6 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   /** Charges the media service's priced routes to API-key callers (serve shares this process). */
   const media = mediaBilling({
     guard,
-    balance: (organizationId) => credits.balance(organizationId),
     record: (row) => accountant.record(row),
   });
 

@@ -74,9 +74,9 @@ const FAST = {
   GATEHOUSE_BATCH_RATE_LIMIT: '0',
 };
 
-/** A gateway with `env` whose organization holds $100 of credits. */
+/** A gateway with `env` enforcing credits, whose organization holds $100 of them. */
 async function gatewayWithCredits(db: DbKind, env: Record<string, string> = {}): Promise<TestGateway> {
-  const gw = await startTestGateway(db, { env: { ...FAST, ...env } });
+  const gw = await startTestGateway(db, { env: { ...FAST, GATEHOUSE_CREDITS: 'enforce', ...env } });
   await adminClient(gw.url)('POST', '/admin/credits', {
     organization_id: gw.organizationId,
     amount_usd: 100,

@@ -103,3 +103,46 @@ describe.each(databases)('credits (%s)', (db) => {
     expect((await client(gw.url, gw.managementKey)('GET', '/credits')).body).toEqual(before);
   });
 });
+
+describe('the first call on a fresh install', () => {
+  const first = (gw: TestGateway) =>
+    client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+      model: 'gatehouse/echo',
+      messages: [{ role: 'user', content: 'first call' }],
+    });
+
+  it('succeeds with the default settings: no credits needed, the call still priced and recorded', async () => {
+    const gw = await startTestGateway('sqlite');
+    try {
+      const res = await first(gw);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.choices[0].message.content).toBe('first call');
+      expect(res.body.usage.cost).toBeGreaterThan(0);
+      await gw.services.accountant.flush();
+      const totals = (await client(gw.url, gw.managementKey)('GET', '/credits')).body.data;
+      expect(totals.total_credits).toBe(0);
+      expect(totals.total_usage).toBeCloseTo(res.body.usage.cost, 12);
+    } finally {
+      await gw.stop();
+    }
+  });
+
+  it('with GATEHOUSE_CREDITS=enforce is a 402 naming the command and the request that add credits', async () => {
+    const gw = await startTestGateway('sqlite', { env: { GATEHOUSE_CREDITS: 'enforce' } });
+    try {
+      const refused = await first(gw);
+      expect(refused.status).toBe(402);
+      const message: string = refused.body.error.message;
+      expect(message).toContain(`gatehouse credits add --org ${gw.organizationId} --amount <USD>`);
+      // The request it names, sent as written (with an amount), lets the same call through.
+      const named = /`POST \/api\/v1(\/admin\/credits)` (\{.*?\})/.exec(message);
+      expect(named, message).not.toBeNull();
+      const [, path, body] = named as RegExpExecArray;
+      const grant = await adminClient(gw.url)('POST', path as string, (body as string).replace('<USD>', '5'));
+      expect(grant.status).toBe(201);
+      expect((await first(gw)).status).toBe(200);
+    } finally {
+      await gw.stop();
+    }
+  });
+});

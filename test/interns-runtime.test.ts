@@ -65,7 +65,9 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
     await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
     echoUrl = `http://127.0.0.1:${(echo.address() as AddressInfo).port}`;
 
-    g = await startTestGateway(db, { env: { GATEHOUSE_INTERNS_EGRESS_PRIVATE: 'on' } });
+    g = await startTestGateway(db, {
+      env: { GATEHOUSE_INTERNS_EGRESS_PRIVATE: 'on', GATEHOUSE_CREDITS: 'enforce' },
+    });
     caller = (await g.services.keys.authenticate(g.apiKey)) as Caller;
     const now = new Date().toISOString();
     await g.services.db

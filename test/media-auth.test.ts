@@ -64,7 +64,7 @@ describe('media auth: keys (the gateway database)', () => {
   const dbUrl = () => `sqlite:${join(dir, 'gateway', 'gatehouse.db')}`;
 
   beforeAll(async () => {
-    gw = await startTestGateway('sqlite', { env: { DATABASE_URL: dbUrl() } });
+    gw = await startTestGateway('sqlite', { env: { DATABASE_URL: dbUrl(), GATEHOUSE_CREDITS: 'enforce' } });
   });
   afterAll(async () => {
     await closeKeys?.();

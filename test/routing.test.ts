@@ -16,7 +16,9 @@ describe('routing through real upstream wire formats', () => {
   beforeAll(async () => {
     const up = await startUpstreams();
     mock = up.mock;
-    gw = await startTestGateway('sqlite', { env: { ...up.env, GATEHOUSE_UPSTREAM_TIMEOUT_MS: '700' } });
+    gw = await startTestGateway('sqlite', {
+      env: { ...up.env, GATEHOUSE_UPSTREAM_TIMEOUT_MS: '700', GATEHOUSE_CREDITS: 'enforce' },
+    });
     await adminClient(gw.url)('POST', '/admin/credits', {
       organization_id: gw.organizationId,
       amount_usd: 100,
@@ -370,6 +372,8 @@ describe('routing through real upstream wire formats', () => {
     });
     expect(res.status).toBe(402);
     expect(res.body.error.message).toMatch(/credit|balance/i);
+    // It names the command that adds credits to this organization.
+    expect(res.body.error.message).toContain(`gatehouse credits add --org ${other.organizationId}`);
     await client(gw.url, other.managementKey)('POST', '/byok', {
       provider: 'openai',
       key: 'sk-broke-byok-000000',

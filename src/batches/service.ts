@@ -2,7 +2,6 @@ import type SQLite from 'better-sqlite3';
 import type { Caller } from '../accounts/caller.js';
 import type { BatchConfig } from '../config.js';
 import type { SpendTracker } from '../credits/spend.js';
-import { formatUsd } from '../credits/spend.js';
 import type { Db } from '../db/connection.js';
 import { ApiError, conflict, forbidden, notFound } from '../lib/errors.js';
 import type { Catalog } from '../routing/catalog.js';
@@ -26,7 +25,7 @@ export interface BatchesDeps {
   sqlite?: SQLite.Database | null;
   engine: Engine;
   catalog: Catalog;
-  spend: Pick<SpendTracker, 'balance'>;
+  spend: Pick<SpendTracker, 'checkBalance'>;
   config: BatchConfig;
   /** Batch creations per key (429 beyond). */
   limiter: RateLimiter;
@@ -131,8 +130,9 @@ export class BatchesService {
   }
 
   /**
-   * The guardrail (model and providers, key limits and budgets: 403) and the balance (402): the
-   * estimate prices every request at the first endpoint that would serve it. Returns the estimate.
+   * The guardrail (model and providers, key limits and budgets: 403) and, when credits are
+   * enforced, the balance (402): the estimate prices every request at the first endpoint that
+   * would serve it. Returns the estimate.
    */
   private async admit(caller: Caller, b: IngestResult): Promise<number> {
     const kind = BATCH_ENDPOINTS[b.endpoint] === 'embeddings' ? 'embeddings' : 'chat';
@@ -148,13 +148,10 @@ export class BatchesService {
     const estimate =
       (b.estimate.promptTokens * p.prompt + completionTokens * p.completion) / 1e6 +
       (p.request ?? 0) * b.count;
-    const balance = await this.deps.spend.balance(caller.organizationId);
-    if (balance <= 0 || balance < estimate) {
-      throw new ApiError(
-        402,
-        `Insufficient credits for this batch: its estimated cost is ${formatUsd(estimate)} and the organization's balance is ${formatUsd(balance)}`,
-      );
-    }
+    const paying = await this.deps.spend.checkBalance(caller.organizationId, {
+      cost: { usd: estimate, of: "this batch's estimated cost" },
+    });
+    if (!paying.ok) throw new ApiError(402, paying.reason);
     return estimate;
   }
 

@@ -13,13 +13,12 @@ const CODES: Record<number, string> = { 402: 'insufficient_credits', 403: 'forbi
  * engine does inference calls: the key's rate limit (429), spending limit and guardrail budgets,
  * the guardrail's model lists (the route as model `media/<kind>/<route>`), provider lists and
  * content filters on the prompt (403: block refuses, redact rewrites what the provider gets, flag
- * passes), and the balance (402) for priced routes (`price_usd`). A served generation is a row
+ * passes), and the balance (402, when GATEHOUSE_CREDITS=enforce) for priced routes (`price_usd`). A served generation is a row
  * like an inference call's (endpoint `media`, no tokens) recorded through the same accountant, so
  * the key's usage, guardrail budgets and the credits balance count it.
  */
 export function mediaBilling(deps: {
   guard: CallGuard;
-  balance: (organizationId: string) => Promise<number>;
   /** Queues the row; the promise resolves once it is journaled (before the answer goes out). */
   record: (row: GenerationRow) => void | Promise<void>;
 }): MediaBilling {
@@ -45,15 +44,8 @@ export function mediaBilling(deps: {
           'prompt',
         );
       if (g.costUsd > 0) {
-        const paying = await checks.balance();
+        const paying = await checks.balance({ usd: g.costUsd, of: "this generation's price" });
         if (!paying.ok) refuse(paying);
-        const balance = await deps.balance(caller.organizationId);
-        if (balance < g.costUsd)
-          throw new MediaError(
-            402,
-            'insufficient_credits',
-            `Insufficient credits: the organization's balance is $${balance.toFixed(2)} and this generation costs $${g.costUsd.toFixed(2)}`,
-          );
       }
       const content = filtered.messages[0]?.content;
       return typeof content === 'string' ? content : g.prompt;

@@ -224,11 +224,12 @@ describe('SpendTracker', () => {
     expect(await spend.balance(ORG)).toBe(6);
     record(6, now);
     expect(await spend.balance(ORG)).toBe(0);
-    expect(await spend.checkBalance(ORG)).toEqual({
-      ok: false,
-      reason:
-        "Insufficient credits: the organization's balance is $0.00; add credits or use your own provider key (BYOK)",
-    });
+    const refused = await spend.checkBalance(ORG);
+    expect(refused.ok).toBe(false);
+    // The refusal says what to run to add credits, for this organization.
+    expect(!refused.ok && refused.reason).toMatch(
+      /^Insufficient credits: the organization's balance is \$0\.00\. An operator adds credits with `gatehouse credits add --org org-1 --amount <USD>` or `POST \/api\/v1\/admin\/credits` \{"organization_id":"org-1","amount_usd":<USD>\}/,
+    );
     expect(await spend.checkBalance(ORG, { byok: true })).toEqual({ ok: true });
     expect(balanceRequired(true)).toBe(false);
     expect(balanceRequired(false)).toBe(true);
@@ -239,6 +240,19 @@ describe('SpendTracker', () => {
     // The recorded call's row is not written yet: it still counts after the reload.
     expect(await spend.balance(ORG)).toBe(5 + 10 - 4 - 6);
     expect(await spend.checkBalance(ORG)).toEqual({ ok: true });
+    // A cost (a batch's estimate, a media price) must be covered, not only a positive balance.
+    const short = await spend.checkBalance(ORG, { cost: { usd: 7.5, of: "this batch's estimated cost" } });
+    expect(!short.ok && short.reason).toMatch(
+      /^Insufficient credits: this batch's estimated cost is \$7\.50 and the organization's balance is \$5\.00\. /,
+    );
+    expect(await spend.checkBalance(ORG, { cost: { usd: 5, of: 'x' } })).toEqual({ ok: true });
+  });
+
+  it('refuses nothing for want of credits when credits are off', async () => {
+    const off = new SpendTracker(handle.db, { now: () => now, credits: 'off' });
+    expect(await off.balance(ORG)).toBe(0);
+    expect(await off.checkBalance(ORG)).toEqual({ ok: true });
+    expect(await off.checkBalance(ORG, { cost: { usd: 100, of: 'x' } })).toEqual({ ok: true });
   });
 });
 

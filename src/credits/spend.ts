@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { Caller } from '../accounts/caller.js';
+import type { CreditsMode } from '../config.js';
 import type { Db } from '../db/connection.js';
 import type { BudgetRule, EffectivePolicy } from '../guardrails/policy.js';
 import { type ResetInterval, windowStart } from '../lib/time.js';
@@ -65,6 +66,8 @@ export interface SpendTrackerOptions {
   max?: number;
   /** Told about background refreshes that failed (the stale counters stay in use). */
   onError?: (err: unknown) => void;
+  /** `off`: `checkBalance` lets every call through (GATEHOUSE_CREDITS). Default `enforce`. */
+  credits?: CreditsMode;
 }
 
 export const SPEND_REFRESH_MS = 30_000;
@@ -147,6 +150,15 @@ export function windowEnd(interval: ResetInterval, now: Date): Date {
   }
 }
 
+/**
+ * The end of every 402: how an operator adds credits to the organization (the CLI or the operator
+ * API), so that whoever reads the refusal knows the exact next step.
+ */
+export const howToAddCredits = (organizationId: string): string =>
+  `An operator adds credits with \`gatehouse credits add --org ${organizationId} --amount <USD>\` or ` +
+  `\`POST /api/v1/admin/credits\` {"organization_id":"${organizationId}","amount_usd":<USD>}; ` +
+  'calls on your own provider key (BYOK) need none. Credits are enforced because GATEHOUSE_CREDITS=enforce.';
+
 /** Whether a BYOK call needs credits: it does not (the provider bills the organization directly). */
 export const balanceRequired = (isByok: boolean): boolean => !isByok;
 
@@ -157,6 +169,7 @@ export class SpendTracker {
   private readonly now: () => number;
   private readonly refreshMs: number;
   private readonly onError: (err: unknown) => void;
+  private readonly credits: CreditsMode;
 
   constructor(
     private readonly db: Db,
@@ -169,6 +182,7 @@ export class SpendTracker {
     this.now = opts.now ?? Date.now;
     this.refreshMs = opts.refreshMs ?? SPEND_REFRESH_MS;
     this.onError = opts.onError ?? (() => {});
+    this.credits = opts.credits ?? 'enforce';
   }
 
   // -------------------------------------------------------------------------------------------
@@ -289,16 +303,23 @@ export class SpendTracker {
   }
 
   /**
-   * Whether the organization can pay for the call: refuses when its balance is zero or less. A
-   * BYOK call (`byok: true`) needs no credits and always passes; see `balanceRequired`.
+   * Whether the organization can pay: its balance is above zero and, when `cost` is given (a
+   * batch's estimate, a media generation's price), covers it. Always yes for a BYOK call (`byok`;
+   * see `balanceRequired`) and for every call when credits are not enforced (`credits: 'off'`).
+   * `cost.of` names the cost in the refusal ("this batch's estimated cost").
    */
-  async checkBalance(organizationId: string, opts: { byok?: boolean } = {}): Promise<Verdict> {
-    if (opts.byok) return { ok: true };
+  async checkBalance(
+    organizationId: string,
+    opts: { byok?: boolean; cost?: { usd: number; of: string } } = {},
+  ): Promise<Verdict> {
+    if (opts.byok || this.credits === 'off') return { ok: true };
     const balance = await this.balance(organizationId);
-    if (balance > 0) return { ok: true };
+    const { cost } = opts;
+    if (balance > 0 && (!cost || balance >= cost.usd)) return { ok: true };
+    const costText = cost ? `${cost.of} is ${formatUsd(cost.usd)} and ` : '';
     return {
       ok: false,
-      reason: `Insufficient credits: the organization's balance is ${formatUsd(balance)}; add credits or use your own provider key (BYOK)`,
+      reason: `Insufficient credits: ${costText}the organization's balance is ${formatUsd(balance)}. ${howToAddCredits(organizationId)}`,
     };
   }
 

@@ -148,6 +148,9 @@ export interface ChatChunkToolCall {
   function?: { name?: string; arguments?: string };
 }
 
+/** The prompt's side of a usage: what is known of a call before its answer. */
+export type PromptUsage = Pick<Usage, 'prompt_tokens' | 'prompt_tokens_details'>;
+
 export interface ChatChunk {
   id: string;
   object: 'chat.completion.chunk';
@@ -169,6 +172,13 @@ export interface ChatChunk {
   }[];
   /** Present on the last chunk (OpenAI sends it with empty `choices`). */
   usage?: Usage | null;
+  /**
+   * The prompt's token counts when the upstream tells them before the answer (Anthropic's
+   * message_start, Gemini's first usageMetadata, the development provider): set by an adapter on
+   * its FIRST chunk only, so a caller format that reports them up front (Anthropic's message_start)
+   * can. Internal: not a field of any wire format, and not the call's usage (that is `usage`).
+   */
+  prompt_usage?: PromptUsage;
 }
 
 export interface EmbeddingsRequest {

@@ -908,6 +908,42 @@ describe('chatStreamToMessages', () => {
     });
   });
 
+  it('puts the prompt count an upstream told up front in message_start, the final counts in message_delta', async () => {
+    const first: ChatChunk = {
+      ...chunk({ role: 'assistant', content: '' }),
+      prompt_usage: {
+        prompt_tokens: 120,
+        prompt_tokens_details: { cached_tokens: 50, cache_write_tokens: 20 },
+      },
+    };
+    const text = await sseText(
+      chatStreamToMessages(from([first, ...TEXT_STREAM.slice(1, -1), usageChunk(USAGE)]), 'm'),
+    );
+    const { client } = clientAnswering(text, 'text/event-stream');
+    const stream = client.messages.stream(PARAMS);
+    const starts: unknown[] = [];
+    stream.on('streamEvent', (e) => {
+      // A copy: the client accumulates the rest of the stream into this very object.
+      if (e.type === 'message_start') starts.push(structuredClone(e.message.usage));
+    });
+    const final = await stream.finalMessage();
+    // As Anthropic counts: input excludes cache reads and writes.
+    expect(starts).toEqual([
+      expect.objectContaining({
+        input_tokens: 50,
+        cache_read_input_tokens: 50,
+        cache_creation_input_tokens: 20,
+        output_tokens: 0,
+      }),
+    ]);
+    expect(final.usage).toMatchObject({
+      input_tokens: 50,
+      cache_read_input_tokens: 50,
+      cache_creation_input_tokens: 20,
+      output_tokens: 40,
+    });
+  });
+
   it('ends with an error event (not a throw) when the input fails, and the client sees the failure', async () => {
     const events = await collect(
       chatStreamToMessages(from(TEXT_STREAM.slice(0, 2), new Error('upstream reset')), 'claude-test'),

@@ -622,9 +622,11 @@ const sse = (data: AnthropicStreamEvent): AnthropicSseEvent => ({ event: data.ty
  * content_block_start / content_block_delta… / content_block_stop → message_delta → message_stop.
  * Thinking blocks end with a `signature_delta` carrying the upstream's real signature (an Anthropic
  * upstream's, from its `reasoning_details`), else THINKING_SIGNATURE; `redacted_thinking` blocks
- * come whole in their content_block_start. Final usage (from the
- * last canonical chunk) is reported in message_delta, input counts included. If the input fails,
- * an `error` event is the last thing emitted (the iterator's error is not rethrown).
+ * come whole in their content_block_start. Usage as Anthropic reports it: message_start carries the
+ * input counts when the first canonical chunk has them (`prompt_usage`, see ChatChunk; else 0), and
+ * message_delta the final ones (from the last canonical chunk), cumulative, input and cache counts
+ * included — the totals clients keep. If the input fails, an `error` event is the last thing
+ * emitted (the iterator's error is not rethrown).
  */
 export async function* chatStreamToMessages(
   chunks: AsyncIterable<ChatChunk>,
@@ -632,7 +634,14 @@ export async function* chatStreamToMessages(
 ): AsyncGenerator<AnthropicSseEvent> {
   for await (const s of segmentChatStream(chunks, { reasoningFormat: FORMAT })) {
     switch (s.type) {
-      case 'begin':
+      case 'begin': {
+        // The prompt's counts when the upstream told them up front, as Anthropic's message_start
+        // has them; message_delta repeats every count, cumulative, at the end.
+        const prompt: Usage | null = s.prompt && {
+          ...s.prompt,
+          completion_tokens: 0,
+          total_tokens: s.prompt.prompt_tokens,
+        };
         yield sse({
           type: 'message_start',
           message: {
@@ -644,12 +653,13 @@ export async function* chatStreamToMessages(
             stop_reason: null,
             stop_sequence: null,
             stop_details: null,
-            usage: { ...anthropicUsage(s.usage), output_tokens: 0 },
+            usage: { ...anthropicUsage(prompt), output_tokens: 0, output_tokens_details: null },
             container: null,
             diagnostics: null,
           },
         });
         break;
+      }
       case 'open':
         yield sse({ type: 'content_block_start', index: s.index, content_block: startBlock(s.block) });
         break;

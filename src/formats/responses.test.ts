@@ -21,6 +21,8 @@ import { sseJson } from './sse.js';
 
 const ID = 'chatcmpl-abc123';
 const CREATED = 1_700_000_000;
+/** A fixed clock for `completed_at`, so whole responses compare equal. */
+const AT = { now: () => (CREATED + 2) * 1000 };
 type Delta = ChatChunk['choices'][number]['delta'];
 
 const chunk = (delta: Delta, finish: FinishReason | null = null): ChatChunk => ({
@@ -200,6 +202,8 @@ describe('responsesRequestToChat', () => {
       max_output_tokens: 500,
       temperature: 0.5,
       top_p: 0.8,
+      presence_penalty: 0.5,
+      frequency_penalty: -0.25,
       tools: [
         {
           type: 'function',
@@ -264,6 +268,8 @@ describe('responsesRequestToChat', () => {
       max_tokens: 500,
       temperature: 0.5,
       top_p: 0.8,
+      presence_penalty: 0.5,
+      frequency_penalty: -0.25,
       tools: [
         {
           type: 'function',
@@ -339,6 +345,8 @@ describe('responsesRequestToChat', () => {
     ['reasoning.effort', { ...ok, reasoning: { effort: 'extreme' } }],
     ['max_output_tokens', { ...ok, max_output_tokens: 0 }],
     ['temperature', { ...ok, temperature: 3 }],
+    ['presence_penalty', { ...ok, presence_penalty: 2.5 }],
+    ['frequency_penalty', { ...ok, frequency_penalty: '1' }],
     [
       'input[0].content[0].file_id',
       item({ role: 'user', content: [{ type: 'input_image', file_id: 'file_1', detail: 'auto' }] }),
@@ -385,6 +393,8 @@ const REQUEST: ChatRequest = {
   max_tokens: 300,
   temperature: 0.2,
   top_p: 0.9,
+  presence_penalty: 0.1,
+  frequency_penalty: 0.2,
   tools: [
     { type: 'function', function: { name: 'get_weather', parameters: { type: 'object' }, strict: true } },
   ],
@@ -418,14 +428,18 @@ describe('chatResponseToResponses', () => {
         USAGE,
       ),
       'openai/gpt-test',
+      undefined,
+      AT,
     );
     expect(r).toEqual({
       id: 'resp_abc123',
       object: 'response',
       created_at: CREATED,
+      completed_at: CREATED + 2,
       status: 'completed',
       background: false,
       error: null,
+      frequency_penalty: null,
       incomplete_details: null,
       instructions: null,
       max_output_tokens: null,
@@ -451,6 +465,7 @@ describe('chatResponseToResponses', () => {
         },
       ],
       parallel_tool_calls: true,
+      presence_penalty: null,
       previous_response_id: null,
       reasoning: { effort: null, summary: null },
       store: false,
@@ -479,6 +494,8 @@ describe('chatResponseToResponses', () => {
       max_output_tokens: 300,
       temperature: 0.2,
       top_p: 0.9,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.2,
       parallel_tool_calls: false,
       tool_choice: { type: 'function', name: 'get_weather' },
       tools: [
@@ -496,12 +513,29 @@ describe('chatResponseToResponses', () => {
     });
   });
 
+  it('adds the cost fields to usage when given a pricing of the final usage', () => {
+    const cost = (u: Usage) => ({
+      cost: u.prompt_tokens * 1e-6,
+      is_byok: false,
+      cost_details: {
+        upstream_inference_cost: null,
+        upstream_inference_input_cost: u.prompt_tokens * 1e-6,
+        upstream_inference_output_cost: 0,
+      },
+    });
+    const r = chatResponseToResponses(TEXT_RESPONSE, 'gpt-test', undefined, { cost });
+    expect(r.usage).toMatchObject({ input_tokens: SMALL_USAGE.prompt_tokens, is_byok: false });
+    expect(r.usage?.cost).toBeCloseTo(SMALL_USAGE.prompt_tokens * 1e-6, 12);
+    expect(r.usage?.cost_details?.upstream_inference_input_cost).toBe(r.usage?.cost);
+  });
+
   it('marks length and content_filter as incomplete, maps refusals and logprobs', () => {
     const truncated = chatResponseToResponses(
       response({ role: 'assistant', content: 'Trunc' }, 'length'),
       'm',
     );
     expect(truncated.status).toBe('incomplete');
+    expect(truncated.completed_at).toBeNull();
     expect(truncated.incomplete_details).toEqual({ reason: 'max_output_tokens' });
     expect(truncated.output[0]).toMatchObject({ type: 'message', status: 'incomplete' });
     expect(truncated.usage).toEqual({
@@ -570,7 +604,7 @@ describe('chatResponseToResponses', () => {
 
 describe('chatStreamToResponses', () => {
   it('emits the real event sequence for a text stream (golden)', async () => {
-    const events = await collect(chatStreamToResponses(from(TEXT_STREAM), 'gpt-test'));
+    const events = await collect(chatStreamToResponses(from(TEXT_STREAM), 'gpt-test', undefined, AT));
     expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i));
     for (const e of events) expect(e.data.type).toBe(e.event);
     const item = {
@@ -610,6 +644,7 @@ describe('chatStreamToResponses', () => {
     expect(created.response).toMatchObject({
       id: 'resp_abc123',
       status: 'in_progress',
+      completed_at: null,
       output: [],
       model: 'gpt-test',
     });
@@ -618,7 +653,7 @@ describe('chatStreamToResponses', () => {
     expect(events.at(-1)?.data).toEqual({
       type: 'response.completed',
       sequence_number: 9,
-      response: chatResponseToResponses(TEXT_RESPONSE, 'gpt-test'),
+      response: chatResponseToResponses(TEXT_RESPONSE, 'gpt-test', undefined, AT),
     });
   });
 
@@ -687,6 +722,7 @@ describe('chatStreamToResponses', () => {
         type: 'response.function_call_arguments.done',
         item_id: 'fc_abc123_1',
         output_index: 1,
+        name: 'get_weather',
         arguments: '{"city":"Paris"}',
       },
       {
@@ -729,6 +765,7 @@ describe('chatStreamToResponses', () => {
         type: 'response.function_call_arguments.done',
         item_id: 'fc_abc123_2',
         output_index: 2,
+        name: 'get_time',
         arguments: '{"tz":"CET"}',
       },
       {
@@ -751,13 +788,13 @@ describe('chatStreamToResponses', () => {
     ['reasoning + text', REASONING_STREAM, REASONING_RESPONSE],
     ['parallel tool calls', TOOLS_STREAM, TOOLS_RESPONSE],
   ])('%s: the official ResponseStream ends with exactly the non-streamed response', async (_name, chunks, res) => {
-    const text = await sseText(chatStreamToResponses(from(chunks), 'gpt-test', REQUEST));
+    const text = await sseText(chatStreamToResponses(from(chunks), 'gpt-test', REQUEST, AT));
     const { client } = clientAnswering(text, 'text/event-stream');
     const stream = client.responses.stream(PARAMS);
     const deltas: string[] = [];
     stream.on('response.output_text.delta', (e) => deltas.push(e.delta));
     const final = await stream.finalResponse();
-    const expected = chatResponseToResponses(res, 'gpt-test', REQUEST);
+    const expected = chatResponseToResponses(res, 'gpt-test', REQUEST, AT);
     expect(withoutSdkExtras(final)).toEqual(expected);
     expect(final.output_text).toBe(deltas.join(''));
   });

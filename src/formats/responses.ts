@@ -19,6 +19,7 @@
  * | `function_call_output` items                     | `tool` messages                                     |
  * | consecutive reasoning/assistant/function_call    | ONE assistant message (they are one model turn)     |
  * | `max_output_tokens`, `temperature`, `top_p`      | `max_tokens`, same, same                            |
+ * | `presence_penalty`, `frequency_penalty`          | same                                                |
  * | `tools` (type function)                          | function tools (`strict` passed as given)           |
  * | `tool_choice` none/auto/required/{function}      | same                                                |
  * | `parallel_tool_calls`                            | same                                                |
@@ -43,7 +44,9 @@
  * streams end with `response.completed` or, for those, `response.incomplete`, as the OpenAI API
  * does. `output_text` (the SDK convenience: all output_text parts joined) IS sent: the official
  * client computes it for `responses.create()` but its stream helper
- * (`responses.stream().finalResponse()`) does not.
+ * (`responses.stream().finalResponse()`) does not. The response object carries every field the
+ * official OpenRouter client validates (`completed_at`, the penalties, …), and `usage` the call's
+ * cost when the caller passes `ResponsesEncodeOptions.cost`.
  */
 import type {
   ChatChunk,
@@ -127,12 +130,31 @@ export interface ResponsesFunctionCallItem {
 
 export type ResponsesOutputItem = ResponsesReasoningItem | ResponsesMessageItem | ResponsesFunctionCallItem;
 
-export interface ResponsesUsage {
+export interface ResponsesUsage extends Partial<ResponsesCost> {
   input_tokens: number;
   input_tokens_details: { cached_tokens: number };
   output_tokens: number;
   output_tokens_details: { reasoning_tokens: number };
   total_tokens: number;
+}
+
+/** What a call cost, as OpenRouter's Responses `usage` reports it (credits charged, BYOK cost). */
+export interface ResponsesCost {
+  cost: number;
+  is_byok: boolean;
+  cost_details: {
+    upstream_inference_cost: number | null;
+    upstream_inference_input_cost: number;
+    upstream_inference_output_cost: number;
+  };
+}
+
+/** How the response encoders fill what the canonical response does not carry. */
+export interface ResponsesEncodeOptions {
+  /** The cost fields of the final `usage`, priced from its token counts. */
+  cost?: (usage: Usage) => ResponsesCost;
+  /** The clock of `completed_at` (ms since the epoch); `Date.now` by default. */
+  now?: () => number;
 }
 
 export type ResponsesTextFormat =
@@ -160,9 +182,12 @@ export interface ResponsesResponse {
   id: string;
   object: 'response';
   created_at: number;
+  /** When the response completed (seconds); null until then, and for incomplete or failed ones. */
+  completed_at: number | null;
   status: 'in_progress' | 'completed' | 'incomplete' | 'failed';
   background: boolean;
   error: { code: 'server_error'; message: string } | null;
+  frequency_penalty: number | null;
   incomplete_details: { reason: 'max_output_tokens' | 'content_filter' } | null;
   instructions: null;
   max_output_tokens: number | null;
@@ -172,6 +197,7 @@ export interface ResponsesResponse {
   /** SDK convenience, sent anyway: the text of every output_text part, joined. */
   output_text: string;
   parallel_tool_calls: boolean;
+  presence_penalty: number | null;
   previous_response_id: null;
   reasoning: { effort: ReasoningConfig['effort'] | null; summary: null };
   store: false;
@@ -268,6 +294,8 @@ export type ResponsesStreamEvent =
       sequence_number: number;
       item_id: string;
       output_index: number;
+      /** The function's name (OpenRouter's client requires it). */
+      name: string;
       arguments: string;
     }
   | { type: 'error'; sequence_number: number; code: 'server_error'; message: string; param: null };
@@ -500,6 +528,8 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   req.max_tokens = optNum(b.max_output_tokens, 'max_output_tokens', { integer: true, min: 1 });
   req.temperature = optNum(b.temperature, 'temperature', { min: 0, max: 2 });
   req.top_p = optNum(b.top_p, 'top_p', { min: 0, max: 1 });
+  req.presence_penalty = optNum(b.presence_penalty, 'presence_penalty', { min: -2, max: 2 });
+  req.frequency_penalty = optNum(b.frequency_penalty, 'frequency_penalty', { min: -2, max: 2 });
   if (given(b.tools)) {
     const t = tools(b.tools);
     if (t.length) req.tools = t;
@@ -595,9 +625,11 @@ function envelope(id: string, created: number, model: string, request?: ChatRequ
     id: responseId(id),
     object: 'response',
     created_at: created,
+    completed_at: null,
     status: 'in_progress',
     background: false,
     error: null,
+    frequency_penalty: request?.frequency_penalty ?? null,
     incomplete_details: null,
     instructions: null,
     max_output_tokens: request?.max_tokens ?? null,
@@ -606,6 +638,7 @@ function envelope(id: string, created: number, model: string, request?: ChatRequ
     output: [],
     output_text: '',
     parallel_tool_calls: request?.parallel_tool_calls ?? true,
+    presence_penalty: request?.presence_penalty ?? null,
     previous_response_id: null,
     reasoning: { effort: request?.reasoning?.effort ?? null, summary: null },
     store: false,
@@ -681,7 +714,8 @@ function outputItems(blocks: Block[], base: string, incomplete: boolean): Respon
 }
 
 /** What the official SDK computes as `output_text`. */
-function outputText(output: ResponsesOutputItem[]): string {
+/** The SDK convenience `output_text`: every output_text part of the message items, joined. */
+export function outputText(output: ResponsesOutputItem[]): string {
   return output
     .flatMap((item) => (item.type === 'message' ? item.content : []))
     .map((part) => (part.type === 'output_text' ? part.text : ''))
@@ -694,16 +728,19 @@ function finalResponse(
   blocks: Block[],
   finish: FinishReason | null,
   usage: Usage | null | undefined,
+  opts: ResponsesEncodeOptions,
 ): ResponsesResponse {
   const reason = incompleteReason(finish);
   const output = outputItems(blocks, base, reason !== null);
+  const tokens = responsesUsage(usage);
   return {
     ...env,
     status: reason ? 'incomplete' : 'completed',
+    completed_at: reason ? null : Math.floor((opts.now ?? Date.now)() / 1000),
     incomplete_details: reason ? { reason } : null,
     output,
     output_text: outputText(output),
-    usage: responsesUsage(usage),
+    usage: usage && opts.cost ? { ...tokens, ...opts.cost(usage) } : tokens,
   };
 }
 
@@ -716,6 +753,7 @@ export function chatResponseToResponses(
   res: ChatResponse,
   model: string,
   request?: ChatRequest,
+  opts: ResponsesEncodeOptions = {},
 ): ResponsesResponse {
   const { blocks, finish } = responseBlocks(res);
   return finalResponse(
@@ -724,6 +762,7 @@ export function chatResponseToResponses(
     blocks,
     finish,
     res.usage,
+    opts,
   );
 }
 
@@ -740,6 +779,7 @@ export async function* chatStreamToResponses(
   chunks: AsyncIterable<ChatChunk>,
   model: string,
   request?: ChatRequest,
+  opts: ResponsesEncodeOptions = {},
 ): AsyncGenerator<ResponsesSseEvent> {
   let seq = 0;
   let env: ResponsesResponse | null = null;
@@ -865,6 +905,7 @@ export async function* chatStreamToResponses(
             type: 'response.function_call_arguments.done',
             item_id: item.id,
             output_index,
+            name: item.name,
             arguments: item.arguments,
           });
         }
@@ -873,7 +914,7 @@ export async function* chatStreamToResponses(
         break;
       }
       case 'end': {
-        const response = finalResponse(env as ResponsesResponse, base, s.blocks, s.finish, s.usage);
+        const response = finalResponse(env as ResponsesResponse, base, s.blocks, s.finish, s.usage, opts);
         yield emit({
           type: response.status === 'incomplete' ? 'response.incomplete' : 'response.completed',
           response,

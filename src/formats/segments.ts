@@ -4,7 +4,15 @@
  * are built from. One segmenter handles the chunk-level details once: interleaving kinds, tool-call
  * pieces arriving by index, usage on a trailing chunk with empty `choices`, and upstream failures.
  */
-import type { ChatChunk, ChatResponse, FinishReason, Logprobs, ReasoningDetail, Usage } from './chat.js';
+import type {
+  ChatChunk,
+  ChatResponse,
+  FinishReason,
+  Logprobs,
+  PromptUsage,
+  ReasoningDetail,
+  Usage,
+} from './chat.js';
 import { collapseReasoningDetails } from './reasoning-details.js';
 import { idBase } from './validate.js';
 
@@ -24,8 +32,11 @@ export type Block =
   | { kind: 'tool'; id: string; name: string; arguments: string };
 
 export type Segment =
-  /** The first chunk arrived: its id, creation time and any usage it already carries. */
-  | { type: 'begin'; id: string; created: number; usage: Usage | null }
+  /**
+   * The first chunk arrived: its id, creation time and the prompt's token counts when it knows them
+   * already (its `prompt_usage`, or a usage it carries).
+   */
+  | { type: 'begin'; id: string; created: number; prompt: PromptUsage | null }
   /** A new block starts (text/arguments empty). */
   | { type: 'open'; index: number; block: Block }
   /**
@@ -214,7 +225,12 @@ export async function* segmentChatStream(
       if (!begun) {
         begun = true;
         base = idBase(chunk.id);
-        yield { type: 'begin', id: chunk.id, created: chunk.created, usage: chunk.usage ?? null };
+        yield {
+          type: 'begin',
+          id: chunk.id,
+          created: chunk.created,
+          prompt: chunk.prompt_usage ?? chunk.usage ?? null,
+        };
       }
       if (chunk.usage) usage = chunk.usage;
       for (const choice of chunk.choices) {

@@ -1,9 +1,21 @@
 import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
+import type { ResponsesCost } from '../formats/responses.js';
 import type { RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
 
+/**
+ * What a call charged to credits and what its BYOK provider charged: a BYOK call costs no credits
+ * (`cost: 0`), its price is the provider's (`upstream_inference_cost`, null for other calls).
+ */
+const charged = (cost: Cost, isByok: boolean) => ({
+  cost: isByok ? 0 : cost.total,
+  is_byok: isByok,
+  upstream_inference_cost: isByok ? cost.total : null,
+});
+
 /** The full usage object of a chat body: token details, cost and cost details, BYOK flag. */
 export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
+  const c = charged(cost, isByok);
   return {
     prompt_tokens: usage.prompt_tokens,
     completion_tokens: usage.completion_tokens,
@@ -18,12 +30,26 @@ export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
       audio_tokens: usage.completion_tokens_details?.audio_tokens ?? 0,
       image_tokens: 0,
     },
-    cost: isByok ? 0 : cost.total,
-    is_byok: isByok,
+    cost: c.cost,
+    is_byok: c.is_byok,
     cost_details: {
-      upstream_inference_cost: isByok ? cost.total : null,
+      upstream_inference_cost: c.upstream_inference_cost,
       upstream_inference_prompt_cost: cost.prompt,
       upstream_inference_completions_cost: cost.completion,
+    },
+  };
+}
+
+/** The cost fields of a Responses `usage`: what was charged to credits, and the BYOK provider's cost. */
+export function responsesCost(cost: Cost, isByok: boolean): ResponsesCost {
+  const c = charged(cost, isByok);
+  return {
+    cost: c.cost,
+    is_byok: c.is_byok,
+    cost_details: {
+      upstream_inference_cost: c.upstream_inference_cost,
+      upstream_inference_input_cost: cost.prompt,
+      upstream_inference_output_cost: cost.completion,
     },
   };
 }
@@ -61,7 +87,8 @@ function withoutEmptyDetails(choices: ChatResponse['choices']): ChatResponse['ch
 /**
  * A non-streaming chat completion as the caller sees it. The message keeps `reasoning` (the joined
  * text) and, when the provider returned any, `reasoning_details` (its reasoning state, signatures
- * included, to be sent back with the message in a later turn).
+ * included, to be sent back with the message in a later turn). `system_fingerprint` is the
+ * upstream's, or null: the OpenRouter client requires the field.
  */
 export function decorateChatResponse(
   res: ChatResponse,
@@ -72,6 +99,7 @@ export function decorateChatResponse(
 ) {
   return {
     ...res,
+    system_fingerprint: res.system_fingerprint ?? null,
     choices: withoutEmptyDetails(res.choices),
     id: info.generationId,
     model: info.model.id,
@@ -85,9 +113,10 @@ export function decorateChatResponse(
 
 /**
  * A streamed chunk as the caller sees it: the generation id and the catalog model id. Deltas pass
- * through as the provider adapter made them, `reasoning_details` fragments included.
+ * through as the provider adapter made them, `reasoning_details` fragments included; the early
+ * prompt count (`prompt_usage`, internal) does not: Chat Completions reports usage at the end.
  */
-export const decorateChunk = (chunk: ChatChunk, info: RouteInfo) => ({
+export const decorateChunk = ({ prompt_usage: _, ...chunk }: ChatChunk, info: RouteInfo) => ({
   ...chunk,
   id: info.generationId,
   model: info.model.id,

@@ -62,7 +62,9 @@ function relayed(reply: FastifyReply, done: { forwarded: ForwardedJson }, added:
 /** A lane's stream, relayed frame by frame; a failure after it started ends it in the caller's format. */
 async function* relay(wire: CallerWire<unknown>, s: Streaming & { lane: true }): AsyncGenerator<string> {
   try {
-    for await (const f of s.frames) yield f.usage && wire.relayUsage ? wire.relayUsage(f, s.info) : f.frame;
+    const { relayFrame } = wire;
+    if (relayFrame) for await (const f of s.frames) yield relayFrame(f, s.info);
+    else for await (const f of s.frames) yield f.frame;
   } catch (err) {
     yield* wire.streamError(s.info, (err as Error).message || 'Upstream stream failed');
   }

@@ -82,8 +82,8 @@ export interface CallChecks {
     blocked: string | null;
     results: SafeguardResult[];
   };
-  /** Whether the organization can pay for a call on the operator's key (402 otherwise). */
-  balance(): Promise<Verdict>;
+  /** Whether the organization can pay for a call on the operator's key, or `cost` (402 otherwise). */
+  balance(cost?: { usd: number; of: string }): Promise<Verdict>;
 }
 
 export interface InferenceCall {

@@ -1,8 +1,22 @@
 import type { Db } from '../db/connection.js';
 import type { Accountant, GenerationRow } from './accounting.js';
 
-/** The wire form of one recorded generation (GET /generation?id=). */
+/** OpenRouter's `api_type` of a generation, by the endpoint that served it (media: by its kind). */
+function apiType(r: GenerationRow): 'completions' | 'embeddings' | 'image' | 'video' | null {
+  if (r.endpoint === 'chat' || r.endpoint === 'messages' || r.endpoint === 'responses') return 'completions';
+  if (r.endpoint === 'embeddings') return 'embeddings';
+  if (r.endpoint === 'media') return r.requested_model.startsWith('media/video/') ? 'video' : 'image';
+  return null;
+}
+
+/**
+ * The wire form of one recorded generation (GET /generation?id=): every field the official
+ * OpenRouter client validates, null where Gatehouse records nothing of the kind (app, referer,
+ * moderation, web search, presets), and Gatehouse's own fields after them.
+ * `origin` is the endpoint that served the call; native token counts are the recorded ones.
+ */
 export function generationView(r: GenerationRow) {
+  const isByok = r.is_byok === 1;
   return {
     id: r.id,
     created_at: r.created_at,
@@ -11,30 +25,53 @@ export function generationView(r: GenerationRow) {
     provider_name: r.provider,
     upstream_model: r.upstream_model,
     origin: r.endpoint,
+    api_type: apiType(r),
     status: r.status,
     http_status: r.http_status,
     streamed: r.streamed === 1,
     cancelled: r.status === 'cancelled',
     finish_reason: r.finish_reason,
+    native_finish_reason: null,
     tokens_prompt: r.prompt_tokens,
     tokens_completion: r.completion_tokens,
+    native_tokens_prompt: r.prompt_tokens,
+    native_tokens_completion: r.completion_tokens,
+    native_tokens_completion_images: null,
     native_tokens_reasoning: r.reasoning_tokens,
     native_tokens_cached: r.cached_tokens,
     native_tokens_cache_write: r.cache_write_tokens,
+    num_media_prompt: null,
+    num_media_completion: null,
+    num_input_audio_prompt: null,
+    num_search_results: null,
+    num_fetches: null,
     usage_estimated: r.usage_estimated === 1,
     total_cost: r.cost_usd,
     usage: r.cost_usd,
+    cache_discount: null,
+    upstream_inference_cost: isByok ? r.cost_usd : null,
     cost_details: { prompt: r.prompt_cost_usd, completion: r.completion_cost_usd },
-    is_byok: r.is_byok === 1,
+    is_byok: isByok,
     attempts: r.attempts,
     latency: r.latency_ms,
     generation_time: r.generation_time_ms,
+    moderation_latency: null,
+    data_region: 'global',
+    service_tier: null,
+    router: null,
+    provider_responses: null,
+    upstream_id: r.upstream_id,
+    app_id: null,
+    preset_id: null,
+    http_referer: null,
+    user_agent: null,
+    external_user: null,
+    web_search_engine: null,
     api_key_hash: r.key_hash,
     user_id: r.user_id,
     workspace_id: r.workspace_id,
     error_message: r.error_message,
     passthrough: r.passthrough === 1,
-    upstream_id: r.upstream_id,
   };
 }
 

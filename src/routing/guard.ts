@@ -86,8 +86,8 @@ export class PolicyGuard implements CallGuard {
         const out = applyContentFilters(policy.contentFilters, messages);
         return { messages: out.messages, blocked: out.blocked?.label ?? null, results: out.results };
       },
-      async balance() {
-        const v = await spend.checkBalance(caller.organizationId);
+      async balance(cost) {
+        const v = await spend.checkBalance(caller.organizationId, { cost });
         return v.ok ? v : refuse(402, v.reason);
       },
     };

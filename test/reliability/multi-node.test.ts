@@ -138,6 +138,8 @@ describe.skipIf(!postgresUrl)('two gateways and two workers on one PostgreSQL da
       GATEHOUSE_BATCH_LEASE_MS: '1500',
       GATEHOUSE_BATCH_CONCURRENCY: '8',
       GATEHOUSE_BATCH_POLL_MS: '100',
+      // The credit balance is one of the limits held across nodes below.
+      GATEHOUSE_CREDITS: 'enforce',
       ...(redisUp ? { REDIS_URL, GATEHOUSE_REDIS_PREFIX: prefix } : {}),
     };
     // All four at once on the empty schema, as a deployment would start them.

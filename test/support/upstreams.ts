@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startTestGateway } from './gateway.js';
 import { type MockUpstream, startMockUpstream } from './mock-upstream.js';
 
 /**
@@ -67,4 +68,18 @@ export async function startUpstreams(): Promise<{ mock: MockUpstream; env: Recor
   const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-config-')), 'gatehouse.json');
   writeFileSync(file, JSON.stringify(config));
   return { mock, env: { GATEHOUSE_CONFIG: file } };
+}
+
+/**
+ * A test gateway (SQLite, default settings plus `env`) whose catalog is startUpstreams' providers
+ * and models, with the mock behind them; `stop` ends both.
+ */
+export async function gatewayWithUpstreams(env: Record<string, string> = {}) {
+  const up = await startUpstreams();
+  const gw = await startTestGateway('sqlite', { env: { ...up.env, ...env } });
+  const stop = async () => {
+    await gw.stop();
+    await up.mock.close();
+  };
+  return { gw, mock: up.mock, stop };
 }

@@ -10,6 +10,8 @@ import { withFinalUsage } from './final-usage.js';
 import { contentSlots, isObj, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
+const NULL_USAGE = /,"usage":null|"usage":null,/;
+
 /** OpenRouter's request extensions a provider's Chat Completions API does not take. */
 const DROPPED = [...GATEHOUSE_FIELDS, 'usage', 'reasoning'] as const;
 
@@ -112,13 +114,21 @@ export const chatWire: ChatWire = {
       ...(call.echoUpstream ? { debug: { echo_upstream_body: info.upstreamRequest } } : {}),
     };
   },
-  // Only the usage chunk of a relayed stream is rewritten (its cost added); the others go as they came.
-  relayUsage(frame, info) {
-    if (!isObj(frame.json) || !frame.usage) return frame.frame;
-    const cost = costOf(info.served.endpoint.pricing, frame.usage);
-    const usage = fullUsage(frame.usage, cost, info.served.credential.isByok);
-    const prior = isObj(frame.json.usage) ? frame.json.usage : {};
-    return sseJson({ ...frame.json, provider: info.served.endpoint.provider, usage: { ...prior, ...usage } });
+  // Only the usage chunk of a relayed stream is re-serialized (its cost added). OpenAI sends
+  // `"usage":null` in every other chunk of a stream that asked for usage, which OpenRouter's format
+  // (and its SDK's validation) leaves out: cut from the text, the chunk is otherwise as it came.
+  relayFrame(frame, info) {
+    if (frame.usage && isObj(frame.json)) {
+      const cost = costOf(info.served.endpoint.pricing, frame.usage);
+      const usage = fullUsage(frame.usage, cost, info.served.credential.isByok);
+      const prior = isObj(frame.json.usage) ? frame.json.usage : {};
+      return sseJson({
+        ...frame.json,
+        provider: info.served.endpoint.provider,
+        usage: { ...prior, ...usage },
+      });
+    }
+    return frame.frame.includes('"usage":null') ? frame.frame.replace(NULL_USAGE, '') : frame.frame;
   },
   streamError: (info, message) => errorFrames(info, 502, message),
   renderError: envelope,

@@ -1,13 +1,18 @@
 import { Type } from '@sinclair/typebox';
-import type { ChatRequest } from '../../formats/chat.js';
+import type { ChatRequest, Usage } from '../../formats/chat.js';
 import {
   chatResponseToResponses,
   chatStreamToResponses,
+  outputText,
+  type ResponsesCost,
+  type ResponsesOutputItem,
   responsesRequestToChat,
 } from '../../formats/responses.js';
 import { sseJson } from '../../formats/sse.js';
 import type { Body, TextSlot } from '../../routing/call.js';
+import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
+import { responsesCost } from '../decorate.js';
 import { withFinalUsage } from './final-usage.js';
 import { contentSlots, isObj, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
@@ -43,6 +48,26 @@ function texts(body: Body): TextSlot[] {
   return out;
 }
 
+/**
+ * OpenRouter's Responses object requires `completed_at` and the two penalties, which OpenAI's
+ * may not send, and carries `output_text`: filled in when absent (never overwritten), with the
+ * cost in the usage when known.
+ */
+function withOpenRouterFields(
+  response: Record<string, unknown>,
+  cost?: ResponsesCost,
+): Record<string, unknown> {
+  const out = { ...response };
+  if (out.completed_at === undefined)
+    out.completed_at = out.status === 'completed' ? Math.floor(Date.now() / 1000) : null;
+  if (out.frequency_penalty === undefined) out.frequency_penalty = null;
+  if (out.presence_penalty === undefined) out.presence_penalty = null;
+  if (out.output_text === undefined && Array.isArray(out.output))
+    out.output_text = outputText(out.output as ResponsesOutputItem[]);
+  if (cost && isObj(out.usage)) out.usage = { ...out.usage, ...cost };
+  return out;
+}
+
 /** `POST /responses`: OpenAI's Responses format. */
 export const responsesWire: ChatWire = {
   endpoint: 'responses',
@@ -60,11 +85,32 @@ export const responsesWire: ChatWire = {
       { ...done.response, usage: done.usage, id: done.info.generationId },
       String(call.body.model),
       done.info.upstreamRequest as ChatRequest,
+      { cost: () => responsesCost(done.cost, done.info.served.credential.isByok) },
     ),
   async *encodeStream(s, call) {
-    const request = s.info.upstreamRequest as ChatRequest;
-    for await (const e of chatStreamToResponses(withFinalUsage(s), call.model, request))
+    const { info } = s;
+    const request = info.upstreamRequest as ChatRequest;
+    // The final usage is priced from its own token counts, as the chat wire's usage chunk is.
+    const cost = (u: Usage) =>
+      responsesCost(costOf(info.served.endpoint.pricing, u), info.served.credential.isByok);
+    for await (const e of chatStreamToResponses(withFinalUsage(s), call.model, request, { cost }))
       yield sseJson(e.data, e.event);
+  },
+  // The provider's own answer, with the few fields OpenRouter's Responses object has and OpenAI's
+  // lacks (its SDK validates them) and the cost in its usage; nothing of the provider's changes.
+  relayJson(done) {
+    const json = done.forwarded.json;
+    if (!isObj(json)) return done.forwarded.text;
+    return withOpenRouterFields(json, responsesCost(done.cost, done.info.served.credential.isByok));
+  },
+  // Only the events carrying the response object (created, in_progress, completed) are rewritten.
+  relayFrame(frame, info) {
+    const json = frame.json;
+    if (!isObj(json) || !isObj(json.response)) return frame.frame;
+    const cost = frame.usage
+      ? responsesCost(costOf(info.served.endpoint.pricing, frame.usage), info.served.credential.isByok)
+      : undefined;
+    return sseJson({ ...json, response: withOpenRouterFields(json.response, cost) }, String(json.type));
   },
   streamError: (info, message) => {
     const error = { code: 'server_error', message };

@@ -27,8 +27,11 @@ export interface CallerWire<R = ChatResponse> extends CallWire {
   encodeStream?(s: Streaming & { lane: false }, call: { body: Body; model: string }): AsyncIterable<string>;
   /** A lane's whole answer as the caller gets it (absent: the provider's body as it came). */
   relayJson?(done: Completed<R> & { lane: true }, call: { echoUpstream: boolean }): unknown;
-  /** A lane's stream event that carries usage, as the caller gets it (absent: as it came). */
-  relayUsage?(frame: RelayFrame, info: RouteInfo): string;
+  /**
+   * A lane's stream event as the caller gets it (absent: as it came). Called for every event: it
+   * must not re-serialize an event it leaves as it is.
+   */
+  relayFrame?(frame: RelayFrame, info: RouteInfo): string;
   /** The frames that end a lane's stream which failed after it started. */
   streamError(info: RouteInfo, message: string): string[];
   /** Errors answered in the caller's own format. */

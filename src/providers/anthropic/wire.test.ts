@@ -574,6 +574,12 @@ describe('AnthropicStreamMapper', () => {
       total_tokens: 65,
       prompt_tokens_details: { cached_tokens: 3, cache_write_tokens: 0 },
     });
+    // message_start's input counts, known before any output, ride on the first chunk only.
+    expect(chunks[0]!.prompt_usage).toEqual({
+      prompt_tokens: 23,
+      prompt_tokens_details: { cached_tokens: 3, cache_write_tokens: 0 },
+    });
+    expect(chunks.slice(1).some((c) => c.prompt_usage)).toBe(false);
   });
 
   it('an error event throws UpstreamError (overloaded → 529, retryable)', () => {

@@ -413,7 +413,13 @@ export class AnthropicStreamMapper {
         if (typeof m.id === 'string') this.id = m.id;
         if (typeof m.model === 'string' && m.model) this.model = m.model;
         this.usage = { ...obj(m.usage) };
-        return [this.chunk({ role: 'assistant', content: '' })];
+        const start = this.chunk({ role: 'assistant', content: '' });
+        // The input counts are known from the start (output_tokens is a placeholder until the end).
+        if (typeof this.usage.input_tokens === 'number') {
+          const { prompt_tokens, prompt_tokens_details } = mapAnthropicUsage(this.usage);
+          start.prompt_usage = { prompt_tokens, prompt_tokens_details };
+        }
+        return [start];
       }
       case 'content_block_start': {
         const b = obj(ev.content_block);

@@ -125,6 +125,9 @@ describe('dev provider', () => {
     expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
     expect(chunks.at(-1)!.choices).toEqual([]);
     expect(chunks.at(-1)!.usage).toEqual({ prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 });
+    // The prompt count is known before answering: on the first chunk, and only there.
+    expect(chunks[0]!.prompt_usage).toEqual({ prompt_tokens: 3 });
+    expect(chunks.slice(1).some((c) => c.prompt_usage)).toBe(false);
   });
 
   it('fail_after_chunks makes the stream die with UpstreamError(502)', async () => {

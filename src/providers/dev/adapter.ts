@@ -265,7 +265,13 @@ export class DevProvider implements Provider {
         { index: 0, delta, finish_reason: finish, ...(finish ? { native_finish_reason: finish } : {}) },
       ],
     });
-    const chunks: ChatChunk[] = [chunk({ role: 'assistant', content: '' })];
+    // The prompt is counted before answering: the first chunk says so (ChatChunk.prompt_usage).
+    const chunks: ChatChunk[] = [
+      {
+        ...chunk({ role: 'assistant', content: '' }),
+        prompt_usage: { prompt_tokens: p.usage.prompt_tokens },
+      },
+    ];
     for (const w of wordPieces(p.reasoning ?? '')) chunks.push(chunk({ reasoning: w }));
     for (const w of wordPieces(p.text ?? '')) chunks.push(chunk({ content: w }));
     p.toolCalls.forEach((tc, index) => {

@@ -280,6 +280,9 @@ describe('Gemini responses → canonical', () => {
     });
     expect(out.at(-1)!.usage).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
     expect(out.every((c) => c.id === 'r1' && c.model === 'gemini-x-001')).toBe(true);
+    // Gemini counts the prompt in its first event: the first chunk carries it, no other.
+    expect(out[0]!.prompt_usage).toEqual({ prompt_tokens: 5 });
+    expect(out.slice(1).some((c) => c.prompt_usage)).toBe(false);
   });
 
   it('a stream without a finish reason is cut off; an error payload throws', () => {

@@ -509,7 +509,13 @@ export class GeminiStreamMapper {
     const out: ChatChunk[] = [];
     if (!this.started) {
       this.started = true;
-      out.push(this.chunk({ role: 'assistant', content: '' }));
+      const start = this.chunk({ role: 'assistant', content: '' });
+      // Gemini counts the prompt in its first event already: known before any output.
+      if (typeof obj(r.usageMetadata).promptTokenCount === 'number') {
+        const { prompt_tokens, prompt_tokens_details } = mapGeminiUsage(r.usageMetadata);
+        start.prompt_usage = { prompt_tokens, prompt_tokens_details };
+      }
+      out.push(start);
     }
     const candidate = obj(Array.isArray(r.candidates) ? r.candidates[0] : undefined);
     const { text, thoughts, calls, thoughtDetails, textDetails } = readParts(candidate, this.reasoning);

@@ -107,19 +107,20 @@ export function responsesStreamTap(secrets: Secrets): EventTap {
     const type = ev.event ?? '';
     if (type.endsWith('.delta')) return { outputChars: ev.data.length };
     switch (type) {
-      case 'response.created': {
-        const id = nonEmpty(obj(obj(eventJson(ev)).response).id);
-        return id ? { responseId: id } : undefined;
+      // The events carrying the response object are parsed whole (callers may add to them).
+      case 'response.created':
+      case 'response.in_progress': {
+        const json = eventJson(ev);
+        const id = nonEmpty(obj(obj(json).response).id);
+        return { json, ...(id ? { responseId: id } : {}) };
       }
       case 'response.completed':
       case 'response.incomplete': {
-        const response = obj(obj(eventJson(ev)).response);
+        const json = eventJson(ev);
+        const response = obj(obj(json).response);
         const usage = mapResponsesUsage(response.usage);
-        return {
-          ...(usage ? { usage } : {}),
-          finishReason: nonEmpty(response.status) ?? type.slice(9),
-          done: true,
-        };
+        const finishReason = nonEmpty(response.status) ?? type.slice(9);
+        return { json, ...(usage ? { usage } : {}), finishReason, done: true };
       }
       case 'response.failed': {
         const response = obj(obj(eventJson(ev)).response);
