@@ -56,7 +56,7 @@ import {
   strArray,
 } from './validate.js';
 
-const EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
+const EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 
 function textParts(v: unknown, path: string): ContentPart[] {
   return arr(v, path).map((raw, i): ContentPart => {

@@ -107,7 +107,7 @@ export type ResponseFormat =
     };
 
 export interface ReasoningConfig {
-  effort?: 'minimal' | 'low' | 'medium' | 'high';
+  effort?: 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
   max_tokens?: number;
   exclude?: boolean;
 }
