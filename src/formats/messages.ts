@@ -486,10 +486,8 @@ function reasoningConfig(b: Obj): ReasoningConfig | undefined {
   return reasoning;
 }
 
-/** The request headers the translation reads (Node's lower-cased header object fits). */
-export interface MessagesHeaders {
-  'anthropic-beta'?: string | string[];
-}
+/** Request headers, lower-cased as Node gives them; the translation reads `anthropic-beta`. */
+export type MessagesHeaders = Record<string, string | string[] | undefined>;
 
 /**
  * Validates an Anthropic Messages request body and translates it to a canonical chat request.

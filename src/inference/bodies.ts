@@ -9,7 +9,7 @@ import type {
 } from '../formats/chat.js';
 import { TranslationError } from '../formats/chat.js';
 import { chatRequestFromBody } from '../formats/chat-edge.js';
-import { chatResponseToMessages, messagesRequestToChat } from '../formats/messages.js';
+import { chatResponseToMessages, type MessagesHeaders, messagesRequestToChat } from '../formats/messages.js';
 import { chatResponseToResponses, responsesRequestToChat } from '../formats/responses.js';
 import type { EndpointName, RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
@@ -22,7 +22,10 @@ import { decorateChatResponse, fullUsage } from './decorate.js';
  */
 
 /** Caller body → canonical chat request, per chat-shaped endpoint; TranslationError names the field. */
-export const chatParsers: Record<Exclude<EndpointName, 'embeddings'>, (body: unknown) => ChatRequest> = {
+export const chatParsers: Record<
+  Exclude<EndpointName, 'embeddings'>,
+  (body: unknown, headers?: MessagesHeaders) => ChatRequest
+> = {
   chat: chatRequestFromBody,
   messages: messagesRequestToChat,
   responses: responsesRequestToChat,

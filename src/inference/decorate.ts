@@ -1,3 +1,4 @@
+import { droppedFields } from '../formats/capabilities.js';
 import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
 import type { RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
@@ -28,6 +29,22 @@ export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
   };
 }
 
+/** The response header listing what translation dropped (comma-separated field paths). */
+export const DROPPED_FIELDS_HEADER = 'x-gatehouse-dropped-fields';
+
+/**
+ * The caller's fields the served call could not carry (cost and latency hints the provider has no
+ * equivalent for, and what the caller-format parser dropped); [] when nothing was lost.
+ */
+export const droppedFieldsOf = (info: RouteInfo): string[] =>
+  droppedFields(info.upstreamRequest, info.served.provider.config.kind);
+
+/** Sets DROPPED_FIELDS_HEADER on a reply when the served call dropped something. */
+export function markDropped(reply: { header(name: string, value: string): unknown }, info: RouteInfo): void {
+  const dropped = droppedFieldsOf(info);
+  if (dropped.length) reply.header(DROPPED_FIELDS_HEADER, dropped.join(','));
+}
+
 /** `gateway_metadata`: how the call was routed (attempts, timing, endpoints considered). */
 export function gatewayMetadata(info: RouteInfo) {
   const served = info.served;
@@ -45,6 +62,7 @@ export function gatewayMetadata(info: RouteInfo) {
         ? `; excluded: ${info.excluded.map((e) => `${e.provider} (${e.reason})`).join(', ')}`
         : ''),
     endpoints: { total: info.considered.length, available: info.considered },
+    dropped_fields: droppedFieldsOf(info),
   };
 }
 

@@ -14,7 +14,7 @@ import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { chatParsers, EmbeddingsBody, embeddingsRequest, responseBodies } from './bodies.js';
-import { decorateChunk, fullUsage } from './decorate.js';
+import { decorateChunk, fullUsage, markDropped } from './decorate.js';
 import { modelsView } from './models.js';
 import { callAbort, sendSse } from './stream.js';
 
@@ -26,13 +26,13 @@ const inferenceErrors = errors(400, 401, 402, 403, 404, 429, 500, 502);
 function toCall(
   request: FastifyRequest,
   endpoint: InferenceCall['endpoint'],
-  parse: (body: unknown) => InferenceCall['request'],
+  parse: (body: unknown, headers: FastifyRequest['headers']) => InferenceCall['request'],
   signal: CallSignal,
 ): InferenceCall {
   const body = request.body as Record<string, unknown>;
   let canonical: InferenceCall['request'];
   try {
-    canonical = parse(body);
+    canonical = parse(body, request.headers);
   } catch (err) {
     if (err instanceof TranslationError) throw badRequest(err.message);
     throw err;
@@ -95,9 +95,12 @@ export async function inferenceRoutes(app: Router, services: Services) {
       const abort = callAbort(reply);
       const call = toCall(req, 'chat', chatParsers.chat, abort);
       if (!call.request.stream) {
-        return reply.send(responseBodies.chat(await engine.chat(call), call.request, call.echoUpstream));
+        const served = await engine.chat(call);
+        markDropped(reply, served.info);
+        return reply.send(responseBodies.chat(served, call.request, call.echoUpstream));
       }
       const { stream, info, final } = await engine.chatStream(call);
+      markDropped(reply, info);
       async function* frames() {
         try {
           for await (const chunk of withUsage(stream, final, info)) {
@@ -143,9 +146,12 @@ export async function inferenceRoutes(app: Router, services: Services) {
       const abort = callAbort(reply);
       const call = toCall(req, 'messages', chatParsers.messages, abort);
       if (!call.request.stream) {
-        return reply.send(responseBodies.messages(await engine.chat(call), call.request));
+        const served = await engine.chat(call);
+        markDropped(reply, served.info);
+        return reply.send(responseBodies.messages(served, call.request));
       }
       const { stream, info, final } = await engine.chatStream(call);
+      markDropped(reply, info);
       async function* frames() {
         for await (const e of chatStreamToMessages(withUsage(stream, final, info), call.request.model)) {
           yield sseJson(e.data, e.event);
@@ -170,9 +176,12 @@ export async function inferenceRoutes(app: Router, services: Services) {
       const abort = callAbort(reply);
       const call = toCall(req, 'responses', chatParsers.responses, abort);
       if (!call.request.stream) {
-        return reply.send(responseBodies.responses(await engine.chat(call), call.request));
+        const served = await engine.chat(call);
+        markDropped(reply, served.info);
+        return reply.send(responseBodies.responses(served, call.request));
       }
       const { stream, info, final } = await engine.chatStream(call);
+      markDropped(reply, info);
       async function* frames() {
         for await (const e of chatStreamToResponses(
           withUsage(stream, final, info),

@@ -1,0 +1,582 @@
+/**
+ * Translation between caller formats and provider wires keeps what it can and says what it lost:
+ * cost and latency hints map to the target's equivalent (cache breakpoints, OpenAI's hints), the
+ * rest is dropped and listed in `x-gatehouse-dropped-fields` and `gateway_metadata.dropped_fields`,
+ * and the two coding agents' requests succeed on a provider of the other format. Cached tokens are
+ * read from every wire and priced. Real gateway, real sockets, mock upstreams.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { adminClient, client } from './support/http.js';
+import { type MockUpstream, startMockUpstream } from './support/mock-upstream.js';
+
+const HEADER = 'x-gatehouse-dropped-fields';
+const CC = { type: 'ephemeral' } as const;
+
+/** SSE `data:` payloads of a stream body (without [DONE]). */
+const sseData = (text: string): any[] =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]')
+    .map((l) => JSON.parse(l.slice(6)));
+
+// A Claude Code turn (`claude -p`, thinking on, server-side context editing, cache breakpoints on
+// system, tools and the last message), its model pointed at an OpenAI-served catalog model.
+const CLAUDE_CODE_BETAS =
+  'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,fine-grained-tool-streaming-2025-05-14';
+const claudeCodeBody = (model: string) => ({
+  model,
+  max_tokens: 32000,
+  system: [
+    { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude.", cache_control: CC },
+    {
+      type: 'text',
+      text: 'You are an interactive CLI tool that helps users with software engineering tasks.',
+      cache_control: CC,
+    },
+  ],
+  messages: [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: '<system-reminder>This is a reminder.</system-reminder>' },
+        { type: 'text', text: 'say hi', cache_control: CC },
+      ],
+    },
+  ],
+  tools: [
+    {
+      name: 'Bash',
+      description: 'Executes a given bash command',
+      input_schema: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        properties: { command: { type: 'string' } },
+        required: ['command'],
+        additionalProperties: false,
+      },
+      cache_control: CC,
+    },
+  ],
+  metadata: { user_id: 'user_5f1c_account__session_0b7e' },
+  thinking: { type: 'enabled', budget_tokens: 31999 },
+  context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+  stream: true,
+});
+
+// A Codex CLI turn (codex-rs Responses request): namespace, custom (grammar) and hosted tools,
+// encrypted reasoning asked for, store off, a prompt cache key, verbosity.
+const codexBody = (model: string) => ({
+  model,
+  instructions: 'You are Codex, a coding agent.',
+  input: [
+    {
+      type: 'message',
+      role: 'developer',
+      content: [{ type: 'input_text', text: '<permissions>workspace-write</permissions>' }],
+    },
+    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix the typo in README.md' }] },
+  ],
+  tools: [
+    {
+      type: 'function',
+      name: 'shell_command',
+      description: 'Runs a shell command and returns its output.',
+      strict: false,
+      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+    },
+    {
+      type: 'custom',
+      name: 'apply_patch',
+      description: 'Use the `apply_patch` tool to edit files.',
+      format: { type: 'grammar', syntax: 'lark', definition: 'start: begin_patch hunk+ end_patch' },
+    },
+    {
+      type: 'namespace',
+      name: 'mcp__docs',
+      description: 'Tools in the mcp__docs namespace.',
+      tools: [
+        {
+          type: 'function',
+          name: 'search',
+          description: 'Searches the docs.',
+          strict: false,
+          parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+        },
+      ],
+    },
+    { type: 'web_search', external_web_access: false },
+  ],
+  tool_choice: 'auto',
+  parallel_tool_calls: true,
+  reasoning: { effort: 'medium', summary: 'auto' },
+  store: false,
+  stream: true,
+  include: ['reasoning.encrypted_content'],
+  prompt_cache_key: '0199a0c2-5f3e-7d41-9c1b-3e0f6a4b2d11',
+  text: { verbosity: 'low' },
+});
+
+describe('translation keeps hints where it can and lists what it drops', () => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  let call: ReturnType<typeof client>;
+  let anthropic: Anthropic;
+
+  beforeAll(async () => {
+    mock = await startMockUpstream();
+    const config = {
+      providers: [
+        {
+          slug: 'openai',
+          kind: 'openai',
+          base_url: `${mock.url}/openai/v1`,
+          api_key: 'sk-operator-openai-0000',
+        },
+        {
+          slug: 'anthropic',
+          kind: 'anthropic',
+          base_url: `${mock.url}/anthropic`,
+          api_key: 'sk-operator-anthropic-00',
+        },
+        {
+          slug: 'google-ai-studio',
+          kind: 'google',
+          base_url: `${mock.url}/google/v1beta`,
+          api_key: 'g-operator-key-0000000',
+        },
+      ],
+      models: [
+        {
+          id: 'hint/claude',
+          endpoints: [
+            {
+              provider: 'anthropic',
+              upstream_model: 'claude-x',
+              pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
+            },
+          ],
+        },
+        {
+          id: 'hint/gpt',
+          endpoints: [
+            {
+              provider: 'openai',
+              upstream_model: 'gpt-x',
+              pricing: { prompt: 2, completion: 8, cached_prompt: 0.5 },
+            },
+          ],
+        },
+        {
+          id: 'hint/gemini',
+          endpoints: [
+            {
+              provider: 'google-ai-studio',
+              upstream_model: 'gemini-x',
+              pricing: { prompt: 1, completion: 4, cached_prompt: 0.25 },
+            },
+          ],
+        },
+      ],
+    };
+    const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-hints-')), 'gatehouse.json');
+    writeFileSync(file, JSON.stringify(config));
+    gw = await startTestGateway('sqlite', {
+      env: { GATEHOUSE_CONFIG: file, GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' },
+    });
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 100,
+    });
+    call = client(gw.url, gw.apiKey);
+    anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await mock?.close();
+  });
+  beforeEach(() => mock.reset());
+
+  it('/chat/completions → Anthropic: OpenRouter-style breakpoints become cache_control blocks', async () => {
+    const res = await call('POST', '/chat/completions', {
+      model: 'hint/claude',
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'A long system prompt.', cache_control: CC }] },
+        {
+          role: 'user',
+          content: [{ type: 'text', text: 'Question?', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+        },
+      ],
+      tools: [
+        { type: 'function', function: { name: 'f', parameters: { type: 'object' } }, cache_control: CC },
+      ],
+      service_tier: 'auto',
+      prompt_cache_key: 'tenant-7',
+      top_k: 10,
+    });
+    expect(res.status).toBe(200);
+    const sent = mock.requests[0]?.body;
+    expect(mock.requests[0]?.path).toMatch(/\/messages$/);
+    expect(sent.system).toEqual([{ type: 'text', text: 'A long system prompt.', cache_control: CC }]);
+    expect(sent.messages).toEqual([
+      {
+        role: 'user',
+        content: [{ type: 'text', text: 'Question?', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      },
+    ]);
+    expect(sent.tools[0].cache_control).toEqual(CC);
+    expect(sent).toMatchObject({ service_tier: 'auto', top_k: 10 });
+    expect(sent).not.toHaveProperty('prompt_cache_key');
+    // prompt_cache_key has no Anthropic equivalent: dropped, and said so.
+    expect(res.headers.get(HEADER)).toBe('prompt_cache_key');
+    expect(res.body.gateway_metadata.dropped_fields).toEqual(['prompt_cache_key']);
+  });
+
+  it('/chat/completions → OpenAI: the hints reach OpenAI; breakpoints are dropped and listed', async () => {
+    const hints = {
+      prompt_cache_key: 'tenant-7',
+      prompt_cache_retention: '24h',
+      service_tier: 'flex',
+      verbosity: 'low',
+      store: true,
+      metadata: { run: '42' },
+      safety_identifier: 'user-hash',
+    };
+    const res = await call('POST', '/chat/completions', {
+      model: 'hint/gpt',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: CC }] }],
+      ...hints,
+    });
+    expect(res.status).toBe(200);
+    const sent = mock.requests[0]?.body;
+    expect(sent).toMatchObject(hints);
+    expect(sent.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }]);
+    expect(res.headers.get(HEADER)).toBe('cache_control');
+    expect(res.body.gateway_metadata.dropped_fields).toEqual(['cache_control']);
+    // Nothing lost: no header, an empty list.
+    const plain = await call('POST', '/chat/completions', {
+      model: 'hint/gpt',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(plain.headers.get(HEADER)).toBeNull();
+    expect(plain.body.gateway_metadata.dropped_fields).toEqual([]);
+  });
+
+  it('/chat/completions → Gemini: implicit caching, so breakpoints and OpenAI hints are listed (streams too)', async () => {
+    const res = await fetch(`${gw.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'hint/gemini',
+        stream: true,
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: CC }] }],
+        prompt_cache_key: 'k',
+        top_k: 3,
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get(HEADER)).toBe('cache_control,prompt_cache_key');
+    expect(sseData(await res.text()).at(-1)?.usage).toBeTruthy();
+    expect(mock.requests[0]?.body.generationConfig.topK).toBe(3);
+    expect(JSON.stringify(mock.requests[0]?.body)).not.toContain('cache_control');
+  });
+
+  it('Claude Code (/messages) on an OpenAI-served model succeeds; what has no equivalent is listed', async () => {
+    mock.enqueue({ reply: { text: 'hi!' }, times: 2 });
+    // With the official client, streamed as Claude Code streams it.
+    const { data: stream, response } = await anthropic.beta.messages
+      .create({ ...(claudeCodeBody('hint/gpt') as any), stream: true, betas: CLAUDE_CODE_BETAS.split(',') })
+      .withResponse();
+    expect(response.status).toBe(200);
+    expect(response.headers.get(HEADER)).toBe('context_management,anthropic-beta,cache_control');
+    let text = '';
+    for await (const ev of stream as unknown as AsyncIterable<any>)
+      if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta') text += ev.delta.text;
+    expect(text).toBe('hi!');
+
+    const sent = mock.requests[0];
+    expect(sent?.path).toMatch(/\/chat\/completions$/);
+    expect(sent?.headers.authorization).toBe('Bearer sk-operator-openai-0000');
+    expect(sent?.body).toMatchObject({
+      model: 'gpt-x',
+      max_completion_tokens: 32000,
+      reasoning_effort: 'high',
+      user: 'user_5f1c_account__session_0b7e',
+    });
+    expect(sent?.body.messages[0]).toEqual({
+      role: 'system',
+      content: [
+        { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
+        {
+          type: 'text',
+          text: 'You are an interactive CLI tool that helps users with software engineering tasks.',
+        },
+      ],
+    });
+    expect(sent?.body.tools[0].function.name).toBe('Bash');
+    for (const absent of ['cache_control', 'context_management', 'thinking', 'anthropic-beta'])
+      expect(JSON.stringify(sent?.body)).not.toContain(absent);
+
+    // Not streamed, raw: the same list, the answer in Anthropic's shape.
+    const res = await fetch(`${gw.url}/api/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': gw.apiKey,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': CLAUDE_CODE_BETAS,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ ...claudeCodeBody('hint/gpt'), stream: false }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get(HEADER)).toBe('context_management,anthropic-beta,cache_control');
+    expect(((await res.json()) as any).content).toEqual([
+      expect.objectContaining({ type: 'text', text: 'hi!' }),
+    ]);
+  });
+
+  it('Codex CLI (/responses) on an Anthropic-served model: tools translate, calls come back as Codex declared them', async () => {
+    mock.enqueue({
+      reply: {
+        tool_calls: [
+          { id: 'toolu_1', name: 'apply_patch', arguments: { input: '*** Begin Patch\n*** End Patch\n' } },
+          { id: 'toolu_2', name: 'mcp__docs__search', arguments: { q: 'typo' } },
+        ],
+      },
+    });
+    const res = await fetch(`${gw.url}/api/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(codexBody('hint/claude')),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get(HEADER)).toBe('tools[1].format,tools[3],include[0],prompt_cache_key,verbosity');
+    const events = sseData(await res.text());
+    const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item);
+    expect(done).toEqual([
+      expect.objectContaining({
+        type: 'custom_tool_call',
+        call_id: 'toolu_1',
+        name: 'apply_patch',
+        input: '*** Begin Patch\n*** End Patch\n',
+      }),
+      expect.objectContaining({
+        type: 'function_call',
+        call_id: 'toolu_2',
+        name: 'search',
+        namespace: 'mcp__docs',
+        arguments: '{"q":"typo"}',
+      }),
+    ]);
+    expect(events.at(-1)?.type).toBe('response.completed');
+
+    const sent = mock.requests[0];
+    expect(sent?.path).toMatch(/\/messages$/);
+    expect(sent?.body.tools.map((t: any) => t.name)).toEqual([
+      'shell_command',
+      'apply_patch',
+      'mcp__docs__search',
+    ]);
+    expect(sent?.body.tools[1].input_schema).toMatchObject({
+      properties: { input: { type: 'string' } },
+      required: ['input'],
+    });
+    expect(sent?.body.thinking).toEqual({ type: 'enabled', budget_tokens: 8192 });
+
+    // Codex's next turn sends the calls back with their outputs: Anthropic gets its tool loop.
+    mock.enqueue({ reply: { text: 'Fixed.' } });
+    const next = await call('POST', '/responses', {
+      ...codexBody('hint/claude'),
+      stream: false,
+      input: [
+        ...codexBody('hint/claude').input,
+        done[0],
+        done[1],
+        { type: 'custom_tool_call_output', call_id: 'toolu_1', output: 'Success. Updated README.md' },
+        { type: 'function_call_output', call_id: 'toolu_2', output: 'no results' },
+      ],
+    });
+    expect(next.status).toBe(200);
+    expect(next.body.output_text).toBe('Fixed.');
+    const turns = mock.requests[1]?.body.messages;
+    expect(turns.at(-2)).toEqual({
+      role: 'assistant',
+      content: [
+        {
+          type: 'tool_use',
+          id: 'toolu_1',
+          name: 'apply_patch',
+          input: { input: '*** Begin Patch\n*** End Patch\n' },
+        },
+        { type: 'tool_use', id: 'toolu_2', name: 'mcp__docs__search', input: { q: 'typo' } },
+      ],
+    });
+    expect(turns.at(-1)).toEqual({
+      role: 'user',
+      content: [
+        { type: 'tool_result', tool_use_id: 'toolu_1', content: 'Success. Updated README.md' },
+        { type: 'tool_result', tool_use_id: 'toolu_2', content: 'no results' },
+      ],
+    });
+  });
+
+  it('bad hints are a 400 naming the field, in the caller format', async () => {
+    const res = await call('POST', '/chat/completions', {
+      model: 'hint/claude',
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'forever' } }] },
+      ],
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toMatch(
+      /^messages\[0\]\.content\[0\]\.cache_control\.type: must be one of 'ephemeral'/,
+    );
+    const topK = await call('POST', '/chat/completions', {
+      model: 'hint/gpt',
+      messages: [{ role: 'user', content: 'x' }],
+      top_k: 5,
+    });
+    expect(topK.status).toBe(400);
+    expect(topK.body.error.message).toMatch(/^top_k cannot be sent to OpenAI-format providers/);
+    expect(mock.requests).toHaveLength(0);
+  });
+});
+
+describe('cached tokens are read from every wire and priced', () => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  let call: ReturnType<typeof client>;
+  beforeAll(async () => {
+    mock = await startMockUpstream();
+    const config = {
+      providers: [
+        {
+          slug: 'openai',
+          kind: 'openai',
+          base_url: `${mock.url}/openai/v1`,
+          api_key: 'sk-operator-openai-0000',
+        },
+        {
+          slug: 'anthropic',
+          kind: 'anthropic',
+          base_url: `${mock.url}/anthropic`,
+          api_key: 'sk-operator-anthropic-00',
+        },
+        {
+          slug: 'google-ai-studio',
+          kind: 'google',
+          base_url: `${mock.url}/google/v1beta`,
+          api_key: 'g-operator-key-0000000',
+        },
+      ],
+      models: [
+        {
+          id: 'cache/claude',
+          endpoints: [
+            {
+              provider: 'anthropic',
+              upstream_model: 'claude-x',
+              pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
+            },
+          ],
+        },
+        {
+          id: 'cache/gpt',
+          endpoints: [
+            {
+              provider: 'openai',
+              upstream_model: 'gpt-x',
+              pricing: { prompt: 2, completion: 8, cached_prompt: 0.5 },
+            },
+          ],
+        },
+        {
+          id: 'cache/gemini',
+          endpoints: [
+            {
+              provider: 'google-ai-studio',
+              upstream_model: 'gemini-x',
+              pricing: { prompt: 1, completion: 4, cached_prompt: 0.25 },
+            },
+          ],
+        },
+      ],
+    };
+    const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-cache-')), 'gatehouse.json');
+    writeFileSync(file, JSON.stringify(config));
+    gw = await startTestGateway('sqlite', {
+      env: { GATEHOUSE_CONFIG: file, GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' },
+    });
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 100,
+    });
+    call = client(gw.url, gw.apiKey);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await mock?.close();
+  });
+  beforeEach(() => mock.reset());
+
+  // [model, upstream usage, cached, written, expected cost in USD]
+  const cases: [string, Record<string, number>, number, number, number][] = [
+    // Anthropic: 500 plain × $3 + 2000 read × $0.30 + 500 written × $3.75, 100 out × $15 (per million)
+    [
+      'cache/claude',
+      { prompt_tokens: 3000, cached_tokens: 2000, cache_write_tokens: 500, completion_tokens: 100 },
+      2000,
+      500,
+      0.005475,
+    ],
+    // OpenAI: 476 plain × $2 + 1024 cached × $0.50, 10 out × $8
+    ['cache/gpt', { prompt_tokens: 1500, cached_tokens: 1024, completion_tokens: 10 }, 1024, 0, 0.001544],
+    // Gemini: 952 plain × $1 + 2048 cached × $0.25, 10 out × $4
+    ['cache/gemini', { prompt_tokens: 3000, cached_tokens: 2048, completion_tokens: 10 }, 2048, 0, 0.001504],
+  ];
+
+  it.each(
+    cases,
+  )('%s: the answer, the generation and its cost count cache reads and writes', async (model, usage, cached, written, cost) => {
+    for (const stream of [false, true]) {
+      mock.enqueue({ reply: { text: 'ok', usage } });
+      const body = { model, messages: [{ role: 'user', content: 'Hi' }], stream };
+      let id: string;
+      let answered: any;
+      if (!stream) {
+        const res = await call('POST', '/chat/completions', body);
+        expect(res.status).toBe(200);
+        id = res.body.id;
+        answered = res.body.usage;
+      } else {
+        const res = await fetch(`${gw.url}/api/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        const chunks = sseData(await res.text());
+        id = chunks[0].id;
+        answered = chunks.at(-1).usage;
+      }
+      expect(answered.prompt_tokens).toBe(usage.prompt_tokens);
+      expect(answered.prompt_tokens_details).toMatchObject({
+        cached_tokens: cached,
+        cache_write_tokens: written,
+      });
+      expect(answered.cost).toBeCloseTo(cost, 12);
+      const gen = await call('GET', `/generation?id=${id}`);
+      expect(gen.status).toBe(200);
+      expect(gen.body.data).toMatchObject({
+        tokens_prompt: usage.prompt_tokens,
+        native_tokens_cached: cached,
+        native_tokens_cache_write: written,
+        streamed: stream,
+      });
+      expect(gen.body.data.total_cost).toBeCloseTo(cost, 12);
+    }
+  });
+});
