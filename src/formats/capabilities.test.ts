@@ -8,6 +8,7 @@ import {
   untranslatableFields,
 } from './capabilities.js';
 import { type ChatRequest, TranslationError } from './chat.js';
+import { OPENAI_HINT_FIELDS } from './hints.js';
 
 const base: ChatRequest = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
 const withImage = (url: string, role: 'user' | 'tool' = 'user'): ChatRequest => ({
@@ -127,40 +128,12 @@ describe('droppedFields', () => {
 
   // What each kind of provider drops of the same request: OpenAI keeps its own hints and drops
   // cache breakpoints; Anthropic keeps breakpoints, maps service_tier and user; Gemini keeps none.
+  const openAiOnly: string[] = [...OPENAI_HINT_FIELDS];
   const expected: [TargetKind, string[]][] = [
     ['openai', ['cache_control']],
-    [
-      'openai-compatible',
-      [
-        'cache_control',
-        'prompt_cache_key',
-        'prompt_cache_retention',
-        'service_tier',
-        'verbosity',
-        'store',
-        'metadata',
-        'safety_identifier',
-      ],
-    ],
-    [
-      'anthropic',
-      ['prompt_cache_key', 'prompt_cache_retention', 'verbosity', 'store', 'metadata', 'safety_identifier'],
-    ],
-    [
-      'google',
-      [
-        'cache_control',
-        'prompt_cache_key',
-        'prompt_cache_retention',
-        'service_tier',
-        'verbosity',
-        'store',
-        'metadata',
-        'safety_identifier',
-        'user',
-        'parallel_tool_calls',
-      ],
-    ],
+    ['openai-compatible', ['cache_control', ...openAiOnly]],
+    ['anthropic', openAiOnly.filter((f) => f !== 'service_tier')],
+    ['google', ['cache_control', ...openAiOnly, 'user', 'parallel_tool_calls']],
   ];
   it.each(expected)('%s drops what it has no equivalent for', (kind, fields) => {
     expect(droppedFields(hinted, kind)).toEqual(fields);

@@ -21,6 +21,17 @@ export function withCacheControl<T extends object>(o: T, v: unknown, path: strin
   return cc ? { ...o, cache_control: cc } : o;
 }
 
+/** OpenAI's cost and latency hints: sent to api.openai.com as they are, dropped elsewhere (see HINT_RULES). */
+export const OPENAI_HINT_FIELDS = [
+  'prompt_cache_key',
+  'prompt_cache_retention',
+  'service_tier',
+  'verbosity',
+  'store',
+  'metadata',
+  'safety_identifier',
+] as const satisfies readonly (keyof ChatRequest)[];
+
 export type OpenAiHints = Pick<
   ChatRequest,
   | 'prompt_cache_key'

@@ -112,7 +112,6 @@ function endWithCache(blocks: Block[], cc: CacheControl | undefined): Block[] {
 /** The system prompt as text blocks (empty ones left out: Anthropic refuses them). */
 function systemBlocks(messages: ChatMessage[]): Block[] {
   return messages.flatMap((m) => {
-    systemText(m); // refuses images
     const parts =
       typeof m.content === 'string' ? [{ type: 'text' as const, text: m.content }] : (m.content ?? []);
     return endWithCache(contentBlocks(parts), m.cache_control);

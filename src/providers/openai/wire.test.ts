@@ -110,6 +110,15 @@ describe('toOpenAiRequest', () => {
 
 describe('cost and latency hints', () => {
   const cc = { type: 'ephemeral' } as const;
+  const hints = {
+    prompt_cache_key: 'tenant-1',
+    prompt_cache_retention: '24h',
+    service_tier: 'priority',
+    verbosity: 'low',
+    store: false,
+    metadata: { run: '7' },
+    safety_identifier: 'hash',
+  } as const;
   const hinted: ChatRequest = {
     model: 'gpt-x',
     messages: [
@@ -132,13 +141,7 @@ describe('cost and latency hints', () => {
       },
     ],
     cache_control: cc,
-    prompt_cache_key: 'tenant-1',
-    prompt_cache_retention: '24h',
-    service_tier: 'priority',
-    verbosity: 'low',
-    store: false,
-    metadata: { run: '7' },
-    safety_identifier: 'hash',
+    ...hints,
     top_k: 5,
     dropped: ['context_management'],
   };
@@ -158,21 +161,14 @@ describe('cost and latency hints', () => {
         },
       ],
       tools: [{ type: 'function', function: { name: 'f' } }],
-      prompt_cache_key: 'tenant-1',
-      prompt_cache_retention: '24h',
-      service_tier: 'priority',
-      verbosity: 'low',
-      store: false,
-      metadata: { run: '7' },
-      safety_identifier: 'hash',
+      ...hints,
     });
   });
 
   it("openai-compatible: sends top_k, none of OpenAI's hints", () => {
     const body = toOpenAiRequest(hinted, 'openai-compatible', false);
     expect(body.top_k).toBe(5);
-    for (const k of ['prompt_cache_key', 'service_tier', 'verbosity', 'store', 'metadata', 'cache_control'])
-      expect(body).not.toHaveProperty(k);
+    for (const k of [...Object.keys(hints), 'cache_control']) expect(body).not.toHaveProperty(k);
     expect(JSON.stringify(body)).not.toContain('cache_control');
   });
 });

@@ -30,6 +30,7 @@ import type {
   ReasoningConfig,
   Usage,
 } from '../../formats/chat.js';
+import { OPENAI_HINT_FIELDS } from '../../formats/hints.js';
 
 export type OpenAiFlavor = 'openai' | 'openai-compatible';
 
@@ -47,17 +48,6 @@ const PASSTHROUGH = [
   'logprobs',
   'top_logprobs',
   'user',
-] as const satisfies readonly (keyof ChatRequest)[];
-
-/** Cost and latency hints api.openai.com takes as they are (OpenAI-compatible servers may not). */
-const OPENAI_HINTS = [
-  'prompt_cache_key',
-  'prompt_cache_retention',
-  'service_tier',
-  'verbosity',
-  'store',
-  'metadata',
-  'safety_identifier',
 ] as const satisfies readonly (keyof ChatRequest)[];
 
 /** Reasoning budget → OpenAI effort (OpenAI takes no budget). */
@@ -102,7 +92,8 @@ export function toOpenAiRequest(
   if (req.tools) body.tools = req.tools.map((t) => ({ type: 'function', function: t.function }));
 
   if (flavor === 'openai') {
-    for (const k of OPENAI_HINTS) if (req[k] !== undefined) body[k] = req[k];
+    // api.openai.com takes its hints as they are (OpenAI-compatible servers may refuse them).
+    for (const k of OPENAI_HINT_FIELDS) if (req[k] !== undefined) body[k] = req[k];
     const max = req.max_completion_tokens ?? req.max_tokens;
     if (max !== undefined) body.max_completion_tokens = max;
     if (req.reasoning) {
