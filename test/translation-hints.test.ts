@@ -5,14 +5,13 @@
  * and the two coding agents' requests succeed on a provider of the other format. Cached tokens are
  * read from every wire and priced. Real gateway, real sockets, mock upstreams.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { CLAUDE_CODE_BETAS, claudeCodeTurn, codexTurn } from './fixtures/agent-turns.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
-import { type MockUpstream, startMockUpstream } from './support/mock-upstream.js';
+import type { MockUpstream } from './support/mock-upstream.js';
+import { startUpstreams } from './support/upstreams.js';
 
 const HEADER = 'x-gatehouse-dropped-fields';
 const CC = { type: 'ephemeral' } as const;
@@ -24,183 +23,65 @@ const sseData = (text: string): any[] =>
     .filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]')
     .map((l) => JSON.parse(l.slice(6)));
 
-// A Claude Code turn (`claude -p`, thinking on, server-side context editing, cache breakpoints on
-// system, tools and the last message), its model pointed at an OpenAI-served catalog model.
-const CLAUDE_CODE_BETAS =
-  'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,fine-grained-tool-streaming-2025-05-14';
-const claudeCodeBody = (model: string) => ({
-  model,
-  max_tokens: 32000,
-  system: [
-    { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude.", cache_control: CC },
-    {
-      type: 'text',
-      text: 'You are an interactive CLI tool that helps users with software engineering tasks.',
-      cache_control: CC,
-    },
-  ],
-  messages: [
-    {
-      role: 'user',
-      content: [
-        { type: 'text', text: '<system-reminder>This is a reminder.</system-reminder>' },
-        { type: 'text', text: 'say hi', cache_control: CC },
-      ],
-    },
-  ],
-  tools: [
-    {
-      name: 'Bash',
-      description: 'Executes a given bash command',
-      input_schema: {
-        $schema: 'http://json-schema.org/draft-07/schema#',
-        type: 'object',
-        properties: { command: { type: 'string' } },
-        required: ['command'],
-        additionalProperties: false,
+const PRICED = [
+  {
+    id: 'hint/claude',
+    endpoints: [
+      {
+        provider: 'anthropic',
+        upstream_model: 'claude-x',
+        pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
       },
-      cache_control: CC,
-    },
-  ],
-  metadata: { user_id: 'user_5f1c_account__session_0b7e' },
-  thinking: { type: 'enabled', budget_tokens: 31999 },
-  context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
-  stream: true,
-});
+    ],
+  },
+  {
+    id: 'hint/gpt',
+    endpoints: [
+      {
+        provider: 'openai',
+        upstream_model: 'gpt-x',
+        pricing: { prompt: 2, completion: 8, cached_prompt: 0.5 },
+      },
+    ],
+  },
+  {
+    id: 'hint/gemini',
+    endpoints: [
+      {
+        provider: 'google-ai-studio',
+        upstream_model: 'gemini-x',
+        pricing: { prompt: 1, completion: 4, cached_prompt: 0.25 },
+      },
+    ],
+  },
+];
 
-// A Codex CLI turn (codex-rs Responses request): namespace, custom (grammar) and hosted tools,
-// encrypted reasoning asked for, store off, a prompt cache key, verbosity.
-const codexBody = (model: string) => ({
-  model,
-  instructions: 'You are Codex, a coding agent.',
-  input: [
-    {
-      type: 'message',
-      role: 'developer',
-      content: [{ type: 'input_text', text: '<permissions>workspace-write</permissions>' }],
-    },
-    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix the typo in README.md' }] },
-  ],
-  tools: [
-    {
-      type: 'function',
-      name: 'shell_command',
-      description: 'Runs a shell command and returns its output.',
-      strict: false,
-      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
-    },
-    {
-      type: 'custom',
-      name: 'apply_patch',
-      description: 'Use the `apply_patch` tool to edit files.',
-      format: { type: 'grammar', syntax: 'lark', definition: 'start: begin_patch hunk+ end_patch' },
-    },
-    {
-      type: 'namespace',
-      name: 'mcp__docs',
-      description: 'Tools in the mcp__docs namespace.',
-      tools: [
-        {
-          type: 'function',
-          name: 'search',
-          description: 'Searches the docs.',
-          strict: false,
-          parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
-        },
-      ],
-    },
-    { type: 'web_search', external_web_access: false },
-  ],
-  tool_choice: 'auto',
-  parallel_tool_calls: true,
-  reasoning: { effort: 'medium', summary: 'auto' },
-  store: false,
-  stream: true,
-  include: ['reasoning.encrypted_content'],
-  prompt_cache_key: '0199a0c2-5f3e-7d41-9c1b-3e0f6a4b2d11',
-  text: { verbosity: 'low' },
+/** A gateway over the mock upstreams with the cache-priced models above, and credits. */
+async function start() {
+  const up = await startUpstreams(PRICED);
+  const gw = await startTestGateway('sqlite', { env: { ...up.env, GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' } });
+  await adminClient(gw.url)('POST', '/admin/credits', {
+    organization_id: gw.organizationId,
+    amount_usd: 100,
+  });
+  return { gw, mock: up.mock, call: client(gw.url, gw.apiKey) };
+}
+
+let gw: TestGateway;
+let mock: MockUpstream;
+let call: ReturnType<typeof client>;
+let anthropic: Anthropic;
+beforeAll(async () => {
+  ({ gw, mock, call } = await start());
+  anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
 });
+afterAll(async () => {
+  await gw?.stop();
+  await mock?.close();
+});
+beforeEach(() => mock.reset());
 
 describe('translation keeps hints where it can and lists what it drops', () => {
-  let gw: TestGateway;
-  let mock: MockUpstream;
-  let call: ReturnType<typeof client>;
-  let anthropic: Anthropic;
-
-  beforeAll(async () => {
-    mock = await startMockUpstream();
-    const config = {
-      providers: [
-        {
-          slug: 'openai',
-          kind: 'openai',
-          base_url: `${mock.url}/openai/v1`,
-          api_key: 'sk-operator-openai-0000',
-        },
-        {
-          slug: 'anthropic',
-          kind: 'anthropic',
-          base_url: `${mock.url}/anthropic`,
-          api_key: 'sk-operator-anthropic-00',
-        },
-        {
-          slug: 'google-ai-studio',
-          kind: 'google',
-          base_url: `${mock.url}/google/v1beta`,
-          api_key: 'g-operator-key-0000000',
-        },
-      ],
-      models: [
-        {
-          id: 'hint/claude',
-          endpoints: [
-            {
-              provider: 'anthropic',
-              upstream_model: 'claude-x',
-              pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
-            },
-          ],
-        },
-        {
-          id: 'hint/gpt',
-          endpoints: [
-            {
-              provider: 'openai',
-              upstream_model: 'gpt-x',
-              pricing: { prompt: 2, completion: 8, cached_prompt: 0.5 },
-            },
-          ],
-        },
-        {
-          id: 'hint/gemini',
-          endpoints: [
-            {
-              provider: 'google-ai-studio',
-              upstream_model: 'gemini-x',
-              pricing: { prompt: 1, completion: 4, cached_prompt: 0.25 },
-            },
-          ],
-        },
-      ],
-    };
-    const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-hints-')), 'gatehouse.json');
-    writeFileSync(file, JSON.stringify(config));
-    gw = await startTestGateway('sqlite', {
-      env: { GATEHOUSE_CONFIG: file, GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' },
-    });
-    await adminClient(gw.url)('POST', '/admin/credits', {
-      organization_id: gw.organizationId,
-      amount_usd: 100,
-    });
-    call = client(gw.url, gw.apiKey);
-    anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await gw?.stop();
-    await mock?.close();
-  });
-  beforeEach(() => mock.reset());
-
   it('/chat/completions → Anthropic: OpenRouter-style breakpoints become cache_control blocks', async () => {
     const res = await call('POST', '/chat/completions', {
       model: 'hint/claude',
@@ -289,7 +170,7 @@ describe('translation keeps hints where it can and lists what it drops', () => {
     mock.enqueue({ reply: { text: 'hi!' }, times: 2 });
     // With the official client, streamed as Claude Code streams it.
     const { data: stream, response } = await anthropic.beta.messages
-      .create({ ...(claudeCodeBody('hint/gpt') as any), stream: true, betas: CLAUDE_CODE_BETAS.split(',') })
+      .create({ ...(claudeCodeTurn('hint/gpt') as any), stream: true, betas: CLAUDE_CODE_BETAS.split(',') })
       .withResponse();
     expect(response.status).toBe(200);
     expect(response.headers.get(HEADER)).toBe('context_management,anthropic-beta,cache_control');
@@ -330,7 +211,7 @@ describe('translation keeps hints where it can and lists what it drops', () => {
         'anthropic-beta': CLAUDE_CODE_BETAS,
         'content-type': 'application/json',
       },
-      body: JSON.stringify({ ...claudeCodeBody('hint/gpt'), stream: false }),
+      body: JSON.stringify({ ...claudeCodeTurn('hint/gpt'), stream: false }),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get(HEADER)).toBe('context_management,anthropic-beta,cache_control');
@@ -351,7 +232,7 @@ describe('translation keeps hints where it can and lists what it drops', () => {
     const res = await fetch(`${gw.url}/api/v1/responses`, {
       method: 'POST',
       headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(codexBody('hint/claude')),
+      body: JSON.stringify(codexTurn('hint/claude')),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get(HEADER)).toBe('tools[1].format,tools[3],include[0],prompt_cache_key,verbosity');
@@ -390,10 +271,10 @@ describe('translation keeps hints where it can and lists what it drops', () => {
     // Codex's next turn sends the calls back with their outputs: Anthropic gets its tool loop.
     mock.enqueue({ reply: { text: 'Fixed.' } });
     const next = await call('POST', '/responses', {
-      ...codexBody('hint/claude'),
+      ...codexTurn('hint/claude'),
       stream: false,
       input: [
-        ...codexBody('hint/claude').input,
+        ...codexTurn('hint/claude').input,
         done[0],
         done[1],
         { type: 'custom_tool_call_output', call_id: 'toolu_1', output: 'Success. Updated README.md' },
@@ -447,96 +328,20 @@ describe('translation keeps hints where it can and lists what it drops', () => {
 });
 
 describe('cached tokens are read from every wire and priced', () => {
-  let gw: TestGateway;
-  let mock: MockUpstream;
-  let call: ReturnType<typeof client>;
-  beforeAll(async () => {
-    mock = await startMockUpstream();
-    const config = {
-      providers: [
-        {
-          slug: 'openai',
-          kind: 'openai',
-          base_url: `${mock.url}/openai/v1`,
-          api_key: 'sk-operator-openai-0000',
-        },
-        {
-          slug: 'anthropic',
-          kind: 'anthropic',
-          base_url: `${mock.url}/anthropic`,
-          api_key: 'sk-operator-anthropic-00',
-        },
-        {
-          slug: 'google-ai-studio',
-          kind: 'google',
-          base_url: `${mock.url}/google/v1beta`,
-          api_key: 'g-operator-key-0000000',
-        },
-      ],
-      models: [
-        {
-          id: 'cache/claude',
-          endpoints: [
-            {
-              provider: 'anthropic',
-              upstream_model: 'claude-x',
-              pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
-            },
-          ],
-        },
-        {
-          id: 'cache/gpt',
-          endpoints: [
-            {
-              provider: 'openai',
-              upstream_model: 'gpt-x',
-              pricing: { prompt: 2, completion: 8, cached_prompt: 0.5 },
-            },
-          ],
-        },
-        {
-          id: 'cache/gemini',
-          endpoints: [
-            {
-              provider: 'google-ai-studio',
-              upstream_model: 'gemini-x',
-              pricing: { prompt: 1, completion: 4, cached_prompt: 0.25 },
-            },
-          ],
-        },
-      ],
-    };
-    const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-cache-')), 'gatehouse.json');
-    writeFileSync(file, JSON.stringify(config));
-    gw = await startTestGateway('sqlite', {
-      env: { GATEHOUSE_CONFIG: file, GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' },
-    });
-    await adminClient(gw.url)('POST', '/admin/credits', {
-      organization_id: gw.organizationId,
-      amount_usd: 100,
-    });
-    call = client(gw.url, gw.apiKey);
-  });
-  afterAll(async () => {
-    await gw?.stop();
-    await mock?.close();
-  });
-  beforeEach(() => mock.reset());
-
   // [model, upstream usage, cached, written, expected cost in USD]
   const cases: [string, Record<string, number>, number, number, number][] = [
     // Anthropic: 500 plain × $3 + 2000 read × $0.30 + 500 written × $3.75, 100 out × $15 (per million)
     [
-      'cache/claude',
+      'hint/claude',
       { prompt_tokens: 3000, cached_tokens: 2000, cache_write_tokens: 500, completion_tokens: 100 },
       2000,
       500,
       0.005475,
     ],
     // OpenAI: 476 plain × $2 + 1024 cached × $0.50, 10 out × $8
-    ['cache/gpt', { prompt_tokens: 1500, cached_tokens: 1024, completion_tokens: 10 }, 1024, 0, 0.001544],
+    ['hint/gpt', { prompt_tokens: 1500, cached_tokens: 1024, completion_tokens: 10 }, 1024, 0, 0.001544],
     // Gemini: 952 plain × $1 + 2048 cached × $0.25, 10 out × $4
-    ['cache/gemini', { prompt_tokens: 3000, cached_tokens: 2048, completion_tokens: 10 }, 2048, 0, 0.001504],
+    ['hint/gemini', { prompt_tokens: 3000, cached_tokens: 2048, completion_tokens: 10 }, 2048, 0, 0.001504],
   ];
 
   it.each(

@@ -1,56 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { APPLY_PATCH_GRAMMAR, codexTurn } from '../../test/fixtures/agent-turns.js';
 import type { ChatChunk, ChatResponse } from './chat.js';
 import { chatResponseToResponses, chatStreamToResponses, responsesRequestToChat } from './responses.js';
 import { flatName } from './responses-tools.js';
 
-/** The shape of a Codex CLI turn (codex-rs: namespace, custom and hosted tools, hints). */
-const APPLY_PATCH_GRAMMAR = 'start: begin_patch hunk+ end_patch\nbegin_patch: "*** Begin Patch" LF';
+// Codex's turn, with a local_shell tool (older models), the xhigh effort and a priority tier added.
+const turn = codexTurn('test/claude');
 const codexBody = {
-  model: 'test/claude',
-  instructions: 'You are Codex.',
-  input: [
-    { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions/>' }] },
-    { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fix the bug' }] },
-  ],
-  tools: [
-    {
-      type: 'function',
-      name: 'shell_command',
-      description: 'Runs a shell command',
-      strict: false,
-      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
-    },
-    {
-      type: 'custom',
-      name: 'apply_patch',
-      description: 'Edit files with a patch',
-      format: { type: 'grammar', syntax: 'lark', definition: APPLY_PATCH_GRAMMAR },
-    },
-    {
-      type: 'namespace',
-      name: 'mcp__docs',
-      description: 'Tools in the mcp__docs namespace.',
-      tools: [
-        {
-          type: 'function',
-          name: 'search',
-          description: 'Search the docs',
-          strict: false,
-          parameters: { type: 'object', properties: { q: { type: 'string' } } },
-        },
-      ],
-    },
-    { type: 'local_shell' },
-    { type: 'web_search', external_web_access: false },
-  ],
-  tool_choice: 'auto',
-  parallel_tool_calls: true,
+  ...turn,
+  tools: [...turn.tools.slice(0, 3), { type: 'local_shell' }, ...turn.tools.slice(3)],
   reasoning: { effort: 'xhigh', summary: 'auto' },
-  store: false,
-  stream: true,
-  include: ['reasoning.encrypted_content'],
-  prompt_cache_key: '0199a0c2-5f3e-7d41-9c1b-3e0f6a4b2d11',
-  text: { verbosity: 'low' },
   service_tier: 'priority',
 };
 
@@ -64,9 +23,9 @@ describe('Codex-style tools through the canonical request', () => {
       ['local_shell', { type: 'local_shell', name: 'local_shell' }],
     ]);
     const patch = req.tools?.[1]?.function;
-    expect(patch?.description).toBe('Edit files with a patch');
+    expect(patch?.description).toBe('Use the `apply_patch` tool to edit files.');
     expect(patch?.parameters).toMatchObject({ type: 'object', required: ['input'] });
-    expect(JSON.stringify(patch?.parameters)).toContain('begin_patch hunk+ end_patch');
+    expect(JSON.stringify(patch?.parameters)).toContain(JSON.stringify(APPLY_PATCH_GRAMMAR).slice(1, -1));
     expect(req.reasoning).toEqual({ effort: 'xhigh' });
     expect(req).toMatchObject({
       prompt_cache_key: codexBody.prompt_cache_key,
