@@ -392,7 +392,10 @@ describe('messagesRequestToChat', () => {
             content: [{ type: 'tool_result', tool_use_id: 't1', content: 'done', cache_control: cc }],
           },
         ],
-        tools: [{ name: 'f', input_schema: { type: 'object' }, eager_input_streaming: true }],
+        tools: [
+          { name: 'f', input_schema: { type: 'object' }, eager_input_streaming: true },
+          { name: 'later', input_schema: { type: 'object' }, defer_loading: true },
+        ],
         top_k: 8,
         service_tier: 'standard_only',
         context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
@@ -419,7 +422,9 @@ describe('messagesRequestToChat', () => {
       'diagnostics',
       'tools[0].eager_input_streaming',
       'anthropic-beta',
+      'tools[1]',
     ]);
+    expect(req.tools?.map((t) => t.function.name)).toEqual(['f']);
     // Nothing to drop: no list at all.
     expect(
       messagesRequestToChat({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }),
@@ -573,7 +578,6 @@ describe('messagesRequestToChat', () => {
     ['tools[0].type', { ...ok, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }],
     ['tools[0].input_schema', { ...ok, tools: [{ name: 'x' }] }],
     ['tools[0].input_examples', { ...ok, tools: [{ name: 'x', input_schema: {}, input_examples: [{}] }] }],
-    ['tools[0].defer_loading', { ...ok, tools: [{ name: 'x', input_schema: {}, defer_loading: true }] }],
     ['tool_choice.type', { ...ok, tool_choice: { type: 'some' } }],
     ['tool_choice.name', { ...ok, tool_choice: { type: 'tool' } }],
     ['thinking.type', { ...ok, thinking: { type: 'between_tools' } }],

@@ -41,8 +41,9 @@
  *
  * Dropped and reported in `dropped` (they only steer cost, latency or context housekeeping, and
  * the canonical request has no place for them): `context_management` (server-side context
- * editing), `speed: 'fast'`, `diagnostics`, a tool's `eager_input_streaming`, the
- * `anthropic-beta` header (when the route passes headers).
+ * editing), `speed: 'fast'`, `diagnostics`, a tool's `eager_input_streaming`, a tool with
+ * `defer_loading` (left out: the model is not offered it up front), the `anthropic-beta` header
+ * (when the route passes headers).
  *
  * Ignored: `citations` on history text blocks, header params the SDK may leave in the body
  * (`user_profile_id`, `workspace_id`, `betas`), Gatehouse's own fields (`provider`, `models`,
@@ -51,7 +52,7 @@
  * Refused: `container`, `mcp_servers`, `inference_geo`, document /
  * search-result / server-tool blocks, file image sources, server tools (any tool `type` other than
  * `custom`), `thinking.type: 'between_tools'`, `output_config.effort` max, tool
- * `input_examples` / `defer_loading` / non-direct `allowed_callers`.
+ * `input_examples` / non-direct `allowed_callers`.
  *
  * Response mapping: `stop`→`end_turn` (`stop_sequence` when the provider says so natively),
  * `length`→`max_tokens`, `tool_calls` (or any tool call present)→`tool_use`,
@@ -401,8 +402,9 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
   return m;
 }
 
-function tools(v: unknown): ToolDefinition[] {
-  return arr(v, 'tools').map((t, i): ToolDefinition => {
+/** The tools the model is offered up front: a deferred one (`defer_loading`) is left out, and listed. */
+function tools(v: unknown, dropped: string[]): ToolDefinition[] {
+  return arr(v, 'tools').flatMap((t, i): ToolDefinition[] => {
     const p = `tools[${i}]`;
     const tool = obj(t, p);
     if (given(tool.type) && tool.type !== 'custom') {
@@ -411,7 +413,10 @@ function tools(v: unknown): ToolDefinition[] {
     if (Array.isArray(tool.input_examples) && tool.input_examples.length) {
       fail(`${p}.input_examples`, 'tool input examples are not supported');
     }
-    if (tool.defer_loading === true) fail(`${p}.defer_loading`, 'deferred tool loading is not supported');
+    if (tool.defer_loading === true) {
+      dropped.push(p);
+      return [];
+    }
     if (
       given(tool.allowed_callers) &&
       strArray(tool.allowed_callers, `${p}.allowed_callers`).some((c) => c !== 'direct')
@@ -426,7 +431,7 @@ function tools(v: unknown): ToolDefinition[] {
     if (description !== undefined) fn.description = description;
     const strict = optBool(tool.strict, `${p}.strict`);
     if (strict !== undefined) fn.strict = strict;
-    return withCacheControl({ type: 'function', function: fn }, tool.cache_control, `${p}.cache_control`);
+    return [withCacheControl({ type: 'function', function: fn }, tool.cache_control, `${p}.cache_control`)];
   });
 }
 
@@ -530,14 +535,14 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
     const tier = oneOf(b.service_tier, 'service_tier', ['auto', 'standard_only'] as const);
     req.service_tier = tier === 'standard_only' ? 'default' : 'auto';
   }
-  const dropped = droppedHints(b, headers['anthropic-beta']);
-  if (dropped.length) req.dropped = dropped;
+
   if (given(b.stop_sequences)) {
     const stop = strArray(b.stop_sequences, 'stop_sequences');
     if (stop.length) req.stop = stop;
   }
+  const dropped = droppedHints(b, headers['anthropic-beta']);
   if (given(b.tools)) {
-    const t = tools(b.tools);
+    const t = tools(b.tools, dropped);
     if (t.length) req.tools = t;
   }
   if (given(b.tool_choice)) {
@@ -562,6 +567,7 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
     req.stream = true;
     req.stream_options = { include_usage: true };
   }
+  if (dropped.length) req.dropped = dropped;
   return compact(req);
 }
 

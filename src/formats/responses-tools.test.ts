@@ -88,6 +88,47 @@ describe('Codex-style tools through the canonical request', () => {
     expect(req.dropped).toContain('input[5]');
   });
 
+  it("reads tools from additional_tools items (Codex's lite dialect); drops tool_search and its items", () => {
+    const req = responsesRequestToChat({
+      model: 'm',
+      input: [
+        {
+          type: 'additional_tools',
+          role: 'developer',
+          tools: [
+            {
+              type: 'namespace',
+              name: 'functions',
+              tools: [
+                {
+                  type: 'custom',
+                  name: 'exec',
+                  format: { type: 'grammar', syntax: 'lark', definition: 'start: SOURCE' },
+                },
+                { type: 'function', name: 'wait', parameters: { type: 'object' } },
+              ],
+            },
+          ],
+        },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] },
+        { type: 'tool_search_call', execution: 'client', call_id: 's1', arguments: { query: 'x' } },
+        { type: 'tool_search_output', execution: 'client', call_id: 's1', tools: [] },
+      ],
+      tools: [
+        { type: 'function', name: 'exec_command', parameters: { type: 'object' } },
+        { type: 'tool_search', execution: 'client', parameters: { type: 'object' } },
+      ],
+    });
+    expect(req.tools?.map((t) => t.function.name)).toEqual([
+      'functions__exec',
+      'functions__wait',
+      'exec_command',
+    ]);
+    expect(req.tools?.[0]?.origin).toEqual({ type: 'custom', name: 'exec', namespace: 'functions' });
+    expect(req.dropped).toEqual(['input[0].tools[0].tools[0].format', 'input[2]', 'input[3]', 'tools[1]']);
+    expect(req.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }]);
+  });
+
   it('names: a namespaced tool is <namespace>__<name>; odd characters and long names stay valid', () => {
     expect(flatName('search')).toBe('search');
     expect(flatName('search', 'mcp__docs')).toBe('mcp__docs__search');

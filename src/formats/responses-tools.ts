@@ -13,6 +13,10 @@
  * |                                        | `<namespace>__<name>` (see flatName)                       |
  * | `local_shell`                          | `local_shell`, taking the exec action's fields            |
  * | `web_search` / `web_search_preview`    | dropped (`tools[i]`): a hosted tool only OpenAI runs       |
+ * | `tool_search` (deferred tool discovery) | dropped (`tools[i]`): the tools it would load are not offered |
+ *
+ * Tools may also come in `additional_tools` input items (Codex's "lite" dialect); they are read
+ * the same way, their paths under that item (`input[i].tools[j]`).
  *
  * Calls come back as `function_call` (with `namespace` for a namespaced tool), `custom_tool_call`
  * (`input` = the call's `input` argument) or `local_shell_call` (`action` = the arguments), and the
@@ -116,13 +120,16 @@ function customTool(t: Obj, p: string, dropped: string[], namespace?: string): T
   };
 }
 
-/** The tools of a Responses request as canonical function tools (see the file comment). */
-export function responsesTools(v: unknown): Parsed {
+/**
+ * Responses tools as canonical function tools (see the file comment); `path` is where the list is
+ * in the caller's body (`tools`, or an `additional_tools` item's `input[i].tools`).
+ */
+export function responsesTools(v: unknown, path = 'tools'): Parsed {
   const out: Parsed = { tools: [], dropped: [] };
   const withCache = (tool: ToolDefinition, t: Obj, p: string) =>
     out.tools.push(withCacheControl(tool, t.cache_control, `${p}.cache_control`));
-  for (const [i, raw] of arr(v, 'tools').entries()) {
-    const p = `tools[${i}]`;
+  for (const [i, raw] of arr(v, path).entries()) {
+    const p = `${path}[${i}]`;
     const t = obj(raw, p);
     switch (t.type) {
       case 'function':
@@ -156,18 +163,23 @@ export function responsesTools(v: unknown): Parsed {
         break;
       case 'web_search':
       case 'web_search_preview':
+      case 'tool_search':
         out.dropped.push(p);
         break;
       default:
         fail(`${p}.type`, `built-in tool '${String(t.type)}' is not supported`);
     }
   }
+  return out;
+}
+
+/** Refuses two tools that reach the provider under one name (e.g. `a__b` and `b` in namespace `a`). */
+export function assertUniqueNames(tools: ToolDefinition[]): void {
   const seen = new Set<string>();
-  for (const [i, t] of out.tools.entries()) {
-    if (seen.has(t.function.name)) fail('tools', `two tools are named '${t.function.name}' (tool ${i})`);
+  for (const t of tools) {
+    if (seen.has(t.function.name)) fail('tools', `two tools are named '${t.function.name}'`);
     seen.add(t.function.name);
   }
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

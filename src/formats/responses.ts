@@ -63,10 +63,12 @@ import type {
   ResponseFormat,
   ToolCall,
   ToolChoice,
+  ToolDefinition,
   Usage,
 } from './chat.js';
 import { openAiHints } from './hints.js';
 import {
+  assertUniqueNames,
   flatName,
   historyToolCall,
   type ResponsesToolCallItem,
@@ -383,7 +385,8 @@ function toolOutput(v: unknown, path: string): string | ContentPart[] {
     : parts;
 }
 
-function inputMessages(input: unknown, dropped: string[]): ChatMessage[] {
+/** The input as messages; tools from `additional_tools` items go to `tools`, dropped paths to `dropped`. */
+function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[]): ChatMessage[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
   const items = arr(input, 'input');
   const out: ChatMessage[] = [];
@@ -431,10 +434,18 @@ function inputMessages(input: unknown, dropped: string[]): ChatMessage[] {
         assistantTurn().toolCalls.push(historyToolCall(item, p));
         break;
       case 'web_search_call':
-        // A hosted search OpenAI ran: nothing another provider can be shown (its results are not
-        // in the item), so the turn goes on without it.
+      case 'tool_search_call':
+      case 'tool_search_output':
+        // A hosted search OpenAI ran, or a tool search the provider was not offered (tool_search is
+        // dropped): nothing another provider can be shown, so the turn goes on without it.
         dropped.push(p);
         break;
+      case 'additional_tools': {
+        const t = responsesTools(item.tools, `${p}.tools`);
+        tools.push(...t.tools);
+        dropped.push(...t.dropped);
+        break;
+      }
       case 'function_call_output':
       case 'custom_tool_call_output':
       case 'local_shell_call_output':
@@ -509,17 +520,21 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   if (instructions) messages.push({ role: 'system', content: instructions });
   if (!given(b.input)) fail('input', 'is required');
   if (Array.isArray(b.input) && b.input.length === 0) fail('input', 'must not be empty');
-  messages.push(...inputMessages(b.input, dropped));
+  const inputTools: ToolDefinition[] = [];
+  messages.push(...inputMessages(b.input, dropped, inputTools));
 
   const req: ChatRequest = { model, messages };
   req.max_tokens = optNum(b.max_output_tokens, 'max_output_tokens', { integer: true, min: 1 });
   req.temperature = optNum(b.temperature, 'temperature', { min: 0, max: 2 });
   req.top_p = optNum(b.top_p, 'top_p', { min: 0, max: 1 });
+  const tools = [...inputTools];
   if (given(b.tools)) {
     const t = responsesTools(b.tools);
-    if (t.tools.length) req.tools = t.tools;
+    tools.push(...t.tools);
     dropped.push(...t.dropped);
   }
+  assertUniqueNames(tools);
+  if (tools.length) req.tools = tools;
   if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
   req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
   if (given(b.text)) req.response_format = responseFormat(b.text);
