@@ -5,6 +5,7 @@
  * and the two coding agents' requests succeed on a provider of the other format. Cached tokens are
  * read from every wire and priced. Real gateway, real sockets, mock upstreams.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CLAUDE_CODE_BETAS, claudeCodeTurn, codexTurn } from './fixtures/agent-turns.js';
@@ -382,6 +383,74 @@ describe('cached tokens are read from every wire and priced', () => {
         streamed: stream,
       });
       expect(gen.body.data.total_cost).toBeCloseTo(cost, 12);
+    }
+  });
+});
+
+// The agents' own requests, recorded from the real clients (test/fixtures/agents/record.ts), replayed
+// against a model of the other format: every one must translate and be served.
+const recorded = (agent: string) => new URL(`./fixtures/agents/${agent}.requests.json`, import.meta.url);
+const haveRecordings = existsSync(recorded('claude-code')) && existsSync(recorded('codex'));
+const recordedRequests = (agent: string): { name: string; index: number; headers: any; body: any }[] =>
+  JSON.parse(readFileSync(recorded(agent), 'utf8')).exchanges.flatMap((ex: any) =>
+    ex.requests.map((r: any, index: number) => ({ name: ex.name, index, headers: r.headers, body: r.body })),
+  );
+
+describe.skipIf(!haveRecordings)("the agents' recorded requests on the other format's provider", () => {
+  const claude = haveRecordings ? recordedRequests('claude-code') : [];
+  const codex = haveRecordings ? recordedRequests('codex') : [];
+
+  it.each(
+    claude.map((r) => [`${r.name} #${r.index}`, r] as const),
+  )('Claude Code %s → OpenAI-served model', async (_, r) => {
+    const res = await fetch(`${gw.url}/api/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': gw.apiKey,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': r.headers['anthropic-beta'],
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ ...r.body, model: 'hint/gpt' }),
+    });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect(sseData(text).at(-1)?.type).toBe('message_stop');
+    expect(res.headers.get(HEADER)?.split(',')).toEqual(
+      expect.arrayContaining(['context_management', 'anthropic-beta', 'cache_control']),
+    );
+    const sent = mock.requests[0];
+    expect(sent?.path).toMatch(/\/chat\/completions$/);
+    expect(sent?.body.model).toBe('gpt-x');
+    expect(sent?.body.tools.length).toBeGreaterThan(0);
+    expect(JSON.stringify(sent?.body)).not.toMatch(/cache_control|context_management|defer_loading/);
+  });
+
+  it.each(
+    codex.map((r) => [`${r.name} #${r.index}`, r] as const),
+  )('Codex %s → Anthropic-served model', async (_, r) => {
+    const res = await fetch(`${gw.url}/api/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...r.body, model: 'hint/claude' }),
+    });
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expect(sseData(text).at(-1)?.type).toBe('response.completed');
+    expect(res.headers.get(HEADER)?.split(',')).toEqual(
+      expect.arrayContaining(['include[0]', 'prompt_cache_key']),
+    );
+    const sent = mock.requests[0];
+    expect(sent?.path).toMatch(/\/messages$/);
+    expect(sent?.body.model).toBe('claude-x');
+    expect(sent?.body.tools.length).toBeGreaterThan(0);
+    for (const t of sent?.body.tools ?? []) expect(t.name).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+    // A turn that sends back a tool call and its output: Anthropic gets tool_use, then tool_result.
+    const outputs = r.body.input.filter((i: any) => i.type === 'function_call_output');
+    if (outputs.length) {
+      const last = sent?.body.messages.at(-1);
+      expect(last.content.map((b: any) => b.type)).toContain('tool_result');
+      expect(sent?.body.messages.at(-2).content.map((b: any) => b.type)).toContain('tool_use');
     }
   });
 });
