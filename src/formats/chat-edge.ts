@@ -37,7 +37,7 @@ import {
   type ToolDefinition,
   TranslationError,
 } from './chat.js';
-import { openAiHints, optCacheControl, withCacheControl } from './hints.js';
+import { cachedTextParts, openAiHints, optCacheControl, withCacheControl } from './hints.js';
 import { parseReasoningDetails } from './reasoning-details.js';
 import {
   arr,
@@ -58,18 +58,7 @@ import {
 
 const EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 
-function textParts(v: unknown, path: string): ContentPart[] {
-  return arr(v, path).map((raw, i): ContentPart => {
-    const p = `${path}[${i}]`;
-    const part = obj(raw, p);
-    if (part.type !== 'text') fail(`${p}.type`, "only 'text' parts are allowed here");
-    return withCacheControl(
-      { type: 'text', text: str(part.text, `${p}.text`) },
-      part.cache_control,
-      `${p}.cache_control`,
-    );
-  });
-}
+const textParts = (v: unknown, path: string) => cachedTextParts(v, path, 'parts');
 
 function userParts(v: unknown, path: string): ContentPart[] {
   return arr(v, path).map((raw, i): ContentPart => {

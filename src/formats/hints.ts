@@ -3,8 +3,8 @@
  * cache breakpoints (`cache_control`) and OpenAI's top-level hints. Where each one goes per provider
  * is the provider wires' business; what a provider kind drops is HINT_RULES in capabilities.ts.
  */
-import type { CacheControl, ChatRequest } from './chat.js';
-import { type Obj, obj, oneOf, optStr } from './validate.js';
+import type { CacheControl, ChatRequest, ContentPart } from './chat.js';
+import { arr, fail, type Obj, obj, oneOf, optStr, str } from './validate.js';
 
 /** A `cache_control` value ({type: 'ephemeral', ttl?: '5m' | '1h'}), or undefined when not given. */
 export function optCacheControl(v: unknown, path: string): CacheControl | undefined {
@@ -31,6 +31,23 @@ export const OPENAI_HINT_FIELDS = [
   'metadata',
   'safety_identifier',
 ] as const satisfies readonly (keyof ChatRequest)[];
+
+/**
+ * Text-only content (a system prompt, a tool result): `{type: 'text', text, cache_control?}` items as
+ * text parts, breakpoints kept; `noun` names the items in errors ('parts', 'blocks').
+ */
+export function cachedTextParts(v: unknown, path: string, noun: 'parts' | 'blocks'): ContentPart[] {
+  return arr(v, path).map((raw, i): ContentPart => {
+    const p = `${path}[${i}]`;
+    const part = obj(raw, p);
+    if (part.type !== 'text') fail(`${p}.type`, `only 'text' ${noun} are allowed here`);
+    return withCacheControl(
+      { type: 'text', text: str(part.text, `${p}.text`) },
+      part.cache_control,
+      `${p}.cache_control`,
+    );
+  });
+}
 
 export type OpenAiHints = Pick<
   ChatRequest,

@@ -82,7 +82,7 @@ import {
   type ToolDefinition,
   type Usage,
 } from './chat.js';
-import { optCacheControl, withCacheControl } from './hints.js';
+import { cachedTextParts, optCacheControl, withCacheControl } from './hints.js';
 import { type Block, responseBlocks, segmentChatStream } from './segments.js';
 import {
   argumentsObject,
@@ -253,17 +253,7 @@ function imagePart(block: Obj, path: string): ContentPart {
 
 /** A string, or text blocks kept as text parts (their boundaries and breakpoints matter upstream). */
 function textOfBlocks(v: unknown, path: string): string | ContentPart[] {
-  if (typeof v === 'string') return v;
-  return arr(v, path).map((b, i): ContentPart => {
-    const p = `${path}[${i}]`;
-    const block = obj(b, p);
-    if (block.type !== 'text') fail(`${p}.type`, "only 'text' blocks are allowed here");
-    return withCacheControl(
-      { type: 'text', text: str(block.text, `${p}.text`) },
-      block.cache_control,
-      `${p}.cache_control`,
-    );
-  });
+  return typeof v === 'string' ? v : cachedTextParts(v, path, 'blocks');
 }
 
 function toolResultMessage(block: Obj, path: string): ChatMessage {
