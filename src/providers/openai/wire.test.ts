@@ -202,6 +202,24 @@ describe('cached-token usage', () => {
     expect(chunk.usage?.prompt_tokens_details?.cached_tokens).toBe(32);
   });
 
+  it('OpenAI-compatible servers: DeepSeek-style prompt_cache_hit_tokens and a top-level cached_tokens', () => {
+    const deepseek = {
+      prompt_tokens: 900,
+      completion_tokens: 5,
+      prompt_cache_hit_tokens: 640,
+      prompt_cache_miss_tokens: 260,
+    };
+    expect(mapUsage(deepseek)?.prompt_tokens_details).toEqual({ cached_tokens: 640 });
+    expect(
+      mapUsage({ prompt_tokens: 100, completion_tokens: 1, cached_tokens: 64 })?.prompt_tokens_details,
+    ).toEqual({
+      cached_tokens: 64,
+    });
+    expect(mapUsage({ prompt_tokens: 100, completion_tokens: 1 })).not.toHaveProperty(
+      'prompt_tokens_details',
+    );
+  });
+
   it('Responses: input_tokens include the cached ones (input_tokens_details)', () => {
     expect(
       mapResponsesUsage({

@@ -151,6 +151,11 @@ export function mapUsage(u: unknown): Usage | undefined {
   };
   if (x.prompt_tokens_details && typeof x.prompt_tokens_details === 'object') {
     usage.prompt_tokens_details = x.prompt_tokens_details as Usage['prompt_tokens_details'];
+  } else {
+    // OpenAI-compatible servers that report cache hits their own way: DeepSeek
+    // (`prompt_cache_hit_tokens`), Moonshot and others (`cached_tokens` beside prompt_tokens).
+    const hits = x.prompt_cache_hit_tokens ?? x.cached_tokens;
+    if (typeof hits === 'number') usage.prompt_tokens_details = { cached_tokens: hits };
   }
   if (x.completion_tokens_details && typeof x.completion_tokens_details === 'object') {
     usage.completion_tokens_details = x.completion_tokens_details as Usage['completion_tokens_details'];
