@@ -147,6 +147,7 @@ describe('droppedFields', () => {
 
   it('Anthropic: a flex tier is dropped, safety_identifier stands in for user, past 4 breakpoints drop', () => {
     expect(droppedFields({ ...base, service_tier: 'flex' }, 'anthropic')).toEqual(['service_tier']);
+    expect(droppedFields({ ...base, service_tier: 'constructor' }, 'anthropic')).toEqual(['service_tier']);
     expect(droppedFields({ ...base, safety_identifier: 's' }, 'anthropic')).toEqual([]);
     const many: ChatRequest = {
       ...base,

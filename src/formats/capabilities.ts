@@ -180,11 +180,12 @@ export function breakpointCount(req: ChatRequest): number {
   return n;
 }
 
-/** Anthropic's service tiers: `auto` is OpenAI's `auto`, `standard_only` its `default`. */
-export const ANTHROPIC_SERVICE_TIERS: Record<string, 'auto' | 'standard_only'> = {
-  auto: 'auto',
-  default: 'standard_only',
-};
+/** Anthropic's equivalent of an OpenAI service tier: `auto` → `auto`, `default` → `standard_only`. */
+export function anthropicServiceTier(tier: string | undefined): 'auto' | 'standard_only' | undefined {
+  if (tier === 'auto') return 'auto';
+  if (tier === 'default') return 'standard_only';
+  return undefined;
+}
 
 export const HINT_RULES: readonly HintRule[] = [
   {
@@ -200,9 +201,7 @@ export const HINT_RULES: readonly HintRule[] = [
   {
     field: 'service_tier',
     dropped: (r, t) =>
-      isSet(r.service_tier) &&
-      t !== 'openai' &&
-      !(t === 'anthropic' && ANTHROPIC_SERVICE_TIERS[r.service_tier as string]),
+      isSet(r.service_tier) && t !== 'openai' && !(t === 'anthropic' && anthropicServiceTier(r.service_tier)),
   },
   { field: 'verbosity', dropped: keptBy(['openai'], (r) => isSet(r.verbosity)) },
   // store: false is what every other provider does anyway.

@@ -31,12 +31,14 @@
  *   (`DEFAULT_MAX_TOKENS`); with thinking and no caller limit it is `budget + 4096`.
  * - `stop` → `stop_sequences`; `temperature` is clamped to Anthropic's [0, 1]; `top_k` as is;
  *   `user` (else `safety_identifier`) → `metadata.user_id`; `service_tier` auto/default →
- *   auto/standard_only (other tiers are not sent: see HINT_RULES); tools → `{name, description, input_schema}`; tool_choice auto/required/
- *   none/named → auto/any/none/tool; `parallel_tool_calls: false` → `disable_parallel_tool_use`.
+ *   auto/standard_only (other tiers are not sent: see HINT_RULES); tools → `{name, description,
+ *   input_schema}`; tool_choice auto/required/none/named → auto/any/none/tool;
+ *   `parallel_tool_calls: false` → `disable_parallel_tool_use`.
  * - `reasoning` → `thinking: {type:'enabled', budget_tokens}` (`reasoning.max_tokens`, else the
  *   effort table in `../reasoning.ts`; at least 1024 and below `max_tokens`, else no thinking).
- *   With thinking on, `temperature`/`top_p`/`top_k` are dropped (Anthropic requires the defaults) and a
- *   forced tool_choice (required/named) turns thinking off instead (Anthropic refuses the pair).
+ *   With thinking on, `temperature`/`top_p`/`top_k` are dropped (Anthropic requires the defaults)
+ *   and a forced tool_choice (required/named) turns thinking off instead (Anthropic refuses the
+ *   pair).
  * - `response_format: json_schema` → `output_config.format`; `json_object` has no Anthropic
  *   equivalent and is dropped, as are `seed`, penalties and `logprobs`.
  *
@@ -48,7 +50,7 @@
  * tool_calls; stop_reason → finish_reason (the original in `native_finish_reason`);
  * usage.prompt_tokens = input + cache_read + cache_creation.
  */
-import { ANTHROPIC_MAX_BREAKPOINTS, ANTHROPIC_SERVICE_TIERS } from '../../formats/capabilities.js';
+import { ANTHROPIC_MAX_BREAKPOINTS, anthropicServiceTier } from '../../formats/capabilities.js';
 import {
   type CacheControl,
   type ChatChunk,
@@ -267,7 +269,7 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
   if (req.top_k !== undefined) body.top_k = req.top_k;
   const userId = req.user ?? req.safety_identifier;
   if (userId !== undefined) body.metadata = { user_id: userId };
-  const tier = req.service_tier === undefined ? undefined : ANTHROPIC_SERVICE_TIERS[req.service_tier];
+  const tier = anthropicServiceTier(req.service_tier);
   if (tier) body.service_tier = tier;
   if (req.tools?.length) {
     body.tools = req.tools.map((t) =>
