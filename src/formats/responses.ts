@@ -25,15 +25,19 @@
  * | `parallel_tool_calls`                            | same                                                |
  * | `text.format` text/json_object/json_schema       | `response_format`                                   |
  * | `reasoning.effort` (`none` → no reasoning)       | `reasoning.effort`                                  |
- * | `prompt_cache_key`, `prompt_cache_retention`, `service_tier`, `metadata`, `safety_identifier`, `text.verbosity` | same (hints) |
+ * | `prompt_cache_key`, `prompt_cache_retention`,    | same (hints; `text.verbosity` → `verbosity`)        |
+ * | `service_tier`, `metadata`, `safety_identifier`, |                                                     |
+ * | `text.verbosity`                                 |                                                     |
  * | `cache_control` on a tool                        | the tool's `cache_control`                          |
  * | `include: ['message.output_text.logprobs']`, `top_logprobs` | `logprobs`, `top_logprobs`               |
  * | `stream`, `user`                                 | same (+ `stream_options.include_usage`)             |
  *
- * Dropped and reported in `dropped`: hosted `web_search` tools (`tools[i]`) and their
- * `web_search_call` items in the history (`input[i]`), a custom tool's grammar (`tools[i].format`:
- * described to the model, not enforced), `include` values other than output logprobs
- * (`include[i]`, e.g. `reasoning.encrypted_content`: no encrypted reasoning is returned).
+ * Tools in `additional_tools` input items (Codex's "lite" dialect) are read like `tools`.
+ * Dropped and reported in `dropped`: hosted `web_search` and `tool_search` tools (`tools[i]`) and
+ * their `web_search_call` / `tool_search_call` / `tool_search_output` items in the history
+ * (`input[i]`), a custom tool's grammar (`tools[i].format`: described to the model, not
+ * enforced), `include` values other than output logprobs (`include[i]`, e.g.
+ * `reasoning.encrypted_content`: no encrypted reasoning is returned).
  * Ignored: `store: false`, `reasoning.summary` / `generate_summary` (reasoning comes back as a
  * single summary part whatever is asked), `encrypted_content` on reasoning items (opaque provider
  * state), `truncation: 'disabled'`, `stream_options`, Gatehouse's own fields, unknown fields.
@@ -44,8 +48,9 @@
  * Responses: reasoning → a `reasoning` item with one `summary_text` (the canonical `reasoning`
  * text; `reasoning_details` and their signatures are not carried: no `encrypted_content`, and
  * reasoning items sent back give only `reasoning`, so providers get no signed thinking through
- * /responses); text → a `message` item; tool calls → the item type of the tool the caller declared
- * (`function_call`, `custom_tool_call`, `local_shell_call`; see `responses-tools.ts`). `length` → status
+ * /responses); text → a `message` item; tool calls → the item type of the tool the caller
+ * declared (`function_call`, `custom_tool_call`, `local_shell_call`; see `responses-tools.ts`).
+ * `length` → status
  * `incomplete` with `incomplete_details.reason: 'max_output_tokens'` (`content_filter` likewise);
  * streams end with `response.completed` or, for those, `response.incomplete`, as the OpenAI API
  * does. `output_text` (the SDK convenience: all output_text parts joined) IS sent: the official
