@@ -222,11 +222,11 @@ describe.each(databases)('inference endpoints on the development provider (%s)',
     const r4 = await call('POST', '/messages', {
       model: 'gatehouse/echo',
       max_tokens: 5,
-      top_k: 3,
+      container: 'cntr_1',
       messages: [{ role: 'user', content: 'x' }],
     });
     expect(r4.status).toBe(400);
-    expect(r4.body.error.message).toMatch(/top_k/);
+    expect(r4.body.error.message).toMatch(/^container: code-execution containers/);
   });
 
   it('writes pending accounting before a graceful shutdown completes', async () => {

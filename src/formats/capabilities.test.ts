@@ -2,10 +2,13 @@ import { describe, expect, it } from 'vitest';
 import {
   assertTranslatable,
   CAPABILITY_RULES,
+  droppedFields,
   type ProviderKind,
+  type TargetKind,
   untranslatableFields,
 } from './capabilities.js';
 import { type ChatRequest, TranslationError } from './chat.js';
+import { OPENAI_HINT_FIELDS } from './hints.js';
 
 const base: ChatRequest = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
 const withImage = (url: string, role: 'user' | 'tool' = 'user'): ChatRequest => ({
@@ -59,6 +62,7 @@ describe('assertTranslatable', () => {
     ['presence_penalty', { ...base, presence_penalty: 0.5 }, ['anthropic']],
     ['frequency_penalty', { ...base, frequency_penalty: -0.5 }, ['anthropic']],
     ['temperature', { ...base, temperature: 1.5 }, ['anthropic']],
+    ['top_k', { ...base, top_k: 40 }, ['openai']],
     ['messages[0].content[1].image_url.url', withImage('https://example.com/a.png'), ['google']],
     [
       'messages[0].content[1].image_url.url',
@@ -100,7 +104,68 @@ describe('assertTranslatable', () => {
   });
 
   it('keeps one table with a rule per refusal', () => {
-    expect(CAPABILITY_RULES.length).toBe(10);
+    expect(CAPABILITY_RULES.length).toBe(11);
     for (const rule of CAPABILITY_RULES) expect(rule.refusedBy.length).toBeGreaterThan(0);
+  });
+});
+
+describe('droppedFields', () => {
+  const cc = { type: 'ephemeral' } as const;
+  const hinted: ChatRequest = {
+    ...base,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: cc }] }],
+    prompt_cache_key: 'k',
+    prompt_cache_retention: '24h',
+    service_tier: 'default',
+    verbosity: 'low',
+    store: true,
+    metadata: { a: 'b' },
+    safety_identifier: 's',
+    user: 'u',
+    parallel_tool_calls: false,
+    tools: [{ type: 'function', function: { name: 'f' } }],
+  };
+
+  // What each kind of provider drops of the same request: OpenAI keeps its own hints and drops
+  // cache breakpoints; Anthropic keeps breakpoints, maps service_tier and user; Gemini keeps none.
+  const openAiOnly: string[] = [...OPENAI_HINT_FIELDS];
+  const expected: [TargetKind, string[]][] = [
+    ['openai', ['cache_control']],
+    ['openai-compatible', ['cache_control', ...openAiOnly]],
+    ['anthropic', openAiOnly.filter((f) => f !== 'service_tier')],
+    ['google', ['cache_control', ...openAiOnly, 'user', 'parallel_tool_calls']],
+  ];
+  it.each(expected)('%s drops what it has no equivalent for', (kind, fields) => {
+    expect(droppedFields(hinted, kind)).toEqual(fields);
+  });
+
+  it('drops nothing from a request without hints, and keeps no-op values', () => {
+    const plain: ChatRequest = { ...base, store: false, metadata: {}, parallel_tool_calls: false };
+    for (const kind of [...KINDS, 'openai-compatible'] as const)
+      expect(droppedFields(plain, kind)).toEqual([]);
+  });
+
+  it('Anthropic: a flex tier is dropped, safety_identifier stands in for user, past 4 breakpoints drop', () => {
+    expect(droppedFields({ ...base, service_tier: 'flex' }, 'anthropic')).toEqual(['service_tier']);
+    expect(droppedFields({ ...base, service_tier: 'constructor' }, 'anthropic')).toEqual(['service_tier']);
+    expect(droppedFields({ ...base, safety_identifier: 's' }, 'anthropic')).toEqual([]);
+    const many: ChatRequest = {
+      ...base,
+      cache_control: cc,
+      tools: [{ type: 'function', function: { name: 'f' }, cache_control: cc }],
+      messages: [
+        { role: 'system', content: 'a', cache_control: cc },
+        { role: 'user', content: [{ type: 'text', text: 'b', cache_control: cc }] },
+      ],
+    };
+    expect(droppedFields(many, 'anthropic')).toEqual([]);
+    many.messages.push({ role: 'tool', tool_call_id: 'x', content: 'c', cache_control: cc });
+    expect(droppedFields(many, 'anthropic')).toEqual(['cache_control']);
+  });
+
+  it("puts the parser's own list first, once", () => {
+    const req: ChatRequest = { ...base, dropped: ['context_management', 'tools[2]'], verbosity: 'high' };
+    expect(droppedFields(req, 'google')).toEqual(['context_management', 'tools[2]', 'verbosity']);
+    expect(droppedFields(req, 'openai')).toEqual(['context_management', 'tools[2]']);
   });
 });

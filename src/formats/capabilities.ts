@@ -1,9 +1,13 @@
 /**
- * What each provider kind can carry of a canonical request. The router calls assertTranslatable
- * before sending a request to a provider of that kind; a refusal is a 400 naming the field (or, for
- * a router with fallbacks, a reason to skip that provider — see untranslatableFields).
+ * What each provider kind can carry of a canonical request, in two tables:
  *
- * One table, one row per refusal. "Present" means the caller asked for something: fields left at
+ * - CAPABILITY_RULES: features that change the answer. The router calls assertTranslatable before
+ *   sending a request to a provider of that kind; a refusal is a 400 naming the field (or, for a
+ *   router with fallbacks, a reason to skip that provider — see untranslatableFields).
+ * - HINT_RULES: fields that only steer cost or latency (prompt caching, service tier, …). A kind
+ *   that has no equivalent drops them; droppedFields lists what was dropped, for the caller.
+ *
+ * One row per refusal or hint. "Present" means the caller asked for something: fields left at
  * their no-op value (`logprobs: false`, a penalty of 0, `top_logprobs: 0`) are not refused.
  */
 import { type ChatRequest, TranslationError } from './chat.js';
@@ -89,6 +93,12 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
     reason: 'values above 1 are out of range (0–1)',
   },
   {
+    field: 'top_k',
+    refusedBy: ['openai'],
+    check: when('top_k', (r) => isSet(r.top_k)),
+    reason: 'top-k sampling is not supported',
+  },
+  {
     field: 'image_url',
     refusedBy: ['google'],
     check: (r) => findPart(r, (url) => /^https?:\/\//i.test(url)),
@@ -132,7 +142,98 @@ export function untranslatableFields(
 }
 
 /** Throws a TranslationError naming the first field `target` cannot carry. */
-export function assertTranslatable(req: ChatRequest, target: ProviderKind): void {
-  const [first] = untranslatableFields(req, target);
+export function assertTranslatable(req: ChatRequest, target: TargetKind): void {
+  if (target === 'dev') return;
+  // An OpenAI-compatible server refuses what OpenAI refuses (it may take hints OpenAI takes not).
+  const [first] = untranslatableFields(req, target === 'openai-compatible' ? 'openai' : target);
   if (first) throw new TranslationError(first.message);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hints: dropped, never refused
+
+/** Every kind a provider can be (the hint table names the ones that keep a hint). */
+export type TargetKind = ProviderKind | 'openai-compatible' | 'dev';
+
+export interface HintRule {
+  /** The field as reported in `x-gatehouse-dropped-fields` (Chat Completions names). */
+  field: string;
+  /** Whether a provider of kind `target` drops the hint `req` sets (false when it is not set). */
+  dropped: (req: ChatRequest, target: TargetKind) => boolean;
+}
+
+/** A hint that the `keptBy` kinds carry and every other kind drops, when `present`. */
+const keptBy =
+  (kinds: readonly TargetKind[], present: (req: ChatRequest) => boolean) =>
+  (req: ChatRequest, target: TargetKind) =>
+    !kinds.includes(target) && present(req);
+
+/** Anthropic takes at most this many cache breakpoints; the wire keeps the last ones. */
+export const ANTHROPIC_MAX_BREAKPOINTS = 4;
+
+/** How many cache breakpoints the request sets (top-level, tools, messages, parts). */
+export function breakpointCount(req: ChatRequest): number {
+  let n = req.cache_control ? 1 : 0;
+  for (const t of req.tools ?? []) if (t.cache_control) n++;
+  for (const m of req.messages) {
+    if (m.cache_control) n++;
+    if (Array.isArray(m.content)) for (const p of m.content) if (p.cache_control) n++;
+  }
+  return n;
+}
+
+/** Anthropic's equivalent of an OpenAI service tier: `auto` → `auto`, `default` → `standard_only`. */
+export function anthropicServiceTier(tier: string | undefined): 'auto' | 'standard_only' | undefined {
+  if (tier === 'auto') return 'auto';
+  if (tier === 'default') return 'standard_only';
+  return undefined;
+}
+
+export const HINT_RULES: readonly HintRule[] = [
+  {
+    field: 'cache_control',
+    // Anthropic keeps up to its limit (the wire drops the earliest breakpoints past it).
+    dropped: (r, t) => {
+      const n = breakpointCount(r);
+      return t === 'anthropic' ? n > ANTHROPIC_MAX_BREAKPOINTS : n > 0;
+    },
+  },
+  { field: 'prompt_cache_key', dropped: keptBy(['openai'], (r) => isSet(r.prompt_cache_key)) },
+  { field: 'prompt_cache_retention', dropped: keptBy(['openai'], (r) => isSet(r.prompt_cache_retention)) },
+  {
+    field: 'service_tier',
+    dropped: (r, t) =>
+      isSet(r.service_tier) && t !== 'openai' && !(t === 'anthropic' && anthropicServiceTier(r.service_tier)),
+  },
+  { field: 'verbosity', dropped: keptBy(['openai'], (r) => isSet(r.verbosity)) },
+  // store: false is what every other provider does anyway.
+  { field: 'store', dropped: keptBy(['openai'], (r) => r.store === true) },
+  {
+    field: 'metadata',
+    dropped: keptBy(['openai'], (r) => isSet(r.metadata) && Object.keys(r.metadata as object).length > 0),
+  },
+  {
+    field: 'safety_identifier',
+    // Anthropic: becomes metadata.user_id, unless `user` already fills it.
+    dropped: (r, t) => isSet(r.safety_identifier) && t !== 'openai' && !(t === 'anthropic' && !isSet(r.user)),
+  },
+  { field: 'user', dropped: keptBy(['openai', 'openai-compatible', 'anthropic'], (r) => isSet(r.user)) },
+  {
+    field: 'parallel_tool_calls',
+    dropped: keptBy(
+      ['openai', 'openai-compatible', 'anthropic'],
+      (r) => r.parallel_tool_calls === false && (r.tools?.length ?? 0) > 0,
+    ),
+  },
+];
+
+/**
+ * The fields dropped when `req` is sent to a provider of kind `target`: the caller-side parser's
+ * own list (`req.dropped`, fields the canonical request cannot carry) followed by the hints that
+ * kind has no equivalent for. Empty when nothing was lost.
+ */
+export function droppedFields(req: ChatRequest, target: TargetKind): string[] {
+  const out = [...(req.dropped ?? [])];
+  for (const rule of HINT_RULES) if (rule.dropped(req, target)) out.push(rule.field);
+  return [...new Set(out)];
 }

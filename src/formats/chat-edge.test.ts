@@ -110,7 +110,59 @@ describe('chatRequestFromBody', () => {
       top_logprobs: 2,
       reasoning: { effort: 'low' },
       user: 'u',
+      store: false,
+      metadata: { a: 'b' },
+      service_tier: 'auto',
     });
+  });
+
+  it('carries cache breakpoints, top_k and the cost / latency hints as they are', () => {
+    const cc = { type: 'ephemeral' };
+    const body = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'Long rules', cache_control: cc }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url: 'https://x/a.png' }, cache_control: cc },
+            { type: 'text', text: 'Hi', cache_control: { type: 'ephemeral', ttl: '1h' } },
+          ],
+        },
+        { role: 'assistant', content: [{ type: 'text', text: 'Yo', cache_control: cc }] },
+      ],
+      tools: [{ type: 'function', function: { name: 'f' }, cache_control: cc }],
+      cache_control: cc,
+      top_k: 40,
+      prompt_cache_key: 'tenant-1',
+      prompt_cache_retention: '24h',
+      service_tier: 'flex',
+      verbosity: 'low',
+      store: true,
+      metadata: { run: '7' },
+      safety_identifier: 'hash-of-user',
+    };
+    expect(chatRequestFromBody(body)).toEqual(body);
+  });
+
+  it.each([
+    ['messages[0].content[0].cache_control.type', { type: 'persistent' }],
+    ['messages[0].content[0].cache_control.ttl', { type: 'ephemeral', ttl: '2d' }],
+  ])('refuses a malformed cache_control (%s)', (path, cc) => {
+    const body = {
+      model: 'm',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'a', cache_control: cc }] }],
+    };
+    expect(() => chatRequestFromBody(body)).toThrow(new RegExp(`^${path.replace(/[[\].]/g, '\\$&')}`));
+  });
+
+  it('refuses malformed hints with their path', () => {
+    const base = { model: 'm', messages: [{ role: 'user', content: 'a' }] };
+    expect(() => chatRequestFromBody({ ...base, verbosity: 'loud' })).toThrow(/^verbosity: must be one of/);
+    expect(() => chatRequestFromBody({ ...base, metadata: { a: 1 } })).toThrow(
+      /^metadata\.a: must be a string/,
+    );
+    expect(() => chatRequestFromBody({ ...base, top_k: 1.5 })).toThrow(/^top_k: must be an integer/);
   });
 
   it('treats max_tokens and max_completion_tokens as the same field', () => {

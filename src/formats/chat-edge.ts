@@ -18,9 +18,13 @@
  * `allowed_tools` choices, `reasoning.enabled: false` (the canonical request cannot switch
  * reasoning off), both `tools` and `functions`.
  *
+ * Hints (carried; each provider maps what it can, see HINT_RULES in capabilities.ts):
+ * OpenRouter-style `cache_control` breakpoints on content parts, on tools and at the top level;
+ * `prompt_cache_key`, `prompt_cache_retention`, `service_tier`, `verbosity`, `store`, `metadata`,
+ * `safety_identifier`. `top_k` is carried too (refused by OpenAI, which has none).
+ *
  * Ignored: Gatehouse-level fields the router reads from the raw body (`provider`, `models`,
- * `route`, `transforms`, `usage`, `debug`, …), hints without canonical meaning (`store`,
- * `metadata`, `service_tier`, `verbosity`, `prompt_cache_key`, `safety_identifier`), unknown fields.
+ * `route`, `transforms`, `usage`, `debug`, …), unknown fields.
  */
 import {
   type ChatMessage,
@@ -33,6 +37,7 @@ import {
   type ToolDefinition,
   TranslationError,
 } from './chat.js';
+import { cachedTextParts, openAiHints, optCacheControl, withCacheControl } from './hints.js';
 import { parseReasoningDetails } from './reasoning-details.js';
 import {
   arr,
@@ -51,44 +56,41 @@ import {
   strArray,
 } from './validate.js';
 
-const EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
+const EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 
-function textParts(v: unknown, path: string): ContentPart[] {
-  return arr(v, path).map((raw, i): ContentPart => {
-    const p = `${path}[${i}]`;
-    const part = obj(raw, p);
-    if (part.type !== 'text') fail(`${p}.type`, "only 'text' parts are allowed here");
-    return { type: 'text', text: str(part.text, `${p}.text`) };
-  });
-}
+const textParts = (v: unknown, path: string) => cachedTextParts(v, path, 'parts');
 
 function userParts(v: unknown, path: string): ContentPart[] {
   return arr(v, path).map((raw, i): ContentPart => {
     const p = `${path}[${i}]`;
     const part = obj(raw, p);
-    switch (part.type) {
-      case 'text':
-        return { type: 'text', text: str(part.text, `${p}.text`) };
-      case 'image_url': {
-        const img = obj(part.image_url, `${p}.image_url`);
-        const url = nonEmptyStr(img.url, `${p}.image_url.url`);
-        if (!given(img.detail)) return { type: 'image_url', image_url: { url } };
-        return {
-          type: 'image_url',
-          image_url: {
-            url,
-            detail: oneOf(img.detail, `${p}.image_url.detail`, ['auto', 'low', 'high'] as const),
-          },
-        };
-      }
-      case 'input_audio':
-        return fail(`${p}.type`, "'input_audio' parts are not supported");
-      case 'file':
-        return fail(`${p}.type`, "'file' parts are not supported");
-      default:
-        return fail(`${p}.type`, `'${String(part.type)}' parts are not supported`);
-    }
+    return withCacheControl(userPart(part, p), part.cache_control, `${p}.cache_control`);
   });
+}
+
+function userPart(part: Obj, p: string): ContentPart {
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: str(part.text, `${p}.text`) };
+    case 'image_url': {
+      const img = obj(part.image_url, `${p}.image_url`);
+      const url = nonEmptyStr(img.url, `${p}.image_url.url`);
+      if (!given(img.detail)) return { type: 'image_url', image_url: { url } };
+      return {
+        type: 'image_url',
+        image_url: {
+          url,
+          detail: oneOf(img.detail, `${p}.image_url.detail`, ['auto', 'low', 'high'] as const),
+        },
+      };
+    }
+    case 'input_audio':
+      return fail(`${p}.type`, "'input_audio' parts are not supported");
+    case 'file':
+      return fail(`${p}.type`, "'file' parts are not supported");
+    default:
+      return fail(`${p}.type`, `'${String(part.type)}' parts are not supported`);
+  }
 }
 
 function toolCall(raw: unknown, path: string): ToolCall {
@@ -144,9 +146,13 @@ function messages(v: unknown): ChatMessage[] {
           content = arr(m.content, `${p}.content`).map((rawPart, j): ContentPart => {
             const pp = `${p}.content[${j}]`;
             const part = obj(rawPart, pp);
-            if (part.type === 'text') return { type: 'text', text: str(part.text, `${pp}.text`) };
-            if (part.type === 'refusal') return { type: 'text', text: str(part.refusal, `${pp}.refusal`) };
-            return fail(`${pp}.type`, "only 'text' and 'refusal' parts are allowed in assistant messages");
+            const text =
+              part.type === 'text'
+                ? str(part.text, `${pp}.text`)
+                : part.type === 'refusal'
+                  ? str(part.refusal, `${pp}.refusal`)
+                  : fail(`${pp}.type`, "only 'text' and 'refusal' parts are allowed in assistant messages");
+            return withCacheControl({ type: 'text', text }, part.cache_control, `${pp}.cache_control`);
           });
         }
         const refusal = optStr(m.refusal, `${p}.refusal`);
@@ -222,7 +228,11 @@ function tools(b: Obj): ToolDefinition[] | undefined {
     const t = obj(raw, `tools[${i}]`);
     if (t.type !== 'function')
       fail(`tools[${i}].type`, `'${String(t.type)}' tools are not supported (only function tools)`);
-    return { type: 'function', function: functionDef(t.function, `tools[${i}].function`) };
+    return withCacheControl(
+      { type: 'function', function: functionDef(t.function, `tools[${i}].function`) },
+      t.cache_control,
+      `tools[${i}].cache_control`,
+    );
   });
 }
 
@@ -339,5 +349,9 @@ export function chatRequestFromBody(body: unknown): ChatRequest {
   req.top_logprobs = optNum(b.top_logprobs, 'top_logprobs', { integer: true, min: 0, max: 20 });
   req.reasoning = reasoning(b);
   req.user = optStr(b.user, 'user');
+  req.top_k = optNum(b.top_k, 'top_k', { integer: true, min: 0 });
+  req.cache_control = optCacheControl(b.cache_control, 'cache_control');
+  Object.assign(req, openAiHints(b, { value: b.verbosity, path: 'verbosity' }));
+  req.store = optBool(b.store, 'store');
   return compact(req);
 }

@@ -1,14 +1,30 @@
 /**
  * The canonical request/response shapes inside Gatehouse: OpenAI Chat Completions, the hub every
  * other format translates through (messages ⇄ chat ⇄ responses, and each provider's wire format).
- * Only the fields Gatehouse understands are typed; translation refuses (400) what it cannot carry.
+ * Only the fields Gatehouse understands are typed. A field that changes the answer and cannot be
+ * carried is refused (400); a cost or latency hint is carried where the target has an equivalent
+ * and otherwise dropped and reported (`dropped`, and `droppedFields` in capabilities.ts).
+ *
+ * Extensions over Chat Completions, each read only by the wires that have an equivalent:
+ * `cache_control` (OpenRouter-style prompt-cache breakpoints on parts, messages, tools and the
+ * request), `top_k`, and a tool's `origin` (how a Responses caller declared it).
  */
 
 export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
+/** A prompt-cache breakpoint: the prefix up to here may be cached (Anthropic's `cache_control`). */
+export interface CacheControl {
+  type: 'ephemeral';
+  ttl?: '5m' | '1h';
+}
+
 export type ContentPart =
-  | { type: 'text'; text: string }
-  | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
+  | { type: 'text'; text: string; cache_control?: CacheControl }
+  | {
+      type: 'image_url';
+      image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
+      cache_control?: CacheControl;
+    };
 
 /**
  * One piece of provider reasoning state (OpenRouter's `reasoning_details`), carried so that a
@@ -56,11 +72,28 @@ export interface ChatMessage {
   reasoning_details?: ReasoningDetail[];
   /** tool messages */
   tool_call_id?: string;
+  /** A cache breakpoint at the end of this message (on a block that is not a content part). */
+  cache_control?: CacheControl;
+}
+
+/**
+ * How a Responses caller declared a tool the canonical request carries as a function: a `custom`
+ * (freeform) tool takes one string, `input`; a tool of a `namespace` is flattened to one function
+ * named `<namespace>__<name>`; `local_shell` is a function taking the exec action. The Responses
+ * encoder maps the model's calls back to the item types the caller declared. Never sent upstream.
+ */
+export interface ToolOrigin {
+  type: 'function' | 'custom' | 'local_shell';
+  /** The tool's own name (inside its namespace, when it has one). */
+  name: string;
+  namespace?: string;
 }
 
 export interface ToolDefinition {
   type: 'function';
   function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean };
+  cache_control?: CacheControl;
+  origin?: ToolOrigin;
 }
 
 export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
@@ -74,7 +107,7 @@ export type ResponseFormat =
     };
 
 export interface ReasoningConfig {
-  effort?: 'minimal' | 'low' | 'medium' | 'high';
+  effort?: 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
   max_tokens?: number;
   exclude?: boolean;
 }
@@ -101,6 +134,24 @@ export interface ChatRequest {
   top_logprobs?: number;
   reasoning?: ReasoningConfig;
   user?: string;
+  /** Top-k sampling (Anthropic, Gemini, most open-model servers; not OpenAI). */
+  top_k?: number;
+  /** A breakpoint on the last cacheable block of the request (Anthropic's top-level form). */
+  cache_control?: CacheControl;
+  // Cost and latency hints, named as OpenAI names them; each provider wire maps what it can.
+  prompt_cache_key?: string;
+  prompt_cache_retention?: string;
+  /** OpenAI's tiers (`auto`, `default`, `flex`, `scale`, `priority`). */
+  service_tier?: string;
+  verbosity?: 'low' | 'medium' | 'high';
+  store?: boolean;
+  metadata?: Record<string, string>;
+  safety_identifier?: string;
+  /**
+   * Fields of the caller's body that the canonical request cannot carry and that only steer cost
+   * or latency, as paths in the caller's format: dropped, and reported to the caller. Never sent.
+   */
+  dropped?: string[];
 }
 
 export interface TopLogprob {

@@ -310,7 +310,7 @@ describe('messagesRequestToChat', () => {
         {
           role: 'system',
           content: [
-            { type: 'text', text: 'You are terse.' },
+            { type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } },
             { type: 'text', text: 'Answer in French.' },
           ],
         },
@@ -357,6 +357,7 @@ describe('messagesRequestToChat', () => {
             description: 'Zooms in',
             parameters: { type: 'object', properties: { factor: { type: 'number' } } },
           },
+          cache_control: { type: 'ephemeral' },
         },
         { type: 'function', function: { name: 'ocr', parameters: { type: 'object' }, strict: true } },
       ],
@@ -366,7 +367,68 @@ describe('messagesRequestToChat', () => {
       user: 'user-42',
       stream: true,
       stream_options: { include_usage: true },
+      cache_control: { type: 'ephemeral' },
+      service_tier: 'auto',
     });
+  });
+
+  it('carries cache breakpoints on turns, top_k and service_tier; drops and lists context hints', () => {
+    const cc = { type: 'ephemeral' } as const;
+    const req = messagesRequestToChat(
+      {
+        model: 'm',
+        max_tokens: 10,
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'go', cache_control: cc }] },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'ok' },
+              { type: 'tool_use', id: 't1', name: 'f', input: {}, cache_control: cc },
+            ],
+          },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: 't1', content: 'done', cache_control: cc }],
+          },
+        ],
+        tools: [
+          { name: 'f', input_schema: { type: 'object' }, eager_input_streaming: true },
+          { name: 'later', input_schema: { type: 'object' }, defer_loading: true },
+        ],
+        top_k: 8,
+        service_tier: 'standard_only',
+        context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
+        speed: 'fast',
+        diagnostics: { previous_message_id: 'msg_1' },
+      },
+      { 'anthropic-beta': 'context-management-2025-06-27' },
+    );
+    expect(req.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'go', cache_control: cc }] },
+      {
+        role: 'assistant',
+        content: 'ok',
+        tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        cache_control: cc,
+      },
+      { role: 'tool', tool_call_id: 't1', content: 'done', cache_control: cc },
+    ]);
+    expect(req.top_k).toBe(8);
+    expect(req.service_tier).toBe('default');
+    expect(req.dropped).toEqual([
+      'context_management',
+      'speed',
+      'diagnostics',
+      'tools[0].eager_input_streaming',
+      'anthropic-beta',
+      'tools[1]',
+    ]);
+    expect(req.tools?.map((t) => t.function.name)).toEqual(['f']);
+    // Nothing to drop: no list at all.
+    expect(
+      messagesRequestToChat({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }),
+    ).not.toHaveProperty('dropped');
   });
 
   it('accepts exactly what the official client sends', async () => {
@@ -469,7 +531,9 @@ describe('messagesRequestToChat', () => {
     ['max_tokens', { ...ok, max_tokens: 0 }],
     ['messages', { ...ok, messages: [] }],
     ['messages[0].role', { ...ok, messages: [{ role: 'tool', content: 'x' }] }],
-    ['top_k', { ...ok, top_k: 5 }],
+    ['top_k', { ...ok, top_k: 1.5 }],
+    ['service_tier', { ...ok, service_tier: 'priority' }],
+    ['cache_control.type', { ...ok, cache_control: { type: 'forever' } }],
     ['container', { ...ok, container: 'cntr_1' }],
     ['mcp_servers', { ...ok, mcp_servers: [{ type: 'url', url: 'https://mcp', name: 'x' }] }],
     ['inference_geo', { ...ok, inference_geo: 'eu' }],
@@ -514,7 +578,6 @@ describe('messagesRequestToChat', () => {
     ['tools[0].type', { ...ok, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }],
     ['tools[0].input_schema', { ...ok, tools: [{ name: 'x' }] }],
     ['tools[0].input_examples', { ...ok, tools: [{ name: 'x', input_schema: {}, input_examples: [{}] }] }],
-    ['tools[0].defer_loading', { ...ok, tools: [{ name: 'x', input_schema: {}, defer_loading: true }] }],
     ['tool_choice.type', { ...ok, tool_choice: { type: 'some' } }],
     ['tool_choice.name', { ...ok, tool_choice: { type: 'tool' } }],
     ['thinking.type', { ...ok, thinking: { type: 'between_tools' } }],

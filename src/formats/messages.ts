@@ -7,7 +7,10 @@
  *
  * | Anthropic                                   | canonical                                                  |
  * | ------------------------------------------- | ---------------------------------------------------------- |
- * | `system` (string or text blocks)            | a leading `system` message (one text block → string)       |
+ * | `system` (string or text blocks)            | a leading `system` message (blocks → text parts)           |
+ * | `cache_control` on system / text / image    | the part's `cache_control`                                 |
+ * | `cache_control` on tool_result / tool_use   | the message's `cache_control` (its last block on the wire) |
+ * | `cache_control` on a tool, at the top level | the tool's, the request's `cache_control`                  |
  * | `messages[].role: 'system'`                 | a `system` message in place                                |
  * | user `text` / `image` blocks                | user content parts; base64 source → `data:` URL, url → URL |
  * | user `tool_result`                          | a `tool` message (text → string; with images → parts)      |
@@ -18,16 +21,17 @@
  * | assistant `redacted_thinking` blocks        | `reasoning_details` `reasoning.encrypted` {data}           |
  * | assistant `tool_use`                        | `tool_calls` (`arguments` = JSON.stringify(input))          |
  * | `max_tokens` (required, ≥ 1)                | `max_tokens`                                               |
- * | `temperature`, `top_p`                      | same                                                       |
+ * | `temperature`, `top_p`, `top_k`             | same                                                       |
  * | `stop_sequences`                            | `stop`                                                     |
  * | `tools` (custom)                            | function tools (`input_schema` → `parameters`)             |
  * | `tool_choice` auto/any/tool/none            | auto/required/{function}/none                              |
  * | `tool_choice.disable_parallel_tool_use`     | `parallel_tool_calls: false`                               |
  * | `thinking` enabled / adaptive / disabled    | `reasoning.max_tokens` = budget / `reasoning: {}` / none   |
  * | `thinking.display: 'omitted'`               | `reasoning.exclude: true`                                  |
- * | `output_config.effort` low/medium/high      | `reasoning.effort`                                         |
+ * | `output_config.effort` low/medium/high/xhigh | `reasoning.effort`                                        |
  * | `output_config.format` (json_schema)        | `response_format` json_schema (name `output`, strict)      |
  * | `metadata.user_id`                          | `user`                                                     |
+ * | `service_tier` auto / standard_only         | `service_tier` auto / default                              |
  * | `stream`                                    | `stream` + `stream_options.include_usage`                  |
  *
  * Thinking in history: `reasoning_details` entries get format `anthropic-claude-v1` and `index`
@@ -35,15 +39,20 @@
  * (see `providers/anthropic/wire.ts`); a thinking block signed with THINKING_SIGNATURE (Gatehouse's
  * placeholder, i.e. the thinking came from another provider) or unsigned gives only `reasoning`.
  *
- * Ignored (hints without semantics for the answer): `cache_control` anywhere (prompt-cache
- * optimisation), `citations` on history text blocks, `service_tier`, `speed`, `diagnostics`, a tool's
- * `eager_input_streaming`, header params the SDK may leave in the body (`user_profile_id`,
- * `workspace_id`, `betas`), Gatehouse's own fields (`provider`, `models`, `route`, …), unknown fields.
+ * Dropped and reported in `dropped` (they only steer cost, latency or context housekeeping, and
+ * the canonical request has no place for them): `context_management` (server-side context
+ * editing), `speed: 'fast'`, `diagnostics`, a tool's `eager_input_streaming`, a tool with
+ * `defer_loading` (left out: the model is not offered it up front), the `anthropic-beta` header
+ * (when the route passes headers).
  *
- * Refused: `top_k`, `container`, `mcp_servers`, `context_management`, `inference_geo`, document /
+ * Ignored: `citations` on history text blocks, header params the SDK may leave in the body
+ * (`user_profile_id`, `workspace_id`, `betas`), Gatehouse's own fields (`provider`, `models`,
+ * `route`, …), unknown fields.
+ *
+ * Refused: `container`, `mcp_servers`, `inference_geo`, document /
  * search-result / server-tool blocks, file image sources, server tools (any tool `type` other than
- * `custom`), `thinking.type: 'between_tools'`, `output_config.effort` xhigh/max, tool
- * `input_examples` / `defer_loading` / non-direct `allowed_callers`.
+ * `custom`), `thinking.type: 'between_tools'`, `output_config.effort` max, tool
+ * `input_examples` / non-direct `allowed_callers`.
  *
  * Response mapping: `stop`→`end_turn` (`stop_sequence` when the provider says so natively),
  * `length`→`max_tokens`, `tool_calls` (or any tool call present)→`tool_use`,
@@ -58,6 +67,7 @@
  * prompt − cache reads − cache writes (Anthropic counts those separately).
  */
 import {
+  type CacheControl,
   type ChatChunk,
   type ChatMessage,
   type ChatRequest,
@@ -72,6 +82,7 @@ import {
   type ToolDefinition,
   type Usage,
 } from './chat.js';
+import { cachedTextParts, optCacheControl, withCacheControl } from './hints.js';
 import { type Block, responseBlocks, segmentChatStream } from './segments.js';
 import {
   argumentsObject,
@@ -205,12 +216,24 @@ export interface AnthropicSseEvent {
 // ---------------------------------------------------------------------------------------------
 
 const REFUSED_FIELDS: Record<string, string> = {
-  top_k: 'top-k sampling is not supported (the canonical request has no top_k)',
   container: 'code-execution containers are not supported',
   mcp_servers: 'MCP servers are not supported',
-  context_management: 'server-side context management is not supported',
   inference_geo: 'inference geography cannot be guaranteed through Gatehouse',
 };
+
+/** The caller's fields that only steer cost, latency or context housekeeping: dropped, reported. */
+function droppedHints(b: Obj, betaHeader: unknown): string[] {
+  const dropped: string[] = [];
+  if (given(b.context_management)) dropped.push('context_management');
+  if (b.speed === 'fast') dropped.push('speed');
+  if (given(b.diagnostics)) dropped.push('diagnostics');
+  if (Array.isArray(b.tools)) {
+    for (const [i, t] of b.tools.entries())
+      if (isObj(t) && t.eager_input_streaming === true) dropped.push(`tools[${i}].eager_input_streaming`);
+  }
+  if (betaHeader !== undefined && betaHeader !== '') dropped.push('anthropic-beta');
+  return dropped;
+}
 
 const IMAGE_MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
 
@@ -228,14 +251,9 @@ function imagePart(block: Obj, path: string): ContentPart {
   return fail(`${path}.source.type`, "must be 'base64' or 'url'");
 }
 
+/** A string, or text blocks kept as text parts (their boundaries and breakpoints matter upstream). */
 function textOfBlocks(v: unknown, path: string): string | ContentPart[] {
-  if (typeof v === 'string') return v;
-  const parts = arr(v, path).map((b, i): ContentPart => {
-    const block = obj(b, `${path}[${i}]`);
-    if (block.type !== 'text') fail(`${path}[${i}].type`, "only 'text' blocks are allowed here");
-    return { type: 'text', text: str(block.text, `${path}[${i}].text`) };
-  });
-  return parts.length === 1 ? (parts[0] as { text: string }).text : parts;
+  return typeof v === 'string' ? v : cachedTextParts(v, path, 'blocks');
 }
 
 function toolResultMessage(block: Obj, path: string): ChatMessage {
@@ -259,7 +277,11 @@ function toolResultMessage(block: Obj, path: string): ChatMessage {
   }
   const allText = parts.every((p) => p.type === 'text');
   const content = allText ? parts.map((p) => (p as { text: string }).text).join('\n') : parts;
-  return { role: 'tool', tool_call_id: toolCallId, content };
+  return withCacheControl(
+    { role: 'tool', tool_call_id: toolCallId, content },
+    block.cache_control,
+    `${path}.cache_control`,
+  );
 }
 
 function userMessages(content: unknown, path: string): ChatMessage[] {
@@ -277,10 +299,16 @@ function userMessages(content: unknown, path: string): ChatMessage[] {
     const block = obj(b, p);
     switch (block.type) {
       case 'text':
-        parts.push({ type: 'text', text: str(block.text, `${p}.text`) });
+        parts.push(
+          withCacheControl(
+            { type: 'text', text: str(block.text, `${p}.text`) },
+            block.cache_control,
+            `${p}.cache_control`,
+          ),
+        );
         break;
       case 'image':
-        parts.push(imagePart(block, p));
+        parts.push(withCacheControl(imagePart(block, p), block.cache_control, `${p}.cache_control`));
         break;
       case 'tool_result':
         flush();
@@ -304,9 +332,12 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
   const reasoning: string[] = [];
   const details: ReasoningDetail[] = [];
   const toolCalls: ToolCall[] = [];
+  // Text blocks are joined and tool calls carried apart, so a breakpoint marks the whole turn.
+  let cacheControl: CacheControl | undefined;
   for (const [i, b] of blocks.entries()) {
     const p = `${path}[${i}]`;
     const block = obj(b, p);
+    cacheControl = optCacheControl(block.cache_control, `${p}.cache_control`) ?? cacheControl;
     switch (block.type) {
       case 'text':
         text = (text ?? '') + str(block.text, `${p}.text`);
@@ -357,11 +388,13 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
   if (reasoning.length) m.reasoning = reasoning.join('\n\n');
   if (details.length) m.reasoning_details = details;
   if (toolCalls.length) m.tool_calls = toolCalls;
+  if (cacheControl) m.cache_control = cacheControl;
   return m;
 }
 
-function tools(v: unknown): ToolDefinition[] {
-  return arr(v, 'tools').map((t, i): ToolDefinition => {
+/** The tools the model is offered up front: a deferred one (`defer_loading`) is left out, and listed. */
+function tools(v: unknown, dropped: string[]): ToolDefinition[] {
+  return arr(v, 'tools').flatMap((t, i): ToolDefinition[] => {
     const p = `tools[${i}]`;
     const tool = obj(t, p);
     if (given(tool.type) && tool.type !== 'custom') {
@@ -370,7 +403,10 @@ function tools(v: unknown): ToolDefinition[] {
     if (Array.isArray(tool.input_examples) && tool.input_examples.length) {
       fail(`${p}.input_examples`, 'tool input examples are not supported');
     }
-    if (tool.defer_loading === true) fail(`${p}.defer_loading`, 'deferred tool loading is not supported');
+    if (tool.defer_loading === true) {
+      dropped.push(p);
+      return [];
+    }
     if (
       given(tool.allowed_callers) &&
       strArray(tool.allowed_callers, `${p}.allowed_callers`).some((c) => c !== 'direct')
@@ -385,7 +421,7 @@ function tools(v: unknown): ToolDefinition[] {
     if (description !== undefined) fn.description = description;
     const strict = optBool(tool.strict, `${p}.strict`);
     if (strict !== undefined) fn.strict = strict;
-    return { type: 'function', function: fn };
+    return [withCacheControl({ type: 'function', function: fn }, tool.cache_control, `${p}.cache_control`)];
   });
 }
 
@@ -434,19 +470,25 @@ function reasoningConfig(b: Obj): ReasoningConfig | undefined {
   }
   if (isObj(b.output_config) && given(b.output_config.effort)) {
     const effort = b.output_config.effort;
-    if (effort === 'xhigh' || effort === 'max') {
-      fail('output_config.effort', `'${effort}' has no canonical equivalent (low, medium or high)`);
+    if (effort === 'max') {
+      fail('output_config.effort', "'max' has no canonical equivalent (low, medium, high or xhigh)");
     }
     reasoning = {
       ...reasoning,
-      effort: oneOf(effort, 'output_config.effort', ['low', 'medium', 'high'] as const),
+      effort: oneOf(effort, 'output_config.effort', ['low', 'medium', 'high', 'xhigh'] as const),
     };
   }
   return reasoning;
 }
 
-/** Validates an Anthropic Messages request body and translates it to a canonical chat request. */
-export function messagesRequestToChat(body: unknown): ChatRequest {
+/** Request headers, lower-cased as Node gives them; the translation reads `anthropic-beta`. */
+export type MessagesHeaders = Record<string, string | string[] | undefined>;
+
+/**
+ * Validates an Anthropic Messages request body and translates it to a canonical chat request.
+ * `headers` (optional) lets an `anthropic-beta` header be reported as dropped.
+ */
+export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = {}): ChatRequest {
   const b = obj(body, 'body');
   for (const [field, why] of Object.entries(REFUSED_FIELDS)) if (given(b[field])) fail(field, why);
 
@@ -477,12 +519,20 @@ export function messagesRequestToChat(body: unknown): ChatRequest {
   const req: ChatRequest = { model, messages, max_tokens: maxTokens };
   req.temperature = optNum(b.temperature, 'temperature', { min: 0, max: 1 });
   req.top_p = optNum(b.top_p, 'top_p', { min: 0, max: 1 });
+  req.top_k = optNum(b.top_k, 'top_k', { integer: true, min: 0 });
+  req.cache_control = optCacheControl(b.cache_control, 'cache_control');
+  if (given(b.service_tier)) {
+    const tier = oneOf(b.service_tier, 'service_tier', ['auto', 'standard_only'] as const);
+    req.service_tier = tier === 'standard_only' ? 'default' : 'auto';
+  }
+
   if (given(b.stop_sequences)) {
     const stop = strArray(b.stop_sequences, 'stop_sequences');
     if (stop.length) req.stop = stop;
   }
+  const dropped = droppedHints(b, headers['anthropic-beta']);
   if (given(b.tools)) {
-    const t = tools(b.tools);
+    const t = tools(b.tools, dropped);
     if (t.length) req.tools = t;
   }
   if (given(b.tool_choice)) {
@@ -507,6 +557,7 @@ export function messagesRequestToChat(body: unknown): ChatRequest {
     req.stream = true;
     req.stream_options = { include_usage: true };
   }
+  if (dropped.length) req.dropped = dropped;
   return compact(req);
 }
 

@@ -15,31 +15,43 @@
  * | message items user/system/developer              | same role; `input_text` → text, `input_image` (URL) → image_url |
  * | assistant message items (`output_text`, `refusal`) | assistant `content` (text concatenated)           |
  * | `reasoning` items (summary text)                 | assistant `reasoning`                               |
- * | `function_call` items                            | assistant `tool_calls` (id = `call_id`)             |
- * | `function_call_output` items                     | `tool` messages                                     |
+ * | `function_call` / `custom_tool_call` /           | assistant `tool_calls` (id = `call_id`; names and   |
+ * | `local_shell_call` items                         | arguments as in `responses-tools.ts`)               |
+ * | `function_call_output` / `custom_tool_call_output` / `local_shell_call_output` items | `tool` messages |
  * | consecutive reasoning/assistant/function_call    | ONE assistant message (they are one model turn)     |
  * | `max_output_tokens`, `temperature`, `top_p`      | `max_tokens`, same, same                            |
  * | `presence_penalty`, `frequency_penalty`          | same                                                |
- * | `tools` (type function)                          | function tools (`strict` passed as given)           |
- * | `tool_choice` none/auto/required/{function}      | same                                                |
+ * | `tools`: function, custom, namespace, local_shell | function tools (see `responses-tools.ts`)          |
+ * | `tool_choice` none/auto/required/{function}/{custom} | same (a custom tool is a function)              |
  * | `parallel_tool_calls`                            | same                                                |
  * | `text.format` text/json_object/json_schema       | `response_format`                                   |
- * | `reasoning.effort`                               | `reasoning.effort`                                  |
+ * | `reasoning.effort` (`none` → no reasoning)       | `reasoning.effort`                                  |
+ * | `prompt_cache_key`, `prompt_cache_retention`,    | same (hints; `text.verbosity` → `verbosity`)        |
+ * | `service_tier`, `metadata`, `safety_identifier`, |                                                     |
+ * | `text.verbosity`                                 |                                                     |
+ * | `cache_control` on a tool                        | the tool's `cache_control`                          |
  * | `include: ['message.output_text.logprobs']`, `top_logprobs` | `logprobs`, `top_logprobs`               |
  * | `stream`, `user`                                 | same (+ `stream_options.include_usage`)             |
  *
- * Ignored: `metadata`, `service_tier`, `reasoning.summary` / `generate_summary` (reasoning comes
- * back as a single summary part whatever is asked), `encrypted_content` on reasoning items (opaque
- * provider state), other `include` values, `truncation: 'disabled'`, `prompt_cache_key`,
- * `safety_identifier`, `stream_options`, Gatehouse's own fields, unknown fields.
- * Refused: built-in tools (web_search, file_search, computer_use, mcp, code_interpreter, …) and
- * hosted tool choices, `file_id` images, `input_file` / `input_audio`, `truncation: 'auto'`,
+ * Tools in `additional_tools` input items (Codex's "lite" dialect) are read like `tools`.
+ * Dropped and reported in `dropped`: hosted `web_search` and `tool_search` tools (`tools[i]`) and
+ * their `web_search_call` / `tool_search_call` / `tool_search_output` items in the history
+ * (`input[i]`), a custom tool's grammar (`tools[i].format`: described to the model, not
+ * enforced), `include` values other than output logprobs (`include[i]`, e.g.
+ * `reasoning.encrypted_content`: no encrypted reasoning is returned).
+ * Ignored: `store: false`, `reasoning.summary` / `generate_summary` (reasoning comes back as a
+ * single summary part whatever is asked), `encrypted_content` on reasoning items (opaque provider
+ * state), `truncation: 'disabled'`, `stream_options`, Gatehouse's own fields, unknown fields.
+ * Refused: other built-in tools (file_search, computer_use, mcp, code_interpreter, …) and hosted
+ * tool choices, `file_id` images, `input_file` / `input_audio`, `truncation: 'auto'`,
  * `max_tool_calls`.
  *
  * Responses: reasoning → a `reasoning` item with one `summary_text` (the canonical `reasoning`
  * text; `reasoning_details` and their signatures are not carried: no `encrypted_content`, and
  * reasoning items sent back give only `reasoning`, so providers get no signed thinking through
- * /responses); text → a `message` item; tool calls → `function_call` items. `length` → status
+ * /responses); text → a `message` item; tool calls → the item type of the tool the caller
+ * declared (`function_call`, `custom_tool_call`, `local_shell_call`; see `responses-tools.ts`).
+ * `length` → status
  * `incomplete` with `incomplete_details.reason: 'max_output_tokens'` (`content_filter` likewise);
  * streams end with `response.completed` or, for those, `response.incomplete`, as the OpenAI API
  * does. `output_text` (the SDK convenience: all output_text parts joined) IS sent: the official
@@ -62,6 +74,17 @@ import type {
   ToolDefinition,
   Usage,
 } from './chat.js';
+import { openAiHints } from './hints.js';
+import {
+  assertUniqueNames,
+  flatName,
+  historyToolCall,
+  type ResponsesToolCallItem,
+  responsesTools,
+  type ToolOrigins,
+  toolCallItem,
+  toolOrigins,
+} from './responses-tools.js';
 import { type Block, type LogprobEntry, responseBlocks, segmentChatStream } from './segments.js';
 import {
   arr,
@@ -119,16 +142,9 @@ export interface ResponsesMessageItem {
   content: (ResponsesOutputText | ResponsesRefusal)[];
 }
 
-export interface ResponsesFunctionCallItem {
-  type: 'function_call';
-  id: string;
-  call_id: string;
-  name: string;
-  arguments: string;
-  status: ItemStatus;
-}
+export type { ResponsesToolCallItem } from './responses-tools.js';
 
-export type ResponsesOutputItem = ResponsesReasoningItem | ResponsesMessageItem | ResponsesFunctionCallItem;
+export type ResponsesOutputItem = ResponsesReasoningItem | ResponsesMessageItem | ResponsesToolCallItem;
 
 export interface ResponsesUsage extends Partial<ResponsesCost> {
   input_tokens: number;
@@ -298,6 +314,20 @@ export type ResponsesStreamEvent =
       name: string;
       arguments: string;
     }
+  | {
+      type: 'response.custom_tool_call_input.delta';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      delta: string;
+    }
+  | {
+      type: 'response.custom_tool_call_input.done';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      input: string;
+    }
   | { type: 'error'; sequence_number: number; code: 'server_error'; message: string; param: null };
 
 /** One SSE frame: `event` is the event name (equal to `data.type`). */
@@ -388,7 +418,8 @@ function toolOutput(v: unknown, path: string): string | ContentPart[] {
     : parts;
 }
 
-function inputMessages(input: unknown): ChatMessage[] {
+/** The input as messages; tools from `additional_tools` items go to `tools`, dropped paths to `dropped`. */
+function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[]): ChatMessage[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
   const items = arr(input, 'input');
   const out: ChatMessage[] = [];
@@ -431,16 +462,26 @@ function inputMessages(input: unknown): ChatMessage[] {
         break;
       }
       case 'function_call':
-        assistantTurn().toolCalls.push({
-          id: nonEmptyStr(item.call_id, `${p}.call_id`),
-          type: 'function',
-          function: {
-            name: nonEmptyStr(item.name, `${p}.name`),
-            arguments: str(item.arguments, `${p}.arguments`),
-          },
-        });
+      case 'custom_tool_call':
+      case 'local_shell_call':
+        assistantTurn().toolCalls.push(historyToolCall(item, p));
         break;
+      case 'web_search_call':
+      case 'tool_search_call':
+      case 'tool_search_output':
+        // A hosted search OpenAI ran, or a tool search the provider was not offered (tool_search is
+        // dropped): nothing another provider can be shown, so the turn goes on without it.
+        dropped.push(p);
+        break;
+      case 'additional_tools': {
+        const t = responsesTools(item.tools, `${p}.tools`);
+        tools.push(...t.tools);
+        dropped.push(...t.dropped);
+        break;
+      }
       case 'function_call_output':
+      case 'custom_tool_call_output':
+      case 'local_shell_call_output':
         closeTurn();
         out.push({
           role: 'tool',
@@ -459,27 +500,16 @@ function inputMessages(input: unknown): ChatMessage[] {
   return out;
 }
 
-function tools(v: unknown): ToolDefinition[] {
-  return arr(v, 'tools').map((raw, i): ToolDefinition => {
-    const p = `tools[${i}]`;
-    const t = obj(raw, p);
-    if (t.type !== 'function')
-      fail(`${p}.type`, `built-in tool '${String(t.type)}' is not supported (only function tools)`);
-    const fn: ToolDefinition['function'] = { name: nonEmptyStr(t.name, `${p}.name`) };
-    const description = optStr(t.description, `${p}.description`);
-    if (description !== undefined) fn.description = description;
-    if (given(t.parameters)) fn.parameters = obj(t.parameters, `${p}.parameters`);
-    const strict = optBool(t.strict, `${p}.strict`);
-    if (strict !== undefined) fn.strict = strict;
-    return { type: 'function', function: fn };
-  });
-}
-
 function toolChoice(v: unknown): ToolChoice {
   if (typeof v === 'string') return oneOf(v, 'tool_choice', ['none', 'auto', 'required'] as const);
   const tc = obj(v, 'tool_choice');
-  if (tc.type === 'function')
-    return { type: 'function', function: { name: nonEmptyStr(tc.name, 'tool_choice.name') } };
+  if (tc.type === 'function' || tc.type === 'custom') {
+    const name = nonEmptyStr(tc.name, 'tool_choice.name');
+    return {
+      type: 'function',
+      function: { name: flatName(name, optStr(tc.namespace, 'tool_choice.namespace')) },
+    };
+  }
   return fail(
     'tool_choice.type',
     `'${String(tc.type)}' is not supported (only none, auto, required or a function)`,
@@ -518,11 +548,13 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   const model = nonEmptyStr(b.model, 'model');
 
   const messages: ChatMessage[] = [];
+  const dropped: string[] = [];
   const instructions = optStr(b.instructions, 'instructions');
   if (instructions) messages.push({ role: 'system', content: instructions });
   if (!given(b.input)) fail('input', 'is required');
   if (Array.isArray(b.input) && b.input.length === 0) fail('input', 'must not be empty');
-  messages.push(...inputMessages(b.input));
+  const inputTools: ToolDefinition[] = [];
+  messages.push(...inputMessages(b.input, dropped, inputTools));
 
   const req: ChatRequest = { model, messages };
   req.max_tokens = optNum(b.max_output_tokens, 'max_output_tokens', { integer: true, min: 1 });
@@ -530,25 +562,39 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   req.top_p = optNum(b.top_p, 'top_p', { min: 0, max: 1 });
   req.presence_penalty = optNum(b.presence_penalty, 'presence_penalty', { min: -2, max: 2 });
   req.frequency_penalty = optNum(b.frequency_penalty, 'frequency_penalty', { min: -2, max: 2 });
+  const tools = [...inputTools];
   if (given(b.tools)) {
-    const t = tools(b.tools);
-    if (t.length) req.tools = t;
+    const t = responsesTools(b.tools);
+    tools.push(...t.tools);
+    dropped.push(...t.dropped);
   }
+  assertUniqueNames(tools);
+  if (tools.length) req.tools = tools;
   if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
   req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
   if (given(b.text)) req.response_format = responseFormat(b.text);
   if (given(b.reasoning)) {
     const r = obj(b.reasoning, 'reasoning');
     if (given(r.effort)) {
-      req.reasoning = {
-        effort: oneOf(r.effort, 'reasoning.effort', ['minimal', 'low', 'medium', 'high'] as const),
-      };
+      const effort = oneOf(r.effort, 'reasoning.effort', [
+        'none',
+        'minimal',
+        'low',
+        'medium',
+        'high',
+        'xhigh',
+      ] as const);
+      if (effort !== 'none') req.reasoning = { effort };
     }
   }
   if (given(b.include)) {
-    const include = arr(b.include, 'include').map((v, i) => str(v, `include[${i}]`));
-    if (include.includes('message.output_text.logprobs')) req.logprobs = true;
+    for (const [i, v] of arr(b.include, 'include').entries()) {
+      if (str(v, `include[${i}]`) === 'message.output_text.logprobs') req.logprobs = true;
+      else dropped.push(`include[${i}]`);
+    }
   }
+  const text = b.text && typeof b.text === 'object' ? (b.text as Obj) : {};
+  Object.assign(req, openAiHints(b, { value: text.verbosity, path: 'text.verbosity' }));
   if (given(b.top_logprobs)) {
     req.top_logprobs = num(b.top_logprobs, 'top_logprobs', { integer: true, min: 0, max: 20 });
     if (req.top_logprobs > 0) req.logprobs = true;
@@ -558,6 +604,7 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
     req.stream = true;
     req.stream_options = { include_usage: true };
   }
+  if (dropped.length) req.dropped = dropped;
   return compact(req);
 }
 
@@ -659,7 +706,13 @@ function envelope(id: string, created: number, model: string, request?: ChatRequ
   return r;
 }
 
-function outputItem(block: Block, base: string, index: number, status: ItemStatus): ResponsesOutputItem {
+function outputItem(
+  block: Block,
+  base: string,
+  index: number,
+  status: ItemStatus,
+  origins: ToolOrigins,
+): ResponsesOutputItem {
   switch (block.kind) {
     case 'reasoning':
       return {
@@ -686,19 +739,21 @@ function outputItem(block: Block, base: string, index: number, status: ItemStatu
         content: [{ type: 'refusal', refusal: block.text }],
       };
     case 'tool':
-      return {
-        type: 'function_call',
-        id: itemId('fc', base, index),
-        call_id: block.id,
-        name: block.name,
-        arguments: block.arguments,
+      return toolCallItem(
+        { id: itemId('fc', base, index), call_id: block.id, name: block.name, arguments: block.arguments },
         status,
-      };
+        origins,
+      );
   }
 }
 
 /** Blocks → output items; a refusal right after text joins that text's message item. */
-function outputItems(blocks: Block[], base: string, incomplete: boolean): ResponsesOutputItem[] {
+function outputItems(
+  blocks: Block[],
+  base: string,
+  incomplete: boolean,
+  origins: ToolOrigins,
+): ResponsesOutputItem[] {
   const items: ResponsesOutputItem[] = [];
   for (const [i, block] of blocks.entries()) {
     const status: ItemStatus = incomplete && i === blocks.length - 1 ? 'incomplete' : 'completed';
@@ -708,7 +763,7 @@ function outputItems(blocks: Block[], base: string, incomplete: boolean): Respon
       prev.status = status;
       continue;
     }
-    items.push(outputItem(block, base, items.length, status));
+    items.push(outputItem(block, base, items.length, status, origins));
   }
   return items;
 }
@@ -729,9 +784,10 @@ function finalResponse(
   finish: FinishReason | null,
   usage: Usage | null | undefined,
   opts: ResponsesEncodeOptions,
+  origins: ToolOrigins,
 ): ResponsesResponse {
   const reason = incompleteReason(finish);
-  const output = outputItems(blocks, base, reason !== null);
+  const output = outputItems(blocks, base, reason !== null, origins);
   const tokens = responsesUsage(usage);
   return {
     ...env,
@@ -763,6 +819,7 @@ export function chatResponseToResponses(
     finish,
     res.usage,
     opts,
+    toolOrigins(request?.tools),
   );
 }
 
@@ -770,8 +827,10 @@ export function chatResponseToResponses(
  * A canonical chunk stream as Responses SSE events (with `sequence_number` from 0):
  * response.created → response.in_progress → per item output_item.added, then for text
  * content_part.added / output_text.delta… / output_text.done / content_part.done, for reasoning
- * reasoning_summary_part.added / reasoning_summary_text.delta… / .done / part.done, for tool calls
- * function_call_arguments.delta… / .done → output_item.done → response.completed (or
+ * reasoning_summary_part.added / reasoning_summary_text.delta… / .done / part.done, for function
+ * calls function_call_arguments.delta… / .done (a custom tool's call: custom_tool_call_input.delta
+ * and .done with the whole input once it is known; a local_shell call: its item only) →
+ * output_item.done → response.completed (or
  * response.incomplete) carrying the full response and usage. If the input fails, `response.failed`
  * then an `error` event are the last things emitted (the iterator's error is not rethrown).
  */
@@ -782,6 +841,9 @@ export async function* chatStreamToResponses(
   opts: ResponsesEncodeOptions = {},
 ): AsyncGenerator<ResponsesSseEvent> {
   let seq = 0;
+  const origins = toolOrigins(request?.tools);
+  /** Output indexes of tool calls that are not function_call items (no argument events). */
+  const nonFunction = new Set<number>();
   let env: ResponsesResponse | null = null;
   let base = '';
   const done: ResponsesOutputItem[] = [];
@@ -811,7 +873,9 @@ export async function* chatStreamToResponses(
         break;
       case 'open': {
         const output_index = s.index;
-        const item = outputItem(s.block, base, output_index, 'in_progress');
+        const item = outputItem(s.block, base, output_index, 'in_progress', origins);
+        if (item.type === 'custom_tool_call' || item.type === 'local_shell_call')
+          nonFunction.add(output_index);
         if (item.type === 'message') item.content = [];
         if (item.type === 'reasoning') item.summary = [];
         yield emit({ type: 'response.output_item.added', output_index, item });
@@ -853,7 +917,7 @@ export async function* chatStreamToResponses(
             summary_index: 0,
             delta: s.text,
           });
-        } else {
+        } else if (!nonFunction.has(output_index)) {
           yield emit({
             type: 'response.function_call_arguments.delta',
             item_id: itemId('fc', base, output_index),
@@ -866,7 +930,7 @@ export async function* chatStreamToResponses(
       case 'close': {
         const output_index = s.index;
         const status: ItemStatus = s.final && incompleteReason(s.finish) ? 'incomplete' : 'completed';
-        const item = outputItem(s.block, base, output_index, status);
+        const item = outputItem(s.block, base, output_index, status, origins);
         if (item.type === 'message') {
           const part = item.content[0] as ResponsesOutputText;
           yield emit({
@@ -900,7 +964,7 @@ export async function* chatStreamToResponses(
             summary_index: 0,
             part,
           });
-        } else {
+        } else if (item.type === 'function_call') {
           yield emit({
             type: 'response.function_call_arguments.done',
             item_id: item.id,
@@ -908,13 +972,25 @@ export async function* chatStreamToResponses(
             name: item.name,
             arguments: item.arguments,
           });
+        } else if (item.type === 'custom_tool_call') {
+          const ref = { item_id: item.id, output_index };
+          yield emit({ type: 'response.custom_tool_call_input.delta', ...ref, delta: item.input });
+          yield emit({ type: 'response.custom_tool_call_input.done', ...ref, input: item.input });
         }
         done.push(item);
         yield emit({ type: 'response.output_item.done', output_index, item });
         break;
       }
       case 'end': {
-        const response = finalResponse(env as ResponsesResponse, base, s.blocks, s.finish, s.usage, opts);
+        const response = finalResponse(
+          env as ResponsesResponse,
+          base,
+          s.blocks,
+          s.finish,
+          s.usage,
+          opts,
+          origins,
+        );
         yield emit({
           type: response.status === 'incomplete' ? 'response.incomplete' : 'response.completed',
           response,

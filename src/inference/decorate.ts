@@ -54,6 +54,9 @@ export function responsesCost(cost: Cost, isByok: boolean): ResponsesCost {
   };
 }
 
+/** The response header listing what translation dropped (comma-separated field paths). */
+export const DROPPED_FIELDS_HEADER = 'x-gatehouse-dropped-fields';
+
 /** `gateway_metadata`: how the call was routed (attempts, timing, endpoints considered). */
 export function gatewayMetadata(info: RouteInfo) {
   const served = info.served;
@@ -71,6 +74,7 @@ export function gatewayMetadata(info: RouteInfo) {
         ? `; excluded: ${info.excluded.map((e) => `${e.provider} (${e.reason})`).join(', ')}`
         : ''),
     endpoints: { total: info.considered.length, available: info.considered },
+    dropped_fields: info.dropped,
   };
 }
 

@@ -9,6 +9,7 @@ import { parsePreferences } from '../routing/preferences.js';
 import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
+import { DROPPED_FIELDS_HEADER } from './decorate.js';
 import { modelsView } from './models.js';
 import { callAbort, sendSse } from './stream.js';
 import { type CallerWire, type ChatWire, WIRES } from './wires/index.js';
@@ -51,6 +52,7 @@ function describe(reply: FastifyReply, info: RouteInfo): void {
   reply.header('x-gatehouse-generation-id', info.generationId);
   reply.header('x-gatehouse-provider', info.served.endpoint.provider);
   reply.header('x-gatehouse-route', info.lane ? 'passthrough' : 'translated');
+  if (info.dropped.length) reply.header(DROPPED_FIELDS_HEADER, info.dropped.join(','));
 }
 
 /** A lane's whole answer: the provider's body as it came, or as the wire adds to it. */

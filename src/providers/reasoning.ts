@@ -9,6 +9,7 @@ export const REASONING_EFFORT_BUDGETS: Record<NonNullable<ReasoningConfig['effor
   low: 2048,
   medium: 8192,
   high: 16384,
+  xhigh: 32768,
 };
 
 /**

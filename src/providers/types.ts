@@ -74,8 +74,11 @@ export type NativeWire =
   | 'anthropic-messages'
   | 'anthropic-count-tokens';
 
-/** Which capability table (formats/capabilities.ts) says what a translated request may carry. */
-export type TranslationTarget = 'openai' | 'anthropic' | 'google';
+/**
+ * Which rows of the capability and hint tables (formats/capabilities.ts) say what a translated
+ * request may carry: OpenAI's own API takes hints an OpenAI-compatible server does not.
+ */
+export type TranslationTarget = 'openai' | 'openai-compatible' | 'anthropic' | 'google';
 
 /** What a provider declares about itself, so the engine never tests a provider's kind by name. */
 export interface ProviderTraits {

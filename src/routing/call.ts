@@ -40,8 +40,11 @@ export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest> {
   readonly native: NativeWire;
   /** The catalog kind of the models this wire calls. */
   readonly kind: 'chat' | 'embeddings';
-  /** Strict translation to the canonical shape; TranslationError names what it cannot carry. */
-  parse(body: Body): Canonical;
+  /**
+   * Strict translation to the canonical shape; TranslationError names what it cannot carry.
+   * `headers` are the caller's provider headers (a beta the translation cannot carry is listed).
+   */
+  parse(body: Body, headers?: Record<string, string>): Canonical;
   /** The texts content filters read and may rewrite (slots over `body` itself). */
   texts(body: Body): TextSlot[];
   /**
@@ -49,6 +52,8 @@ export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest> {
    * Gatehouse's own fields (a new object; `body` is not changed).
    */
   laneBody(body: Body, upstreamModel: string): Body;
+  /** What `laneBody` leaves out that was meant for a provider (reported as dropped; absent: none). */
+  laneDropped?(body: Body): string[];
 }
 
 export interface ByokChoice {
@@ -129,4 +134,6 @@ export interface RouteInfo {
   strategy: string;
   /** Served on a pass-through lane (the caller's own wire) rather than translated. */
   lane: boolean;
+  /** The caller's fields the translation could not carry (hints without an equivalent); [] on a lane. */
+  dropped: string[];
 }

@@ -1,5 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
+import { droppedFields } from '../formats/capabilities.js';
 import {
   type ChatChunk,
   type ChatRequest,
@@ -217,7 +218,7 @@ export class Engine {
     const parsed = () => {
       if (canonical === undefined && parseError === null) {
         try {
-          canonical = wire.parse(body);
+          canonical = wire.parse(body, call.headers);
         } catch (err) {
           if (!(err instanceof TranslationError)) throw err;
           parseError = err.message;
@@ -344,6 +345,7 @@ export class Engine {
 
   private info(call: InferenceCall, prep: Prepared, routed: Routed<unknown>, sent: unknown): RouteInfo {
     const served = routed.served.candidate;
+    const target = this.deps.provider(served.endpoint.provider).traits.target ?? 'dev';
     return {
       generationId: this.deps.newGenerationId(),
       requested: call.model,
@@ -361,6 +363,12 @@ export class Engine {
       upstreamRequest: sent,
       strategy: prep.strategy,
       lane: routed.served.lane,
+      // A lane sends every field; a translation lists the hints its target has no equivalent for.
+      dropped: routed.served.lane
+        ? (call.wire.laneDropped?.(prep.body) ?? [])
+        : call.wire.kind === 'chat'
+          ? droppedFields(sent as ChatRequest, target)
+          : [],
     };
   }
 

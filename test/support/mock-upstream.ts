@@ -75,6 +75,8 @@ export interface MockReply {
     prompt_tokens?: number;
     completion_tokens?: number;
     cached_tokens?: number;
+    /** Anthropic: cache writes (`cache_creation_input_tokens`), part of prompt_tokens like reads. */
+    cache_write_tokens?: number;
     reasoning_tokens?: number;
   };
   /** OpenAI streams: no usage chunk even when include_usage was asked. */
@@ -379,8 +381,8 @@ const ANTHROPIC_STOP = {
 
 function anthropicUsage(r: Resolved, output: number) {
   return {
-    input_tokens: Math.max(0, r.prompt - r.cached),
-    cache_creation_input_tokens: 0,
+    input_tokens: Math.max(0, r.prompt - r.cached - (r.reply.usage?.cache_write_tokens ?? 0)),
+    cache_creation_input_tokens: r.reply.usage?.cache_write_tokens ?? 0,
     cache_read_input_tokens: r.cached,
     output_tokens: output,
     service_tier: 'standard',

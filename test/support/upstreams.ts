@@ -8,9 +8,12 @@ import { type MockUpstream, startMockUpstream } from './mock-upstream.js';
  * One mock upstream behind four configured providers (OpenAI, Anthropic, Gemini and an
  * OpenAI-compatible server, told apart by their base-URL prefix), and a GATEHOUSE_CONFIG catalog:
  * `test/gpt` (openai), `test/claude` (anthropic), `test/gemini` (google), `test/multi` (openai,
- * then groq: for fallbacks), `test/embed` (openai embeddings).
+ * then groq: for fallbacks), `test/embed` (openai embeddings), and any `extraModels` (catalog
+ * entries on these providers, e.g. with cache prices).
  */
-export async function startUpstreams(): Promise<{ mock: MockUpstream; env: Record<string, string> }> {
+export async function startUpstreams(
+  extraModels: object[] = [],
+): Promise<{ mock: MockUpstream; env: Record<string, string> }> {
   const mock = await startMockUpstream();
   const price = { prompt: 1, completion: 2 };
   const config = {
@@ -63,6 +66,7 @@ export async function startUpstreams(): Promise<{ mock: MockUpstream; env: Recor
         kind: 'embeddings',
         endpoints: [{ provider: 'openai', upstream_model: 'emb-x', pricing: price }],
       },
+      ...extraModels,
     ],
   };
   const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-config-')), 'gatehouse.json');

@@ -38,11 +38,43 @@ function texts(body: Body): TextSlot[] {
  */
 function laneBody(body: Body, upstreamModel: string): Body {
   const out = withoutFields(body, upstreamModel, DROPPED);
+  if (hasBreakpoints(body)) {
+    delete out.cache_control;
+    out.messages = (body.messages as unknown[]).map(withoutBreakpoints);
+  }
   const effort = isObj(body.reasoning) ? body.reasoning.effort : undefined;
   if (typeof effort === 'string' && out.reasoning_effort === undefined) out.reasoning_effort = effort;
   if (body.stream === true)
     out.stream_options = { ...(isObj(body.stream_options) ? body.stream_options : {}), include_usage: true };
   return out;
+}
+
+/**
+ * OpenRouter's `cache_control` breakpoints (on the body, a message, a content part) steer
+ * Anthropic's and Gemini's caches; OpenAI-format providers cache by themselves and OpenAI refuses
+ * the field, so a lane leaves them out and reports them dropped.
+ */
+function hasBreakpoints(body: Body): boolean {
+  if (body.cache_control !== undefined) return true;
+  if (!Array.isArray(body.messages)) return false;
+  return body.messages.some(
+    (m) =>
+      isObj(m) &&
+      (m.cache_control !== undefined ||
+        (Array.isArray(m.content) && m.content.some((p) => isObj(p) && p.cache_control !== undefined))),
+  );
+}
+
+function withoutBreakpoints(m: unknown): unknown {
+  if (!isObj(m)) return m;
+  const { cache_control: _, ...rest } = m;
+  if (!Array.isArray(rest.content)) return rest;
+  rest.content = rest.content.map((p) => {
+    if (!isObj(p) || p.cache_control === undefined) return p;
+    const { cache_control: __, ...part } = p;
+    return part;
+  });
+  return rest;
 }
 
 /** The in-band error chunk that ends a stream which failed after it started, then `[DONE]`. */
@@ -73,6 +105,7 @@ export const chatWire: ChatWire = {
   parse: chatRequestFromBody,
   texts,
   laneBody,
+  laneDropped: (body) => (hasBreakpoints(body) ? ['cache_control'] : []),
   encodeResponse: (done, call) =>
     decorateChatResponse(done.response, done.info, done.usage, done.cost, call.echoUpstream),
   async *encodeStream(s) {

@@ -85,7 +85,8 @@ export const messagesWire: ChatWire = {
   summary: 'Messages (Anthropic format), streaming or not',
   forwardHeaders: ['anthropic-version', 'anthropic-beta'],
   inspect: inspectBody,
-  parse: messagesRequestToChat,
+  // A beta the translation cannot carry is listed as dropped.
+  parse: (body, headers) => messagesRequestToChat(body, headers),
   texts,
   // Anthropic refuses fields it does not know: OpenRouter's `usage` goes with Gatehouse's own.
   laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, [...GATEHOUSE_FIELDS, 'usage']),

@@ -26,7 +26,11 @@ describe('toAnthropicRequest', () => {
       }),
       false,
     );
-    expect(body.system).toBe('Rule one.\n\nRule two.');
+    // Given as parts: kept as blocks (see 'keeps cache breakpoints' for the string form's rule).
+    expect(body.system).toEqual([
+      { type: 'text', text: 'Rule one.' },
+      { type: 'text', text: 'Rule two.' },
+    ]);
     expect(body.max_tokens).toBe(DEFAULT_MAX_TOKENS);
     expect(body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }]);
     expect(body).not.toHaveProperty('stream');
@@ -172,6 +176,121 @@ describe('toAnthropicRequest', () => {
     );
     expect(named.tool_choice).toEqual({ type: 'tool', name: 'g' });
     expect(toAnthropicRequest(req({ tool_choice: 'none' }), false).tool_choice).toEqual({ type: 'none' });
+  });
+
+  it('keeps cache breakpoints where they were set; system given as parts stays blocks', () => {
+    const cc = { type: 'ephemeral' } as const;
+    const hour = { type: 'ephemeral', ttl: '1h' } as const;
+    const body = toAnthropicRequest(
+      req({
+        messages: [
+          { role: 'system', content: [{ type: 'text', text: 'Long rules', cache_control: hour }] },
+          { role: 'system', content: 'More rules' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+            cache_control: cc,
+          },
+          { role: 'tool', tool_call_id: 't1', content: 'done', cache_control: cc },
+        ],
+        tools: [{ type: 'function', function: { name: 'f' }, cache_control: cc }],
+      }),
+      false,
+    );
+    expect(body.system).toEqual([
+      { type: 'text', text: 'Long rules', cache_control: hour },
+      { type: 'text', text: 'More rules' },
+    ]);
+    expect(body.tools).toEqual([
+      { name: 'f', input_schema: { type: 'object', properties: {} }, cache_control: cc },
+    ]);
+    expect(body.messages).toEqual([
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 't1', name: 'f', input: {}, cache_control: cc }],
+      },
+      {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 't1', cache_control: cc, content: 'done' }],
+      },
+    ]);
+    // Without parts or breakpoints the system prompt stays one string.
+    const plain = toAnthropicRequest(
+      req({
+        messages: [
+          { role: 'system', content: 'a' },
+          { role: 'user', content: 'b' },
+        ],
+      }),
+      false,
+    );
+    expect(plain.system).toBe('a');
+    expect(JSON.stringify(plain)).not.toContain('cache_control');
+  });
+
+  it('keeps the last four breakpoints (top-level included), dropping the earliest', () => {
+    const cc = { type: 'ephemeral' } as const;
+    const body = toAnthropicRequest(
+      req({
+        messages: [
+          { role: 'system', content: 'S', cache_control: cc },
+          { role: 'user', content: [{ type: 'text', text: 'U1', cache_control: cc }] },
+          { role: 'assistant', content: 'A', cache_control: cc },
+          { role: 'user', content: [{ type: 'text', text: 'U2', cache_control: cc }] },
+        ],
+        tools: [{ type: 'function', function: { name: 'f' }, cache_control: cc }],
+        cache_control: cc,
+      }),
+      false,
+    );
+    expect(body.cache_control).toEqual(cc);
+    expect((body.tools as any[])[0]).not.toHaveProperty('cache_control');
+    expect((body.system as any[])[0]).not.toHaveProperty('cache_control');
+    expect(body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'U1', cache_control: cc }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'A', cache_control: cc }] },
+      { role: 'user', content: [{ type: 'text', text: 'U2', cache_control: cc }] },
+    ]);
+  });
+
+  it('maps top_k, service_tier and safety_identifier; drops what has no equivalent', () => {
+    const body = toAnthropicRequest(
+      req({
+        messages: [{ role: 'user', content: 'x' }],
+        top_k: 20,
+        service_tier: 'default',
+        safety_identifier: 'hash',
+        prompt_cache_key: 'k',
+        verbosity: 'low',
+        metadata: { a: 'b' },
+        store: true,
+        dropped: ['x'],
+      }),
+      false,
+    );
+    expect(body).toEqual({
+      model: 'claude-x',
+      max_tokens: DEFAULT_MAX_TOKENS,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }],
+      top_k: 20,
+      metadata: { user_id: 'hash' },
+      service_tier: 'standard_only',
+    });
+    const user = toAnthropicRequest(
+      req({ user: 'u', safety_identifier: 'hash', service_tier: 'flex' }),
+      false,
+    );
+    expect(user.metadata).toEqual({ user_id: 'u' });
+    expect(user).not.toHaveProperty('service_tier');
+    expect(toAnthropicRequest(req({ service_tier: 'auto' }), false).service_tier).toBe('auto');
+    // thinking on: Anthropic refuses top_k with it
+    expect(
+      toAnthropicRequest(
+        req({ messages: [{ role: 'user', content: 'x' }], top_k: 5, reasoning: { max_tokens: 2048 } }),
+        false,
+      ),
+    ).not.toHaveProperty('top_k');
   });
 
   it('maps reasoning to thinking with a budget below max_tokens', () => {
@@ -491,6 +610,44 @@ describe('Anthropic responses → canonical', () => {
     ).toMatchObject({
       completion_tokens_details: { reasoning_tokens: 4 },
     });
+  });
+});
+
+describe('cached-token usage', () => {
+  // Anthropic's input_tokens EXCLUDE cache reads and writes; canonical prompt_tokens include them.
+  const usage = {
+    input_tokens: 100,
+    cache_read_input_tokens: 2000,
+    cache_creation_input_tokens: 500,
+    output_tokens: 20,
+  };
+  const canonical = {
+    prompt_tokens: 2600,
+    completion_tokens: 20,
+    total_tokens: 2620,
+    prompt_tokens_details: { cached_tokens: 2000, cache_write_tokens: 500 },
+  };
+
+  it('a message: reads and writes are added to the prompt and kept apart', () => {
+    expect(mapAnthropicUsage(usage)).toEqual(canonical);
+    const res = fromAnthropicResponse(
+      { id: 'm', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage },
+      'claude-x',
+    );
+    expect(res.usage).toEqual(canonical);
+  });
+
+  it('a stream: counts from message_start, output from message_delta, on the last chunk', () => {
+    const m = new AnthropicStreamMapper('claude-x');
+    const chunks = [
+      { type: 'message_start', message: { id: 'm', usage: { ...usage, output_tokens: 1 } } },
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hi' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 20 } },
+      { type: 'message_stop' },
+    ].flatMap((e) => m.push(e));
+    expect(chunks.at(-1)?.usage).toEqual(canonical);
   });
 });
 

@@ -2,7 +2,11 @@
  * Canonical chat ⇄ Anthropic Messages (`POST /v1/messages`, `anthropic-version: 2023-06-01`).
  *
  * Request:
- * - `system` and `developer` messages (wherever they are) → top-level `system`, joined by blank lines.
+ * - `system` and `developer` messages (wherever they are) → top-level `system`, joined by blank
+ *   lines; as text blocks instead when any of them was given as parts or sets a cache breakpoint.
+ * - Cache breakpoints (`cache_control`): a part's → its block's; a message's → the last block it
+ *   gives (a tool message's: its `tool_result`); a tool's → the tool's; the request's → top-level
+ *   `cache_control`. Past Anthropic's four, the earliest (tools, then system, then turns) go.
  * - user/assistant → content blocks; consecutive same-role turns are merged into one; consecutive
  *   `tool` messages → ONE user message of `tool_result` blocks (any user text after them follows
  *   in the same turn); assistant `tool_calls` → `tool_use` blocks with the arguments parsed
@@ -25,13 +29,16 @@
  * - Images: `data:` URLs → `{type:'base64'}` sources, http(s) URLs → `{type:'url'}` sources.
  * - `max_tokens` is required by Anthropic: `max_completion_tokens ?? max_tokens ?? 4096`
  *   (`DEFAULT_MAX_TOKENS`); with thinking and no caller limit it is `budget + 4096`.
- * - `stop` → `stop_sequences`; `temperature` is clamped to Anthropic's [0, 1]; `user` →
- *   `metadata.user_id`; tools → `{name, description, input_schema}`; tool_choice auto/required/
- *   none/named → auto/any/none/tool; `parallel_tool_calls: false` → `disable_parallel_tool_use`.
+ * - `stop` → `stop_sequences`; `temperature` is clamped to Anthropic's [0, 1]; `top_k` as is;
+ *   `user` (else `safety_identifier`) → `metadata.user_id`; `service_tier` auto/default →
+ *   auto/standard_only (other tiers are not sent: see HINT_RULES); tools → `{name, description,
+ *   input_schema}`; tool_choice auto/required/none/named → auto/any/none/tool;
+ *   `parallel_tool_calls: false` → `disable_parallel_tool_use`.
  * - `reasoning` → `thinking: {type:'enabled', budget_tokens}` (`reasoning.max_tokens`, else the
  *   effort table in `../reasoning.ts`; at least 1024 and below `max_tokens`, else no thinking).
- *   With thinking on, `temperature`/`top_p` are dropped (Anthropic requires the defaults) and a
- *   forced tool_choice (required/named) turns thinking off instead (Anthropic refuses the pair).
+ *   With thinking on, `temperature`/`top_p`/`top_k` are dropped (Anthropic requires the defaults)
+ *   and a forced tool_choice (required/named) turns thinking off instead (Anthropic refuses the
+ *   pair).
  * - `response_format: json_schema` → `output_config.format`; `json_object` has no Anthropic
  *   equivalent and is dropped, as are `seed`, penalties and `logprobs`.
  *
@@ -43,7 +50,9 @@
  * tool_calls; stop_reason → finish_reason (the original in `native_finish_reason`);
  * usage.prompt_tokens = input + cache_read + cache_creation.
  */
+import { ANTHROPIC_MAX_BREAKPOINTS, anthropicServiceTier } from '../../formats/capabilities.js';
 import {
+  type CacheControl,
   type ChatChunk,
   type ChatChunkToolCall,
   type ChatMessage,
@@ -82,13 +91,32 @@ function imageBlock(url: string): Block {
   throw new TranslationError('image_url must be a data: URL or an http(s) URL');
 }
 
+const withCache = (block: Block, cc: CacheControl | undefined): Block =>
+  cc ? { ...block, cache_control: cc } : block;
+
 function contentBlocks(content: ChatMessage['content']): Block[] {
   if (content == null) return [];
   if (typeof content === 'string') return content ? [{ type: 'text', text: content }] : [];
   return content.flatMap((p: ContentPart): Block[] => {
-    if (p.type === 'text') return p.text ? [{ type: 'text', text: p.text }] : [];
-    if (p.type === 'image_url') return [imageBlock(p.image_url.url)];
+    if (p.type === 'text') return p.text ? [withCache({ type: 'text', text: p.text }, p.cache_control)] : [];
+    if (p.type === 'image_url') return [withCache(imageBlock(p.image_url.url), p.cache_control)];
     throw new TranslationError(`unsupported content part type: ${(p as { type: string }).type}`);
+  });
+}
+
+/** A message's own breakpoint goes on the last block it gave. */
+function endWithCache(blocks: Block[], cc: CacheControl | undefined): Block[] {
+  const last = blocks[blocks.length - 1];
+  if (cc && last) blocks[blocks.length - 1] = withCache(last, cc);
+  return blocks;
+}
+
+/** The system prompt as text blocks (empty ones left out: Anthropic refuses them). */
+function systemBlocks(messages: ChatMessage[]): Block[] {
+  return messages.flatMap((m) => {
+    const parts =
+      typeof m.content === 'string' ? [{ type: 'text' as const, text: m.content }] : (m.content ?? []);
+    return endWithCache(contentBlocks(parts), m.cache_control);
   });
 }
 
@@ -100,6 +128,7 @@ function toolUseBlock(tc: ToolCall): Block {
 function toolResultBlock(m: ChatMessage): Block {
   if (!m.tool_call_id) throw new TranslationError('tool messages need a tool_call_id');
   const block: Block = { type: 'tool_result', tool_use_id: m.tool_call_id };
+  if (m.cache_control) block.cache_control = m.cache_control;
   if (typeof m.content === 'string') {
     if (m.content) block.content = m.content;
   } else if (m.content) {
@@ -128,8 +157,12 @@ function thinkingBlocks(m: ChatMessage): Block[] {
 }
 
 /** Canonical messages → Anthropic `system` + `messages`. */
-export function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messages: WireMessage[] } {
+export function toAnthropicMessages(messages: ChatMessage[]): {
+  system?: string | Block[];
+  messages: WireMessage[];
+} {
   const system: string[] = [];
+  const systemMessages: ChatMessage[] = [];
   const out: WireMessage[] = [];
   const push = (role: WireMessage['role'], blocks: Block[]) => {
     if (blocks.length === 0) return;
@@ -141,15 +174,19 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system?: string;
     switch (m.role) {
       case 'system':
       case 'developer': {
+        systemMessages.push(m);
         const t = systemText(m);
         if (t) system.push(t);
         break;
       }
       case 'user':
-        push('user', contentBlocks(m.content));
+        push('user', endWithCache(contentBlocks(m.content), m.cache_control));
         break;
       case 'assistant': {
-        const rest = [...contentBlocks(m.content), ...(m.tool_calls ?? []).map(toolUseBlock)];
+        const rest = endWithCache(
+          [...contentBlocks(m.content), ...(m.tool_calls ?? []).map(toolUseBlock)],
+          m.cache_control,
+        );
         const last = out[out.length - 1];
         const merged = last?.role === 'assistant';
         // Thinking first in the turn, never alone in it (see the file comment).
@@ -164,7 +201,35 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system?: string;
         throw new TranslationError(`unsupported message role: ${(m as { role: string }).role}`);
     }
   }
+  // Blocks when the caller gave blocks (their boundaries and breakpoints are kept), else one string.
+  const asBlocks = systemMessages.some((m) => Array.isArray(m.content) || m.cache_control);
+  if (asBlocks) {
+    const blocks = systemBlocks(systemMessages);
+    return { ...(blocks.length ? { system: blocks } : {}), messages: out };
+  }
   return { ...(system.length ? { system: system.join('\n\n') } : {}), messages: out };
+}
+
+/**
+ * Anthropic refuses more than four cache breakpoints: keep the last four in prefix order (tools,
+ * system, turns, then the top-level one, which marks the last block).
+ */
+function limitBreakpoints(body: Record<string, unknown>): void {
+  const marked: Block[] = [];
+  const visit = (blocks: unknown) => {
+    if (!Array.isArray(blocks)) return;
+    for (const b of blocks as Block[]) {
+      if (b.cache_control) marked.push(b);
+      if (b.type === 'tool_result') visit(b.content);
+    }
+  };
+  visit(body.tools);
+  visit(body.system);
+  for (const m of body.messages as WireMessage[]) visit(m.content);
+  if (body.cache_control) marked.push(body);
+  for (const b of marked.slice(0, Math.max(0, marked.length - ANTHROPIC_MAX_BREAKPOINTS))) {
+    delete b.cache_control;
+  }
 }
 
 /** The request continues a tool loop and the assistant turn it answers has no thinking blocks. */
@@ -201,14 +266,25 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
   if (req.stop !== undefined) body.stop_sequences = Array.isArray(req.stop) ? req.stop : [req.stop];
   if (req.temperature !== undefined) body.temperature = Math.min(1, Math.max(0, req.temperature));
   if (req.top_p !== undefined) body.top_p = req.top_p;
-  if (req.user !== undefined) body.metadata = { user_id: req.user };
+  if (req.top_k !== undefined) body.top_k = req.top_k;
+  const userId = req.user ?? req.safety_identifier;
+  if (userId !== undefined) body.metadata = { user_id: userId };
+  const tier = anthropicServiceTier(req.service_tier);
+  if (tier) body.service_tier = tier;
   if (req.tools?.length) {
-    body.tools = req.tools.map((t) => ({
-      name: t.function.name,
-      ...(t.function.description !== undefined ? { description: t.function.description } : {}),
-      input_schema: t.function.parameters ?? { type: 'object', properties: {} },
-    }));
+    body.tools = req.tools.map((t) =>
+      withCache(
+        {
+          name: t.function.name,
+          ...(t.function.description !== undefined ? { description: t.function.description } : {}),
+          input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+        },
+        t.cache_control,
+      ),
+    );
   }
+  if (req.cache_control) body.cache_control = req.cache_control;
+  limitBreakpoints(body);
   const choice = toolChoice(req);
   if (choice) body.tool_choice = choice;
   if (req.response_format?.type === 'json_schema' && req.response_format.json_schema.schema) {
@@ -227,6 +303,7 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
       body.thinking = { type: 'enabled', budget_tokens: budget };
       delete body.temperature;
       delete body.top_p;
+      delete body.top_k;
     }
   }
   if (!body.thinking) {

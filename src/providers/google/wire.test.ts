@@ -116,6 +116,7 @@ describe('toGeminiRequest', () => {
         max_tokens: 100,
         temperature: 0.5,
         top_p: 0.8,
+        top_k: 32,
         stop: 'END',
         seed: 3,
         response_format: {
@@ -148,6 +149,7 @@ describe('toGeminiRequest', () => {
       maxOutputTokens: 100,
       temperature: 0.5,
       topP: 0.8,
+      topK: 32,
       stopSequences: ['END'],
       seed: 3,
       responseMimeType: 'application/json',
@@ -293,6 +295,34 @@ describe('Gemini responses → canonical', () => {
       new GeminiStreamMapper('g').push({ error: { code: 503, message: 'busy', status: 'UNAVAILABLE' } }),
     ).toThrow('UNAVAILABLE: busy');
     expect(geminiStreamError({ error: { message: 'x', status: 'RESOURCE_EXHAUSTED' } }).status).toBe(429);
+  });
+});
+
+describe('cached-token usage', () => {
+  // Gemini's promptTokenCount already includes cachedContentTokenCount (implicit or explicit cache).
+  const usageMetadata = {
+    promptTokenCount: 3000,
+    cachedContentTokenCount: 2048,
+    candidatesTokenCount: 10,
+    totalTokenCount: 3010,
+  };
+  const canonical = {
+    prompt_tokens: 3000,
+    completion_tokens: 10,
+    total_tokens: 3010,
+    prompt_tokens_details: { cached_tokens: 2048 },
+  };
+
+  it('a response and a stream report the cached tokens', () => {
+    expect(mapGeminiUsage(usageMetadata)).toEqual(canonical);
+    const candidate = { content: { role: 'model', parts: [{ text: 'hi' }] }, finishReason: 'STOP' };
+    expect(fromGeminiResponse({ candidates: [candidate], usageMetadata }, 'gemini-x').usage).toEqual(
+      canonical,
+    );
+    const m = new GeminiStreamMapper('gemini-x');
+    m.push({ candidates: [{ content: { role: 'model', parts: [{ text: 'h' }] } }] });
+    m.push({ candidates: [candidate], usageMetadata });
+    expect(m.finish().at(-1)?.usage).toEqual(canonical);
   });
 });
 

@@ -23,10 +23,14 @@
  * - tools → one `functionDeclarations` tool; JSON-Schema parameters are reduced to the OpenAPI
  *   subset Gemini accepts (`toGeminiSchema`); tool_choice → `toolConfig.functionCallingConfig`
  *   (auto → AUTO, required → ANY, none → NONE, named → ANY + allowedFunctionNames).
- * - generationConfig: max tokens → maxOutputTokens, temperature, top_p → topP, stop →
+ * - generationConfig: max tokens → maxOutputTokens, temperature, top_p → topP, top_k → topK, stop →
  *   stopSequences, seed, penalties, response_format json_object/json_schema → responseMimeType
  *   `application/json` (+ responseSchema), reasoning → thinkingConfig {thinkingBudget,
  *   includeThoughts: !exclude} (budget table in `../reasoning.ts`).
+ *
+ * Not sent (no per-request equivalent; reported as dropped, see HINT_RULES): cache breakpoints
+ * (Gemini caches prompt prefixes implicitly; explicit caches are separate `cachedContents`
+ * resources), OpenAI's cost hints, `user`, `parallel_tool_calls: false`.
  *
  * Response: candidates[0] parts: text → content, `thought: true` parts → reasoning,
  * functionCall → tool_calls (the part's `functionCall.id`, else a generated `call_…`). Thoughts and
@@ -282,6 +286,7 @@ export function toGeminiRequest(req: ChatRequest): Record<string, unknown> {
   if (max !== undefined) gen.maxOutputTokens = max;
   if (req.temperature !== undefined) gen.temperature = req.temperature;
   if (req.top_p !== undefined) gen.topP = req.top_p;
+  if (req.top_k !== undefined) gen.topK = req.top_k;
   if (req.stop !== undefined) gen.stopSequences = Array.isArray(req.stop) ? req.stop : [req.stop];
   if (req.seed !== undefined) gen.seed = req.seed;
   if (req.presence_penalty !== undefined) gen.presencePenalty = req.presence_penalty;

@@ -61,7 +61,7 @@ const TRAITS: Record<OpenAiFlavor, ProviderTraits> = {
   },
   'openai-compatible': {
     natives: new Set(['openai-chat', 'openai-embeddings']),
-    target: 'openai',
+    target: 'openai-compatible',
     keyOptional: true,
   },
 };

@@ -6,6 +6,8 @@ import {
   fromOpenAiEmbeddings,
   fromOpenAiResponse,
   mapFinishReason,
+  mapResponsesUsage,
+  mapUsage,
   toOpenAiRequest,
 } from './wire.js';
 
@@ -102,6 +104,143 @@ describe('toOpenAiRequest', () => {
       logprobs: true,
       top_logprobs: 2,
       user: 'u1',
+    });
+  });
+});
+
+describe('cost and latency hints', () => {
+  const cc = { type: 'ephemeral' } as const;
+  const hints = {
+    prompt_cache_key: 'tenant-1',
+    prompt_cache_retention: '24h',
+    service_tier: 'priority',
+    verbosity: 'low',
+    store: false,
+    metadata: { run: '7' },
+    safety_identifier: 'hash',
+  } as const;
+  const hinted: ChatRequest = {
+    model: 'gpt-x',
+    messages: [
+      { role: 'system', content: [{ type: 'text', text: 'Rules', cache_control: cc }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Hi', cache_control: cc },
+          { type: 'image_url', image_url: { url: 'https://x/a.png' }, cache_control: cc },
+        ],
+        cache_control: cc,
+      },
+    ],
+    tools: [
+      {
+        type: 'function',
+        function: { name: 'f' },
+        cache_control: cc,
+        origin: { type: 'custom', name: 'f' },
+      },
+    ],
+    cache_control: cc,
+    ...hints,
+    top_k: 5,
+    dropped: ['context_management'],
+  };
+
+  it('openai: sends its own hints; strips breakpoints, tool origins and the dropped list', () => {
+    const body = toOpenAiRequest(hinted, 'openai', false);
+    expect(body).toEqual({
+      model: 'gpt-x',
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'Rules' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Hi' },
+            { type: 'image_url', image_url: { url: 'https://x/a.png' } },
+          ],
+        },
+      ],
+      tools: [{ type: 'function', function: { name: 'f' } }],
+      ...hints,
+    });
+  });
+
+  it("openai-compatible: sends top_k, none of OpenAI's hints", () => {
+    const body = toOpenAiRequest(hinted, 'openai-compatible', false);
+    expect(body.top_k).toBe(5);
+    for (const k of [...Object.keys(hints), 'cache_control']) expect(body).not.toHaveProperty(k);
+    expect(JSON.stringify(body)).not.toContain('cache_control');
+  });
+});
+
+describe('cached-token usage', () => {
+  it('Chat Completions: cached tokens are part of prompt_tokens and kept in the details', () => {
+    expect(
+      mapUsage({
+        prompt_tokens: 1200,
+        completion_tokens: 10,
+        total_tokens: 1210,
+        prompt_tokens_details: { cached_tokens: 1024, audio_tokens: 0 },
+        completion_tokens_details: { reasoning_tokens: 4 },
+      }),
+    ).toEqual({
+      prompt_tokens: 1200,
+      completion_tokens: 10,
+      total_tokens: 1210,
+      prompt_tokens_details: { cached_tokens: 1024, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 4 },
+    });
+    // in a stream: the usage-only last chunk
+    const chunk = fromOpenAiChunk(
+      {
+        id: 'c',
+        choices: [],
+        usage: { prompt_tokens: 50, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 32 } },
+      },
+      'gpt-x',
+    );
+    expect(chunk.usage?.prompt_tokens_details?.cached_tokens).toBe(32);
+  });
+
+  it('OpenAI-compatible servers: DeepSeek-style prompt_cache_hit_tokens and a top-level cached_tokens', () => {
+    const deepseek = {
+      prompt_tokens: 900,
+      completion_tokens: 5,
+      prompt_cache_hit_tokens: 640,
+      prompt_cache_miss_tokens: 260,
+    };
+    expect(mapUsage(deepseek)?.prompt_tokens_details).toEqual({ cached_tokens: 640 });
+    expect(
+      mapUsage({ prompt_tokens: 100, completion_tokens: 1, cached_tokens: 64 })?.prompt_tokens_details,
+    ).toEqual({
+      cached_tokens: 64,
+    });
+    expect(mapUsage({ prompt_tokens: 100, completion_tokens: 1 })).not.toHaveProperty(
+      'prompt_tokens_details',
+    );
+  });
+
+  it('Responses: input_tokens include the cached ones (input_tokens_details)', () => {
+    expect(
+      mapResponsesUsage({
+        input_tokens: 2000,
+        input_tokens_details: { cached_tokens: 1536 },
+        output_tokens: 30,
+        output_tokens_details: { reasoning_tokens: 12 },
+        total_tokens: 2030,
+      }),
+    ).toEqual({
+      prompt_tokens: 2000,
+      completion_tokens: 30,
+      total_tokens: 2030,
+      prompt_tokens_details: { cached_tokens: 1536 },
+      completion_tokens_details: { reasoning_tokens: 12 },
+    });
+    expect(mapResponsesUsage(null)).toBeUndefined();
+    expect(mapResponsesUsage({ input_tokens: 3, output_tokens: 1 })).toEqual({
+      prompt_tokens: 3,
+      completion_tokens: 1,
+      total_tokens: 4,
     });
   });
 });

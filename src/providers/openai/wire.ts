@@ -8,9 +8,13 @@
  * | `reasoning`           | → `reasoning_effort` (budget → effort)  | passed through unchanged                  |
  * | `developer` role      | kept                                    | → `system` (many servers reject it)       |
  * | assistant `reasoning` | dropped from history                    | dropped from history                      |
+ * | cost / latency hints  | sent: `prompt_cache_key`, `prompt_cache_retention`, `service_tier`, `verbosity`, `store`, `metadata`, `safety_identifier` | not sent |
+ * | `top_k`               | never (refused before: OpenAI has none)  | sent                                      |
+ * | `cache_control`       | not sent (OpenAI caches prefixes by itself) | not sent                              |
  *
  * Only canonical fields are sent (unknown fields a caller may have smuggled in never reach the
- * upstream). Streams always ask for `stream_options.include_usage`.
+ * upstream), and Gatehouse's extensions (`cache_control`, a tool's `origin`) are stripped. Streams
+ * always ask for `stream_options.include_usage`.
  * Responses: `reasoning` / `reasoning_content` (vLLM, DeepSeek, Groq) → canonical `reasoning`;
  * `finish_reason` normalised (`function_call` → `tool_calls`), the original kept in
  * `native_finish_reason`.
@@ -26,6 +30,7 @@ import type {
   ReasoningConfig,
   Usage,
 } from '../../formats/chat.js';
+import { OPENAI_HINT_FIELDS } from '../../formats/hints.js';
 
 export type OpenAiFlavor = 'openai' | 'openai-compatible';
 
@@ -37,7 +42,6 @@ const PASSTHROUGH = [
   'seed',
   'presence_penalty',
   'frequency_penalty',
-  'tools',
   'tool_choice',
   'parallel_tool_calls',
   'response_format',
@@ -55,10 +59,18 @@ export function effortFromReasoning(r: ReasoningConfig): ReasoningConfig['effort
   return 'high';
 }
 
+/** Content parts without Gatehouse's `cache_control` (OpenAI would reject the unknown field). */
+function wireContent(content: ChatMessage['content']): ChatMessage['content'] {
+  if (!Array.isArray(content)) return content;
+  return content.map((p) =>
+    p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: p.image_url },
+  );
+}
+
 function toWireMessage(m: ChatMessage, flavor: OpenAiFlavor): Record<string, unknown> {
   const out: Record<string, unknown> = {
     role: flavor === 'openai-compatible' && m.role === 'developer' ? 'system' : m.role,
-    content: m.content,
+    content: wireContent(m.content),
   };
   if (m.name !== undefined) out.name = m.name;
   if (m.tool_calls?.length) out.tool_calls = m.tool_calls;
@@ -77,8 +89,11 @@ export function toOpenAiRequest(
     messages: req.messages.map((m) => toWireMessage(m, flavor)),
   };
   for (const k of PASSTHROUGH) if (req[k] !== undefined) body[k] = req[k];
+  if (req.tools) body.tools = req.tools.map((t) => ({ type: 'function', function: t.function }));
 
   if (flavor === 'openai') {
+    // api.openai.com takes its hints as they are (OpenAI-compatible servers may refuse them).
+    for (const k of OPENAI_HINT_FIELDS) if (req[k] !== undefined) body[k] = req[k];
     const max = req.max_completion_tokens ?? req.max_tokens;
     if (max !== undefined) body.max_completion_tokens = max;
     if (req.reasoning) {
@@ -89,6 +104,7 @@ export function toOpenAiRequest(
     if (req.max_tokens !== undefined) body.max_tokens = req.max_tokens;
     if (req.max_completion_tokens !== undefined) body.max_completion_tokens = req.max_completion_tokens;
     if (req.reasoning !== undefined) body.reasoning = req.reasoning;
+    if (req.top_k !== undefined) body.top_k = req.top_k;
   }
 
   if (stream) {
@@ -135,6 +151,11 @@ export function mapUsage(u: unknown): Usage | undefined {
   };
   if (x.prompt_tokens_details && typeof x.prompt_tokens_details === 'object') {
     usage.prompt_tokens_details = x.prompt_tokens_details as Usage['prompt_tokens_details'];
+  } else {
+    // OpenAI-compatible servers that report cache hits their own way: DeepSeek
+    // (`prompt_cache_hit_tokens`), Moonshot and others (`cached_tokens` beside prompt_tokens).
+    const hits = x.prompt_cache_hit_tokens ?? x.cached_tokens;
+    if (typeof hits === 'number') usage.prompt_tokens_details = { cached_tokens: hits };
   }
   if (x.completion_tokens_details && typeof x.completion_tokens_details === 'object') {
     usage.completion_tokens_details = x.completion_tokens_details as Usage['completion_tokens_details'];
@@ -144,6 +165,29 @@ export function mapUsage(u: unknown): Usage | undefined {
 
 type Obj = Record<string, unknown>;
 const obj = (x: unknown): Obj => (x && typeof x === 'object' ? (x as Obj) : {});
+const count = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
+
+/**
+ * OpenAI Responses usage (`input_tokens`, which include cached tokens, with
+ * `input_tokens_details.cached_tokens`; `output_tokens` with `output_tokens_details.reasoning_tokens`)
+ * as canonical usage; undefined when there is none. For the Responses API's own stream and body.
+ */
+export function mapResponsesUsage(u: unknown): Usage | undefined {
+  if (!u || typeof u !== 'object') return undefined;
+  const x = u as Obj;
+  const prompt = count(x.input_tokens);
+  const completion = count(x.output_tokens);
+  const usage: Usage = {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: typeof x.total_tokens === 'number' ? x.total_tokens : prompt + completion,
+  };
+  const cached = obj(x.input_tokens_details).cached_tokens;
+  if (typeof cached === 'number') usage.prompt_tokens_details = { cached_tokens: cached };
+  const reasoning = obj(x.output_tokens_details).reasoning_tokens;
+  if (typeof reasoning === 'number') usage.completion_tokens_details = { reasoning_tokens: reasoning };
+  return usage;
+}
 
 /** Upstream ChatCompletion → canonical ChatResponse. */
 export function fromOpenAiResponse(raw: unknown, requestedModel: string): ChatResponse {
