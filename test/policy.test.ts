@@ -63,7 +63,7 @@ describe.each(databases)('effective policy, budgets and balance (%s)', (db) => {
       .execute();
 
   beforeAll(async () => {
-    gw = await startTestGateway(db);
+    gw = await startTestGateway(db, { env: { GATEHOUSE_CREDITS: 'enforce' } });
     mgmt = client(gw.url, gw.managementKey);
     caller = await memberKey();
     memberId = caller.userId as string;
