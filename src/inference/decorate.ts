@@ -45,6 +45,8 @@ export function gatewayMetadata(info: RouteInfo) {
         ? `; excluded: ${info.excluded.map((e) => `${e.provider} (${e.reason})`).join(', ')}`
         : ''),
     endpoints: { total: info.considered.length, available: info.considered },
+    // An unlisted model with no known price, served at cost 0 (GATEHOUSE_UNPRICED_MODELS=allow).
+    ...(info.model.priced === false ? { pricing_unknown: true } : {}),
   };
 }
 

@@ -22,6 +22,7 @@ export function generationView(r: GenerationRow) {
     native_tokens_cached: r.cached_tokens,
     native_tokens_cache_write: r.cache_write_tokens,
     usage_estimated: r.usage_estimated === 1,
+    pricing_unknown: r.pricing_unknown === 1,
     total_cost: r.cost_usd,
     usage: r.cost_usd,
     cost_details: { prompt: r.prompt_cost_usd, completion: r.completion_cost_usd },
