@@ -91,6 +91,42 @@ describe('model ids the catalog does not list', () => {
   });
 });
 
+describe('guardrail model lists with wildcards', () => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  beforeAll(async () => {
+    ({ gw, mock } = await start());
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await mock?.close();
+  });
+
+  it('apply to unlisted ids passed through, and malformed entries are refused on write', async () => {
+    const mgmt = client(gw.url, gw.managementKey);
+    const bad = await mgmt('POST', '/guardrails', { name: 'bad', allowed_models: ['anthropic/ *'] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toContain('allowed_models');
+    const g = await mgmt('POST', '/guardrails', { name: 'anthropic only', allowed_models: ['anthropic/*'] });
+    expect(g.status, g.text).toBe(201);
+    const caller = await gw.services.keys.authenticate(gw.apiKey);
+    const assigned = await mgmt('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+      key_hashes: [caller?.keyHash],
+    });
+    expect(assigned.status).toBe(200);
+
+    const call = client(gw.url, gw.apiKey);
+    const ask = (model: string) =>
+      call('POST', '/chat/completions', { model, messages: [{ role: 'user', content: 'hi' }] });
+    expect((await ask('claude-next')).status).toBe(200);
+    expect(wireView(mock.requests[0]!).model).toBe('claude-next');
+    const refused = await ask('gpt-next');
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.message).toContain('anthropic only');
+    expect(mock.requests).toHaveLength(1);
+  });
+});
+
 describe('GATEHOUSE_UNPRICED_MODELS=deny', () => {
   let gw: TestGateway;
   let mock: MockUpstream;
