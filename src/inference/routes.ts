@@ -15,7 +15,6 @@ import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { chatParsers, EmbeddingsBody, embeddingsRequest, responseBodies } from './bodies.js';
 import { decorateChunk, fullUsage } from './decorate.js';
-import { modelsView } from './models.js';
 import { callAbort, sendSse } from './stream.js';
 
 const AnyBody = Type.Object({}, { additionalProperties: true });
@@ -210,12 +209,6 @@ export async function inferenceRoutes(app: Router, services: Services) {
       });
       return reply.send(responseBodies.embeddings(served));
     },
-  );
-
-  app.get(
-    '/models',
-    { config: { auth: 'none' }, schema: { tags, summary: 'The model catalog, with pricing and providers' } },
-    async () => ({ data: modelsView(services.catalog) }),
   );
 
   app.get(
