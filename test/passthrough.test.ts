@@ -8,29 +8,35 @@ import { startUpstreams } from './support/upstreams.js';
 
 const reply = { text: 'from upstream', usage: { prompt_tokens: 20, completion_tokens: 6 } };
 
-async function start(env: Record<string, string> = {}) {
-  const up = await startUpstreams();
-  const gw = await startTestGateway('sqlite', { env: { ...up.env, ...env } });
-  await adminClient(gw.url)('POST', '/admin/credits', {
-    organization_id: gw.organizationId,
-    amount_usd: 100,
+/** A gateway on the mock upstreams (credits added) for the enclosing describe block. */
+function gatewayFor(env: Record<string, string> = {}) {
+  const ctx = {} as { gw: TestGateway; mock: MockUpstream };
+  beforeAll(async () => {
+    const up = await startUpstreams();
+    ctx.mock = up.mock;
+    ctx.gw = await startTestGateway('sqlite', { env: { ...up.env, ...env } });
+    await adminClient(ctx.gw.url)('POST', '/admin/credits', {
+      organization_id: ctx.gw.organizationId,
+      amount_usd: 100,
+    });
   });
-  return { gw, mock: up.mock };
+  afterAll(async () => {
+    await ctx.gw?.stop();
+    await ctx.mock?.close();
+  });
+  return ctx;
 }
 
 describe('model ids the catalog does not list', () => {
+  const ctx = gatewayFor();
   let gw: TestGateway;
   let mock: MockUpstream;
   let openai: OpenAI;
   let anthropic: Anthropic;
-  beforeAll(async () => {
-    ({ gw, mock } = await start());
+  beforeAll(() => {
+    ({ gw, mock } = ctx);
     openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
     anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
-  });
-  afterAll(async () => {
-    await gw?.stop();
-    await mock?.close();
   });
   beforeEach(() => mock.reset());
 
@@ -92,17 +98,10 @@ describe('model ids the catalog does not list', () => {
 });
 
 describe('guardrail model lists with wildcards', () => {
-  let gw: TestGateway;
-  let mock: MockUpstream;
-  beforeAll(async () => {
-    ({ gw, mock } = await start());
-  });
-  afterAll(async () => {
-    await gw?.stop();
-    await mock?.close();
-  });
+  const ctx = gatewayFor();
 
   it('apply to unlisted ids passed through, and malformed entries are refused on write', async () => {
+    const { gw, mock } = ctx;
     const mgmt = client(gw.url, gw.managementKey);
     const bad = await mgmt('POST', '/guardrails', { name: 'bad', allowed_models: ['anthropic/ *'] });
     expect(bad.status).toBe(400);
@@ -128,17 +127,10 @@ describe('guardrail model lists with wildcards', () => {
 });
 
 describe('GATEHOUSE_UNPRICED_MODELS=deny', () => {
-  let gw: TestGateway;
-  let mock: MockUpstream;
-  beforeAll(async () => {
-    ({ gw, mock } = await start({ GATEHOUSE_UNPRICED_MODELS: 'deny' }));
-  });
-  afterAll(async () => {
-    await gw?.stop();
-    await mock?.close();
-  });
+  const ctx = gatewayFor({ GATEHOUSE_UNPRICED_MODELS: 'deny' });
 
   it('refuses unpriced ids with a 403 naming the variable, and serves priced ones', async () => {
+    const { gw, mock } = ctx;
     const call = client(gw.url, gw.apiKey);
     const refused = await call('POST', '/chat/completions', {
       model: 'gpt-next-preview',

@@ -1,5 +1,6 @@
 import { request } from 'undici';
 import { type Catalog, type ProviderEntry, reloadCatalog } from '../routing/catalog.js';
+import { providerData } from '../routing/catalog-vendors.js';
 import { refreshModelData } from '../routing/model-data.js';
 
 /** What the refresh logs through (pino's shape). */
@@ -17,10 +18,13 @@ export interface RefreshDeps {
   timeoutMs?: number;
 }
 
-/** The OpenAI-compatible servers whose own model lists join the catalog. */
+/**
+ * The OpenAI-compatible servers whose own model lists join the catalog: by default those of no
+ * vendor the model data knows (local servers: Ollama, vLLM …); `discover_models` decides otherwise.
+ */
 export const discoverable = (catalog: Catalog): ProviderEntry[] =>
   [...catalog.providers.values()].filter(
-    (p) => p.config.kind === 'openai-compatible' && p.discoverModels !== false,
+    (p) => p.config.kind === 'openai-compatible' && (p.discoverModels ?? !providerData(p)),
   );
 
 /** The model ids a server lists at `GET {base_url}/models` (OpenAI's shape, as Ollama, vLLM, llama.cpp and LM Studio serve it). */

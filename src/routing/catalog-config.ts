@@ -116,7 +116,7 @@ export interface FileConfig {
     batch_concurrency?: number;
     /** The model data's provider id whose models and prices this provider serves, or false. */
     model_data?: string | false;
-    /** OpenAI-compatible servers: list the server's own `GET /models` in the catalog (default true). */
+    /** OpenAI-compatible servers: list the server's own `GET /models` (default: vendors the model data does not know). */
     discover_models?: boolean;
   }[];
   models?: {

@@ -31,7 +31,7 @@ export interface ProviderEntry {
   batchConcurrency?: number | null;
   /** The model data's provider id that lists and prices its models; false: none (GATEHOUSE_CONFIG `model_data`). */
   modelData?: string | false;
-  /** OpenAI-compatible servers: add the models their `GET /models` lists (default true). */
+  /** OpenAI-compatible servers: add the models their `GET /models` lists (default: when the model data does not know the vendor). */
   discoverModels?: boolean;
 }
 
