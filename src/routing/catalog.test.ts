@@ -188,7 +188,16 @@ describe('unlisted ids', () => {
       expect(m?.endpoints.map((e) => e.provider)).toEqual([provider]);
       expect(m?.endpoints[0]?.upstreamModel).toBe(requested.replace(/^[^/]+\//, ''));
     }
-    for (const unknown of ['mistral/large', 'llama-3', 'gatehouse/new', 'openai/', 'openai/a b', 'o-mini'])
+    for (const unknown of [
+      'mistral/large',
+      'llama-3',
+      'gatehouse/new',
+      'openai/',
+      'openai/a b',
+      'o-mini',
+      'google/../../v1/files',
+      'openai/x//y',
+    ])
       expect(findModel(c, unknown), unknown).toBeUndefined();
     // No provider of the vendor configured: not routed.
     expect(findModel(loadCatalog({}), 'claude-next')).toBeUndefined();

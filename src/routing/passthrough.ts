@@ -15,7 +15,10 @@ const BARE_IDS: [RegExp, string][] = [
 ];
 
 /** Characters an upstream model id may have (vLLM serves `org/model`, Ollama `model:tag`). */
-const UPSTREAM_ID = /^[\w.\-/:@+]{1,200}$/;
+const UPSTREAM_CHARS = /^[\w.\-/:@+]{1,200}$/;
+/** An id safe to send upstream: no empty, `.` or `..` path segment (ids end up in some URLs). */
+const validUpstream = (id: string) =>
+  UPSTREAM_CHARS.test(id) && id.split('/').every((seg) => seg !== '' && seg !== '.' && seg !== '..');
 
 /** How many unlisted ids stay resolved before the memo starts over (callers choose the ids). */
 const MEMO_LIMIT = 1000;
@@ -32,14 +35,14 @@ function route(
   if (slash > 0) {
     const prefix = requested.slice(0, slash);
     const upstream = requested.slice(slash + 1);
-    if (!UPSTREAM_ID.test(upstream)) return null;
+    if (!validUpstream(upstream)) return null;
     const byVendor = VENDOR_KINDS[prefix] ? providersOfKind(catalog, VENDOR_KINDS[prefix]) : [];
     const bySlug = catalog.providers.get(prefix);
     const providers =
       bySlug && !bySlug.development && !byVendor.includes(bySlug) ? [...byVendor, bySlug] : byVendor;
     return providers.length > 0 ? { id: requested, upstream, providers } : null;
   }
-  if (!UPSTREAM_ID.test(requested)) return null;
+  if (!validUpstream(requested)) return null;
   const vendor = BARE_IDS.find(([pattern]) => pattern.test(requested))?.[1];
   if (!vendor) return null;
   const providers = providersOfKind(catalog, VENDOR_KINDS[vendor] as string);
