@@ -83,6 +83,17 @@ async function serve() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  // SIGHUP reloads the model catalog (model data, GATEHOUSE_CONFIG, OpenAI-compatible servers).
+  const { refreshCatalog } = await import('./catalog/refresh.js');
+  process.on('SIGHUP', () => {
+    const log = gateway.app.log;
+    refreshCatalog({ catalog: gateway.services.catalog, env: config.env, log }).catch((err) =>
+      log.error(
+        { error: (err as Error).message },
+        'model catalog not reloaded; the previous one stays in use',
+      ),
+    );
+  });
 }
 
 /** The batch worker alone: claims and runs batch requests until SIGTERM/SIGINT. */

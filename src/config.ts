@@ -38,6 +38,11 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** How long recorded generations wait to be written in one group commit, ms (GATEHOUSE_ACCOUNTING_INTERVAL_MS). */
   accountingIntervalMs: number;
+  /**
+   * How often the models of OpenAI-compatible servers are asked for again, ms
+   * (GATEHOUSE_MODEL_DISCOVERY_INTERVAL_SECONDS; 0: at start and on reload only).
+   */
+  modelDiscoveryIntervalMs: number;
   /** Longest Retry-After honoured by retrying the last candidate once, ms. */
   maxRetryWaitMs: number;
   /**
@@ -192,6 +197,8 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
     accountingIntervalMs: intFrom(env, 'GATEHOUSE_ACCOUNTING_INTERVAL_MS', 25),
     maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),
+    modelDiscoveryIntervalMs:
+      Math.max(0, intFrom(env, 'GATEHOUSE_MODEL_DISCOVERY_INTERVAL_SECONDS', 300)) * 1000,
     shutdownGraceMs: intFrom(env, 'GATEHOUSE_SHUTDOWN_GRACE_MS', 20_000),
     http: loadHttpTimeouts(env),
     batches: {

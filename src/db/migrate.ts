@@ -6,6 +6,7 @@ import * as m0003 from './migrations/0003_batches.js';
 import * as m0004 from './migrations/0004_interns.js';
 import * as m0005 from './migrations/0005_usage_events_index.js';
 import * as m0006 from './migrations/0006_generation_lanes.js';
+import * as m0007 from './migrations/0007_pricing_unknown.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '0004_interns': m0004,
   '0005_usage_events_index': m0005,
   '0006_generation_lanes': m0006,
+  '0007_pricing_unknown': m0007,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -207,6 +207,8 @@ export interface GenerationsTable {
   cache_write_tokens: number;
   /** 1 when the upstream reported no usage (e.g. a stream that died) and tokens were estimated. */
   usage_estimated: Bool;
+  /** 1 when the model had no known price (GATEHOUSE_UNPRICED_MODELS=allow): recorded at cost 0. */
+  pricing_unknown?: Bool | null;
   cost_usd: number;
   prompt_cost_usd: number;
   completion_cost_usd: number;

@@ -102,10 +102,19 @@ export function normaliseProviders(field: string, slugs: readonly string[]): str
   return unique(slugs);
 }
 
-/** A model list: non-empty ids, trimmed, duplicates dropped. */
+/**
+ * A model list: non-empty ids or wildcard patterns (`anthropic/*`, `openai/gpt-5*`: `*` is any run
+ * of characters), trimmed, duplicates dropped.
+ */
 export function normaliseModels(field: string, models: readonly string[]): string[] {
   const trimmed = models.map((m) => m.trim());
   if (trimmed.some((m) => m.length === 0)) throw badRequest(`${field} must not contain empty model ids`);
+  // Two wildcards at most keep matching linear enough (ids are matched on every call).
+  const bad = trimmed.filter((m) => /\s/.test(m) || m.split('*').length > 3);
+  if (bad.length > 0)
+    throw badRequest(
+      `${field} has malformed entries (no spaces; at most two *, each any run of characters): ${bad.join(', ')}`,
+    );
   return unique(trimmed);
 }
 

@@ -205,6 +205,37 @@ describe('model matching', () => {
     expect(modelAllowed(p, 'openai/gpt-4o-2024-08-06', ['openai/gpt-4o'])).toEqual({ ok: true });
   });
 
+  it('wildcard entries cover every matching id, variants and unlisted pass-through ids included', () => {
+    const p = combine(
+      { row: row('vendors', { allowed_models: ['anthropic/*', 'openai/gpt-5*'] }), via: 'key' },
+      { row: row('no previews', { ignored_models: ['*-preview'] }), via: 'default' },
+    );
+    expect(modelAllowed(p, 'anthropic/claude-next-20270101')).toEqual({ ok: true });
+    expect(modelAllowed(p, 'openai/gpt-5.4-mini:nitro')).toEqual({ ok: true });
+    expect(modelAllowed(p, 'openai/gpt-4o')).toEqual({
+      ok: false,
+      reason: 'Model openai/gpt-4o is not in the allowed models of guardrail "vendors"',
+    });
+    expect(modelAllowed(p, 'openai/gpt-5-preview')).toEqual({
+      ok: false,
+      reason: 'Model openai/gpt-5-preview is in the ignored models of guardrail "no previews"',
+    });
+    // A pattern is literal apart from `*`.
+    expect(modelAllowed(p, 'openai/gpt-5x')).toEqual({ ok: true });
+    const dots = combine({ row: row('dots', { allowed_models: ['google/gemini-2.5*'] }), via: 'key' });
+    expect(modelAllowed(dots, 'google/gemini-2x5-pro').ok).toBe(false);
+    expect(modelAllowed(dots, 'google/gemini-2.5-pro').ok).toBe(true);
+  });
+
+  it('intersecting a wildcard with a narrower list keeps the narrower entries', () => {
+    expect(
+      intersectModelLists([
+        ['anthropic/*', 'openai/*'],
+        ['anthropic/claude-sonnet-4', 'openai/gpt-5*', 'google/gemini-2.5-pro'],
+      ]).sort(),
+    ).toEqual(['anthropic/claude-sonnet-4', 'openai/gpt-5*']);
+  });
+
   it('intersection under the matching rule keeps the narrower entry', () => {
     expect(
       intersectModelLists([

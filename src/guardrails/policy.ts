@@ -97,8 +97,27 @@ export function baseModelSlug(slug: string): string {
   return colon > slug.lastIndexOf('/') && colon > 0 ? slug.slice(0, colon) : slug;
 }
 
-/** Whether a guardrail list entry covers the model: the same id, or the model's id without variant. */
-const modelMatches = (model: string, entry: string) => model === entry || baseModelSlug(model) === entry;
+const patterns = new Map<string, RegExp>();
+/** `anthropic/*`, `openai/gpt-5*`: `*` stands for any run of characters, `/` included. */
+function pattern(entry: string): RegExp {
+  let re = patterns.get(entry);
+  if (!re) {
+    const body = entry.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
+    re = new RegExp(`^${body.join('.*')}$`);
+    if (patterns.size > 10_000) patterns.clear();
+    patterns.set(entry, re);
+  }
+  return re;
+}
+
+/**
+ * Whether a guardrail list entry covers the model: the same id, the model's id without variant,
+ * or a wildcard entry matching either.
+ */
+const modelMatches = (model: string, entry: string) =>
+  model === entry ||
+  baseModelSlug(model) === entry ||
+  (entry.includes('*') && (pattern(entry).test(model) || pattern(entry).test(baseModelSlug(model))));
 
 /** Whether a provider list entry covers the provider: the same slug, or its base (`a/b` → `a`). */
 const providerMatches = (provider: string, entry: string) =>
@@ -245,8 +264,9 @@ function culprits(policy: EffectivePolicy, refuses: (p: Parsed) => boolean, fall
 }
 
 /**
- * Whether the policy lets the key use the model. `modelSlug` matches a list entry exactly or
- * without its `:variant` suffix; `alsoKnownAs` (e.g. the model's canonical slug) may match instead.
+ * Whether the policy lets the key use the model. `modelSlug` matches a list entry exactly, without
+ * its `:variant` suffix, or by a wildcard entry (`anthropic/*`); `alsoKnownAs` (e.g. the model's
+ * canonical slug) may match instead.
  */
 export function modelAllowed(
   policy: EffectivePolicy,

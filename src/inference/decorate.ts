@@ -75,6 +75,8 @@ export function gatewayMetadata(info: RouteInfo) {
         : ''),
     endpoints: { total: info.considered.length, available: info.considered },
     dropped_fields: info.dropped,
+    // An unlisted model with no known price, served at cost 0 (GATEHOUSE_UNPRICED_MODELS=allow).
+    ...(info.model.priced === false ? { pricing_unknown: true } : {}),
   };
 }
 

@@ -10,7 +10,6 @@ import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { DROPPED_FIELDS_HEADER } from './decorate.js';
-import { modelsView } from './models.js';
 import { callAbort, sendSse } from './stream.js';
 import { type CallerWire, type ChatWire, WIRES } from './wires/index.js';
 import { isObj } from './wires/texts.js';
@@ -112,12 +111,6 @@ export async function inferenceRoutes(app: Router, services: Services) {
       return reply.code(done.forwarded.status).type('application/json').send(done.forwarded.text);
     return reply.send(embeddings.encodeResponse(done, call));
   });
-
-  app.get(
-    '/models',
-    { config: { auth: 'none' }, schema: { tags, summary: 'The model catalog, with pricing and providers' } },
-    async () => ({ data: modelsView(services.catalog) }),
-  );
 
   app.get(
     '/generation',

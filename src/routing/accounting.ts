@@ -30,6 +30,7 @@ const GENERATION_COLUMNS = [
   'cached_tokens',
   'cache_write_tokens',
   'usage_estimated',
+  'pricing_unknown',
   'cost_usd',
   'prompt_cost_usd',
   'completion_cost_usd',

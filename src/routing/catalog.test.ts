@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CatalogError, findModel, loadCatalog } from './catalog.js';
+import { CatalogError, findModel, loadCatalog, reloadCatalog } from './catalog.js';
+import { admitUnpriced } from './passthrough.js';
 
 const file = (name: string, text: string) => {
   const path = join(mkdtempSync(join(tmpdir(), 'catalog-')), name);
@@ -75,5 +76,175 @@ models:
       JSON.stringify({ models: [{ id: 'a/b', endpoints: [{ provider: 'nowhere' }] }] }),
     );
     expect(() => loadCatalog({ GATEHOUSE_CONFIG: path })).toThrow(CatalogError);
+  });
+
+  it('lists the current models of each configured vendor from the model data, with prices and context', () => {
+    const c = loadCatalog({ OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k', GEMINI_API_KEY: 'k' });
+    // Ids users relied on before the model data keep resolving.
+    for (const id of [
+      'openai/gpt-4o-mini',
+      'openai/gpt-4o',
+      'anthropic/claude-sonnet-4',
+      'google/gemini-2.5-flash',
+    ])
+      expect(c.models.has(id)).toBe(true);
+    expect(findModel(c, 'anthropic/claude-sonnet-4')?.endpoints[0]).toMatchObject({
+      provider: 'anthropic',
+      upstreamModel: 'claude-sonnet-4-0',
+      pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
+      contextLength: 200_000,
+    });
+    // OpenRouter-style slugs, with the vendor's own id as an alias.
+    expect(findModel(c, 'claude-haiku-4-5')?.id).toBe('anthropic/claude-haiku-4.5');
+    expect(findModel(c, 'anthropic/claude-haiku-4-5')?.id).toBe('anthropic/claude-haiku-4.5');
+    expect(findModel(c, 'openai/text-embedding-3-small')?.kind).toBe('embeddings');
+    // Models of other vendors a data provider also prices (Claude on Vertex) are not Google's.
+    expect([...c.models.keys()].filter((id) => id.startsWith('google/claude'))).toEqual([]);
+    // Nothing that a chat route cannot serve (speech, images, realtime).
+    expect([...c.models.keys()].filter((id) => /tts|realtime|image|whisper/.test(id))).toEqual([]);
+  });
+
+  it('lets GATEHOUSE_CONFIG models replace the data model of the same id', () => {
+    const path = file(
+      'override.json',
+      JSON.stringify({
+        models: [
+          {
+            id: 'openai/gpt-4o',
+            endpoints: [
+              {
+                provider: 'openai',
+                upstream_model: 'gpt-4o-2024-11-20',
+                pricing: { prompt: 9, completion: 9 },
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const c = loadCatalog({ OPENAI_API_KEY: 'k', GATEHOUSE_CONFIG: path });
+    expect(findModel(c, 'openai/gpt-4o')?.endpoints).toEqual([
+      expect.objectContaining({ upstreamModel: 'gpt-4o-2024-11-20', pricing: { prompt: 9, completion: 9 } }),
+    ]);
+  });
+
+  it('lists the models of an OpenAI-compatible vendor the data knows by its base URL, under its slug', () => {
+    const path = file(
+      'groq.yaml',
+      `providers:
+  - slug: fast
+    kind: openai-compatible
+    base_url: https://api.groq.com/openai/v1
+  - slug: local
+    kind: openai-compatible
+    base_url: http://127.0.0.1:11434/v1
+`,
+    );
+    const c = loadCatalog({ GATEHOUSE_CONFIG: path });
+    const fast = [...c.models.values()].filter((m) => m.endpoints.some((e) => e.provider === 'fast'));
+    expect(fast.length).toBeGreaterThan(3);
+    expect(fast.every((m) => m.id.startsWith('fast/') && (m.endpoints[0]?.pricing.prompt ?? 0) > 0)).toBe(
+      true,
+    );
+    expect([...c.models.values()].some((m) => m.endpoints.some((e) => e.provider === 'local'))).toBe(false);
+  });
+});
+
+describe('unlisted ids', () => {
+  const c = loadCatalog({ OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k', GEMINI_API_KEY: 'k' });
+
+  it('pass through to the vendor provider, priced from the data when it matches the id', () => {
+    const dated = findModel(c, 'claude-sonnet-4-5-20250929');
+    expect(dated).toMatchObject({
+      id: 'anthropic/claude-sonnet-4-5-20250929',
+      unlisted: true,
+      priced: true,
+      endpoints: [
+        {
+          provider: 'anthropic',
+          upstreamModel: 'claude-sonnet-4-5-20250929',
+          pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
+        },
+      ],
+    });
+    expect(findModel(c, 'anthropic/claude-sonnet-4-5-20250929')?.priced).toBe(true);
+    expect(findModel(c, 'gpt-4o-mini-2024-07-18')?.endpoints[0]?.pricing.prompt).toBe(0.15);
+  });
+
+  it('route the bare ids coding agents send and vendor or provider prefixes; others stay unknown', () => {
+    const cases: [string, string, string][] = [
+      ['gpt-7-turbo', 'openai/gpt-7-turbo', 'openai'],
+      ['o9-mini', 'openai/o9-mini', 'openai'],
+      ['codex-max', 'openai/codex-max', 'openai'],
+      ['claude-next', 'anthropic/claude-next', 'anthropic'],
+      ['gemini-9-ultra', 'google/gemini-9-ultra', 'google-ai-studio'],
+      ['google/gemini-9-ultra', 'google/gemini-9-ultra', 'google-ai-studio'],
+      ['google-ai-studio/gemini-9-ultra', 'google-ai-studio/gemini-9-ultra', 'google-ai-studio'],
+      ['openai/anything-new', 'openai/anything-new', 'openai'],
+    ];
+    for (const [requested, id, provider] of cases) {
+      const m = findModel(c, requested);
+      expect(m, requested).toMatchObject({ id, unlisted: true, priced: false });
+      expect(m?.endpoints.map((e) => e.provider)).toEqual([provider]);
+      expect(m?.endpoints[0]?.upstreamModel).toBe(requested.replace(/^[^/]+\//, ''));
+    }
+    for (const unknown of [
+      'mistral/large',
+      'llama-3',
+      'gatehouse/new',
+      'openai/',
+      'openai/a b',
+      'o-mini',
+      'google/../../v1/files',
+      'openai/x//y',
+    ])
+      expect(findModel(c, unknown), unknown).toBeUndefined();
+    // No provider of the vendor configured: not routed.
+    expect(findModel(loadCatalog({}), 'claude-next')).toBeUndefined();
+  });
+
+  it('are refused when unpriced and GATEHOUSE_UNPRICED_MODELS=deny, with the variable named', () => {
+    const denying = loadCatalog({ OPENAI_API_KEY: 'k', GATEHOUSE_UNPRICED_MODELS: 'deny' });
+    const counted: string[] = [];
+    const counter = { inc: (l: { decision: string }) => counted.push(l.decision) };
+    expect(() => admitUnpriced(denying, findModel(denying, 'gpt-7') as never, counter)).toThrow(
+      /GATEHOUSE_UNPRICED_MODELS=deny/,
+    );
+    expect(() =>
+      admitUnpriced(denying, findModel(denying, 'gpt-4o-mini-2024-07-18') as never, counter),
+    ).not.toThrow();
+    expect(() => admitUnpriced(c, findModel(c, 'gpt-7') as never, counter)).not.toThrow();
+    expect(counted).toEqual(['denied', 'allowed']);
+    expect(() => loadCatalog({ GATEHOUSE_UNPRICED_MODELS: 'maybe' })).toThrow(CatalogError);
+  });
+});
+
+describe('reloadCatalog', () => {
+  it('swaps the data inside the same object, keeping discovered models', () => {
+    const path = file('reload.json', JSON.stringify({ models: [] }));
+    const c = loadCatalog({ GATEHOUSE_CONFIG: path });
+    const { models, lookup } = c;
+    expect(findModel(c, 'team/model')).toBeUndefined();
+    writeFileSync(
+      path,
+      JSON.stringify({
+        providers: [{ slug: 'team', kind: 'openai-compatible', base_url: 'http://127.0.0.1:9/v1' }],
+        models: [
+          { id: 'team/model', endpoints: [{ provider: 'team', pricing: { prompt: 1, completion: 1 } }] },
+        ],
+      }),
+    );
+    c.discovered?.set('team', ['served-model']);
+    const count = reloadCatalog(c, { GATEHOUSE_CONFIG: path });
+    expect(count).toBe(c.models.size);
+    expect(c.models).toBe(models);
+    expect(c.lookup).toBe(lookup);
+    expect(findModel(c, 'team/model')?.endpoints[0]?.upstreamModel).toBe('model');
+    expect(findModel(c, 'team/served-model')).toMatchObject({ priced: false });
+    expect(findModel(c, 'team/served-model')?.unlisted).toBeUndefined();
+    // A configuration that no longer loads leaves the catalog as it was.
+    writeFileSync(path, '{ not json');
+    expect(() => reloadCatalog(c, { GATEHOUSE_CONFIG: path })).toThrow();
+    expect(findModel(c, 'team/model')).toBeDefined();
   });
 });

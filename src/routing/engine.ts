@@ -35,6 +35,7 @@ import {
   upstreamToApiError,
 } from './fallback.js';
 import type { RoutingMetrics } from './metrics.js';
+import { admitUnpriced } from './passthrough.js';
 import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
 import { failedRow, type Outcome, servedRow } from './records.js';
@@ -171,6 +172,7 @@ export class Engine {
   model(requested: string, kind: 'chat' | 'embeddings'): ModelEntry {
     const model = findModel(this.deps.catalog, requested);
     if (!model) throw notFound(`Model ${requested}`);
+    admitUnpriced(this.deps.catalog, model, this.deps.metrics.unpricedCalls);
     if (model.kind !== kind) {
       throw badRequest(`Model ${model.id} is ${kind === 'chat' ? 'an embeddings' : 'a chat'} model`);
     }

@@ -46,6 +46,7 @@ export function generationView(r: GenerationRow) {
     num_search_results: null,
     num_fetches: null,
     usage_estimated: r.usage_estimated === 1,
+    pricing_unknown: r.pricing_unknown === 1,
     total_cost: r.cost_usd,
     usage: r.cost_usd,
     cache_discount: null,

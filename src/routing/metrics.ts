@@ -28,6 +28,12 @@ export function routingMetrics(registry: Registry) {
       labelNames: ['model', 'kind'],
       registers: [registry],
     }),
+    unpricedCalls: new Counter({
+      name: 'gatehouse_unpriced_calls_total',
+      help: 'Calls to models with no known price, by decision (allowed: served at cost 0; denied: GATEHOUSE_UNPRICED_MODELS=deny)',
+      labelNames: ['decision'],
+      registers: [registry],
+    }),
     cost: new Counter({
       name: 'gatehouse_cost_usd_total',
       help: 'Cost billed by model, in USD',

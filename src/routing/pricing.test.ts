@@ -27,6 +27,28 @@ describe('costOf', () => {
     expect(c.total).toBeCloseTo(0.0367, 12);
   });
 
+  it('prices the whole call at the long-context tier once the prompt is over its threshold', () => {
+    const pricing = {
+      prompt: 3,
+      completion: 15,
+      cached_prompt: 0.3,
+      long_context: { above: 200_000, prompt: 6, completion: 22.5, cached_prompt: 0.6 },
+    };
+    const usage = (prompt: number, cached = 0) => ({
+      prompt_tokens: prompt,
+      completion_tokens: 1_000_000,
+      total_tokens: prompt + 1_000_000,
+      prompt_tokens_details: { cached_tokens: cached },
+    });
+    expect(costOf(pricing, usage(200_000)).total).toBeCloseTo(0.6 + 15, 12);
+    // 100k plain × 6 + 100_001 cached × 0.6 per 1M, completion 22.5 per 1M
+    expect(costOf(pricing, usage(200_001, 100_001))).toEqual({
+      prompt: 0.6600006,
+      completion: 22.5,
+      total: 23.1600006,
+    });
+  });
+
   it('reports per-token price strings', () => {
     expect(perToken(0.15)).toBe('1.5e-7');
     expect(perToken(undefined)).toBe('0');

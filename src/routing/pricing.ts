@@ -14,9 +14,13 @@ const round = (usd: number) => Math.round(usd * 1e12) / 1e12;
 /**
  * The cost of one call from catalog prices (USD per million tokens). Cached prompt tokens and cache
  * writes are priced separately when the endpoint has such prices; reasoning tokens are part of
- * completion tokens (as every provider reports them).
+ * completion tokens (as every provider reports them). Above a long-context threshold the tier's
+ * prices apply to every token of the call.
  */
-export function costOf(pricing: Pricing, usage: Usage): Cost {
+export function costOf(listed: Pricing, usage: Usage): Cost {
+  // A long-context tier prices the whole call once its prompt is over the threshold.
+  const tier = listed.long_context;
+  const pricing = tier && usage.prompt_tokens > tier.above ? { ...listed, ...tier } : listed;
   const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
   const written = usage.prompt_tokens_details?.cache_write_tokens ?? 0;
   const plain = Math.max(0, usage.prompt_tokens - cached - written);

@@ -10,6 +10,7 @@ import { organizationsRoutes } from '../accounts/organizations.routes.js';
 import { workspacesRoutes } from '../accounts/workspaces.routes.js';
 import { batchesRoutes } from '../batches/routes.js';
 import { byokRoutes } from '../byok/routes.js';
+import { catalogRoutes } from '../catalog/routes.js';
 import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
 import { ping } from '../db/connection.js';
@@ -45,6 +46,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   budgetsRoutes,
   adminRoutes,
   inferenceRoutes,
+  catalogRoutes,
   batchesRoutes,
   internsRoutes,
   internChatRoutes,

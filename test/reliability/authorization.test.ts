@@ -119,6 +119,16 @@ const ROUTES: Record<string, Row> = {
   'GET /docs/js/scalar.js': { auth: 'none', ok: 200 },
   'GET /api/v1/openapi.json': { auth: 'none', ok: 200 },
   'GET /api/v1/models': { auth: 'none', ok: 200 },
+  'GET /api/v1/models/count': { auth: 'none', ok: 200 },
+  'GET /api/v1/embeddings/models': { auth: 'none', ok: 200 },
+  'GET /api/v1/model/:author/:slug': { auth: 'none', path: () => '/model/gatehouse/echo', ok: 200 },
+  'GET /api/v1/models/:author/:slug/endpoints': {
+    auth: 'none',
+    path: () => '/models/gatehouse/echo/endpoints',
+    ok: 200,
+  },
+  'GET /api/v1/endpoints/zdr': { auth: 'none', ok: 200 },
+  'GET /api/v1/providers': { auth: 'none', ok: 200 },
   'POST /api/v1/credits/crypto-charge': { auth: 'none', ok: 410 }, // removed: always 410 (seed)
   // Interns' runtimes call back with their own runtime token; no key or operator token opens them.
   'POST /internal/runtime/chat/completions': { auth: 'runtime', ok: 401, body: () => chat },
@@ -126,6 +136,7 @@ const ROUTES: Record<string, Row> = {
 
   // Any key.
   'GET /api/v1/key': { auth: 'key', ok: 200, org: 200 }, // the calling key itself
+  'GET /api/v1/models/user': { auth: 'key', ok: 200, org: 200 }, // the models the calling key may use
   'GET /api/v1/generation': {
     auth: 'key',
     path: (fx) => `/generation?id=${fx.generation}`,
@@ -287,6 +298,7 @@ const ROUTES: Record<string, Row> = {
   // The operator API.
   'POST /api/v1/admin/organizations': { auth: 'admin', body: () => ({ name: 'Probe' }), ok: 201 },
   'GET /api/v1/admin/organizations': { auth: 'admin', ok: 200 },
+  'POST /api/v1/admin/catalog/reload': { auth: 'admin', ok: 200 },
   'POST /api/v1/admin/users': {
     auth: 'admin',
     body: (fx, as) => ({

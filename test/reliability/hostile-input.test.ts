@@ -511,6 +511,8 @@ function paramValue(t: Target, name: string, fx: Fx): string {
     workspace_ref: fx.workspace,
     kind: 't2i',
     model: 'no-such-model',
+    author: 'gatehouse',
+    slug: 'echo',
     '*': 'no/such/file.png',
   };
   if (byName[name]) return byName[name];

@@ -1,0 +1,343 @@
+import { type TSchema, Type } from '@sinclair/typebox';
+import { ApiError, notFound } from '../lib/errors.js';
+import type { Catalog, ModelEntry } from '../routing/catalog.js';
+import type { Router } from '../server/router.js';
+import { errors, Nullable } from '../server/schemas.js';
+import type { Services } from '../services.js';
+import { DiscoveryLoop, refreshCatalog } from './refresh.js';
+import { type ModelQuery, modelsForPolicy, page, queryModels } from './service.js';
+import { endpointView, modelEndpointsView, modelView, providerView } from './views.js';
+
+const tags = ['Models'];
+const Str = Type.String();
+const NullStr = Nullable(Type.String());
+const NullInt = Nullable(Type.Integer());
+
+const Pricing = Type.Object({
+  prompt: Str,
+  completion: Str,
+  request: Type.Optional(Str),
+  image: Type.Optional(Str),
+  input_cache_read: Type.Optional(Str),
+  input_cache_write: Type.Optional(Str),
+});
+const Architecture = Type.Object({
+  modality: NullStr,
+  input_modalities: Type.Array(Str),
+  output_modalities: Type.Array(Str),
+  tokenizer: NullStr,
+  instruct_type: NullStr,
+});
+const ModelProvider = Type.Object({
+  slug: Str,
+  upstream_model: Str,
+  development: Type.Boolean(),
+  zdr: Type.Boolean(),
+  trains_on_data: Type.Boolean(),
+  region: Str,
+  context_length: Type.Integer(),
+  pricing: Pricing,
+});
+const Model = Type.Object(
+  {
+    id: Str,
+    canonical_slug: Str,
+    name: Str,
+    created: Type.Integer(),
+    description: Str,
+    context_length: NullInt,
+    architecture: Architecture,
+    pricing: Pricing,
+    top_provider: Type.Object({
+      context_length: NullInt,
+      max_completion_tokens: NullInt,
+      is_moderated: Type.Boolean(),
+    }),
+    per_request_limits: Type.Null(),
+    supported_parameters: Type.Array(Str),
+    default_parameters: Type.Null(),
+    supported_voices: Type.Null(),
+    links: Type.Object({ details: Str }),
+    pricing_known: Type.Boolean({ description: 'False when no price is known: calls cost 0' }),
+    development: Type.Boolean({ description: 'Served only by the built-in development provider' }),
+    providers: Type.Array(ModelProvider),
+  },
+  { $id: 'Model', title: 'Model' },
+);
+const ModelList = Type.Object({
+  data: Type.Array(Type.Ref('Model')),
+  links: Type.Object({ next: NullStr }),
+  total_count: Type.Integer(),
+});
+const PublicEndpoint = Type.Object(
+  {
+    name: Str,
+    model_id: Str,
+    model_name: Str,
+    context_length: Type.Integer(),
+    pricing: Pricing,
+    provider_name: Str,
+    tag: Str,
+    quantization: NullStr,
+    max_completion_tokens: NullInt,
+    max_prompt_tokens: NullInt,
+    supported_parameters: Type.Array(Str),
+    status: Type.Integer(),
+    uptime_last_30m: Type.Null(),
+    uptime_last_5m: Type.Null(),
+    uptime_last_1d: Type.Null(),
+    latency_last_30m: Type.Null(),
+    throughput_last_30m: Type.Null(),
+    supports_implicit_caching: Type.Boolean(),
+    supports_tool_choice: Type.Object({
+      auto: Type.Boolean(),
+      function: Type.Boolean(),
+      none: Type.Boolean(),
+      required: Type.Boolean(),
+    }),
+    supports_voice_cloning: Type.Boolean(),
+  },
+  { $id: 'PublicEndpoint', title: 'PublicEndpoint' },
+);
+const Provider = Type.Object({
+  name: Str,
+  slug: Str,
+  privacy_policy_url: NullStr,
+  terms_of_service_url: NullStr,
+  status_page_url: NullStr,
+  kind: Str,
+  zdr: Type.Boolean(),
+  trains_on_data: Type.Boolean(),
+  region: Str,
+  development: Type.Boolean(),
+});
+
+const Paging = {
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 500 })),
+};
+const Filters = {
+  output_modalities: Type.Optional(Type.String({ description: 'text, embeddings or all (comma-separated)' })),
+  input_modalities: Type.Optional(Type.String()),
+  supported_parameters: Type.Optional(
+    Type.String({ description: 'All must be supported (comma-separated)' }),
+  ),
+  q: Type.Optional(Type.String({ maxLength: 200 })),
+  context: Type.Optional(Type.Integer({ minimum: 0 })),
+  providers: Type.Optional(Type.String({ description: 'Provider slugs (comma-separated)' })),
+  model_authors: Type.Optional(Type.String({ description: 'Id prefixes (comma-separated)' })),
+  zdr: Type.Optional(Type.String()),
+  sort: Type.Optional(Type.String()),
+};
+// Filters of the official client that Gatehouse has no data for are accepted and ignored.
+const ListQuery = Type.Object({ ...Paging, ...Filters }, { additionalProperties: true });
+type ListQuery = ModelQuery & { offset?: number; limit?: number };
+
+const ok = (schema: TSchema, ...codes: number[]) => ({ 200: schema, ...errors(...codes) });
+
+/** A listed model by `author/slug` (aliases and `:variant` suffixes resolve; unlisted ids do not). */
+function listed(catalog: Catalog, author: string, slug: string): ModelEntry {
+  const requested = `${author}/${slug}`;
+  const id = catalog.lookup.get(requested) ?? catalog.lookup.get(requested.replace(/:[\w-]+$/, ''));
+  const model = id ? catalog.models.get(id) : undefined;
+  if (!model) throw notFound(`Model ${requested}`);
+  return model;
+}
+
+/**
+ * The catalog API (the official client's `models`, `endpoints`, `providers` and
+ * `embeddings.listModels` operations), the operator's reload, and the discovery of the models of
+ * OpenAI-compatible servers while the gateway runs.
+ */
+export async function catalogRoutes(app: Router, services: Services) {
+  const { catalog, config } = services;
+  const models = (q: ListQuery, path: string, outputs: string[] = []) => {
+    const selected = queryModels(catalog, q, outputs);
+    const p = page(selected, path, q.offset, q.limit);
+    return { ...p, data: p.data.map((m) => modelView(catalog, m)) };
+  };
+  app.addSchema(Model);
+  app.addSchema(PublicEndpoint);
+
+  app.get(
+    '/models',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'The model catalog, with pricing and providers',
+        querystring: ListQuery,
+        response: ok(ModelList, 400),
+      },
+    },
+    async (req) => models(req.query as ListQuery, '/api/v1/models'),
+  );
+
+  app.get(
+    '/models/count',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'How many models the catalog lists (output_modalities filters)',
+        querystring: Type.Object(Filters, { additionalProperties: true }),
+        response: ok(Type.Object({ data: Type.Object({ count: Type.Integer() }) }), 400),
+      },
+    },
+    async (req) => ({ data: { count: queryModels(catalog, req.query as ModelQuery).length } }),
+  );
+
+  app.get(
+    '/models/user',
+    {
+      config: { auth: 'key' },
+      schema: {
+        tags,
+        summary:
+          'The models the calling key may use under its guardrails (text models unless output_modalities)',
+        querystring: ListQuery,
+        response: ok(ModelList, 400, 401),
+      },
+    },
+    async (req) => {
+      const q = req.query as ListQuery;
+      const policy = await services.policy.forKey(req.caller);
+      const allowed = modelsForPolicy(catalog, queryModels(catalog, q, ['text']), policy);
+      const p = page(allowed, '/api/v1/models/user', q.offset, q.limit);
+      return { ...p, data: p.data.map((m) => modelView(catalog, m)) };
+    },
+  );
+
+  app.get(
+    '/embeddings/models',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'The embeddings models of the catalog',
+        querystring: Type.Object(Paging),
+        response: ok(ModelList, 400),
+      },
+    },
+    async (req) =>
+      models({ ...req.query, output_modalities: 'embeddings' }, '/api/v1/embeddings/models', ['embeddings']),
+  );
+
+  const AuthorSlug = Type.Object({
+    author: Type.String({ minLength: 1, maxLength: 200 }),
+    slug: Type.String({ minLength: 1, maxLength: 200 }),
+  });
+
+  app.get(
+    '/model/:author/:slug',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'One model by its slug (aliases and :variant suffixes resolve)',
+        params: AuthorSlug,
+        response: ok(Type.Object({ data: Type.Ref('Model') }), 404),
+      },
+    },
+    async (req) => ({ data: modelView(catalog, listed(catalog, req.params.author, req.params.slug)) }),
+  );
+
+  app.get(
+    '/models/:author/:slug/endpoints',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'The provider endpoints that serve a model',
+        params: AuthorSlug,
+        response: ok(
+          Type.Object({
+            data: Type.Object({
+              id: Str,
+              name: Str,
+              created: Type.Integer(),
+              description: Str,
+              architecture: Architecture,
+              endpoints: Type.Array(Type.Ref('PublicEndpoint')),
+            }),
+          }),
+          404,
+        ),
+      },
+    },
+    async (req) => ({ data: modelEndpointsView(listed(catalog, req.params.author, req.params.slug)) }),
+  );
+
+  app.get(
+    '/endpoints/zdr',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'The endpoints of zero-data-retention providers',
+        response: ok(Type.Object({ data: Type.Array(Type.Ref('PublicEndpoint')) })),
+      },
+    },
+    async () => ({
+      data: [...catalog.models.values()].flatMap((m) =>
+        m.endpoints.filter((e) => catalog.providers.get(e.provider)?.zdr).map((e) => endpointView(m, e)),
+      ),
+    }),
+  );
+
+  app.get(
+    '/providers',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary: 'The providers this gateway is configured with',
+        response: ok(Type.Object({ data: Type.Array(Provider) })),
+      },
+    },
+    async () => ({ data: [...catalog.providers.values()].map(providerView) }),
+  );
+
+  const refreshDeps = { catalog, env: config.env, log: app.log };
+  app.post(
+    '/admin/catalog/reload',
+    {
+      config: { auth: 'admin' },
+      schema: {
+        tags: ['Operator'],
+        summary: 'Reload the model catalog (model data, GATEHOUSE_CONFIG, OpenAI-compatible servers)',
+        response: ok(
+          Type.Object({
+            data: Type.Object({
+              models: Type.Integer(),
+              model_data_changed: Type.Boolean(),
+              servers: Type.Array(Type.Object({ provider: Str, models: NullInt, error: Type.Optional(Str) })),
+            }),
+          }),
+          401,
+          404,
+          422,
+        ),
+      },
+    },
+    async () => {
+      let r: Awaited<ReturnType<typeof refreshCatalog>>;
+      try {
+        r = await refreshCatalog(refreshDeps);
+      } catch (err) {
+        // The configuration on disk does not load: the catalog in use is kept.
+        throw new ApiError(
+          422,
+          `Catalog not reloaded (the previous one stays in use): ${(err as Error).message}`,
+        );
+      }
+      return { data: { models: r.models, model_data_changed: r.modelDataChanged, servers: r.servers } };
+    },
+  );
+
+  // OpenAI-compatible servers' models, asked in the background from start (a server that is down
+  // is retried; the gateway serves meanwhile).
+  const discovery = new DiscoveryLoop(refreshDeps, config.modelDiscoveryIntervalMs);
+  app.addHook('onReady', async () => discovery.start());
+  app.addHook('onClose', async () => discovery.stop());
+}

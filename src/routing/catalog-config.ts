@@ -1,0 +1,209 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import type { ProviderKind } from '../providers/types.js';
+import type { Capability, ModelEndpoint, ModelEntry, Pricing, ProviderEntry, Vendor } from './catalog.js';
+
+export class CatalogError extends Error {}
+
+export const ALL_CAPS: Capability[] = ['tools', 'json', 'logprobs', 'reasoning', 'images'];
+
+/** The built-in development provider and its models (on unless GATEHOUSE_DEV_PROVIDER=false). */
+export function devCatalog(): { provider: ProviderEntry; models: ModelEntry[] } {
+  const provider: ProviderEntry = {
+    config: { slug: 'gatehouse', kind: 'dev', baseUrl: 'internal://dev', apiKey: null },
+    zdr: true,
+    trainsOnData: false,
+    vendor: 'other',
+    region: 'local',
+    development: true,
+  };
+  const endpoint = (upstreamModel: string, pricing: Pricing): ModelEndpoint => ({
+    provider: 'gatehouse',
+    upstreamModel,
+    pricing,
+    contextLength: 131_072,
+    maxCompletionTokens: null,
+    capabilities: ALL_CAPS,
+  });
+  return {
+    provider,
+    models: [
+      {
+        id: 'gatehouse/echo',
+        name: 'Gatehouse Echo (development)',
+        aliases: ['echo'],
+        kind: 'chat',
+        description: 'Development provider: replies with the last user message. Deterministic, offline.',
+        endpoints: [endpoint('echo', { prompt: 1, completion: 2 })],
+      },
+      {
+        id: 'gatehouse/scripted',
+        name: 'Gatehouse Scripted (development)',
+        aliases: [],
+        kind: 'chat',
+        description:
+          'Development provider driven by a `gatehouse:{…}` directive in the last user message: text, tool calls, errors, delays and token counts.',
+        endpoints: [endpoint('scripted', { prompt: 1, completion: 2 })],
+      },
+      {
+        id: 'gatehouse/embed',
+        name: 'Gatehouse Embeddings (development)',
+        aliases: [],
+        kind: 'embeddings',
+        description: 'Development provider: deterministic 8-dimensional embeddings.',
+        endpoints: [endpoint('embed', { prompt: 0.1, completion: 0 })],
+      },
+    ],
+  };
+}
+
+/** The providers configured by environment variables alone (their models come from the model data). */
+const ENV_PROVIDERS: { env: string; slug: string; kind: ProviderKind; baseUrl: string; vendor: Vendor }[] = [
+  { env: 'OPENAI', slug: 'openai', kind: 'openai', baseUrl: 'https://api.openai.com/v1', vendor: 'openai' },
+  {
+    env: 'ANTHROPIC',
+    slug: 'anthropic',
+    kind: 'anthropic',
+    baseUrl: 'https://api.anthropic.com',
+    vendor: 'anthropic',
+  },
+  {
+    env: 'GEMINI',
+    slug: 'google-ai-studio',
+    kind: 'google',
+    baseUrl: 'https://generativelanguage.googleapis.com/v1beta',
+    vendor: 'google',
+  },
+];
+
+/** Providers configured by OPENAI_/ANTHROPIC_/GEMINI_ API_KEY or BASE_URL. */
+export function envProviders(env: Record<string, string | undefined>): ProviderEntry[] {
+  return ENV_PROVIDERS.flatMap((p) => {
+    const apiKey = env[`${p.env}_API_KEY`];
+    const baseUrl = env[`${p.env}_BASE_URL`];
+    if (!apiKey && !baseUrl) return [];
+    return [
+      {
+        config: {
+          slug: p.slug,
+          kind: p.kind,
+          baseUrl: (baseUrl || p.baseUrl).replace(/\/+$/, ''),
+          apiKey: apiKey ?? null,
+        },
+        zdr: false,
+        trainsOnData: false,
+        vendor: p.vendor,
+        region: 'global',
+        development: false,
+      },
+    ];
+  });
+}
+
+/** Shape of GATEHOUSE_CONFIG (JSON or YAML). See docs/configuration.md. */
+export interface FileConfig {
+  providers?: {
+    slug: string;
+    kind: ProviderKind;
+    base_url: string;
+    api_key?: string;
+    api_key_env?: string;
+    headers?: Record<string, string>;
+    zdr?: boolean;
+    trains_on_data?: boolean;
+    vendor?: Vendor;
+    region?: string;
+    batch_concurrency?: number;
+    /** The model data's provider id whose models and prices this provider serves, or false. */
+    model_data?: string | false;
+    /** OpenAI-compatible servers: list the server's own `GET /models` (default: vendors the model data does not know). */
+    discover_models?: boolean;
+  }[];
+  models?: {
+    id: string;
+    name?: string;
+    aliases?: string[];
+    kind?: 'chat' | 'embeddings';
+    description?: string;
+    endpoints: {
+      provider: string;
+      upstream_model?: string;
+      pricing?: Partial<Pricing>;
+      context_length?: number;
+      max_completion_tokens?: number;
+      capabilities?: Capability[];
+    }[];
+  }[];
+  development_provider?: boolean;
+}
+
+export function readFileConfig(path: string): FileConfig {
+  const text = readFileSync(path, 'utf8');
+  const parsed = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+  if (!parsed || typeof parsed !== 'object') throw new CatalogError(`${path}: expected an object`);
+  return parsed as FileConfig;
+}
+
+const vendorOf = (kind: ProviderKind, slug: string): Vendor =>
+  kind === 'openai'
+    ? 'openai'
+    : kind === 'anthropic'
+      ? 'anthropic'
+      : kind === 'google'
+        ? 'google'
+        : slug === 'xai'
+          ? 'xai'
+          : 'other';
+
+/** The providers GATEHOUSE_CONFIG declares. */
+export function fileProviders(file: FileConfig, env: Record<string, string | undefined>): ProviderEntry[] {
+  return (file.providers ?? []).map((p) => {
+    if (!p.slug || !p.kind || !p.base_url)
+      throw new CatalogError('every provider needs slug, kind and base_url');
+    return {
+      config: {
+        slug: p.slug,
+        kind: p.kind,
+        baseUrl: p.base_url.replace(/\/+$/, ''),
+        apiKey: p.api_key ?? (p.api_key_env ? (env[p.api_key_env] ?? null) : null),
+        headers: p.headers,
+      },
+      zdr: p.zdr ?? false,
+      trainsOnData: p.trains_on_data ?? false,
+      vendor: p.vendor ?? vendorOf(p.kind, p.slug),
+      region: p.region ?? 'global',
+      development: p.kind === 'dev',
+      batchConcurrency: p.batch_concurrency ?? null,
+      ...(p.model_data !== undefined ? { modelData: p.model_data } : {}),
+      ...(p.discover_models !== undefined ? { discoverModels: p.discover_models } : {}),
+    };
+  });
+}
+
+/** The models GATEHOUSE_CONFIG declares (each replaces a catalog model of the same id). */
+export function fileModels(file: FileConfig, providers: Map<string, ProviderEntry>): ModelEntry[] {
+  return (file.models ?? []).map((m) => {
+    if (!m.id || !Array.isArray(m.endpoints) || m.endpoints.length === 0) {
+      throw new CatalogError('every model needs an id and at least one endpoint');
+    }
+    return {
+      id: m.id,
+      name: m.name ?? m.id,
+      aliases: m.aliases ?? [],
+      kind: m.kind ?? 'chat',
+      description: m.description ?? '',
+      endpoints: m.endpoints.map((e) => {
+        if (!providers.has(e.provider))
+          throw new CatalogError(`model ${m.id}: unknown provider ${e.provider}`);
+        return {
+          provider: e.provider,
+          upstreamModel: e.upstream_model ?? m.id.split('/').slice(1).join('/'),
+          pricing: { prompt: 0, completion: 0, ...e.pricing },
+          contextLength: e.context_length ?? 128_000,
+          maxCompletionTokens: e.max_completion_tokens ?? null,
+          capabilities: e.capabilities ?? (m.kind === 'embeddings' ? [] : ALL_CAPS),
+        };
+      }),
+    };
+  });
+}
