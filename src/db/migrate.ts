@@ -5,6 +5,7 @@ import * as m0002 from './migrations/0002_generations.js';
 import * as m0003 from './migrations/0003_batches.js';
 import * as m0004 from './migrations/0004_interns.js';
 import * as m0005 from './migrations/0005_usage_events_index.js';
+import * as m0006 from './migrations/0006_stored_responses.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '0003_batches': m0003,
   '0004_interns': m0004,
   '0005_usage_events_index': m0005,
+  '0006_stored_responses': m0006,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
