@@ -23,6 +23,7 @@ import { internsRoutes } from '../interns/routes.js';
 import { AccessLog } from '../lib/access-log.js';
 import { httpServerOptions } from '../lib/http-server.js';
 import type { Services } from '../services.js';
+import { storedResponsesRoutes } from '../stored-responses/routes.js';
 import { vaultRoutes } from '../vault/routes.js';
 import { installAuth } from './auth.js';
 import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
@@ -44,6 +45,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   budgetsRoutes,
   adminRoutes,
   inferenceRoutes,
+  storedResponsesRoutes,
   batchesRoutes,
   internsRoutes,
   internChatRoutes,
