@@ -78,7 +78,7 @@ const errorOf = (err: unknown) =>
     : { code: 502, message: (err as Error).message || 'Upstream stream failed' };
 
 export async function inferenceRoutes(app: Router, services: Services) {
-  const { engine } = services;
+  const { engine, storedResponses } = services;
 
   app.post(
     '/chat/completions',
@@ -168,17 +168,24 @@ export async function inferenceRoutes(app: Router, services: Services) {
     },
     async (req, reply) => {
       const abort = callAbort(reply);
+      // Stored state the body names (previous_response_id, item references) → a plain body.
+      const turn = await storedResponses.expand(req.body, req.caller, req.log);
+      req.body = turn.body;
       const call = toCall(req, 'responses', chatParsers.responses, abort);
       if (!call.request.stream) {
-        return reply.send(responseBodies.responses(await engine.chat(call), call.request));
+        const served = await engine.chat(call);
+        const body = responseBodies.responses(served, call.request);
+        return reply.send(await storedResponses.save(turn, body, served.info.served.endpoint.provider));
       }
       const { stream, info, final } = await engine.chatStream(call);
+      const events = chatStreamToResponses(
+        withUsage(stream, final, info),
+        call.request.model,
+        call.request,
+        info.generationId,
+      );
       async function* frames() {
-        for await (const e of chatStreamToResponses(
-          withUsage(stream, final, info),
-          call.request.model,
-          call.request,
-        )) {
+        for await (const e of storedResponses.tap(turn, events, info.served.endpoint.provider)) {
           yield sseJson(e.data, e.event);
         }
       }
