@@ -317,6 +317,17 @@ describe.each(databases)('stored responses (%s)', (kind) => {
     expect(((await service.get(A, id)).output[0] as { content: { text: string }[] }).content[0]?.text).toBe(
       'x',
     );
+
+    // An input too deeply nested to serialize (unknown fields ride along) likewise.
+    let deep: unknown[] = [];
+    for (let i = 0; i < 20_000; i++) deep = [deep];
+    const nested = await service.expand(
+      { model: 'm', input: [{ role: 'user', content: 'x', extra: deep }] },
+      A,
+      log,
+    );
+    expect((await service.save(nested, response(fresh('n'), 'x'), 'openai')).store).toBe(false);
+    expect(warned).toHaveLength(2);
   });
 
   it('stores a streamed response once its final event has passed, before the stream ends', async () => {

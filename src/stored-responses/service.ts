@@ -248,24 +248,25 @@ export class StoredResponsesService {
   private async write(turn: Turn, response: StorableResponse, provider: string, upstreamStored: boolean) {
     if (response.status === 'failed') return false;
     const now = this.now();
-    const row: StoredResponseRow = {
-      id: response.id,
-      organization_id: turn.scope.organizationId,
-      workspace_id: turn.scope.workspaceId,
-      provider,
-      upstream_stored: upstreamStored ? 1 : 0,
-      previous_response_id: turn.previousResponseId,
-      chain_json: JSON.stringify(turn.chain),
-      input_json: JSON.stringify(turn.input),
-      response_json: JSON.stringify(response),
-      created_at: now,
-      expires_at: now + this.deps.retentionMs,
-    };
-    const items = response.output.flatMap((item) => {
-      const id = (item as { id?: unknown }).id;
-      return typeof id === 'string' && id ? [{ id, item_json: JSON.stringify(item) }] : [];
-    });
     try {
+      // Inside the try: a body too deeply nested to serialize is refused here, not as a 500.
+      const row: StoredResponseRow = {
+        id: response.id,
+        organization_id: turn.scope.organizationId,
+        workspace_id: turn.scope.workspaceId,
+        provider,
+        upstream_stored: upstreamStored ? 1 : 0,
+        previous_response_id: turn.previousResponseId,
+        chain_json: JSON.stringify(turn.chain),
+        input_json: JSON.stringify(turn.input),
+        response_json: JSON.stringify(response),
+        created_at: now,
+        expires_at: now + this.deps.retentionMs,
+      };
+      const items = response.output.flatMap((item) => {
+        const id = (item as { id?: unknown }).id;
+        return typeof id === 'string' && id ? [{ id, item_json: JSON.stringify(item) }] : [];
+      });
       await insertResponse(this.deps.db, row, items);
     } catch (err) {
       turn.log.warn({ err, responseId: response.id }, 'storing the response failed; it cannot be referenced');
