@@ -16,6 +16,13 @@ const CHUNK = 500;
 const chunks = <T>(list: readonly T[]): T[][] =>
   Array.from({ length: Math.ceil(list.length / CHUNK) }, (_, i) => list.slice(i * CHUNK, (i + 1) * CHUNK));
 
+/** The rows of `query` over the distinct `ids`, CHUNK ids a query. */
+async function byIds<T>(ids: readonly string[], query: (part: string[]) => Promise<T[]>): Promise<T[]> {
+  const rows: T[] = [];
+  for (const part of chunks([...new Set(ids)])) rows.push(...(await query(part)));
+  return rows;
+}
+
 /**
  * Writes a response and its output items in one transaction. An item id already stored (only an
  * upstream that repeats ids could cause it) keeps its first owner: an item is never moved to
@@ -45,20 +52,16 @@ export async function findResponses(
   ids: readonly string[],
   now: number,
 ): Promise<StoredResponseRow[]> {
-  const rows: StoredResponseRow[] = [];
-  for (const part of chunks([...new Set(ids)])) {
-    rows.push(
-      ...(await db
-        .selectFrom('stored_responses')
-        .selectAll()
-        .where('id', 'in', part)
-        .where('workspace_id', '=', scope.workspaceId)
-        .where('organization_id', '=', scope.organizationId)
-        .where('expires_at', '>', now)
-        .execute()),
-    );
-  }
-  return rows;
+  return byIds(ids, (part) =>
+    db
+      .selectFrom('stored_responses')
+      .selectAll()
+      .where('id', 'in', part)
+      .where('workspace_id', '=', scope.workspaceId)
+      .where('organization_id', '=', scope.organizationId)
+      .where('expires_at', '>', now)
+      .execute(),
+  );
 }
 
 export interface StoredItemRow {
@@ -75,21 +78,17 @@ export async function findItems(
   ids: readonly string[],
   now: number,
 ): Promise<StoredItemRow[]> {
-  const rows: StoredItemRow[] = [];
-  for (const part of chunks([...new Set(ids)])) {
-    rows.push(
-      ...(await db
-        .selectFrom('stored_response_items as i')
-        .innerJoin('stored_responses as r', 'r.id', 'i.response_id')
-        .select(['i.id', 'i.item_json', 'r.provider', 'r.upstream_stored'])
-        .where('i.id', 'in', part)
-        .where('r.workspace_id', '=', scope.workspaceId)
-        .where('r.organization_id', '=', scope.organizationId)
-        .where('r.expires_at', '>', now)
-        .execute()),
-    );
-  }
-  return rows;
+  return byIds(ids, (part) =>
+    db
+      .selectFrom('stored_response_items as i')
+      .innerJoin('stored_responses as r', 'r.id', 'i.response_id')
+      .select(['i.id', 'i.item_json', 'r.provider', 'r.upstream_stored'])
+      .where('i.id', 'in', part)
+      .where('r.workspace_id', '=', scope.workspaceId)
+      .where('r.organization_id', '=', scope.organizationId)
+      .where('r.expires_at', '>', now)
+      .execute(),
+  );
 }
 
 /** Deletes one of the scope's unexpired responses (its items go with it); false if there was none. */
