@@ -103,14 +103,14 @@ export class StoredResponsesService {
     if (caller.isManagement || (refs.previousResponseId === null && refs.itemIds.length === 0)) return turn;
 
     const now = this.now();
-    const history: unknown[] = [];
+    let history: unknown[] = [];
     let previousResolved = false;
     if (refs.previousResponseId !== null) {
       const [previous] = await findResponses(this.deps.db, scope, [refs.previousResponseId], now);
       if (previous) {
         previousResolved = true;
         turn.chain = [...(JSON.parse(previous.chain_json) as string[]), previous.id];
-        history.push(...(await this.conversation(scope, turn.chain, now, opts.keepUnknown === true)));
+        history = await this.conversation(scope, turn.chain, now, opts.keepUnknown === true);
       } else if (!opts.keepUnknown) {
         throw new ApiError(
           404,
