@@ -52,6 +52,11 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long a client may take to send a request (GATEHOUSE_HEADERS_TIMEOUT_MS, _REQUEST_TIMEOUT_MS, _KEEP_ALIVE_TIMEOUT_MS). */
   http: HttpTimeouts;
+  /**
+   * How long `/responses` responses stored for later reference are kept, ms
+   * (GATEHOUSE_RESPONSES_RETENTION_DAYS; 0 stores none).
+   */
+  responsesRetentionMs: number;
   batches: BatchConfig;
   interns: InternsConfig;
 }
@@ -201,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
       Math.max(0, intFrom(env, 'GATEHOUSE_MODEL_DISCOVERY_INTERVAL_SECONDS', 300)) * 1000,
     shutdownGraceMs: intFrom(env, 'GATEHOUSE_SHUTDOWN_GRACE_MS', 20_000),
     http: loadHttpTimeouts(env),
+    responsesRetentionMs: intFrom(env, 'GATEHOUSE_RESPONSES_RETENTION_DAYS', 30) * 86_400_000,
     batches: {
       worker: !isOff(env.GATEHOUSE_WORKER),
       drainMs: intFrom(env, 'GATEHOUSE_WORKER_DRAIN_MS', 10_000),

@@ -35,6 +35,7 @@ import { PolicyGuard } from './routing/guard.js';
 import { routingMetrics } from './routing/metrics.js';
 import { RateLimiter } from './routing/rate-limit.js';
 import { UsageJournal } from './routing/usage-journal.js';
+import { StoredResponsesService } from './stored-responses/service.js';
 import { VaultService } from './vault/service.js';
 
 /** The composition root: every domain service, wired once per process, all logging through `log`. */
@@ -129,6 +130,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     maxRetryWaitMs: config.maxRetryWaitMs,
   });
   const generations = new GenerationsService(db, accountant);
+  const storedResponses = new StoredResponsesService({ db, retentionMs: config.responsesRetentionMs });
   const batchLimiter = new RateLimiter({
     points: config.batches.rateLimit,
     durationSeconds: config.batches.rateLimitWindowSeconds,
@@ -222,6 +224,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     interns,
     mediaBilling: media,
     generations,
+    storedResponses,
     batches,
     createWorker,
     shutdown,

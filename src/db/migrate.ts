@@ -7,6 +7,7 @@ import * as m0004 from './migrations/0004_interns.js';
 import * as m0005 from './migrations/0005_usage_events_index.js';
 import * as m0006 from './migrations/0006_generation_lanes.js';
 import * as m0007 from './migrations/0007_pricing_unknown.js';
+import * as m0008 from './migrations/0008_stored_responses.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '0005_usage_events_index': m0005,
   '0006_generation_lanes': m0006,
   '0007_pricing_unknown': m0007,
+  '0008_stored_responses': m0008,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -321,6 +321,8 @@ export interface Database {
   intern_create_ops: InternCreateOpsTable;
   vaults: VaultsTable;
   vault_secrets: VaultSecretsTable;
+  stored_responses: StoredResponsesTable;
+  stored_response_items: StoredResponseItemsTable;
 }
 
 export type InternStatus =
@@ -382,4 +384,26 @@ export interface VaultSecretsTable {
   fingerprint: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A stored `/responses` response (times in ms since the epoch; see migration 0006). */
+export interface StoredResponsesTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  provider: string;
+  upstream_stored: Bool;
+  previous_response_id: string | null;
+  chain_json: JsonText;
+  input_json: JsonText;
+  response_json: JsonText;
+  created_at: number;
+  expires_at: number;
+}
+
+/** An output item of a stored response, by its id (what `item_reference` inputs name). */
+export interface StoredResponseItemsTable {
+  id: string;
+  response_id: string;
+  item_json: JsonText;
 }

@@ -332,7 +332,6 @@ describe('responsesRequestToChat', () => {
     ['input', { model: 'm', instructions: 'only instructions', input: [] }],
     ['previous_response_id', { ...ok, previous_response_id: 'resp_1' }],
     ['conversation', { ...ok, conversation: 'conv_1' }],
-    ['store', { ...ok, store: true }],
     ['background', { ...ok, background: true }],
     ['prompt', { ...ok, prompt: { id: 'pmpt_1' } }],
     ['truncation', { ...ok, truncation: 'auto' }],
@@ -377,11 +376,14 @@ describe('responsesRequestToChat', () => {
     expect(() => responsesRequestToChat(body)).toThrow(new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}:`));
   });
 
-  it('explains that Gatehouse does not store responses', () => {
+  it('leaves stored state to POST /responses: references that reach it unexpanded are refused, store is not its to act on', () => {
     expect(() => responsesRequestToChat({ ...ok, previous_response_id: 'resp_1' })).toThrow(
-      /does not store responses/,
+      /referenced only on POST \/responses/,
     );
-    expect(() => responsesRequestToChat({ ...ok, store: true })).toThrow(/does not store responses/);
+    expect(responsesRequestToChat({ ...ok, store: true })).toEqual({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
   });
 });
 
@@ -687,6 +689,18 @@ describe('chatStreamToResponses', () => {
       },
     ]);
     expect(events[9]?.data).toMatchObject({ type: 'response.output_item.added', output_index: 1 });
+  });
+
+  it('names the response and every item after the id it is given (the generation), not the upstream chunk id', async () => {
+    const events = await collect(
+      chatStreamToResponses(from(TOOLS_STREAM), 'gpt-test', undefined, { id: 'gen-7-ab' }),
+    );
+    const ids = events.flatMap(({ data }) => [
+      ...('response' in data ? [data.response.id] : []),
+      ...('item' in data ? [data.item.id] : []),
+      ...('item_id' in data ? [data.item_id] : []),
+    ]);
+    expect(new Set(ids)).toEqual(new Set(['resp_7-ab', 'msg_7-ab_0', 'fc_7-ab_1', 'fc_7-ab_2']));
   });
 
   it('streams two parallel tool calls as function_call items with argument deltas', async () => {

@@ -2,9 +2,10 @@
  * OpenAI Responses (`POST /responses`) at the edge: caller request → canonical chat, canonical
  * response / stream → Responses `Response` / SSE events. Pure: data in, data out.
  *
- * Gatehouse does not store responses, so everything that needs server-side state is refused:
- * `previous_response_id`, `conversation`, `store: true`, `background: true`, `item_reference`
- * input items, `prompt` templates. `store: false` (or absent) is fine.
+ * Server-side state is not this module's: `POST /responses` expands `previous_response_id` and
+ * `item_reference` input items from its store (src/stored-responses/) before translating, so here
+ * (batches, or a body that reached this point unexpanded) they are refused, as are `conversation`,
+ * `background: true` and `prompt` templates. `store` is the endpoint's to act on and is ignored.
  *
  * Request mapping:
  *
@@ -167,6 +168,11 @@ export interface ResponsesCost {
 
 /** How the response encoders fill what the canonical response does not carry. */
 export interface ResponsesEncodeOptions {
+  /**
+   * The id a stream's response and items are named by (the endpoint passes the generation id,
+   * unique where upstream ids need not be); default: the first chunk's id.
+   */
+  id?: string;
   /** The cost fields of the final `usage`, priced from its token counts. */
   cost?: (usage: Usage) => ResponsesCost;
   /** The clock of `completed_at` (ms since the epoch); `Date.now` by default. */
@@ -214,9 +220,10 @@ export interface ResponsesResponse {
   output_text: string;
   parallel_tool_calls: boolean;
   presence_penalty: number | null;
-  previous_response_id: null;
+  /** Set by the endpoint from the request (the stored-responses domain). */
+  previous_response_id: string | null;
   reasoning: { effort: ReasoningConfig['effort'] | null; summary: null };
-  store: false;
+  store: boolean;
   temperature: number | null;
   text: { format: ResponsesTextFormat };
   tool_choice: ResponsesToolChoice;
@@ -340,14 +347,14 @@ export interface ResponsesSseEvent {
 // Request: Responses → canonical
 // ---------------------------------------------------------------------------------------------
 
-const NOT_STORED = 'Gatehouse does not store responses; send the full conversation in `input` instead';
+const NOT_STORED =
+  'stored responses can be referenced only on POST /responses; send the full conversation in `input` instead';
 
 function refuseStatefulFields(b: Obj): void {
   if (given(b.previous_response_id)) fail('previous_response_id', NOT_STORED);
-  if (given(b.conversation)) fail('conversation', NOT_STORED);
-  if (b.store === true) fail('store', `true is not supported: ${NOT_STORED} (set store: false or omit it)`);
-  if (b.background === true)
-    fail('background', 'background responses are not supported (Gatehouse does not store responses)');
+  if (given(b.conversation))
+    fail('conversation', 'conversations are not supported; use previous_response_id or send the full input');
+  if (b.background === true) fail('background', 'background responses are not supported');
   if (given(b.prompt)) fail('prompt', 'stored prompt templates are not supported');
   if (b.truncation === 'auto') fail('truncation', "'auto' (server-side context truncation) is not supported");
   if (given(b.max_tool_calls)) fail('max_tool_calls', 'is not supported');
@@ -490,7 +497,7 @@ function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[
         });
         break;
       case 'item_reference':
-        fail(`${p}.type`, `'item_reference' is not supported: ${NOT_STORED}`);
+        fail(`${p}.type`, `'item_reference' is not supported here: ${NOT_STORED}`);
         break;
       default:
         fail(`${p}.type`, `'${String(type)}' input items are not supported`);
@@ -833,6 +840,9 @@ export function chatResponseToResponses(
  * output_item.done → response.completed (or
  * response.incomplete) carrying the full response and usage. If the input fails, `response.failed`
  * then an `error` event are the last things emitted (the iterator's error is not rethrown).
+ * `id` names the response and its items (as `chatResponseToResponses` takes the response's id; the
+ * endpoint passes the generation id, unique where upstream ids need not be); default: the first
+ * chunk's id.
  */
 export async function* chatStreamToResponses(
   chunks: AsyncIterable<ChatChunk>,
@@ -866,8 +876,8 @@ export async function* chatStreamToResponses(
   for await (const s of segmentChatStream(chunks)) {
     switch (s.type) {
       case 'begin':
-        env = envelope(s.id, s.created, model, request);
-        base = idBase(s.id);
+        env = envelope(opts.id ?? s.id, s.created, model, request);
+        base = idBase(opts.id ?? s.id);
         yield emit({ type: 'response.created', response: snapshot() });
         yield emit({ type: 'response.in_progress', response: snapshot() });
         break;

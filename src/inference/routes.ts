@@ -10,6 +10,7 @@ import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { DROPPED_FIELDS_HEADER } from './decorate.js';
+import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
 import { type CallerWire, type ChatWire, WIRES } from './wires/index.js';
 import { isObj } from './wires/texts.js';
@@ -71,19 +72,34 @@ async function* relay(wire: CallerWire<unknown>, s: Streaming & { lane: true }):
   }
 }
 
-/** Serves one chat-kind call: a lane's answer relayed as it came, or the translation encoded. */
-async function serveChat(engine: Engine, wire: ChatWire, req: FastifyRequest, reply: FastifyReply) {
+/**
+ * Serves one chat-kind call: a lane's answer relayed as it came, or the translation encoded;
+ * `store` keeps the answer (the /responses endpoint's stored responses).
+ */
+async function serveChat(
+  engine: Engine,
+  wire: ChatWire,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  store?: AnswerStore,
+) {
   const call = callOf(req, wire, callAbort(reply));
   if (!call.stream) {
     const done = await engine.complete(call);
     describe(reply, done.info);
-    if (done.lane) return relayed(reply, done, wire.relayJson?.(done, call));
-    return reply.send(wire.encodeResponse(done, call));
+    if (done.lane) {
+      const added = wire.relayJson?.(done, call);
+      return relayed(reply, done, store && added !== undefined ? await store.json(added, done.info) : added);
+    }
+    const body = wire.encodeResponse(done, call);
+    return reply.send(store ? await store.json(body, done.info) : body);
   }
   const s = await engine.stream(call);
   describe(reply, s.info);
-  if (s.lane) return sendSse(req, reply, relay(wire, s));
-  return sendSse(req, reply, (wire.encodeStream as NonNullable<ChatWire['encodeStream']>)(s, call));
+  const frames = s.lane
+    ? relay(wire, s)
+    : (wire.encodeStream as NonNullable<ChatWire['encodeStream']>)(s, call);
+  return sendSse(req, reply, store ? store.frames(frames, s.info) : frames);
 }
 
 export async function inferenceRoutes(app: Router, services: Services) {
@@ -99,8 +115,12 @@ export async function inferenceRoutes(app: Router, services: Services) {
     },
   });
 
-  for (const wire of [WIRES.chat, WIRES.messages, WIRES.responses])
+  for (const wire of [WIRES.chat, WIRES.messages])
     app.post(wire.path, route(wire), (req, reply) => serveChat(engine, wire, req, reply));
+  app.post(WIRES.responses.path, route(WIRES.responses), async (req, reply) => {
+    const store = await storeAround(services.storedResponses, req);
+    return serveChat(engine, WIRES.responses, req, reply, store);
+  });
 
   const embeddings = WIRES.embeddings;
   app.post(embeddings.path, route(embeddings), async (req, reply) => {

@@ -25,6 +25,7 @@ import { AccessLog } from '../lib/access-log.js';
 import { httpServerOptions } from '../lib/http-server.js';
 import type { Log } from '../lib/log.js';
 import type { Services } from '../services.js';
+import { storedResponsesRoutes } from '../stored-responses/routes.js';
 import { vaultRoutes } from '../vault/routes.js';
 import { installAuth } from './auth.js';
 import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
@@ -47,6 +48,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   adminRoutes,
   inferenceRoutes,
   catalogRoutes,
+  storedResponsesRoutes,
   batchesRoutes,
   internsRoutes,
   internChatRoutes,

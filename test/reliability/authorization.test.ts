@@ -83,7 +83,16 @@ interface Fx {
   batch: string;
   intern: string;
   generation: string;
-  spare: { guardrail: string; key: string; byok: string; workspace: string; intern: string };
+  /** A stored response of workspace A1. */
+  response: string;
+  spare: {
+    guardrail: string;
+    key: string;
+    byok: string;
+    workspace: string;
+    intern: string;
+    response: string;
+  };
 }
 
 interface Row {
@@ -330,6 +339,20 @@ const ROUTES: Record<string, Row> = {
   'POST /api/v1/responses': {
     auth: 'api',
     body: () => ({ model: 'gatehouse/echo', input: 'hi' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  // Stored responses: the key's workspace's.
+  'GET /api/v1/responses/:id': {
+    auth: 'api',
+    path: (fx) => `/responses/${fx.response}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'DELETE /api/v1/responses/:id': {
+    auth: 'api',
+    path: (fx) => `/responses/${fx.response}`,
+    ownerPath: (fx) => `/responses/${fx.spare.response}`,
     ok: 200,
     mgmtOnApi: 403,
   },
@@ -763,6 +786,11 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     created(await api('PUT', `/vault/interns/${intern.id}/secrets/${SECRET}`, secret), 200);
     created(await api('PUT', `/vault/secrets/${SECRET}`, secret), 200);
     const generation = created(await api('POST', '/chat/completions', chat), 200);
+    const storedResponse = () =>
+      api('POST', '/responses', { model: 'gatehouse/echo', input: 'a1 private answer' }).then(
+        (res) => created(res, 200).id as string,
+      );
+    const response = await storedResponse();
     await gw.services.accountant.flush();
     const fx: Fx = {
       otherOrg: other.organizationId,
@@ -774,6 +802,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       batch: batch.id,
       intern: intern.id,
       generation: generation.id,
+      response,
       spare: {
         guardrail: created(await mgmt('POST', '/guardrails', { name: 'spare' })).data.id,
         key: created(await mgmt('POST', '/keys', { name: 'spare' })).data.hash,
@@ -781,9 +810,20 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
           .data.id,
         workspace: created(await mgmt('POST', '/workspaces', { name: 'Spare', slug: 'spare' })).data.id,
         intern: spareIntern.id,
+        response: await storedResponse(),
       },
     };
-    const markers = [guardrail.id, key.hash, byok.id, workspace.id, batch.id, intern.id, host, secret.value];
+    const markers = [
+      guardrail.id,
+      key.hash,
+      byok.id,
+      workspace.id,
+      batch.id,
+      intern.id,
+      host,
+      secret.value,
+      response,
+    ];
 
     // What the owner reads of every object others target, before and after.
     const snapshotPaths: [typeof api, string][] = [
@@ -799,6 +839,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       [api, `/interns/${intern.id}`],
       [api, `/vault/interns/${intern.id}/secrets`],
       [api, '/vault/secrets'],
+      [api, `/responses/${response}`],
     ];
     const snapshot = () =>
       Promise.all(

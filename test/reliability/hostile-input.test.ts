@@ -424,6 +424,8 @@ interface Fx {
   batch: string;
   intern: string;
   generation: string;
+  /** A stored response (GET/DELETE /responses/{id}). */
+  response: string;
   member: string;
   otherOrg: string;
   imageUrl: string;
@@ -522,6 +524,7 @@ function paramValue(t: Target, name: string, fx: Fx): string {
     workspaces: fx.workspace,
     byok: fx.byok,
     batches: fx.batch,
+    responses: fx.response,
   };
   return byPrefix[prefix ?? ''] ?? 'x';
 }
@@ -732,6 +735,7 @@ describe('hostile input: property-based requests on every route', () => {
       batch: (ok(await api('POST', '/batches', EXAMPLES['POST /api/v1/batches']!({} as Fx))) as any).id,
       intern: intern.id,
       generation: (ok(await api('POST', '/chat/completions', chat)) as any).id,
+      response: (ok(await api('POST', '/responses', { model: 'gatehouse/echo', input: 'keep' })) as any).id,
       member: member.data.id,
       otherOrg: other.data.id,
       imageUrl: `http://127.0.0.1:${(images.address() as AddressInfo).port}/a.png`,

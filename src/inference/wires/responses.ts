@@ -93,8 +93,11 @@ export const responsesWire: ChatWire = {
     // The final usage is priced from its own token counts, as the chat wire's usage chunk is.
     const cost = (u: Usage) =>
       responsesCost(costOf(info.served.endpoint.pricing, u), info.served.credential.isByok);
-    for await (const e of chatStreamToResponses(withFinalUsage(s), call.model, request, { cost }))
-      yield sseJson(e.data, e.event);
+    const stream = chatStreamToResponses(withFinalUsage(s), call.model, request, {
+      cost,
+      id: info.generationId,
+    });
+    for await (const e of stream) yield sseJson(e.data, e.event);
   },
   // The provider's own answer, with the few fields OpenRouter's Responses object has and OpenAI's
   // lacks (its SDK validates them) and the cost in its usage; nothing of the provider's changes.

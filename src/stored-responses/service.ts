@@ -1,0 +1,297 @@
+/**
+ * Stored responses: what makes `store`, `previous_response_id` and `item_reference` work on
+ * `POST /responses` whichever provider serves the call.
+ *
+ * Before a call, `expand` turns a body that names stored state into a plain body carrying the whole
+ * conversation (it then translates to any provider) and describes the turn; after the call, `save`
+ * (a built response) or `tap` (a stream of events) stores the response with that turn's input.
+ * Each response row keeps its own turn's input, its output and the ids of the responses it
+ * continues, so a conversation is rebuilt from its rows — and deleting one of them really removes
+ * its content (a later turn that needs it is then a 404, not a silent gap).
+ */
+import type { Db } from '../db/connection.js';
+import { ApiError } from '../lib/errors.js';
+import { expandBody, type Item, inputList, type Obj, referencesOf, wantsStore } from './expansion.js';
+import {
+  deleteResponse,
+  findItems,
+  findResponses,
+  insertResponse,
+  purgeExpired,
+  type Scope,
+  type StoredResponseRow,
+} from './store.js';
+
+export type { Scope } from './store.js';
+
+/** Where failures that do not fail the call are reported (the request's logger). */
+export interface Log {
+  warn(obj: object, msg: string): void;
+}
+
+/** Who calls: the key's scope; management keys get no stored state (the endpoint refuses them). */
+export type CallerScope = Scope & { isManagement?: boolean };
+
+/** One `/responses` call as far as storage is concerned (from `expand`, for `save` / `tap`). */
+export interface Turn<B = unknown> {
+  /** The body to parse: plain (no stored references) unless expanded with `keepUnknown`. */
+  body: B | Obj;
+  scope: Scope;
+  /** Whether the response is to be stored (`store` not false, and storage on). */
+  store: boolean;
+  previousResponseId: string | null;
+  /** This turn's own input items, references resolved. */
+  input: unknown[];
+  /** The stored responses this turn continues, oldest first. */
+  chain: string[];
+  log: Log;
+}
+
+/** The fields of a Responses `Response` that storage reads and sets (the rest is kept as is). */
+export interface StorableResponse {
+  id: string;
+  status?: string;
+  output: unknown[];
+  store: boolean;
+  previous_response_id: string | null;
+}
+
+export interface StoredResponsesDeps {
+  db: Db;
+  /** How long a stored response is served, ms; 0 stores nothing. */
+  retentionMs: number;
+  /** How often expired rows are purged (checked on each write), ms. */
+  purgeEveryMs?: number;
+  now?: () => number;
+}
+
+const PURGE_BATCH = 500;
+
+/**
+ * Reasoning items of a translated answer are Gatehouse's summaries, unsigned: no provider takes
+ * them back (translations leave them out anyway), and OpenAI would look their ids up in its own
+ * store and refuse the call. They are left out of an expanded conversation; a provider's own
+ * reasoning items (stored upstream too) go back as they came.
+ */
+const sendable = (item: unknown, upstreamStored: number): boolean =>
+  upstreamStored === 1 || (item as { type?: unknown } | null)?.type !== 'reasoning';
+const notFound = (id: string) => new ApiError(404, `No stored response with id '${id}' in this workspace`);
+
+export class StoredResponsesService {
+  private readonly now: () => number;
+  private lastPurge = 0;
+
+  constructor(private readonly deps: StoredResponsesDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /**
+   * Resolves the stored state `body` names (404 naming an unknown id) into a plain body, and
+   * describes the turn for `save` / `tap`. A body that names nothing is returned as it is (no
+   * database read). `keepUnknown`: ids Gatehouse does not hold stay in the body, for an upstream
+   * that may hold them (see `needsExpansion`).
+   */
+  async expand<B>(
+    body: B,
+    caller: CallerScope,
+    log: Log,
+    opts: { keepUnknown?: boolean } = {},
+  ): Promise<Turn<B>> {
+    const scope = { organizationId: caller.organizationId, workspaceId: caller.workspaceId };
+    const refs = referencesOf(body);
+    const turn: Turn<B> = {
+      body,
+      scope,
+      store: this.deps.retentionMs > 0 && wantsStore(body) && !caller.isManagement,
+      previousResponseId: refs.previousResponseId,
+      input: inputList((body as Obj | null)?.input) ?? [],
+      chain: [],
+      log,
+    };
+    // The inference endpoint refuses management keys; no lookup on their behalf before that.
+    if (caller.isManagement || (refs.previousResponseId === null && refs.itemIds.length === 0)) return turn;
+
+    const now = this.now();
+    let history: unknown[] = [];
+    let previousResolved = false;
+    if (refs.previousResponseId !== null) {
+      const [previous] = await findResponses(this.deps.db, scope, [refs.previousResponseId], now);
+      if (previous) {
+        previousResolved = true;
+        turn.chain = [...(JSON.parse(previous.chain_json) as string[]), previous.id];
+        history = await this.conversation(scope, turn.chain, now, opts.keepUnknown === true);
+      } else if (!opts.keepUnknown) {
+        throw new ApiError(
+          404,
+          `previous_response_id: no stored response with id '${refs.previousResponseId}' in this workspace (it may have expired or been deleted)`,
+        );
+      }
+    }
+    const items = new Map<string, Item | null>();
+    if (refs.itemIds.length) {
+      for (const row of await findItems(this.deps.db, scope, refs.itemIds, now)) {
+        const item = JSON.parse(row.item_json) as Item;
+        items.set(row.id, sendable(item, row.upstream_stored) ? item : null);
+      }
+    }
+    const expanded = expandBody(body as Obj, history, items, {
+      keepUnknown: opts.keepUnknown,
+      previousResolved,
+    });
+    turn.body = expanded.body;
+    turn.input = expanded.input;
+    return turn;
+  }
+
+  /**
+   * Whether `body` names state that only Gatehouse holds, so it must be expanded before it goes to
+   * `nativeProvider` — a provider that stores responses itself (the OpenAI Responses pass-through).
+   * Without a provider: whether it names any stored state at all. Ids Gatehouse does not know are
+   * left to that provider.
+   */
+  async needsExpansion(body: unknown, caller: CallerScope, nativeProvider?: string): Promise<boolean> {
+    const refs = referencesOf(body);
+    if (refs.previousResponseId === null && refs.itemIds.length === 0) return false;
+    if (nativeProvider === undefined) return true;
+    const held = (r: { provider: string; upstream_stored: number }) =>
+      r.upstream_stored === 1 && r.provider === nativeProvider;
+    const now = this.now();
+    if (refs.previousResponseId !== null) {
+      const rows = await findResponses(this.deps.db, caller, [refs.previousResponseId], now);
+      if (rows.some((r) => !held(r))) return true;
+    }
+    const items = refs.itemIds.length ? await findItems(this.deps.db, caller, refs.itemIds, now) : [];
+    return items.some((r) => !held(r));
+  }
+
+  /**
+   * Stores a built response when the turn asks for it, and returns it with `store` and
+   * `previous_response_id` set. A failed write does not fail the call: it is logged and the
+   * response says `store: false`. `upstreamStored`: the provider stored it natively as well.
+   */
+  async save<R extends StorableResponse>(
+    turn: Turn,
+    response: R,
+    provider: string,
+    opts: { upstreamStored?: boolean } = {},
+  ): Promise<R> {
+    this.annotate(turn, response);
+    if (turn.store && !(await this.write(turn, response, provider, opts.upstreamStored === true)))
+      response.store = false;
+    return response;
+  }
+
+  /**
+   * Passes Responses stream events through unchanged but for `store` / `previous_response_id` on the
+   * response snapshots, and stores the final response (`response.completed` or
+   * `response.incomplete`) once it has been passed on: no frame waits for the database, but the
+   * stream ends only after the write, so a client that starts its next turn when the stream ends
+   * finds this one stored.
+   */
+  async *tap<E extends { event: string; data: unknown }>(
+    turn: Turn,
+    events: AsyncIterable<E>,
+    provider: string,
+    opts: { upstreamStored?: boolean } = {},
+  ): AsyncGenerator<E> {
+    let final: StorableResponse | null = null;
+    for await (const e of events) {
+      const response = (e.data as { response?: StorableResponse }).response;
+      if (response) this.annotate(turn, response);
+      yield e;
+      if (response && (e.event === 'response.completed' || e.event === 'response.incomplete'))
+        final = response;
+    }
+    if (final && turn.store) await this.write(turn, final, provider, opts.upstreamStored === true);
+  }
+
+  /** `GET /responses/{id}`: the response as it was returned. */
+  async get(scope: Scope, id: string): Promise<StorableResponse & { object: 'response' }> {
+    const [row] = await findResponses(this.deps.db, scope, [id], this.now());
+    if (!row) throw notFound(id);
+    return JSON.parse(row.response_json);
+  }
+
+  /** `DELETE /responses/{id}`: the response and its items, at once. */
+  async delete(scope: Scope, id: string): Promise<{ id: string; object: 'response'; deleted: true }> {
+    if (!(await deleteResponse(this.deps.db, scope, id, this.now()))) throw notFound(id);
+    return { id, object: 'response', deleted: true };
+  }
+
+  /** Deletes every expired response (in batches); returns how many. */
+  async purgeExpired(): Promise<number> {
+    const now = this.now();
+    let total = 0;
+    for (;;) {
+      const n = await purgeExpired(this.deps.db, now, PURGE_BATCH);
+      total += n;
+      if (n < PURGE_BATCH) return total;
+    }
+  }
+
+  /** The items of the stored responses `chain` (oldest first): each one's input, then its output. */
+  private async conversation(scope: Scope, chain: string[], now: number, tolerateGaps: boolean) {
+    const rows = new Map(
+      (await findResponses(this.deps.db, scope, chain, now)).map((r) => [r.id, r] as const),
+    );
+    const items: unknown[] = [];
+    for (const id of chain) {
+      const row = rows.get(id);
+      if (!row) {
+        if (tolerateGaps) continue;
+        throw new ApiError(
+          404,
+          `previous_response_id: the conversation's earlier response '${id}' has expired or was deleted`,
+        );
+      }
+      items.push(...(JSON.parse(row.input_json) as unknown[]));
+      const output = (JSON.parse(row.response_json) as StorableResponse).output;
+      items.push(...output.filter((item) => sendable(item, row.upstream_stored)));
+    }
+    return items;
+  }
+
+  private annotate(turn: Turn, response: StorableResponse): void {
+    response.store = turn.store;
+    response.previous_response_id = turn.previousResponseId;
+  }
+
+  /** Writes the response; false (logged) when the database refused it. */
+  private async write(turn: Turn, response: StorableResponse, provider: string, upstreamStored: boolean) {
+    if (response.status === 'failed') return false;
+    const now = this.now();
+    try {
+      // Inside the try: a body too deeply nested to serialize is refused here, not as a 500.
+      const row: StoredResponseRow = {
+        id: response.id,
+        organization_id: turn.scope.organizationId,
+        workspace_id: turn.scope.workspaceId,
+        provider,
+        upstream_stored: upstreamStored ? 1 : 0,
+        previous_response_id: turn.previousResponseId,
+        chain_json: JSON.stringify(turn.chain),
+        input_json: JSON.stringify(turn.input),
+        response_json: JSON.stringify(response),
+        created_at: now,
+        expires_at: now + this.deps.retentionMs,
+      };
+      const items = response.output.flatMap((item) => {
+        const id = (item as { id?: unknown }).id;
+        return typeof id === 'string' && id ? [{ id, item_json: JSON.stringify(item) }] : [];
+      });
+      await insertResponse(this.deps.db, row, items);
+    } catch (err) {
+      turn.log.warn({ err, responseId: response.id }, 'storing the response failed; it cannot be referenced');
+      return false;
+    }
+    this.purgeNowAndThen(turn.log, now);
+    return true;
+  }
+
+  /** Expired rows go on the first write after each `purgeEveryMs` (no timer to start or stop). */
+  private purgeNowAndThen(log: Log, now: number): void {
+    if (now - this.lastPurge < (this.deps.purgeEveryMs ?? 10 * 60_000)) return;
+    this.lastPurge = now;
+    this.purgeExpired().catch((err) => log.warn({ err }, 'purging expired stored responses failed'));
+  }
+}
