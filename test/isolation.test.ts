@@ -38,6 +38,8 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     ).body;
 
     const api = client(gw.url, gw.apiKey);
+    const stored = (await api('POST', '/responses', { model: 'gatehouse/echo', input: 'private turn' })).body;
+    expect(stored.id).toMatch(/^resp_/);
     const intern = (await api('POST', '/interns', { name: 'private-intern' })).body;
     expect(intern.id).toBeTruthy();
     const secret = await api('PUT', `/vault/interns/${intern.id}/secrets/private_token`, {
@@ -55,11 +57,13 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       '/batches/{id}': batch.id,
       '/interns/{internId}': intern.id,
       '/vault/interns/{internId}': intern.id,
+      '/responses/{id}': stored.id,
     };
     const fill = (path: string) =>
       path
-        .replace(/^\/(guardrails|byok|workspaces|keys|batches|interns|vault\/interns)\/\{(\w+)\}/, (m) =>
-          ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m,
+        .replace(
+          /^\/(guardrails|byok|workspaces|keys|batches|interns|vault\/interns|responses)\/\{(\w+)\}/,
+          (m) => (ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m),
         )
         .replace('{interval}', 'monthly')
         .replace('{name}', 'private_token');
@@ -87,7 +91,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     };
     // API-key resources: the intruder (in the interns programme, so its 404 is not the programme's)
     // tries them with its API key. `/vault/secrets/{name}` names the caller's own workspace vault.
-    const apiKeyRoutes = /^\/(batches|interns|vault)\//;
+    const apiKeyRoutes = /^\/(batches|interns|vault|responses)\//;
 
     const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
     const other = await makeOrganization(gw.url, `Intruder ${db}`, { internsProgramme: true });
@@ -96,7 +100,10 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const theirsApi = client(gw.url, other.apiKey);
     const tried: string[] = [];
     for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) {
-      if (!path.includes('{') || path.startsWith('/admin') || path.startsWith('/vault/secrets/')) continue;
+      // The catalog's routes name models, not objects of an organization.
+      const catalog = /^\/models?\//.test(path);
+      if (!path.includes('{') || catalog || path.startsWith('/admin') || path.startsWith('/vault/secrets/'))
+        continue;
       for (const method of Object.keys(ops).map((m) => m.toUpperCase())) {
         const route = `${method} ${path}`;
         const concrete = fill(path);
@@ -121,6 +128,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     expect((await mine('GET', `/workspaces/${workspace.id}`)).body.data.name).toBe('Private');
     expect((await mine('GET', `/workspaces/${workspace.id}/budgets/monthly`)).body.data.limit_usd).toBe(5);
     expect((await mine('GET', `/keys/${key.hash}`)).body.data.name).toBe('k');
+    expect((await api('GET', `/responses/${stored.id}`)).status).toBe(200);
     const ours = await client(gw.url, gw.apiKey)('GET', `/batches/${batch.id}`);
     expect(ours.body.status).not.toMatch(/cancel/);
     expect((await theirsApi('GET', '/batches')).body.total_count).toBe(0);
