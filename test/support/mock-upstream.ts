@@ -2,8 +2,11 @@
  * A real HTTP server (127.0.0.1, random port) that speaks the upstream wire formats Gatehouse
  * talks to, streaming included:
  *
- * - OpenAI: `POST …/chat/completions`, `POST …/embeddings`
- * - Anthropic: `POST …/messages`
+ * - OpenAI: `POST …/chat/completions`, `POST …/embeddings`, `POST …/responses` (the Responses API:
+ *   JSON, or SSE with its event sequence — response.created … response.completed)
+ * - Anthropic: `POST …/messages`, `POST …/messages/count_tokens` (`{"input_tokens": n}`)
+ * - `GET …/models` and `GET …/models/{id}`: an Anthropic-format listing when the request carries
+ *   `anthropic-version`, else OpenAI's; the ids are `mock.models` (settable; `MOCK_MODELS` by default)
  * - Gemini: `POST …/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`,
  *   `:batchEmbedContents`
  *
@@ -13,7 +16,9 @@
  * (`Hello from <model>!`), with usage, streamed when the request asked for a stream. Tests script
  * the next responses with `enqueue(step, …)`:
  * - `reply`: a semantic answer (text, reasoning, tool calls, finish reason, usage) rendered in the
- *   wire format of whatever request takes it, streamed or not as that request asked;
+ *   wire format of whatever request takes it, streamed or not as that request asked (Responses:
+ *   reasoning is a `reasoning` item with a summary, plus `encrypted_content` when `include` asks;
+ *   tool calls are `function_call` items; usage has cached_tokens and reasoning_tokens details);
  * - `status` + `error` (or a raw `body`) for error responses, rendered per format;
  * - `body` / `stream` for exact raw bodies and SSE events;
  * - `delayMs` before the headers, `eventDelayMs` between events, `dieAfterEvents` to destroy the
@@ -32,7 +37,11 @@ import type { AddressInfo } from 'node:net';
 export type MockFormat =
   | 'openai-chat'
   | 'openai-embeddings'
+  | 'openai-responses'
+  | 'openai-models'
   | 'anthropic-messages'
+  | 'anthropic-count-tokens'
+  | 'anthropic-models'
   | 'gemini-generate'
   | 'gemini-stream'
   | 'gemini-embed'
@@ -127,6 +136,8 @@ export interface RecordedRequest {
 export interface MockUpstream {
   /** e.g. http://127.0.0.1:43210 (no trailing slash) */
   url: string;
+  /** The ids `GET …/models` lists (edit it to change the listing). */
+  models: string[];
   close(): Promise<void>;
   enqueue(...steps: MockStep[]): void;
   requests: RecordedRequest[];
@@ -137,11 +148,17 @@ export interface MockUpstream {
 // ---------------------------------------------------------------------------------------------
 // Format detection
 
-export function formatOf(method: string, path: string): MockFormat {
+/** `headers` tell the two model listings apart (Anthropic's clients send `anthropic-version`). */
+export function formatOf(method: string, path: string, headers: RecordedRequest['headers'] = {}): MockFormat {
+  if (method === 'GET' && /\/models(\/[^/:]+)?$/.test(path)) {
+    return headers['anthropic-version'] ? 'anthropic-models' : 'openai-models';
+  }
   if (method !== 'POST') return 'unknown';
   if (path.endsWith('/chat/completions')) return 'openai-chat';
   if (path.endsWith('/embeddings')) return 'openai-embeddings';
+  if (path.endsWith('/responses')) return 'openai-responses';
   if (path.endsWith('/messages')) return 'anthropic-messages';
+  if (path.endsWith('/messages/count_tokens')) return 'anthropic-count-tokens';
   if (path.endsWith(':generateContent')) return 'gemini-generate';
   if (path.endsWith(':streamGenerateContent')) return 'gemini-stream';
   if (path.endsWith(':batchEmbedContents')) return 'gemini-embed';
@@ -180,7 +197,12 @@ function requestWords(body: any): number {
   try {
     return Math.max(
       1,
-      words(JSON.stringify(body?.messages ?? body?.contents ?? body ?? '').replace(/[{}[\]",:]/g, ' ')),
+      words(
+        JSON.stringify(body?.messages ?? body?.contents ?? body?.input ?? body ?? '').replace(
+          /[{}[\]",:]/g,
+          ' ',
+        ),
+      ),
     );
   } catch {
     return 1;
@@ -244,7 +266,7 @@ const ERROR_TYPES: Record<number, { openai: string; anthropic: string; google: s
 export function renderError(format: MockFormat, status: number, error: MockStep['error'] = {}): unknown {
   const types = ERROR_TYPES[status] ?? ERROR_TYPES[status >= 500 ? 500 : 400]!;
   const message = error.message ?? `mock upstream error ${status}`;
-  if (format === 'anthropic-messages') {
+  if (format.startsWith('anthropic')) {
     return {
       type: 'error',
       error: { type: error.type ?? types.anthropic, message },
@@ -478,6 +500,191 @@ export function renderAnthropicStream(r: Resolved, model: string): MockStreamEve
   return events;
 }
 
+// --- OpenAI Responses
+
+function responsesUsage(r: Resolved) {
+  return {
+    input_tokens: r.prompt,
+    input_tokens_details: { cached_tokens: r.cached },
+    output_tokens: r.completion,
+    output_tokens_details: { reasoning_tokens: r.reasoningTokens },
+    total_tokens: r.prompt + r.completion,
+  };
+}
+
+/** The output items of a finished response: reasoning, then the message, then function calls. */
+function responsesOutput(r: Resolved, ids: ResponsesIds, reqBody: any): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  if (r.reasoning) out.push(reasoningItem(r, ids, reqBody, r.reasoning));
+  if (r.text) out.push(messageItem(ids, 'completed', r.text));
+  r.calls.forEach((c, i) => {
+    out.push(functionCallItem(ids, i, c, 'completed', c.args));
+  });
+  return out;
+}
+
+interface ResponsesIds {
+  response: string;
+  reasoning: string;
+  message: string;
+  calls: string[];
+}
+
+const responsesIds = (r: Resolved): ResponsesIds => ({
+  response: rid('resp_'),
+  reasoning: rid('rs_'),
+  message: rid('msg_'),
+  calls: r.calls.map(() => rid('fc_')),
+});
+
+/** As OpenAI does, encrypted reasoning only when `include` asks for it (opaque: base64 here). */
+function reasoningItem(r: Resolved, ids: ResponsesIds, reqBody: any, summary: string | null) {
+  const encrypted =
+    Array.isArray(reqBody?.include) && reqBody.include.includes('reasoning.encrypted_content');
+  return {
+    id: ids.reasoning,
+    type: 'reasoning',
+    summary: summary === null ? [] : [{ type: 'summary_text', text: summary }],
+    ...(encrypted ? { encrypted_content: Buffer.from(`mock:${r.reasoning}`).toString('base64') } : {}),
+  };
+}
+
+const outputText = (text: string) => ({ type: 'output_text', annotations: [], logprobs: [], text });
+
+const messageItem = (ids: ResponsesIds, status: string, text: string | null) => ({
+  id: ids.message,
+  type: 'message',
+  status,
+  content: text === null ? [] : [outputText(text)],
+  role: 'assistant',
+});
+
+const functionCallItem = (
+  ids: ResponsesIds,
+  i: number,
+  c: Resolved['calls'][number],
+  status: string,
+  args: string,
+) => ({ id: ids.calls[i], type: 'function_call', status, arguments: args, call_id: c.id, name: c.name });
+
+/** The response object: the request's settings echoed back, as the API does. */
+function responseObject(
+  r: Resolved,
+  ids: ResponsesIds,
+  model: string,
+  reqBody: any,
+  created: number,
+  final: boolean,
+) {
+  const b = reqBody && typeof reqBody === 'object' ? reqBody : {};
+  const incomplete = r.finish === 'length' || r.finish === 'content_filter';
+  return {
+    id: ids.response,
+    object: 'response',
+    created_at: created,
+    status: final ? (incomplete ? 'incomplete' : 'completed') : 'in_progress',
+    background: false,
+    completed_at: final ? Math.floor(Date.now() / 1000) : null,
+    error: null,
+    incomplete_details:
+      final && incomplete ? { reason: r.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
+    instructions: b.instructions ?? null,
+    max_output_tokens: b.max_output_tokens ?? null,
+    max_tool_calls: b.max_tool_calls ?? null,
+    model,
+    output: final ? responsesOutput(r, ids, b) : [],
+    parallel_tool_calls: b.parallel_tool_calls ?? true,
+    previous_response_id: b.previous_response_id ?? null,
+    prompt_cache_key: b.prompt_cache_key ?? null,
+    reasoning: { effort: b.reasoning?.effort ?? null, summary: b.reasoning?.summary ?? null },
+    safety_identifier: b.safety_identifier ?? null,
+    service_tier: final ? 'default' : (b.service_tier ?? 'auto'),
+    store: b.store ?? true,
+    temperature: b.temperature ?? 1,
+    text: b.text ?? { format: { type: 'text' }, verbosity: 'medium' },
+    tool_choice: b.tool_choice ?? 'auto',
+    tools: b.tools ?? [],
+    top_logprobs: b.top_logprobs ?? 0,
+    top_p: b.top_p ?? 1,
+    truncation: b.truncation ?? 'disabled',
+    usage: final ? responsesUsage(r) : null,
+    user: b.user ?? null,
+    metadata: b.metadata ?? {},
+  };
+}
+
+export function renderResponsesResponse(r: Resolved, model: string, reqBody: any): unknown {
+  return responseObject(r, responsesIds(r), model, reqBody, Math.floor(Date.now() / 1000), true);
+}
+
+/**
+ * The Responses API's stream: every event named by `event:` and numbered by `sequence_number`;
+ * each output item opens with output_item.added and closes with output_item.done carrying the
+ * whole item, and the stream ends with response.completed (response.incomplete when cut short).
+ */
+export function renderResponsesStream(r: Resolved, model: string, reqBody: any): MockStreamEvent[] {
+  const ids = responsesIds(r);
+  const created = Math.floor(Date.now() / 1000);
+  const events: MockStreamEvent[] = [];
+  const ev = (type: string, fields: Record<string, unknown>) =>
+    events.push({ event: type, data: { type, sequence_number: events.length, ...fields } });
+  ev('response.created', { response: responseObject(r, ids, model, reqBody, created, false) });
+  ev('response.in_progress', { response: responseObject(r, ids, model, reqBody, created, false) });
+  let output_index = 0;
+  if (r.reasoning) {
+    const item_id = ids.reasoning;
+    const part = (text: string) => ({ type: 'summary_text', text });
+    ev('response.output_item.added', { output_index, item: reasoningItem(r, ids, reqBody, null) });
+    ev('response.reasoning_summary_part.added', { item_id, output_index, summary_index: 0, part: part('') });
+    for (const delta of textPieces(r.reasoning)) {
+      ev('response.reasoning_summary_text.delta', {
+        item_id,
+        output_index,
+        summary_index: 0,
+        delta,
+      });
+    }
+    ev('response.reasoning_summary_text.done', {
+      item_id,
+      output_index,
+      summary_index: 0,
+      text: r.reasoning,
+    });
+    ev('response.reasoning_summary_part.done', {
+      item_id,
+      output_index,
+      summary_index: 0,
+      part: part(r.reasoning),
+    });
+    ev('response.output_item.done', { output_index, item: reasoningItem(r, ids, reqBody, r.reasoning) });
+    output_index++;
+  }
+  if (r.text) {
+    const item_id = ids.message;
+    const at = { item_id, output_index, content_index: 0 };
+    ev('response.output_item.added', { output_index, item: messageItem(ids, 'in_progress', null) });
+    ev('response.content_part.added', { ...at, part: outputText('') });
+    for (const delta of textPieces(r.text)) ev('response.output_text.delta', { ...at, delta, logprobs: [] });
+    ev('response.output_text.done', { ...at, text: r.text, logprobs: [] });
+    ev('response.content_part.done', { ...at, part: outputText(r.text) });
+    ev('response.output_item.done', { output_index, item: messageItem(ids, 'completed', r.text) });
+    output_index++;
+  }
+  r.calls.forEach((c, i) => {
+    const item_id = ids.calls[i];
+    ev('response.output_item.added', { output_index, item: functionCallItem(ids, i, c, 'in_progress', '') });
+    for (const delta of pieces(c.args, r.reply.argPieces ?? 3)) {
+      ev('response.function_call_arguments.delta', { item_id, output_index, delta });
+    }
+    ev('response.function_call_arguments.done', { item_id, output_index, name: c.name, arguments: c.args });
+    ev('response.output_item.done', { output_index, item: functionCallItem(ids, i, c, 'completed', c.args) });
+    output_index++;
+  });
+  const final = responseObject(r, ids, model, reqBody, created, true);
+  ev(final.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: final });
+  return events;
+}
+
 // --- Gemini
 
 const GEMINI_FINISH = { stop: 'STOP', length: 'MAX_TOKENS', tool_calls: 'STOP', content_filter: 'SAFETY' };
@@ -544,6 +751,50 @@ export function renderGeminiStream(r: Resolved, model: string): MockStreamEvent[
       },
     };
   });
+}
+
+// --- Model listings
+
+/** Ids `GET …/models` lists unless the test sets `mock.models`. */
+export const MOCK_MODELS = ['gpt-mock', 'claude-mock'];
+
+const MODEL_CREATED = 1_750_000_000;
+
+function openAiModel(id: string) {
+  return { id, object: 'model', created: MODEL_CREATED, owned_by: 'mock' };
+}
+
+function anthropicModel(id: string) {
+  return {
+    type: 'model',
+    id,
+    display_name: id,
+    created_at: new Date(MODEL_CREATED * 1000).toISOString(),
+  };
+}
+
+/** `GET …/models` (a listing) or `GET …/models/{id}` (one model; 404 when it is not listed). */
+function renderModels(format: MockFormat, path: string, models: string[]): { status: number; body: unknown } {
+  const one = /\/models\/([^/]+)$/.exec(path);
+  const render = format === 'anthropic-models' ? anthropicModel : openAiModel;
+  if (one) {
+    const id = decodeURIComponent(one[1] as string);
+    return models.includes(id)
+      ? { status: 200, body: render(id) }
+      : { status: 404, body: renderError(format, 404, { message: `model '${id}' not found` }) };
+  }
+  if (format === 'anthropic-models') {
+    return {
+      status: 200,
+      body: {
+        data: models.map(anthropicModel),
+        has_more: false,
+        first_id: models[0] ?? null,
+        last_id: models[models.length - 1] ?? null,
+      },
+    };
+  }
+  return { status: 200, body: { object: 'list', data: models.map(openAiModel) } };
 }
 
 // --- Embeddings
@@ -673,6 +924,58 @@ function viewOpenAi(body: any, v: WireView): void {
   }));
 }
 
+function viewResponses(body: any, v: WireView): void {
+  const system: string[] = typeof body?.instructions === 'string' ? [body.instructions] : [];
+  const items: any[] =
+    typeof body?.input === 'string' ? [{ role: 'user', content: body.input }] : (body?.input ?? []);
+  for (const item of items) {
+    const type = item.type ?? 'message';
+    if (type === 'message') {
+      const parts: any[] =
+        typeof item.content === 'string'
+          ? [{ type: 'input_text', text: item.content }]
+          : (item.content ?? []);
+      const text = parts
+        .map((p) => (p.type === 'input_text' || p.type === 'output_text' ? str(p.text) : ''))
+        .join('');
+      if (item.role === 'system' || item.role === 'developer') {
+        system.push(text);
+        continue;
+      }
+      const t = newTurn(item.role === 'assistant' ? 'assistant' : 'user');
+      t.text = text;
+      for (const p of parts) {
+        if (p.type !== 'input_image') continue;
+        const url = str(p.image_url);
+        const d = /^data:([^;]+);base64,(.*)$/s.exec(url);
+        t.images.push(d ? { mediaType: d[1], data: d[2] } : { url });
+      }
+      pushTurn(v.turns, t);
+    } else if (type === 'function_call' || type === 'custom_tool_call') {
+      const t = newTurn('assistant');
+      const args = type === 'function_call' ? JSON.parse(item.arguments || '{}') : item.input;
+      t.toolCalls.push({ id: item.call_id, name: item.name, args });
+      pushTurn(v.turns, t);
+    } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
+      const t = newTurn('user');
+      t.toolResults.push({ id: item.call_id, content: item.output });
+      pushTurn(v.turns, t);
+    } else if (type === 'reasoning') {
+      const t = newTurn('assistant');
+      const text = (item.summary ?? []).map((p: any) => str(p.text)).join('');
+      t.reasoning.push({ text, ...(item.encrypted_content ? { data: item.encrypted_content } : {}) });
+      pushTurn(v.turns, t);
+    }
+  }
+  v.system = system.length ? system.join('\n\n') : null;
+  // Function and custom tools by name; built-in tools (web_search, local_shell, …) by their type.
+  v.tools = (body?.tools ?? []).map((t: any) => ({
+    name: t.name ?? t.type,
+    description: t.description,
+    parameters: t.parameters,
+  }));
+}
+
 function viewAnthropic(body: any, v: WireView): void {
   v.system =
     typeof body?.system === 'string'
@@ -742,7 +1045,7 @@ function viewGemini(body: any, v: WireView): void {
   );
 }
 
-/** One normalised view of a chat request in any of the three wire formats. */
+/** One normalised view of a chat request in any of the four wire formats. */
 export function wireView(req: RecordedRequest): WireView {
   const v: WireView = {
     format: req.format,
@@ -760,6 +1063,7 @@ export function wireView(req: RecordedRequest): WireView {
   else if (xApiKey) v.auth = { header: 'x-api-key', key: xApiKey };
   else if (goog) v.auth = { header: 'x-goog-api-key', key: goog };
   if (req.format === 'openai-chat') viewOpenAi(req.body, v);
+  else if (req.format === 'openai-responses') viewResponses(req.body, v);
   else if (req.format === 'anthropic-messages') viewAnthropic(req.body, v);
   else if (req.format === 'gemini-generate' || req.format === 'gemini-stream') viewGemini(req.body, v);
   return v;
@@ -819,8 +1123,8 @@ const write = (res: ServerResponse, s: string): Promise<void> =>
   });
 
 function commonHeaders(format: MockFormat): Record<string, string> {
-  if (format === 'anthropic-messages') return { 'request-id': rid('req_') };
-  if (format === 'openai-chat' || format === 'openai-embeddings') {
+  if (format.startsWith('anthropic')) return { 'request-id': rid('req_') };
+  if (format.startsWith('openai')) {
     return { 'x-request-id': rid('req_'), 'openai-processing-ms': '12' };
   }
   return {};
@@ -829,6 +1133,7 @@ function commonHeaders(format: MockFormat): Record<string, string> {
 export async function startMockUpstream(): Promise<MockUpstream> {
   const queue: (MockStep & { left: number })[] = [];
   const requests: RecordedRequest[] = [];
+  const mock = { models: [...MOCK_MODELS] };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
@@ -838,7 +1143,7 @@ export async function startMockUpstream(): Promise<MockUpstream> {
       body = raw ? JSON.parse(raw) : null;
     } catch {}
     const method = req.method ?? 'GET';
-    const format = formatOf(method, u.pathname);
+    const format = formatOf(method, u.pathname, req.headers);
     const rec: RecordedRequest = {
       method,
       path: u.pathname,
@@ -861,14 +1166,19 @@ export async function startMockUpstream(): Promise<MockUpstream> {
       return;
     }
 
-    const status = step?.status ?? (format === 'unknown' ? 404 : 200);
+    const listing =
+      format === 'openai-models' || format === 'anthropic-models'
+        ? renderModels(format, u.pathname, mock.models)
+        : undefined;
+    const status = step?.status ?? listing?.status ?? (format === 'unknown' ? 404 : 200);
     const headers: Record<string, string> = { ...commonHeaders(format), ...step?.headers };
     const model = rec.model ?? 'unknown-model';
 
     let events: MockStreamEvent[] | undefined = step?.stream;
     let payload: unknown = step?.body;
     if (events === undefined && payload === undefined) {
-      if (status >= 400)
+      if (listing && status < 400) payload = listing.body;
+      else if (status >= 400)
         payload = renderError(
           format,
           status,
@@ -877,6 +1187,8 @@ export async function startMockUpstream(): Promise<MockUpstream> {
         );
       else if (format === 'openai-embeddings' || format === 'gemini-embed')
         payload = renderEmbeddings(format, body, model, step);
+      else if (format === 'anthropic-count-tokens')
+        payload = { input_tokens: resolveReply(step?.reply, model, body).prompt };
       else {
         const r = resolveReply(step?.reply, model, body);
         if (format === 'openai-chat') {
@@ -884,6 +1196,9 @@ export async function startMockUpstream(): Promise<MockUpstream> {
             ? renderOpenAiStream(r, model, body?.stream_options?.include_usage === true)
             : undefined;
           payload = rec.stream ? undefined : renderOpenAiCompletion(r, model);
+        } else if (format === 'openai-responses') {
+          events = rec.stream ? renderResponsesStream(r, model, body) : undefined;
+          payload = rec.stream ? undefined : renderResponsesResponse(r, model, body);
         } else if (format === 'anthropic-messages') {
           events = rec.stream ? renderAnthropicStream(r, model) : undefined;
           payload = rec.stream ? undefined : renderAnthropicMessage(r, model);
@@ -941,6 +1256,12 @@ export async function startMockUpstream(): Promise<MockUpstream> {
 
   return {
     url: `http://127.0.0.1:${port}`,
+    get models() {
+      return mock.models;
+    },
+    set models(ids: string[]) {
+      mock.models = ids;
+    },
     requests,
     enqueue(...steps: MockStep[]) {
       for (const s of steps) queue.push({ ...s, left: s.times ?? 1 });
