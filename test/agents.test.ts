@@ -154,6 +154,23 @@ describe('the coding agents against the mock upstream directly (the harness itse
     const result = second?.turns.at(-1)?.toolResults[0];
     expect(String(result?.content)).toContain('hello from the file');
   });
+
+  codexIt('a run past its time limit is killed with every process it started', async () => {
+    // Codex's npm launcher runs the native binary as a child: both must go.
+    mock.enqueue({ match: { format: 'openai-responses' }, stallAfterEvents: 1 });
+    const r = await runCodex({
+      baseUrl: `${mock.url}/v1`,
+      apiKey: 'sk-direct',
+      prompt: 'Hi',
+      timeoutMs: 5000,
+    });
+    expect(r.timedOut).toBe(true);
+    expect(r.exitCode).not.toBe(0);
+    // No process of the group is left (waited for: the last ones may still be being reaped).
+    await vi.waitFor(() =>
+      expect(() => process.kill(-r.pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' })),
+    );
+  });
 });
 
 describe('the coding agents through Gatehouse', () => {

@@ -28,6 +28,8 @@ export interface AgentResult {
   stdout: string;
   stderr: string;
   timedOut: boolean;
+  /** The agent's process id, also its process group's (all of it is killed when the run ends). */
+  pid: number;
   /** Hosts the agent tried to reach other than loopback (`host:port`), in order. */
   outbound: string[];
 }
@@ -321,7 +323,7 @@ function run(
       clearTimeout(timer);
       clearTimeout(hardKill);
       killGroup('SIGKILL'); // anything the agent left running in the background
-      resolve({ exitCode, signal, stdout, stderr, timedOut, outbound: [...o.outbound] });
+      resolve({ exitCode, signal, stdout, stderr, timedOut, pid: child.pid ?? 0, outbound: [...o.outbound] });
     });
   });
 }
