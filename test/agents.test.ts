@@ -7,7 +7,7 @@
  * Each agent talks to a recording proxy in front of the gateway, so a test can compare what the
  * agent sent with what reached the upstream.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -177,6 +177,7 @@ describe('the coding agents through Gatehouse', () => {
   let mock: MockUpstream;
   let gw: TestGateway;
   let proxy: RecordingProxy;
+  let configDir: string | undefined;
   /** Generation ids recorded before the current test. */
   let before = new Set<string>();
   const generationIds = async () => {
@@ -197,7 +198,8 @@ describe('the coding agents through Gatehouse', () => {
       aliases: [id],
       endpoints: [{ provider: vendorOf(id), upstream_model: id, pricing: PRICES[id] }],
     }));
-    const config = join(mkdtempSync(join(tmpdir(), 'gatehouse-agents-')), 'gatehouse.json');
+    configDir = mkdtempSync(join(tmpdir(), 'gatehouse-agents-'));
+    const config = join(configDir, 'gatehouse.json');
     writeFileSync(config, JSON.stringify({ models }));
     gw = await startTestGateway('sqlite', {
       env: {
@@ -219,6 +221,7 @@ describe('the coding agents through Gatehouse', () => {
     await proxy?.close();
     await gw?.stop();
     await mock?.close();
+    if (configDir) rmSync(configDir, { recursive: true, force: true });
   });
   beforeEach(async () => {
     if (!gw) return;
