@@ -70,6 +70,27 @@ models:
     });
   });
 
+  it("lets the operator's aliases win over the model data's", () => {
+    // The data lists gpt-4o-mini (alias `gpt-4o-mini`); the operator names its own model by it.
+    const path = file(
+      'alias.json',
+      JSON.stringify({
+        models: [
+          {
+            id: 'acme/mini',
+            aliases: ['gpt-4o-mini'],
+            endpoints: [
+              { provider: 'openai', upstream_model: 'gpt-4o-mini', pricing: { prompt: 9, completion: 9 } },
+            ],
+          },
+        ],
+      }),
+    );
+    const c = loadCatalog({ OPENAI_API_KEY: 'sk-x', GATEHOUSE_CONFIG: path });
+    expect(findModel(c, 'gpt-4o-mini')?.id).toBe('acme/mini');
+    expect(findModel(c, 'openai/gpt-4o-mini')?.id).toBe('openai/gpt-4o-mini');
+  });
+
   it('refuses a model naming an unknown provider', () => {
     const path = file(
       'bad.json',

@@ -161,7 +161,8 @@ export function loadCatalog(
     const p = providers.get(slug);
     if (p) for (const m of discoveredModels(p, ids, models)) addModel(models, m);
   }
-  for (const m of fileModels(file, providers)) models.set(m.id, m);
+  const configured = fileModels(file, providers);
+  for (const m of configured) models.set(m.id, m);
   // Models whose every provider is gone (e.g. the development provider turned off) are dropped.
   for (const [id, m] of models) {
     m.endpoints = m.endpoints.filter((e) => providers.has(e.provider));
@@ -169,6 +170,10 @@ export function loadCatalog(
   }
   const lookup = new Map<string, string>();
   for (const m of models.values()) lookup.set(m.id, m.id);
+  // The operator's own aliases first: they win over the model data's (a configured model may
+  // name the vendor's id that the data lists under another entry).
+  for (const m of configured)
+    for (const a of m.aliases) if (!lookup.has(a) && models.has(m.id)) lookup.set(a, m.id);
   for (const m of models.values()) for (const a of m.aliases) if (!lookup.has(a)) lookup.set(a, m.id);
   return { providers, models, lookup, unpriced: unpricedPolicy(env), discovered, passthrough: new Map() };
 }

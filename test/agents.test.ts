@@ -1,0 +1,396 @@
+/**
+ * Acceptance: the coding agents people put behind a gateway — Claude Code (`claude -p`) and Codex
+ * CLI (`codex exec`), the real npm packages — driven headless through Gatehouse to mock Anthropic
+ * and OpenAI upstreams that speak the real wire formats. What each agent sends is described in
+ * test/fixtures/agents/README.md; the harness is test/support/agents.ts.
+ *
+ * Each agent talks to a recording proxy in front of the gateway, so a test can compare what the
+ * agent sent with what reached the upstream.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type AgentResult, agentVersions, runClaudeCode, runCodex } from './support/agents.js';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { adminClient, client } from './support/http.js';
+import {
+  type MockStep,
+  type MockUpstream,
+  type RecordedRequest,
+  startMockUpstream,
+  wireView,
+} from './support/mock-upstream.js';
+import { type RecordingProxy, startRecordingProxy } from './support/recording-proxy.js';
+
+const versions = agentVersions();
+const hasClaude = typeof versions.claude === 'string';
+const hasCodex = typeof versions.codex === 'string';
+for (const [name, v] of Object.entries(versions)) {
+  if (v instanceof Error) {
+    console.warn(`\n!!! Coding-agent tests for ${name} SKIPPED: ${v.message} (npm ci installs it) !!!\n`);
+  }
+}
+
+const AGENT_TIMEOUT = 120_000;
+const claudeIt = (name: string, fn: () => Promise<void>) => it.skipIf(!hasClaude)(name, fn, AGENT_TIMEOUT);
+const codexIt = (name: string, fn: () => Promise<void>) => it.skipIf(!hasCodex)(name, fn, AGENT_TIMEOUT);
+
+const FILES = { 'hello.txt': 'hello from the file\n' };
+const ANSWER = 'The file says hello.';
+/** Usage the mock reports on the two turns of a tool round trip. */
+const TURNS = [
+  { prompt_tokens: 1200, completion_tokens: 30, cached_tokens: 1000 },
+  { prompt_tokens: 1300, completion_tokens: 10, cached_tokens: 1200 },
+];
+
+/** The agents' own default model ids, and one each for the other format (USD per million tokens). */
+const PRICES = {
+  'claude-opus-5-5': { prompt: 5, completion: 25, cached_prompt: 0.5, cache_write: 6.25 },
+  'gpt-6.1-sol': { prompt: 2, completion: 10, cached_prompt: 0.2 },
+  'gpt-5.5': { prompt: 1.25, completion: 10, cached_prompt: 0.125 },
+};
+type Priced = keyof typeof PRICES;
+const vendorOf = (id: Priced) => (id.startsWith('claude') ? 'anthropic' : 'openai');
+
+const expectedCost = (model: Priced) =>
+  TURNS.reduce((sum, u) => {
+    const p = PRICES[model];
+    const plain = u.prompt_tokens - u.cached_tokens;
+    return (
+      sum + (plain * p.prompt + u.cached_tokens * p.cached_prompt + u.completion_tokens * p.completion) / 1e6
+    );
+  }, 0);
+
+const OPERATOR_KEYS = { anthropic: 'sk-ant-operator-agents-0000', openai: 'sk-operator-openai-agents-0000' };
+
+/**
+ * The mock's side of a tool round trip, for requests on `path`: first a call of the agent's own
+ * tool that reads hello.txt, then a text answer.
+ */
+function toolRoundTrip(path: RegExp, call: { name: string; arguments: unknown }): MockStep[] {
+  return [
+    { match: { path }, reply: { text: 'Reading it.', tool_calls: [call], usage: TURNS[0] } },
+    { match: { path }, reply: { text: ANSWER, usage: TURNS[1] } },
+  ];
+}
+
+const claudeRead = (cwd: string) => ({ name: 'Read', arguments: { file_path: `${cwd}/hello.txt` } });
+const codexExec = { name: 'exec_command', arguments: { cmd: 'cat hello.txt' } };
+
+function expectFinished(r: AgentResult, answer: string) {
+  const output = `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
+  expect(r.timedOut, `the agent timed out\n${output}`).toBe(false);
+  expect(r.exitCode, `the agent failed\n${output}`).toBe(0);
+  expect(r.stdout).toContain(answer);
+  expect(r.outbound, 'the agent tried to reach the internet').toEqual([]);
+}
+
+describe('the coding agents against the mock upstream directly (the harness itself)', () => {
+  let mock: MockUpstream;
+  beforeAll(async () => {
+    mock = await startMockUpstream();
+  });
+  afterAll(() => mock?.close());
+  beforeEach(() => mock.reset());
+
+  claudeIt('Claude Code finishes a tool round trip against the mock', async () => {
+    const r = await runClaudeCode({
+      baseUrl: mock.url,
+      apiKey: 'sk-ant-direct',
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+      beforeStart: (cwd) => mock.enqueue(...toolRoundTrip(/\/v1\/messages$/, claudeRead(cwd))),
+    });
+    expectFinished(r, ANSWER);
+    expect(mock.requests.map((q) => `${q.method} ${q.path}`)).toEqual([
+      'POST /v1/messages',
+      'POST /v1/messages',
+    ]);
+    const [first, second] = mock.requests.map(wireView);
+    expect(first?.auth).toEqual({ header: 'x-api-key', key: 'sk-ant-direct' });
+    expect(first?.stream).toBe(true);
+    expect(first?.tools.map((t) => t.name)).toContain('Read');
+    const result = second?.turns.at(-1)?.toolResults[0];
+    expect(JSON.stringify(result?.content)).toContain('hello from the file');
+  });
+
+  codexIt('Codex finishes a tool round trip against the mock', async () => {
+    mock.enqueue(...toolRoundTrip(/\/v1\/responses$/, codexExec));
+    const r = await runCodex({
+      baseUrl: `${mock.url}/v1`,
+      apiKey: 'sk-direct',
+      model: 'gpt-5.5',
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+    });
+    expectFinished(r, ANSWER);
+    expect(mock.requests.map((q) => `${q.method} ${q.path}`)).toEqual([
+      'POST /v1/responses',
+      'POST /v1/responses',
+    ]);
+    const [first, second] = mock.requests.map(wireView);
+    expect(first?.auth).toEqual({ header: 'authorization', key: 'sk-direct' });
+    expect(first?.tools.map((t) => t.name)).toContain('exec_command');
+    const result = second?.turns.at(-1)?.toolResults[0];
+    expect(String(result?.content)).toContain('hello from the file');
+  });
+
+  codexIt('a run past its time limit is killed with every process it started', async () => {
+    // Codex's npm launcher runs the native binary as a child: both must go.
+    mock.enqueue({ match: { format: 'openai-responses' }, stallAfterEvents: 1 });
+    const r = await runCodex({
+      baseUrl: `${mock.url}/v1`,
+      apiKey: 'sk-direct',
+      prompt: 'Hi',
+      timeoutMs: 5000,
+    });
+    expect(r.timedOut).toBe(true);
+    expect(r.exitCode).not.toBe(0);
+    // No process of the group is left (waited for: the last ones may still be being reaped).
+    await vi.waitFor(() =>
+      expect(() => process.kill(-r.pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' })),
+    );
+  });
+});
+
+describe('the coding agents through Gatehouse', () => {
+  let mock: MockUpstream;
+  let gw: TestGateway;
+  let proxy: RecordingProxy;
+  let configDir: string | undefined;
+  /** Generation ids recorded before the current test. */
+  let before = new Set<string>();
+  const generationIds = async () => {
+    await gw.services.accountant.flush();
+    const rows = await gw.services.db
+      .selectFrom('generations')
+      .select(['id'])
+      .orderBy('created_at')
+      .execute();
+    return rows.map((r) => r.id);
+  };
+
+  beforeAll(async () => {
+    if (!hasClaude && !hasCodex) return;
+    mock = await startMockUpstream();
+    const models = (Object.keys(PRICES) as Priced[]).map((id) => ({
+      id: `${vendorOf(id)}/${id}`,
+      aliases: [id],
+      endpoints: [{ provider: vendorOf(id), upstream_model: id, pricing: PRICES[id] }],
+    }));
+    configDir = mkdtempSync(join(tmpdir(), 'gatehouse-agents-'));
+    const config = join(configDir, 'gatehouse.json');
+    writeFileSync(config, JSON.stringify({ models }));
+    gw = await startTestGateway('sqlite', {
+      env: {
+        ANTHROPIC_BASE_URL: `${mock.url}/anthropic`,
+        ANTHROPIC_API_KEY: OPERATOR_KEYS.anthropic,
+        OPENAI_BASE_URL: `${mock.url}/openai/v1`,
+        OPENAI_API_KEY: OPERATOR_KEYS.openai,
+        GATEHOUSE_CONFIG: config,
+        GATEHOUSE_UNPRICED_MODELS: 'allow',
+      },
+    });
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 100,
+    });
+    proxy = await startRecordingProxy(gw.url);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await gw?.stop();
+    await mock?.close();
+    if (configDir) rmSync(configDir, { recursive: true, force: true });
+  });
+  beforeEach(async () => {
+    if (!gw) return;
+    mock.reset();
+    proxy.requests.length = 0;
+    before = new Set(await generationIds());
+  });
+
+  /** What reached the upstream of one vendor. */
+  const upstream = (vendor: 'anthropic' | 'openai'): RecordedRequest[] =>
+    mock.requests.filter((r) => r.path.startsWith(`/${vendor}/`));
+
+  /** The agent's inference calls as it sent them (through the recording proxy). */
+  const sent = () => proxy.requests.filter((r) => r.method === 'POST');
+
+  /** Neither the gateway key nor any caller credential reached the upstream; the operator's did. */
+  function expectOperatorKey(reqs: RecordedRequest[], vendor: 'anthropic' | 'openai') {
+    expect(reqs.length).toBeGreaterThan(0);
+    for (const r of reqs) {
+      expect(wireView(r).auth?.key).toBe(OPERATOR_KEYS[vendor]);
+      expect(JSON.stringify(r.headers) + JSON.stringify(r.body)).not.toContain(gw.apiKey);
+    }
+  }
+
+  /** The generations of this test's calls: one per upstream turn, priced from the mock's usage. */
+  async function expectPricedGenerations(model: Priced) {
+    // The agent may exit before the gateway has queued the last record: wait for both turns.
+    const ids = await vi.waitFor(async () => {
+      const fresh = (await generationIds()).filter((id) => !before.has(id));
+      if (fresh.length < TURNS.length) throw new Error(`${fresh.length} generations recorded so far`);
+      return fresh;
+    });
+    const key = client(gw.url, gw.apiKey);
+    const gens = await Promise.all(
+      ids.map(async (id) => (await key('GET', `/generation?id=${id}`)).body.data),
+    );
+    expect(gens.map((g) => [g.tokens_prompt, g.native_tokens_cached, g.tokens_completion])).toEqual(
+      TURNS.map((u) => [u.prompt_tokens, u.cached_tokens, u.completion_tokens]),
+    );
+    const total = gens.reduce((s, g) => s + g.total_cost, 0);
+    expect(total).toBeCloseTo(expectedCost(model), 10);
+  }
+
+  const claudeBase = () => `${proxy.url}/api`; // the client appends /v1/messages
+  const codexBase = () => `${proxy.url}/api/v1`; // Codex appends /responses
+
+  claudeIt(
+    'Claude Code → Anthropic: the request reaches the upstream intact; usage and cached tokens priced',
+    async () => {
+      const r = await runClaudeCode({
+        baseUrl: claudeBase(),
+        apiKey: gw.apiKey,
+        prompt: 'What does hello.txt say?',
+        files: FILES,
+        beforeStart: (cwd) => mock.enqueue(...toolRoundTrip(/^\/anthropic\//, claudeRead(cwd))),
+      });
+      expectFinished(r, ANSWER);
+      const got = upstream('anthropic');
+      const asSent = sent();
+      expect(got.map((q) => q.path)).toEqual(['/anthropic/v1/messages', '/anthropic/v1/messages']);
+      expect(asSent).toHaveLength(2);
+      for (const [i, q] of got.entries()) {
+        const original = asSent[i];
+        // The body exactly as Claude Code sent it: its default model id, cache breakpoints,
+        // context_management, thinking, output_config, metadata, mid-conversation system turns…
+        expect(q.body).toEqual(original?.body);
+        expect(q.body.model).toBe('claude-opus-5-5');
+        expect(q.headers['anthropic-beta']).toBe(original?.headers['anthropic-beta']);
+        expect(q.headers['anthropic-version']).toBe(original?.headers['anthropic-version']);
+      }
+      expect(got[0]?.body.context_management).toBeTruthy();
+      expect(got[1]?.body.messages.at(-1).content.at(-1)).toMatchObject({
+        type: 'tool_result',
+        cache_control: { type: 'ephemeral' },
+      });
+      expectOperatorKey(got, 'anthropic');
+      await expectPricedGenerations('claude-opus-5-5');
+    },
+  );
+
+  claudeIt('Claude Code → an OpenAI-served model: translated, finishes its tool round trip', async () => {
+    const r = await runClaudeCode({
+      baseUrl: claudeBase(),
+      apiKey: gw.apiKey,
+      model: 'gpt-5.5',
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+      beforeStart: (cwd) => mock.enqueue(...toolRoundTrip(/^\/openai\//, claudeRead(cwd))),
+    });
+    expectFinished(r, ANSWER);
+    const got = upstream('openai');
+    expect(got).toHaveLength(2);
+    const [first, second] = got.map(wireView);
+    expect(first?.model).toBe('gpt-5.5');
+    expect(first?.system).toContain('Claude');
+    expect(first?.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['Read', 'Bash']));
+    expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
+    expectOperatorKey(got, 'openai');
+    await expectPricedGenerations('gpt-5.5');
+  });
+
+  claudeIt(
+    'Claude Code with an unlisted Claude model id: passed through to the Anthropic provider',
+    async () => {
+      const r = await runClaudeCode({
+        baseUrl: claudeBase(),
+        apiKey: gw.apiKey,
+        model: 'claude-zeta-9',
+        prompt: 'Hi',
+      });
+      expectFinished(r, 'Hello from claude-zeta-9!');
+      expect(upstream('anthropic').map((q) => q.body.model)).toEqual(['claude-zeta-9']);
+    },
+  );
+
+  codexIt(
+    'Codex (its default model) → OpenAI Responses: the request reaches the upstream intact',
+    async () => {
+      const r = await runCodex({ baseUrl: codexBase(), apiKey: gw.apiKey, prompt: 'Say hello.' });
+      expectFinished(r, 'Hello from gpt-6.1-sol!');
+      const got = upstream('openai');
+      expect(got.map((q) => q.path)).toEqual(['/openai/v1/responses']);
+      // Codex's own dialect for OpenAI models: tools as namespaces in an `additional_tools` input
+      // item, encrypted reasoning asked back, nothing stored, a prompt cache key.
+      expect(got[0]?.body).toEqual(sent()[0]?.body);
+      expect(got[0]?.body).toMatchObject({
+        model: 'gpt-6.1-sol',
+        stream: true,
+        store: false,
+        include: ['reasoning.encrypted_content'],
+        prompt_cache_key: expect.any(String),
+      });
+      expect(got[0]?.body.input[0]).toMatchObject({ type: 'additional_tools' });
+      expectOperatorKey(got, 'openai');
+    },
+  );
+
+  codexIt(
+    'Codex (gpt-5.5) → OpenAI Responses: tool round trip intact; usage and cached tokens priced',
+    async () => {
+      mock.enqueue(...toolRoundTrip(/^\/openai\//, codexExec));
+      const r = await runCodex({
+        baseUrl: codexBase(),
+        apiKey: gw.apiKey,
+        model: 'gpt-5.5',
+        prompt: 'What does hello.txt say?',
+        files: FILES,
+      });
+      expectFinished(r, ANSWER);
+      const got = upstream('openai');
+      expect(got.map((q) => q.path)).toEqual(['/openai/v1/responses', '/openai/v1/responses']);
+      const asSent = sent();
+      for (const [i, q] of got.entries()) expect(q.body).toEqual(asSent[i]?.body);
+      // Built-in and freeform tools beside the function tools.
+      expect(got[0]?.body.tools.map((t: any) => t.type)).toEqual(
+        expect.arrayContaining(['function', 'custom', 'web_search', 'tool_search']),
+      );
+      expect(got[1]?.body.input.map((i: any) => i.type)).toEqual(
+        expect.arrayContaining(['function_call', 'function_call_output']),
+      );
+      expectOperatorKey(got, 'openai');
+      await expectPricedGenerations('gpt-5.5');
+    },
+  );
+
+  codexIt('Codex → an Anthropic-served model: translated, finishes its tool round trip', async () => {
+    mock.enqueue(...toolRoundTrip(/^\/anthropic\//, codexExec));
+    const r = await runCodex({
+      baseUrl: codexBase(),
+      apiKey: gw.apiKey,
+      model: 'claude-opus-5-5',
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+    });
+    expectFinished(r, ANSWER);
+    const got = upstream('anthropic');
+    expect(got.map((q) => q.path)).toEqual(['/anthropic/v1/messages', '/anthropic/v1/messages']);
+    const [first, second] = got.map(wireView);
+    expect(first?.model).toBe('claude-opus-5-5');
+    expect(first?.tools.map((t) => t.name)).toContain('exec_command');
+    expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
+    expectOperatorKey(got, 'anthropic');
+    await expectPricedGenerations('claude-opus-5-5');
+  });
+
+  codexIt('Codex with an unlisted GPT model id: passed through to the OpenAI provider', async () => {
+    const r = await runCodex({ baseUrl: codexBase(), apiKey: gw.apiKey, model: 'gpt-zeta-9', prompt: 'Hi' });
+    expectFinished(r, 'Hello from gpt-zeta-9!');
+    expect(upstream('openai').map((q) => q.body.model)).toEqual(['gpt-zeta-9']);
+  });
+});

@@ -1,0 +1,67 @@
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ProxiedRequest {
+  method: string;
+  /** Path and query as the client sent them. */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** JSON-parsed body, or the raw text when it is not JSON. */
+  body: any;
+}
+
+export interface RecordingProxy {
+  url: string;
+  requests: ProxiedRequest[];
+  close(): Promise<void>;
+}
+
+/**
+ * A reverse proxy that records every request and forwards it unchanged to `target` (an
+ * http://host:port origin), relaying the answer as it streams. Put between a client and the
+ * gateway, it shows exactly what the client sent, to compare with what reached the upstream.
+ */
+export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
+  const requests: ProxiedRequest[] = [];
+  const to = new URL(target);
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      let body: any = raw.toString('utf8');
+      try {
+        body = body ? JSON.parse(body) : null;
+      } catch {}
+      requests.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body });
+      const upstream = httpRequest(
+        {
+          host: to.hostname,
+          port: to.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: to.host },
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on('error', (err) => {
+        if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(`recording proxy: ${err.message}`);
+      });
+      upstream.end(raw);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
