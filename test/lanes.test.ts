@@ -299,6 +299,50 @@ describe('pass-through lanes', () => {
     });
   });
 
+  describe('/messages/count_tokens', () => {
+    it('is counted by Anthropic as the client sent it, and estimated (said so) where no provider counts', async () => {
+      const body = {
+        model: 'test/claude',
+        system: [
+          { type: 'text' as const, text: 'You are terse.', cache_control: { type: 'ephemeral' as const } },
+        ],
+        messages: [{ role: 'user' as const, content: 'How many tokens is this?' }],
+        thinking: { type: 'enabled' as const, budget_tokens: 2048 },
+      };
+      const counted = await anthropic.messages.countTokens(body);
+      expect(counted.input_tokens).toBeGreaterThan(0);
+      expect(mock.requests[0]!.path).toBe('/anthropic/v1/messages/count_tokens');
+      expect(mock.requests[0]!.body).toEqual({ ...body, model: 'claude-x' });
+      expect(mock.requests[0]!.headers['x-api-key']).toBe('sk-operator-anthropic-00');
+
+      const estimated = await client(gw.url, gw.apiKey)('POST', '/messages/count_tokens', {
+        ...body,
+        model: 'test/gpt',
+      });
+      expect(estimated.status, estimated.text).toBe(200);
+      expect(estimated.body).toEqual({ input_tokens: expect.any(Number), estimated: true });
+      expect(estimated.body.input_tokens).toBeGreaterThan(0);
+      expect(estimated.headers.get('x-gatehouse-route')).toBe('estimated');
+      expect(mock.requests).toHaveLength(1);
+      // Counting is free: no generation is recorded.
+      await gw.services.accountant.flush();
+      const rows = await gw.services.db
+        .selectFrom('generations')
+        .select('id')
+        .where('upstream_model', '=', 'claude-x')
+        .execute();
+      const before = rows.length;
+      await anthropic.messages.countTokens(body);
+      await gw.services.accountant.flush();
+      const after = await gw.services.db
+        .selectFrom('generations')
+        .select('id')
+        .where('upstream_model', '=', 'claude-x')
+        .execute();
+      expect(after.length).toBe(before);
+    });
+  });
+
   describe('/chat/completions → an OpenAI provider', () => {
     it('sends every field OpenAI takes, asks a stream for its usage, and maps OpenRouter’s reasoning', async () => {
       mock.enqueue({ reply: { text: 'hi there' } });

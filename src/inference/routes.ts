@@ -12,7 +12,7 @@ import type { Services } from '../services.js';
 import { DROPPED_FIELDS_HEADER } from './decorate.js';
 import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
-import { type CallerWire, type ChatWire, WIRES } from './wires/index.js';
+import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
 import { isObj } from './wires/texts.js';
 
 const AnyBody = Type.Object({}, { additionalProperties: true });
@@ -120,6 +120,19 @@ export async function inferenceRoutes(app: Router, services: Services) {
   app.post(WIRES.responses.path, route(WIRES.responses), async (req, reply) => {
     const store = await storeAround(services.storedResponses, req);
     return serveChat(engine, WIRES.responses, req, reply, store);
+  });
+
+  // Claude Code and the Anthropic SDK's countTokens: Anthropic counts natively; an estimate
+  // (marked as one) for a model no such provider serves.
+  app.post(countTokensWire.path, route(countTokensWire), async (req, reply) => {
+    const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
+    reply.header('x-gatehouse-provider', counted.provider);
+    if ('forwarded' in counted) {
+      reply.header('x-gatehouse-route', 'passthrough');
+      return relayed(reply, counted, undefined);
+    }
+    reply.header('x-gatehouse-route', 'estimated');
+    return { input_tokens: counted.estimate, estimated: true };
   });
 
   const embeddings = WIRES.embeddings;

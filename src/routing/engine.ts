@@ -27,8 +27,10 @@ import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
 import {
   type Attempt,
+  classify,
   type Failure,
   type FallbackContext,
+  openAttempt,
   type Prepared,
   type Routed,
   routeWithFallbacks,
@@ -607,6 +609,41 @@ export class Engine {
     const prompt = nothing ? 0 : estimateTokens(promptChars(call, prep));
     const completion = estimateTokens(outputChars);
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  }
+
+  /**
+   * Counts a prompt's tokens (Anthropic's count_tokens): the provider's own count where it serves
+   * one natively (the body as sent), else an estimate. The caller's policy applies as to any call
+   * (the model, rate limit, content filters); nothing is billed or recorded.
+   */
+  async countTokens(
+    call: InferenceCall,
+  ): Promise<{ forwarded: ForwardedJson; provider: string } | { estimate: number; provider: string }> {
+    const prep = await this.prepare(call);
+    let last: Failure | null = null;
+    for (const a of prep.attempts.filter((x) => x.lane)) {
+      const provider = a.candidate.endpoint.provider;
+      const scope = openAttempt(call.signal, this.deps.upstreamTimeoutMs);
+      try {
+        const body = call.wire.laneBody(prep.body, a.candidate.endpoint.upstreamModel);
+        const adapter = this.deps.provider(provider) as Required<Pick<Provider, 'forward'>>;
+        const forwarded = await adapter.forward(
+          { wire: call.wire.native, body, headers: call.headers, stream: false },
+          this.ctx(a, scope.signal, false),
+        );
+        return { forwarded, provider };
+      } catch (raw) {
+        if (call.signal.aborted) throw raw;
+        scope.unlink();
+        last = { err: classify(raw, scope.timedOut(), this.deps.upstreamTimeoutMs), provider, lane: true };
+        if (!last.err.retryable) break;
+      } finally {
+        scope.close();
+      }
+    }
+    if (last) throw upstreamToApiError(last);
+    const provider = prep.attempts[0]?.candidate.endpoint.provider ?? '';
+    return { estimate: estimateTokens(promptChars(call, prep)), provider };
   }
 
   /**

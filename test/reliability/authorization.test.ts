@@ -336,6 +336,7 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
     mgmtOnApi: 403,
   },
+  'POST /api/v1/messages/count_tokens': { auth: 'api', body: () => chat, ok: 200, mgmtOnApi: 403 },
   'POST /api/v1/responses': {
     auth: 'api',
     body: () => ({ model: 'gatehouse/echo', input: 'hi' }),

@@ -104,3 +104,17 @@ export const messagesWire: ChatWire = {
   renderError,
   errorSchema: ErrorSchema,
 };
+
+/**
+ * `POST /messages/count_tokens`: the same body, counted by a provider that counts natively
+ * (Anthropic's own endpoint), else estimated.
+ */
+export const countTokensWire: ChatWire = {
+  ...messagesWire,
+  native: 'anthropic-count-tokens',
+  // A body to count has no max_tokens (nothing is generated): checked as a message all the same.
+  parse: (body, headers) => messagesRequestToChat({ max_tokens: 1, ...body }, headers),
+  path: '/messages/count_tokens',
+  summary:
+    'Count the tokens of a Messages request (Anthropic format; estimated where the provider has no count)',
+};
