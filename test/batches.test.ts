@@ -410,6 +410,29 @@ describe.each(databases)('batches (%s)', (db) => {
       expect((await credits()) - creditsBefore).toBeCloseTo(done.usage.cost, 12);
     });
 
+    it('takes a body Gatehouse does not understand when the provider speaks its format, and sends it as it is', async () => {
+      const body = {
+        model: 'test/claude',
+        max_tokens: 64,
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] },
+        ],
+        context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
+        a_field_from_next_year: true,
+      };
+      const created = await call('POST', '/batches', {
+        endpoint: '/v1/messages',
+        completion_window: '24h',
+        requests: [{ custom_id: 'm', body }],
+      });
+      expect(created.status, created.text).toBe(202);
+      const done = await waitFor(call, created.body.id, ['completed', 'failed']);
+      expect(done.request_counts).toEqual({ completed: 1, failed: 0, total: 1 });
+      expect(mock.requests.at(-1)?.body).toEqual({ ...body, model: 'claude-x' });
+      // The answer is Anthropic's own, as the synchronous endpoint relays it.
+      expect(done.results[0].response.body).toMatchObject({ type: 'message', model: 'claude-x' });
+    });
+
     it('records per-request failures in their items: a final 400, a 429 retried to success, a 500 until attempts run out', async () => {
       const only = (slug: string) => ({ provider: { only: [slug] } });
       mock.enqueue(

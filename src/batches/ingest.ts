@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
 import type { BatchConfig } from '../config.js';
 import type { Db } from '../db/connection.js';
-import { type ChatRequest, TranslationError } from '../formats/chat.js';
-import { embeddingsRequestFromBody } from '../inference/bodies.js';
+import { TranslationError } from '../formats/chat.js';
 import { WIRES } from '../inference/wires/index.js';
 import { ApiError, badRequest } from '../lib/errors.js';
-import { type Catalog, findModel } from '../routing/catalog.js';
+import type { NativeWire } from '../providers/types.js';
+import { type Catalog, findModel, type ModelEntry } from '../routing/catalog.js';
 import { BatchBodyError, type BatchBodyEvent, BatchBodyParser } from './body-parser.js';
 import * as store from './ingest-store.js';
 import {
@@ -115,6 +115,8 @@ export class Ingestion {
     private readonly config: BatchConfig,
     readonly batchId: string,
     sqlite?: SQLite.Database | null,
+    /** Whether a provider of the model serves the wire natively (its bodies go as sent). */
+    private readonly native: (model: ModelEntry, wire: NativeWire) => boolean = () => false,
   ) {
     this.parser = new BatchBodyParser({ maxItemBytes: config.maxItemBytes });
     this.sqliteWriter = sqlite ? new store.SqliteItemWriter(db, sqlite) : null;
@@ -239,22 +241,13 @@ export class Ingestion {
     const b = body as Record<string, unknown>;
     if (b.stream === true)
       throw requestError(index, customId, '.body.stream: streaming is not supported in batches');
-    let model: string;
-    let maxTokens: number | undefined;
-    try {
-      const kind = BATCH_ENDPOINTS[endpoint];
-      if (kind === 'embeddings') {
-        model = embeddingsRequestFromBody(b).model;
-        maxTokens = 0;
-      } else {
-        const req = WIRES[kind].parse(b) as ChatRequest;
-        model = req.model;
-        maxTokens = req.max_completion_tokens ?? req.max_tokens;
-      }
-    } catch (err) {
-      if (err instanceof TranslationError) throw requestError(index, customId, `.body.${err.message}`);
-      throw err;
-    }
+    if (typeof b.model !== 'string' || b.model === '')
+      throw requestError(index, customId, '.body.model: a model id is required');
+    const model = b.model;
+    const limit = [b.max_completion_tokens, b.max_tokens, b.max_output_tokens].find(
+      (n): n is number => typeof n === 'number' && Number.isInteger(n) && n > 0,
+    );
+    const maxTokens = BATCH_ENDPOINTS[endpoint] === 'embeddings' ? 0 : limit;
     const entry = findModel(this.catalog, model);
     if (!entry) throw requestError(index, customId, `.body.model: model ${model} not found`);
     const kind = BATCH_ENDPOINTS[endpoint] === 'embeddings' ? 'embeddings' : 'chat';
@@ -264,6 +257,17 @@ export class Ingestion {
         customId,
         `.body.model: ${entry.id} is not ${kind === 'chat' ? 'a chat' : 'an embeddings'} model`,
       );
+    // A body the endpoint's translation refuses is refused now, as the synchronous endpoint would —
+    // unless a provider of the model takes the caller's format as it is (a pass-through lane).
+    const wire = WIRES[BATCH_ENDPOINTS[endpoint]];
+    if (!this.native(entry, wire.native)) {
+      try {
+        wire.parse(b);
+      } catch (err) {
+        if (err instanceof TranslationError) throw requestError(index, customId, `.body.${err.message}`);
+        throw err;
+      }
+    }
     if (this.batchModel !== null && this.canonical(this.batchModel) !== entry.id)
       throw requestError(index, customId, `.body.model: must be the batch's model ${this.batchModel}`);
     if (this.firstModel === null) this.firstModel = { id: entry.id, index, customId };

@@ -107,7 +107,9 @@ export class BatchesService {
       updated_at_ms: Date.now(),
     });
     try {
-      const ingested = await new Ingestion(db, this.deps.catalog, config, id, this.deps.sqlite).read(body);
+      const ingested = await new Ingestion(db, this.deps.catalog, config, id, this.deps.sqlite, (m, w) =>
+        this.deps.engine.servesNatively(m, w),
+      ).read(body);
       const estimate = await this.admit(caller, ingested);
       await store.acceptBatch(db, id, {
         endpoint: ingested.endpoint,

@@ -16,6 +16,7 @@ import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import {
   type CallContext,
   type ForwardedJson,
+  type NativeWire,
   type Provider,
   type RelayFrame,
   type TranslationTarget,
@@ -298,6 +299,14 @@ export class Engine {
       latency: (slug) => this.latencyEwma.get(slug) ?? 0,
       throughput: (slug) => this.throughputEwma.get(slug),
       keyOptional: (slug) => this.deps.provider(slug).traits.keyOptional,
+    });
+  }
+
+  /** Whether a provider of `model` takes `native` bodies as they are (a pass-through lane). */
+  servesNatively(model: ModelEntry, native: NativeWire): boolean {
+    return model.endpoints.some((e) => {
+      const p = this.deps.catalog.providers.has(e.provider) ? this.deps.provider(e.provider) : null;
+      return p?.traits.natives.has(native) === true && p.forward !== undefined;
     });
   }
 
