@@ -1,11 +1,48 @@
-import { Type } from '@sinclair/typebox';
-import type { EmbeddingsResponse } from '../../formats/chat.js';
+import { type Static, Type } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { type EmbeddingsRequest, type EmbeddingsResponse, TranslationError } from '../../formats/chat.js';
 import type { Body, TextSlot } from '../../routing/call.js';
 import { envelope } from '../../server/errors.js';
-import { embeddingsRequestFromBody } from '../bodies.js';
 import { fullUsage } from '../decorate.js';
 import { stringSlot } from './texts.js';
 import { type CallerWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
+
+/** The Embeddings body as the translated path validates it. */
+const EmbeddingsBody = Type.Object(
+  {
+    model: Type.String({ minLength: 1 }),
+    input: Type.Union([
+      Type.String(),
+      Type.Array(Type.String(), { minItems: 1 }),
+      Type.Array(Type.Integer(), { minItems: 1 }),
+      Type.Array(Type.Array(Type.Integer()), { minItems: 1 }),
+    ]),
+    encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
+    dimensions: Type.Optional(Type.Integer({ minimum: 1 })),
+    user: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+const embeddingsCheck = TypeCompiler.Compile(EmbeddingsBody);
+
+/** An embeddings body (validated as the route's schema does) → the canonical request. */
+function embeddingsRequestFromBody(body: unknown): EmbeddingsRequest {
+  if (!embeddingsCheck.Check(body)) {
+    const first = embeddingsCheck.Errors(body).First();
+    const path = first?.path ? first.path.slice(1).replaceAll('/', '.') : 'body';
+    throw new TranslationError(`${path || 'body'}: ${first?.message ?? 'invalid embeddings request'}`);
+  }
+  return embeddingsRequest(body);
+}
+
+const embeddingsRequest = (body: Static<typeof EmbeddingsBody>): EmbeddingsRequest => ({
+  model: body.model,
+  input: body.input,
+  encoding_format: body.encoding_format,
+  dimensions: body.dimensions,
+  user: body.user,
+});
 
 /** String inputs (token-id inputs carry no text). */
 function texts(body: Body): TextSlot[] {
