@@ -10,7 +10,6 @@ import {
   TranslationError,
   type Usage,
 } from '../formats/chat.js';
-import type { SafeguardResult } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import {
@@ -23,6 +22,7 @@ import {
   UpstreamError,
 } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
+import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
@@ -37,6 +37,7 @@ import {
   routeWithFallbacks,
   upstreamToApiError,
 } from './fallback.js';
+import { type Meter, readChunk, readFrame, responseChars } from './metering.js';
 import type { RoutingMetrics } from './metrics.js';
 import { admitUnpriced } from './passthrough.js';
 import type { ProviderPreferences } from './preferences.js';
@@ -101,44 +102,9 @@ export type Streaming = {
   final: () => { usage: Usage; cost: Cost } | null;
 } & ({ lane: true; frames: AsyncIterable<RelayFrame> } | { lane: false; chunks: AsyncIterable<ChatChunk> });
 
-/** What a stream's meter has seen so far. */
-interface Meter {
-  usage: Usage | null;
-  /** The provider's id of the answer (lanes). */
-  responseId: string | null;
-  /** Characters of output (an estimate's input when no usage came). */
-  chars: number;
-  finishReason: string | null;
-}
-
-const readChunk = (chunk: ChatChunk, m: Meter) => {
-  if (chunk.usage) m.usage = chunk.usage;
-  for (const ch of chunk.choices) {
-    m.chars += (ch.delta.content?.length ?? 0) + (ch.delta.reasoning?.length ?? 0);
-    for (const tc of ch.delta.tool_calls ?? [])
-      m.chars += (tc.function?.name?.length ?? 0) + (tc.function?.arguments?.length ?? 0);
-    if (ch.finish_reason) m.finishReason = ch.finish_reason;
-  }
-};
-
-const readFrame = (f: RelayFrame, m: Meter) => {
-  if (f.usage) m.usage = f.usage;
-  if (f.responseId) m.responseId = f.responseId;
-  if (f.outputChars) m.chars += f.outputChars;
-  if (f.finishReason) m.finishReason = f.finishReason;
-};
-
-/** Characters of a translated answer's output. */
-const responseChars = (r: ChatResponse) =>
-  r.choices.reduce((n, ch) => {
-    const m = ch.message;
-    const content = typeof m.content === 'string' ? m.content.length : 0;
-    const tools = (m.tool_calls ?? []).reduce(
-      (t, tc) => t + tc.function.name.length + tc.function.arguments.length,
-      0,
-    );
-    return n + content + (m.reasoning?.length ?? 0) + tools;
-  }, 0);
+/** A provider that takes `native` bodies as they are (a lane). */
+const speaks = (p: Provider, native: NativeWire): boolean =>
+  p.traits.natives.has(native) && p.forward !== undefined;
 
 /**
  * The routing engine: a library used by the HTTP endpoints, batches and interns. It resolves the
@@ -248,7 +214,7 @@ export class Engine {
     };
     for (const candidate of candidates) {
       const provider = this.deps.provider(candidate.endpoint.provider);
-      if (provider.traits.natives.has(wire.native) && provider.forward) {
+      if (speaks(provider, wire.native)) {
         attempts.push({ candidate, lane: true });
         continue;
       }
@@ -304,10 +270,9 @@ export class Engine {
 
   /** Whether a provider of `model` takes `native` bodies as they are (a pass-through lane). */
   servesNatively(model: ModelEntry, native: NativeWire): boolean {
-    return model.endpoints.some((e) => {
-      const p = this.deps.catalog.providers.has(e.provider) ? this.deps.provider(e.provider) : null;
-      return p?.traits.natives.has(native) === true && p.forward !== undefined;
-    });
+    return model.endpoints.some(
+      (e) => this.deps.catalog.providers.has(e.provider) && speaks(this.deps.provider(e.provider), native),
+    );
   }
 
   /**
@@ -745,28 +710,4 @@ export class Engine {
       }),
     );
   }
-}
-
-/**
- * Content filters over the caller's own body (its texts, through the wire's walker): a block is a
- * 403; redactions are made on a copy, which every attempt — lane or translated — then sends.
- */
-function filterBody(call: InferenceCall, checks: CallChecks): { body: Body; safeguards: SafeguardResult[] } {
-  if (!checks.filtering) return { body: call.body, safeguards: [] };
-  const body = structuredClone(call.body);
-  const slots = call.wire.texts(body);
-  const messages = slots.map((s) => ({ role: s.role, content: s.text }));
-  const out = checks.filter(messages);
-  if (out.blocked) throw forbidden(`Blocked by content filter: ${out.blocked}`);
-  for (const [i, m] of out.messages.entries()) {
-    if (m !== messages[i] && typeof m.content === 'string') slots[i]?.set(m.content);
-  }
-  return { body, safeguards: out.results };
-}
-
-/** Characters of the prompt as the caller sent it (an estimate's input). */
-function promptChars(call: InferenceCall, prep: Prepared): number {
-  let n = 0;
-  for (const s of call.wire.texts(prep.body)) n += s.text.length + 1;
-  return n;
 }
