@@ -37,6 +37,12 @@ describe('pass-through lanes', () => {
       completion: 15,
       cached_prompt: 0.3,
       cache_write: 3.75,
+      web_search: 0.01,
+    };
+    config.models.find((m: { id: string }) => m.id === 'test/gpt').endpoints[0].pricing = {
+      prompt: 1,
+      completion: 2,
+      web_search: 0.025,
     };
     writeFileSync(file, JSON.stringify(config));
     gw = await startTestGateway('sqlite', { env: up.env });
@@ -297,6 +303,73 @@ describe('pass-through lanes', () => {
       expect(mock.requests[0]!.body.messages[1].content[0].input.body).toBe('hi');
       expect(sent.match(/\[REDACTED:EMAIL\]/g)).toHaveLength(4);
     });
+  });
+
+  it('bills the web searches a provider ran, per search, from its own usage report', async () => {
+    mock.enqueue({
+      body: {
+        id: 'msg_search1',
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-x',
+        content: [{ type: 'text', text: 'found it' }],
+        stop_reason: 'end_turn',
+        stop_sequence: null,
+        usage: { input_tokens: 100, output_tokens: 10, server_tool_use: { web_search_requests: 2 } },
+      },
+    });
+    const msg = await anthropic.messages.create({
+      model: 'test/claude',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'search the web' }],
+      tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }],
+    });
+    const gen = await generation(msg.id);
+    expect(gen.web_search_requests).toBe(2);
+    expect(gen.total_cost).toBeCloseTo((100 * 3 + 10 * 15) / 1e6 + 2 * 0.01, 12);
+
+    // OpenAI's Responses API reports each search as an output item.
+    mock.enqueue({
+      body: {
+        id: 'resp_search1',
+        object: 'response',
+        created_at: 1,
+        status: 'completed',
+        model: 'gpt-x',
+        output: [
+          {
+            type: 'web_search_call',
+            id: 'ws_1',
+            status: 'completed',
+            action: { type: 'search', query: 'x' },
+          },
+          {
+            type: 'message',
+            id: 'msg_1',
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_text', text: 'found', annotations: [] }],
+          },
+        ],
+        usage: {
+          input_tokens: 50,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: 5,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: 55,
+        },
+      },
+    });
+    const res = await client(gw.url, gw.apiKey)('POST', '/responses', {
+      model: 'test/gpt',
+      input: 'search',
+      tools: [{ type: 'web_search' }],
+      store: false,
+    });
+    expect(res.status, res.text).toBe(200);
+    const searched = await generation('resp_search1');
+    expect(searched.web_search_requests).toBe(1);
+    expect(searched.total_cost).toBeCloseTo((50 * 1 + 5 * 2) / 1e6 + 0.025, 12);
   });
 
   describe('/messages/count_tokens', () => {

@@ -8,6 +8,7 @@ import * as m0005 from './migrations/0005_usage_events_index.js';
 import * as m0006 from './migrations/0006_generation_lanes.js';
 import * as m0007 from './migrations/0007_pricing_unknown.js';
 import * as m0008 from './migrations/0008_stored_responses.js';
+import * as m0009 from './migrations/0009_web_searches.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '0006_generation_lanes': m0006,
   '0007_pricing_unknown': m0007,
   '0008_stored_responses': m0008,
+  '0009_web_searches': m0009,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

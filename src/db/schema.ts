@@ -222,6 +222,8 @@ export interface GenerationsTable {
   passthrough: Bool;
   /** The provider's id of the answer, when it gave one (what a pass-through caller sees). */
   upstream_id: string | null;
+  /** Web searches the provider ran for the call (priced per search). */
+  web_search_requests: number;
 }
 
 export interface SettingsTable {

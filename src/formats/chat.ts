@@ -173,6 +173,8 @@ export interface Usage {
   total_tokens: number;
   prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number; audio_tokens?: number };
   completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number };
+  /** Tools the provider ran itself and bills per use (web searches). */
+  server_tool_use?: { web_search_requests?: number };
 }
 
 export interface ChatResponse {

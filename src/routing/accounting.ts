@@ -42,6 +42,7 @@ const GENERATION_COLUMNS = [
   'created_at',
   'passthrough',
   'upstream_id',
+  'web_search_requests',
 ] as const satisfies readonly (keyof GenerationsTable)[];
 
 const USAGE_COLUMNS = [

@@ -42,8 +42,10 @@ export interface Pricing {
   cached_prompt?: number;
   cache_write?: number;
   request?: number;
+  /** USD per web search the provider runs for the call (its server-side search tool). */
+  web_search?: number;
   /** Prices that apply to the whole call once its prompt exceeds `above` tokens (long-context tiers). */
-  long_context?: { above: number } & Partial<Omit<Pricing, 'long_context' | 'request'>>;
+  long_context?: { above: number } & Partial<Omit<Pricing, 'long_context' | 'request' | 'web_search'>>;
 }
 
 export type Capability = 'tools' | 'json' | 'logprobs' | 'reasoning' | 'images';

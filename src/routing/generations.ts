@@ -73,6 +73,7 @@ export function generationView(r: GenerationRow) {
     workspace_id: r.workspace_id,
     error_message: r.error_message,
     passthrough: r.passthrough === 1,
+    web_search_requests: r.web_search_requests,
   };
 }
 

@@ -78,7 +78,7 @@ function currentPrices(model: ModelInfo, now: Date): ModelPrice {
   return (model.prices[0] as (typeof model.prices)[number]).prices;
 }
 
-const KEYS: [keyof ModelPrice & string, keyof Omit<Pricing, 'long_context' | 'request'>][] = [
+const KEYS: [keyof ModelPrice & string, keyof Omit<Pricing, 'long_context' | 'request' | 'web_search'>][] = [
   ['input_mtok', 'prompt'],
   ['output_mtok', 'completion'],
   ['cache_read_mtok', 'cached_prompt'],
@@ -105,6 +105,9 @@ export function pricingOf(model: ModelInfo, now = new Date()): Pricing {
   }
   const perThousandRequests = prices.requests_kcount;
   if (typeof perThousandRequests === 'number') pricing.request = perThousandRequests / 1000;
+  // Web searches per thousand (the data has them; its published types do not name them yet).
+  const perThousandSearches = (prices as Record<string, unknown>).web_searches_kcount;
+  if (typeof perThousandSearches === 'number') pricing.web_search = perThousandSearches / 1000;
   if (tier) pricing.long_context = tier;
   return pricing;
 }

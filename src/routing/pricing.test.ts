@@ -49,6 +49,21 @@ describe('costOf', () => {
     });
   });
 
+  it('prices the web searches a provider ran per search, in the total', () => {
+    const usage = {
+      prompt_tokens: 1_000,
+      completion_tokens: 100,
+      total_tokens: 1_100,
+      server_tool_use: { web_search_requests: 3 },
+    };
+    expect(costOf({ prompt: 3, completion: 15, web_search: 0.01 }, usage)).toEqual({
+      prompt: 0.003,
+      completion: 0.0015,
+      total: 0.0345,
+    });
+    expect(costOf({ prompt: 3, completion: 15 }, usage).total).toBe(0.0045);
+  });
+
   it('reports per-token price strings', () => {
     expect(perToken(0.15)).toBe('1.5e-7');
     expect(perToken(undefined)).toBe('0');

@@ -15,7 +15,8 @@ const round = (usd: number) => Math.round(usd * 1e12) / 1e12;
  * The cost of one call from catalog prices (USD per million tokens). Cached prompt tokens and cache
  * writes are priced separately when the endpoint has such prices; reasoning tokens are part of
  * completion tokens (as every provider reports them). Above a long-context threshold the tier's
- * prices apply to every token of the call.
+ * prices apply to every token of the call. Web searches the provider ran are priced per search, in
+ * the total (neither prompt nor completion).
  */
 export function costOf(listed: Pricing, usage: Usage): Cost {
   // A long-context tier prices the whole call once its prompt is over the threshold.
@@ -31,8 +32,9 @@ export function costOf(listed: Pricing, usage: Usage): Cost {
     PER_TOKEN;
   const completion = usage.completion_tokens * pricing.completion * PER_TOKEN;
   const request = pricing.request ?? 0;
+  const searches = (usage.server_tool_use?.web_search_requests ?? 0) * (listed.web_search ?? 0);
   return {
-    total: round(prompt + completion + request),
+    total: round(prompt + completion + request + searches),
     prompt: round(prompt),
     completion: round(completion),
   };

@@ -68,6 +68,7 @@ export function baseRow(ref: RowRef, id: string): GenerationRow {
     created_at: new Date().toISOString(),
     passthrough: 0,
     upstream_id: null,
+    web_search_requests: 0,
   };
 }
 
@@ -106,6 +107,7 @@ export function servedRow(
     error_message: o.error ?? null,
     passthrough: info.lane ? 1 : 0,
     upstream_id: o.upstreamId ?? null,
+    web_search_requests: usage.server_tool_use?.web_search_requests ?? 0,
   };
 }
 

@@ -611,6 +611,12 @@ describe('Anthropic responses → canonical', () => {
       completion_tokens_details: { reasoning_tokens: 4 },
     });
   });
+
+  it('reports the web searches Anthropic ran (its server tool, billed per search)', () => {
+    const usage = { input_tokens: 1, output_tokens: 2, server_tool_use: { web_search_requests: 3 } };
+    expect(mapAnthropicUsage(usage).server_tool_use).toEqual({ web_search_requests: 3 });
+    expect(mapAnthropicUsage({ input_tokens: 1, output_tokens: 2 }).server_tool_use).toBeUndefined();
+  });
 });
 
 describe('cached-token usage', () => {

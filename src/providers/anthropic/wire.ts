@@ -349,6 +349,9 @@ export function mapAnthropicUsage(raw: unknown): Usage {
   };
   const thinking = obj(u.output_tokens_details).thinking_tokens;
   if (typeof thinking === 'number') usage.completion_tokens_details = { reasoning_tokens: thinking };
+  // Anthropic's server tools bill per use: web searches (web fetches are free).
+  const searches = num(obj(u.server_tool_use).web_search_requests);
+  if (searches) usage.server_tool_use = { web_search_requests: searches };
   return usage;
 }
 

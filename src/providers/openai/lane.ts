@@ -8,25 +8,21 @@ import { nonEmpty, obj } from '../errors.js';
 import { type EventTap, eventJson, type TapRead } from '../lane.js';
 import type { Tapped } from '../types.js';
 import { throwIfErrorPayload } from './errors.js';
-import { mapUsage } from './wire.js';
+import { mapResponsesUsage, mapUsage } from './wire.js';
 
 type Secrets = (string | null | undefined)[];
 
-const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
-
-/** Responses usage (`input_tokens`, …) → canonical (prompt includes cached tokens, as OpenAI counts). */
-export function mapResponsesUsage(raw: unknown): Usage | null {
-  if (!raw || typeof raw !== 'object') return null;
-  const u = obj(raw);
-  const prompt = num(u.input_tokens);
-  const completion = num(u.output_tokens);
-  return {
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: num(u.total_tokens) || prompt + completion,
-    prompt_tokens_details: { cached_tokens: num(obj(u.input_tokens_details).cached_tokens) },
-    completion_tokens_details: { reasoning_tokens: num(obj(u.output_tokens_details).reasoning_tokens) },
-  };
+/**
+ * A Responses answer's usage (canonical), with the web searches it ran: OpenAI reports each as a
+ * `web_search_call` output item, not in the usage.
+ */
+function responsesUsage(response: Record<string, unknown>): Usage | null {
+  const usage = mapResponsesUsage(response.usage);
+  if (!usage) return null;
+  const searches = Array.isArray(response.output)
+    ? response.output.filter((item) => obj(item).type === 'web_search_call').length
+    : 0;
+  return searches ? { ...usage, server_tool_use: { web_search_requests: searches } } : usage;
 }
 
 /** A whole Chat Completions (or Embeddings) answer. */
@@ -88,7 +84,7 @@ export function chatStreamTap(secrets: Secrets): EventTap {
 export function tapResponse(json: unknown, secrets: Secrets): Tapped {
   throwIfErrorPayload(json, secrets);
   const r = obj(json);
-  const usage = mapResponsesUsage(r.usage);
+  const usage = responsesUsage(r);
   return {
     usage,
     finishReason: nonEmpty(r.status) ?? null,
@@ -118,7 +114,7 @@ export function responsesStreamTap(secrets: Secrets): EventTap {
       case 'response.incomplete': {
         const json = eventJson(ev);
         const response = obj(obj(json).response);
-        const usage = mapResponsesUsage(response.usage);
+        const usage = responsesUsage(response);
         const finishReason = nonEmpty(response.status) ?? type.slice(9);
         return { json, ...(usage ? { usage } : {}), finishReason, done: true };
       }
