@@ -1,0 +1,167 @@
+import type { FastifyRequest } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../lib/errors.js';
+import { WIRES } from './index.js';
+import { countTokensWire } from './messages.js';
+
+const request = { id: 'req-1' } as FastifyRequest;
+const GATEHOUSE = {
+  provider: { order: ['x'] },
+  models: ['a/b'],
+  route: 'fallback',
+  debug: {},
+  transforms: [],
+  plugins: [],
+};
+
+describe('lane bodies: the caller’s own, for the provider', () => {
+  it.each(
+    Object.values(WIRES),
+  )('$path keeps unknown fields, drops Gatehouse’s, rewrites the model', (wire) => {
+    const body = { model: 'vendor/model', a_field_from_next_year: { deep: [1] }, ...GATEHOUSE };
+    const sent = wire.laneBody(body, 'upstream-id');
+    expect(sent.model).toBe('upstream-id');
+    expect(sent.a_field_from_next_year).toEqual({ deep: [1] });
+    for (const f of Object.keys(GATEHOUSE)) expect(sent).not.toHaveProperty(f);
+    expect(body.model).toBe('vendor/model'); // the caller's body is not changed
+    expect(body.provider).toBeDefined();
+  });
+
+  it('chat: asks a stream for its usage, maps OpenRouter’s reasoning, strips and lists breakpoints', () => {
+    const body = {
+      model: 'm',
+      stream: true,
+      stream_options: { include_obfuscation: false },
+      reasoning: { effort: 'high' },
+      usage: { include: true },
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'rules', cache_control: { type: 'ephemeral' } }] },
+        { role: 'user', content: 'hi' },
+      ],
+    };
+    const sent = WIRES.chat.laneBody(body, 'gpt-x');
+    expect(sent.stream_options).toEqual({ include_obfuscation: false, include_usage: true });
+    expect(sent.reasoning_effort).toBe('high');
+    expect(sent).not.toHaveProperty('reasoning');
+    expect(sent).not.toHaveProperty('usage');
+    expect(sent.messages).toEqual([
+      { role: 'system', content: [{ type: 'text', text: 'rules' }] },
+      { role: 'user', content: 'hi' },
+    ]);
+    expect(WIRES.chat.laneDropped?.(body)).toEqual(['cache_control']);
+    expect(WIRES.chat.laneDropped?.({ model: 'm', messages: [] })).toEqual([]);
+    // The caller's own messages keep their breakpoints (a translated fallback carries them).
+    expect(JSON.stringify(body.messages)).toContain('cache_control');
+  });
+
+  it('messages: Anthropic refuses fields it does not know — OpenRouter’s usage flag goes too', () => {
+    const sent = WIRES.messages.laneBody(
+      { model: 'm', usage: { include: true }, metadata: { user_id: 'u' } },
+      'c',
+    );
+    expect(sent).toEqual({ model: 'c', metadata: { user_id: 'u' } });
+  });
+});
+
+describe('text walkers: what content filters read and rewrite', () => {
+  it('messages: the system prompt, text blocks, tool results and tool inputs; never thinking', () => {
+    const body = {
+      system: [{ type: 'text', text: 'sys' }],
+      messages: [
+        { role: 'user', content: 'plain' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'secret thoughts', signature: 's' },
+            { type: 'tool_use', id: 't', name: 'n', input: { q: 'query', deep: { list: ['item'] } } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'text', text: 'result' }] }],
+        },
+      ],
+      tools: [{ name: 'n', description: 'describes', input_schema: {} }],
+    };
+    const slots = WIRES.messages.texts(body);
+    expect(slots.map((s) => [s.role, s.text])).toEqual([
+      ['system', 'sys'],
+      ['user', 'plain'],
+      ['assistant', 'query'],
+      ['assistant', 'item'],
+      ['tool', 'result'],
+      ['system', 'describes'],
+    ]);
+    for (const s of slots) s.set(s.text.toUpperCase());
+    expect(body.messages[1]?.content).toEqual([
+      { type: 'thinking', thinking: 'secret thoughts', signature: 's' },
+      { type: 'tool_use', id: 't', name: 'n', input: { q: 'QUERY', deep: { list: ['ITEM'] } } },
+    ]);
+    expect(body.system[0]?.text).toBe('SYS');
+  });
+
+  it('responses: instructions, message parts, call arguments and tool outputs', () => {
+    const body = {
+      instructions: 'be brief',
+      input: [
+        { role: 'user', content: [{ type: 'input_text', text: 'hello' }] },
+        { type: 'function_call', call_id: 'c', name: 'f', arguments: '{"a":1}' },
+        { type: 'function_call_output', call_id: 'c', output: 'done' },
+        { type: 'custom_tool_call', call_id: 'd', name: 'patch', input: '*** patch' },
+      ],
+    };
+    expect(WIRES.responses.texts(body).map((s) => [s.role, s.text])).toEqual([
+      ['system', 'be brief'],
+      ['user', 'hello'],
+      ['assistant', '{"a":1}'],
+      ['tool', 'done'],
+      ['assistant', '*** patch'],
+    ]);
+    expect(WIRES.responses.texts({ input: 'just text' }).map((s) => s.text)).toEqual(['just text']);
+  });
+
+  it('take any JSON without failing: shapes they do not know are skipped', () => {
+    for (const wire of Object.values(WIRES)) {
+      for (const body of [
+        {},
+        { messages: 'x', input: 7, system: null, tools: [null, 1] },
+        { messages: [null, 3, []] },
+      ])
+        expect(() => wire.texts(body as never)).not.toThrow();
+    }
+  });
+});
+
+describe('errors in the caller’s format', () => {
+  it('messages answers Anthropic’s error object, and a lane’s own error body as it came', () => {
+    expect(WIRES.messages.renderError({ status: 429, message: 'slow down' }, request)).toEqual({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: 'slow down' },
+      request_id: 'req-1',
+    });
+    const native = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
+    expect(
+      WIRES.messages.renderError(
+        { status: 502, message: 'x', metadata: { upstream_error: native } },
+        request,
+      ),
+    ).toBe(native);
+    expect(countTokensWire.renderError({ status: 404, message: 'Model x not found' }, request)).toMatchObject(
+      {
+        error: { type: 'not_found_error' },
+      },
+    );
+  });
+
+  it('the OpenAI-format wires answer the standard envelope', () => {
+    expect(WIRES.chat.renderError({ status: 403, message: 'no' }, request)).toEqual({
+      error: { code: 403, message: 'no' },
+    });
+  });
+
+  it('inspect: a model is required, stream must be a boolean', () => {
+    expect(WIRES.chat.inspect({ model: 'a/b', stream: true })).toEqual({ model: 'a/b', stream: true });
+    expect(() => WIRES.messages.inspect({ messages: [] })).toThrow(ApiError);
+    expect(() => WIRES.responses.inspect({ model: 'a/b', stream: 'yes' })).toThrow(/stream/);
+  });
+});
