@@ -102,6 +102,10 @@ export type Streaming = {
   final: () => { usage: Usage; cost: Cost } | null;
 } & ({ lane: true; frames: AsyncIterable<RelayFrame> } | { lane: false; chunks: AsyncIterable<ChatChunk> });
 
+/** A lane's answer (as opposed to an adapter's translated one). */
+const isForwarded = (x: unknown): x is ForwardedJson =>
+  typeof x === 'object' && x !== null && 'text' in x && 'json' in x;
+
 /** A provider that takes `native` bodies as they are (a lane). */
 const speaks = (p: Provider, native: NativeWire): boolean =>
   p.traits.natives.has(native) && p.forward !== undefined;
@@ -350,28 +354,36 @@ export class Engine {
     };
   }
 
+  /**
+   * Runs a non-streaming call through the fallback loop: a lane's attempt forwards the caller's
+   * body, a translated one calls `translated` with the adapter and the translated request.
+   */
+  private async whole<R>(
+    call: InferenceCall,
+    prep: Prepared,
+    translated: (provider: Provider, sent: unknown, ctx: CallContext, a: Attempt) => Promise<R>,
+  ): Promise<{ result: ForwardedJson | R; info: RouteInfo }> {
+    let sent: unknown;
+    const routed = await routeWithFallbacks<ForwardedJson | R>(this.fallback, call, prep, (a, signal) => {
+      const provider = this.deps.provider(a.candidate.endpoint.provider);
+      sent = this.upstreamRequest(call, prep, a);
+      const ctx = this.ctx(a, signal, false);
+      if (!a.lane) return translated(provider, sent, ctx, a);
+      return (provider.forward as NonNullable<Provider['forward']>)(
+        { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: false },
+        ctx,
+      );
+    });
+    return { result: routed.result, info: this.info(call, prep, routed, sent) };
+  }
+
   /** A non-streaming chat call (chat, messages or responses wire). */
   async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
     const prep = await this.prepare(call);
-    let sent: unknown;
-    const routed = await routeWithFallbacks<ForwardedJson | ChatResponse>(
-      this.fallback,
-      call,
-      prep,
-      (a, signal) => {
-        const provider = this.deps.provider(a.candidate.endpoint.provider);
-        sent = this.upstreamRequest(call, prep, a);
-        if (a.lane)
-          return (provider.forward as NonNullable<Provider['forward']>)(
-            { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: false },
-            this.ctx(a, signal, false),
-          );
-        return provider.chat({ ...(sent as ChatRequest), stream: false }, this.ctx(a, signal, false));
-      },
+    const { result, info } = await this.whole(call, prep, (provider, sent, ctx) =>
+      provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
     );
-    const info = this.info(call, prep, routed, sent);
-    const result = routed.result;
-    if ('text' in result)
+    if (isForwarded(result))
       return this.served(
         call,
         prep,
@@ -381,6 +393,7 @@ export class Engine {
         result.outputChars,
         result.finishReason,
       );
+    const finish = result.choices[0]?.finish_reason ?? null;
     return this.served(
       call,
       prep,
@@ -388,36 +401,21 @@ export class Engine {
       { lane: false, response: result },
       result.usage ?? null,
       responseChars(result),
-      result.choices[0]?.finish_reason ?? null,
+      finish,
     );
   }
 
   /** An embeddings call (content filters apply to string inputs). */
   async embed(call: InferenceCall): Promise<Completed<EmbeddingsResponse>> {
     const prep = await this.prepare(call);
-    let sent: unknown;
-    const routed = await routeWithFallbacks<ForwardedJson | EmbeddingsResponse>(
-      this.fallback,
-      call,
-      prep,
-      (a, signal) => {
-        const provider = this.deps.provider(a.candidate.endpoint.provider);
-        sent = this.upstreamRequest(call, prep, a);
-        if (a.lane)
-          return (provider.forward as NonNullable<Provider['forward']>)(
-            { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: false },
-            this.ctx(a, signal, false),
-          );
-        if (!provider.embeddings)
-          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
-            retryable: false,
-          });
-        return provider.embeddings(sent as EmbeddingsRequest, this.ctx(a, signal, false));
-      },
-    );
-    const info = this.info(call, prep, routed, sent);
-    const result = routed.result;
-    if ('text' in result)
+    const { result, info } = await this.whole(call, prep, (provider, sent, ctx, a) => {
+      if (!provider.embeddings)
+        throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
+          retryable: false,
+        });
+      return provider.embeddings(sent as EmbeddingsRequest, ctx);
+    });
+    if (isForwarded(result))
       return this.served(call, prep, info, { lane: true, forwarded: result }, result.usage, 0, null);
     const usage: Usage = {
       prompt_tokens: result.usage.prompt_tokens,
