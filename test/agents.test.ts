@@ -336,6 +336,13 @@ describe('the coding agents through Gatehouse', () => {
         prompt_cache_key: expect.any(String),
       });
       expect(got[0]?.body.input[0]).toMatchObject({ type: 'additional_tools' });
+      // The headers that tell OpenAI this dialect and this session go along.
+      const asSent = sent()[0]?.headers ?? {};
+      expect(got[0]?.headers['x-openai-internal-codex-responses-lite']).toBe('true');
+      expect(got[0]?.headers['session-id'] ?? got[0]?.headers.session_id).toBe(
+        asSent['session-id'] ?? asSent.session_id,
+      );
+      expect(got[0]?.headers.originator).toBe('codex_exec');
       expectOperatorKey(got, 'openai');
     },
   );

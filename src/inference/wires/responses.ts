@@ -75,7 +75,17 @@ export const responsesWire: ChatWire = {
   kind: 'chat',
   path: '/responses',
   summary: 'Responses (OpenAI Responses format), streaming or not',
-  forwardHeaders: ['openai-beta'],
+  // OpenAI's betas, and what Codex sends that shapes OpenAI's answer and its prompt cache: the
+  // dialect of its own models, its session (cache affinity), its client and beta features.
+  forwardHeaders: [
+    'openai-beta',
+    'x-openai-internal-codex-responses-lite',
+    'session_id',
+    'session-id',
+    'originator',
+    'x-codex-beta-features',
+    'x-codex-turn-metadata',
+  ],
   inspect: inspectBody,
   parse: responsesRequestToChat,
   texts,
