@@ -675,6 +675,26 @@ describe.each(databases)('batches (%s)', (db) => {
         /Unexpected end of body.*requests\[0\]/,
       ],
       ['an empty requests array', batchOf([]), /requests is required/],
+      [
+        'a stored-response reference (batches read no stored state)',
+        {
+          endpoint: '/v1/responses',
+          completion_window: '24h',
+          requests: [
+            item('r-0', { model: 'test/gpt', input: 'more', previous_response_id: 'resp_someone_elses' }),
+          ],
+        },
+        /^requests\[0\] \(custom_id "r-0"\)\.body: previous_response_id and item_reference/,
+      ],
+      [
+        'an item reference',
+        {
+          endpoint: '/v1/responses',
+          completion_window: '24h',
+          requests: [item('r-0', { model: 'test/gpt', input: [{ type: 'item_reference', id: 'msg_x' }] })],
+        },
+        /item_reference inputs are not supported in batches/,
+      ],
       ['a missing endpoint', { completion_window: '24h', requests: [item('a')] }, /endpoint is required/],
     ];
 

@@ -7,6 +7,7 @@ import { WIRES } from '../inference/wires/index.js';
 import { ApiError, badRequest } from '../lib/errors.js';
 import type { NativeWire } from '../providers/types.js';
 import { type Catalog, findModel, type ModelEntry } from '../routing/catalog.js';
+import { referencesOf } from '../stored-responses/expansion.js';
 import { BatchBodyError, type BatchBodyEvent, BatchBodyParser } from './body-parser.js';
 import * as store from './ingest-store.js';
 import {
@@ -267,6 +268,23 @@ export class Ingestion {
         if (err instanceof TranslationError) throw requestError(index, customId, `.body.${err.message}`);
         throw err;
       }
+    }
+    // Stored state is not read in batches: a reference would otherwise reach a provider that holds
+    // every tenant's responses under the operator's key (OpenAI's, on a pass-through lane).
+    if (BATCH_ENDPOINTS[endpoint] === 'responses') {
+      let refs: ReturnType<typeof referencesOf>;
+      try {
+        refs = referencesOf(b);
+      } catch (err) {
+        if (err instanceof ApiError) throw requestError(index, customId, `.body.${err.message}`);
+        throw err;
+      }
+      if (refs.previousResponseId !== null || refs.itemIds.length > 0)
+        throw requestError(
+          index,
+          customId,
+          '.body: previous_response_id and item_reference inputs are not supported in batches (send the whole input)',
+        );
     }
     if (this.batchModel !== null && this.canonical(this.batchModel) !== entry.id)
       throw requestError(index, customId, `.body.model: must be the batch's model ${this.batchModel}`);
