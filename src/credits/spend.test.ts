@@ -228,7 +228,7 @@ describe('SpendTracker', () => {
     expect(refused.ok).toBe(false);
     // The refusal says what to run to add credits, for this organization.
     expect(!refused.ok && refused.reason).toMatch(
-      /^Insufficient credits: the organization's balance is \$0\.00\. An operator adds credits with `gatehouse credits add --org org-1 --amount <USD>` or `POST \/api\/v1\/admin\/credits` \{"organization_id":"org-1","amount_usd":<USD>\}/,
+      /^Insufficient credits: the organization's balance is \$0\.00\. An operator adds credits with `POST \/api\/v1\/admin\/credits` \{"organization_id":"org-1","amount_usd":<USD>\} \(seen at once\) or `gatehouse credits add --org org-1 --amount <USD>`/,
     );
     expect(await spend.checkBalance(ORG, { byok: true })).toEqual({ ok: true });
     expect(balanceRequired(true)).toBe(false);

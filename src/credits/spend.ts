@@ -155,8 +155,9 @@ export function windowEnd(interval: ResetInterval, now: Date): Date {
  * API), so that whoever reads the refusal knows the exact next step.
  */
 export const howToAddCredits = (organizationId: string): string =>
-  `An operator adds credits with \`gatehouse credits add --org ${organizationId} --amount <USD>\` or ` +
-  `\`POST /api/v1/admin/credits\` {"organization_id":"${organizationId}","amount_usd":<USD>}; ` +
+  `An operator adds credits with \`POST /api/v1/admin/credits\` ` +
+  `{"organization_id":"${organizationId}","amount_usd":<USD>} (seen at once) or ` +
+  `\`gatehouse credits add --org ${organizationId} --amount <USD>\` (seen within 30 s without Redis); ` +
   'calls on your own provider key (BYOK) need none. Credits are enforced because GATEHOUSE_CREDITS=enforce.';
 
 /** Whether a BYOK call needs credits: it does not (the provider bills the organization directly). */
