@@ -44,6 +44,7 @@ import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
 import { failedRow, type Outcome, servedRow } from './records.js';
 import { type Candidate, type Exclusion, selectCandidates } from './select.js';
+import { DEFAULT_RESERVED_OUTPUT_TOKENS, worstCaseUsd } from './worst-case.js';
 
 /** What the engine needs from the rest of Gatehouse; wired in services.ts. */
 export interface EngineDeps {
@@ -62,6 +63,8 @@ export interface EngineDeps {
   upstreamTimeoutMs: number;
   /** Longest Retry-After the engine waits before retrying the last candidate once. */
   maxRetryWaitMs: number;
+  /** Output tokens reserved for a call that names no maximum (see worst-case.ts). */
+  reservedOutputTokens?: number;
 }
 
 /** Random bytes drawn from the CSPRNG 4 KiB at a time: one `randomFillSync` per ~400 ids, not per id. */
@@ -155,7 +158,11 @@ export class Engine {
   // -------------------------------------------------------------------------------------------
   // Preparing a call
 
-  private async prepare(call: InferenceCall): Promise<Prepared> {
+  /**
+   * Checks and plans a call; a billed one (`reserve`) also reserves its worst-case cost against
+   * the key's limit and budgets — last, so that nothing after it can fail and leak the hold.
+   */
+  private async prepare(call: InferenceCall, reserve = true): Promise<Prepared> {
     const { caller } = call;
     if (caller.isManagement)
       throw forbidden('Management keys cannot call inference endpoints; use an API key');
@@ -172,7 +179,38 @@ export class Engine {
     const { body, safeguards } = filterBody(call, checks);
     const planned = await this.plan(call, model, body, checks);
     const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
-    return { model, body, ...planned, safeguards, strategy, checks };
+    const prep: Prepared = { model, body, ...planned, safeguards, strategy, checks };
+    if (!reserve) return prep;
+    const worst = worstCaseUsd(
+      planned.attempts.map((a) => a.candidate.endpoint),
+      {
+        body,
+        promptTokens: estimateTokens(promptChars(call, prep)),
+        kind: call.wire.kind,
+        defaultOutput: this.deps.reservedOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS,
+      },
+    );
+    const reserved = await checks.reserve(worst);
+    if (!reserved.ok) throw new ApiError(reserved.status, reserved.message);
+    prep.hold = reserved.hold;
+    return prep;
+  }
+
+  /** Runs `serve` on a prepared call; the reservation is released if it fails (settled otherwise). */
+  private async held<T>(prep: Prepared, serve: () => Promise<T>): Promise<T> {
+    try {
+      return await serve();
+    } catch (err) {
+      prep.hold?.release();
+      throw err;
+    }
+  }
+
+  /** Writes a generation row, then settles the call's reservation with it (same turn). */
+  private write(call: InferenceCall, prep: Prepared | null, row: GenerationRow): void | Promise<void> {
+    const written = (call.hooks?.record ?? this.deps.record)(row);
+    prep?.hold?.settle(row);
+    return written;
   }
 
   /**
@@ -380,8 +418,10 @@ export class Engine {
   /** A non-streaming chat call (chat, messages or responses wire). */
   async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
     const prep = await this.prepare(call);
-    const { result, info } = await this.whole(call, prep, (provider, sent, ctx) =>
-      provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
+    const { result, info } = await this.held(prep, () =>
+      this.whole(call, prep, (provider, sent, ctx) =>
+        provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
+      ),
     );
     if (isForwarded(result))
       return this.served(
@@ -408,13 +448,15 @@ export class Engine {
   /** An embeddings call (content filters apply to string inputs). */
   async embed(call: InferenceCall): Promise<Completed<EmbeddingsResponse>> {
     const prep = await this.prepare(call);
-    const { result, info } = await this.whole(call, prep, (provider, sent, ctx, a) => {
-      if (!provider.embeddings)
-        throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
-          retryable: false,
-        });
-      return provider.embeddings(sent as EmbeddingsRequest, ctx);
-    });
+    const { result, info } = await this.held(prep, () =>
+      this.whole(call, prep, (provider, sent, ctx, a) => {
+        if (!provider.embeddings)
+          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
+            retryable: false,
+          });
+        return provider.embeddings(sent as EmbeddingsRequest, ctx);
+      }),
+    );
     if (isForwarded(result))
       return this.served(call, prep, info, { lane: true, forwarded: result }, result.usage, 0, null);
     const usage: Usage = {
@@ -437,7 +479,7 @@ export class Engine {
   ): Promise<Completed<R>> {
     const usage = reported ?? this.estimate(call, prep, outputChars, false);
     const cost = costOf(info.served.endpoint.pricing, usage);
-    await this.recordSuccess(call, info, usage, cost, {
+    await this.recordSuccess(call, prep, info, usage, cost, {
       streamed: false,
       finishReason,
       estimated: !reported,
@@ -455,23 +497,25 @@ export class Engine {
   async stream(call: InferenceCall): Promise<Streaming> {
     const prep = await this.prepare(call);
     let sent: unknown;
-    const routed = await routeWithFallbacks(
-      this.fallback,
-      call,
-      prep,
-      (a, signal): Promise<AsyncIterable<RelayFrame> | AsyncIterable<ChatChunk>> => {
-        const provider = this.deps.provider(a.candidate.endpoint.provider);
-        sent = this.upstreamRequest(call, prep, a);
-        if (a.lane)
-          return (provider.forwardStream as NonNullable<Provider['forwardStream']>)(
-            { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true },
+    const routed = await this.held(prep, () =>
+      routeWithFallbacks(
+        this.fallback,
+        call,
+        prep,
+        (a, signal): Promise<AsyncIterable<RelayFrame> | AsyncIterable<ChatChunk>> => {
+          const provider = this.deps.provider(a.candidate.endpoint.provider);
+          sent = this.upstreamRequest(call, prep, a);
+          if (a.lane)
+            return (provider.forwardStream as NonNullable<Provider['forwardStream']>)(
+              { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true },
+              this.ctx(a, signal, true),
+            );
+          return provider.chatStream(
+            { ...(sent as ChatRequest), stream: true, stream_options: { include_usage: true } },
             this.ctx(a, signal, true),
           );
-        return provider.chatStream(
-          { ...(sent as ChatRequest), stream: true, stream_options: { include_usage: true } },
-          this.ctx(a, signal, true),
-        );
-      },
+        },
+      ),
     );
     const info = this.info(call, prep, routed, sent);
     let final: { usage: Usage; cost: Cost } | null = null;
@@ -530,7 +574,7 @@ export class Engine {
         : costOf(info.served.endpoint.pricing, usage);
       settle({ usage, cost });
       const cutShort = failure !== null || (m.finishReason === null && call.signal.aborted);
-      const recorded = this.recordSuccess(call, info, usage, cost, {
+      const recorded = this.recordSuccess(call, prep, info, usage, cost, {
         streamed: true,
         finishReason: m.finishReason,
         estimated,
@@ -591,7 +635,7 @@ export class Engine {
   async countTokens(
     call: InferenceCall,
   ): Promise<{ forwarded: ForwardedJson; provider: string } | { estimate: number; provider: string }> {
-    const prep = await this.prepare(call);
+    const prep = await this.prepare(call, false); // nothing is billed
     let last: Failure | null = null;
     for (const a of prep.attempts.filter((x) => x.lane)) {
       const provider = a.candidate.endpoint.provider;
@@ -639,6 +683,7 @@ export class Engine {
 
   private recordSuccess(
     call: InferenceCall,
+    prep: Prepared,
     info: RouteInfo,
     usage: Usage,
     cost: Cost,
@@ -655,7 +700,7 @@ export class Engine {
       const prev = this.throughputEwma.get(provider);
       this.throughputEwma.set(provider, prev === undefined ? perSecond : prev * 0.8 + perSecond * 0.2);
     }
-    return (call.hooks?.record ?? this.deps.record)(row);
+    return this.write(call, prep, row);
   }
 
   /**
@@ -686,7 +731,7 @@ export class Engine {
       status: 'cancelled',
     });
     // 499: the client closed the request before an answer (no status was ever sent).
-    void (call.hooks?.record ?? this.deps.record)({ ...row, http_status: 499 });
+    void this.write(call, prep, { ...row, http_status: 499 });
   }
 
   private recordFailure(
@@ -697,7 +742,9 @@ export class Engine {
     startedAt: number,
   ) {
     const mapped = upstreamToApiError(last);
-    (call.hooks?.record ?? this.deps.record)(
+    void this.write(
+      call,
+      prep,
       failedRow(call, this.deps.newGenerationId(), {
         model: prep.model.id,
         provider: last.provider,

@@ -1,6 +1,7 @@
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import type { SpendTracker } from '../credits/spend.js';
+import type { SpendAdmission } from '../credits/spend-admission.js';
 import { applyContentFilters } from '../guardrails/content-filters.js';
 import {
   type EffectivePolicy,
@@ -13,7 +14,7 @@ import {
 import type { CallChecks, CallGuard, Verdict } from './call.js';
 import type { RateLimiter } from './rate-limit.js';
 
-const refuse = (status: number, message: string, retryAfterMs?: number): Verdict => ({
+const refuse = (status: number, message: string, retryAfterMs?: number): Extract<Verdict, { ok: false }> => ({
   ok: false,
   status,
   message,
@@ -35,6 +36,7 @@ export class PolicyGuard implements CallGuard {
     private readonly spend: SpendTracker,
     private readonly keys: KeysService,
     private readonly limiter: RateLimiter,
+    private readonly admission: SpendAdmission,
   ) {}
 
   async open(caller: Caller, opts: { rateLimit?: boolean } = {}): Promise<CallChecks> {
@@ -44,6 +46,7 @@ export class PolicyGuard implements CallGuard {
     const spend = this.spend;
     const keys = this.keys;
     const limiter = this.limiter;
+    const admission = this.admission;
     return {
       filtering: policy.contentFilters.length > 0,
       async admit() {
@@ -85,6 +88,23 @@ export class PolicyGuard implements CallGuard {
       filter(messages) {
         const out = applyContentFilters(policy.contentFilters, messages);
         return { messages: out.messages, blocked: out.blocked?.label ?? null, results: out.results };
+      },
+      async reserve(worstUsd) {
+        const row = await keys.row(caller.keyHash);
+        const v = await admission.reserve(row ?? null, policy, caller, worstUsd);
+        if (!v.ok) return refuse(v.status, v.reason);
+        const { hold } = v;
+        return {
+          ok: true,
+          hold: {
+            async credits() {
+              const c = await hold.credits();
+              return c.ok ? c : refuse(c.status, c.reason);
+            },
+            settle: (row) => hold.settle(row),
+            release: () => hold.release(),
+          },
+        };
       },
       async balance(cost) {
         const v = await spend.checkBalance(caller.organizationId, { cost });
