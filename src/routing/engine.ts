@@ -44,6 +44,7 @@ import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
 import { failedRow, type Outcome, servedRow } from './records.js';
 import { type Candidate, type Exclusion, selectCandidates } from './select.js';
+import { checkUsage } from './usage-check.js';
 import { DEFAULT_RESERVED_OUTPUT_TOKENS, worstCaseUsd } from './worst-case.js';
 
 /** What the engine needs from the rest of Gatehouse; wired in services.ts. */
@@ -477,12 +478,15 @@ export class Engine {
     outputChars: number,
     finishReason: string | null,
   ): Promise<Completed<R>> {
-    const usage = reported ?? this.estimate(call, prep, outputChars, false);
+    const checked =
+      reported && this.checked(info, reported, () => this.estimate(call, prep, outputChars, false));
+    const usage = checked?.usage ?? this.estimate(call, prep, outputChars, false);
     const cost = costOf(info.served.endpoint.pricing, usage);
     await this.recordSuccess(call, prep, info, usage, cost, {
       streamed: false,
       finishReason,
-      estimated: !reported,
+      estimated: !checked || checked.invalid !== null,
+      error: checked?.invalid ?? null,
       upstreamId: answer.lane ? answer.forwarded.responseId : null,
     });
     return { ...answer, info, usage, cost };
@@ -568,6 +572,12 @@ export class Engine {
       failure = err;
       throw err;
     } finally {
+      let invalid: string | null = null;
+      if (m.usage) {
+        const checked = this.checked(info, m.usage, () => this.estimate(call, prep, m.chars, false));
+        m.usage = checked.usage;
+        invalid = checked.invalid;
+      }
       const { usage, estimated, nothing } = this.streamUsage(call, prep, m, failure !== null);
       const cost = nothing
         ? { total: 0, prompt: 0, completion: 0 }
@@ -577,7 +587,7 @@ export class Engine {
       const recorded = this.recordSuccess(call, prep, info, usage, cost, {
         streamed: true,
         finishReason: m.finishReason,
-        estimated,
+        estimated: estimated || invalid !== null,
         // The caller going away (or the shutdown grace closing its connection) is a cancellation.
         status:
           call.signal.aborted && m.finishReason === null
@@ -587,7 +597,7 @@ export class Engine {
               : cutShort || m.finishReason === null
                 ? 'cancelled'
                 : 'success',
-        error: failure ? (failure as Error).message : null,
+        error: failure ? (failure as Error).message : invalid,
         upstreamId: m.responseId,
       });
       if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
@@ -618,6 +628,13 @@ export class Engine {
       total_tokens: m.usage.prompt_tokens + completion,
     };
     return { usage, estimated: completion !== m.usage.completion_tokens, nothing };
+  }
+
+  /** The provider's usage, checked (usage-check.ts); counted in the metrics when it was not valid. */
+  private checked(info: RouteInfo, reported: Usage, estimate: () => Usage) {
+    const out = checkUsage(reported, estimate);
+    if (out.invalid) this.deps.metrics.usageInvalid.inc({ provider: info.served.endpoint.provider });
+    return out;
   }
 
   /** Usage estimated from the prompt's text and `outputChars` (no prompt when nothing was served). */
