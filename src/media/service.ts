@@ -6,7 +6,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
-import type { GenerationQueue } from './queue.js';
+import { type GenerationQueue, tenantOf } from './queue.js';
 import {
   type GeneratedOutput,
   type GenerateRequest,
@@ -116,7 +116,7 @@ export class MediaService {
       images,
     };
     // Waits for a generation slot (429 queue_full when the queue is full; leaves it if cancelled).
-    const release = this.queue ? await this.queue.acquire(cancel) : null;
+    const release = this.queue ? await this.queue.acquire(cancel, tenantOf(caller)) : null;
     const controller = new AbortController();
     const onCancel = () => controller.abort(cancel?.reason);
     cancel?.addEventListener('abort', onCancel, { once: true });
