@@ -236,7 +236,7 @@ export class RedisReservations implements ReservationStore {
         ...unique.map(this.key),
         id,
         Math.max(0, actualUsd),
-        this.opts.settledHoldMs ?? 5_000,
+        this.opts.settledHoldMs ?? 1_000,
         Date.now(),
         this.node,
       );
