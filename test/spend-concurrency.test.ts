@@ -49,18 +49,23 @@ describe('spend limits hold under concurrency (SQLite, one node)', () => {
     adminClient(gw.url)('POST', '/admin/credits', { organization_id, amount_usd });
 
   /** Fires the calls at once; returns their statuses and the spend recorded for the key. */
-  async function burst(key: string, hash: string) {
+  async function burst(key: string, hash: string, extra: object = {}) {
     const call = client(gw.url, key, { timeoutMs: 20_000 });
     const res = await Promise.all(
-      Array.from({ length: CALLS }, () => call('POST', '/chat/completions', body)),
+      Array.from({ length: CALLS }, () => call('POST', '/chat/completions', { ...body, ...extra })),
     );
+    return { res, ...(await spentBy(hash, res)) };
+  }
+
+  /** What the database recorded for the key, once every queued row is written. */
+  async function spentBy(hash: string, res: { status: number }[] = []) {
     await gw.services.accountant.flush();
     const row = await gw.services.db
       .selectFrom('usage_events')
       .select(sql<number>`coalesce(sum(cost_usd), 0)`.as('spent'))
       .where('key_hash', '=', hash)
       .executeTakeFirstOrThrow();
-    return { res, spent: Number(row.spent), served: res.filter((r) => r.status === 200).length };
+    return { spent: Number(row.spent), served: res.filter((r) => r.status === 200).length };
   }
 
   it("keeps a key's $1 limit: spend ≤ limit + one reservation, the others refused with 403", async () => {
@@ -114,6 +119,38 @@ describe('spend limits hold under concurrency (SQLite, one node)', () => {
       expect(r.status).toBe(402);
       expect(r.body.error.message).toMatch(/Insufficient credits/);
     }
+  });
+
+  it('streams reserve too: a key limit holds against 40 streams at once', async () => {
+    const key = await mgmt('POST', '/keys', { name: 'streaming', limit: 1 });
+    const { res, spent, served } = await burst(key.body.key, key.body.data.hash, { stream: true });
+    expect(spent, `streams, key limit $1: recorded $${spent.toFixed(6)}`).toBeLessThanOrEqual(
+      1 + RESERVATION,
+    );
+    expect(served).toBeGreaterThanOrEqual(4);
+    for (const r of res.filter((x) => x.status !== 200)) expect(r.status).toBe(403);
+  });
+
+  it('batch requests reserve too: 40 requests run at once hold the key limit', async () => {
+    const key = await mgmt('POST', '/keys', { name: 'batching', limit: 1 });
+    const call = client(gw.url, key.body.key);
+    const created = await call('POST', '/batches', {
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      requests: Array.from({ length: CALLS }, (_, i) => ({ custom_id: `r-${i}`, body })),
+    });
+    expect(created.status, created.text).toBe(202);
+    let batch: any;
+    for (let i = 0; i < 400; i++) {
+      batch = (await call('GET', `/batches/${created.body.id}`)).body;
+      if (['completed', 'failed'].includes(batch.status)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(batch.status).toBe('completed');
+    const { spent } = await spentBy(key.body.data.hash);
+    expect(spent, `batch, key limit $1: recorded $${spent.toFixed(6)}`).toBeLessThanOrEqual(1 + RESERVATION);
+    expect(batch.request_counts.completed).toBeGreaterThanOrEqual(4);
+    expect(batch.request_counts.completed + batch.request_counts.failed).toBe(CALLS);
   });
 
   it('releases the reservation of a failed call', async () => {
