@@ -22,8 +22,10 @@ import { Redis } from 'ioredis';
  *   PostgreSQL because the reservations are short-lived, hot and need a TTL (a table would need
  *   a sweeper and a write per call on the database every node already waits on); the recorded
  *   spend stays in the database. A settled reservation stays in Redis for `settledHoldMs` with its
- *   actual cost, counted by the other nodes only, to cover the moment until the cluster bus
- *   brings them the call's spend. Should Redis fail, the node falls back to its own memory.
+ *   actual cost, to cover the moment until the cluster bus brings the other nodes the call's spend
+ *   (and the moment between a node reading its counters and its script running). It is counted by
+ *   every node, so for that second a cost may count twice: conservative, never an overspend.
+ *   Should Redis fail, the node falls back to its own memory.
  */
 
 /** One limit a reservation must fit: the pool it draws on and what is left of the limit. */
@@ -109,8 +111,8 @@ export class MemoryReservations implements ReservationStore {
 
 /**
  * KEYS: the pools (one hash each, field = reservation id, value = `amount|expiresAt|node|settled`).
- * ARGV: id, amount, ttlMs, now, node, then one headroom per key. Expired fields are dropped; a
- * settled reservation of this node is not counted (its spend is in this node's counters already).
+ * ARGV: id, amount, ttlMs, now, node, then one headroom per key. Expired fields are dropped; the
+ * others count, settled ones included (see the class comment).
  * Returns 0 when it fit (and adds the reservation to every pool), else `index+1` and the sum held.
  */
 const RESERVE = `
@@ -120,10 +122,10 @@ for i, key in ipairs(KEYS) do
   local sum = 0
   local all = redis.call('HGETALL', key)
   for j = 1, #all, 2 do
-    local a, exp, owner, settled = string.match(all[j + 1], '^([^|]+)|([^|]+)|([^|]*)|([01])$')
+    local a, exp = string.match(all[j + 1], '^([^|]+)|([^|]+)|([^|]*)|([01])$')
     if a == nil or tonumber(exp) <= now then
       redis.call('HDEL', key, all[j])
-    elseif not (settled == '1' and owner == node) then
+    else
       sum = sum + tonumber(a)
     end
   end
@@ -171,10 +173,13 @@ export class RedisReservations implements ReservationStore {
   /** Reservations that went to the local fallback (settled there too). */
   private readonly localIds = new Set<string>();
   private down = false;
+  /** Resolves once the first connection is made (or failed for good): the first calls wait for it. */
+  private readonly firstConnection: Promise<void>;
 
   constructor(private readonly opts: RedisReservationsOptions) {
     const redis = new Redis(opts.redisUrl, {
-      enableOfflineQueue: true,
+      // Fail fast while disconnected (this node's memory answers meanwhile), not queue.
+      enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       commandTimeout: opts.timeoutMs ?? 500,
       connectTimeout: 2_000,
@@ -182,7 +187,13 @@ export class RedisReservations implements ReservationStore {
     });
     redis.defineCommand('gatehouseReserve', { lua: RESERVE });
     redis.defineCommand('gatehouseSettle', { lua: SETTLE });
-    redis.on('error', () => this.failed());
+    this.firstConnection = new Promise<void>((resolve) => {
+      redis.once('ready', () => resolve());
+      setTimeout(resolve, 2_000).unref();
+    });
+    redis.on('error', () => {
+      if (redis.status !== 'connecting' && redis.status !== 'wait') this.failed();
+    });
     redis.on('ready', () => {
       if (!this.down) return;
       this.down = false;
@@ -205,6 +216,7 @@ export class RedisReservations implements ReservationStore {
     // Several checks may draw on one pool (a key limit and a key budget): one key per pool.
     const pools = [...new Set(checks.map((c) => c.pool))];
     const headroom = pools.map((p) => Math.min(...checks.filter((c) => c.pool === p).map((c) => c.headroom)));
+    await this.firstConnection;
     try {
       const [i, held] = await this.redis.gatehouseReserve(
         pools.length,
