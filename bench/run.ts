@@ -250,8 +250,9 @@ async function sanity(t: Target) {
       throw new Error(`${t.name} stream: no [DONE] in ${r.text.slice(0, 300)}`);
     if (t.name.startsWith('gatehouse') || t.name === 'baseline') {
       if (mode === 'json') {
-        const b = JSON.parse(r.text) as { model?: string; usage?: { cost?: number } };
-        if (b.model !== 'bench/fast' || !(Number(b.usage?.cost) > 0))
+        // On the chat lane the body is the upstream's (its model name), with the cost added.
+        const b = JSON.parse(r.text) as { object?: string; usage?: { cost?: number } };
+        if (b.object !== 'chat.completion' || !(Number(b.usage?.cost) > 0))
           throw new Error(`gatehouse json: unexpected body ${r.text.slice(0, 300)}`);
       } else if (!r.text.includes('"cost"')) throw new Error(`gatehouse stream: no usage cost in ${r.text}`);
     }
