@@ -24,7 +24,8 @@
  * BENCH_MACHINE (short machine name for the file name), BENCH_OUT (bench/results), BENCH_KEEP (0),
  * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`;
  * BENCH_BASELINE_NODE_ARGS adds Node flags to it only),
- * BENCH_SCENARIOS ("chat,messages,policy,mgmt-read": which scenarios; `chat` is the table above,
+ * BENCH_SCENARIOS ("chat,lanes,messages,policy,mgmt-read": which scenarios; `chat` is the table
+ * above, `lanes` the pass-through lanes beside translations, the floor and Portkey (bench/lanes.ts),
  * the others are Gatehouse-only, see bench/other-scenarios.ts), BENCH_PG_URL (the PostgreSQL server
  * for the `mgmt-read` PostgreSQL row, postgres://postgres@127.0.0.1:5432/test; a fresh database is
  * created on it and dropped afterwards).
@@ -33,6 +34,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { type LanesResult, measureLanes } from './lanes.js';
+import { lanesSection } from './lanes-report.js';
 import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
 import { mbOfKiB } from './memory.js';
 import {
@@ -338,7 +341,13 @@ const fmt = (v: number) =>
   Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: 0 }) : '–';
 const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '–');
 
-function report(meta: Record<string, unknown>, cells: Cell[], others: OtherCell[], notes: string[]) {
+function report(
+  meta: Record<string, unknown>,
+  cells: Cell[],
+  lanes: LanesResult,
+  others: OtherCell[],
+  notes: string[],
+) {
   const lines: string[] = [];
   const m = meta as {
     date: string;
@@ -417,6 +426,7 @@ function report(meta: Record<string, unknown>, cells: Cell[], others: OtherCell[
       );
   }
   if (verdicts.length) lines.push('Targets (from the issue):', '', ...verdicts, '');
+  lines.push(...lanesSection(lanes));
   lines.push(...otherScenariosTable(others));
   if (notes.length) lines.push('Notes:', '', ...notes.map((n) => `- ${n}`), '');
   return lines.join('\n');
@@ -431,6 +441,8 @@ async function main() {
   const notes: string[] = [];
   let dropPostgres: (() => Promise<void>) | null = null;
   const chat = has('chat');
+  // Portkey and the floor serve the main table and the lanes.
+  const beside = chat || has('lanes');
   try {
     const mock = await startMock();
     log(`mock upstream at ${mock.baseUrl}`);
@@ -447,7 +459,7 @@ async function main() {
 
     let portkeyNote = 'not measured (BENCH_PORTKEY=0)';
     let pk: { origin: string; pid: number } | null = null;
-    if (chat && OPTS.portkey) {
+    if (beside && OPTS.portkey) {
       log(`installing @portkey-ai/gateway@${OPTS.portkeyVersion} into ${workDir}/portkey`);
       const r = await startPortkey(workDir, mock.baseUrl);
       if ('error' in r) {
@@ -462,7 +474,7 @@ async function main() {
     }
 
     const floor =
-      chat && OPTS.floor
+      beside && OPTS.floor
         ? await startScriptProcess('floor', 'floor-proxy.ts', ['--upstream', `http://127.0.0.1:${mock.port}`])
         : null;
     if (floor) log(`floor proxy at http://127.0.0.1:${floor.port}`);
@@ -593,6 +605,24 @@ async function main() {
       }
     }
 
+    const opts = {
+      rounds: OPTS.rounds,
+      durationMs: OPTS.durationMs,
+      warmupMs: OPTS.warmupMs,
+      prewarmMs: OPTS.prewarmMs,
+    };
+    const lanes: LanesResult = has('lanes')
+      ? await measureLanes({
+          mock,
+          gatehouse: { origin: gh.origin, pid: gh.pid, headers: ghHeaders },
+          floor,
+          portkey: pk,
+          modes: OPTS.modes,
+          concurrencies: [1, 64],
+          ...opts,
+        })
+      : { cells: [], frames: [], notes: [] };
+
     // The Gatehouse-only scenarios.
     const others: OtherCell[] = [];
     const directJson: LoadTarget = {
@@ -605,12 +635,6 @@ async function main() {
       body: bodyFor('fast', 'json'),
       reference: true,
       pid: mock.pid,
-    };
-    const opts = {
-      rounds: OPTS.rounds,
-      durationMs: OPTS.durationMs,
-      warmupMs: OPTS.warmupMs,
-      prewarmMs: OPTS.prewarmMs,
     };
     const inference: LoadTarget[] = [];
     if (has('messages'))
@@ -692,12 +716,12 @@ async function main() {
       options: OPTS,
       portkey: portkeyNote,
     };
-    const errors = [...cells, ...others].reduce((n, c) => n + c.errors, 0);
+    const errors = [...cells, ...lanes.cells, ...others].reduce((n, c) => n + c.errors, 0);
     if (errors > 0) notes.push(`${errors} requests failed; see the errors column and the JSON (firstError).`);
     mkdirSync(OPTS.out, { recursive: true });
     const base = join(OPTS.out, `${date}-${OPTS.machine}`);
-    writeJson(`${base}.json`, { meta, notes, cells, others });
-    const md = report(meta, cells, others, notes);
+    writeJson(`${base}.json`, { meta, notes, cells, lanes, others });
+    const md = report(meta, cells, lanes, others, notes);
     writeFileSync(`${base}.md`, md);
     process.stdout.write(`${md}\n`);
     log(`wrote ${relative(ROOT, base)}.md and .json in ${meta.wallSeconds} s`);
