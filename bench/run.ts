@@ -362,7 +362,7 @@ function report(
     '',
     `Run: \`npm run bench\` — ${m.options.rounds} interleaved rounds × ${m.options.durationMs / 1000} s per target and scenario (after a ${m.options.warmupMs} ms warm-up each), closed loop, keep-alive, samples pooled over the rounds. Latency in µs (exact percentiles over all samples). "Added" = the target's percentile minus the direct-to-mock percentile of the same scenario in this run. Streams are timed to the first body byte (TTFB).`,
     '',
-    `Gatehouse: \`node dist/cli.js serve\`, SQLite on a temp dir, model \`bench/fast\` → mock as \`openai-compatible\`, bootstrap API key, credits granted, rate limit raised, **LOG_LEVEL=warn** (no per-request log lines; \`gatehouse-info\` rows are the same at the default \`info\`, stdout to /dev/null). Portkey: ${m.portkey}.`,
+    `Gatehouse: \`node dist/cli.js serve\`, SQLite on a temp dir, model \`bench/fast\` → mock as \`openai-compatible\` (and \`bench/claude\` → mock as \`anthropic\`, for the lanes), bootstrap API key, credits granted, rate limit raised, **LOG_LEVEL=warn** (no per-request log lines; \`gatehouse-info\` rows are the same at the default \`info\`, stdout to /dev/null). Portkey: ${m.portkey}.`,
     '',
     '`floor` is bench/floor-proxy.ts: a bare node:http + undici pass-through proxy (no auth, policy, accounting or framework), as its own process — the least any Node.js gateway hop costs on this machine. `floor-fastify` is the same proxy as one Fastify route (no hooks): the difference between the two is what the HTTP framework alone costs.',
     '',
