@@ -36,7 +36,7 @@ function ratios(x: LaneCell, cells: LaneCell[]) {
   };
 }
 
-function table(cells: LaneCell[]): string[] {
+function table(cells: LaneCell[], skipped: LanesResult['skipped']): string[] {
   const lines = [
     '| lane | mode | conc. | target | p50 µs | p99 µs | p50 added µs | p99 added µs | p50 added to end µs | req/s | CPU cores | CPU µs/req | peak RSS MB | added p50 ÷ floor (c=1) | req/s ÷ Portkey (c=64) | CPU/req lane ÷ translated | errors |',
     '| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
@@ -53,6 +53,10 @@ function table(cells: LaneCell[]): string[] {
       `| ${x.lane} | ${modeName(x.mode)} | ${x.concurrency} | ${x.row} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${x.added ? fmt(x.added.p50) : ''} | ${x.added ? fmt(x.added.p99) : ''} | ${toEnd} | ${fmt(x.rps)} | ${useCells(x)} | ${cell(r.vsFloor)} | ${cell(r.vsPortkey)} | ${cell(r.cpuVsTranslated)} | ${x.errors} |`,
     );
   }
+  for (const x of skipped)
+    lines.push(
+      `| ${x.lane} | – | – | ${x.row} | not measured: ${x.why.replace(/[|\n]/g, ' ')} |${' |'.repeat(12)}`,
+    );
   return lines;
 }
 
@@ -109,19 +113,18 @@ function targets(cells: LaneCell[], frames: FrameCheck[]): string[] {
   return out;
 }
 
-export function lanesSection({ cells, frames, notes }: LanesResult): string[] {
+export function lanesSection({ cells, frames, skipped }: LanesResult): string[] {
   if (!cells.length) return [];
   return [
     '## Lanes',
     '',
     "Pass-through lanes beside translations. `/messages`: Anthropic Messages; `direct` is the mock's own `/v1/messages`, `gatehouse (lane)` is `bench/claude` on an `anthropic` provider (relayed as sent), `gatehouse (translated)` is `bench/fast` on an `openai-compatible` provider (translated both ways), Portkey is its `/v1/messages` with `x-portkey-provider: anthropic`. `/chat/completions`: the same the other way round (`bench/fast` is the lane, `bench/claude` the translation; Portkey with `openai`). Every Gatehouse row was checked to carry the expected `x-gatehouse-route`. Latency in µs; streams to the first body byte (TTFB), \"added to end\" is the end of the stream. \"Added\" = the row's percentile minus `direct`'s in the same lane, mode and concurrency; CPU is the serving process's (`direct`: the mock's).",
     '',
-    ...table(cells),
+    ...table(cells, skipped),
     '',
     'Lane targets, as ratios of this run:',
     '',
     ...targets(cells, frames),
     '',
-    ...(notes.length ? [...notes.map((n) => `- ${n}`), ''] : []),
   ];
 }

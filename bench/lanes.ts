@@ -52,7 +52,8 @@ export interface FrameCheck {
 export interface LanesResult {
   cells: LaneCell[];
   frames: FrameCheck[];
-  notes: string[];
+  /** Rows left out (Portkey when its first call fails), with why: shown in the table. */
+  skipped: { lane: LaneName; row: RowName; why: string }[];
 }
 
 const chatBody = (model: string, stream: boolean) =>
@@ -189,7 +190,7 @@ async function compareFrames(lane: LaneName, rows: Row[]): Promise<FrameCheck> {
 export async function measureLanes(s: LaneSetup): Promise<LanesResult> {
   const cells: LaneCell[] = [];
   const frames: FrameCheck[] = [];
-  const notes: string[] = [];
+  const skipped: LanesResult['skipped'] = [];
   for (const lane of ['/messages', '/chat/completions'] as const) {
     const rows = laneRows(lane, s);
     const usable: Row[] = [];
@@ -197,8 +198,8 @@ export async function measureLanes(s: LaneSetup): Promise<LanesResult> {
       const problems = (await Promise.all(s.modes.map((m) => check(r, lane, m)))).filter(Boolean);
       if (!problems.length) usable.push(r);
       else if (r.name === 'portkey') {
-        notes.push(`lanes ${lane}: Portkey not measured: ${problems[0]}`);
-        log(notes[notes.length - 1] as string);
+        skipped.push({ lane, row: r.name, why: problems[0] as string });
+        log(`lanes ${lane}: Portkey not measured: ${problems[0]}`);
       } else throw new Error(`lanes ${lane} ${r.name}: ${problems[0]}`);
     }
     if (s.modes.includes('stream')) frames.push(await compareFrames(lane, usable));
@@ -220,5 +221,5 @@ export async function measureLanes(s: LaneSetup): Promise<LanesResult> {
       cells.push(...measured.map((c) => ({ ...c, lane, mode, row: c.target as RowName })));
     }
   }
-  return { cells, frames, notes };
+  return { cells, frames, skipped };
 }

@@ -621,7 +621,7 @@ async function main() {
           concurrencies: [1, 64],
           ...opts,
         })
-      : { cells: [], frames: [], notes: [] };
+      : { cells: [], frames: [], skipped: [] };
 
     // The Gatehouse-only scenarios.
     const others: OtherCell[] = [];
