@@ -81,7 +81,7 @@ interface Row {
   route?: 'passthrough' | 'translated';
 }
 
-/** A lane's rows; `format` is the caller's wire (and the mock's, for `direct`, floor and Portkey). */
+/** A lane's rows: `direct`, floor and Portkey speak the lane's own format to the mock; Gatehouse twice (lane, translated). */
 function laneRows(lane: LaneName, s: LaneSetup): Row[] {
   const messages = lane === '/messages';
   const mockOrigin = `http://127.0.0.1:${s.mock.port}`;
