@@ -104,8 +104,10 @@ async function chatWith(services: Services, request: FastifyRequest, reply: Fast
     throw chatError(400, 'bad_request', 'session_id is required when the last message is a tool message');
   }
 
-  const intern = await services.interns.visible(request.caller, internId).catch((err: unknown) => {
+  // Only the intern's owner and the workspace's administrators chat with it (access.ts).
+  const intern = await services.interns.actable(request.caller, internId).catch((err: unknown) => {
     if (err instanceof ApiError && err.status === 404) throw chatError(404, 'not_found', 'Intern not found');
+    if (err instanceof ApiError && err.status === 403) throw chatError(403, 'no_acting_user', err.message);
     throw err;
   });
   if (intern.status !== 'running') {

@@ -159,9 +159,16 @@ export async function renameIntern(db: Db, id: string, patch: InternPatch): Prom
 export async function listInterns(
   db: Db,
   workspaceId: string,
-  opts: { statuses: InternStatus[] | null; limit: number; cursor: ListCursor | null },
+  opts: {
+    /** Only this member's interns; null for every intern of the workspace. */
+    creatorUserId: string | null;
+    statuses: InternStatus[] | null;
+    limit: number;
+    cursor: ListCursor | null;
+  },
 ): Promise<InternRow[]> {
   let q = db.selectFrom('interns').selectAll().where('workspace_id', '=', workspaceId);
+  if (opts.creatorUserId !== null) q = q.where('creator_user_id', '=', opts.creatorUserId);
   if (opts.statuses) q = q.where('status', 'in', opts.statuses);
   const cursor = opts.cursor;
   if (cursor) {
