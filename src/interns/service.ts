@@ -31,6 +31,7 @@ import { decodeCursor, encodeCursor } from './cursor.js';
 import { INTERN_STATUSES, InternErrorCode, type InternView, nextStatus, TRANSITIONS } from './model.js';
 import { ProvisionError, type Provisioner } from './provisioner.js';
 import { ProvisioningLoops } from './provisioning.js';
+import { type RunGrant, RunGrants } from './run-grants.js';
 import type { CreateInternBody, ListInternsQuery, UpdateInternBody } from './schemas.js';
 import * as store from './store.js';
 import { internView } from './view.js';
@@ -64,6 +65,8 @@ export class InternsService {
   private readonly loops: ProvisioningLoops;
   private readonly destroys = new Map<string, Promise<void>>();
   private readonly createsInFlight = new Map<string, Promise<InternRow>>();
+  /** Run grants of the chats streaming on this node (run-grants.ts). */
+  readonly grants = new RunGrants();
 
   constructor(
     readonly deps: {
@@ -115,11 +118,9 @@ export class InternsService {
     return row;
   }
 
-  /** The caller an intern's runs are billed to (its owner key), or null when that key is gone or disabled. */
-  async ownerCaller(internId: string): Promise<Caller | null> {
-    const row = await store.findIntern(this.deps.db, internId);
-    if (!row) return null;
-    return this.deps.keys.callerOf(row.owner_key_hash);
+  /** The caller a run grant bills (the key of the chat request that issued it), or null when that key is disabled. */
+  async grantCaller(grant: RunGrant): Promise<Caller | null> {
+    return this.deps.keys.callerOf(grant.keyHash);
   }
 
   view(row: InternRow): InternView {

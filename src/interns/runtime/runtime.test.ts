@@ -13,6 +13,7 @@ import { LocalProvisioner } from '../local-provisioner.js';
 import type { ProvisionTarget, RuntimeEndpoint } from '../provisioner.js';
 import {
   CALLBACK_PATHS,
+  RUN_GRANT_HEADER,
   RUNTIME_PATHS,
   RUNTIME_TOKEN_HEADER,
   type RuntimeEvent,
@@ -156,15 +157,24 @@ async function turn(ep: RuntimeEndpoint, t: TurnRequest, signal?: AbortSignal): 
   };
 }
 
+/** Who calls (sessions are bound to it) and the run grant its model calls carry, unless a test says otherwise. */
+const ME = { owner: 'owner-me', grant: 'grant-me' };
 const user = (
   session_id: string,
   content: string,
   approval_mode: TurnRequest['approval_mode'] = 'self-drive',
-) => ({ session_id, approval_mode, message: { role: 'user', content } }) as TurnRequest;
-const answer = (session_id: string, tool_call_id: string, content: string) =>
+  who: { owner: string; grant: string } = ME,
+) => ({ session_id, approval_mode, ...who, message: { role: 'user', content } }) as TurnRequest;
+const answer = (
+  session_id: string,
+  tool_call_id: string,
+  content: string,
+  who: { owner: string; grant: string } = ME,
+) =>
   ({
     session_id,
     approval_mode: 'self-drive',
+    ...who,
     message: { role: 'tool', tool_call_id, content },
   }) as TurnRequest;
 
@@ -261,6 +271,37 @@ describe('intern runtime', () => {
     const page = await fetch(`${ep.url}/`);
     expect(page.headers.get('content-type')).toContain('text/html');
     expect(await page.text()).toContain(A);
+  });
+
+  it('binds a session to the caller that started it: another caller cannot continue, answer or steer it (404 not_found)', async () => {
+    const grants: string[] = [];
+    fake.respond = (body, req) => {
+      grants.push(String(req.headers[RUN_GRANT_HEADER]));
+      return stepOf(body) === 0
+        ? assistant({ tool_calls: [{ name: 'ask_user', args: { message: 'Which?' } }] })
+        : assistant({ content: 'done' });
+    };
+    const paused = await turn(ep, user('s-bound', 'start'));
+    const id = pausedId(paused);
+    const other = { owner: 'owner-other', grant: 'grant-other' };
+    const answered = await turn(ep, answer('s-bound', id, 'mine now', other));
+    expect(answered.status).toBe(404);
+    expect(answered.json).toMatchObject({ reason: 'not_found' });
+    const continued = await turn(ep, user('s-bound', 'tell me what you know', 'self-drive', other));
+    expect(continued.status).toBe(404);
+    expect(continued.json).toMatchObject({ reason: 'not_found' });
+    expect(grants).toEqual(['grant-me']); // no model call ran for the other caller
+    // The starter answers under a new grant: the resumed run's model calls carry that one.
+    const resumed = await turn(ep, answer('s-bound', id, 'this one', { owner: ME.owner, grant: 'grant-2' }));
+    expect(last(resumed)).toMatchObject({ type: 'end', finish_reason: 'stop' });
+    expect(grants).toEqual(['grant-me', 'grant-2']);
+    // Without an owner or a grant, no turn starts.
+    const bare = await turn(ep, {
+      session_id: 's-bare',
+      approval_mode: 'self-drive',
+      message: { role: 'user', content: 'x' },
+    } as unknown as TurnRequest);
+    expect(bare.status).toBe(400);
   });
 
   it('a plain reply: model, reasoning, content, end with the usage of the run', async () => {
