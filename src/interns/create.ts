@@ -6,7 +6,9 @@ import { codedError } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import type { VaultService } from '../vault/service.js';
 import type { InternAccess } from './access.js';
+import { assertRuntimeRoom } from './capacity.js';
 import { InternErrorCode } from './model.js';
+import type { Provisioner } from './provisioner.js';
 import type { ProvisioningLoops } from './provisioning.js';
 import type { CreateInternBody } from './schemas.js';
 import * as store from './store.js';
@@ -29,6 +31,7 @@ export interface CreateDeps {
   vault: VaultService;
   loops: ProvisioningLoops;
   access: InternAccess;
+  provisioner: Pick<Provisioner, 'runtimeCount'>;
   log: () => { error(obj: object, msg: string): void };
   /** Finishing steps under way on this node, by intern id (concurrent retries share one). */
   inflight: Map<string, Promise<store.InternRow>>;
@@ -115,13 +118,14 @@ export async function createIntern(
     }
 
     if (await store.nameTaken(db, caller.workspaceId, userId, body.name)) throw nameTakenError(body.name);
-    if ((await store.countOwned(db, caller.workspaceId, userId)) >= config.perMemberLimit) {
+    if ((await store.countOwned(db, userId)) >= config.perMemberLimit) {
       throw codedError(
         409,
         InternErrorCode.internLimitReached,
-        `You already own ${config.perMemberLimit} interns in this workspace, the most allowed; delete one first`,
+        `You already own ${config.perMemberLimit} interns (all workspaces together), the most allowed; delete one first`,
       );
     }
+    if (body.provision) await assertRuntimeRoom(deps, caller.organizationId);
     const attached = body.vault_id ? await attachableVault(deps, caller, body.vault_id) : null;
     checkDeadline(signal);
 

@@ -26,6 +26,7 @@ import type { InternStatus } from '../db/schema.js';
 import { codedError } from '../lib/errors.js';
 import type { VaultService } from '../vault/service.js';
 import type { InternAccess } from './access.js';
+import { assertRuntimeRoom } from './capacity.js';
 import { type CreateResult, createIntern, nameTakenError } from './create.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { INTERN_STATUSES, InternErrorCode, type InternView, nextStatus, TRANSITIONS } from './model.js';
@@ -141,6 +142,7 @@ export class InternsService {
         vault: this.deps.vault,
         loops: this.loops,
         access: this.deps.access,
+        provisioner: this.deps.provisioner,
         log: () => this.log,
         inflight: this.createsInFlight,
       },
@@ -224,6 +226,7 @@ export class InternsService {
     if (row.status === 'queued' || row.status === 'provisioning') return;
     const to = nextStatus(row.status, 'provision');
     if (!to) throw invalidTransition(row, 'provision');
+    await assertRuntimeRoom(this.deps, row.organization_id, row.id);
     const moved = await store.settleStatus(this.deps.db, row.id, to, [row.status]);
     if (!moved) return this.provision(caller, id); // the status changed under us: decide again
     this.loops.start(row.id);
