@@ -19,6 +19,7 @@ import {
   type RuntimeEvent,
   type TurnRequest,
 } from '../runtime-protocol.js';
+import { SANDBOX_WORKDIR, sandboxProblem } from './sandbox.js';
 
 // ---------------------------------------------------------------------------------------------
 // The fake gateway
@@ -651,25 +652,32 @@ describe('intern runtime', () => {
     expect(roles).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
   });
 
-  it('the shell tool, when enabled, runs bash in the working directory without the runtime token', async () => {
-    const epB = quick.endpoint(B) as RuntimeEndpoint;
-    fake.calls = [];
-    fake.respond = script(
-      assistant({
-        tool_calls: [
-          { name: 'shell', args: { command: 'echo "pwd=$(pwd) token=$GATEHOUSE_RUNTIME_TOKEN"' } },
-        ],
-      }),
-      assistant({ content: 'ran' }),
-    );
-    const r = await turn(epB, user('s-shell-on', 'run'));
-    expect(last(r)).toMatchObject({ type: 'end', finish_reason: 'stop' });
-    expect((fake.calls[0] as ChatBody).tools?.map((t) => t.function.name)).toContain('shell');
-    const out = (fake.calls[1] as ChatBody).messages.at(-1)?.content ?? '';
-    expect(out).toContain('exit code 0');
-    expect(out).toContain(`pwd=${join(dir, B)}`);
-    expect(out).toMatch(/token=\s*$/);
-  });
+  it.skipIf(sandboxProblem() !== null)(
+    'the shell tool, when enabled, runs bash sandboxed in the working directory: no runtime token, no gateway process, no sessions',
+    async () => {
+      const epB = quick.endpoint(B) as RuntimeEndpoint;
+      fake.calls = [];
+      const command = [
+        'echo "pwd=$(pwd) token=$GATEHOUSE_RUNTIME_TOKEN"',
+        'echo shell-wrote > from-shell.txt',
+        `cat /proc/${process.pid}/environ || echo no-gateway-environ`,
+        'ls -A .sessions | wc -l',
+      ].join('; ');
+      fake.respond = script(
+        assistant({ tool_calls: [{ name: 'shell', args: { command } }] }),
+        assistant({ content: 'ran' }),
+      );
+      const r = await turn(epB, user('s-shell-on', 'run'));
+      expect(last(r)).toMatchObject({ type: 'end', finish_reason: 'stop' });
+      expect((fake.calls[0] as ChatBody).tools?.map((t) => t.function.name)).toContain('shell');
+      const out = (fake.calls[1] as ChatBody).messages.at(-1)?.content ?? '';
+      expect(out).toContain('exit code 0');
+      expect(out).toContain(`pwd=${SANDBOX_WORKDIR} token=\n`);
+      expect(out).toContain('no-gateway-environ');
+      expect(out).toMatch(/\n0\n?$/); // the runtime's sessions are masked
+      expect(readFileSync(join(dir, B, 'from-shell.txt'), 'utf8')).toBe('shell-wrote\n');
+    },
+  );
 
   it('a paused session survives a restart of the runtime', async () => {
     fake.calls = [];
