@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
+import { credentialTooLong } from '../lib/credentials.js';
 import { safeEqual } from '../lib/crypto.js';
 import { sendError } from './errors.js';
 
@@ -42,6 +43,12 @@ export function installAuth(app: FastifyInstance, keys: KeysService, adminToken:
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const mode = request.routeOptions.config?.auth ?? 'none';
     if (mode === 'none') return;
+    const apiKeyHeader = request.headers['x-api-key'];
+    if (
+      credentialTooLong(request.headers.authorization) ||
+      credentialTooLong(typeof apiKeyHeader === 'string' ? apiKeyHeader : undefined)
+    )
+      return sendError(reply, 401, 'Invalid credentials: the Authorization header is too long');
     const token = presentedKey(request);
     if (mode === 'admin') {
       if (!adminToken)
