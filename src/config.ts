@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { adminTokenWeakness } from './accounts/admin.token.js';
 import { type HttpTimeouts, loadHttpTimeouts } from './lib/http-server.js';
 
 /** The one typed configuration object, read from the environment (see the README's table). */
@@ -179,6 +180,14 @@ function parseMasterKey(raw: string): Buffer {
   return key;
 }
 
+/** GATEHOUSE_ADMIN_TOKEN, refused at start when short or predictable (accounts/admin.token.ts). */
+function adminTokenFrom(env: Env): string | null {
+  const token = env.GATEHOUSE_ADMIN_TOKEN || null;
+  const weakness = token === null ? null : adminTokenWeakness(token);
+  if (weakness) throw new Error(weakness);
+  return token;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.GATEHOUSE_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL || `sqlite:${join(dataDir, 'gatehouse.db')}`;
@@ -190,7 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     masterKey: loadMasterKey(env, dataDir),
     logLevel: env.LOG_LEVEL || 'info',
-    adminToken: env.GATEHOUSE_ADMIN_TOKEN || null,
+    adminToken: adminTokenFrom(env),
     bootstrapManagementKey: env.GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY || null,
     bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),

@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { sha256Hex } from '../src/lib/crypto.js';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
@@ -121,6 +123,42 @@ describe('operator API disabled without GATEHOUSE_ADMIN_TOKEN', () => {
     } finally {
       await gw.stop();
     }
+  });
+});
+
+describe('operator token strength', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-token-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const withToken = (token: string) => () =>
+    loadConfig({ GATEHOUSE_DATA_DIR: dataDir, GATEHOUSE_ADMIN_TOKEN: token });
+
+  it('refuses to start with a short or predictable token, saying why without quoting it', () => {
+    expect(withToken('admin')).toThrow(/GATEHOUSE_ADMIN_TOKEN is too short: it needs at least 24 characters/);
+    expect(withToken('operator-secret')).toThrow(/too short/);
+    for (const weak of ['a'.repeat(40), 'ab'.repeat(20), `inproc-admin-${'x'.repeat(24)}`]) {
+      let message = '';
+      try {
+        withToken(weak)();
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message, weak).toMatch(
+        /GATEHOUSE_ADMIN_TOKEN is too predictable: about \d+ bits estimated, at least 80/,
+      );
+      expect(message).not.toContain(weak);
+    }
+  });
+
+  it('starts with a random token and with none (operator API off)', () => {
+    expect(withToken(randomBytes(32).toString('hex'))().adminToken).toHaveLength(64);
+    expect(withToken(randomBytes(18).toString('base64'))().adminToken).toHaveLength(24);
+    expect(withToken('')().adminToken).toBeNull();
+  });
+
+  it('refuses a weak token when the gateway starts', async () => {
+    await expect(startTestGateway('sqlite', { env: { GATEHOUSE_ADMIN_TOKEN: 'admin' } })).rejects.toThrow(
+      /GATEHOUSE_ADMIN_TOKEN is too short/,
+    );
   });
 });
 

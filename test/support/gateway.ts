@@ -21,7 +21,7 @@ if (!postgresUrl) {
   );
 }
 
-export const ADMIN_TOKEN = 'test-admin-token';
+export const ADMIN_TOKEN = `test-admin-${randomBytes(16).toString('hex')}`;
 
 export interface TestGateway extends Gateway {
   db: DbKind;
