@@ -17,6 +17,8 @@ export interface Config {
   masterKey: Buffer;
   logLevel: string;
   adminToken: string | null;
+  /** Failed operator authentications one client address may make per minute before 429 (0: unlimited). */
+  adminAuthFailures: number;
   bootstrapManagementKey: string | null;
   bootstrapApiKey: string | null;
   /** Largest JSON body accepted on ordinary routes, in bytes. */
@@ -200,6 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
     masterKey: loadMasterKey(env, dataDir),
     logLevel: env.LOG_LEVEL || 'info',
     adminToken: adminTokenFrom(env),
+    adminAuthFailures: intFrom(env, 'GATEHOUSE_ADMIN_AUTH_FAILURES', 10),
     bootstrapManagementKey: env.GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY || null,
     bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AdminThrottle } from '../accounts/admin.throttle.js';
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import { credentialTooLong } from '../lib/credentials.js';
@@ -37,7 +38,12 @@ function presentedKey(request: FastifyRequest): string | null {
   return typeof x === 'string' && x.trim() ? x.trim() : null;
 }
 
-export function installAuth(app: FastifyInstance, keys: KeysService, adminToken: string | null): void {
+export function installAuth(
+  app: FastifyInstance,
+  keys: KeysService,
+  adminToken: string | null,
+  adminThrottle: AdminThrottle,
+): void {
   app.decorateRequest('caller', null as unknown as Caller);
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -53,9 +59,7 @@ export function installAuth(app: FastifyInstance, keys: KeysService, adminToken:
     if (mode === 'admin') {
       if (!adminToken)
         return sendError(reply, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`);
-      if (!token || !safeEqual(token, adminToken))
-        return sendError(reply, 401, 'Invalid or missing admin token');
-      return;
+      return checkAdmin(request, reply, token, adminToken, adminThrottle);
     }
     if (!token) return sendError(reply, 401, 'Missing Authentication header');
     const caller = await keys.authenticate(token);
@@ -65,4 +69,31 @@ export function installAuth(app: FastifyInstance, keys: KeysService, adminToken:
     }
     request.caller = caller;
   });
+}
+
+/**
+ * The operator token, behind the per-address throttle of failed attempts. A wrong token is logged
+ * (warn: address and route, never the token); an address past its allowance gets 429 with
+ * Retry-After whatever it sends, and one line when that starts.
+ */
+async function checkAdmin(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string | null,
+  adminToken: string,
+  throttle: AdminThrottle,
+) {
+  const waitMs = await throttle.blockedForMs(request.ip);
+  if (waitMs > 0) {
+    reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
+    return sendError(reply, 429, 'Too many failed operator authentications from this address; retry later');
+  }
+  if (token && safeEqual(token, adminToken)) return;
+  if (token) {
+    const route = request.routeOptions.url;
+    request.log.warn({ ip: request.ip, route }, 'operator authentication failed');
+    if (await throttle.failed(request.ip))
+      request.log.warn({ ip: request.ip }, 'operator authentication throttled for this address');
+  }
+  return sendError(reply, 401, 'Invalid or missing admin token');
 }
