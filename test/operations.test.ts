@@ -79,6 +79,28 @@ describe('operations endpoints', () => {
     expect(mine[0].responseTime).toBeGreaterThan(0);
   });
 
+  it('redacts credential-looking query parameters in every logged URL', async () => {
+    const secrets = ['qs-secret-one-1234', 'qs-secret-two-5678', 'qs-secret-three-90', 'qs-secret-four-12'];
+    const marker = `redact-${Date.now()}`;
+    // A matched route, an unknown one (404) and one that errors: every line that carries the URL.
+    const urls = [
+      `/api/v1/models?${marker}=1&api_key=${secrets[0]}&Token=${secrets[1]}`,
+      `/api/v1/nowhere?${marker}=2&KEY=${secrets[2]}`,
+      `/api/v1/key?${marker}=3&access_token=${secrets[3]}`,
+    ];
+    for (const u of urls) await (await fetch(`${gw.url}${u}`)).arrayBuffer();
+    for (let i = 0; i < 50 && lines.filter((l) => l.includes(marker)).length < 3; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    const mine = lines.filter((l) => l.includes(marker)).map((l) => JSON.parse(l));
+    expect(mine.map((l) => l.req.url).sort()).toEqual([
+      `/api/v1/key?${marker}=3&access_token=[REDACTED]`,
+      `/api/v1/models?${marker}=1&api_key=[REDACTED]&Token=[REDACTED]`,
+      `/api/v1/nowhere?${marker}=2&KEY=[REDACTED]`,
+    ]);
+    const all = lines.join('\n');
+    for (const secret of secrets) expect(all).not.toContain(secret);
+  });
+
   it('never writes keys or bodies to the log', async () => {
     const call = client(gw.url, gw.managementKey);
     const created = await call('POST', '/keys', { name: 'logged?' });
