@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -96,6 +96,9 @@ describe.each(databases)('operator API and bootstrap (%s)', (db) => {
     gw = await gw.restart();
     const after = await adminClient(gw.url)('GET', '/admin/organizations');
     expect(after.body.data).toEqual(before.body.data); // no second default organization
+    // Configured keys are not written anywhere either.
+    expect(gw.bootstrap.keysFile).toBeNull();
+    expect(existsSync(join(gw.services.config.dataDir, 'bootstrap-keys.env'))).toBe(false);
     const keys = await gw.services.db
       .selectFrom('api_keys')
       .select(['hash', 'is_management'])
@@ -169,12 +172,29 @@ describe('CLI', () => {
     run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env, cwd: process.cwd() });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('bootstraps once, printing generated keys only the first time, and runs the operator commands', async () => {
+  it('bootstraps once, writing generated keys to a 0600 file (never printed), and runs the operator commands', async () => {
     const first = await cli('bootstrap');
-    const keys = [...first.stdout.matchAll(/sk-gh-v1-[0-9a-f]{64}/g)].map((m) => m[0]);
-    expect(keys).toHaveLength(2);
+    const file = join(dataDir, 'bootstrap-keys.env');
+    // Only the file's path is printed, on stderr; the keys appear on neither stream.
+    expect(first.stderr).toContain(file);
+    expect(`${first.stdout}${first.stderr}`).not.toMatch(/sk-gh-v1-/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const written = readFileSync(file, 'utf8');
+    const management = /^GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY=(sk-gh-v1-[0-9a-f]{64})$/m.exec(written)?.[1];
+    const api = /^GATEHOUSE_BOOTSTRAP_API_KEY=(sk-gh-v1-[0-9a-f]{64})$/m.exec(written)?.[1];
+    expect(management && api).toBeTruthy();
+    const hashes = new Database(join(dataDir, 'gatehouse.db'), { readonly: true });
+    const stored = hashes.prepare('select hash, is_management from api_keys').all();
+    hashes.close();
+    expect(stored).toEqual(
+      expect.arrayContaining([
+        { hash: sha256Hex(management as string), is_management: 1 },
+        { hash: sha256Hex(api as string), is_management: 0 },
+      ]),
+    );
     const second = await cli('bootstrap');
-    expect(second.stdout).not.toMatch(/sk-gh-v1-/);
+    expect(`${second.stdout}${second.stderr}`).not.toMatch(/sk-gh-v1-|bootstrap-keys/);
+    expect(readFileSync(file, 'utf8')).toBe(written);
 
     const org = JSON.parse((await cli('org', 'create', '--name', 'Umbrella')).stdout).data;
     const user = JSON.parse(
@@ -216,7 +236,8 @@ describe('CLI', () => {
       file.close();
       return rows.map((r) => r.hash);
     };
-    await withKey('sk-gh-v1-first-configured-api-key-000000');
+    const out = await withKey('sk-gh-v1-first-configured-api-key-000000');
+    expect(`${out.stdout}${out.stderr}`).not.toContain('first-configured'); // configured keys are never printed
     await withKey('sk-gh-v1-first-configured-api-key-000000');
     const first = hashes();
     expect(first).toContain(sha256Hex('sk-gh-v1-first-configured-api-key-000000'));
