@@ -17,6 +17,11 @@ export interface Config {
   masterKey: Buffer;
   logLevel: string;
   adminToken: string | null;
+  /**
+   * The listener serving GET /metrics (GATEHOUSE_METRICS_PORT, default 9464; GATEHOUSE_METRICS_HOST,
+   * default 127.0.0.1): null when `off`.
+   */
+  metrics: { port: number; host: string } | null;
   /** Failed operator authentications one client address may make per minute before 429 (0: unlimited). */
   adminAuthFailures: number;
   bootstrapManagementKey: string | null;
@@ -203,6 +208,13 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     adminToken: adminTokenFrom(env),
     adminAuthFailures: intFrom(env, 'GATEHOUSE_ADMIN_AUTH_FAILURES', 10),
+    // `off` turns the listener off; 0 is a free port (tests).
+    metrics: ['off', 'false'].includes((env.GATEHOUSE_METRICS_PORT ?? '').toLowerCase())
+      ? null
+      : {
+          port: intFrom(env, 'GATEHOUSE_METRICS_PORT', 9464),
+          host: env.GATEHOUSE_METRICS_HOST || '127.0.0.1',
+        },
     bootstrapManagementKey: env.GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY || null,
     bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),

@@ -1,6 +1,7 @@
 import { get, type IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 
@@ -28,7 +29,8 @@ describe('operations endpoints', () => {
     const call = client(gw.url, gw.managementKey);
     await call('GET', `/keys/${'a'.repeat(64)}`);
     await call('GET', '/key');
-    const res = await fetch(`${gw.url}/metrics`);
+    const res = await fetch(`${gw.metricsUrl}/metrics`);
+    expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await res.text();
     expect(text).toMatch(
@@ -38,6 +40,29 @@ describe('operations endpoints', () => {
       /gatehouse_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/key"/,
     );
     expect(text).not.toContain('a'.repeat(64)); // concrete URLs are not labels
+  });
+
+  it('serves /metrics only on its own loopback listener, not on the API port', async () => {
+    expect(new URL(gw.metricsUrl as string).hostname).toBe('127.0.0.1');
+    expect(gw.metricsUrl).not.toBe(gw.url);
+    const onApi = await fetch(`${gw.url}/metrics`);
+    expect(onApi.status).toBe(404);
+    expect(await onApi.text()).not.toContain('gatehouse_');
+    expect((await fetch(`${gw.metricsUrl}/other`)).status).toBe(404);
+    expect((await fetch(`${gw.metricsUrl}/metrics`, { method: 'POST' })).status).toBe(404);
+    // Bound to loopback: not reachable through another local address.
+    const port = new URL(gw.metricsUrl as string).port;
+    const { networkInterfaces } = await import('node:os');
+    const other = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+    if (other) await expect(fetch(`http://${other}:${port}/metrics`)).rejects.toThrow();
+  });
+
+  it('defaults the metrics listener to 127.0.0.1:9464, and turns it off with GATEHOUSE_METRICS_PORT=off', () => {
+    const dir = gw.services.config.dataDir;
+    expect(loadConfig({ GATEHOUSE_DATA_DIR: dir }).metrics).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(loadConfig({ GATEHOUSE_DATA_DIR: dir, GATEHOUSE_METRICS_PORT: 'off' }).metrics).toBeNull();
   });
 
   it('publishes an OpenAPI 3.1 document generated from the route schemas, and a reference page', async () => {

@@ -91,6 +91,8 @@ export async function startTestGateway(
     GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
     // Suites probe admin routes with many wrong tokens from one address; the throttle has its own tests.
     GATEHOUSE_ADMIN_AUTH_FAILURES: '100000',
+    // /metrics on a free loopback port of its own (TestGateway.metricsUrl).
+    GATEHOUSE_METRICS_PORT: '0',
     GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: managementKey,
     GATEHOUSE_BOOTSTRAP_API_KEY: apiKey,
     LOG_LEVEL: 'warn',
