@@ -1,12 +1,14 @@
 /**
  * The default object store: files under a directory (`<data dir>/objects`), written atomically
- * (temp file + rename), served back by the media service under `/files/<key>`.
+ * (temp file + rename), served back by the media service under `/files/<key>` — only keys shaped as
+ * the service names its outputs, and only regular files (no symbolic link is followed).
  */
 
 import { randomUUID } from 'node:crypto';
 import { createReadStream, type ReadStream } from 'node:fs';
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
+import { isObjectKey } from '../object-keys.js';
 import { MediaError, type ObjectStore } from '../types.js';
 
 const KEY = /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/;
@@ -99,12 +101,17 @@ export class FilesystemStore implements ObjectStore {
     if (path) await rm(path, { force: true });
   }
 
-  /** The stored file at `key`, opened for streaming; null when the key is invalid or absent. */
+  /**
+   * The stored output at `key`, opened for streaming; null when the key is invalid, absent, or not
+   * a name the media service gives its outputs (`isObjectKey`): other files in the directory are
+   * never served.
+   */
   async open(key: string): Promise<StoredFile | null> {
+    if (!isObjectKey(key)) return null;
     const path = this.pathFor(key);
-    if (!path || key.split('/').some((s) => s.startsWith('.'))) return null;
+    if (!path) return null;
     try {
-      const s = await stat(path);
+      const s = await lstat(path); // a symbolic link is not a regular file: not served
       if (!s.isFile()) return null;
       return {
         stream: createReadStream(path),
