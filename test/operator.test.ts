@@ -152,6 +152,10 @@ describe('operator token strength', () => {
     }
   });
 
+  it('refuses a token longer than the 1 KB any credential header may be', () => {
+    expect(withToken(randomBytes(600).toString('hex'))).toThrow(/GATEHOUSE_ADMIN_TOKEN is too long/);
+  });
+
   it('starts with a random token and with none (operator API off)', () => {
     expect(withToken(randomBytes(32).toString('hex'))().adminToken).toHaveLength(64);
     expect(withToken(randomBytes(18).toString('base64'))().adminToken).toHaveLength(24);

@@ -7,6 +7,8 @@
  * character and more for base64. `openssl rand -hex 32` (64 characters, ~230 bits) passes easily.
  */
 
+import { MAX_CREDENTIAL_LENGTH } from '../lib/credentials.js';
+
 export const ADMIN_TOKEN_MIN_LENGTH = 24;
 export const ADMIN_TOKEN_MIN_BITS = 80;
 
@@ -26,6 +28,8 @@ export function estimatedEntropyBits(token: string): number {
 /** Why the token is too weak to start with, or null when it is strong enough. Never quotes the token. */
 export function adminTokenWeakness(token: string): string | null {
   const hint = 'generate one with `openssl rand -hex 32`';
+  if (token.length > MAX_CREDENTIAL_LENGTH)
+    return `GATEHOUSE_ADMIN_TOKEN is too long: credentials over ${MAX_CREDENTIAL_LENGTH} characters are refused`;
   if ([...token].length < ADMIN_TOKEN_MIN_LENGTH)
     return `GATEHOUSE_ADMIN_TOKEN is too short: it needs at least ${ADMIN_TOKEN_MIN_LENGTH} characters; ${hint}`;
   const bits = estimatedEntropyBits(token);

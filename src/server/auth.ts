@@ -54,7 +54,7 @@ export function installAuth(
       credentialTooLong(request.headers.authorization) ||
       credentialTooLong(typeof apiKeyHeader === 'string' ? apiKeyHeader : undefined)
     )
-      return sendError(reply, 401, 'Invalid credentials: the Authorization header is too long');
+      return sendError(reply, 401, 'Invalid credentials: the Authorization or x-api-key header is over 1 KB');
     const token = presentedKey(request);
     if (mode === 'admin') {
       if (!adminToken)
