@@ -100,7 +100,13 @@ export async function startTestGateway(
     ...opts.env,
   };
   const boot = async (): Promise<TestGateway> => {
-    const config: Config = loadConfig(env);
+    let config: Config;
+    try {
+      config = loadConfig(env);
+    } catch (err) {
+      await storage.drop(); // a refused configuration leaves no temp directory behind
+      throw err;
+    }
     registerSecret('api-key', apiKey);
     registerSecret('api-key', managementKey);
     registerMasterKey(config.masterKey);
