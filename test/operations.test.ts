@@ -65,6 +65,22 @@ describe('operations endpoints', () => {
     expect(loadConfig({ GATEHOUSE_DATA_DIR: dir, GATEHOUSE_METRICS_PORT: 'off' }).metrics).toBeNull();
   });
 
+  it('refuses to start when the metrics port is taken, saying which setting to change', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      await expect(
+        startTestGateway('sqlite', { env: { GATEHOUSE_METRICS_PORT: String(port) } }),
+      ).rejects.toThrow(
+        `GATEHOUSE_METRICS_PORT: cannot listen on 127.0.0.1:${port} for /metrics (EADDRINUSE)`,
+      );
+    } finally {
+      taken.close();
+    }
+  });
+
   it('publishes an OpenAPI 3.1 document generated from the route schemas, and a reference page', async () => {
     const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
     expect(doc.openapi).toBe('3.1.0');
