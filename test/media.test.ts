@@ -497,7 +497,13 @@ describe('service routes and errors', () => {
     await mkdir(join(root, 't2i/2025/01/03'), { recursive: true });
     const linked = 't2i/2025/01/03/00000000-0000-4000-8000-000000000000.png';
     await symlink(join(root, 'master.key'), join(root, linked));
-    for (const key of [...planted.map(([k]) => k), linked]) {
+    // Nor a real file reached through a linked directory leading out of the store.
+    const outside = join(media.dir, 'outside', '2025', '01', '04');
+    await mkdir(outside, { recursive: true });
+    const escaped = '10000000-0000-4000-8000-000000000000.png';
+    await writeFile(join(outside, escaped), 'a'.repeat(64));
+    await symlink(join(media.dir, 'outside'), join(root, 'linked'));
+    for (const key of [...planted.map(([k]) => k), linked, `linked/2025/01/04/${escaped}`]) {
       const res = await fetch(`${media.url}/files/${key}`);
       expect(res.status, key).toBe(404);
       expect(await res.text()).not.toContain('a'.repeat(64));

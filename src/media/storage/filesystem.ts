@@ -1,12 +1,13 @@
 /**
  * The default object store: files under a directory (`<data dir>/objects`), written atomically
  * (temp file + rename), served back by the media service under `/files/<key>` — only keys shaped as
- * the service names its outputs, and only regular files (no symbolic link is followed).
+ * the service names its outputs, and only regular files inside the store's real directory (not a
+ * link, nor reached through a linked directory leading elsewhere).
  */
 
 import { randomUUID } from 'node:crypto';
 import { createReadStream, type ReadStream } from 'node:fs';
-import { lstat, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { isObjectKey } from '../object-keys.js';
 import { MediaError, type ObjectStore } from '../types.js';
@@ -66,6 +67,17 @@ export class FilesystemStore implements ObjectStore {
     this.root = resolve(dir);
   }
 
+  private realRootPromise: Promise<string> | null = null;
+
+  /** The store directory's real path (links resolved), once it exists. */
+  private realRoot(): Promise<string> {
+    this.realRootPromise ??= realpath(this.root).catch((err) => {
+      this.realRootPromise = null; // not created yet: ask again next time
+      throw err;
+    });
+    return this.realRootPromise;
+  }
+
   setPublicUrl(url: string): void {
     this.publicUrl = url.replace(/\/+$/, '');
   }
@@ -113,6 +125,9 @@ export class FilesystemStore implements ObjectStore {
     try {
       const s = await lstat(path); // a symbolic link is not a regular file: not served
       if (!s.isFile()) return null;
+      // Nor is a file reached through a linked directory that leads out of the store.
+      const real = await realpath(path);
+      if (!real.startsWith((await this.realRoot()) + sep)) return null;
       return {
         stream: createReadStream(path),
         size: s.size,
