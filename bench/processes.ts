@@ -291,6 +291,8 @@ export async function startGatehouse(
       LOG_LEVEL: logLevel,
       // The gateway alone: the media service (bench/media.ts measures it) would add its memory and port.
       GATEHOUSE_MEDIA: 'off',
+      // /metrics on a free loopback port: several gateways run at once.
+      GATEHOUSE_METRICS_PORT: '0',
       ...extra.env,
     },
     ROOT,

@@ -122,7 +122,6 @@ const ROUTES: Record<string, Row> = {
   // Public: the same answer with or without (any) credential.
   'GET /health': { auth: 'none', ok: 200 },
   'GET /ready': { auth: 'none', ok: 200 },
-  'GET /metrics': { auth: 'none', ok: 200 },
   'GET /docs': { auth: 'none', ok: 301 }, // → /docs/
   'GET /docs/': { auth: 'none', ok: 200 },
   'GET /docs/js/scalar.js': { auth: 'none', ok: 200 },
