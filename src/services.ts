@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
+import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
@@ -61,6 +62,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     },
   });
   const orgs = new OrganizationsService(db);
+  const roles = new Roles(db);
   const workspaces = new WorkspacesService(db);
   const budgets = new BudgetsService(db, workspaces);
   const keys = new KeysService(db, workspaces, orgs, usage);
@@ -209,6 +211,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     usage,
     credits,
     orgs,
+    roles,
     workspaces,
     budgets,
     keys,

@@ -114,7 +114,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
 
   installInternHostProxy(app, services);
   installMetrics(app, services.metrics);
-  installAuth(app, services.keys, config.adminToken);
+  installAuth(app, services.keys, services.roles, config.adminToken);
 
   const status = Type.Object({ status: Type.String() });
   app.get('/health', { schema: { hide: true, response: { 200: status } } }, async () => ({ status: 'ok' }));

@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
+import type { Roles } from '../accounts/roles.js';
 import { safeEqual } from '../lib/crypto.js';
+import { ApiError } from '../lib/errors.js';
 import { sendError } from './errors.js';
 
 /**
@@ -17,6 +19,11 @@ export type AuthMode = 'none' | 'key' | 'api' | 'management' | 'admin';
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: AuthMode;
+    /**
+     * `admin`: a management write only the organization's owners and admins (or a key acting as the
+     * organization) may make; members get 403.
+     */
+    role?: 'admin';
   }
   interface FastifyRequest {
     /** Set on every route whose auth mode is key, api or management. */
@@ -36,7 +43,12 @@ function presentedKey(request: FastifyRequest): string | null {
   return typeof x === 'string' && x.trim() ? x.trim() : null;
 }
 
-export function installAuth(app: FastifyInstance, keys: KeysService, adminToken: string | null): void {
+export function installAuth(
+  app: FastifyInstance,
+  keys: KeysService,
+  roles: Roles,
+  adminToken: string | null,
+): void {
   app.decorateRequest('caller', null as unknown as Caller);
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -55,6 +67,14 @@ export function installAuth(app: FastifyInstance, keys: KeysService, adminToken:
     if (!caller) return sendError(reply, 401, 'Invalid, disabled or expired API key');
     if (mode === 'management' && !caller.isManagement) {
       return sendError(reply, 403, 'Only management keys can perform this operation');
+    }
+    if (request.routeOptions.config?.role === 'admin') {
+      try {
+        await roles.requireAdmin(caller);
+      } catch (err) {
+        if (err instanceof ApiError) return sendError(reply, err.status, err.message);
+        throw err;
+      }
     }
     request.caller = caller;
   });
