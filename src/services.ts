@@ -69,13 +69,15 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   const admin = new AdminService(orgs, keys, credits);
   const guardrails = new GuardrailsService(db, workspaces, policyWrites);
   const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policyWrites);
-  const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs);
+  const catalog = loadCatalog(config.env);
+  // Read per call: a catalog reload changes which providers take BYOK credentials.
+  const byokAllowed = (slug: string) => catalog.providers.get(slug)?.byok;
+  const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs, byokAllowed);
   keys.onInvalidate((hash) => cluster.publish({ kind: 'key', hash }));
   byok.onInvalidate((organizationId) => cluster.publish({ kind: 'byok', organizationId }));
   cluster.onEvent((e) => applyClusterEvent({ keys, policy, byok, spend }, e));
 
   // The routing engine: catalog, provider adapters, enforcement and accounting.
-  const catalog = loadCatalog(config.env);
   const adapters = new Map<string, Provider>();
   const provider = (slug: string) => {
     let p = adapters.get(slug);
