@@ -87,6 +87,10 @@ describe('BYOK on operator providers', () => {
     expect(free.status, free.text).toBe(200);
     expect(free.body.usage).toMatchObject({ is_byok: true, cost: 0 });
     expect(wireView(calls()[0]!).auth?.key).toBe(FAKE);
+    // The BYOK call used no credits: GET /credits agrees with its `cost: 0`; the key reports it apart.
+    expect((await mgmt('GET', '/credits')).body.data).toEqual({ total_credits: 0, total_usage: 0 });
+    expect((await client(gw.url, org.apiKey)('GET', '/key')).body.data).toMatchObject({ usage: 0 });
+    expect((await client(gw.url, org.apiKey)('GET', '/key')).body.data.byok_usage).toBeGreaterThan(0);
 
     // The operator turns it off: the credential no longer applies, a $0 organization is refused.
     writeConfig(false);
