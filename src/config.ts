@@ -71,8 +71,12 @@ export interface InternsConfig {
   regionalHosts: string[];
   /** Interns' hostnames are `<name>-<short id>.<domain>`. */
   domain: string;
-  /** Interns one member may own in a workspace (409 intern_limit_reached beyond). */
+  /** Interns one member may own, all workspaces together (409 intern_limit_reached beyond). */
   perMemberLimit: number;
+  /** Intern runtimes one organization may have running or starting (409 runtime_limit_reached beyond). */
+  runtimesPerOrganization: number;
+  /** Intern runtimes this node runs at most, all organizations together (409 runtime_limit_reached beyond). */
+  runtimesMax: number;
   /** Deadline of one /interns or /vault request, ms (408 beyond). */
   deadlineMs: number;
   /** Model for interns whose `model` is null and whose workspace has no default_text_model. */
@@ -234,6 +238,8 @@ export function loadInternsConfig(env: Env, dataDir: string): InternsConfig {
     regionalHosts: listFrom(env.GATEHOUSE_REGIONAL_HOSTS),
     domain: (env.GATEHOUSE_INTERNS_DOMAIN || 'interns.localhost').toLowerCase(),
     perMemberLimit: intFrom(env, 'GATEHOUSE_INTERNS_PER_MEMBER', 10),
+    runtimesPerOrganization: Math.max(1, intFrom(env, 'GATEHOUSE_INTERNS_RUNTIMES_PER_ORGANIZATION', 20)),
+    runtimesMax: Math.max(1, intFrom(env, 'GATEHOUSE_INTERNS_RUNTIMES_MAX', 40)),
     deadlineMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_DEADLINE_MS', 30_000)),
     defaultModel: env.GATEHOUSE_INTERNS_DEFAULT_MODEL || 'gatehouse/echo',
     interactionTimeoutMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_INTERACTION_TIMEOUT_MS', 300_000)),

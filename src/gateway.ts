@@ -2,6 +2,7 @@ import { type BootstrapResult, ensureBootstrap } from './accounts/bootstrap.js';
 import type { Config } from './config.js';
 import { type DbHandle, openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
+import { assertShellSandbox } from './interns/runtime/sandbox.js';
 import { createLog, type LogOptions } from './lib/log.js';
 import { type App, type AppOptions, buildApp } from './server/app.js';
 import { buildServices, type Services } from './services.js';
@@ -31,6 +32,9 @@ export async function prepareGateway(
   config: Config,
   opts: GatewayOptions = {},
 ): Promise<Omit<Gateway, 'url'> & { handle: DbHandle }> {
+  // The interns shell runs only inside its sandbox: a node that would start runtimes with the
+  // shell on refuses to start where bubblewrap cannot sandbox (never an unconfined shell).
+  if (config.interns.shell && config.interns.runtimes) assertShellSandbox();
   // The logger first: every component below logs through it.
   const log = createLog(opts.log ?? { level: config.logLevel });
   const handle = openDatabase(config.databaseUrl, { schema: opts.schema, backgroundCheckpoints: true });

@@ -21,6 +21,7 @@ import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
 import { PolicyService } from './guardrails/policy.js';
 import { GuardrailsService } from './guardrails/service.js';
+import { InternAccess } from './interns/access.js';
 import { LocalProvisioner } from './interns/local-provisioner.js';
 import { Programme } from './interns/programme.js';
 import { InternsService } from './interns/service.js';
@@ -154,11 +155,13 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
 
   // Interns and vaults: the programme check, secrets, the local provisioner and the lifecycle.
   const programme = new Programme(db);
+  const internAccess = new InternAccess(db);
   const vault = new VaultService({
     db,
     dialect: handle.dialect,
     masterKey: config.masterKey,
     config: config.interns,
+    access: internAccess,
   });
   const provisioner = new LocalProvisioner(config.interns, log.child({ component: 'interns-runtime' }));
   const interns = new InternsService({
@@ -168,6 +171,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     provisioner,
     keys,
     workspaces,
+    access: internAccess,
     log: log.child({ component: 'interns' }),
   });
 

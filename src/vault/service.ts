@@ -3,6 +3,7 @@ import type { Caller } from '../accounts/caller.js';
 import type { InternsConfig } from '../config.js';
 import { fromJsonList, isForeignKeyViolation, isUniqueViolation, toJsonList } from '../db/columns.js';
 import type { Db, Dialect } from '../db/connection.js';
+import type { InternAccess } from '../interns/access.js';
 import { decrypt, encrypt } from '../lib/crypto.js';
 import { ApiError, badRequest, conflict, notFound } from '../lib/errors.js';
 import { derivedId, isUuid, newId } from '../lib/ids.js';
@@ -92,7 +93,16 @@ const vaultGone = (err: unknown) =>
  * under the master key and never returned; `fingerprint` is an HMAC under the vault's own key.
  */
 export class VaultService {
-  constructor(readonly deps: { db: Db; dialect: Dialect; masterKey: Buffer; config: InternsConfig }) {}
+  constructor(
+    readonly deps: {
+      db: Db;
+      dialect: Dialect;
+      masterKey: Buffer;
+      config: InternsConfig;
+      /** Who may read and write an intern's vault (its owner and the workspace's administrators). */
+      access: InternAccess;
+    },
+  ) {}
 
   /** Creates the intern's private vault (idempotent: returns the existing one's id). */
   async createInternVault(workspaceId: string, internId: string): Promise<string> {
@@ -153,11 +163,7 @@ export class VaultService {
   }
 
   /** One page of a vault's secrets, by name (an absent vault is an empty one). */
-  async list(
-    caller: Pick<Caller, 'workspaceId'>,
-    scope: VaultScope,
-    page: { offset: number; limit: number },
-  ): Promise<VaultPage> {
+  async list(caller: Caller, scope: VaultScope, page: { offset: number; limit: number }): Promise<VaultPage> {
     const vault = await this.readable(caller, scope);
     if (!vault) return { data: [], has_more: false };
     const rows = await store.listSecrets(this.deps.db, this.deps.dialect, vault.id, page);
@@ -166,12 +172,13 @@ export class VaultService {
 
   /** Creates or replaces a secret (a replaced one keeps its created_at). */
   async put(
-    caller: Pick<Caller, 'workspaceId'>,
+    caller: Caller,
     scope: VaultScope,
     name: string,
     input: SecretWriteInput,
   ): Promise<VaultSecretView> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     checkName(name);
     checkValue(input.value);
     const hosts = normalizeHosts(input.hosts);
@@ -184,10 +191,14 @@ export class VaultService {
   }
 
   /** Deletes a secret; 404 when the vault holds none of that name. */
-  async remove(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope, name: string): Promise<void> {
+  async remove(caller: Caller, scope: VaultScope, name: string): Promise<void> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     checkName(name);
-    const vault = await this.readable(caller, scope);
+    const vault =
+      scope.kind === 'workspace'
+        ? await store.workspaceVault(this.deps.db, caller.workspaceId)
+        : await this.ownVault(await this.intern(caller, scope.internId, true));
     if (!vault || !(await store.deleteSecret(this.deps.db, vault.id, name))) throw notFound(`Secret ${name}`);
   }
 
@@ -196,12 +207,9 @@ export class VaultService {
    * All or nothing: a missing name is a 404, a legacy source without hosts a 409, and then nothing
    * is written. Values are sealed again for the intern's vault; fingerprints use its key.
    */
-  async copyToIntern(
-    caller: Pick<Caller, 'workspaceId'>,
-    internId: string,
-    names: string[],
-  ): Promise<VaultSecretView[]> {
+  async copyToIntern(caller: Caller, internId: string, names: string[]): Promise<VaultSecretView[]> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     if (names.length < 1 || names.length > COPY_MAX) {
       throw badRequest(`names must list 1 to ${COPY_MAX} secret names`);
     }
@@ -275,11 +283,16 @@ export class VaultService {
     return created;
   }
 
-  /** An intern of the caller's workspace (400 for a malformed id, 404 for any other intern). */
-  private async intern(caller: Pick<Caller, 'workspaceId'>, internId: string) {
+  /**
+   * An intern of the caller's workspace that the caller may read (or, `act`, write the vault of):
+   * 400 for a malformed id, 404 for any other intern, another member's included.
+   */
+  private async intern(caller: Caller, internId: string, act: boolean) {
     if (!isUuid(internId)) throw badRequest('internId must be a UUID');
     const row = await store.findIntern(this.deps.db, internId.toLowerCase());
     if (!row || row.workspace_id !== caller.workspaceId) throw notFound('Intern');
+    const { access } = this.deps;
+    if (!(await (act ? access.mayAct(caller, row) : access.mayRead(caller, row)))) throw notFound('Intern');
     return row;
   }
 
@@ -291,15 +304,15 @@ export class VaultService {
   }
 
   /** The vault a read (or delete) acts on; undefined when it does not exist yet. */
-  private async readable(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope) {
+  private async readable(caller: Caller, scope: VaultScope) {
     if (scope.kind === 'workspace') return store.workspaceVault(this.deps.db, caller.workspaceId);
-    return this.ownVault(await this.intern(caller, scope.internId));
+    return this.ownVault(await this.intern(caller, scope.internId, false));
   }
 
   /** The vault a write acts on: the workspace's (made if needed), or a live intern's own (409 otherwise). */
-  private async writable(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope): Promise<store.VaultRow> {
+  private async writable(caller: Caller, scope: VaultScope): Promise<store.VaultRow> {
     if (scope.kind === 'workspace') return this.ensureWorkspaceVault(caller.workspaceId);
-    const intern = await this.intern(caller, scope.internId);
+    const intern = await this.intern(caller, scope.internId, true);
     if (CLOSING.has(intern.status)) {
       throw conflict(`The intern is ${intern.status}: its vault can no longer be written`);
     }
