@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
+import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
@@ -62,19 +63,22 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     },
   });
   const orgs = new OrganizationsService(db);
+  const roles = new Roles(db);
   const workspaces = new WorkspacesService(db);
   const budgets = new BudgetsService(db, workspaces);
   const keys = new KeysService(db, workspaces, orgs, usage);
   const admin = new AdminService(orgs, keys, credits);
   const guardrails = new GuardrailsService(db, workspaces, policyWrites);
   const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policyWrites);
-  const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs);
+  const catalog = loadCatalog(config.env);
+  // Read per call: a catalog reload changes which providers take BYOK credentials.
+  const byokAllowed = (slug: string) => catalog.providers.get(slug)?.byok;
+  const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs, byokAllowed);
   keys.onInvalidate((hash) => cluster.publish({ kind: 'key', hash }));
   byok.onInvalidate((organizationId) => cluster.publish({ kind: 'byok', organizationId }));
   cluster.onEvent((e) => applyClusterEvent({ keys, policy, byok, spend }, e));
 
   // The routing engine: catalog, provider adapters, enforcement and accounting.
-  const catalog = loadCatalog(config.env);
   const adapters = new Map<string, Provider>();
   const provider = (slug: string) => {
     let p = adapters.get(slug);
@@ -213,6 +217,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     usage,
     credits,
     orgs,
+    roles,
     workspaces,
     budgets,
     keys,

@@ -548,12 +548,14 @@ describe('interns chat', () => {
       role: 'admin',
       interns_programme: true,
     });
-    const adminKey = await mgmt('POST', '/keys', {
+    // Only the operator attributes a key to another user; the owner then sets its $0 limit.
+    const adminKey = await admin('POST', '/admin/keys', {
       name: 'admin-broke',
-      limit: 0,
-      creator_user_id: adminUser.body.data.id,
+      user_id: adminUser.body.data.id,
     });
     expect(adminKey.status, adminKey.text).toBe(201);
+    const capped = await mgmt('PATCH', `/keys/${adminKey.body.data.hash}`, { limit: 0 });
+    expect(capped.status, capped.text).toBe(200);
     refusedRun(
       await chat(
         intern.id,

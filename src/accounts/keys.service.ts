@@ -8,6 +8,7 @@ import { nowIso, type ResetInterval } from '../lib/time.js';
 import type { Caller } from './caller.js';
 import * as store from './keys.store.js';
 import type { OrganizationsService } from './organizations.service.js';
+import { Roles } from './roles.js';
 import type { WorkspacesService } from './workspaces.service.js';
 
 export const RESET_INTERVALS = ['daily', 'weekly', 'monthly'] as const;
@@ -92,6 +93,7 @@ export class KeysService {
   /** Bumped by every invalidation: a lookup that started before it is not cached. */
   private generation = 0;
   private readonly listeners: ((hash: string | null) => void)[] = [];
+  private readonly roles: Roles;
 
   constructor(
     private readonly db: Db,
@@ -101,6 +103,7 @@ export class KeysService {
     opts: { cacheMax?: number } = {},
   ) {
     this.cache = new LRUCache({ max: opts.cacheMax ?? 50_000, ttl: 5_000 });
+    this.roles = new Roles(db);
   }
 
   /** Resolves a bearer token to its caller, or null when unknown, disabled or expired. */
@@ -205,6 +208,20 @@ export class KeysService {
     return { row, key };
   }
 
+  /**
+   * POST /keys: a key created by a management key, attributed as its role allows (a member's key is
+   * theirs; nobody attributes a key to another user).
+   */
+  async createAs(caller: Caller, input: KeyInput): Promise<{ row: store.KeyRow; key: string }> {
+    const workspace = await this.workspaces.resolve(caller, input.workspace_id);
+    const creator = await this.roles.creatorFor(caller, input.creator_user_id, workspace);
+    return this.create(caller.organizationId, {
+      ...input,
+      workspace_id: workspace.id,
+      creator_user_id: creator,
+    });
+  }
+
   async view(row: store.KeyRow): Promise<ApiKeyView> {
     const usage = await this.usage.forKeys([row.hash]);
     return keyView(row, usage.get(row.hash) ?? this.usage.zero());
@@ -237,6 +254,7 @@ export class KeysService {
 
   async update(caller: Caller, hash: string, patch: KeyPatch): Promise<store.KeyRow> {
     const row = await this.get(caller, hash);
+    await this.roles.requireKeyControl(caller, row);
     if (patch.name !== undefined && patch.name.trim().length === 0)
       throw badRequest('name must not be empty');
     if (patch.limit !== undefined && patch.limit !== null && patch.limit < 0) {
@@ -259,6 +277,7 @@ export class KeysService {
 
   async delete(caller: Caller, hash: string): Promise<void> {
     const row = await this.get(caller, hash);
+    await this.roles.requireKeyControl(caller, row);
     await store.deleteKey(this.db, row.hash);
     this.invalidate(row.hash);
   }

@@ -80,7 +80,11 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   const { config } = opts;
   const generators: Record<string, MediaGenerator> = opts.generator
     ? Object.fromEntries(config.routes.map((r) => [r.provider, opts.generator as MediaGenerator]))
-    : { local: new LocalGenerator(), ...providerGenerators(config.providers), ...opts.generators };
+    : {
+        local: new LocalGenerator(),
+        ...providerGenerators(config.providers, { fetchPrivate: config.fetchPrivate }),
+        ...opts.generators,
+      };
   // The S3 client (~25 MB of RSS) is loaded only when the S3 store is configured.
   const s3 =
     !opts.store && config.store === 's3' && config.s3

@@ -258,7 +258,8 @@ export class Engine {
   ): Promise<{ candidates: Candidate[]; excluded: Exclusion[] }> {
     const byokCache = new Map<string, ByokChoice>();
     for (const e of model.endpoints)
-      byokCache.set(e.provider, await this.deps.byok(caller, e.provider, model.id));
+      if (this.deps.catalog.providers.get(e.provider)?.byok)
+        byokCache.set(e.provider, await this.deps.byok(caller, e.provider, model.id));
     return selectCandidates({
       catalog: this.deps.catalog,
       model,

@@ -115,7 +115,13 @@ export async function buildApp(services: Services, opts: AppOptions) {
 
   installInternHostProxy(app, services);
   installMetrics(app, services.metrics);
-  installAuth(app, services.keys, config.adminToken, new AdminThrottle(config.adminAuthFailures));
+  installAuth(
+    app,
+    services.keys,
+    services.roles,
+    config.adminToken,
+    new AdminThrottle(config.adminAuthFailures),
+  );
 
   const status = Type.Object({ status: Type.String() });
   app.get('/health', { schema: { hide: true, response: { 200: status } } }, async () => ({ status: 'ok' }));

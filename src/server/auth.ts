@@ -2,8 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AdminThrottle } from '../accounts/admin.throttle.js';
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
+import type { Roles } from '../accounts/roles.js';
 import { credentialTooLong } from '../lib/credentials.js';
 import { safeEqual } from '../lib/crypto.js';
+import { ApiError } from '../lib/errors.js';
 import { sendError } from './errors.js';
 
 /**
@@ -19,6 +21,11 @@ export type AuthMode = 'none' | 'key' | 'api' | 'management' | 'admin';
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: AuthMode;
+    /**
+     * `admin`: a management write only the organization's owners and admins (or a key acting as the
+     * organization) may make; members get 403.
+     */
+    role?: 'admin';
   }
   interface FastifyRequest {
     /** Set on every route whose auth mode is key, api or management. */
@@ -41,6 +48,7 @@ function presentedKey(request: FastifyRequest): string | null {
 export function installAuth(
   app: FastifyInstance,
   keys: KeysService,
+  roles: Roles,
   adminToken: string | null,
   adminThrottle: AdminThrottle,
 ): void {
@@ -66,6 +74,14 @@ export function installAuth(
     if (!caller) return sendError(reply, 401, 'Invalid, disabled or expired API key');
     if (mode === 'management' && !caller.isManagement) {
       return sendError(reply, 403, 'Only management keys can perform this operation');
+    }
+    if (request.routeOptions.config?.role === 'admin') {
+      try {
+        await roles.requireAdmin(caller);
+      } catch (err) {
+        if (err instanceof ApiError) return sendError(reply, err.status, err.message);
+        throw err;
+      }
     }
     request.caller = caller;
   });

@@ -974,6 +974,192 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// Organization roles (owner, admin, member management keys × management writes on own vs others'
+// objects). Members manage only the API keys they created; every other management write is for
+// owners, admins and keys acting as the organization; nobody attributes a key to another user.
+
+describe.each(databases)('organization roles on management writes (%s)', (db) => {
+  let gw: TestGateway;
+  const writes = new Map<string, RouteOptions>();
+
+  beforeAll(async () => {
+    gw = await startTestGateway(db, {
+      env: { GATEHOUSE_WORKER: 'off' },
+      onRoute: (r) => {
+        const auth = (r.config as { auth?: string } | undefined)?.auth;
+        for (const m of [r.method].flat())
+          if (auth === 'management' && m !== 'GET' && m !== 'HEAD') writes.set(`${m} ${r.url}`, r);
+      },
+    });
+  });
+  afterAll(() => gw?.stop());
+
+  /** A user of the organization with the role, and a management key of theirs (from the operator). */
+  const userWithKey = async (role: 'admin' | 'member') => {
+    const admin = adminClient(gw.url);
+    const user = await admin('POST', '/admin/users', {
+      email: `${role}-${randomBytes(4).toString('hex')}@example.com`,
+      organization_id: gw.organizationId,
+      role,
+    });
+    expect(user.status, user.text).toBe(201);
+    const key = await admin('POST', '/admin/keys', {
+      name: `${role}-mgmt`,
+      user_id: user.body.data.id,
+      management: true,
+    });
+    expect(key.status, key.text).toBe(201);
+    return { id: user.body.data.id as string, call: client(gw.url, key.body.key) };
+  };
+
+  it('declares every management write other than /keys as owners and admins only', () => {
+    const open = [...writes]
+      .filter(([id]) => !id.includes('/keys') || id.includes('/assignments/'))
+      .filter(([, r]) => (r.config as { role?: string }).role !== 'admin')
+      .map(([id]) => id);
+    expect(writes.size).toBeGreaterThan(15);
+    expect(open, 'management writes open to members').toEqual([]);
+  });
+
+  it('lets a member manage only the keys they created, attributed to themselves', async () => {
+    const owner = client(gw.url, gw.managementKey);
+    const api = client(gw.url, gw.apiKey);
+    const admin = await userWithKey('admin');
+    const member = await userWithKey('member');
+    const ownerKey = (await owner('POST', '/keys', { name: 'owner-key', creator_user_id: gw.ownerUserId }))
+      .body.data;
+    expect(ownerKey.creator_user_id).toBe(gw.ownerUserId);
+
+    // A member's key is theirs, whether creator_user_id is omitted or names them.
+    const mine = await member.call('POST', '/keys', { name: 'mine' });
+    expect(mine.status, mine.text).toBe(201);
+    expect(mine.body.data.creator_user_id).toBe(member.id);
+    const named = await member.call('POST', '/keys', { name: 'mine-2', creator_user_id: member.id });
+    expect(named.status, named.text).toBe(201);
+    expect(named.body.data.creator_user_id).toBe(member.id);
+
+    // Nobody mints a key attributed to someone else, or (as a member) one acting as the organization.
+    const orgKey = await adminClient(gw.url)('POST', '/admin/keys', {
+      name: 'org-mgmt',
+      organization_id: gw.organizationId,
+      management: true,
+    });
+    const asOrg = client(gw.url, orgKey.body.key);
+    for (const [as, body] of [
+      [member.call, { name: 'x', creator_user_id: gw.ownerUserId }],
+      [member.call, { name: 'x', creator_user_id: null }],
+      [admin.call, { name: 'x', creator_user_id: member.id }],
+      [owner, { name: 'x', creator_user_id: member.id }],
+      [asOrg, { name: 'x', creator_user_id: member.id }],
+    ] as const) {
+      const res = await as('POST', '/keys', body);
+      expect(res.status, `${JSON.stringify(body)} ${res.text}`).toBe(403);
+      expect(res.body.error).toMatchObject({ code: 403 });
+    }
+    const orgActing = await admin.call('POST', '/keys', { name: 'org-acting', creator_user_id: null });
+    expect(orgActing.status, orgActing.text).toBe(201);
+    expect(orgActing.body.data.creator_user_id).toBeNull();
+    expect((await asOrg('POST', '/keys', { name: 'by-org' })).body.data.creator_user_id).toBeNull();
+
+    // Not in a workspace the member does not belong to.
+    const ws = (await owner('POST', '/workspaces', { name: 'Owners', slug: 'owners-only' })).body.data;
+    expect((await member.call('POST', '/keys', { name: 'x', workspace_id: ws.id })).status).toBe(403);
+    const keysBefore = (await owner('GET', `/keys?workspace_id=${ws.id}`)).body.data.length;
+    expect(keysBefore).toBe(0);
+
+    // The owner's keys (and the organization's) are out of a member's reach: state unchanged.
+    for (const hash of [ownerKey.hash, orgActing.body.data.hash, sha256(gw.apiKey)]) {
+      expect((await member.call('PATCH', `/keys/${hash}`, { disabled: true })).status).toBe(403);
+      expect((await member.call('PATCH', `/keys/${hash}`, { limit: 0 })).status).toBe(403);
+      expect((await member.call('DELETE', `/keys/${hash}`)).status).toBe(403);
+      const still = await owner('GET', `/keys/${hash}`);
+      expect(still.status).toBe(200);
+      expect(still.body.data).toMatchObject({ disabled: false, limit: null });
+    }
+    expect((await api('GET', '/key')).status).toBe(200); // the owner's API key still works
+
+    // Their own keys: yes.
+    const patched = await member.call('PATCH', `/keys/${mine.body.data.hash}`, { name: 'renamed', limit: 1 });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.data).toMatchObject({ name: 'renamed', limit: 1 });
+    expect((await member.call('DELETE', `/keys/${named.body.data.hash}`)).status).toBe(200);
+
+    // Owners and admins manage others' keys.
+    expect((await admin.call('PATCH', `/keys/${mine.body.data.hash}`, { disabled: true })).status).toBe(200);
+    expect((await admin.call('PATCH', `/keys/${ownerKey.hash}`, { name: 'by-admin' })).status).toBe(200);
+    expect((await owner('DELETE', `/keys/${mine.body.data.hash}`)).status).toBe(200);
+    expect((await owner('DELETE', `/keys/${orgActing.body.data.hash}`)).status).toBe(200);
+  });
+
+  it('refuses members every other management write, and lets admins make them', async () => {
+    const owner = client(gw.url, gw.managementKey);
+    const admin = await userWithKey('admin');
+    const member = await userWithKey('member');
+    const other = await userWithKey('member');
+    const g = (await owner('POST', '/guardrails', { name: 'team', allowed_models: ['gatehouse/echo'] })).body
+      .data.id;
+    const k = (await owner('POST', '/keys', { name: 'assigned' })).body.data.hash;
+    await owner('POST', `/guardrails/${g}/assignments/keys`, { key_hashes: [k] });
+    await owner('POST', `/guardrails/${g}/assignments/members`, { member_user_ids: [member.id] });
+    const w = (await owner('POST', '/workspaces', { name: 'Team', slug: 'team' })).body.data.id;
+    await owner('PUT', `/workspaces/${w}/budgets/monthly`, { limit_usd: 5 });
+    const b = (await owner('POST', '/byok', { provider: 'openai', key: 'sk-role-test-provider-key' })).body
+      .data.id;
+
+    const calls: [string, string, unknown, number][] = [
+      ['POST', '/guardrails', { name: 'mine' }, 201],
+      ['PATCH', `/guardrails/${g}`, { allowed_models: null }, 200],
+      ['POST', `/guardrails/${g}/assignments/keys/remove`, { key_hashes: [k] }, 200],
+      ['POST', `/guardrails/${g}/assignments/keys`, { key_hashes: [k] }, 200],
+      ['POST', `/guardrails/${g}/assignments/members/remove`, { member_user_ids: [member.id] }, 200],
+      ['POST', `/guardrails/${g}/assignments/members`, { member_user_ids: [other.id] }, 200],
+      ['POST', '/workspaces', { name: 'Mine', slug: 'mine' }, 201],
+      ['PATCH', `/workspaces/${w}`, { name: 'Renamed' }, 200],
+      ['POST', `/workspaces/${w}/members/add`, { user_ids: [member.id] }, 200],
+      ['POST', `/workspaces/${w}/members/remove`, { user_ids: [gw.ownerUserId] }, 200],
+      ['PUT', `/workspaces/${w}/budgets/monthly`, { limit_usd: 1000 }, 200],
+      ['POST', '/byok', { provider: 'anthropic', key: 'sk-member-provider-key' }, 201],
+      ['PATCH', `/byok/${b}`, { disabled: true }, 200],
+      ['DELETE', `/workspaces/${w}/budgets/monthly`, undefined, 200],
+      ['DELETE', `/byok/${b}`, undefined, 200],
+      ['DELETE', `/guardrails/${g}`, undefined, 200],
+      ['DELETE', `/workspaces/${w}`, undefined, 200],
+    ];
+    const state = async () =>
+      Promise.all(
+        [
+          `/guardrails/${g}`,
+          `/guardrails/${g}/assignments/keys`,
+          `/guardrails/${g}/assignments/members`,
+          '/guardrails',
+          `/workspaces/${w}`,
+          `/workspaces/${w}/members`,
+          `/workspaces/${w}/budgets`,
+          '/workspaces',
+          `/byok/${b}`,
+          '/byok',
+        ].map(async (p) => (await owner('GET', p)).text),
+      );
+    const before = await state();
+    for (const [method, path, body] of calls) {
+      const res = await member.call(method, path, body);
+      expect(res.status, `member ${method} ${path}: ${res.text}`).toBe(403);
+      expect(res.body).toEqual({
+        error: { code: 403, message: 'Only organization owners and admins can perform this operation' },
+      });
+    }
+    expect(await state()).toEqual(before);
+    // Members still read.
+    for (const p of ['/guardrails', '/workspaces', '/byok', `/workspaces/${w}/budgets`])
+      expect((await member.call('GET', p)).status).toBe(200);
+    for (const [method, path, body, status] of calls) {
+      const res = await admin.call(method, path, body);
+      expect(res.status, `admin ${method} ${path}: ${res.text}`).toBe(status);
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
 // Intern ownership: inside one workspace, an intern is its owner's. Its owner and the workspace's
 // administrators (organization owners and admins) act on it; another member gets 404 on every
 // route naming it (existence not revealed) and does not see it listed; a key acting as the
