@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { UsableSecret } from '../vault/service.js';
 import { EGRESS_BODY_CAP, sendEgress } from './egress.js';
+import { MIN_REFLECTED } from './redaction.js';
 
 interface Seen {
   method: string;
@@ -19,6 +20,27 @@ const secrets: UsableSecret[] = [
   { name: 'legacy', value: 'legacy-value', hosts: null },
   { name: 'tiny', value: 'abc', hosts: ['127.0.0.1'] },
 ];
+
+/** The forms a reflecting host can send a secret back in (or a piece of it: `piece:<from>:<to>`). */
+function reflect(how: string, v: string): string {
+  const b = Buffer.from(v);
+  const piece = /^piece:(\d+):(\d+)$/.exec(how);
+  if (piece) return v.slice(Number(piece[1]), Number(piece[2]));
+  const forms: Record<string, string> = {
+    json: JSON.stringify({ v }),
+    url: encodeURIComponent(v),
+    form: new URLSearchParams({ v }).toString(),
+    base64: b.toString('base64'),
+    base64url: b.toString('base64url'),
+    base64_offset1: Buffer.concat([Buffer.from('x'), b]).toString('base64'),
+    base64_offset2: Buffer.concat([Buffer.from('xy'), b]).toString('base64'),
+    hex: b.toString('hex'),
+    HEX: b.toString('hex').toUpperCase(),
+    upper: v.toUpperCase(),
+    lower: v.toLowerCase(),
+  };
+  return forms[how] ?? v;
+}
 
 let server: Server;
 let base: string;
@@ -41,6 +63,22 @@ beforeAll(async () => {
       const head = 'a'.repeat(EGRESS_BODY_CAP - 5);
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end(`${head}${TOKEN}${'b'.repeat(100_000)}`);
+      return;
+    }
+    if (req.url?.startsWith('/reflect/')) {
+      // A bound host reflecting the secret it was sent (x-key) in the form the path names,
+      // in a header and in a body written a few bytes at a time.
+      const form = reflect(
+        decodeURIComponent(req.url.slice('/reflect/'.length)),
+        String(req.headers['x-key']),
+      );
+      res.writeHead(200, { 'content-type': 'text/plain', 'x-reflected': form });
+      const body = Buffer.from(`value: ${form} (end)`);
+      for (let i = 0; i < body.length; i += 3) {
+        res.write(body.subarray(i, i + 3));
+        await new Promise((r) => setImmediate(r));
+      }
+      res.end();
       return;
     }
     if (req.url?.startsWith('/redirect')) {
@@ -165,5 +203,59 @@ describe('egress', () => {
     const down = await send({ method: 'GET', url: 'http://127.0.0.1:1/?k={{vault:api_token}}' });
     expect(down.status).toBe(502);
     expect(JSON.stringify(down)).not.toContain(TOKEN);
+  });
+
+  describe('a bound host reflecting the secret', () => {
+    // Spaces, quotes, slashes, non-ASCII and mixed case: every encoding differs from the value.
+    const VALUE = 'Ab/cD+eF gH"iJ é&k=L?m0123456789zZ-qRsTuVwXyZ_98765.4321~Qw3Er5';
+    const reflecting: UsableSecret[] = [{ name: 'key', value: VALUE, hosts: ['127.0.0.1'] }];
+    const fetchReflected = async (how: string) => {
+      const r = await sendEgress(
+        {
+          method: 'GET',
+          url: `${base}/reflect/${encodeURIComponent(how)}`,
+          headers: { 'x-key': '{{vault:key}}' },
+        },
+        { secrets: reflecting, allowPrivate: true },
+      );
+      if (r.status !== 200) throw new Error(`unexpected ${r.status}`);
+      return r.body;
+    };
+
+    it.each([
+      'raw',
+      'json',
+      'url',
+      'form',
+      'base64',
+      'base64url',
+      'base64_offset1',
+      'base64_offset2',
+      'hex',
+      'HEX',
+      'upper',
+      'lower',
+    ])('never shows it %s-encoded (header, and a body streamed in small chunks)', async (how) => {
+      const got = await fetchReflected(how);
+      expect(seen.at(-1)?.headers['x-key']).toBe(VALUE);
+      const form = reflect(how, VALUE);
+      const shown = `${got.headers['x-reflected']}\n${got.body}`;
+      expect(shown).not.toContain(form);
+      expect(got.body).toMatch(/^value: .{0,8}\[REDACTED\].{0,4} \(end\)$/);
+      expect(got.headers['x-reflected']).toContain('[REDACTED]');
+    });
+
+    it('a secret rebuilt piece by piece over nine requests stays hidden', async () => {
+      const step = Math.ceil(VALUE.length / 9); // 7 characters a request
+      expect(step).toBeGreaterThanOrEqual(MIN_REFLECTED);
+      const pieces: string[] = [];
+      for (let i = 0; i < 9; i++) {
+        const got = await fetchReflected(`piece:${i * step}:${(i + 1) * step}`);
+        // (A space next to the piece may go too: the secret has one there.)
+        expect(got.body).toMatch(/^value: \[REDACTED\] ?\(end\)$/);
+        pieces.push(got.body);
+      }
+      expect(pieces.join('')).not.toContain(VALUE.slice(0, step));
+    });
   });
 });
