@@ -470,7 +470,7 @@ describe('interns chat', () => {
     expect(outsideSeen.length).toBe(before + 2);
     expect(outsideSeen.at(-1)?.authorization).toBe(`Bearer ${SECRET}`);
     const own = await call('PUT', `/vault/interns/${borrower.id}/secrets/api_token`, {
-      value: 'other',
+      value: 'other-value',
       hosts: ['x.example'],
     });
     expect(own.status).toBe(200);

@@ -728,8 +728,13 @@ describe.each(databases)('vault API (%s)', (db) => {
       const cases: [unknown, RegExp | string][] = [
         [{ hosts: ['a.example'] }, 'value is required'],
         [{ value: ok }, 'hosts is required'],
-        [{ value: '', hosts: ['a.example'] }, /value must be a string of 1 to 65536 characters/],
-        [{ value: 'x'.repeat(65_537), hosts: ['a.example'] }, /value must be a string of 1 to 65536/],
+        [
+          { value: '', hosts: ['a.example'] },
+          'value must be at least 8 characters long; shorter secrets are refused',
+        ],
+        [{ value: '1234', hosts: ['a.example'] }, /value must be at least 8 characters/],
+        [{ value: 'x'.repeat(7), hosts: ['a.example'] }, /value must be at least 8 characters/],
+        [{ value: 'x'.repeat(65_537), hosts: ['a.example'] }, /value must be a string of 8 to 65536/],
         [{ value: 42, hosts: ['a.example'] }, /value must be a string/],
         [{ value: null, hosts: ['a.example'] }, /value must be a string/],
         [{ value: ok, hosts: [] }, /hosts must be an array of 1 to 100 hostnames/],

@@ -17,7 +17,7 @@ import {
   VaultSecretCopyRequest,
   VaultSecretWriteRequest,
 } from './schemas.js';
-import { COPY_MAX, VALUE_MAX, type VaultScope } from './service.js';
+import { COPY_MAX, VALUE_MAX, VALUE_MIN, VALUE_TOO_SHORT, type VaultScope } from './service.js';
 
 const tags = ['Vault'];
 const config = { auth: 'api' as const };
@@ -40,7 +40,10 @@ function issueMessage(part: string, e: ValueError): string {
   if (e.type === ValueErrorType.ObjectRequiredProperty) return `${field} is required`;
   if (part === 'body') {
     const item = /^(hosts|names)\.(\d+)$/.exec(field);
-    if (field === 'value') return `value must be a string of 1 to ${VALUE_MAX} characters`;
+    if (field === 'value') {
+      if (typeof e.value === 'string' && e.value.length < VALUE_MIN) return VALUE_TOO_SHORT;
+      return `value must be a string of ${VALUE_MIN} to ${VALUE_MAX} characters`;
+    }
     if (field === 'hosts') return `hosts must be an array of 1 to ${MAX_HOSTS} hostnames`;
     if (field === 'names') {
       if (e.type === ValueErrorType.ArrayUniqueItems && Array.isArray(e.value)) {

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Nullable } from '../server/schemas.js';
 import { MAX_HOSTS } from './hosts.js';
 import { SECRET_NAME_MAX, SECRET_NAME_PATTERN, SECRET_NAME_RULE } from './names.js';
-import { COPY_MAX, VALUE_MAX } from './service.js';
+import { COPY_MAX, VALUE_MAX, VALUE_MIN } from './service.js';
 
 /**
  * Wire schemas of the vault API (digest §7). Requests are checked by TypeBox's compiler (routes.ts),
@@ -57,9 +57,9 @@ export type VaultListQuery = Static<typeof VaultListQuery>;
 export const VaultSecretWriteRequest = Type.Object(
   {
     value: Type.String({
-      minLength: 1,
+      minLength: VALUE_MIN,
       maxLength: VALUE_MAX,
-      description: 'The secret; encrypted at rest, never returned',
+      description: `The secret (${VALUE_MIN} to ${VALUE_MAX} characters); encrypted at rest, never returned`,
     }),
     hosts: Type.Array(Type.String(), {
       minItems: 1,

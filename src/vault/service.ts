@@ -48,6 +48,13 @@ export interface SecretWriteInput {
 
 /** Bounds of a value, in UTF-16 code units (JavaScript string length, as the schema checks it). */
 export const VALUE_MAX = 65_536;
+/**
+ * Shorter values are refused: a PIN or short password is guessed quickly, and egress could not
+ * tell it apart from ordinary text when removing it from responses (see interns/redaction.ts).
+ */
+export const VALUE_MIN = 8;
+/** The 400 message for a value under VALUE_MIN. */
+export const VALUE_TOO_SHORT = `value must be at least ${VALUE_MIN} characters long; shorter secrets are refused`;
 /** At most this many names per copy. */
 export const COPY_MAX = 100;
 
@@ -78,8 +85,9 @@ function checkName(name: string, what = 'name'): void {
 }
 
 function checkValue(value: string): void {
-  if (typeof value !== 'string' || value.length < 1 || value.length > VALUE_MAX) {
-    throw badRequest(`value must be a string of 1 to ${VALUE_MAX} characters`);
+  if (typeof value === 'string' && value.length < VALUE_MIN) throw badRequest(VALUE_TOO_SHORT);
+  if (typeof value !== 'string' || value.length > VALUE_MAX) {
+    throw badRequest(`value must be a string of ${VALUE_MIN} to ${VALUE_MAX} characters`);
   }
 }
 
