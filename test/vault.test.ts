@@ -171,8 +171,11 @@ describe.each(databases)('vault API (%s)', (db) => {
       .where('workspace_id', '=', ws)
       .where('owner_intern_id', 'is', null)
       .execute();
-  /** The fingerprint a value must have in a vault: hex HMAC-SHA-256 under the vault's own key. */
-  const expectedFingerprint = async (vaultId: string, value: string) => {
+  /**
+   * The fingerprint a value must have in a vault: hex HMAC-SHA-256 under the vault's own key of
+   * [name, writer, value] (writer `user:<id>` of the member behind the key).
+   */
+  const expectedFingerprint = async (vaultId: string, name: string, userId: string, value: string) => {
     const vault = await gw.services.db
       .selectFrom('vaults')
       .selectAll()
@@ -182,7 +185,9 @@ describe.each(databases)('vault API (%s)', (db) => {
       decrypt(gw.services.config.masterKey, vault.hmac_key_sealed, `vault-key:${vaultId}`),
       'base64',
     );
-    return createHmac('sha256', key).update(value).digest('hex');
+    return createHmac('sha256', key)
+      .update(JSON.stringify([name, `user:${userId}`, value]))
+      .digest('hex');
   };
   const expectError = (res: JsonResponse, status: number, message?: RegExp | string) => {
     expect(res.status).toBe(status);
@@ -201,7 +206,11 @@ describe.each(databases)('vault API (%s)', (db) => {
         done();
       },
     });
-    gw = await startTestGateway(db, { env: { GATEHOUSE_REGIONAL_HOSTS: REGIONAL }, logStream });
+    // This suite writes far more than a member may in a minute; the write limit has its own suite.
+    gw = await startTestGateway(db, {
+      env: { GATEHOUSE_REGIONAL_HOSTS: REGIONAL, GATEHOUSE_VAULT_WRITE_LIMIT: '100000' },
+      logStream,
+    });
     call = recorded(gw.apiKey);
     workspaceId = (await call('GET', '/key')).body.data.workspace_id;
   });
@@ -321,24 +330,27 @@ describe.each(databases)('vault API (%s)', (db) => {
     expect(JSON.parse(row.hosts_json!)).toEqual(['api.example.com']);
   });
 
-  it('fingerprints: HMAC under the vault key, stable for a value, different per vault', async () => {
+  it('fingerprints: HMAC under the vault key of name, writer and value; stable when the same member rewrites', async () => {
     const value = secret();
     const a = await put(call, '/vault/secrets/fp_a', value);
     const b = await put(call, '/vault/secrets/fp_b', value, ['x.example.com']);
     const again = await put(call, '/vault/secrets/fp_a', value, ['y.example.com']);
     const other = await put(call, '/vault/secrets/fp_c', secret());
-    expect(a.body.data.fingerprint).toBe(b.body.data.fingerprint);
+    // The same value under another name does not reproduce a secret's fingerprint.
+    expect(b.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
     expect(again.body.data.fingerprint).toBe(a.body.data.fingerprint);
     expect(other.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
     const [vault] = await workspaceVaults(workspaceId);
-    expect(a.body.data.fingerprint).toBe(await expectedFingerprint(vault!.id, value));
+    expect(a.body.data.fingerprint).toBe(await expectedFingerprint(vault!.id, 'fp_a', gw.ownerUserId, value));
     expect(a.body.data.fingerprint).not.toBe(sha256Hex(value));
 
     // The same value in an intern's vault, and in another workspace's vault, fingerprints otherwise.
     const i = await intern();
     const inIntern = await put(call, `/vault/interns/${i.id}/secrets/fp_a`, value);
     expect(inIntern.status).toBe(200);
-    expect(inIntern.body.data.fingerprint).toBe(await expectedFingerprint(i.vaultId, value));
+    expect(inIntern.body.data.fingerprint).toBe(
+      await expectedFingerprint(i.vaultId, 'fp_a', gw.ownerUserId, value),
+    );
     expect(inIntern.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
     const t = await tenant();
     const elsewhere = await put(t.call, '/vault/secrets/fp_a', value);
@@ -581,10 +593,10 @@ describe.each(databases)('vault API (%s)', (db) => {
         expect(Object.keys(s).sort()).toEqual(SECRET_KEYS);
         expect(s.created_at).toMatch(STRICT_DATETIME);
       }
-      expect(alpha.fingerprint).toBe(await expectedFingerprint(i.vaultId, a));
-      expect(beta.fingerprint).toBe(await expectedFingerprint(i.vaultId, b));
+      expect(alpha.fingerprint).toBe(await expectedFingerprint(i.vaultId, 'alpha', t.userId, a));
+      expect(beta.fingerprint).toBe(await expectedFingerprint(i.vaultId, 'beta', t.userId, b));
       const [wsVault] = await workspaceVaults(t.workspaceId);
-      expect(alpha.fingerprint).not.toBe(await expectedFingerprint(wsVault!.id, a));
+      expect(alpha.fingerprint).not.toBe(await expectedFingerprint(wsVault!.id, 'alpha', t.userId, a));
 
       const { masterKey } = gw.services.config;
       const row = await storedRow(i.vaultId, 'alpha');

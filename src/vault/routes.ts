@@ -1,7 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { TypeCompiler, type ValueError } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { installInternsGuards } from '../interns/guards.js';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
@@ -130,8 +130,11 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
       { config: services.config.interns, programme: services.programme },
       { codes: 'status' },
     );
-    /** Writes switched off answer 503 before their body is looked at. */
-    const writes = async () => vault.assertWritable();
+    /** Writes switched off answer 503, and writes past the member's rate 429, before their body is looked at. */
+    const writes = async (req: FastifyRequest) => {
+      vault.assertWritable();
+      await vault.consumeWrite(req.caller);
+    };
     const page = (q: VaultListQuery) => ({ limit: q.limit ?? 100, offset: q.offset ?? 0 });
     const workspace = { kind: 'workspace' } as const;
     const intern = (internId: string) => ({ kind: 'intern', internId }) as const;
@@ -154,7 +157,7 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
             body: VaultSecretWriteRequest,
             response: {
               200: One,
-              ...errors(400, 401, 403, 404, 408, ...(scoped ? [409] : []), 413, 500, 503),
+              ...errors(400, 401, 403, 404, 408, ...(scoped ? [409] : []), 413, 429, 500, 503),
             },
           },
         },
@@ -174,7 +177,7 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
             tags,
             summary: `Delete ${what}`,
             params,
-            response: { 204: Type.Null(), ...errors(400, 401, 403, 404, 408, 500, 503) },
+            response: { 204: Type.Null(), ...errors(400, 401, 403, 404, 408, 429, 500, 503) },
           },
         },
         async (req, reply) => {
@@ -237,7 +240,7 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
           body: VaultSecretCopyRequest,
           response: {
             200: Type.Object({ data: Type.Array(SecretRef) }),
-            ...errors(400, 401, 403, 404, 408, 409, 413, 500, 503),
+            ...errors(400, 401, 403, 404, 408, 409, 413, 429, 500, 503),
           },
         },
       },

@@ -24,7 +24,7 @@ export const VaultSecret = Type.Object(
     fingerprint: Nullable(
       Type.String({
         description:
-          "Hex HMAC-SHA-256 of the value under the vault's own key (comparable within one vault only); null only on a legacy row",
+          "Hex HMAC-SHA-256, under the vault's own key, of the value with the secret's name and the member who wrote it: the same member rewriting the same value keeps it, any other write differs; null only on a legacy row",
       }),
     ),
     created_at: Type.String({ format: 'date-time' }),

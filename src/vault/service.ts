@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
 import type { InternsConfig } from '../config.js';
 import { fromJsonList, isForeignKeyViolation, isUniqueViolation, toJsonList } from '../db/columns.js';
@@ -7,6 +7,8 @@ import { decrypt, encrypt } from '../lib/crypto.js';
 import { ApiError, badRequest, conflict, notFound } from '../lib/errors.js';
 import { derivedId, isUuid, newId } from '../lib/ids.js';
 import { nowIso } from '../lib/time.js';
+import type { RateLimiter } from '../routing/rate-limit.js';
+import { fingerprintOf, writerOf } from './fingerprint.js';
 import { normalizeHosts } from './hosts.js';
 import { secretNameProblem } from './names.js';
 import * as store from './store.js';
@@ -28,7 +30,7 @@ export interface VaultSecretView {
   name: string;
   /** null only on a legacy row stored before host binding. */
   hosts: string[] | null;
-  /** Hex HMAC-SHA-256 of the value under the vault's own key; null only on a legacy row. */
+  /** Hex HMAC-SHA-256 of name, writer and value under the vault's own key (fingerprint.ts); null only on a legacy row. */
   fingerprint: string | null;
   created_at: string;
 }
@@ -37,6 +39,9 @@ export interface VaultPage {
   data: VaultSecretView[];
   has_more: boolean;
 }
+
+/** A caller writing a secret: its workspace, and who it is (fingerprints are keyed to the writer). */
+export type Writer = Pick<Caller, 'workspaceId' | 'userId' | 'keyHash'>;
 
 /** Which vault a call acts on: the caller's workspace's, or one intern's own (never a borrowed one). */
 export type VaultScope = { kind: 'workspace' } | { kind: 'intern'; internId: string };
@@ -100,7 +105,16 @@ const vaultGone = (err: unknown) =>
  * under the master key and never returned; `fingerprint` is an HMAC under the vault's own key.
  */
 export class VaultService {
-  constructor(readonly deps: { db: Db; dialect: Dialect; masterKey: Buffer; config: InternsConfig }) {}
+  constructor(
+    readonly deps: {
+      db: Db;
+      dialect: Dialect;
+      masterKey: Buffer;
+      config: InternsConfig;
+      /** Vault writes per member (GATEHOUSE_VAULT_WRITE_LIMIT); none → unlimited. */
+      limiter?: RateLimiter;
+    },
+  ) {}
 
   /** Creates the intern's private vault (idempotent: returns the existing one's id). */
   async createInternVault(workspaceId: string, internId: string): Promise<string> {
@@ -160,6 +174,22 @@ export class VaultService {
     }
   }
 
+  /**
+   * Counts one write attempt (PUT, DELETE or copy, valid or not) of the member behind the key, or
+   * of the key when it acts as the organization; 429 with Retry-After beyond the limit. Limited
+   * per member rather than per key so that minting keys does not buy more guesses.
+   */
+  async consumeWrite(caller: Pick<Caller, 'userId' | 'keyHash'>): Promise<void> {
+    const rate = await this.deps.limiter?.consume(writerOf(caller));
+    if (!rate || rate.ok) return;
+    const { vaultWriteLimit, vaultWriteWindowSeconds } = this.deps.config;
+    throw new ApiError(
+      429,
+      `Too many vault writes (at most ${vaultWriteLimit} per ${vaultWriteWindowSeconds} s for each member); retry in ${Math.max(1, Math.ceil(rate.retryAfterMs / 1000))} s`,
+      { retry_after_ms: rate.retryAfterMs },
+    );
+  }
+
   /** One page of a vault's secrets, by name (an absent vault is an empty one). */
   async list(
     caller: Pick<Caller, 'workspaceId'>,
@@ -174,7 +204,7 @@ export class VaultService {
 
   /** Creates or replaces a secret (a replaced one keeps its created_at). */
   async put(
-    caller: Pick<Caller, 'workspaceId'>,
+    caller: Writer,
     scope: VaultScope,
     name: string,
     input: SecretWriteInput,
@@ -185,7 +215,9 @@ export class VaultService {
     const hosts = normalizeHosts(input.hosts);
     const vault = await this.writable(caller, scope);
     try {
-      return view(await store.upsertSecret(this.deps.db, this.sealer(vault)(name, input.value, hosts)));
+      return view(
+        await store.upsertSecret(this.deps.db, this.sealer(vault, caller)(name, input.value, hosts)),
+      );
     } catch (err) {
       throw vaultGone(err);
     }
@@ -202,13 +234,9 @@ export class VaultService {
   /**
    * Copies workspace secrets (value and hosts) into an intern's own vault, replacing same names.
    * All or nothing: a missing name is a 404, a legacy source without hosts a 409, and then nothing
-   * is written. Values are sealed again for the intern's vault; fingerprints use its key.
+   * is written. Values are sealed again for the intern's vault; fingerprints use its key and the copier.
    */
-  async copyToIntern(
-    caller: Pick<Caller, 'workspaceId'>,
-    internId: string,
-    names: string[],
-  ): Promise<VaultSecretView[]> {
+  async copyToIntern(caller: Writer, internId: string, names: string[]): Promise<VaultSecretView[]> {
     this.assertWritable();
     if (names.length < 1 || names.length > COPY_MAX) {
       throw badRequest(`names must list 1 to ${COPY_MAX} secret names`);
@@ -219,7 +247,7 @@ export class VaultService {
 
     const target = await this.writable(caller, { kind: 'intern', internId });
     const source = await store.workspaceVault(this.deps.db, caller.workspaceId);
-    const seal = this.sealer(target);
+    const seal = this.sealer(target, caller);
     const { masterKey } = this.deps;
     try {
       return await this.deps.db.transaction().execute(async (tx) => {
@@ -316,8 +344,8 @@ export class VaultService {
     return vault;
   }
 
-  /** Seals values for `vault`: AES-GCM bound to vault and name, fingerprint under the vault's key. */
-  private sealer(vault: store.VaultRow) {
+  /** Seals values `caller` writes into `vault`: AES-GCM bound to vault and name, fingerprint under the vault's key. */
+  private sealer(vault: store.VaultRow, caller: Writer) {
     const key = Buffer.from(
       decrypt(this.deps.masterKey, vault.hmac_key_sealed, vaultKeyAad(vault.id)),
       'base64',
@@ -327,7 +355,7 @@ export class VaultService {
       name,
       value_sealed: encrypt(this.deps.masterKey, value, secretAad(vault.id, name)),
       hosts_json: toJsonList(hosts) as string,
-      fingerprint: createHmac('sha256', key).update(value, 'utf8').digest('hex'),
+      fingerprint: fingerprintOf(key, name, writerOf(caller), value),
       at: nowIso(),
     });
   }
