@@ -357,6 +357,66 @@ describe.each(databases)('vault API (%s)', (db) => {
     expect(elsewhere.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
   });
 
+  it('allow_http and ports: stored, shown only when set, copied into an intern vault; bad values 400', async () => {
+    const t = await tenant();
+    const plain = await put(t.call, '/vault/secrets/tls_only', secret());
+    expect(Object.keys(plain.body.data).sort()).toEqual(SECRET_KEYS);
+    const open = await t.call('PUT', '/vault/secrets/plain_http', {
+      value: secret(),
+      hosts: ['legacy.example'],
+      allow_http: true,
+      ports: [8443, 8080, 8443],
+    });
+    expect(open.status).toBe(200);
+    expect(open.body.data).toMatchObject({ name: 'plain_http', allow_http: true, ports: [8080, 8443] });
+    const [vault] = await workspaceVaults(t.workspaceId);
+    expect(await storedRow(vault!.id, 'plain_http')).toMatchObject({
+      allow_http: 1,
+      ports_json: '[8080,8443]',
+    });
+    // allow_http false and no ports are the default, and not shown.
+    const closed = await t.call('PUT', '/vault/secrets/plain_http', {
+      value: secret(),
+      hosts: ['legacy.example'],
+      allow_http: false,
+      ports: [],
+    });
+    expect(Object.keys(closed.body.data).sort()).toEqual(SECRET_KEYS);
+    await t.call('PUT', '/vault/secrets/plain_http', {
+      value: secret(),
+      hosts: ['a.example'],
+      allow_http: true,
+    });
+
+    const i = await intern({ workspaceId: t.workspaceId, organizationId: t.organizationId });
+    const copied = await t.call('POST', `/vault/interns/${i.id}/secrets/copy`, { names: ['plain_http'] });
+    expect(copied.body.data[0]).toMatchObject({ allow_http: true });
+    expect(copied.body.data[0].ports).toBeUndefined();
+
+    const bad: [unknown, string][] = [
+      [{ allow_http: 'yes' }, 'allow_http must be true or false'],
+      [{ ports: [0] }, 'ports[0] must be an integer from 1 to 65535'],
+      [{ ports: [443, 65_536] }, 'ports[1] must be an integer from 1 to 65535'],
+      [{ ports: [80.5] }, 'ports[0] must be an integer from 1 to 65535'],
+      [{ ports: '8080' }, 'ports must be an array of at most 20 port numbers'],
+      [
+        { ports: Array.from({ length: 21 }, (_, n) => 8000 + n) },
+        'ports must be an array of at most 20 port numbers',
+      ],
+    ];
+    for (const [extra, message] of bad) {
+      expectError(
+        await t.call('PUT', '/vault/secrets/bad_transport', {
+          value: secret(),
+          hosts: ['a.example'],
+          ...(extra as object),
+        }),
+        400,
+        message,
+      );
+    }
+  });
+
   it('lists by name (byte order) with limit, offset and has_more', async () => {
     const t = await tenant();
     const names = ['b', 'ab', 'a_b', 'a1', 'a', 'z9_x'];

@@ -14,11 +14,16 @@ interface Seen {
 
 const TOKEN = 'tok-1234567890-secret';
 const OTHER = 'other-secret-value';
+/** The mock host is plain HTTP on a random port: these secrets allow both (the port once known). */
+const toMock = { allowHttp: true, ports: [] as number[] };
+const httpsOnly = { allowHttp: false, ports: [] };
 const secrets: UsableSecret[] = [
-  { name: 'api_token', value: TOKEN, hosts: ['127.0.0.1'] },
-  { name: 'other', value: OTHER, hosts: ['example.com'] },
-  { name: 'legacy', value: 'legacy-value', hosts: null },
-  { name: 'tiny', value: 'abc', hosts: ['127.0.0.1'] },
+  { name: 'api_token', value: TOKEN, hosts: ['127.0.0.1'], ...toMock },
+  { name: 'other', value: OTHER, hosts: ['example.com'], ...toMock },
+  { name: 'legacy', value: 'legacy-value', hosts: null, ...toMock },
+  { name: 'tiny', value: 'abc', hosts: ['127.0.0.1'], ...toMock },
+  { name: 'strict', value: 'strict-secret-value', hosts: ['127.0.0.1'], ...httpsOnly },
+  { name: 'http_only', value: 'http-secret-value', hosts: ['127.0.0.1'], allowHttp: true, ports: [] },
 ];
 
 /** The forms a reflecting host can send a secret back in (or a piece of it: `piece:<from>:<to>`). */
@@ -93,6 +98,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as AddressInfo).port;
+  toMock.ports.push(port, 1); // 1: a closed port, for the unreachable case
   base = `http://127.0.0.1:${port}`;
 });
 afterAll(() => new Promise((r) => server.close(r)));
@@ -158,6 +164,38 @@ describe('egress', () => {
     expect(seen).toHaveLength(0);
   });
 
+  it('sends a secret over HTTPS to port 443 only, unless it allows plain HTTP or lists the port', async () => {
+    const http = await send({ method: 'GET', url: `${base}/echo`, headers: { 'x-key': '{{vault:strict}}' } });
+    expect(http).toEqual({
+      status: 403,
+      body: {
+        error: {
+          code: 'scheme_not_allowed',
+          message:
+            'Secret strict is sent over HTTPS only; use an https:// URL (plain http needs allow_http on the secret)',
+        },
+      },
+    });
+    const otherPort = await send({
+      method: 'GET',
+      url: `https://127.0.0.1:${port}/echo`,
+      headers: { 'x-key': '{{vault:strict}}' },
+    });
+    expect(otherPort).toMatchObject({
+      status: 403,
+      body: {
+        error: { code: 'port_not_allowed', message: expect.stringContaining(`port ${port} (allowed: 443;`) },
+      },
+    });
+    // allow_http alone means port 80; this mock's port is not listed.
+    const httpOtherPort = await send({ method: 'GET', url: `${base}/echo?k={{vault:http_only}}` });
+    expect(httpOtherPort).toMatchObject({ status: 403, body: { error: { code: 'port_not_allowed' } } });
+    expect(JSON.stringify([http, otherPort, httpOtherPort])).not.toMatch(/strict-secret|http-secret/);
+    expect(seen).toHaveLength(0);
+    // Without a secret, plain HTTP to any port is the intern's own business.
+    expect((await send({ method: 'GET', url: `${base}/echo` })).status).toBe(200);
+  });
+
   it('refuses an unknown secret name', async () => {
     const r = await send({ method: 'GET', url: `${base}/echo?x={{vault:nope}}` });
     expect(r).toMatchObject({ status: 403, body: { error: { code: 'secret_unknown' } } });
@@ -208,7 +246,7 @@ describe('egress', () => {
   describe('a bound host reflecting the secret', () => {
     // Spaces, quotes, slashes, non-ASCII and mixed case: every encoding differs from the value.
     const VALUE = 'Ab/cD+eF gH"iJ é&k=L?m0123456789zZ-qRsTuVwXyZ_98765.4321~Qw3Er5';
-    const reflecting: UsableSecret[] = [{ name: 'key', value: VALUE, hosts: ['127.0.0.1'] }];
+    const reflecting: UsableSecret[] = [{ name: 'key', value: VALUE, hosts: ['127.0.0.1'], ...toMock }];
     const fetchReflected = async (how: string) => {
       const r = await sendEgress(
         {

@@ -3,12 +3,14 @@ import { isIP, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher, request } from 'undici';
 import { isPrivateAddress } from '../lib/addresses.js';
 import type { UsableSecret } from '../vault/service.js';
+import { transportProblem } from '../vault/transport.js';
 import { Redactor } from './redaction.js';
 import type { EgressRefusal, EgressRequest, EgressResponse } from './runtime-protocol.js';
 
 /**
  * The egress layer of interns' http_request tool: fills `{{vault:NAME}}` placeholders with secret
- * values only for the hosts each secret is bound to, refuses private destinations, sends the
+ * values only for the hosts each secret is bound to (over HTTPS to port 443 unless the secret
+ * allows plain HTTP or other ports), refuses private destinations, sends the
  * request (no redirects, 30 s, response capped) and removes secret values from what comes back.
  * Secret values never appear in a refusal, an error or a log line; only names and hosts do.
  */
@@ -131,6 +133,16 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
           ? `Secret ${name} is not bound to any host; it cannot be sent to ${hostname}`
           : `Secret ${name} may not be sent to ${hostname} (it is bound to ${secret.hosts.join(', ')})`,
       );
+    }
+    // HTTPS to port 443 only, unless the secret allows plain HTTP or other ports.
+    const port = target.port ? Number(target.port) : scheme === 'https' ? 443 : 80;
+    const wrong = transportProblem(name, secret, scheme as 'http' | 'https', port);
+    if (wrong) {
+      log?.warn(
+        { intern: opts.internId, secret: name, host: hostname, scheme, port },
+        `egress refused: ${wrong.code}`,
+      );
+      return refused(wrong.code, wrong.message);
     }
   }
 

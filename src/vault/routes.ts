@@ -18,6 +18,7 @@ import {
   VaultSecretWriteRequest,
 } from './schemas.js';
 import { COPY_MAX, VALUE_MAX, VALUE_MIN, VALUE_TOO_SHORT, type VaultScope } from './service.js';
+import { MAX_PORTS } from './transport.js';
 
 const tags = ['Vault'];
 const config = { auth: 'api' as const };
@@ -39,7 +40,7 @@ function issueMessage(part: string, e: ValueError): string {
   if (e.type === ValueErrorType.ObjectAdditionalProperties) return `Unknown field ${field} in the ${part}`;
   if (e.type === ValueErrorType.ObjectRequiredProperty) return `${field} is required`;
   if (part === 'body') {
-    const item = /^(hosts|names)\.(\d+)$/.exec(field);
+    const item = /^(hosts|names|ports)\.(\d+)$/.exec(field);
     if (field === 'value') {
       if (typeof e.value === 'string' && e.value.length < VALUE_MIN) return VALUE_TOO_SHORT;
       return `value must be a string of ${VALUE_MIN} to ${VALUE_MAX} characters`;
@@ -56,6 +57,9 @@ function issueMessage(part: string, e: ValueError): string {
     if (item?.[1] === 'names' && typeof e.value === 'string') {
       return `names[${item[2]}] ${secretNameProblem(e.value) ?? 'is invalid'}`;
     }
+    if (field === 'allow_http') return 'allow_http must be true or false';
+    if (field === 'ports') return `ports must be an array of at most ${MAX_PORTS} port numbers`;
+    if (item?.[1] === 'ports') return `ports[${item[2]}] must be an integer from 1 to 65535`;
     if (item) return `${item[1]}[${item[2]}] must be a string`;
   }
   return `${field}: ${e.message}`;

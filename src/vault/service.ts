@@ -12,9 +12,10 @@ import { fingerprintOf, writerOf } from './fingerprint.js';
 import { normalizeHosts } from './hosts.js';
 import { secretNameProblem } from './names.js';
 import * as store from './store.js';
+import { normalizePorts, type SecretTransport } from './transport.js';
 
-/** A secret as the egress layer uses it: decrypted, with the hosts it may be sent to. */
-export interface UsableSecret {
+/** A secret as the egress layer uses it: decrypted, with the hosts (and schemes, ports) it may be sent to. */
+export interface UsableSecret extends SecretTransport {
   name: string;
   value: string;
   /** Exact hostnames; null on a legacy row (never released). */
@@ -33,6 +34,10 @@ export interface VaultSecretView {
   /** Hex HMAC-SHA-256 of name, writer and value under the vault's own key (fingerprint.ts); null only on a legacy row. */
   fingerprint: string | null;
   created_at: string;
+  /** Present (true) only when the value may also go over plain HTTP. */
+  allow_http?: true;
+  /** Present only when the value may go to ports beyond the scheme's default. */
+  ports?: number[];
 }
 
 export interface VaultPage {
@@ -49,6 +54,10 @@ export type VaultScope = { kind: 'workspace' } | { kind: 'intern'; internId: str
 export interface SecretWriteInput {
   value: string;
   hosts: string[];
+  /** Also release the value over plain HTTP (default false: HTTPS only). */
+  allow_http?: boolean;
+  /** Ports beyond 443 (80 for http) the value may be sent to. */
+  ports?: number[];
 }
 
 /** Bounds of a value, in UTF-16 code units (JavaScript string length, as the schema checks it). */
@@ -77,12 +86,23 @@ export function strictDatetime(text: string): string {
   return Number.isNaN(d.getTime()) ? text : d.toISOString();
 }
 
-const view = (row: store.SecretMeta): VaultSecretView => ({
-  name: row.name,
-  hosts: fromJsonList(row.hosts_json),
-  fingerprint: row.fingerprint,
-  created_at: strictDatetime(row.created_at),
+const transportOf = (row: { allow_http: number; ports_json: string | null }): SecretTransport => ({
+  allowHttp: row.allow_http === 1,
+  ports: fromJsonList<number>(row.ports_json) ?? [],
 });
+
+/** The wire object; `allow_http` and `ports` only when they widen the default (HTTPS, port 443). */
+function view(row: store.SecretMeta): VaultSecretView {
+  const { allowHttp, ports } = transportOf(row);
+  return {
+    name: row.name,
+    hosts: fromJsonList(row.hosts_json),
+    fingerprint: row.fingerprint,
+    created_at: strictDatetime(row.created_at),
+    ...(allowHttp ? { allow_http: true as const } : {}),
+    ...(ports.length > 0 ? { ports } : {}),
+  };
+}
 
 function checkName(name: string, what = 'name'): void {
   const problem = secretNameProblem(name);
@@ -161,6 +181,7 @@ export class VaultService {
           name: r.name,
           value: decrypt(this.deps.masterKey, r.value_sealed, secretAad(vaultId, r.name)),
           hosts: fromJsonList(r.hosts_json),
+          ...transportOf(r),
         });
       }
     }
@@ -213,10 +234,14 @@ export class VaultService {
     checkName(name);
     checkValue(input.value);
     const hosts = normalizeHosts(input.hosts);
+    const transport = { allowHttp: input.allow_http === true, ports: normalizePorts(input.ports) };
     const vault = await this.writable(caller, scope);
     try {
       return view(
-        await store.upsertSecret(this.deps.db, this.sealer(vault, caller)(name, input.value, hosts)),
+        await store.upsertSecret(
+          this.deps.db,
+          this.sealer(vault, caller)(name, input.value, hosts, transport),
+        ),
       );
     } catch (err) {
       throw vaultGone(err);
@@ -232,7 +257,7 @@ export class VaultService {
   }
 
   /**
-   * Copies workspace secrets (value and hosts) into an intern's own vault, replacing same names.
+   * Copies workspace secrets (value, hosts, allow_http and ports) into an intern's own vault, replacing same names.
    * All or nothing: a missing name is a 404, a legacy source without hosts a 409, and then nothing
    * is written. Values are sealed again for the intern's vault; fingerprints use its key and the copier.
    */
@@ -271,7 +296,7 @@ export class VaultService {
           const row = byName.get(name) as (typeof rows)[number];
           const value = decrypt(masterKey, row.value_sealed, secretAad(row.vault_id, name));
           const hosts = fromJsonList(row.hosts_json) ?? [];
-          copied.push(view(await store.upsertSecret(tx, seal(name, value, hosts))));
+          copied.push(view(await store.upsertSecret(tx, seal(name, value, hosts, transportOf(row)))));
         }
         return copied;
       });
@@ -350,11 +375,13 @@ export class VaultService {
       decrypt(this.deps.masterKey, vault.hmac_key_sealed, vaultKeyAad(vault.id)),
       'base64',
     );
-    return (name: string, value: string, hosts: string[]): store.SecretWrite => ({
+    return (name: string, value: string, hosts: string[], t: SecretTransport): store.SecretWrite => ({
       vault_id: vault.id,
       name,
       value_sealed: encrypt(this.deps.masterKey, value, secretAad(vault.id, name)),
       hosts_json: toJsonList(hosts) as string,
+      allow_http: t.allowHttp ? 1 : 0,
+      ports_json: t.ports.length > 0 ? toJsonList(t.ports) : null,
       fingerprint: fingerprintOf(key, name, writerOf(caller), value),
       at: nowIso(),
     });
