@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MIN_REFLECTED, REDACTED, Redactor } from './redaction.js';
 
@@ -80,5 +81,31 @@ describe('Redactor', () => {
     const t0 = performance.now();
     expect(many.redact(body).endsWith(REDACTED)).toBe(true);
     expect(performance.now() - t0).toBeLessThan(3_000);
+  });
+});
+
+describe('Redactor with long values', () => {
+  const long = `-----BEGIN KEY-----\n${randomBytes(48_000).toString('base64')}\n-----END KEY-----`;
+
+  it('indexes a 65 KiB value in bounded time and removes it whole, with no gap', () => {
+    const t0 = performance.now();
+    const r = new Redactor([long]);
+    expect(performance.now() - t0).toBeLessThan(3_000);
+    const json = JSON.stringify(long).slice(1, -1);
+    for (const form of [
+      long,
+      json,
+      Buffer.from(long).toString('base64'),
+      Buffer.from(long).toString('hex'),
+    ]) {
+      expect(r.redact(`a ${form} b`)).toBe(`a ${REDACTED} b`);
+    }
+    // A piece is found and removed whole, also when the value arrives in chunks.
+    expect(r.redact(`<${long.slice(1_000, 1_200)}>`)).toBe(`<${REDACTED}>`);
+    const body = Buffer.from(`[${long}]`);
+    const s = r.stream();
+    let out = '';
+    for (let i = 0; i < body.length; i += 1_000) out += s.push(body.subarray(i, i + 1_000));
+    expect(out + s.end()).toBe(`[${REDACTED}]`);
   });
 });

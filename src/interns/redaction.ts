@@ -69,40 +69,69 @@ export function encodedForms(value: string): string[] {
   return [...new Set(forms)].filter((f) => f.length >= MIN_LOOKED_FOR);
 }
 
-/** A secret's forms cut into the pieces that are redacted wherever they appear, by piece length. */
-function piecesOf(values: readonly string[]): Map<number, Set<string>> {
-  const byLength = new Map<number, Set<string>>();
-  for (const value of values) {
-    if (value.length < MIN_LOOKED_FOR) continue;
-    for (const form of encodedForms(value)) {
-      // A piece of MIN_REFLECTED value characters is about this long in this form.
-      const len = Math.min(
-        form.length,
-        Math.max(MIN_REFLECTED, Math.ceil((MIN_REFLECTED * form.length) / value.length)),
-      );
-      const folded = fold(form);
-      const set = byLength.get(len) ?? new Set<string>();
-      byLength.set(len, set);
-      for (let i = 0; i + len <= folded.length; i++) set.add(folded.slice(i, i + len));
+/**
+ * Pieces indexed per form at most (about): a form longer than this is indexed at a stride, so
+ * that a vault of long values (certificates, keys of kilobytes) costs bounded memory and time.
+ */
+export const PIECES_PER_FORM = 1024;
+/** Packs (form number, offset) into one number: offsets stay below 2^20 (a 65,536-character value's longest form is 393,216). */
+const SPAN = 2 ** 20;
+
+/**
+ * The secrets' forms (case-folded) and the pieces of them that are looked for. Up to
+ * PIECES_PER_FORM characters a form is indexed at every position; a longer one every `stride`
+ * characters, so any reflected run of `length + stride - 1` characters holds a whole indexed piece.
+ * A piece found is then extended both ways as long as the text goes on matching its form, so the
+ * whole reflected run is redacted, not only the indexed piece.
+ */
+class PieceIndex {
+  readonly forms: string[] = [];
+  /** Piece length → piece → form number · SPAN + offset in the form. */
+  readonly byLength = new Map<number, Map<string, number>>();
+  /** Characters a stream must hold back: the longest run that may not yet hold a whole piece. */
+  window = 0;
+
+  constructor(values: readonly string[]) {
+    for (const value of values) {
+      if (value.length < MIN_LOOKED_FOR) continue;
+      for (const form of encodedForms(value)) this.add(fold(form), value.length);
     }
   }
-  return byLength;
+
+  private add(form: string, valueLength: number): void {
+    const n = this.forms.push(form) - 1;
+    const stride = Math.ceil(form.length / PIECES_PER_FORM);
+    // A piece of MIN_REFLECTED value characters is about this long in this form.
+    const scaled = Math.ceil((MIN_REFLECTED * form.length) / valueLength);
+    const len = Math.min(form.length, Math.max(MIN_REFLECTED, scaled));
+    const pieces = this.byLength.get(len) ?? new Map<string, number>();
+    this.byLength.set(len, pieces);
+    const index = (at: number) => {
+      const piece = form.slice(at, at + len);
+      if (!pieces.has(piece)) pieces.set(piece, n * SPAN + at);
+    };
+    for (let at = 0; at + len <= form.length; at += stride) index(at);
+    index(form.length - len);
+    this.window = Math.max(this.window, len + stride - 1);
+  }
 }
 
 /** Redacts the secrets given at construction from whole texts, or from a stream (see `stream`). */
 export class Redactor {
-  private readonly pieces: [number, Set<string>][];
-  /** Characters a stream holds back: a piece ending in the next chunk may start in them. */
-  readonly window: number;
+  private readonly index: PieceIndex;
 
   constructor(values: readonly string[]) {
-    this.pieces = [...piecesOf(values)];
-    this.window = Math.max(0, ...this.pieces.map(([len]) => len - 1));
+    this.index = new PieceIndex(values);
+  }
+
+  /** Characters a stream holds back: a piece ending in the next chunk may start in them. */
+  get window(): number {
+    return this.index.window;
   }
 
   /** Whether there is anything to redact at all. */
   get empty(): boolean {
-    return this.pieces.length === 0;
+    return this.index.forms.length === 0;
   }
 
   /** `text` with every secret, encoded form and reflected piece replaced by [REDACTED]. */
@@ -117,24 +146,41 @@ export class Redactor {
   }
 
   /**
-   * Marks every piece in `text` (plus its first `carried` characters, covered by a piece that
-   * began in text already emitted), renders text[0, upTo) with runs of marked characters replaced
-   * by one marker, and reports how far pieces starting before `upTo` reach past it.
+   * Marks every run of a secret's form in `text` (plus its first `carried` characters, covered by
+   * a run that began in text already emitted), renders text[0, upTo) with each marked run replaced
+   * by one marker, and reports how far runs starting before `upTo` reach past it.
    */
   scan(text: string, carried: number, upTo: number, afterMarker = false) {
     const folded = fold(text);
-    const depth = new Int32Array(text.length + 1);
-    if (carried > 0) {
-      depth[0] = (depth[0] ?? 0) + 1;
-      depth[Math.min(carried, text.length)] = (depth[Math.min(carried, text.length)] ?? 0) - 1;
-    }
+    const n = folded.length;
+    const depth = new Int32Array(n + 1);
+    const mark = (from: number, to: number) => {
+      depth[from] = (depth[from] ?? 0) + 1;
+      depth[to] = (depth[to] ?? 0) - 1;
+    };
+    if (carried > 0) mark(0, Math.min(carried, n));
     let reach = carried;
-    for (const [len, set] of this.pieces) {
-      for (let i = 0; i + len <= folded.length; i++) {
-        if (!set.has(folded.slice(i, i + len))) continue;
-        depth[i] = (depth[i] ?? 0) + 1;
-        depth[i + len] = (depth[i + len] ?? 0) - 1;
-        if (i < upTo) reach = Math.max(reach, i + len);
+    for (const [len, pieces] of this.index.byLength) {
+      for (let i = 0; i + len <= n; i++) {
+        const ref = pieces.get(folded.slice(i, i + len));
+        if (ref === undefined) continue;
+        const form = this.index.forms[Math.floor(ref / SPAN)] as string;
+        let from = i;
+        let f = ref % SPAN;
+        while (from > 0 && f > 0 && folded[from - 1] === form[f - 1]) {
+          from--;
+          f--;
+        }
+        let to = i + len;
+        let g = (ref % SPAN) + len;
+        while (to < n && g < form.length && folded[to] === form[g]) {
+          to++;
+          g++;
+        }
+        mark(from, to);
+        if (from < upTo) reach = Math.max(reach, to);
+        // The run is marked: look on from its last piece (one overlapping its end may go further).
+        i = Math.max(i, to - len);
       }
     }
     let out = '';
