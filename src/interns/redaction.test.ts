@@ -50,6 +50,11 @@ describe('Redactor', () => {
     );
   });
 
+  it('takes a value with a lone surrogate (which encodeURIComponent refuses)', () => {
+    const odd = new Redactor(['pre-\ud800-post-value 😀']);
+    expect(odd.redact('x pre-\ud800-post-value 😀 y')).toBe(`x ${REDACTED} y`);
+  });
+
   it('leaves ordinary text alone', () => {
     const text = JSON.stringify({ ok: true, id: 'req_0123456789', live: 'sk-test', n: 42 });
     expect(redactor.redact(text)).toBe(text);

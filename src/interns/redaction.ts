@@ -46,11 +46,17 @@ const jsonAscii = (json: string) =>
     .replaceAll('/', '\\/')
     .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
+/** A lone surrogate (half of a pair, alone), which encodeURIComponent refuses. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** encodeURIComponent, a lone surrogate encoded as U+FFFD (as URLSearchParams and UTF-8 do). */
+const uriEncoded = (value: string) => encodeURIComponent(value.replace(LONE_SURROGATE, '\ufffd'));
+
 /** Every form of `value` a destination might send back (distinct, not yet case-folded). */
 export function encodedForms(value: string): string[] {
   const bytes = Buffer.from(value, 'utf8');
   const json = JSON.stringify(value).slice(1, -1);
-  const url = encodeURIComponent(value);
+  const url = uriEncoded(value);
   const forms = [
     value,
     json,
