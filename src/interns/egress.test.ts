@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { UsableSecret } from '../vault/service.js';
 import { EGRESS_BODY_CAP, sendEgress } from './egress.js';
@@ -68,6 +69,20 @@ beforeAll(async () => {
       const head = 'a'.repeat(EGRESS_BODY_CAP - 5);
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end(`${head}${TOKEN}${'b'.repeat(100_000)}`);
+      return;
+    }
+    if (req.url?.startsWith('/compressed/')) {
+      // Compressed whatever the request asked for (the coding named in the path).
+      const coding = req.url.slice('/compressed/'.length);
+      const text = Buffer.from(`value: ${String(req.headers['x-key'])} (end)`);
+      const packed =
+        coding === 'br'
+          ? brotliCompressSync(text)
+          : coding === 'deflate'
+            ? deflateSync(text)
+            : gzipSync(text);
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': coding });
+      res.end(packed);
       return;
     }
     if (req.url?.startsWith('/reflect/')) {
@@ -281,6 +296,42 @@ describe('egress', () => {
       expect(shown).not.toContain(form);
       expect(got.body).toMatch(/^value: .{0,8}\[REDACTED\].{0,4} \(end\)$/);
       expect(got.headers['x-reflected']).toContain('[REDACTED]');
+    });
+
+    it.each([
+      'gzip',
+      'deflate',
+      'br',
+    ])('asks for an uncompressed answer, and decodes a %s one to redact it', async (coding) => {
+      const r = await sendEgress(
+        {
+          method: 'GET',
+          url: `${base}/compressed/${coding}`,
+          headers: { 'x-key': '{{vault:key}}', 'Accept-Encoding': 'gzip, br' },
+        },
+        { secrets: reflecting, allowPrivate: true },
+      );
+      expect(seen.at(-1)?.headers['accept-encoding']).toBe('identity');
+      if (r.status !== 200) throw new Error(`unexpected ${r.status}`);
+      expect(r.body.body).toBe('value: [REDACTED] (end)');
+      expect(r.body.headers['content-encoding']).toBeUndefined();
+    });
+
+    it('answers 502 for a body in an encoding it cannot decode, showing none of it', async () => {
+      const r = await sendEgress(
+        { method: 'GET', url: `${base}/compressed/x-custom`, headers: { 'x-key': '{{vault:key}}' } },
+        { secrets: reflecting, allowPrivate: true },
+      );
+      expect(r).toEqual({
+        status: 502,
+        body: {
+          error: {
+            code: 502,
+            message:
+              'The response from 127.0.0.1 is compressed with an encoding egress does not decode (x-custom)',
+          },
+        },
+      });
     });
 
     it('a secret rebuilt piece by piece over nine requests stays hidden', async () => {

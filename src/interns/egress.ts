@@ -4,6 +4,7 @@ import { Agent, type Dispatcher, request } from 'undici';
 import { isPrivateAddress } from '../lib/addresses.js';
 import type { UsableSecret } from '../vault/service.js';
 import { transportProblem } from '../vault/transport.js';
+import { decodedBody } from './content-encoding.js';
 import { Redactor } from './redaction.js';
 import type { EgressRefusal, EgressRequest, EgressResponse } from './runtime-protocol.js';
 
@@ -33,6 +34,8 @@ const DROPPED_HEADERS = new Set([
   'te',
   'trailer',
   'expect',
+  // Answers come uncompressed (see content-encoding.ts).
+  'accept-encoding',
 ]);
 
 export interface EgressLog {
@@ -118,6 +121,7 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
   for (const [k, v] of Object.entries(req.headers ?? {})) {
     if (!DROPPED_HEADERS.has(k.toLowerCase())) headers[k] = v;
   }
+  headers['accept-encoding'] = 'identity';
   const used = new Set([...placeholderNames(req.url), ...Object.values(headers).flatMap(placeholderNames)]);
   const byName = new Map(opts.secrets.map((s) => [s.name, s]));
   for (const name of used) {
@@ -206,13 +210,21 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
       dispatcher,
       signal,
     });
+    const body = decodedBody(res.body, res.headers['content-encoding']);
+    if (!body) {
+      res.body.on('error', () => {}).destroy(); // not read: its abort is expected
+      return failure(
+        502,
+        `The response from ${hostname} is compressed with an encoding egress does not decode (${String(res.headers['content-encoding'])})`,
+      );
+    }
     // Redacted as it streams in; read until the redacted text passes the cap (a secret cut by the
     // cap is still recognized whole) or the read limit is reached.
     const stream = redactor.stream();
     let text = '';
     let size = 0;
     let complete = true;
-    for await (const chunk of res.body) {
+    for await (const chunk of body) {
       size += (chunk as Buffer).length;
       text += stream.push(chunk as Buffer);
       if (text.length > cap || size > Math.max(EGRESS_READ_LIMIT, cap)) {
@@ -222,12 +234,17 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
     }
     // A body left unread is not flushed: its held-back tail may be the start of a secret.
     if (complete) text += stream.end();
-    else res.body.destroy();
+    else {
+      body.destroy();
+      res.body.destroy();
+    }
     const truncated = !complete || text.length > cap;
     if (text.length > cap) text = text.slice(0, cap);
     const outHeaders: Record<string, string> = {};
     for (const [k, v] of Object.entries(res.headers)) {
-      if (v === undefined) continue;
+      // The body is passed on decoded: its encoding and compressed length no longer apply.
+      if (v === undefined || ((k === 'content-encoding' || k === 'content-length') && body !== res.body))
+        continue;
       outHeaders[redactor.redact(k)] = redactor.redact(Array.isArray(v) ? v.join(', ') : v);
     }
     log?.info(
