@@ -13,6 +13,9 @@ const reflections: [string, string][] = [
   ['JSON-escaped, ASCII only', 'sk-Live_9f8E7d6C5b4A3\\/+ \\u00e9=&x?'],
   ['URL-encoded (%20)', encodeURIComponent(SECRET)],
   ['form-encoded (+)', new URLSearchParams({ k: SECRET }).toString().slice(2)],
+  ['JSON-escaped twice', JSON.stringify(JSON.stringify(SECRET)).slice(3, -3)],
+  ['URL-encoded twice', encodeURIComponent(encodeURIComponent(SECRET))],
+  ['HTML-escaped', 'sk-Live_9f8E7d6C5b4A3/+ é=&amp;x?'],
   ['base64', bytes.toString('base64')],
   ['base64url', bytes.toString('base64url')],
   ['hex', bytes.toString('hex')],
@@ -53,6 +56,17 @@ describe('Redactor', () => {
   it('takes a value with a lone surrogate (which encodeURIComponent refuses)', () => {
     const odd = new Redactor(['pre-\ud800-post-value 😀']);
     expect(odd.redact('x pre-\ud800-post-value 😀 y')).toBe(`x ${REDACTED} y`);
+  });
+
+  it('removes a value with quotes and backslashes JSON-escaped twice, and HTML-escaped', () => {
+    const v = `q"uo\\te'<d>-${'x'.repeat(6)}`;
+    const r = new Redactor([v]);
+    const twice = JSON.stringify({ inner: JSON.stringify({ v }) });
+    expect(r.redact(twice)).toBe(
+      JSON.stringify({ inner: JSON.stringify({ v: 'X' }) }).replace('X', REDACTED),
+    );
+    const html = `<p>${v.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll("'", '&#39;').replaceAll('<', '&lt;').replaceAll('>', '&gt;')}</p>`;
+    expect(r.redact(html)).toBe(`<p>${REDACTED}</p>`);
   });
 
   it('leaves ordinary text alone', () => {

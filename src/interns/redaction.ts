@@ -3,7 +3,7 @@ import { StringDecoder } from 'node:string_decoder';
 /**
  * Removes vault secrets from what a destination answers before an intern sees it. A bound host
  * may reflect a secret in another form, so each value is looked for as written, JSON-escaped,
- * URL/form-encoded, base64/base64url (at each of the three byte alignments it can have inside a
+ * URL/form-encoded (also twice), HTML-escaped, base64/base64url (at each of the three byte alignments it can have inside a
  * longer base64 text), hex, and in any letter case. Reflected pieces count too: any run of at least
  * MIN_REFLECTED characters of a secret (or the matching stretch of one of its encoded forms) is
  * replaced, so a secret cannot be rebuilt a few characters per request from longer pieces.
@@ -46,6 +46,15 @@ const jsonAscii = (json: string) =>
     .replaceAll('/', '\\/')
     .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
+/** The value in an HTML page: `& < > "` as entities, `'` as given. */
+const htmlEscaped = (value: string, apostrophe: string) =>
+  value
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", apostrophe);
+
 /** A lone surrogate (half of a pair, alone), which encodeURIComponent refuses. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
@@ -61,9 +70,13 @@ export function encodedForms(value: string): string[] {
     value,
     json,
     jsonAscii(json),
+    JSON.stringify(json).slice(1, -1), // JSON inside a JSON string
     url,
     url.replaceAll('%20', '+'),
     new URLSearchParams([['k', value]]).toString().slice(2),
+    encodeURIComponent(url), // a URL inside a URL
+    htmlEscaped(value, '&#39;'),
+    htmlEscaped(value, '&#x27;'),
     bytes.toString('hex'),
     bytes.toString('base64'),
     bytes.toString('base64url'),
