@@ -1,5 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../src/lib/crypto.js';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 
@@ -8,6 +9,41 @@ describe.each(databases)('vault hardening (%s)', (db) => {
   const LIMIT = 4;
   let gw: TestGateway;
   let organizationId: string;
+  let workspaceId: string;
+
+  /** An intern of `owner` (a row written directly) with its private vault. */
+  async function internOf(owner: { userId: string; key: string }) {
+    const id = randomUUID();
+    const now = new Date().toISOString();
+    await gw.services.db
+      .insertInto('interns')
+      .values({
+        id,
+        organization_id: organizationId,
+        workspace_id: workspaceId,
+        creator_user_id: owner.userId,
+        owner_key_hash: sha256Hex(owner.key),
+        name: `h${randomBytes(5).toString('hex')}`,
+        description: null,
+        instructions: null,
+        model: null,
+        status: 'stopped',
+        last_failure_message: null,
+        progress_step: null,
+        progress_total: null,
+        progress_label: null,
+        hostname: null,
+        vault_id: null,
+        attached_vault_id: null,
+        provisioned_model: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    const vaultId = await gw.services.vault.createInternVault(workspaceId, id);
+    await gw.services.db.updateTable('interns').set({ vault_id: vaultId }).where('id', '=', id).execute();
+    return id;
+  }
 
   /** A member of the organization, in the interns programme, with a new API key. */
   async function member(role: 'owner' | 'member' = 'member') {
@@ -21,7 +57,8 @@ describe.each(databases)('vault hardening (%s)', (db) => {
     expect(user.status).toBe(201);
     const newKey = async () =>
       (await admin('POST', '/admin/keys', { name: 'api', user_id: user.body.data.id })).body.key as string;
-    return { call: client(gw.url, await newKey()), newKey };
+    const key = await newKey();
+    return { call: client(gw.url, key), newKey, key, userId: user.body.data.id as string };
   }
 
   beforeAll(async () => {
@@ -30,6 +67,7 @@ describe.each(databases)('vault hardening (%s)', (db) => {
     });
     const org = await adminClient(gw.url)('POST', '/admin/organizations', { name: 'hardening' });
     organizationId = org.body.data.id;
+    workspaceId = org.body.data.default_workspace_id;
   });
   afterAll(() => gw?.stop());
 
@@ -58,6 +96,37 @@ describe.each(databases)('vault hardening (%s)', (db) => {
     // The owner rewriting the same value keeps it.
     const again = await owner.call('PUT', '/vault/secrets/door_pin', { value: pin, hosts: ['door.example'] });
     expect(again.body.data.fingerprint).toBe(target);
+  });
+
+  it("copying the owner's secret and writing guesses over the copy does not make an oracle either", async () => {
+    const owner = await member('owner');
+    const guesser = await member();
+    const intern = await internOf(guesser);
+    const pin = '55028817';
+    expect(
+      (await owner.call('PUT', '/vault/secrets/safe_code', { value: pin, hosts: ['safe.example'] })).status,
+    ).toBe(200);
+    const copy = await guesser.call('POST', `/vault/interns/${intern}/secrets/copy`, {
+      names: ['safe_code'],
+    });
+    expect(copy.status).toBe(200);
+    const target = copy.body.data[0].fingerprint as string;
+    // The right value written over the copy by the copier: another fingerprint.
+    const over = await guesser.call('PUT', `/vault/interns/${intern}/secrets/safe_code`, {
+      value: pin,
+      hosts: ['safe.example'],
+    });
+    expect(over.status).toBe(200);
+    expect(over.body.data.fingerprint).not.toBe(target);
+    // Nor by writing it over the workspace secret and copying that.
+    expect(
+      (await guesser.call('PUT', '/vault/secrets/safe_code', { value: pin, hosts: ['safe.example'] })).status,
+    ).toBe(200);
+    const again = await guesser.call('POST', `/vault/interns/${intern}/secrets/copy`, {
+      names: ['safe_code'],
+    });
+    expect(again.status).toBe(200);
+    expect(again.body.data[0].fingerprint).not.toBe(target);
   });
 
   it(`the ${LIMIT + 1}th write of a member within the window is 429 with Retry-After, and stores nothing`, async () => {

@@ -173,9 +173,10 @@ describe.each(databases)('vault API (%s)', (db) => {
       .execute();
   /**
    * The fingerprint a value must have in a vault: hex HMAC-SHA-256 under the vault's own key of
-   * [name, writer, value] (writer `user:<id>` of the member behind the key).
+   * [name, writer, value]: writer `user:<id>` of the member behind the key, or `copy-of:<source
+   * fingerprint>` for a copy.
    */
-  const expectedFingerprint = async (vaultId: string, name: string, userId: string, value: string) => {
+  const expectedFingerprint = async (vaultId: string, name: string, writer: string, value: string) => {
     const vault = await gw.services.db
       .selectFrom('vaults')
       .selectAll()
@@ -186,7 +187,7 @@ describe.each(databases)('vault API (%s)', (db) => {
       'base64',
     );
     return createHmac('sha256', key)
-      .update(JSON.stringify([name, `user:${userId}`, value]))
+      .update(JSON.stringify([name, writer, value]))
       .digest('hex');
   };
   const expectError = (res: JsonResponse, status: number, message?: RegExp | string) => {
@@ -341,7 +342,9 @@ describe.each(databases)('vault API (%s)', (db) => {
     expect(again.body.data.fingerprint).toBe(a.body.data.fingerprint);
     expect(other.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
     const [vault] = await workspaceVaults(workspaceId);
-    expect(a.body.data.fingerprint).toBe(await expectedFingerprint(vault!.id, 'fp_a', gw.ownerUserId, value));
+    expect(a.body.data.fingerprint).toBe(
+      await expectedFingerprint(vault!.id, 'fp_a', `user:${gw.ownerUserId}`, value),
+    );
     expect(a.body.data.fingerprint).not.toBe(sha256Hex(value));
 
     // The same value in an intern's vault, and in another workspace's vault, fingerprints otherwise.
@@ -349,7 +352,7 @@ describe.each(databases)('vault API (%s)', (db) => {
     const inIntern = await put(call, `/vault/interns/${i.id}/secrets/fp_a`, value);
     expect(inIntern.status).toBe(200);
     expect(inIntern.body.data.fingerprint).toBe(
-      await expectedFingerprint(i.vaultId, 'fp_a', gw.ownerUserId, value),
+      await expectedFingerprint(i.vaultId, 'fp_a', `user:${gw.ownerUserId}`, value),
     );
     expect(inIntern.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
     const t = await tenant();
@@ -653,10 +656,16 @@ describe.each(databases)('vault API (%s)', (db) => {
         expect(Object.keys(s).sort()).toEqual(SECRET_KEYS);
         expect(s.created_at).toMatch(STRICT_DATETIME);
       }
-      expect(alpha.fingerprint).toBe(await expectedFingerprint(i.vaultId, 'alpha', t.userId, a));
-      expect(beta.fingerprint).toBe(await expectedFingerprint(i.vaultId, 'beta', t.userId, b));
+      // A copy's fingerprint is keyed to its source's (so to whoever wrote the source).
       const [wsVault] = await workspaceVaults(t.workspaceId);
-      expect(alpha.fingerprint).not.toBe(await expectedFingerprint(wsVault!.id, 'alpha', t.userId, a));
+      const source = await storedRow(wsVault!.id, 'alpha');
+      expect(source.fingerprint).toBe(await expectedFingerprint(wsVault!.id, 'alpha', `user:${t.userId}`, a));
+      expect(alpha.fingerprint).toBe(
+        await expectedFingerprint(i.vaultId, 'alpha', `copy-of:${source.fingerprint}`, a),
+      );
+      const betaSource = (await storedRow(wsVault!.id, 'beta')).fingerprint;
+      expect(beta.fingerprint).toBe(await expectedFingerprint(i.vaultId, 'beta', `copy-of:${betaSource}`, b));
+      expect(alpha.fingerprint).not.toBe(source.fingerprint);
 
       const { masterKey } = gw.services.config;
       const row = await storedRow(i.vaultId, 'alpha');

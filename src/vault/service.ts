@@ -8,7 +8,7 @@ import { ApiError, badRequest, conflict, notFound } from '../lib/errors.js';
 import { derivedId, isUuid, newId } from '../lib/ids.js';
 import { nowIso } from '../lib/time.js';
 import type { RateLimiter } from '../routing/rate-limit.js';
-import { fingerprintOf, writerOf } from './fingerprint.js';
+import { copiedFrom, fingerprintOf, writerOf } from './fingerprint.js';
 import { normalizeHosts } from './hosts.js';
 import { secretNameProblem } from './names.js';
 import * as store from './store.js';
@@ -240,7 +240,7 @@ export class VaultService {
       return view(
         await store.upsertSecret(
           this.deps.db,
-          this.sealer(vault, caller)(name, input.value, hosts, transport),
+          this.sealer(vault)(name, input.value, hosts, transport, writerOf(caller)),
         ),
       );
     } catch (err) {
@@ -259,7 +259,8 @@ export class VaultService {
   /**
    * Copies workspace secrets (value, hosts, allow_http and ports) into an intern's own vault, replacing same names.
    * All or nothing: a missing name is a 404, a legacy source without hosts a 409, and then nothing
-   * is written. Values are sealed again for the intern's vault; fingerprints use its key and the copier.
+   * is written. Values are sealed again for the intern's vault; fingerprints use its key and the
+   * source's fingerprint.
    */
   async copyToIntern(caller: Writer, internId: string, names: string[]): Promise<VaultSecretView[]> {
     this.assertWritable();
@@ -272,7 +273,7 @@ export class VaultService {
 
     const target = await this.writable(caller, { kind: 'intern', internId });
     const source = await store.workspaceVault(this.deps.db, caller.workspaceId);
-    const seal = this.sealer(target, caller);
+    const seal = this.sealer(target);
     const { masterKey } = this.deps;
     try {
       return await this.deps.db.transaction().execute(async (tx) => {
@@ -296,7 +297,10 @@ export class VaultService {
           const row = byName.get(name) as (typeof rows)[number];
           const value = decrypt(masterKey, row.value_sealed, secretAad(row.vault_id, name));
           const hosts = fromJsonList(row.hosts_json) ?? [];
-          copied.push(view(await store.upsertSecret(tx, seal(name, value, hosts, transportOf(row)))));
+          // Keyed to the source's fingerprint (and so to whoever wrote the source), not to the
+          // copier: else a copier could copy a secret, write guesses over it and compare.
+          const origin = copiedFrom(row.fingerprint ?? '');
+          copied.push(view(await store.upsertSecret(tx, seal(name, value, hosts, transportOf(row), origin))));
         }
         return copied;
       });
@@ -369,20 +373,26 @@ export class VaultService {
     return vault;
   }
 
-  /** Seals values `caller` writes into `vault`: AES-GCM bound to vault and name, fingerprint under the vault's key. */
-  private sealer(vault: store.VaultRow, caller: Writer) {
+  /** Seals values written into `vault`: AES-GCM bound to vault and name, fingerprint under the vault's key. */
+  private sealer(vault: store.VaultRow) {
     const key = Buffer.from(
       decrypt(this.deps.masterKey, vault.hmac_key_sealed, vaultKeyAad(vault.id)),
       'base64',
     );
-    return (name: string, value: string, hosts: string[], t: SecretTransport): store.SecretWrite => ({
+    return (
+      name: string,
+      value: string,
+      hosts: string[],
+      t: SecretTransport,
+      writer: string,
+    ): store.SecretWrite => ({
       vault_id: vault.id,
       name,
       value_sealed: encrypt(this.deps.masterKey, value, secretAad(vault.id, name)),
       hosts_json: toJsonList(hosts) as string,
       allow_http: t.allowHttp ? 1 : 0,
       ports_json: t.ports.length > 0 ? toJsonList(t.ports) : null,
-      fingerprint: fingerprintOf(key, name, writerOf(caller), value),
+      fingerprint: fingerprintOf(key, name, writer, value),
       at: nowIso(),
     });
   }

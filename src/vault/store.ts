@@ -121,7 +121,7 @@ export async function secretsNamed(db: Db, vaultId: string, names: string[]) {
   if (names.length === 0) return [];
   return db
     .selectFrom('vault_secrets')
-    .select(['vault_id', 'name', 'value_sealed', 'hosts_json', 'allow_http', 'ports_json'])
+    .select(['vault_id', 'name', 'value_sealed', 'hosts_json', 'fingerprint', 'allow_http', 'ports_json'])
     .where('vault_id', '=', vaultId)
     .where('name', 'in', names)
     .execute();
