@@ -20,6 +20,7 @@ import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
 import { PolicyService } from './guardrails/policy.js';
 import { GuardrailsService } from './guardrails/service.js';
+import { InternAccess } from './interns/access.js';
 import { LocalProvisioner } from './interns/local-provisioner.js';
 import { Programme } from './interns/programme.js';
 import { InternsService } from './interns/service.js';
@@ -157,12 +158,14 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     keyPrefix: `${config.redisPrefix}:vault`,
     logger: log,
   });
+  const internAccess = new InternAccess(db);
   const vault = new VaultService({
     db,
     dialect: handle.dialect,
     masterKey: config.masterKey,
     config: config.interns,
     limiter: vaultLimiter,
+    access: internAccess,
   });
   const provisioner = new LocalProvisioner(config.interns, log.child({ component: 'interns-runtime' }));
   const interns = new InternsService({
@@ -172,6 +175,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     provisioner,
     keys,
     workspaces,
+    access: internAccess,
     log: log.child({ component: 'interns' }),
   });
 

@@ -84,14 +84,11 @@ const isKeyHash = (s: string) => /^[0-9a-f]{64}$/.test(s);
 export class KeysService {
   /**
    * hash → row (or null for an unknown hash). The TTL bounds staleness across nodes when no cluster
-   * bus tells this node about other nodes' writes (`forget`).
+   * bus tells this node about other nodes' writes (`forget`). Keyed by the SHA-256 of the token,
+   * never the token itself, and bounded in entries: unknown tokens (negative entries) of any length
+   * cost 64 characters each, so a flood of bogus bearer tokens cannot grow memory.
    */
-  private readonly cache = new LRUCache<string, { row: store.KeyRow | null }>({ max: 50_000, ttl: 5_000 });
-  /**
-   * Bearer token → its SHA-256 hex: the same few keys call again and again, and hashing each call's
-   * token was ~2–3 % of an inference call's CPU. A pure function, so never invalidated; bounded.
-   */
-  private readonly tokenHashes = new LRUCache<string, string>({ max: 10_000 });
+  private readonly cache: LRUCache<string, { row: store.KeyRow | null }>;
   /** Bumped by every invalidation: a lookup that started before it is not cached. */
   private generation = 0;
   private readonly listeners: ((hash: string | null) => void)[] = [];
@@ -101,16 +98,20 @@ export class KeysService {
     private readonly workspaces: WorkspacesService,
     private readonly orgs: OrganizationsService,
     private readonly usage: UsageService,
-  ) {}
+    opts: { cacheMax?: number } = {},
+  ) {
+    this.cache = new LRUCache({ max: opts.cacheMax ?? 50_000, ttl: 5_000 });
+  }
 
   /** Resolves a bearer token to its caller, or null when unknown, disabled or expired. */
   async authenticate(token: string): Promise<Caller | null> {
-    let hash = this.tokenHashes.get(token);
-    if (hash === undefined) {
-      hash = sha256Hex(token);
-      this.tokenHashes.set(token, hash);
-    }
-    return this.callerOf(hash);
+    // Hashed on every call (about a microsecond): a token → hash cache would hold raw tokens.
+    return this.callerOf(sha256Hex(token));
+  }
+
+  /** The key hashes the authentication cache holds now (tests and diagnostics: never tokens). */
+  cachedHashes(): string[] {
+    return [...this.cache.keys()];
   }
 
   /** The caller a key hash stands for, or null when unknown, disabled or expired (batches run as their key). */

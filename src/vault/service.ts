@@ -3,6 +3,7 @@ import type { Caller } from '../accounts/caller.js';
 import type { InternsConfig } from '../config.js';
 import { fromJsonList, isForeignKeyViolation, isUniqueViolation, toJsonList } from '../db/columns.js';
 import type { Db, Dialect } from '../db/connection.js';
+import type { InternAccess } from '../interns/access.js';
 import { decrypt, encrypt } from '../lib/crypto.js';
 import { ApiError, badRequest, conflict, notFound } from '../lib/errors.js';
 import { derivedId, isUuid, newId } from '../lib/ids.js';
@@ -44,9 +45,6 @@ export interface VaultPage {
   data: VaultSecretView[];
   has_more: boolean;
 }
-
-/** A caller writing a secret: its workspace, and who it is (fingerprints are keyed to the writer). */
-export type Writer = Pick<Caller, 'workspaceId' | 'userId' | 'keyHash'>;
 
 /** Which vault a call acts on: the caller's workspace's, or one intern's own (never a borrowed one). */
 export type VaultScope = { kind: 'workspace' } | { kind: 'intern'; internId: string };
@@ -133,6 +131,8 @@ export class VaultService {
       config: InternsConfig;
       /** Vault writes per member (GATEHOUSE_VAULT_WRITE_LIMIT); none → unlimited. */
       limiter?: RateLimiter;
+      /** Who may read and write an intern's vault (its owner and the workspace's administrators). */
+      access: InternAccess;
     },
   ) {}
 
@@ -212,11 +212,7 @@ export class VaultService {
   }
 
   /** One page of a vault's secrets, by name (an absent vault is an empty one). */
-  async list(
-    caller: Pick<Caller, 'workspaceId'>,
-    scope: VaultScope,
-    page: { offset: number; limit: number },
-  ): Promise<VaultPage> {
+  async list(caller: Caller, scope: VaultScope, page: { offset: number; limit: number }): Promise<VaultPage> {
     const vault = await this.readable(caller, scope);
     if (!vault) return { data: [], has_more: false };
     const rows = await store.listSecrets(this.deps.db, this.deps.dialect, vault.id, page);
@@ -225,12 +221,13 @@ export class VaultService {
 
   /** Creates or replaces a secret (a replaced one keeps its created_at). */
   async put(
-    caller: Writer,
+    caller: Caller,
     scope: VaultScope,
     name: string,
     input: SecretWriteInput,
   ): Promise<VaultSecretView> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     checkName(name);
     checkValue(input.value);
     const hosts = normalizeHosts(input.hosts);
@@ -249,10 +246,14 @@ export class VaultService {
   }
 
   /** Deletes a secret; 404 when the vault holds none of that name. */
-  async remove(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope, name: string): Promise<void> {
+  async remove(caller: Caller, scope: VaultScope, name: string): Promise<void> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     checkName(name);
-    const vault = await this.readable(caller, scope);
+    const vault =
+      scope.kind === 'workspace'
+        ? await store.workspaceVault(this.deps.db, caller.workspaceId)
+        : await this.ownVault(await this.intern(caller, scope.internId, true));
     if (!vault || !(await store.deleteSecret(this.deps.db, vault.id, name))) throw notFound(`Secret ${name}`);
   }
 
@@ -262,8 +263,9 @@ export class VaultService {
    * is written. Values are sealed again for the intern's vault; fingerprints use its key and the
    * source's fingerprint.
    */
-  async copyToIntern(caller: Writer, internId: string, names: string[]): Promise<VaultSecretView[]> {
+  async copyToIntern(caller: Caller, internId: string, names: string[]): Promise<VaultSecretView[]> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     if (names.length < 1 || names.length > COPY_MAX) {
       throw badRequest(`names must list 1 to ${COPY_MAX} secret names`);
     }
@@ -340,11 +342,16 @@ export class VaultService {
     return created;
   }
 
-  /** An intern of the caller's workspace (400 for a malformed id, 404 for any other intern). */
-  private async intern(caller: Pick<Caller, 'workspaceId'>, internId: string) {
+  /**
+   * An intern of the caller's workspace that the caller may read (or, `act`, write the vault of):
+   * 400 for a malformed id, 404 for any other intern, another member's included.
+   */
+  private async intern(caller: Caller, internId: string, act: boolean) {
     if (!isUuid(internId)) throw badRequest('internId must be a UUID');
     const row = await store.findIntern(this.deps.db, internId.toLowerCase());
     if (!row || row.workspace_id !== caller.workspaceId) throw notFound('Intern');
+    const { access } = this.deps;
+    if (!(await (act ? access.mayAct(caller, row) : access.mayRead(caller, row)))) throw notFound('Intern');
     return row;
   }
 
@@ -356,15 +363,15 @@ export class VaultService {
   }
 
   /** The vault a read (or delete) acts on; undefined when it does not exist yet. */
-  private async readable(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope) {
+  private async readable(caller: Caller, scope: VaultScope) {
     if (scope.kind === 'workspace') return store.workspaceVault(this.deps.db, caller.workspaceId);
-    return this.ownVault(await this.intern(caller, scope.internId));
+    return this.ownVault(await this.intern(caller, scope.internId, false));
   }
 
   /** The vault a write acts on: the workspace's (made if needed), or a live intern's own (409 otherwise). */
-  private async writable(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope): Promise<store.VaultRow> {
+  private async writable(caller: Caller, scope: VaultScope): Promise<store.VaultRow> {
     if (scope.kind === 'workspace') return this.ensureWorkspaceVault(caller.workspaceId);
-    const intern = await this.intern(caller, scope.internId);
+    const intern = await this.intern(caller, scope.internId, true);
     if (CLOSING.has(intern.status)) {
       throw conflict(`The intern is ${intern.status}: its vault can no longer be written`);
     }

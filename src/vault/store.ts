@@ -90,11 +90,11 @@ export async function workspaceVault(db: Db, workspaceId: string): Promise<Vault
     .executeTakeFirst();
 }
 
-/** The intern as the vault routes see it: which workspace holds it, its state and own vault. */
+/** The intern as the vault routes see it: which workspace holds it, its owner, state and own vault. */
 export async function findIntern(db: Db, internId: string) {
   return db
     .selectFrom('interns')
-    .select(['id', 'workspace_id', 'status', 'vault_id'])
+    .select(['id', 'workspace_id', 'organization_id', 'creator_user_id', 'status', 'vault_id'])
     .where('id', '=', internId)
     .executeTakeFirst();
 }

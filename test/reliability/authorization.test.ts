@@ -122,7 +122,6 @@ const ROUTES: Record<string, Row> = {
   // Public: the same answer with or without (any) credential.
   'GET /health': { auth: 'none', ok: 200 },
   'GET /ready': { auth: 'none', ok: 200 },
-  'GET /metrics': { auth: 'none', ok: 200 },
   'GET /docs': { auth: 'none', ok: 301 }, // → /docs/
   'GET /docs/': { auth: 'none', ok: 200 },
   'GET /docs/js/scalar.js': { auth: 'none', ok: 200 },
@@ -971,5 +970,234 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       changed.map(([, p]) => p),
       'objects changed by other tenants',
     ).toEqual([]);
+  }, 60_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Intern ownership: inside one workspace, an intern is its owner's. Its owner and the workspace's
+// administrators (organization owners and admins) act on it; another member gets 404 on every
+// route naming it (existence not revealed) and does not see it listed; a key acting as the
+// organization (no user) reads it but every write is 403 `no_acting_user`.
+
+describe.each(databases)('intern ownership matrix (%s)', (db) => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    // Slow provisioning: provision/suspend controls never start a runtime.
+    gw = await startTestGateway(db, { env: { GATEHOUSE_INTERNS_STEP_DELAY_MS: '20000' } });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+  });
+
+  type Actor = 'owner' | 'member' | 'admin' | 'userless';
+  const ACTORS: Actor[] = ['member', 'userless', 'admin', 'owner'];
+
+  it('lets only the owner and administrators act on an intern; others get 404, userless keys 403 no_acting_user', async () => {
+    const admin = adminClient(gw.url);
+    const userKey = async (name: string, role: 'member' | 'admin') => {
+      const user = await admin('POST', '/admin/users', {
+        email: `${name}-${randomBytes(3).toString('hex')}@example.com`,
+        organization_id: gw.organizationId,
+        role,
+        interns_programme: true,
+      });
+      expect(user.status, user.text).toBe(201);
+      const key = await admin('POST', '/admin/keys', { name, user_id: user.body.data.id });
+      expect(key.status, key.text).toBe(201);
+      return key.body.key as string;
+    };
+    const orgKey = await admin('POST', '/admin/keys', { name: 'org', organization_id: gw.organizationId });
+    expect(orgKey.status, orgKey.text).toBe(201);
+    const as: Record<Actor, ReturnType<typeof client>> = {
+      owner: client(gw.url, await userKey('alice', 'member')),
+      member: client(gw.url, await userKey('bob', 'member')),
+      admin: client(gw.url, await userKey('dave', 'admin')),
+      userless: client(gw.url, orgKey.body.key),
+    };
+
+    const intern = (await as.owner('POST', '/interns', { name: 'alices', description: 'mine' })).body;
+    expect(intern.status).toBe('stopped');
+    const secret = { value: 'sk-alice-only', hosts: ['alice.example.com'] };
+    expect((await as.owner('PUT', `/vault/interns/${intern.id}/secrets/alice_key`, secret)).status).toBe(200);
+    expect((await as.owner('PUT', '/vault/secrets/shared_key', secret)).status).toBe(200);
+
+    const NO_USER = { status: 403, code: 'no_acting_user' };
+    const HIDDEN = { status: 404, code: 'not_found' };
+    const CHAT_HIDDEN = { status: 404, code: 404 };
+    const VAULT_HIDDEN = { status: 404, code: 404 };
+    const VAULT_NO_USER = { status: 403, code: 403 };
+    const chatBody = { stream: true, messages: [{ role: 'user', content: 'hi' }] };
+    // [label, method, path, body, answer per actor]; run in order, each actor in ACTORS order.
+    const rows: [
+      string,
+      string,
+      string,
+      unknown,
+      Record<Actor, { status: number; code: string | number }>,
+    ][] = [
+      [
+        'get',
+        'GET',
+        `/interns/${intern.id}`,
+        undefined,
+        {
+          owner: { status: 200, code: 200 },
+          member: HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: { status: 200, code: 200 },
+        },
+      ],
+      [
+        'patch',
+        'PATCH',
+        `/interns/${intern.id}`,
+        { description: 'changed' },
+        {
+          owner: { status: 200, code: 200 },
+          member: HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: NO_USER,
+        },
+      ],
+      [
+        'provision',
+        'POST',
+        `/interns/${intern.id}/provision`,
+        undefined,
+        {
+          owner: { status: 202, code: 202 },
+          member: HIDDEN,
+          admin: { status: 202, code: 202 },
+          userless: NO_USER,
+        },
+      ],
+      [
+        'suspend',
+        'POST',
+        `/interns/${intern.id}/suspend`,
+        undefined,
+        {
+          owner: { status: 200, code: 200 },
+          member: HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: NO_USER,
+        },
+      ],
+      // Not running: 409 intern_not_ready once past the ownership checks.
+      [
+        'chat',
+        'POST',
+        `/interns/${intern.id}/chat/completions`,
+        chatBody,
+        {
+          owner: { status: 409, code: 409 },
+          member: CHAT_HIDDEN,
+          admin: { status: 409, code: 409 },
+          userless: { status: 403, code: 403 },
+        },
+      ],
+      [
+        'vault list',
+        'GET',
+        `/vault/interns/${intern.id}/secrets`,
+        undefined,
+        {
+          owner: { status: 200, code: 200 },
+          member: VAULT_HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: { status: 200, code: 200 },
+        },
+      ],
+      [
+        'vault put',
+        'PUT',
+        `/vault/interns/${intern.id}/secrets/alice_key`,
+        secret,
+        {
+          owner: { status: 200, code: 200 },
+          member: VAULT_HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: VAULT_NO_USER,
+        },
+      ],
+      [
+        'vault copy',
+        'POST',
+        `/vault/interns/${intern.id}/secrets/copy`,
+        { names: ['shared_key'] },
+        {
+          owner: { status: 200, code: 200 },
+          member: VAULT_HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: VAULT_NO_USER,
+        },
+      ],
+      [
+        'workspace vault put',
+        'PUT',
+        '/vault/secrets/shared_key',
+        secret,
+        {
+          owner: { status: 200, code: 200 },
+          member: { status: 200, code: 200 },
+          admin: { status: 200, code: 200 },
+          userless: VAULT_NO_USER,
+        },
+      ],
+      [
+        'vault delete',
+        'DELETE',
+        `/vault/interns/${intern.id}/secrets/shared_key`,
+        undefined,
+        {
+          owner: { status: 404, code: 404 }, // the admin deleted it just before
+          member: VAULT_HIDDEN,
+          admin: { status: 204, code: 204 },
+          userless: VAULT_NO_USER,
+        },
+      ],
+    ];
+    const problems: string[] = [];
+    const check = (
+      label: string,
+      res: { status: number; body: any; text: string },
+      want: { status: number; code: string | number },
+    ) => {
+      const code = res.status >= 400 ? res.body?.error?.code : res.status;
+      if (res.status !== want.status || code !== want.code)
+        problems.push(`${label}: ${res.status} ${res.text.slice(0, 160)} (want ${want.status} ${want.code})`);
+      // No refusal reveals the intern's secrets or the owner's description.
+      if (res.status >= 400 && /alice\.example\.com|sk-alice-only/.test(res.text))
+        problems.push(`${label}: leak`);
+    };
+    for (const [label, method, path, body, want] of rows) {
+      for (const actor of ACTORS)
+        check(`${label} as ${actor}`, await as[actor](method, path, body), want[actor]);
+    }
+
+    // The list: the owner's own for members, everything for administrators and the organization.
+    const listed = async (actor: Actor) =>
+      ((await as[actor]('GET', '/interns')).body.data as { id: string }[]).map((i) => i.id);
+    expect(await listed('owner')).toContain(intern.id);
+    expect(await listed('member')).not.toContain(intern.id);
+    expect(await listed('admin')).toContain(intern.id);
+    expect(await listed('userless')).toContain(intern.id);
+
+    // Another member cannot lend themselves the owner's vault (its secrets) through vault_id.
+    const borrow = await as.member('POST', '/interns', { name: 'borrower', vault_id: intern.vault_id });
+    expect(borrow.status, borrow.text).toBe(409);
+    expect(borrow.body.error.code).toBe('vault_not_attachable');
+
+    // Nothing the member or the userless key tried changed the intern; delete goes last.
+    for (const actor of ['member', 'userless'] as const) {
+      const del = await as[actor]('DELETE', `/interns/${intern.id}`, {});
+      check(`delete as ${actor}`, del, actor === 'member' ? HIDDEN : NO_USER);
+    }
+    const after = await as.owner('GET', `/interns/${intern.id}`);
+    expect(after.body.description).toBe('changed'); // the owner's and the admin's PATCH only
+    expect(after.body.status).toBe('stopped');
+    expect(problems).toEqual([]);
+    expect((await as.admin('DELETE', `/interns/${intern.id}`, {})).status).toBe(202);
   }, 60_000);
 });
