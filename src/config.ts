@@ -75,6 +75,10 @@ export interface InternsConfig {
   writes: boolean;
   /** Vault writes allowed; off → 503. */
   vaultWrites: boolean;
+  /** Vault writes (PUT, DELETE, copy) per member per window (429 beyond); 0 turns the limit off. */
+  vaultWriteLimit: number;
+  /** The vault write limit's window, seconds. */
+  vaultWriteWindowSeconds: number;
   /** Hostnames (lowercase, no port) whose requests to /interns and /vault are refused with 403. */
   regionalHosts: string[];
   /** Interns' hostnames are `<name>-<short id>.<domain>`. */
@@ -259,6 +263,8 @@ export function loadInternsConfig(env: Env, dataDir: string): InternsConfig {
   return {
     writes: !isOff(env.GATEHOUSE_INTERNS_WRITES),
     vaultWrites: !isOff(env.GATEHOUSE_VAULT_WRITES),
+    vaultWriteLimit: intFrom(env, 'GATEHOUSE_VAULT_WRITE_LIMIT', 60),
+    vaultWriteWindowSeconds: intFrom(env, 'GATEHOUSE_VAULT_WRITE_WINDOW', 60),
     regionalHosts: listFrom(env.GATEHOUSE_REGIONAL_HOSTS),
     domain: (env.GATEHOUSE_INTERNS_DOMAIN || 'interns.localhost').toLowerCase(),
     perMemberLimit: intFrom(env, 'GATEHOUSE_INTERNS_PER_MEMBER', 10),

@@ -155,12 +155,20 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
 
   // Interns and vaults: the programme check, secrets, the local provisioner and the lifecycle.
   const programme = new Programme(db);
+  const vaultLimiter = new RateLimiter({
+    points: config.interns.vaultWriteLimit,
+    durationSeconds: config.interns.vaultWriteWindowSeconds,
+    redisUrl: config.redisUrl,
+    keyPrefix: `${config.redisPrefix}:vault`,
+    logger: log,
+  });
   const internAccess = new InternAccess(db);
   const vault = new VaultService({
     db,
     dialect: handle.dialect,
     masterKey: config.masterKey,
     config: config.interns,
+    limiter: vaultLimiter,
     access: internAccess,
   });
   const provisioner = new LocalProvisioner(config.interns, log.child({ component: 'interns-runtime' }));
@@ -204,6 +212,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     await accountant.close();
     await limiter.close();
     await batchLimiter.close();
+    await vaultLimiter.close();
     await cluster.close();
     await closeUpstreamHttp();
   };

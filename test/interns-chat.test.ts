@@ -427,9 +427,12 @@ describe('interns chat', () => {
 
   it('sends a vault secret only to a host it is bound to; elsewhere the request is refused and the refusal shows in the chat', async () => {
     const intern = await runningIntern('courier');
+    // The outside host is plain HTTP on a random port: the secret allows both.
     const put = await call('PUT', `/vault/interns/${intern.id}/secrets/api_token`, {
       value: SECRET,
       hosts: ['127.0.0.1'],
+      allow_http: true,
+      ports: [Number(new URL(outsideUrl).port)],
     });
     expect(put.status).toBe(200);
     const otherHost = outsideUrl.replace('127.0.0.1', 'localhost');
@@ -471,7 +474,7 @@ describe('interns chat', () => {
     expect(outsideSeen.length).toBe(before + 2);
     expect(outsideSeen.at(-1)?.authorization).toBe(`Bearer ${SECRET}`);
     const own = await call('PUT', `/vault/interns/${borrower.id}/secrets/api_token`, {
-      value: 'other',
+      value: 'other-value',
       hosts: ['x.example'],
     });
     expect(own.status).toBe(200);

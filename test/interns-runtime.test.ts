@@ -23,6 +23,7 @@ import { databases, startTestGateway, type TestGateway } from './support/gateway
 import { adminClient } from './support/http.js';
 
 const SECRET = 'sk-live-0123456789abcdef';
+const HTTPS_SECRET = 'sk-tls-only-9876543210fedcba';
 
 interface Seen {
   url: string;
@@ -109,6 +110,22 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
         vault_id: vaultId,
         name: 'api_token',
         value_sealed: encrypt(g.services.config.masterKey, SECRET, secretAad(vaultId, 'api_token')),
+        hosts_json: JSON.stringify(['127.0.0.1']),
+        fingerprint: null,
+        created_at: now,
+        updated_at: now,
+        // The echo host is plain HTTP on a random port: this secret allows both.
+        allow_http: 1,
+        ports_json: JSON.stringify([Number(new URL(echoUrl).port)]),
+      })
+      .execute();
+    // The same host, but the default transport: HTTPS to port 443 only.
+    await g.services.db
+      .insertInto('vault_secrets')
+      .values({
+        vault_id: vaultId,
+        name: 'https_token',
+        value_sealed: encrypt(g.services.config.masterKey, HTTPS_SECRET, secretAad(vaultId, 'https_token')),
         hosts_json: JSON.stringify(['127.0.0.1']),
         fingerprint: null,
         created_at: now,
@@ -284,6 +301,19 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
     });
     expect(unknown.status).toBe(403);
     expect(((await unknown.json()) as any).error.code).toBe('secret_unknown');
+    // A secret without allow_http never goes over plain http, even to its bound host.
+    const plain = await callback(CALLBACK_PATHS.egress, {
+      method: 'GET',
+      url: `${echoUrl}/echo`,
+      headers: { authorization: 'Bearer {{vault:https_token}}' },
+    });
+    expect(plain.status).toBe(403);
+    const p = (await plain.json()) as any;
+    expect(p.error).toEqual({
+      code: 'scheme_not_allowed',
+      message:
+        'Secret https_token is sent over HTTPS only; use an https:// URL (plain http needs allow_http on the secret)',
+    });
     expect(seen.length).toBe(before);
   });
 

@@ -17,7 +17,8 @@
  *     the turn's run grant (RUN_GRANT_HEADER); run through the routing engine as the key whose chat
  *     request issued the grant, billed and guarded like any call of that key.
  * - POST /internal/runtime/egress EgressRequest → 200 EgressResponse, or 403 EgressRefusal when a
- *     secret placeholder would go to a host it is not bound to (nothing is sent), or 400/502.
+ *     secret placeholder would go to a host it is not bound to, or over plain HTTP or to a port
+ *     the secret does not allow (nothing is sent), or 400/502.
  *
  * Secret placeholders: `{{vault:NAME}}` in the URL or a header value of an egress request. The
  * runtime never holds secret values; the gateway substitutes them for allowed hosts only and
@@ -126,5 +127,13 @@ export interface EgressResponse {
 }
 
 export interface EgressRefusal {
-  error: { code: 'host_not_allowed' | 'secret_unknown' | 'address_not_allowed'; message: string };
+  error: {
+    code:
+      | 'host_not_allowed'
+      | 'secret_unknown'
+      | 'address_not_allowed'
+      | 'scheme_not_allowed'
+      | 'port_not_allowed';
+    message: string;
+  };
 }

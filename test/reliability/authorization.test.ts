@@ -449,7 +449,7 @@ const ROUTES: Record<string, Row> = {
   'PUT /api/v1/vault/secrets/:name': {
     auth: 'api',
     path: (_fx, as) => `/vault/secrets/${as === 'api' ? SECRET : `probe_${tag(as)}`}`,
-    body: () => ({ value: 'v-probe', hosts: ['probe.example.com'] }),
+    body: () => ({ value: 'v-probe-value', hosts: ['probe.example.com'] }),
     ok: 200,
     org: 200,
     mgmtOnApi: 401,

@@ -30,7 +30,7 @@ export function toolDefinitions(shell: boolean): ToolDefinition[] {
     fn(
       'http_request',
       'Send an HTTP request. Write secrets as {{vault:NAME}} in the URL path/query or a header value; ' +
-        'the gateway fills them in only for the hosts each secret is bound to.',
+        'the gateway fills them in only for the hosts each secret is bound to, over https:// unless the secret allows http.',
       {
         method: { type: 'string', description: 'GET, POST, PUT, PATCH, DELETE, HEAD' },
         url: { type: 'string', description: 'Absolute http(s) URL' },
