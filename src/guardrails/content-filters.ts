@@ -1,5 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { ChatMessage, ContentPart } from '../formats/chat.js';
+import { compileCustomPattern, re2Spans } from './custom-patterns.js';
 import {
   BUILTIN_LABELS,
   type BuiltinSlug,
@@ -29,15 +30,35 @@ import {
  *   nor addresses outside that English pattern.
  * - `regex-prompt-injection` is a list of known phrasings; paraphrases get through.
  *
- * Custom patterns run as given (JavaScript syntax, global flag added). A pathological pattern can
- * backtrack for a long time: guardrail authors are trusted members of the organization.
+ * Custom patterns are tenants' own and run on RE2 (see custom-patterns.ts): linear time, whatever
+ * the pattern. The built-in patterns are ours and stay JavaScript regular expressions (they need
+ * lookbehind, which RE2 lacks): each is written to run in linear time on any input (bounded
+ * repetitions, token-start lookbehinds), which the "long inputs" test checks.
  */
 
+/** One detector: the [start, end) spans it finds in a text. */
 export interface Matcher {
-  /** A global regular expression (used only through `String.prototype.replace`, which resets it). */
+  spans(text: string): Array<[number, number]>;
+}
+
+/** A built-in detector: a global JavaScript regular expression, and an optional check on each match. */
+interface Builtin {
   re: RegExp;
   /** An extra check on each match; a match it rejects is neither counted nor redacted. */
   validate?: (match: string) => boolean;
+}
+
+function builtinMatcher({ re, validate }: Builtin): Matcher {
+  return {
+    spans(text) {
+      const out: Array<[number, number]> = [];
+      for (const m of text.matchAll(re)) {
+        if (m[0].length === 0 || (validate && !validate(m[0]))) continue;
+        out.push([m.index, m.index + m[0].length]);
+      }
+      return out;
+    },
+  };
 }
 
 export interface CompiledFilter {
@@ -54,6 +75,11 @@ export interface CompiledFilter {
   /** The guardrail that brought the filter (the first one, when several bring the same filter). */
   guardrailId: string;
   matchers: Matcher[];
+  /**
+   * A stored custom pattern this gateway cannot run (stored before patterns were checked against
+   * RE2): the filter fails closed, refusing every call it applies to until the guardrail is fixed.
+   */
+  broken?: string;
 }
 
 export type SafeguardStatus = 'redacted' | 'blocked' | 'flagged' | 'passed';
@@ -71,7 +97,7 @@ export interface ContentFilterOutcome {
   /** The messages to send on: redactions applied (unchanged messages keep their identity). */
   messages: ChatMessage[];
   /** The first blocking filter that matched; the call must be refused. */
-  blocked: { label: string; slug?: string } | null;
+  blocked: { label: string; slug?: string; broken?: true } | null;
   results: SafeguardResult[];
 }
 
@@ -144,7 +170,7 @@ const NOT_NAMES = new Set(
 
 const NAME_WORD = String.raw`\p{Lu}\p{Ll}+(?:[-'’]\p{Lu}\p{Ll}+)?`;
 
-const BUILTIN_MATCHERS: Record<BuiltinSlug, Matcher[]> = {
+const BUILTIN_PATTERNS: Record<BuiltinSlug, Builtin[]> = {
   email: [
     {
       // The look-behind starts matches only at the beginning of a token, which keeps long runs of
@@ -247,6 +273,10 @@ const BUILTIN_MATCHERS: Record<BuiltinSlug, Matcher[]> = {
   ],
 };
 
+const BUILTIN_MATCHERS = Object.fromEntries(
+  Object.entries(BUILTIN_PATTERNS).map(([slug, list]) => [slug, list.map(builtinMatcher)]),
+) as Record<BuiltinSlug, Matcher[]>;
+
 const tagOf = (s: string) =>
   s
     .toUpperCase()
@@ -278,8 +308,8 @@ export interface GuardrailFilters {
 /**
  * Compiles the filters of every applicable guardrail, in guardrail order, custom filters first.
  * The same filter brought by several guardrails (same built-in slug, action and scope; same custom
- * pattern, action and label) is kept once. Unknown built-in slugs and patterns that no longer
- * compile are skipped (they were validated on write).
+ * pattern, action and label) is kept once. Unknown built-in slugs are skipped; a custom pattern RE2
+ * cannot compile (stored before writes were checked) is kept as a `broken` filter, which fails closed.
  */
 export function compileFilters(guardrails: readonly GuardrailFilters[]): CompiledFilter[] {
   const out: CompiledFilter[] = [];
@@ -288,12 +318,7 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
     for (const f of g.custom ?? []) {
       const key = JSON.stringify(['custom', f.pattern, f.action, f.label ?? null]);
       if (seen.has(key)) continue;
-      let re: RegExp;
-      try {
-        re = new RegExp(f.pattern, 'g');
-      } catch {
-        continue;
-      }
+      const compiled = compileCustomPattern(f.pattern);
       seen.add(key);
       const label = f.label?.trim() || 'Custom filter';
       out.push({
@@ -303,7 +328,8 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
         action: f.action,
         scope: 'all_messages',
         guardrailId: g.guardrailId,
-        matchers: [{ re }],
+        matchers: 're' in compiled ? [{ spans: (text) => re2Spans(compiled.re, text) }] : [],
+        ...('error' in compiled ? { broken: compiled.error } : {}),
       });
     }
     for (const b of g.builtins ?? []) {
@@ -342,12 +368,13 @@ function redactIn(f: CompiledFilter, text: string): { text: string; n: number } 
   let n = 0;
   const replacement = `[REDACTED:${f.tag}]`;
   let out = text;
-  for (const { re, validate } of f.matchers) {
-    out = out.replace(re, (m) => {
-      if (m.length === 0 || (validate && !validate(m))) return m;
-      n++;
-      return replacement;
-    });
+  for (const m of f.matchers) {
+    const spans = m.spans(out);
+    n += spans.length;
+    for (let i = spans.length - 1; i >= 0; i--) {
+      const [s, e] = spans[i] as [number, number];
+      out = out.slice(0, s) + replacement + out.slice(e);
+    }
   }
   return { text: out, n };
 }
@@ -417,9 +444,10 @@ export function applyContentFilters(
 ): ContentFilterOutcome {
   if (filters.length === 0) return { messages, blocked: null, results: [] };
   const counts = new Array<number>(filters.length).fill(0);
-  let blocked: CompiledFilter | null = null;
+  // A filter that cannot run fails closed: the call is refused rather than sent unfiltered.
+  let blocked: CompiledFilter | null = filters.find((f) => f.broken !== undefined) ?? null;
   for (const [i, f] of filters.entries()) {
-    if (f.action === 'redact') continue;
+    if (f.action === 'redact' || f.broken !== undefined) continue;
     const n = countFilter(f, messages);
     counts[i] = n;
     if (f.action === 'block' && n > 0 && blocked === null) blocked = f;
@@ -441,7 +469,9 @@ export function applyContentFilters(
   const results = filters.map(
     (f, i): SafeguardResult => ({
       type: 'content_filter',
-      status: { type: (counts[i] ?? 0) > 0 ? STATUS[f.action] : 'passed' },
+      status: {
+        type: f.broken !== undefined ? 'blocked' : (counts[i] ?? 0) > 0 ? STATUS[f.action] : 'passed',
+      },
       label: f.label,
       ...(f.slug !== undefined ? { slug: f.slug } : {}),
       matches: counts[i] ?? 0,
@@ -452,7 +482,11 @@ export function applyContentFilters(
     blocked:
       blocked === null
         ? null
-        : { label: blocked.label, ...(blocked.slug !== undefined ? { slug: blocked.slug } : {}) },
+        : {
+            label: blocked.label,
+            ...(blocked.slug !== undefined ? { slug: blocked.slug } : {}),
+            ...(blocked.broken !== undefined ? { broken: true } : {}),
+          },
     results,
   };
 }

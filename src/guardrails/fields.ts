@@ -1,6 +1,7 @@
 import { badRequest } from '../lib/errors.js';
 import { unknownProviderSlugs } from '../lib/provider-slugs.js';
 import type { ResetInterval } from '../lib/time.js';
+import { compileCustomPattern } from './custom-patterns.js';
 
 /** The value vocabularies of a guardrail's fields (digest §1.1) and their normalisation. */
 
@@ -53,16 +54,14 @@ export interface StoredBuiltinFilter {
   scan_scope?: ScanScope;
 }
 
-/** Custom regex filters: every pattern must compile as a JavaScript regular expression. */
+/** Custom regex filters: every pattern must compile on RE2, the engine they run on. */
 export function normaliseContentFilters(filters: readonly ContentFilter[]): ContentFilter[] {
   return filters.map((f, i) => {
-    try {
-      new RegExp(f.pattern);
-    } catch (err) {
+    const compiled = compileCustomPattern(f.pattern);
+    if ('error' in compiled)
       throw badRequest(
-        `content_filters[${i}].pattern is not a valid regular expression: ${(err as Error).message}`,
+        `content_filters[${i}].pattern ${JSON.stringify(f.pattern)} is not supported: ${compiled.error}`,
       );
-    }
     return { pattern: f.pattern, action: f.action, label: f.label ?? null };
   });
 }

@@ -19,7 +19,7 @@ const zdrVendorFlags = <T>(schema: () => T) =>
   >;
 
 const ContentFilterOut = Type.Object({
-  pattern: Type.String({ description: 'JavaScript regular expression' }),
+  pattern: Type.String({ description: 'Regular expression (RE2 syntax: no backreferences or lookaround)' }),
   action: Type.String({ description: 'redact | block | flag' }),
   label: Type.Optional(Nullable(Type.String())),
 });
@@ -65,7 +65,10 @@ const NullableFlag = () => Type.Optional(Nullable(Type.Boolean()));
 const StringList = () => Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1 }))));
 
 const ContentFilterIn = Type.Object({
-  pattern: Type.String({ minLength: 1, description: 'JavaScript regular expression' }),
+  pattern: Type.String({
+    minLength: 1,
+    description: 'Regular expression (RE2 syntax: no backreferences or lookaround)',
+  }),
   action: StringEnum(FILTER_ACTIONS),
   label: Type.Optional(Nullable(Type.String())),
 });

@@ -84,7 +84,12 @@ export class PolicyGuard implements CallGuard {
       },
       filter(messages) {
         const out = applyContentFilters(policy.contentFilters, messages);
-        return { messages: out.messages, blocked: out.blocked?.label ?? null, results: out.results };
+        const b = out.blocked;
+        // A pattern stored before patterns were checked against RE2 cannot run: named, not shown.
+        const blocked = b?.broken
+          ? `${b.label} (its pattern is not supported by this gateway; an administrator must update the guardrail)`
+          : (b?.label ?? null);
+        return { messages: out.messages, blocked, results: out.results };
       },
       async balance(cost) {
         const v = await spend.checkBalance(caller.organizationId, { cost });
