@@ -39,6 +39,14 @@ describe('content filters', () => {
     return { call: client(gw.url, key.body.key), guardrailId: g.body.data.id as string };
   }
 
+  /** Everything the provider received (the recorded request body, as JSON text). */
+  const sent = (i = 0) => JSON.stringify(mock.requests[i]?.body ?? null);
+  const chat = (content: unknown, extra: object = {}) => ({
+    model: 'test/gpt',
+    messages: [{ role: 'user', content }],
+    ...extra,
+  });
+
   describe('custom patterns run in linear time', () => {
     it("answers promptly on a pathological pattern, and another tenant's concurrent call completes", async () => {
       const { call } = await keyWithGuardrail({
@@ -118,6 +126,72 @@ describe('content filters', () => {
       expect(res.body.error.message).toMatch(/legacy.*not supported/);
       expect(res.body.error.message).not.toContain('a(?=b)');
       expect(mock.requests).toHaveLength(0);
+    });
+  });
+
+  describe('what the provider reads, not how it is encoded', () => {
+    it('blocks PII hidden by zero-width spaces, fullwidth forms, non-breaking hyphens and dots', async () => {
+      const { call } = await keyWithGuardrail({
+        content_filter_builtins: [
+          { slug: 'email', action: 'block' },
+          { slug: 'ssn', action: 'block' },
+          { slug: 'credit-card', action: 'block' },
+        ],
+      });
+      for (const [text, label] of [
+        ['mail ada\u200b@example.com', 'Email'],
+        ['mail ada＠example.com', 'Email'],
+        ['ssn １２３-４５-６７８９', 'Social Security'],
+        ['ssn 123\u201145\u20116789', 'Social Security'],
+        ['card 4111.1111.1111.1111', 'Credit card'],
+      ] as const) {
+        const res = await call('POST', '/chat/completions', chat(text));
+        expect(res.status, text).toBe(403);
+        expect(res.body.error.message).toContain(label);
+      }
+      expect(mock.requests).toHaveLength(0);
+    });
+
+    it('redacts the original characters, whatever their encoding', async () => {
+      const { call } = await keyWithGuardrail({
+        content_filter_builtins: [{ slug: 'email', action: 'redact' }],
+      });
+      const res = await call('POST', '/chat/completions', chat('write to ada\u200b＠example.com today'));
+      expect(res.status).toBe(200);
+      expect(mock.requests[0]?.body.messages[0].content).toBe('write to [REDACTED:EMAIL] today');
+    });
+
+    it('catches an SSN split across two text parts of one message (chat and messages formats)', async () => {
+      const { call } = await keyWithGuardrail({
+        content_filter_builtins: [{ slug: 'ssn', action: 'redact' }],
+      });
+      const parts = [
+        { type: 'text', text: 'my ssn is 123-45' },
+        { type: 'text', text: '-6789, thanks' },
+      ];
+      const res = await call('POST', '/chat/completions', chat(parts));
+      expect(res.status).toBe(200);
+      expect(mock.requests[0]?.body.messages[0].content).toEqual([
+        { type: 'text', text: 'my ssn is [REDACTED:SSN]' },
+        { type: 'text', text: ', thanks' },
+      ]);
+      expect(res.body.safeguard_results[0]).toMatchObject({ status: { type: 'redacted' }, matches: 1 });
+
+      const anthropic = await call('POST', '/messages', {
+        model: 'test/claude',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: parts }],
+      });
+      expect(anthropic.status).toBe(200);
+      expect(sent(1)).not.toContain('6789');
+      expect(sent(1)).toContain('[REDACTED:SSN]');
+
+      const blocking = await keyWithGuardrail({
+        content_filter_builtins: [{ slug: 'ssn', action: 'block' }],
+      });
+      const refused = await blocking.call('POST', '/chat/completions', chat(parts));
+      expect(refused.status).toBe(403);
+      expect(mock.requests).toHaveLength(2);
     });
   });
 });

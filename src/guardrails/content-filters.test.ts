@@ -300,3 +300,38 @@ describe('applyContentFilters', () => {
     expect(performance.now() - t0).toBeLessThan(2_000);
   });
 });
+
+describe('what the provider reads, not how it is encoded', () => {
+  it('sees through zero-width characters, fullwidth forms and non-ASCII dashes, redacting the original span', () => {
+    expect(redact('email', 'mail ada\u200b@example.com now')).toBe('mail [REDACTED:EMAIL] now');
+    expect(redact('email', 'mail ada＠example．com now')).toBe('mail [REDACTED:EMAIL] now');
+    expect(redact('ssn', 'ssn １２３-４５-６７８９!')).toBe('ssn [REDACTED:SSN]!');
+    expect(redact('ssn', 'ssn 123\u201145\u20116789')).toBe('ssn [REDACTED:SSN]');
+    expect(redact('ssn', 'ssn 123\u2014\u200d45\u20136789 ok')).toBe('ssn [REDACTED:SSN] ok');
+    expect(redact('ssn', 'a ﬁ 123-45-6789 ﬁ b')).toBe('a ﬁ [REDACTED:SSN] ﬁ b');
+  });
+
+  it('card numbers separated by dots, spaces or dashes; SSNs by dots or spaces', () => {
+    expect(count('credit-card', '4111.1111.1111.1111, 4111 1111 1111 1111, 4111-1111-1111-1111')).toBe(3);
+    expect(count('credit-card', '4111.1111.1111.1112 and 192.168.100.200')).toBe(0);
+    expect(count('ssn', '123.45.6789 and 123 45 6789; not 123-45.6789')).toBe(2);
+  });
+
+  it('matches across the text parts of one message and redacts every part the match spans', () => {
+    const parts = (...texts: string[]) => user(texts.map((text) => ({ type: 'text' as const, text })));
+    const out = applyContentFilters(builtin('ssn'), [parts('my ssn is 123-45', '-6789 thanks')]);
+    expect(out.messages[0]?.content).toEqual([
+      { type: 'text', text: 'my ssn is [REDACTED:SSN]' },
+      { type: 'text', text: ' thanks' },
+    ]);
+    expect(out.results[0]?.matches).toBe(1);
+    const blocked = applyContentFilters(builtin('ssn', 'block'), [parts('123-', '45-', '6789')]);
+    expect(blocked.blocked?.slug).toBe('ssn');
+    // Each part is still seen on its own: joining does not hide a match behind the previous word.
+    const alone = applyContentFilters(builtin('ssn', 'flag'), [parts('abc', '123-45-6789')]);
+    expect(alone.results[0]?.matches).toBe(1);
+    // Two messages are never joined.
+    const apart = applyContentFilters(builtin('ssn', 'flag'), [user('123-45'), user('-6789')]);
+    expect(apart.results[0]?.matches).toBe(0);
+  });
+});

@@ -9,6 +9,7 @@ import {
   type ScanScope,
   type StoredBuiltinFilter,
 } from './fields.js';
+import { findSpans, type PreparedText, prepareText, redactSpans } from './matching.js';
 
 /**
  * Guardrail content filters: custom regular expressions and the built-in detectors, compiled once
@@ -192,8 +193,10 @@ const BUILTIN_PATTERNS: Record<BuiltinSlug, Builtin[]> = {
       re: /(?<![\w+-])(?:1[\s.-])?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])/g,
     },
   ],
-  ssn: [{ re: /(?<![\w-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w-])/g }],
-  'credit-card': [{ re: /(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])/g, validate: luhnValid }],
+  // 123-45-6789, also with dots or spaces (one separator throughout).
+  ssn: [{ re: /(?<![\w-])(?!000|666|9\d\d)\d{3}([-. ])(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])/g }],
+  // 13 to 19 digits, run together or separated by spaces, dashes or dots.
+  'credit-card': [{ re: /(?<![\w-])\d(?:[ .-]?\d){12,18}(?![\w-])/g, validate: luhnValid }],
   'ip-address': [
     {
       re: /(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\.?\d)(?!\w)/g,
@@ -360,25 +363,6 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
 
 const inScope = (f: CompiledFilter, m: ChatMessage) => f.scope === 'all_messages' || m.role === 'user';
 
-/**
- * Replaces the matches of `f` in `text`; returns the new text and the number replaced. Counting
- * goes through here too, so that a span two matchers of one filter both see counts once.
- */
-function redactIn(f: CompiledFilter, text: string): { text: string; n: number } {
-  let n = 0;
-  const replacement = `[REDACTED:${f.tag}]`;
-  let out = text;
-  for (const m of f.matchers) {
-    const spans = m.spans(out);
-    n += spans.length;
-    for (let i = spans.length - 1; i >= 0; i--) {
-      const [s, e] = spans[i] as [number, number];
-      out = out.slice(0, s) + replacement + out.slice(e);
-    }
-  }
-  return { text: out, n };
-}
-
 /** Every text segment of a message (string content, or the text parts). */
 function textsOf(m: ChatMessage): string[] {
   if (typeof m.content === 'string') return [m.content];
@@ -388,39 +372,54 @@ function textsOf(m: ChatMessage): string[] {
   return [];
 }
 
-function countFilter(f: CompiledFilter, messages: readonly ChatMessage[]): number {
+/** The message with its text segments replaced by `texts` (in order), or itself when none changed. */
+function withTexts(m: ChatMessage, before: readonly string[], texts: readonly string[]): ChatMessage {
+  if (texts.every((t, i) => t === before[i])) return m;
+  if (typeof m.content === 'string') return { ...m, content: texts[0] ?? '' };
+  let k = 0;
+  const content = (m.content ?? []).map((p): ContentPart => {
+    if (p.type !== 'text' || typeof p.text !== 'string') return p;
+    const text = texts[k++] as string;
+    return text === p.text ? p : { ...p, text };
+  });
+  return { ...m, content };
+}
+
+const findersOf = (f: CompiledFilter) => f.matchers.map((m) => (text: string) => m.spans(text));
+
+/** Each message's texts, normalised once for all the filters (a redaction makes a new message). */
+type Prepared = WeakMap<ChatMessage, PreparedText | null>;
+
+function prepared(cache: Prepared, m: ChatMessage): PreparedText | null {
+  let t = cache.get(m);
+  if (t === undefined) {
+    const texts = textsOf(m);
+    t = texts.length > 0 ? prepareText(texts) : null;
+    cache.set(m, t);
+  }
+  return t;
+}
+
+function countFilter(f: CompiledFilter, messages: readonly ChatMessage[], cache: Prepared): number {
   let n = 0;
   for (const m of messages) {
-    if (!inScope(f, m)) continue;
-    for (const t of textsOf(m)) n += redactIn(f, t).n;
+    const t = inScope(f, m) ? prepared(cache, m) : null;
+    if (t) n += findSpans(t, findersOf(f)).length;
   }
   return n;
 }
 
 /** Applies one redacting filter to the message list, copying only the messages it changes. */
-function redactFilter(f: CompiledFilter, messages: ChatMessage[]): number {
+function redactFilter(f: CompiledFilter, messages: ChatMessage[], cache: Prepared): number {
   let total = 0;
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i] as ChatMessage;
-    if (!inScope(f, m)) continue;
-    if (typeof m.content === 'string') {
-      const r = redactIn(f, m.content);
-      if (r.n > 0) {
-        total += r.n;
-        messages[i] = { ...m, content: r.text };
-      }
-    } else if (Array.isArray(m.content)) {
-      let changed = false;
-      const parts = m.content.map((p): ContentPart => {
-        if (p.type !== 'text' || typeof p.text !== 'string') return p;
-        const r = redactIn(f, p.text);
-        if (r.n === 0) return p;
-        total += r.n;
-        changed = true;
-        return { ...p, text: r.text };
-      });
-      if (changed) messages[i] = { ...m, content: parts };
-    }
+  const replacement = `[REDACTED:${f.tag}]`;
+  for (const [i, m] of messages.entries()) {
+    const t = inScope(f, m) ? prepared(cache, m) : null;
+    if (!t) continue;
+    const spans = findSpans(t, findersOf(f));
+    if (spans.length === 0) continue;
+    total += spans.length;
+    messages[i] = withTexts(m, t.parts, redactSpans(t, spans, replacement));
   }
   return total;
 }
@@ -444,11 +443,12 @@ export function applyContentFilters(
 ): ContentFilterOutcome {
   if (filters.length === 0) return { messages, blocked: null, results: [] };
   const counts = new Array<number>(filters.length).fill(0);
+  const cache: Prepared = new WeakMap();
   // A filter that cannot run fails closed: the call is refused rather than sent unfiltered.
   let blocked: CompiledFilter | null = filters.find((f) => f.broken !== undefined) ?? null;
   for (const [i, f] of filters.entries()) {
     if (f.action === 'redact' || f.broken !== undefined) continue;
-    const n = countFilter(f, messages);
+    const n = countFilter(f, messages, cache);
     counts[i] = n;
     if (f.action === 'block' && n > 0 && blocked === null) blocked = f;
   }
@@ -456,12 +456,12 @@ export function applyContentFilters(
   let out = messages;
   if (blocked !== null) {
     for (const [i, f] of filters.entries()) {
-      if (f.action === 'redact') counts[i] = countFilter(f, messages);
+      if (f.action === 'redact') counts[i] = countFilter(f, messages, cache);
     }
   } else {
     out = [...messages];
     for (const [i, f] of filters.entries()) {
-      if (f.action === 'redact') counts[i] = redactFilter(f, out);
+      if (f.action === 'redact') counts[i] = redactFilter(f, out, cache);
     }
     if (out.every((m, i) => m === messages[i])) out = messages;
   }

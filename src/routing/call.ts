@@ -27,6 +27,11 @@ export interface TextSlot {
   role: 'system' | 'user' | 'assistant' | 'tool';
   text: string;
   set(text: string): void;
+  /**
+   * Consecutive slots with the same group (a message's content array) are one text to the
+   * provider: filters match across them. Absent: the slot stands alone.
+   */
+  group?: object;
 }
 
 /**

@@ -67,7 +67,7 @@ function texts(body: Body): TextSlot[] {
       }
       for (const block of m.content) {
         if (!isObj(block)) continue;
-        if (block.type === 'text') stringSlot(out, role, block, 'text');
+        if (block.type === 'text') stringSlot(out, role, block, 'text', m.content);
         else if (block.type === 'tool_result') contentSlots(out, 'tool', block);
         else if (block.type === 'tool_use') leafSlots(out, 'assistant', block, 'input');
       }

@@ -10,8 +10,14 @@ type Obj = Record<string, unknown>;
 
 export const isObj = (x: unknown): x is Obj => x !== null && typeof x === 'object' && !Array.isArray(x);
 
-/** The slot of `holder[key]` when it is a string. */
-export function stringSlot(out: TextSlot[], role: Role, holder: Obj | unknown[], key: string | number): void {
+/** The slot of `holder[key]` when it is a string (`group`: see TextSlot). */
+export function stringSlot(
+  out: TextSlot[],
+  role: Role,
+  holder: Obj | unknown[],
+  key: string | number,
+  group?: object,
+): void {
   const text = (holder as Obj)[key as string];
   if (typeof text !== 'string') return;
   out.push({
@@ -20,6 +26,7 @@ export function stringSlot(out: TextSlot[], role: Role, holder: Obj | unknown[],
     set: (next) => {
       (holder as Obj)[key as string] = next;
     },
+    ...(group ? { group } : {}),
   });
 }
 
@@ -47,7 +54,7 @@ export function contentSlots(out: TextSlot[], role: Role, message: Obj, key = 'c
   if (typeof content === 'string') stringSlot(out, role, message, key);
   else if (Array.isArray(content))
     for (const part of content)
-      if (isObj(part) && typeof part.text === 'string') stringSlot(out, role, part, 'text');
+      if (isObj(part) && typeof part.text === 'string') stringSlot(out, role, part, 'text', content);
 }
 
 /** The role a filter scope sees for a caller's role name. */
