@@ -194,4 +194,162 @@ describe('content filters', () => {
       expect(mock.requests).toHaveLength(2);
     });
   });
+
+  describe('every text field the provider receives', () => {
+    const T = 'SECRET-42';
+    const filter = (action: string) => ({
+      content_filters: [{ pattern: 'SECRET-\\d+', action, label: 'codename' }],
+    });
+    const fn = (over: object = {}) => ({
+      type: 'function',
+      function: {
+        name: 'lookup',
+        description: 'looks things up',
+        parameters: { type: 'object', properties: { q: { type: 'string', description: 'query' } } },
+        ...over,
+      },
+    });
+    /** Chat bodies with the codename in one field each. */
+    const chatFields: Record<string, (model: string) => object> = {
+      'message name': (model) => ({ model, messages: [{ role: 'user', name: T, content: 'hi' }] }),
+      'tool-call arguments': (model) => ({
+        model,
+        messages: [
+          { role: 'user', content: 'hi' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'c1', type: 'function', function: { name: 'lookup', arguments: `{"q":"${T}"}` } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'c1', content: 'nothing found' },
+        ],
+        tools: [fn()],
+      }),
+      'tool result': (model) => ({
+        model,
+        messages: [
+          { role: 'user', content: 'hi' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 'c1', content: `found ${T}` },
+        ],
+        tools: [fn()],
+      }),
+      'tool description': (model) => ({
+        model,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [fn({ description: `about ${T}` })],
+      }),
+      'tool parameter schema': (model) => ({
+        model,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [
+          fn({
+            parameters: {
+              type: 'object',
+              properties: { q: { type: 'string', description: `like ${T}`, enum: [T, 'other'] } },
+            },
+          }),
+        ],
+      }),
+      'tool parameter name': (model) => ({
+        model,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [fn({ parameters: { type: 'object', properties: { [T]: { type: 'string' } } } })],
+      }),
+      'response_format schema': (model) => ({
+        model,
+        messages: [{ role: 'user', content: 'hi' }],
+        response_format: {
+          type: 'json_schema',
+          json_schema: {
+            name: 'answer',
+            schema: { type: 'object', properties: { a: { type: 'string', description: `not ${T}` } } },
+          },
+        },
+      }),
+    };
+
+    for (const [field, body] of Object.entries(chatFields)) {
+      it(`${field}: blocked and redacted, on a pass-through lane and on a translated call`, async () => {
+        // Anthropic has no JSON mode to translate a response_format to: Gemini does.
+        const models = ['test/gpt', field.startsWith('response_format') ? 'test/gemini' : 'test/claude'];
+        const blocking = await keyWithGuardrail(filter('block'));
+        for (const model of models) {
+          const res = await blocking.call('POST', '/chat/completions', body(model));
+          expect(res.status, `${field} ${model}`).toBe(403);
+        }
+        expect(mock.requests).toHaveLength(0);
+        const redacting = await keyWithGuardrail(filter('redact'));
+        for (const [i, model] of models.entries()) {
+          const res = await redacting.call('POST', '/chat/completions', body(model));
+          expect(res.status, `${field} ${model}: ${res.text}`).toBe(200);
+          expect(sent(i), `${field} ${model}`).not.toContain(T);
+          // (A translation to Anthropic has nowhere to put a message's name.)
+          if (i === 0 || field !== 'message name')
+            expect(sent(i), `${field} ${model}`).toContain('[REDACTED:CODENAME]');
+        }
+      });
+    }
+
+    it('messages format: system, tool inputs and results, tool schemas', async () => {
+      const { call } = await keyWithGuardrail(filter('redact'));
+      const res = await call('POST', '/messages', {
+        model: 'test/claude',
+        max_tokens: 10,
+        system: `you know ${T}`,
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'lookup', input: { q: T } }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: `got ${T}` }] },
+        ],
+        tools: [
+          {
+            name: 'lookup',
+            description: `finds ${T}`,
+            input_schema: { type: 'object', properties: { [T]: { type: 'string', description: T } } },
+          },
+        ],
+      });
+      expect(res.status).toBe(200);
+      expect(sent()).not.toContain(T);
+      expect(sent().match(/REDACTED:CODENAME/g)).toHaveLength(6);
+    });
+
+    it('responses format: instructions, call arguments and outputs, tool schemas, text.format schema', async () => {
+      const { call } = await keyWithGuardrail(filter('redact'));
+      const res = await call('POST', '/responses', {
+        model: 'test/gpt',
+        instructions: `mind ${T}`,
+        input: [
+          { role: 'user', content: [{ type: 'input_text', text: 'hi' }] },
+          { type: 'function_call', call_id: 'c', name: 'lookup', arguments: `{"q":"${T}"}` },
+          { type: 'function_call_output', call_id: 'c', output: `saw ${T}` },
+        ],
+        tools: [
+          {
+            type: 'function',
+            name: 'lookup',
+            description: `finds ${T}`,
+            parameters: { type: 'object', properties: { q: { type: 'string', description: T } } },
+          },
+        ],
+        text: {
+          format: {
+            type: 'json_schema',
+            name: 'out',
+            schema: { type: 'object', properties: { a: { type: 'string', description: T } } },
+          },
+        },
+      });
+      expect(res.status).toBe(200);
+      expect(sent()).not.toContain(T);
+      expect(sent().match(/REDACTED:CODENAME/g)).toHaveLength(6);
+    });
+  });
 });

@@ -7,7 +7,7 @@ import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { decorateChatResponse, decorateChunk, fullUsage, gatewayMetadata } from '../decorate.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, isObj, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
+import { contentSlots, formatSlots, isObj, roleOf, stringSlot, toolSlots } from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 const NULL_USAGE = /,"usage":null|"usage":null,/;
@@ -15,19 +15,24 @@ const NULL_USAGE = /,"usage":null|"usage":null,/;
 /** OpenRouter's request extensions a provider's Chat Completions API does not take. */
 const DROPPED = [...GATEHOUSE_FIELDS, 'usage', 'reasoning'] as const;
 
-/** Message texts, assistant tool-call arguments, tool descriptions. */
+/**
+ * Message texts and names, assistant tool-call arguments, tools (descriptions and parameter
+ * schemas), the `response_format` schema.
+ */
 function texts(body: Body): TextSlot[] {
   const out: TextSlot[] = [];
   if (Array.isArray(body.messages))
     for (const m of body.messages) {
       if (!isObj(m)) continue;
       const role = roleOf(m.role);
+      stringSlot(out, role, m, 'name');
       contentSlots(out, role, m);
       if (Array.isArray(m.tool_calls))
         for (const tc of m.tool_calls)
           if (isObj(tc) && isObj(tc.function)) stringSlot(out, 'assistant', tc.function, 'arguments');
     }
-  toolDescriptionSlots(out, body);
+  toolSlots(out, body);
+  formatSlots(out, body.response_format);
   return out;
 }
 

@@ -8,7 +8,7 @@ import { sseJson } from '../../formats/sse.js';
 import type { Body, TextSlot } from '../../routing/call.js';
 import type { ErrorRenderer } from '../../server/errors.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, isObj, leafSlots, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
+import { contentSlots, formatSlots, isObj, leafSlots, roleOf, stringSlot, toolSlots } from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /** Anthropic's error type for each status Gatehouse answers with. */
@@ -52,7 +52,7 @@ const ErrorSchema = Type.Object(
 
 /**
  * The system prompt, message text blocks, tool results (as the tool's) and tool inputs (as the
- * assistant's), tool descriptions. Thinking blocks are signed by the provider: never rewritten.
+ * assistant's), tools (descriptions and input schemas), the output format's schema. Thinking blocks are signed by the provider: never rewritten.
  */
 function texts(body: Body): TextSlot[] {
   const out: TextSlot[] = [];
@@ -72,7 +72,10 @@ function texts(body: Body): TextSlot[] {
         else if (block.type === 'tool_use') leafSlots(out, 'assistant', block, 'input');
       }
     }
-  toolDescriptionSlots(out, body);
+  toolSlots(out, body);
+  // Structured outputs: `output_format` (beta) and `output_config.format`.
+  formatSlots(out, body.output_format);
+  if (isObj(body.output_config)) formatSlots(out, body.output_config.format);
   return out;
 }
 

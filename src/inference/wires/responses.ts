@@ -14,12 +14,13 @@ import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { responsesCost } from '../decorate.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, isObj, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
+import { contentSlots, formatSlots, isObj, roleOf, stringSlot, toolSlots } from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /**
  * The instructions, message texts, function-call arguments and custom-tool inputs (as the
- * assistant's), tool outputs (as the tool's), tool descriptions.
+ * assistant's), tool outputs (as the tool's), tools (descriptions and parameter schemas), the
+ * `text.format` schema.
  */
 function texts(body: Body): TextSlot[] {
   const out: TextSlot[] = [];
@@ -44,7 +45,8 @@ function texts(body: Body): TextSlot[] {
           break;
       }
     }
-  toolDescriptionSlots(out, body);
+  toolSlots(out, body);
+  if (isObj(body.text)) formatSlots(out, body.text.format);
   return out;
 }
 

@@ -72,12 +72,60 @@ export function roleOf(role: unknown): Role {
   }
 }
 
-/** Tool descriptions (`tools[].description`, or `tools[].function.description`) as system text. */
-export function toolDescriptionSlots(out: TextSlot[], body: Body): void {
-  if (!Array.isArray(body.tools)) return;
-  for (const t of body.tools) {
-    if (!isObj(t)) continue;
-    stringSlot(out, 'system', t, 'description');
-    if (isObj(t.function)) stringSlot(out, 'system', t.function, 'description');
+/**
+ * A JSON schema the provider shows the model (tool parameters, a response format): every string
+ * in it (descriptions, enums, titles, examples) and the names of its properties, as system text.
+ */
+export function schemaSlots(out: TextSlot[], holder: Obj, key: string, depth = 0): void {
+  const v = holder[key];
+  if (typeof v === 'string') stringSlot(out, 'system', holder, key);
+  else if (depth > 32) return;
+  else if (Array.isArray(v))
+    for (let i = 0; i < v.length; i++) schemaSlots(out, v as never, String(i), depth + 1);
+  else if (isObj(v)) {
+    if (key === 'properties' || key === 'patternProperties' || key === '$defs' || key === 'definitions')
+      for (const name of Object.keys(v)) propertyNameSlot(out, v, name);
+    for (const k of Object.keys(v)) schemaSlots(out, v, k, depth + 1);
   }
+}
+
+/** A property name; a rewrite renames the property where it stands (the order of keys kept). */
+function propertyNameSlot(out: TextSlot[], map: Obj, name: string): void {
+  out.push({
+    role: 'system',
+    text: name,
+    set(next) {
+      if (next === name || !(name in map)) return;
+      const entries = Object.entries(map).map(([k, v]): [string, unknown] => [k === name ? next : k, v]);
+      for (const k of Object.keys(map)) delete map[k];
+      for (const [k, v] of entries) map[k] = v;
+    },
+  });
+}
+
+/**
+ * Tools as the provider shows them to the model: descriptions and parameter schemas
+ * (`tools[]` in the chat form `{function: {description, parameters}}`, Anthropic's
+ * `{description, input_schema}`, Responses' `{description, parameters}`; chat's legacy
+ * `functions[]`), as system text. Tool names are identifiers the model calls back with: not read.
+ */
+export function toolSlots(out: TextSlot[], body: Body): void {
+  for (const list of [body.tools, body.functions]) {
+    if (!Array.isArray(list)) continue;
+    for (const t of list) {
+      if (!isObj(t)) continue;
+      for (const holder of isObj(t.function) ? [t, t.function] : [t]) {
+        stringSlot(out, 'system', holder, 'description');
+        for (const key of ['parameters', 'input_schema']) schemaSlots(out, holder, key);
+      }
+    }
+  }
+}
+
+/** A structured-output format (`{name?, description?, schema}`, or chat's `json_schema` wrapper). */
+export function formatSlots(out: TextSlot[], format: unknown): void {
+  if (!isObj(format)) return;
+  const inner = isObj(format.json_schema) ? format.json_schema : format;
+  stringSlot(out, 'system', inner, 'description');
+  schemaSlots(out, inner, 'schema');
 }
