@@ -352,4 +352,169 @@ describe('content filters', () => {
       expect(sent().match(/REDACTED:CODENAME/g)).toHaveLength(6);
     });
   });
+
+  describe('on the model answer (apply_to: response)', () => {
+    const ssn = (action: string, apply_to = 'response') => ({
+      content_filter_builtins: [{ slug: 'ssn', action, apply_to }],
+    });
+    const codename = (action: string) => ({
+      content_filters: [{ pattern: 'project falcon', action, label: 'codename', apply_to: 'response' }],
+    });
+    /** The data objects of an SSE body. */
+    const events = (text: string) =>
+      text
+        .split('\n')
+        .filter((l) => l.startsWith('data: ') && !l.includes('[DONE]'))
+        .map((l) => JSON.parse(l.slice(6)));
+    const streamedChat = (text: string) =>
+      events(text)
+        .map((e) => e.choices?.[0]?.delta?.content ?? '')
+        .join('');
+
+    it('is stored and shown, and leaves the request alone', async () => {
+      const { call, guardrailId } = await keyWithGuardrail(ssn('redact'));
+      const g = await mgmt('GET', `/guardrails/${guardrailId}`);
+      expect(g.body.data.content_filter_builtins[0]).toMatchObject({ slug: 'ssn', apply_to: 'response' });
+      mock.enqueue({ reply: { text: 'yours is 123-45-6789.' } });
+      const res = await call('POST', '/chat/completions', chat('is 987-65-4321 mine?'));
+      expect(res.status).toBe(200);
+      expect(sent()).toContain('987-65-4321');
+      expect(res.body.choices[0].message.content).toBe('yours is [REDACTED:SSN].');
+      expect(res.body.safeguard_results).toEqual([
+        {
+          type: 'content_filter',
+          status: { type: 'redacted' },
+          label: 'Social Security numbers',
+          slug: 'ssn',
+          matches: 1,
+          stage: 'response',
+        },
+      ]);
+      const bad = await mgmt('POST', '/guardrails', {
+        name: 'x',
+        content_filter_builtins: [{ slug: 'ssn', action: 'redact', apply_to: 'answer' }],
+      });
+      expect(bad.status).toBe(400);
+    });
+
+    it('redacts a whole answer in every format, passed through or translated', async () => {
+      const { call } = await keyWithGuardrail(ssn('redact', 'both'));
+      const reply = { reply: { text: 'yours is 123-45-6789.' } };
+      mock.enqueue(reply, reply, reply, reply);
+      const translated = await call('POST', '/chat/completions', { ...chat('hi'), model: 'test/claude' });
+      expect(translated.body.choices[0].message.content).toBe('yours is [REDACTED:SSN].');
+      const anthropic = await call('POST', '/messages', {
+        model: 'test/claude',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(anthropic.status).toBe(200);
+      expect(anthropic.body.content[0].text).toBe('yours is [REDACTED:SSN].');
+      const responses = await call('POST', '/responses', { model: 'test/gpt', input: 'hi' });
+      expect(responses.status).toBe(200);
+      expect(responses.text).not.toContain('6789');
+      expect(responses.body.output_text).toBe('yours is [REDACTED:SSN].');
+      const translatedResponses = await call('POST', '/responses', { model: 'test/claude', input: 'hi' });
+      expect(translatedResponses.text).not.toContain('6789');
+      expect(translatedResponses.body.output_text).toBe('yours is [REDACTED:SSN].');
+    });
+
+    it('flag reports and lets the answer through; block refuses it in the caller format', async () => {
+      const flagging = await keyWithGuardrail(ssn('flag'));
+      mock.enqueue({ reply: { text: 'yours is 123-45-6789.' } });
+      const flagged = await flagging.call('POST', '/chat/completions', chat('hi'));
+      expect(flagged.body.choices[0].message.content).toBe('yours is 123-45-6789.');
+      expect(flagged.body.safeguard_results[0]).toMatchObject({
+        status: { type: 'flagged' },
+        stage: 'response',
+      });
+
+      const blocking = await keyWithGuardrail(ssn('block'));
+      mock.enqueue({ reply: { text: 'yours is 123-45-6789.' }, times: 2 });
+      const blocked = await blocking.call('POST', '/chat/completions', chat('hi'));
+      expect(blocked.status).toBe(403);
+      expect(blocked.body.error.message).toMatch(/content filter: Social Security/);
+      expect(blocked.text).not.toContain('6789');
+      const anthropic = await blocking.call('POST', '/messages', {
+        model: 'test/claude',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(anthropic.status).toBe(403);
+      expect(anthropic.body).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+    });
+
+    it('redacts a match split across two streamed deltas (chat pass-through)', async () => {
+      const { call } = await keyWithGuardrail(ssn('redact'));
+      const chunk = (content: string) => ({
+        id: 'c',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'gpt-x',
+        choices: [{ index: 0, delta: { content }, finish_reason: null }],
+      });
+      mock.enqueue({
+        stream: [
+          { data: chunk('yours is 123-4') },
+          { data: chunk('5-6789, keep it safe') },
+          {
+            data: {
+              ...chunk(''),
+              choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+              usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 },
+            },
+          },
+          { raw: 'data: [DONE]\n\n' },
+        ],
+      });
+      const res = await call('POST', '/chat/completions', chat('hi', { stream: true }));
+      expect(res.status).toBe(200);
+      expect(res.text).not.toContain('6789');
+      expect(streamedChat(res.text)).toBe('yours is [REDACTED:SSN], keep it safe');
+    });
+
+    it('redacts across deltas on translated streams and on messages and responses pass-through', async () => {
+      const { call } = await keyWithGuardrail(codename('redact'));
+      // The mock streams text word by word: "project" and " falcon" come in two deltas.
+      const reply = { reply: { text: 'we call it project falcon internally' } };
+      mock.enqueue(reply, reply, reply);
+      const translated = await call('POST', '/chat/completions', {
+        ...chat('hi', { stream: true }),
+        model: 'test/claude',
+      });
+      expect(streamedChat(translated.text)).toBe('we call it [REDACTED:CODENAME] internally');
+
+      const anthropic = await call('POST', '/messages', {
+        model: 'test/claude',
+        max_tokens: 10,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(anthropic.text).not.toContain('falcon');
+      const text = events(anthropic.text)
+        .filter((e) => e.type === 'content_block_delta')
+        .map((e) => e.delta.text)
+        .join('');
+      expect(text).toBe('we call it [REDACTED:CODENAME] internally');
+
+      const responses = await call('POST', '/responses', { model: 'test/gpt', input: 'hi', stream: true });
+      expect(responses.text).not.toContain('falcon');
+      const deltas = events(responses.text)
+        .filter((e) => e.type === 'response.output_text.delta')
+        .map((e) => e.delta)
+        .join('');
+      expect(deltas).toBe('we call it [REDACTED:CODENAME] internally');
+      const done = events(responses.text).find((e) => e.type === 'response.completed');
+      expect(done.response.output[0].content[0].text).toBe('we call it [REDACTED:CODENAME] internally');
+    });
+
+    it('block on a streamed answer ends the stream with an error event', async () => {
+      const { call } = await keyWithGuardrail(codename('block'));
+      mock.enqueue({ reply: { text: 'we call it project falcon internally' } });
+      const res = await call('POST', '/chat/completions', chat('hi', { stream: true }));
+      expect(res.text).not.toContain('falcon');
+      const last = events(res.text).at(-1);
+      expect(last.error.message).toMatch(/Blocked by content filter: codename/);
+    });
+  });
 });

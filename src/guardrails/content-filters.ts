@@ -2,6 +2,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { ChatMessage, ContentPart } from '../formats/chat.js';
 import { compileCustomPattern, re2Spans } from './custom-patterns.js';
 import {
+  type ApplyTo,
   BUILTIN_LABELS,
   type BuiltinSlug,
   type ContentFilter,
@@ -9,14 +10,17 @@ import {
   type ScanScope,
   type StoredBuiltinFilter,
 } from './fields.js';
-import { findSpans, type PreparedText, prepareText, redactSpans } from './matching.js';
+import { findSpans, type PreparedText, prepareText, redactSpans, type Span, toOriginal } from './matching.js';
 
 /**
  * Guardrail content filters: custom regular expressions and the built-in detectors, compiled once
  * per effective policy and applied to a request's messages before it leaves the gateway.
  *
- * Only message text is scanned and rewritten: string `content` and `text` parts. Images, tool-call
- * arguments, `name` and `reasoning` are left alone. Matching is deterministic (no model calls).
+ * The texts come as messages (the wires' walkers gather every text the provider receives: message
+ * text and names, tool calls and results, tool schemas, output formats); a message's parts are
+ * matched joined and one by one, on normalised text (matching.ts, normalize.ts). Filters with
+ * `apply_to` `response` or `both` also read the model's answer (answer-filter.ts). Matching is
+ * deterministic (no model calls).
  *
  * The built-in detectors are regular expressions with, where it matters, a check on the match
  * (Luhn for card numbers, digit counts for phone numbers, `node:net` for IP addresses). They are
@@ -73,6 +77,8 @@ export interface CompiledFilter {
   action: FilterAction;
   /** Which messages are scanned: every message, or the user's only. */
   scope: ScanScope;
+  /** The caller's request, the model's answer, or both. */
+  applyTo: ApplyTo;
   /** The guardrail that brought the filter (the first one, when several bring the same filter). */
   guardrailId: string;
   matchers: Matcher[];
@@ -92,6 +98,8 @@ export interface SafeguardResult {
   label: string;
   slug?: string;
   matches: number;
+  /** Present on the results of filters applied to the model's answer. */
+  stage?: 'response';
 }
 
 export interface ContentFilterOutcome {
@@ -319,7 +327,8 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
   const seen = new Set<string>();
   for (const g of guardrails) {
     for (const f of g.custom ?? []) {
-      const key = JSON.stringify(['custom', f.pattern, f.action, f.label ?? null]);
+      const applyTo = f.apply_to ?? 'request';
+      const key = JSON.stringify(['custom', f.pattern, f.action, f.label ?? null, applyTo]);
       if (seen.has(key)) continue;
       const compiled = compileCustomPattern(f.pattern);
       seen.add(key);
@@ -330,6 +339,7 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
         tag: f.label?.trim() ? tagOf(f.label) : 'CUSTOM',
         action: f.action,
         scope: 'all_messages',
+        applyTo,
         guardrailId: g.guardrailId,
         matchers: 're' in compiled ? [{ spans: (text) => re2Spans(compiled.re, text) }] : [],
         ...('error' in compiled ? { broken: compiled.error } : {}),
@@ -340,7 +350,8 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
       if (!matchers) continue;
       const scope: ScanScope =
         b.slug === 'regex-prompt-injection' ? (b.scan_scope ?? 'all_messages') : 'all_messages';
-      const key = JSON.stringify(['builtin', b.slug, b.action, scope]);
+      const applyTo = b.apply_to ?? 'request';
+      const key = JSON.stringify(['builtin', b.slug, b.action, scope, applyTo]);
       if (seen.has(key)) continue;
       seen.add(key);
       out.push({
@@ -350,6 +361,7 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
         tag: BUILTIN_TAGS[b.slug],
         action: b.action,
         scope,
+        applyTo,
         guardrailId: g.guardrailId,
         matchers,
       });
@@ -386,6 +398,13 @@ function withTexts(m: ChatMessage, before: readonly string[], texts: readonly st
 }
 
 const findersOf = (f: CompiledFilter) => f.matchers.map((m) => (text: string) => m.spans(text));
+
+/** The matches of `f` in one text, as spans of the original text (the model's answer: see answer-filter.ts). */
+export function originalSpans(f: CompiledFilter, text: string): Span[] {
+  if (text.length === 0) return [];
+  const t = prepareText([text]);
+  return findSpans(t, findersOf(f)).map((span) => toOriginal(t, span));
+}
 
 /** Each message's texts, normalised once for all the filters (a redaction makes a new message). */
 type Prepared = WeakMap<ChatMessage, PreparedText | null>;
@@ -424,7 +443,7 @@ function redactFilter(f: CompiledFilter, messages: ChatMessage[], cache: Prepare
   return total;
 }
 
-const STATUS: Record<FilterAction, SafeguardStatus> = {
+export const STATUS: Record<FilterAction, SafeguardStatus> = {
   block: 'blocked',
   redact: 'redacted',
   flag: 'flagged',

@@ -42,6 +42,13 @@ function origin(t: PreparedText, i: number): [part: number, start: number, end: 
   return n.start && n.end ? [k, n.start[j] as number, n.end[j] as number] : [k, j, j + 1];
 }
 
+/** A span of `norm` as the original [start, end) in its first part (one-part texts: the whole span). */
+export function toOriginal(t: PreparedText, [s, e]: Span): Span {
+  const [first, from] = origin(t, s);
+  const [last, , to] = origin(t, e - 1);
+  return [from, last === first ? to : (t.parts[first] as string).length];
+}
+
 /** Sorted, overlapping spans merged: one match however many detectors or passes saw it. */
 function merged(spans: Span[]): Span[] {
   spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);

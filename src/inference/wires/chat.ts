@@ -7,7 +7,16 @@ import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { decorateChatResponse, decorateChunk, fullUsage, gatewayMetadata } from '../decorate.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, formatSlots, isObj, roleOf, stringSlot, toolSlots } from './texts.js';
+import {
+  chatAnswerSlots,
+  chatChunkSlots,
+  contentSlots,
+  formatSlots,
+  isObj,
+  roleOf,
+  stringSlot,
+  toolSlots,
+} from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 const NULL_USAGE = /,"usage":null|"usage":null,/;
@@ -111,6 +120,8 @@ export const chatWire: ChatWire = {
   texts,
   laneBody,
   laneDropped: (body) => (hasBreakpoints(body) ? ['cache_control'] : []),
+  answerTexts: chatAnswerSlots,
+  frameTexts: chatChunkSlots,
   encodeResponse: (done, call) =>
     decorateChatResponse(done.response, done.info, done.usage, done.cost, call.echoUpstream),
   async *encodeStream(s) {

@@ -8,7 +8,17 @@ import { sseJson } from '../../formats/sse.js';
 import type { Body, TextSlot } from '../../routing/call.js';
 import type { ErrorRenderer } from '../../server/errors.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, formatSlots, isObj, leafSlots, roleOf, stringSlot, toolSlots } from './texts.js';
+import {
+  contentSlots,
+  formatSlots,
+  isObj,
+  leafSlots,
+  messagesAnswerSlots,
+  messagesFrameSlots,
+  roleOf,
+  stringSlot,
+  toolSlots,
+} from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /** Anthropic's error type for each status Gatehouse answers with. */
@@ -93,6 +103,8 @@ export const messagesWire: ChatWire = {
   texts,
   // Anthropic refuses fields it does not know: OpenRouter's `usage` goes with Gatehouse's own.
   laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, [...GATEHOUSE_FIELDS, 'usage']),
+  answerTexts: messagesAnswerSlots,
+  frameTexts: messagesFrameSlots,
   encodeResponse: (done, call) =>
     chatResponseToMessages(
       { ...done.response, usage: done.usage, model: done.info.model.id },

@@ -14,7 +14,16 @@ import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { responsesCost } from '../decorate.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, formatSlots, isObj, roleOf, stringSlot, toolSlots } from './texts.js';
+import {
+  contentSlots,
+  formatSlots,
+  isObj,
+  responsesAnswerSlots,
+  responsesFrameSlots,
+  roleOf,
+  stringSlot,
+  toolSlots,
+} from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /**
@@ -92,6 +101,8 @@ export const responsesWire: ChatWire = {
   parse: responsesRequestToChat,
   texts,
   laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, GATEHOUSE_FIELDS),
+  answerTexts: responsesAnswerSlots,
+  frameTexts: responsesFrameSlots,
   encodeResponse: (done, call) =>
     chatResponseToResponses(
       { ...done.response, usage: done.usage, id: done.info.generationId },

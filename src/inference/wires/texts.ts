@@ -3,7 +3,7 @@
  * in place. They take any JSON (a body is only checked by the provider on a lane): whatever is not
  * the expected shape is skipped, never an error.
  */
-import type { Body, TextSlot } from '../../routing/call.js';
+import type { AnswerSlot, Body, TextSlot } from '../../routing/call.js';
 
 type Role = TextSlot['role'];
 type Obj = Record<string, unknown>;
@@ -128,4 +128,115 @@ export function formatSlots(out: TextSlot[], format: unknown): void {
   const inner = isObj(format.json_schema) ? format.json_schema : format;
   stringSlot(out, 'system', inner, 'description');
   schemaSlots(out, inner, 'schema');
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model's answer (content filters with apply_to response or both)
+
+/** A delta of a streamed text: the slot of `holder[key]` in channel `channel`. */
+function deltaSlot(out: AnswerSlot[], holder: Obj, key: string, channel: string): void {
+  const before = out.length;
+  stringSlot(out, 'assistant', holder, key);
+  if (out.length > before) (out[before] as AnswerSlot).channel = channel;
+}
+
+/** A chat completion (a lane's body, or a translated call's answer): message contents, tool-call arguments. */
+export function chatAnswerSlots(json: unknown): AnswerSlot[] {
+  const out: AnswerSlot[] = [];
+  if (!isObj(json) || !Array.isArray(json.choices)) return out;
+  for (const c of json.choices) {
+    if (!isObj(c) || !isObj(c.message)) continue;
+    contentSlots(out, 'assistant', c.message);
+    if (Array.isArray(c.message.tool_calls))
+      for (const tc of c.message.tool_calls)
+        if (isObj(tc) && isObj(tc.function)) stringSlot(out, 'assistant', tc.function, 'arguments');
+  }
+  return out;
+}
+
+/** A chat stream chunk: content and tool-call argument deltas, one channel per choice and call. */
+export function chatChunkSlots(json: unknown): AnswerSlot[] {
+  const out: AnswerSlot[] = [];
+  if (!isObj(json) || !Array.isArray(json.choices)) return out;
+  for (const c of json.choices) {
+    if (!isObj(c) || !isObj(c.delta)) continue;
+    deltaSlot(out, c.delta, 'content', `${c.index}`);
+    if (Array.isArray(c.delta.tool_calls))
+      for (const tc of c.delta.tool_calls)
+        if (isObj(tc) && isObj(tc.function))
+          deltaSlot(out, tc.function, 'arguments', `${c.index}:${tc.index}`);
+  }
+  return out;
+}
+
+/** An Anthropic message: text blocks and tool inputs. */
+export function messagesAnswerSlots(json: unknown): AnswerSlot[] {
+  const out: AnswerSlot[] = [];
+  if (!isObj(json) || !Array.isArray(json.content)) return out;
+  for (const block of json.content) {
+    if (!isObj(block)) continue;
+    if (block.type === 'text') stringSlot(out, 'assistant', block, 'text');
+    else if (block.type === 'tool_use') leafSlots(out, 'assistant', block, 'input');
+  }
+  return out;
+}
+
+/** An Anthropic stream event: text and tool-input deltas, one channel per content block. */
+export function messagesFrameSlots(json: unknown): AnswerSlot[] {
+  const out: AnswerSlot[] = [];
+  if (!isObj(json)) return out;
+  if (json.type === 'content_block_delta' && isObj(json.delta)) {
+    const key = json.delta.type === 'input_json_delta' ? 'partial_json' : 'text';
+    deltaSlot(out, json.delta, key, `${json.index}`);
+  } else if (json.type === 'content_block_start' && isObj(json.content_block))
+    stringSlot(out, 'assistant', json.content_block, 'text');
+  return out;
+}
+
+/** One Responses output item: message texts, function-call arguments, custom-tool inputs. */
+function responsesItemSlots(out: AnswerSlot[], item: unknown): void {
+  if (!isObj(item)) return;
+  if (item.type === 'message') contentSlots(out, 'assistant', item);
+  else if (item.type === 'function_call') stringSlot(out, 'assistant', item, 'arguments');
+  else if (item.type === 'custom_tool_call') stringSlot(out, 'assistant', item, 'input');
+}
+
+/** A Responses object: its output items and `output_text`. */
+export function responsesAnswerSlots(json: unknown): AnswerSlot[] {
+  const out: AnswerSlot[] = [];
+  if (!isObj(json)) return out;
+  if (Array.isArray(json.output)) for (const item of json.output) responsesItemSlots(out, item);
+  stringSlot(out, 'assistant', json, 'output_text');
+  return out;
+}
+
+/**
+ * A Responses stream event: text and argument deltas (one channel per output item and part), and
+ * the whole texts repeated by the `done` events and the response object.
+ */
+export function responsesFrameSlots(json: unknown): AnswerSlot[] {
+  const out: AnswerSlot[] = [];
+  if (!isObj(json) || typeof json.type !== 'string') return out;
+  const channel = `${json.output_index}:${json.content_index ?? ''}`;
+  switch (json.type) {
+    case 'response.output_text.delta':
+    case 'response.function_call_arguments.delta':
+    case 'response.custom_tool_call_input.delta':
+      deltaSlot(out, json, 'delta', channel);
+      break;
+    case 'response.output_text.done':
+      stringSlot(out, 'assistant', json, 'text');
+      break;
+    case 'response.function_call_arguments.done':
+      stringSlot(out, 'assistant', json, 'arguments');
+      break;
+    case 'response.custom_tool_call_input.done':
+      stringSlot(out, 'assistant', json, 'input');
+      break;
+    default:
+      if (isObj(json.part)) stringSlot(out, 'assistant', json.part, 'text');
+      responsesItemSlots(out, json.item);
+      if (isObj(json.response)) out.push(...responsesAnswerSlots(json.response));
+  }
+  return out;
 }
