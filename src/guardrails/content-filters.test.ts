@@ -263,6 +263,15 @@ describe('applyContentFilters', () => {
     expect(out.results.map((r) => r.status.type)).toEqual(['redacted', 'flagged']);
   });
 
+  it('runs a pathological custom pattern in linear time (RE2)', () => {
+    const t0 = performance.now();
+    const out = applyContentFilters(custom([{ pattern: '(a|a)+$', action: 'block' }]), [
+      user(`${'a'.repeat(100_000)}b`),
+    ]);
+    expect(out.blocked).toBeNull();
+    expect(performance.now() - t0).toBeLessThan(2_000);
+  });
+
   it('is fast on long inputs without matches (no catastrophic backtracking)', () => {
     const all: CompiledFilter[] = compileFilters([
       {
@@ -290,6 +299,10 @@ describe('applyContentFilters', () => {
       'ab:'.repeat(30_000),
       'Word '.repeat(30_000),
       '1 A '.repeat(30_000),
+      `a@${'b.'.repeat(50_000)}`,
+      `${'a.'.repeat(50_000)}@`,
+      '１２３＠'.repeat(50_000),
+      'a\u200b'.repeat(100_000),
     ];
     const t0 = performance.now();
     const out = applyContentFilters(
