@@ -69,14 +69,15 @@ async function* filterItems<T>(
     }
     return ch;
   };
-  let held: { item: T; slot: AnswerSlot; channel: string; out: string } | null = null;
+  // `changed`: the item's whole texts were rewritten already.
+  let held: { item: T; slot: AnswerSlot; channel: string; out: string; changed: boolean } | null = null;
   const release = (ended: boolean): T => {
     const h = held as NonNullable<typeof held>;
     held = null;
     const text = ended ? h.out + channel(h.channel).end() : h.out;
     const changed = text !== h.slot.text;
     if (changed) h.slot.set(text);
-    return emit(h.item, changed);
+    return emit(h.item, changed || h.changed);
   };
   for await (const item of source) {
     const slots = slotsOf(item);
@@ -99,6 +100,7 @@ async function* filterItems<T>(
         slot: deltas[0] as AnswerSlot,
         channel: deltas[0]?.channel as string,
         out: outs[0] ?? '',
+        changed,
       };
       continue;
     }
