@@ -514,7 +514,36 @@ describe('content filters', () => {
       const res = await call('POST', '/chat/completions', chat('hi', { stream: true }));
       expect(res.text).not.toContain('falcon');
       const last = events(res.text).at(-1);
-      expect(last.error.message).toMatch(/Blocked by content filter: codename/);
+      expect(last.error).toEqual({ code: 403, message: 'Blocked by content filter: codename' });
+
+      // Translated (OpenAI provider, Anthropic caller): Anthropic's error event.
+      mock.enqueue({ reply: { text: 'we call it project falcon internally' } });
+      const anthropic = await call('POST', '/messages', {
+        model: 'test/gpt',
+        max_tokens: 10,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(anthropic.text).not.toContain('falcon');
+      expect(anthropic.text).toContain('event: error');
+      expect(events(anthropic.text).at(-1)).toEqual({
+        type: 'error',
+        error: { type: 'api_error', message: 'Blocked by content filter: codename' },
+      });
+
+      // Passed through (Anthropic provider and caller): a permission error, as for a refused request.
+      mock.enqueue({ reply: { text: 'we call it project falcon internally' } });
+      const lane = await call('POST', '/messages', {
+        model: 'test/claude',
+        max_tokens: 10,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(lane.text).not.toContain('falcon');
+      expect(events(lane.text).at(-1)).toEqual({
+        type: 'error',
+        error: { type: 'permission_error', message: 'Blocked by content filter: codename' },
+      });
     });
   });
 });

@@ -179,7 +179,7 @@ export const chatWire: ChatWire = {
     }
     return frame.frame.includes('"usage":null') ? frame.frame.replace(NULL_USAGE, '') : frame.frame;
   },
-  streamError: (info, message) => errorFrames(info, 502, message),
+  streamError: (info, message, status = 502) => errorFrames(info, status, message),
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),
 };

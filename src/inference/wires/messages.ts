@@ -113,8 +113,8 @@ export const messagesWire: ChatWire = {
   async *encodeStream(s, call) {
     for await (const e of chatStreamToMessages(withFinalUsage(s), call.model)) yield sseJson(e.data, e.event);
   },
-  streamError: (_info, message) => [
-    sseJson({ type: 'error', error: { type: 'api_error', message } }, 'error'),
+  streamError: (_info, message, status = 502) => [
+    sseJson({ type: 'error', error: { type: errorType(status), message } }, 'error'),
   ],
   renderError,
   errorSchema: ErrorSchema,
