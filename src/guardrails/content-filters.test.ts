@@ -322,6 +322,8 @@ describe('what the provider reads, not how it is encoded', () => {
     expect(redact('ssn', 'ssn 123\u201145\u20116789')).toBe('ssn [REDACTED:SSN]');
     expect(redact('ssn', 'ssn 123\u2014\u200d45\u20136789 ok')).toBe('ssn [REDACTED:SSN] ok');
     expect(redact('ssn', 'a ﬁ 123-45-6789 ﬁ b')).toBe('a ﬁ [REDACTED:SSN] ﬁ b');
+    expect(redact('ssn', 'ssn ١٢٣-٤٥-٦٧٨٩ / ১২৩-৪৫-৬৭৮৯')).toBe('ssn [REDACTED:SSN] / [REDACTED:SSN]');
+    expect(count('credit-card', '४१११ ११११ ११११ ११११')).toBe(1);
   });
 
   it('card numbers separated by dots, spaces or dashes; SSNs by dots or spaces', () => {

@@ -4,7 +4,8 @@
  * - NFKC compatibility forms: fullwidth `＠１２３` → `@123`, ligatures, circled digits, …;
  * - Unicode format characters (category Cf: zero-width space and joiners, soft hyphen, bidi
  *   controls, BOM) are removed;
- * - every dash and hyphen (category Pd, minus signs) becomes `-`; every space separator becomes ` `.
+ * - every dash and hyphen (category Pd, minus signs) becomes `-`; every space separator becomes ` `;
+ * - every decimal digit (category Nd: Arabic-Indic `٣`, Devanagari `३`, …) becomes its ASCII digit.
  *
  * `start[i]`/`end[i]` give the span of the original text that normalised code unit `i` came from,
  * so that a match found in the normalised text can be removed from the original one (removed
@@ -20,13 +21,29 @@ export interface Normalized {
 const FORMAT = /^\p{Cf}$/u;
 const DASHES = /[\p{Pd}\u2212\u2043\u02D7\uFE63\uFF0D]/gu;
 const SPACES = /\p{Zs}/gu;
+const DIGIT = /^\p{Nd}$/u;
+
+/**
+ * The value of a decimal digit: Unicode encodes each script's digits as a run of ten, 0 to 9, so
+ * the distance to the start of the run of digits it belongs to gives it (adjacent runs included).
+ */
+function digitValue(ch: string): string {
+  const cp = ch.codePointAt(0) as number;
+  let start = cp;
+  while (start > 0 && DIGIT.test(String.fromCodePoint(start - 1))) start--;
+  return String((cp - start) % 10);
+}
 
 const cache = new Map<string, string>();
 
 function normChar(ch: string): string {
   let out = cache.get(ch);
   if (out !== undefined) return out;
-  out = FORMAT.test(ch) ? '' : ch.normalize('NFKC').replace(DASHES, '-').replace(SPACES, ' ');
+  out = FORMAT.test(ch)
+    ? ''
+    : DIGIT.test(ch)
+      ? digitValue(ch)
+      : ch.normalize('NFKC').replace(DASHES, '-').replace(SPACES, ' ');
   // Characters seen are bounded by what callers send; the cap keeps a hostile text from growing it.
   if (cache.size < 10_000) cache.set(ch, out);
   return out;
