@@ -22,6 +22,7 @@ import {
   UpstreamError,
 } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
+import { filterCompleted, filterStreaming } from './answer-filter.js';
 import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
@@ -378,9 +379,8 @@ export class Engine {
     return { result: routed.result, info: this.info(call, prep, routed, sent) };
   }
 
-  /** A non-streaming chat call (chat, messages or responses wire). */
-  async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
-    const prep = await this.prepare(call);
+  /** A non-streaming chat call (chat, messages or responses wire), as the provider answered it. */
+  private async completePrepared(call: InferenceCall, prep: Prepared): Promise<Completed<ChatResponse>> {
     const { result, info } = await this.whole(call, prep, (provider, sent, ctx) =>
       provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
     );
@@ -404,6 +404,14 @@ export class Engine {
       responseChars(result),
       finish,
     );
+  }
+
+  /** A non-streaming chat call, its answer through the content filters that apply to responses. */
+  async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
+    const prep = await this.prepare(call);
+    const done = await this.completePrepared(call, prep);
+    const scan = prep.checks.answerScan();
+    return scan ? filterCompleted(call.wire, scan, done) : done;
   }
 
   /** An embeddings call (content filters apply to string inputs). */
@@ -455,6 +463,12 @@ export class Engine {
    */
   async stream(call: InferenceCall): Promise<Streaming> {
     const prep = await this.prepare(call);
+    const s = await this.streamPrepared(call, prep);
+    const scan = prep.checks.answerScan();
+    return scan ? filterStreaming(call.wire, scan, s) : s;
+  }
+
+  private async streamPrepared(call: InferenceCall, prep: Prepared): Promise<Streaming> {
     let sent: unknown;
     const routed = await routeWithFallbacks(
       this.fallback,
