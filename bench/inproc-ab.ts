@@ -16,7 +16,9 @@
  *
  * A build outside the repository cannot resolve its packages: copy it inside (and .gitignore it).
  */
+
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -25,7 +27,7 @@ import { startMockUpstream } from './mock-upstream.js';
 import { writeBenchCatalog } from './processes.js';
 
 const KEY = `sk-gh-v1-${'ab'.repeat(32)}`;
-const ADMIN = `inproc-admin-${'x'.repeat(24)}`;
+const ADMIN = `inproc-admin-${randomBytes(16).toString('hex')}`;
 /** Calls in flight at once (BENCH_C, default 64; 1 shows the per-call costs a busy loop amortizes). */
 const CONCURRENCY = Number(process.env.BENCH_C ?? 64);
 

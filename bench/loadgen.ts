@@ -23,8 +23,11 @@ export interface LoadSpec {
   concurrency: number;
   warmupMs: number;
   durationMs: number;
-  /** Streamed responses must end with `data: [DONE]` to count as successes. */
+  /** Streamed responses must end with `streamEnd` to count as successes. */
   stream: boolean;
+  /** What the last chunk of a successful stream holds: `data: [DONE]` (default; OpenAI's wire) or,
+   * for an Anthropic Messages stream, `event: message_stop`. */
+  streamEnd?: string;
   /** POST (default, with `body`) or GET (no body). */
   method?: 'GET' | 'POST';
 }
@@ -107,9 +110,9 @@ interface Timing {
   totalUs: number;
 }
 
-const DONE = Buffer.from('data: [DONE]');
+const DONE = 'data: [DONE]';
 
-function once(pool: Pool, spec: LoadSpec, body: Buffer): Promise<Timing> {
+function once(pool: Pool, spec: LoadSpec, body: Buffer, endMark: Buffer): Promise<Timing> {
   return new Promise((resolve) => {
     let status = 0;
     let first = 0n;
@@ -137,9 +140,9 @@ function once(pool: Pool, spec: LoadSpec, body: Buffer): Promise<Timing> {
           if (!ok) error = `HTTP ${status}: ${(last as Buffer | null)?.toString('utf8').slice(0, 300) ?? ''}`;
           else if (spec.stream) {
             const tail = last as Buffer | null;
-            if (!tail || tail.lastIndexOf(DONE) < 0) {
+            if (!tail || tail.lastIndexOf(endMark) < 0) {
               ok = false;
-              error = `stream did not end with [DONE]: ${tail?.toString('utf8').slice(-300) ?? '(empty)'}`;
+              error = `stream did not end with ${spec.streamEnd ?? DONE}: ${tail?.toString('utf8').slice(-300) ?? '(empty)'}`;
             }
           }
           resolve({ ok, error, ttfbUs, totalUs });
@@ -163,9 +166,10 @@ async function phase(
 ): Promise<number> {
   const start = process.hrtime.bigint();
   const end = start + BigInt(Math.round(ms * 1e6));
+  const streamEnd = Buffer.from(spec.streamEnd ?? DONE);
   const worker = async () => {
     while (process.hrtime.bigint() < end) {
-      const t = await once(pool, spec, body);
+      const t = await once(pool, spec, body, streamEnd);
       if (!sink) continue;
       if (t.ok) {
         sink.total.push(t.totalUs);

@@ -1,9 +1,13 @@
 /**
- * A minimal, instant OpenAI-compatible upstream for the benchmark (node:http, 127.0.0.1 only).
+ * A minimal, instant OpenAI-compatible and Anthropic upstream for the benchmark (node:http,
+ * 127.0.0.1 only).
  *
  * `POST …/chat/completions` answers a fixed small completion with usage; with `"stream": true` it
  * answers the streamed variant: a role chunk, two content chunks, a finish chunk, a usage chunk and
- * `data: [DONE]`, written back to back. Every body is built once at start-up, nothing is recorded
+ * `data: [DONE]`, written back to back. `POST …/v1/messages` answers the same as an Anthropic
+ * message; streamed, Anthropic's event sequence (`event:` lines included): message_start (input
+ * tokens), content_block_start, two text deltas, content_block_stop, message_delta (stop reason,
+ * output tokens), message_stop. Every body is built once per model name, nothing is recorded
  * and nothing is logged, so the mock costs the same whether the load generator calls it directly
  * or through a gateway. (test/support/mock-upstream.ts records every request; it is not used here.)
  *
@@ -49,19 +53,76 @@ const streamFrames = (model: string) =>
     'data: [DONE]\n\n',
   ].map((f) => Buffer.from(f));
 
-/** Pre-rendered bodies per model name (the few names a run uses). */
-const bodies = new Map<string, { json: Buffer; frames: Buffer[] }>();
-function bodiesFor(model: string) {
-  let b = bodies.get(model);
+const message = (model: string) =>
+  Buffer.from(
+    JSON.stringify({
+      id: 'msg_bench',
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ type: 'text', text: 'Hello from the benchmark mock.' }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: 12, output_tokens: 7 },
+    }),
+  );
+
+const event = (type: string, data: Record<string, unknown>) =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+
+const messageFrames = (model: string) =>
+  [
+    event('message_start', {
+      message: {
+        id: 'msg_bench',
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 12, output_tokens: 1 },
+      },
+    }),
+    event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hello from ' } }),
+    event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'the benchmark mock.' } }),
+    event('content_block_stop', { index: 0 }),
+    event('message_delta', {
+      delta: { stop_reason: 'end_turn', stop_sequence: null },
+      usage: { output_tokens: 7 },
+    }),
+    event('message_stop', {}),
+  ].map((f) => Buffer.from(f));
+
+type Bodies = { json: Buffer; frames: Buffer[] };
+/** Pre-rendered bodies per wire and model name (the few names a run uses). */
+const bodies = { chat: new Map<string, Bodies>(), messages: new Map<string, Bodies>() };
+function bodiesFor(wire: 'chat' | 'messages', model: string) {
+  const cache = bodies[wire];
+  let b = cache.get(model);
   if (!b) {
-    b = { json: completion(model), frames: streamFrames(model) };
-    if (bodies.size < 16) bodies.set(model, b);
+    b =
+      wire === 'chat'
+        ? { json: completion(model), frames: streamFrames(model) }
+        : { json: message(model), frames: messageFrames(model) };
+    if (cache.size < 16) cache.set(model, b);
   }
   return b;
 }
 
+/** Which wire a request path asks for; null: not served. */
+function wireOf(url: string | undefined): 'chat' | 'messages' | null {
+  // Clients may add a query (the Anthropic SDK's `?beta=true`).
+  const path = url?.includes('?') ? url.slice(0, url.indexOf('?')) : url;
+  if (path?.endsWith('/chat/completions')) return 'chat';
+  if (path?.endsWith('/v1/messages')) return 'messages';
+  return null;
+}
+
 function handle(req: IncomingMessage, res: ServerResponse): void {
-  if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+  const wire = wireOf(req.url);
+  if (req.method !== 'POST' || !wire) {
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end('{"error":{"message":"not found"}}');
     return;
@@ -77,7 +138,7 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
       res.end('{"error":{"message":"invalid JSON"}}');
       return;
     }
-    const b = bodiesFor(typeof body.model === 'string' ? body.model : 'mock');
+    const b = bodiesFor(wire, typeof body.model === 'string' ? body.model : 'mock');
     if (body.stream === true) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       for (const f of b.frames) res.write(f);

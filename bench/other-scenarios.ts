@@ -19,7 +19,7 @@ import { request } from 'undici';
 import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
 import { log, measuring, type ProcessUse, poolUse, post, useCells } from './processes.js';
 
-export const SCENARIO_NAMES = ['chat', 'messages', 'policy', 'mgmt-read'] as const;
+export const SCENARIO_NAMES = ['chat', 'lanes', 'messages', 'policy', 'mgmt-read'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 export const MANAGEMENT_KEY = `sk-gh-v1-${randomBytes(32).toString('hex')}`;
@@ -33,6 +33,9 @@ export interface LoadTarget {
   method: 'GET' | 'POST';
   headers: Record<string, string>;
   body: string;
+  /** A streamed call, a success when its last chunk holds `streamEnd` (loadgen's default: `data: [DONE]`). */
+  stream?: boolean;
+  streamEnd?: string;
   /** The direct-to-mock reference of the same request (for "added"); not itself a row. */
   reference?: boolean;
   /** The process serving it (its CPU and peak RSS are reported). */
@@ -48,7 +51,9 @@ export interface OtherCell {
   firstError: string | null;
   rps: number;
   total: Summary;
-  /** The percentiles minus the direct call's at the same concurrency (µs); null when not applicable. */
+  /** Request to first body byte. */
+  ttfb: Summary;
+  /** The percentiles minus the direct call's at the same concurrency (µs; streams: of the TTFB); null when not applicable. */
   added: { p50: number; p90: number; p99: number } | null;
   /** The serving process: cores busy (mean over rounds), CPU per request, peak RSS (max). */
   cpuCores: number | null;
@@ -164,19 +169,23 @@ export async function freshPostgresDatabase(
   };
 }
 
+/** One measure's samples of every round, in one array. */
+function pooled(runs: LoadResult[], pick: (r: LoadResult) => Float64Array): Float64Array {
+  const all = new Float64Array(runs.reduce((k, r) => k + pick(r).length, 0));
+  let at = 0;
+  for (const r of runs) {
+    all.set(pick(r), at);
+    at += pick(r).length;
+  }
+  return all;
+}
+
 function pool(
   t: LoadTarget,
   concurrency: number,
   runs: LoadResult[],
   uses: (ProcessUse | null)[],
 ): OtherCell {
-  const n = runs.reduce((k, r) => k + r.samples.total.length, 0);
-  const all = new Float64Array(n);
-  let at = 0;
-  for (const r of runs) {
-    all.set(r.samples.total, at);
-    at += r.samples.total.length;
-  }
   const requests = runs.reduce((k, r) => k + r.requests, 0);
   const ms = runs.reduce((k, r) => k + r.durationMs, 0);
   const rps = Math.round((requests / ms) * 1000);
@@ -188,7 +197,8 @@ function pool(
     errors: runs.reduce((k, r) => k + r.errors, 0),
     firstError: runs.find((r) => r.firstError)?.firstError ?? null,
     rps,
-    total: summarize(all),
+    total: summarize(pooled(runs, (r) => r.samples.total)),
+    ttfb: summarize(pooled(runs, (r) => r.samples.ttfb)),
     added: null,
     ...poolUse(uses, rps),
     rounds: runs.map((r) => ({ rps: r.rps, p50: r.total.p50, p99: r.total.p99, errors: r.errors })),
@@ -215,7 +225,8 @@ export async function measureGroup(
         concurrency,
         warmupMs,
         durationMs,
-        stream: false,
+        stream: t.stream === true,
+        streamEnd: t.streamEnd,
       }),
     );
   for (const t of targets.filter((x) => !x.reference)) {
@@ -230,20 +241,22 @@ export async function measureGroup(
       for (const t of targets) {
         const [r, use] = await load(t, c, o.warmupMs, o.durationMs);
         uses.set(t, [...(uses.get(t) ?? []), use]);
+        const s = t.stream ? r.ttfb : r.total;
         log(
-          `${t.scenario} c=${c} round ${round + 1} ${t.target}: p50 ${r.total.p50} µs p99 ${r.total.p99} µs ${r.rps} req/s${r.errors ? ` ${r.errors} errors (${r.firstError})` : ''}`,
+          `${t.scenario} c=${c} round ${round + 1} ${t.target}: p50 ${s.p50} µs p99 ${s.p99} µs ${r.rps} req/s${r.errors ? ` ${r.errors} errors (${r.firstError})` : ''}`,
         );
         runs.set(t, [...(runs.get(t) ?? []), r]);
       }
     }
-    const pooled = [...runs].map(([t, rs]) => ({ t, cell: pool(t, c, rs, uses.get(t) ?? []) }));
-    const ref = pooled.find((p) => p.t.reference)?.cell;
-    for (const { t, cell } of pooled) {
+    const measured = [...runs].map(([t, rs]) => ({ t, cell: pool(t, c, rs, uses.get(t) ?? []) }));
+    const ref = measured.find((p) => p.t.reference)?.cell;
+    for (const { t, cell } of measured) {
+      const pick = (x: OtherCell) => (t.stream ? x.ttfb : x.total);
       if (ref && !t.reference)
         cell.added = {
-          p50: cell.total.p50 - ref.total.p50,
-          p90: cell.total.p90 - ref.total.p90,
-          p99: cell.total.p99 - ref.total.p99,
+          p50: pick(cell).p50 - pick(ref).p50,
+          p90: pick(cell).p90 - pick(ref).p90,
+          p99: pick(cell).p99 - pick(ref).p99,
         };
       cells.push(cell);
     }

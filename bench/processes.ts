@@ -219,23 +219,33 @@ export const nodeArgsFromEnv = (name: string): string[] => (env[name] ?? '').spl
 export const GATEHOUSE_NODE_FLAGS = ['--max-semi-space-size=32'];
 
 /**
- * Writes `<dir>/catalog.json` (GATEHOUSE_CONFIG): model `bench/fast` → the mock as an
- * `openai-compatible` provider with prices, the development provider off. Returns its path.
+ * Writes `<dir>/catalog.json` (GATEHOUSE_CONFIG), the development provider off, two priced models
+ * on the mock: `bench/fast` → an `openai-compatible` provider (its Chat Completions wire) and
+ * `bench/claude` → an `anthropic` provider (its Messages wire; the same mock answers both), so
+ * each pass-through lane and each translation has a model. Returns the file's path.
  */
 export function writeBenchCatalog(dir: string, mockBaseUrl: string): string {
   const file = join(dir, 'catalog.json');
+  const pricing = { prompt: 0.1, completion: 0.2 };
   writeFileSync(
     file,
     JSON.stringify({
       development_provider: false,
-      providers: [{ slug: 'bench', kind: 'openai-compatible', base_url: mockBaseUrl }],
-      models: [
+      providers: [
+        { slug: 'bench', kind: 'openai-compatible', base_url: mockBaseUrl },
+        // The Anthropic adapter takes the base URL with or without /v1; no model data, so the
+        // catalog holds only the models below.
         {
-          id: 'bench/fast',
-          endpoints: [
-            { provider: 'bench', upstream_model: 'fast', pricing: { prompt: 0.1, completion: 0.2 } },
-          ],
+          slug: 'bench-claude',
+          kind: 'anthropic',
+          base_url: mockBaseUrl,
+          api_key: 'sk-bench-upstream',
+          model_data: false,
         },
+      ],
+      models: [
+        { id: 'bench/fast', endpoints: [{ provider: 'bench', upstream_model: 'fast', pricing }] },
+        { id: 'bench/claude', endpoints: [{ provider: 'bench-claude', upstream_model: 'claude', pricing }] },
       ],
     }),
   );
@@ -243,8 +253,8 @@ export function writeBenchCatalog(dir: string, mockBaseUrl: string): string {
 }
 
 /**
- * `node <cli> serve` on `<workDir>/<name>` (SQLite), model `bench/fast` → the mock as an
- * `openai-compatible` provider with prices, bootstrap API key, the rate limit out of the way, and
+ * `node <cli> serve` on `<workDir>/<name>` (SQLite), the models of writeBenchCatalog (`bench/fast`,
+ * `bench/claude`) on the mock, bootstrap API key, the rate limit out of the way, and
  * $1,000,000 of credits granted through the operator API.
  */
 export async function startGatehouse(
@@ -281,6 +291,8 @@ export async function startGatehouse(
       LOG_LEVEL: logLevel,
       // The gateway alone: the media service (bench/media.ts measures it) would add its memory and port.
       GATEHOUSE_MEDIA: 'off',
+      // /metrics on a free loopback port: several gateways run at once.
+      GATEHOUSE_METRICS_PORT: '0',
       ...extra.env,
     },
     ROOT,

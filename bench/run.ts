@@ -24,7 +24,8 @@
  * BENCH_MACHINE (short machine name for the file name), BENCH_OUT (bench/results), BENCH_KEEP (0),
  * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`;
  * BENCH_BASELINE_NODE_ARGS adds Node flags to it only),
- * BENCH_SCENARIOS ("chat,messages,policy,mgmt-read": which scenarios; `chat` is the table above,
+ * BENCH_SCENARIOS ("chat,lanes,messages,policy,mgmt-read": which scenarios; `chat` is the table
+ * above, `lanes` the pass-through lanes beside translations, the floor and Portkey (bench/lanes.ts),
  * the others are Gatehouse-only, see bench/other-scenarios.ts), BENCH_PG_URL (the PostgreSQL server
  * for the `mgmt-read` PostgreSQL row, postgres://postgres@127.0.0.1:5432/test; a fresh database is
  * created on it and dropped afterwards).
@@ -33,6 +34,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { type LanesResult, measureLanes } from './lanes.js';
+import { lanesSection } from './lanes-report.js';
 import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
 import { mbOfKiB } from './memory.js';
 import {
@@ -250,8 +253,9 @@ async function sanity(t: Target) {
       throw new Error(`${t.name} stream: no [DONE] in ${r.text.slice(0, 300)}`);
     if (t.name.startsWith('gatehouse') || t.name === 'baseline') {
       if (mode === 'json') {
-        const b = JSON.parse(r.text) as { model?: string; usage?: { cost?: number } };
-        if (b.model !== 'bench/fast' || !(Number(b.usage?.cost) > 0))
+        // On the chat lane the body is the upstream's (its model name), with the cost added.
+        const b = JSON.parse(r.text) as { object?: string; usage?: { cost?: number } };
+        if (b.object !== 'chat.completion' || !(Number(b.usage?.cost) > 0))
           throw new Error(`gatehouse json: unexpected body ${r.text.slice(0, 300)}`);
       } else if (!r.text.includes('"cost"')) throw new Error(`gatehouse stream: no usage cost in ${r.text}`);
     }
@@ -337,7 +341,13 @@ const fmt = (v: number) =>
   Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: 0 }) : '–';
 const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '–');
 
-function report(meta: Record<string, unknown>, cells: Cell[], others: OtherCell[], notes: string[]) {
+function report(
+  meta: Record<string, unknown>,
+  cells: Cell[],
+  lanes: LanesResult,
+  others: OtherCell[],
+  notes: string[],
+) {
   const lines: string[] = [];
   const m = meta as {
     date: string;
@@ -352,7 +362,7 @@ function report(meta: Record<string, unknown>, cells: Cell[], others: OtherCell[
     '',
     `Run: \`npm run bench\` — ${m.options.rounds} interleaved rounds × ${m.options.durationMs / 1000} s per target and scenario (after a ${m.options.warmupMs} ms warm-up each), closed loop, keep-alive, samples pooled over the rounds. Latency in µs (exact percentiles over all samples). "Added" = the target's percentile minus the direct-to-mock percentile of the same scenario in this run. Streams are timed to the first body byte (TTFB).`,
     '',
-    `Gatehouse: \`node dist/cli.js serve\`, SQLite on a temp dir, model \`bench/fast\` → mock as \`openai-compatible\`, bootstrap API key, credits granted, rate limit raised, **LOG_LEVEL=warn** (no per-request log lines; \`gatehouse-info\` rows are the same at the default \`info\`, stdout to /dev/null). Portkey: ${m.portkey}.`,
+    `Gatehouse: \`node dist/cli.js serve\`, SQLite on a temp dir, model \`bench/fast\` → mock as \`openai-compatible\` (and \`bench/claude\` → mock as \`anthropic\`, for the lanes), bootstrap API key, credits granted, rate limit raised, **LOG_LEVEL=warn** (no per-request log lines; \`gatehouse-info\` rows are the same at the default \`info\`, stdout to /dev/null). Portkey: ${m.portkey}.`,
     '',
     '`floor` is bench/floor-proxy.ts: a bare node:http + undici pass-through proxy (no auth, policy, accounting or framework), as its own process — the least any Node.js gateway hop costs on this machine. `floor-fastify` is the same proxy as one Fastify route (no hooks): the difference between the two is what the HTTP framework alone costs.',
     '',
@@ -416,6 +426,7 @@ function report(meta: Record<string, unknown>, cells: Cell[], others: OtherCell[
       );
   }
   if (verdicts.length) lines.push('Targets (from the issue):', '', ...verdicts, '');
+  lines.push(...lanesSection(lanes));
   lines.push(...otherScenariosTable(others));
   if (notes.length) lines.push('Notes:', '', ...notes.map((n) => `- ${n}`), '');
   return lines.join('\n');
@@ -430,6 +441,8 @@ async function main() {
   const notes: string[] = [];
   let dropPostgres: (() => Promise<void>) | null = null;
   const chat = has('chat');
+  // Portkey and the floor serve the main table and the lanes.
+  const beside = chat || has('lanes');
   try {
     const mock = await startMock();
     log(`mock upstream at ${mock.baseUrl}`);
@@ -446,7 +459,7 @@ async function main() {
 
     let portkeyNote = 'not measured (BENCH_PORTKEY=0)';
     let pk: { origin: string; pid: number } | null = null;
-    if (chat && OPTS.portkey) {
+    if (beside && OPTS.portkey) {
       log(`installing @portkey-ai/gateway@${OPTS.portkeyVersion} into ${workDir}/portkey`);
       const r = await startPortkey(workDir, mock.baseUrl);
       if ('error' in r) {
@@ -461,7 +474,7 @@ async function main() {
     }
 
     const floor =
-      chat && OPTS.floor
+      beside && OPTS.floor
         ? await startScriptProcess('floor', 'floor-proxy.ts', ['--upstream', `http://127.0.0.1:${mock.port}`])
         : null;
     if (floor) log(`floor proxy at http://127.0.0.1:${floor.port}`);
@@ -592,6 +605,24 @@ async function main() {
       }
     }
 
+    const opts = {
+      rounds: OPTS.rounds,
+      durationMs: OPTS.durationMs,
+      warmupMs: OPTS.warmupMs,
+      prewarmMs: OPTS.prewarmMs,
+    };
+    const lanes: LanesResult = has('lanes')
+      ? await measureLanes({
+          mock,
+          gatehouse: { origin: gh.origin, pid: gh.pid, headers: ghHeaders },
+          floor,
+          portkey: pk,
+          modes: OPTS.modes,
+          concurrencies: [1, 64],
+          ...opts,
+        })
+      : { cells: [], frames: [], skipped: [] };
+
     // The Gatehouse-only scenarios.
     const others: OtherCell[] = [];
     const directJson: LoadTarget = {
@@ -604,12 +635,6 @@ async function main() {
       body: bodyFor('fast', 'json'),
       reference: true,
       pid: mock.pid,
-    };
-    const opts = {
-      rounds: OPTS.rounds,
-      durationMs: OPTS.durationMs,
-      warmupMs: OPTS.warmupMs,
-      prewarmMs: OPTS.prewarmMs,
     };
     const inference: LoadTarget[] = [];
     if (has('messages'))
@@ -691,12 +716,12 @@ async function main() {
       options: OPTS,
       portkey: portkeyNote,
     };
-    const errors = [...cells, ...others].reduce((n, c) => n + c.errors, 0);
+    const errors = [...cells, ...lanes.cells, ...others].reduce((n, c) => n + c.errors, 0);
     if (errors > 0) notes.push(`${errors} requests failed; see the errors column and the JSON (firstError).`);
     mkdirSync(OPTS.out, { recursive: true });
     const base = join(OPTS.out, `${date}-${OPTS.machine}`);
-    writeJson(`${base}.json`, { meta, notes, cells, others });
-    const md = report(meta, cells, others, notes);
+    writeJson(`${base}.json`, { meta, notes, cells, lanes, others });
+    const md = report(meta, cells, lanes, others, notes);
     writeFileSync(`${base}.md`, md);
     process.stdout.write(`${md}\n`);
     log(`wrote ${relative(ROOT, base)}.md and .json in ${meta.wallSeconds} s`);

@@ -15,7 +15,7 @@ const usage = `Usage: gatehouse <command>
   media                              run only the media service (GATEHOUSE_MEDIA=off on the gateways)
   worker                             run only the batch worker (GATEHOUSE_WORKER=off on the gateways)
   migrate                            bring the database schema up to date and exit
-  bootstrap                          create the default organization and keys (printed once) and exit
+  bootstrap                          create the default organization and keys (written to the data dir) and exit
   org create --name NAME             create an organization with its default workspace
   org list                           list organizations, oldest first
   user create --email E --org ID --role owner|admin|member [--interns]
@@ -24,13 +24,15 @@ const usage = `Usage: gatehouse <command>
 
 Configuration comes from the environment; see the README.`;
 
-function printKeys(generated: { management?: string; api?: string }) {
-  if (!generated.management && !generated.api) return;
-  // Printed once, on the first start, to the terminal (never to the structured log).
-  const lines = ['', '  Gatehouse created a default organization. These keys are shown only this once:'];
-  if (generated.management) lines.push(`    management key: ${generated.management}`);
-  if (generated.api) lines.push(`    API key:        ${generated.api}`);
-  process.stdout.write(`${lines.join('\n')}\n\n`);
+/**
+ * Tells the operator where the generated bootstrap keys were written — never the keys — on standard
+ * error: standard output carries the JSON log (serve) or the command's result (bootstrap).
+ */
+function announceKeysFile(keysFile: string | null) {
+  if (!keysFile) return;
+  process.stderr.write(
+    `\n  Gatehouse created a default organization. Its management and API keys were written to\n    ${keysFile}\n  (readable only by this user). They are shown nowhere else.\n\n`,
+  );
 }
 
 const isOff = (v: string | undefined) => ['off', 'false', '0'].includes((v ?? '').toLowerCase());
@@ -57,7 +59,7 @@ async function serve() {
   const mediaModules = isOff(process.env.GATEHOUSE_MEDIA) ? null : await loadMediaModules();
   const mediaConfig = mediaModules ? mediaModules.loadMediaConfig() : null;
   const gateway = await startGateway(config);
-  printKeys(gateway.bootstrap.generated);
+  announceKeysFile(gateway.bootstrap.keysFile);
   let media: MediaHandle | null = null;
   try {
     // The media service shares the gateway's database: its API keys authenticate (GATEHOUSE_MEDIA_AUTH default keys).
@@ -239,7 +241,7 @@ async function main(argv: string[]) {
         const { ensureBootstrap } = await import('./accounts/bootstrap.js');
         const r = await ensureBootstrap(s);
         print({ organization_id: r.organizationId, owner_user_id: r.ownerUserId });
-        printKeys(r.generated);
+        announceKeysFile(r.keysFile);
       });
     case 'org create':
       return withServices(async (s) =>

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { adminTokenWeakness } from './accounts/admin.token.js';
 import { type HttpTimeouts, loadHttpTimeouts } from './lib/http-server.js';
 
 /** The one typed configuration object, read from the environment (see the README's table). */
@@ -16,6 +17,13 @@ export interface Config {
   masterKey: Buffer;
   logLevel: string;
   adminToken: string | null;
+  /**
+   * The listener serving GET /metrics (GATEHOUSE_METRICS_PORT, default 9464; GATEHOUSE_METRICS_HOST,
+   * default 127.0.0.1): null when `off`.
+   */
+  metrics: { port: number; host: string } | null;
+  /** Failed operator authentications one client address may make per minute before 429 (0: unlimited). */
+  adminAuthFailures: number;
   bootstrapManagementKey: string | null;
   bootstrapApiKey: string | null;
   /** Largest JSON body accepted on ordinary routes, in bytes. */
@@ -69,12 +77,20 @@ export interface InternsConfig {
   writes: boolean;
   /** Vault writes allowed; off → 503. */
   vaultWrites: boolean;
+  /** Vault writes (PUT, DELETE, copy) per member per window (429 beyond); 0 turns the limit off. */
+  vaultWriteLimit: number;
+  /** The vault write limit's window, seconds. */
+  vaultWriteWindowSeconds: number;
   /** Hostnames (lowercase, no port) whose requests to /interns and /vault are refused with 403. */
   regionalHosts: string[];
   /** Interns' hostnames are `<name>-<short id>.<domain>`. */
   domain: string;
-  /** Interns one member may own in a workspace (409 intern_limit_reached beyond). */
+  /** Interns one member may own, all workspaces together (409 intern_limit_reached beyond). */
   perMemberLimit: number;
+  /** Intern runtimes one organization may have running or starting (409 runtime_limit_reached beyond). */
+  runtimesPerOrganization: number;
+  /** Intern runtimes this node runs at most, all organizations together (409 runtime_limit_reached beyond). */
+  runtimesMax: number;
   /** Deadline of one /interns or /vault request, ms (408 beyond). */
   deadlineMs: number;
   /** Model for interns whose `model` is null and whose workspace has no default_text_model. */
@@ -181,6 +197,14 @@ function parseMasterKey(raw: string): Buffer {
   return key;
 }
 
+/** GATEHOUSE_ADMIN_TOKEN, refused at start when short or predictable (accounts/admin.token.ts). */
+function adminTokenFrom(env: Env): string | null {
+  const token = env.GATEHOUSE_ADMIN_TOKEN || null;
+  const weakness = token === null ? null : adminTokenWeakness(token);
+  if (weakness) throw new Error(weakness);
+  return token;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.GATEHOUSE_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL || `sqlite:${join(dataDir, 'gatehouse.db')}`;
@@ -192,7 +216,15 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     masterKey: loadMasterKey(env, dataDir),
     logLevel: env.LOG_LEVEL || 'info',
-    adminToken: env.GATEHOUSE_ADMIN_TOKEN || null,
+    adminToken: adminTokenFrom(env),
+    adminAuthFailures: intFrom(env, 'GATEHOUSE_ADMIN_AUTH_FAILURES', 10),
+    // `off` turns the listener off; 0 is a free port (tests).
+    metrics: ['off', 'false'].includes((env.GATEHOUSE_METRICS_PORT ?? '').toLowerCase())
+      ? null
+      : {
+          port: intFrom(env, 'GATEHOUSE_METRICS_PORT', 9464),
+          host: env.GATEHOUSE_METRICS_HOST || '127.0.0.1',
+        },
     bootstrapManagementKey: env.GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY || null,
     bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),
@@ -237,9 +269,13 @@ export function loadInternsConfig(env: Env, dataDir: string): InternsConfig {
   return {
     writes: !isOff(env.GATEHOUSE_INTERNS_WRITES),
     vaultWrites: !isOff(env.GATEHOUSE_VAULT_WRITES),
+    vaultWriteLimit: intFrom(env, 'GATEHOUSE_VAULT_WRITE_LIMIT', 60),
+    vaultWriteWindowSeconds: intFrom(env, 'GATEHOUSE_VAULT_WRITE_WINDOW', 60),
     regionalHosts: listFrom(env.GATEHOUSE_REGIONAL_HOSTS),
     domain: (env.GATEHOUSE_INTERNS_DOMAIN || 'interns.localhost').toLowerCase(),
     perMemberLimit: intFrom(env, 'GATEHOUSE_INTERNS_PER_MEMBER', 10),
+    runtimesPerOrganization: Math.max(1, intFrom(env, 'GATEHOUSE_INTERNS_RUNTIMES_PER_ORGANIZATION', 20)),
+    runtimesMax: Math.max(1, intFrom(env, 'GATEHOUSE_INTERNS_RUNTIMES_MAX', 40)),
     deadlineMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_DEADLINE_MS', 30_000)),
     defaultModel: env.GATEHOUSE_INTERNS_DEFAULT_MODEL || 'gatehouse/echo',
     interactionTimeoutMs: Math.max(100, intFrom(env, 'GATEHOUSE_INTERNS_INTERACTION_TIMEOUT_MS', 300_000)),

@@ -2,8 +2,10 @@ import { type BootstrapResult, ensureBootstrap } from './accounts/bootstrap.js';
 import type { Config } from './config.js';
 import { type DbHandle, openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
+import { assertShellSandbox } from './interns/runtime/sandbox.js';
 import { createLog, type LogOptions } from './lib/log.js';
 import { type App, type AppOptions, buildApp } from './server/app.js';
+import { startMetricsListener } from './server/metrics.js';
 import { buildServices, type Services } from './services.js';
 
 export interface Gateway {
@@ -12,6 +14,8 @@ export interface Gateway {
   bootstrap: BootstrapResult;
   /** `http://host:port` once listening. */
   url: string;
+  /** `http://host:port` of the /metrics listener (GATEHOUSE_METRICS_PORT), null when off. */
+  metricsUrl: string | null;
   /**
    * Stops accepting, lets in-flight requests finish for up to `config.shutdownGraceMs` (then
    * closes their connections), writes pending accounting, then closes the database.
@@ -30,7 +34,10 @@ export interface GatewayOptions extends Omit<AppOptions, 'log'> {
 export async function prepareGateway(
   config: Config,
   opts: GatewayOptions = {},
-): Promise<Omit<Gateway, 'url'> & { handle: DbHandle }> {
+): Promise<Omit<Gateway, 'url' | 'metricsUrl'> & { handle: DbHandle }> {
+  // The interns shell runs only inside its sandbox: a node that would start runtimes with the
+  // shell on refuses to start where bubblewrap cannot sandbox (never an unconfined shell).
+  if (config.interns.shell && config.interns.runtimes) assertShellSandbox();
   // The logger first: every component below logs through it.
   const log = createLog(opts.log ?? { level: config.logLevel });
   const handle = openDatabase(config.databaseUrl, { schema: opts.schema, backgroundCheckpoints: true });
@@ -83,10 +90,18 @@ async function closeWithin(app: App, graceMs: number): Promise<void> {
 
 export async function startGateway(config: Config, opts: GatewayOptions = {}): Promise<Gateway> {
   const g = await prepareGateway(config, opts);
+  // Metrics first: a port in use stops the start before the API accepts anything.
+  const metrics = config.metrics
+    ? await startMetricsListener(g.services.metrics, config.metrics).catch(async (err) => {
+        await g.close();
+        throw err;
+      })
+    : null;
+  if (metrics) g.app.addHook('onClose', () => metrics.close());
   const address = await g.app.listen({ port: config.port, host: config.host });
   const url = address.replace('[::1]', '127.0.0.1');
   // Interns' runtimes call back through the gateway's own port; reconcile once it listens.
   g.services.provisioner.setGatewayUrl(`http://127.0.0.1:${new URL(url).port}`);
   if (config.interns.runtimes) await g.services.interns.start();
-  return { ...g, url };
+  return { ...g, url, metricsUrl: metrics?.url ?? null };
 }

@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
+import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
@@ -22,6 +23,7 @@ import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
 import { PolicyService } from './guardrails/policy.js';
 import { GuardrailsService } from './guardrails/service.js';
+import { InternAccess } from './interns/access.js';
 import { LocalProvisioner } from './interns/local-provisioner.js';
 import { Programme } from './interns/programme.js';
 import { InternsService } from './interns/service.js';
@@ -63,19 +65,22 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     },
   });
   const orgs = new OrganizationsService(db);
+  const roles = new Roles(db);
   const workspaces = new WorkspacesService(db);
   const budgets = new BudgetsService(db, workspaces);
   const keys = new KeysService(db, workspaces, orgs, usage);
   const admin = new AdminService(orgs, keys, credits);
   const guardrails = new GuardrailsService(db, workspaces, policyWrites);
   const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policyWrites);
-  const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs);
+  const catalog = loadCatalog(config.env);
+  // Read per call: a catalog reload changes which providers take BYOK credentials.
+  const byokAllowed = (slug: string) => catalog.providers.get(slug)?.byok;
+  const byok = new ByokService(db, config.masterKey, workspaces, keys, orgs, byokAllowed);
   keys.onInvalidate((hash) => cluster.publish({ kind: 'key', hash }));
   byok.onInvalidate((organizationId) => cluster.publish({ kind: 'byok', organizationId }));
   cluster.onEvent((e) => applyClusterEvent({ keys, policy, byok, spend }, e));
 
   // The routing engine: catalog, provider adapters, enforcement and accounting.
-  const catalog = loadCatalog(config.env);
   const adapters = new Map<string, Provider>();
   const provider = (slug: string) => {
     let p = adapters.get(slug);
@@ -163,11 +168,21 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
 
   // Interns and vaults: the programme check, secrets, the local provisioner and the lifecycle.
   const programme = new Programme(db);
+  const vaultLimiter = new RateLimiter({
+    points: config.interns.vaultWriteLimit,
+    durationSeconds: config.interns.vaultWriteWindowSeconds,
+    redisUrl: config.redisUrl,
+    keyPrefix: `${config.redisPrefix}:vault`,
+    logger: log,
+  });
+  const internAccess = new InternAccess(db);
   const vault = new VaultService({
     db,
     dialect: handle.dialect,
     masterKey: config.masterKey,
     config: config.interns,
+    limiter: vaultLimiter,
+    access: internAccess,
   });
   const provisioner = new LocalProvisioner(config.interns, log.child({ component: 'interns-runtime' }));
   const interns = new InternsService({
@@ -177,6 +192,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     provisioner,
     keys,
     workspaces,
+    access: internAccess,
     log: log.child({ component: 'interns' }),
   });
 
@@ -209,6 +225,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     await accountant.close();
     await limiter.close();
     await batchLimiter.close();
+    await vaultLimiter.close();
     await cluster.close();
     await reservations.close();
     await closeUpstreamHttp();
@@ -223,6 +240,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     usage,
     credits,
     orgs,
+    roles,
     workspaces,
     budgets,
     keys,

@@ -55,7 +55,10 @@ describe.each(databases)('credits (%s)', (db) => {
         })
         .execute();
     }
-    expect((await sdk.credits.getCredits()).data).toEqual({ totalCredits: 30.5, totalUsage: 1.75 });
+    // BYOK spend uses no credits (the provider bills the organization): not in total_usage, nor the balance.
+    expect((await sdk.credits.getCredits()).data).toEqual({ totalCredits: 30.5, totalUsage: 0.25 });
+    gw.services.spend.reset();
+    expect(await gw.services.spend.balance(gw.organizationId)).toBeCloseTo(30.25, 9);
 
     // The key counters are the same sums, split by BYOK.
     const current = await sdkFor(gw.apiKey).apiKeys.getCurrentKeyMetadata();

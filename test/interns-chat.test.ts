@@ -93,11 +93,12 @@ describe('interns chat', () => {
     internId: string,
     body: Record<string, unknown>,
     signal?: AbortSignal,
+    key: string = gw.apiKey,
   ): Promise<Stream> {
     const res = await fetch(`${gw.url}/api/v1/interns/${internId}/chat/completions`, {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${gw.apiKey}`,
+        authorization: `Bearer ${key}`,
         'content-type': 'application/json',
         accept: 'text/event-stream',
       },
@@ -426,9 +427,12 @@ describe('interns chat', () => {
 
   it('sends a vault secret only to a host it is bound to; elsewhere the request is refused and the refusal shows in the chat', async () => {
     const intern = await runningIntern('courier');
+    // The outside host is plain HTTP on a random port: the secret allows both.
     const put = await call('PUT', `/vault/interns/${intern.id}/secrets/api_token`, {
       value: SECRET,
       hosts: ['127.0.0.1'],
+      allow_http: true,
+      ports: [Number(new URL(outsideUrl).port)],
     });
     expect(put.status).toBe(200);
     const otherHost = outsideUrl.replace('127.0.0.1', 'localhost');
@@ -470,7 +474,7 @@ describe('interns chat', () => {
     expect(outsideSeen.length).toBe(before + 2);
     expect(outsideSeen.at(-1)?.authorization).toBe(`Bearer ${SECRET}`);
     const own = await call('PUT', `/vault/interns/${borrower.id}/secrets/api_token`, {
-      value: 'other',
+      value: 'other-value',
       hosts: ['x.example'],
     });
     expect(own.status).toBe(200);
@@ -485,6 +489,135 @@ describe('interns chat', () => {
     const stored = await gw.services.db.selectFrom('vault_secrets').select('value_sealed').execute();
     for (const row of stored) expect(row.value_sealed).not.toContain(SECRET);
   }, 90_000);
+
+  it('bills and guards a chat as the calling key: a $0-limit or model-forbidden key gets no completion, through its own intern or an admin’s reach into another’s', async () => {
+    const intern = await runningIntern('billed');
+    const mgmt = client(gw.url, gw.managementKey);
+    const admin = adminClient(gw.url);
+    const keyOf = async (body: Record<string, unknown>) => {
+      const res = await mgmt('POST', '/keys', { creator_user_id: gw.ownerUserId, ...body });
+      expect(res.status, res.text).toBe(201);
+      return { key: res.body.key as string, hash: res.body.data.hash as string };
+    };
+    const generationsOf = async (hash: string) => {
+      await gw.services.accountant.flush();
+      return gw.services.db
+        .selectFrom('generations')
+        .select(['id', 'model'])
+        .where('key_hash', '=', hash)
+        .execute();
+    };
+    const owner = await gw.services.db
+      .selectFrom('interns')
+      .select('owner_key_hash')
+      .where('id', '=', intern.id)
+      .executeTakeFirstOrThrow();
+    const ownerBefore = (await generationsOf(owner.owner_key_hash)).length;
+    const refusedRun = (s: Stream, status: number) => {
+      expect(s.status).toBe(200);
+      expect(s.finish).toBe('error');
+      const failed = s.chunks.find((c) => c.error)?.error;
+      expect(failed?.code).toBe(status);
+      expect(failed?.metadata.reason).toBe('turn_failed');
+      expect(s.content).toBe('');
+    };
+
+    // The owner's own $0-limit key: its limit holds through the intern.
+    const broke = await keyOf({ name: 'broke', limit: 0 });
+    refusedRun(
+      await chat(intern.id, { messages: [{ role: 'user', content: 'spend' }] }, undefined, broke.key),
+      403,
+    );
+    expect(await generationsOf(broke.hash)).toEqual([]);
+
+    // A key whose guardrail does not allow the intern's model: refused, not run on the owner's terms.
+    const narrow = await keyOf({ name: 'narrow' });
+    const guardrail = await mgmt('POST', '/guardrails', { name: 'narrow', allowed_models: ['acme/other'] });
+    expect(guardrail.status, guardrail.text).toBe(201);
+    const assigned = await mgmt('POST', `/guardrails/${guardrail.body.data.id}/assignments/keys`, {
+      key_hashes: [narrow.hash],
+    });
+    expect(assigned.status, assigned.text).toBe(200);
+    refusedRun(
+      await chat(intern.id, { messages: [{ role: 'user', content: 'forbidden' }] }, undefined, narrow.key),
+      403,
+    );
+    expect(await generationsOf(narrow.hash)).toEqual([]);
+
+    // An organization admin may act on another member's intern, but its $0 key still pays nothing.
+    const adminUser = await admin('POST', '/admin/users', {
+      email: `admin-${Date.now()}@example.com`,
+      organization_id: gw.organizationId,
+      role: 'admin',
+      interns_programme: true,
+    });
+    // Only the operator attributes a key to another user; the owner then sets its $0 limit.
+    const adminKey = await admin('POST', '/admin/keys', {
+      name: 'admin-broke',
+      user_id: adminUser.body.data.id,
+    });
+    expect(adminKey.status, adminKey.text).toBe(201);
+    const capped = await mgmt('PATCH', `/keys/${adminKey.body.data.hash}`, { limit: 0 });
+    expect(capped.status, capped.text).toBe(200);
+    refusedRun(
+      await chat(
+        intern.id,
+        { messages: [{ role: 'user', content: 'spend theirs' }] },
+        undefined,
+        adminKey.body.key,
+      ),
+      403,
+    );
+    // A plain member does not reach it at all.
+    const memberUser = await admin('POST', '/admin/users', {
+      email: `member-${Date.now()}@example.com`,
+      organization_id: gw.organizationId,
+      role: 'member',
+      interns_programme: true,
+    });
+    const memberKey = await admin('POST', '/admin/keys', {
+      name: 'member',
+      user_id: memberUser.body.data.id,
+    });
+    const hidden = await chat(
+      intern.id,
+      { messages: [{ role: 'user', content: 'hi' }] },
+      undefined,
+      memberKey.body.key,
+    );
+    expect(hidden.status).toBe(404);
+    expect((await generationsOf(owner.owner_key_hash)).length).toBe(ownerBefore);
+
+    // A key that may pay is billed itself, not the key that created the intern.
+    const payer = await keyOf({ name: 'payer' });
+    const paid = await chat(
+      intern.id,
+      { messages: [{ role: 'user', content: 'on me' }] },
+      undefined,
+      payer.key,
+    );
+    expect(paid.finish).toBe('stop');
+    expect(paid.content).toContain('on me');
+    expect((await generationsOf(payer.hash)).length).toBeGreaterThan(0);
+    expect((await generationsOf(owner.owner_key_hash)).length).toBe(ownerBefore);
+
+    // Sessions are bound to the key that started them: another key cannot continue one.
+    const sessionId = paid.final!.session_id!;
+    const stolen = await chat(intern.id, {
+      session_id: sessionId,
+      messages: [{ role: 'user', content: 'what did they say?' }],
+    });
+    expect(stolen.status).toBe(404);
+    expect(JSON.parse(stolen.text).error.metadata.reason).toBe('not_found');
+    expect(stolen.text).not.toContain('on me');
+    const again = await chat(
+      intern.id,
+      { session_id: sessionId, messages: [{ role: 'user', content: 'still me' }] },
+      undefined,
+      payer.key,
+    );
+    expect(again.finish).toBe('stop');
+  }, 60_000);
 });
 
 function filesUnder(dir: string): string[] {

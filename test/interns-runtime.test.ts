@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../src/accounts/caller.js';
 import {
   CALLBACK_PATHS,
+  RUN_GRANT_HEADER,
   RUNTIME_PATHS,
   RUNTIME_TOKEN_HEADER,
   type RuntimeEvent,
@@ -22,6 +23,7 @@ import { databases, startTestGateway, type TestGateway } from './support/gateway
 import { adminClient } from './support/http.js';
 
 const SECRET = 'sk-live-0123456789abcdef';
+const HTTPS_SECRET = 'sk-tls-only-9876543210fedcba';
 
 interface Seen {
   url: string;
@@ -54,6 +56,7 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
   const internId = randomUUID();
   const hostname = `helper-${internId.slice(0, 8)}.interns.localhost`;
   let runtimeToken = '';
+  let grant = '';
   let runtimeUrl = '';
 
   beforeAll(async () => {
@@ -111,10 +114,26 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
         fingerprint: null,
         created_at: now,
         updated_at: now,
+        // The echo host is plain HTTP on a random port: this secret allows both.
+        allow_http: 1,
+        ports_json: JSON.stringify([Number(new URL(echoUrl).port)]),
       })
       .execute();
-    // Runs are billed to the intern's owner key (InternsService.ownerCaller; pinned here).
-    g.services.interns.ownerCaller = async (id: string) => (id === internId ? caller : null);
+    // The same host, but the default transport: HTTPS to port 443 only.
+    await g.services.db
+      .insertInto('vault_secrets')
+      .values({
+        vault_id: vaultId,
+        name: 'https_token',
+        value_sealed: encrypt(g.services.config.masterKey, HTTPS_SECRET, secretAad(vaultId, 'https_token')),
+        hosts_json: JSON.stringify(['127.0.0.1']),
+        fingerprint: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    // Runs are billed to the key whose chat request issued the run grant (here, the owner's).
+    grant = g.services.interns.grants.issue(internId, caller);
 
     const signal = new AbortController().signal;
     const target = {
@@ -138,10 +157,19 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
     await new Promise((r) => echo.close(r));
   });
 
-  const callback = (path: string, body: unknown, token: string | null = runtimeToken) =>
+  const callback = (
+    path: string,
+    body: unknown,
+    token: string | null = runtimeToken,
+    runGrant: string | null = grant,
+  ) =>
     fetch(`${g.url}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      headers: {
+        'content-type': 'application/json',
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(runGrant ? { [RUN_GRANT_HEADER]: runGrant } : {}),
+      },
       body: JSON.stringify(body),
     });
 
@@ -152,6 +180,8 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
       body: JSON.stringify({
         session_id: session,
         approval_mode: 'self-drive',
+        owner: 'test-owner',
+        grant,
         message: { role: 'user', content },
       }),
     });
@@ -214,15 +244,24 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
     expect(row).toMatchObject({ key_hash: caller.keyHash, status: 'success', model: 'gatehouse/scripted' });
   });
 
-  it('chat callback: an owner key that is gone → 401; a bad body → 400', async () => {
-    const saved = g.services.interns.ownerCaller;
-    g.services.interns.ownerCaller = async () => null;
+  it('chat callback: no run grant, a revoked one, another intern’s, or a disabled calling key → 401; a bad body → 400', async () => {
+    const hi = { messages: [{ role: 'user', content: 'hi' }] };
+    const none = await callback(CALLBACK_PATHS.chat, hi, runtimeToken, null);
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as any).error.message).toMatch(/run grant/);
+    const revoked = g.services.interns.grants.issue(internId, caller);
+    g.services.interns.grants.revoke(revoked);
+    expect((await callback(CALLBACK_PATHS.chat, hi, runtimeToken, revoked)).status).toBe(401);
+    const elsewhere = g.services.interns.grants.issue(randomUUID(), caller);
+    expect((await callback(CALLBACK_PATHS.chat, hi, runtimeToken, elsewhere)).status).toBe(401);
+    const saved = g.services.interns.grantCaller;
+    g.services.interns.grantCaller = async () => null;
     try {
-      const res = await callback(CALLBACK_PATHS.chat, { messages: [{ role: 'user', content: 'hi' }] });
+      const res = await callback(CALLBACK_PATHS.chat, hi);
       expect(res.status).toBe(401);
-      expect(((await res.json()) as any).error.message).toMatch(/owner key/);
+      expect(((await res.json()) as any).error.message).toMatch(/calling key/);
     } finally {
-      g.services.interns.ownerCaller = saved;
+      g.services.interns.grantCaller = saved;
     }
     const bad = await callback(CALLBACK_PATHS.chat, { messages: 'nope' });
     expect(bad.status).toBe(400);
@@ -262,6 +301,19 @@ describe.each(databases)('interns runtimes with a real gateway (%s)', (db) => {
     });
     expect(unknown.status).toBe(403);
     expect(((await unknown.json()) as any).error.code).toBe('secret_unknown');
+    // A secret without allow_http never goes over plain http, even to its bound host.
+    const plain = await callback(CALLBACK_PATHS.egress, {
+      method: 'GET',
+      url: `${echoUrl}/echo`,
+      headers: { authorization: 'Bearer {{vault:https_token}}' },
+    });
+    expect(plain.status).toBe(403);
+    const p = (await plain.json()) as any;
+    expect(p.error).toEqual({
+      code: 'scheme_not_allowed',
+      message:
+        'Secret https_token is sent over HTTPS only; use an https:// URL (plain http needs allow_http on the secret)',
+    });
     expect(seen.length).toBe(before);
   });
 

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMediaConfig } from '../src/media/config.js';
@@ -479,6 +479,37 @@ describe('service routes and errors', () => {
       '/files/t2i/missing.png',
     ])
       expect(await rawGet(media.url, path), path).toBe(404);
+  });
+
+  it('serves under /files only outputs it wrote, never other files in its directory', async () => {
+    const root = join(media.dir, 'objects');
+    const planted: [string, string][] = [
+      ['master.key', 'a'.repeat(64)],
+      ['gatehouse.db', 'SQLite format 3'],
+      ['t2i/2025/01/02/planted.png', 'not an output'],
+      ['notes/2025/01/02/readme.txt', 'not an output'],
+    ];
+    for (const [key, body] of planted) {
+      await mkdir(dirname(join(root, key)), { recursive: true });
+      await writeFile(join(root, key), body);
+    }
+    // A link named like an output, pointing at a planted file, is not followed either.
+    await mkdir(join(root, 't2i/2025/01/03'), { recursive: true });
+    const linked = 't2i/2025/01/03/00000000-0000-4000-8000-000000000000.png';
+    await symlink(join(root, 'master.key'), join(root, linked));
+    // Nor a real file reached through a linked directory leading out of the store.
+    const outside = join(media.dir, 'outside', '2025', '01', '04');
+    await mkdir(outside, { recursive: true });
+    const escaped = '10000000-0000-4000-8000-000000000000.png';
+    await writeFile(join(outside, escaped), 'a'.repeat(64));
+    await symlink(join(media.dir, 'outside'), join(root, 'linked'));
+    for (const key of [...planted.map(([k]) => k), linked, `linked/2025/01/04/${escaped}`]) {
+      const res = await fetch(`${media.url}/files/${key}`);
+      expect(res.status, key).toBe(404);
+      expect(await res.text()).not.toContain('a'.repeat(64));
+    }
+    const made = await postJson(media.url, '/api/t2i/model-a', { prompt: 'an output' });
+    expect((await fetch(`${media.url}/files/${made.body.data.outputs[0].key}`)).status).toBe(200);
   });
 
   it('/health and /api/status', async () => {

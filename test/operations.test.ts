@@ -1,6 +1,7 @@
 import { get, type IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 
@@ -28,7 +29,8 @@ describe('operations endpoints', () => {
     const call = client(gw.url, gw.managementKey);
     await call('GET', `/keys/${'a'.repeat(64)}`);
     await call('GET', '/key');
-    const res = await fetch(`${gw.url}/metrics`);
+    const res = await fetch(`${gw.metricsUrl}/metrics`);
+    expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await res.text();
     expect(text).toMatch(
@@ -38,6 +40,45 @@ describe('operations endpoints', () => {
       /gatehouse_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/key"/,
     );
     expect(text).not.toContain('a'.repeat(64)); // concrete URLs are not labels
+  });
+
+  it('serves /metrics only on its own loopback listener, not on the API port', async () => {
+    expect(new URL(gw.metricsUrl as string).hostname).toBe('127.0.0.1');
+    expect(gw.metricsUrl).not.toBe(gw.url);
+    const onApi = await fetch(`${gw.url}/metrics`);
+    expect(onApi.status).toBe(404);
+    expect(await onApi.text()).not.toContain('gatehouse_');
+    expect((await fetch(`${gw.metricsUrl}/other`)).status).toBe(404);
+    expect((await fetch(`${gw.metricsUrl}/metrics`, { method: 'POST' })).status).toBe(404);
+    // Bound to loopback: not reachable through another local address.
+    const port = new URL(gw.metricsUrl as string).port;
+    const { networkInterfaces } = await import('node:os');
+    const other = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+    if (other) await expect(fetch(`http://${other}:${port}/metrics`)).rejects.toThrow();
+  });
+
+  it('defaults the metrics listener to 127.0.0.1:9464, and turns it off with GATEHOUSE_METRICS_PORT=off', () => {
+    const dir = gw.services.config.dataDir;
+    expect(loadConfig({ GATEHOUSE_DATA_DIR: dir }).metrics).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(loadConfig({ GATEHOUSE_DATA_DIR: dir, GATEHOUSE_METRICS_PORT: 'off' }).metrics).toBeNull();
+  });
+
+  it('refuses to start when the metrics port is taken, saying which setting to change', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      await expect(
+        startTestGateway('sqlite', { env: { GATEHOUSE_METRICS_PORT: String(port) } }),
+      ).rejects.toThrow(
+        `GATEHOUSE_METRICS_PORT: cannot listen on 127.0.0.1:${port} for /metrics (EADDRINUSE)`,
+      );
+    } finally {
+      taken.close();
+    }
   });
 
   it('publishes an OpenAPI 3.1 document generated from the route schemas, and a reference page', async () => {
@@ -77,6 +118,28 @@ describe('operations endpoints', () => {
       res: { statusCode: 200 },
     });
     expect(mine[0].responseTime).toBeGreaterThan(0);
+  });
+
+  it('redacts credential-looking query parameters in every logged URL', async () => {
+    const secrets = ['qs-secret-one-1234', 'qs-secret-two-5678', 'qs-secret-three-90', 'qs-secret-four-12'];
+    const marker = `redact-${Date.now()}`;
+    // A matched route, an unknown one (404) and one that errors: every line that carries the URL.
+    const urls = [
+      `/api/v1/models?${marker}=1&api_key=${secrets[0]}&Token=${secrets[1]}`,
+      `/api/v1/nowhere?${marker}=2&KEY=${secrets[2]}`,
+      `/api/v1/key?${marker}=3&access_token=${secrets[3]}`,
+    ];
+    for (const u of urls) await (await fetch(`${gw.url}${u}`)).arrayBuffer();
+    for (let i = 0; i < 50 && lines.filter((l) => l.includes(marker)).length < 3; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    const mine = lines.filter((l) => l.includes(marker)).map((l) => JSON.parse(l));
+    expect(mine.map((l) => l.req.url).sort()).toEqual([
+      `/api/v1/key?${marker}=3&access_token=[REDACTED]`,
+      `/api/v1/models?${marker}=1&api_key=[REDACTED]&Token=[REDACTED]`,
+      `/api/v1/nowhere?${marker}=2&KEY=[REDACTED]`,
+    ]);
+    const all = lines.join('\n');
+    for (const secret of secrets) expect(all).not.toContain(secret);
   });
 
   it('never writes keys or bodies to the log', async () => {

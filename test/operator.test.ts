@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { sha256Hex } from '../src/lib/crypto.js';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
@@ -94,6 +96,9 @@ describe.each(databases)('operator API and bootstrap (%s)', (db) => {
     gw = await gw.restart();
     const after = await adminClient(gw.url)('GET', '/admin/organizations');
     expect(after.body.data).toEqual(before.body.data); // no second default organization
+    // Configured keys are not written anywhere either.
+    expect(gw.bootstrap.keysFile).toBeNull();
+    expect(existsSync(join(gw.services.config.dataDir, 'bootstrap-keys.env'))).toBe(false);
     const keys = await gw.services.db
       .selectFrom('api_keys')
       .select(['hash', 'is_management'])
@@ -124,6 +129,46 @@ describe('operator API disabled without GATEHOUSE_ADMIN_TOKEN', () => {
   });
 });
 
+describe('operator token strength', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-token-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const withToken = (token: string) => () =>
+    loadConfig({ GATEHOUSE_DATA_DIR: dataDir, GATEHOUSE_ADMIN_TOKEN: token });
+
+  it('refuses to start with a short or predictable token, saying why without quoting it', () => {
+    expect(withToken('admin')).toThrow(/GATEHOUSE_ADMIN_TOKEN is too short: it needs at least 24 characters/);
+    expect(withToken('operator-secret')).toThrow(/too short/);
+    for (const weak of ['a'.repeat(40), 'ab'.repeat(20), `inproc-admin-${'x'.repeat(24)}`]) {
+      let message = '';
+      try {
+        withToken(weak)();
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message, weak).toMatch(
+        /GATEHOUSE_ADMIN_TOKEN is too predictable: about \d+ bits estimated, at least 80/,
+      );
+      expect(message).not.toContain(weak);
+    }
+  });
+
+  it('refuses a token longer than the 1 KB any credential header may be', () => {
+    expect(withToken(randomBytes(600).toString('hex'))).toThrow(/GATEHOUSE_ADMIN_TOKEN is too long/);
+  });
+
+  it('starts with a random token and with none (operator API off)', () => {
+    expect(withToken(randomBytes(32).toString('hex'))().adminToken).toHaveLength(64);
+    expect(withToken(randomBytes(18).toString('base64'))().adminToken).toHaveLength(24);
+    expect(withToken('')().adminToken).toBeNull();
+  });
+
+  it('refuses a weak token when the gateway starts', async () => {
+    await expect(startTestGateway('sqlite', { env: { GATEHOUSE_ADMIN_TOKEN: 'admin' } })).rejects.toThrow(
+      /GATEHOUSE_ADMIN_TOKEN is too short/,
+    );
+  });
+});
+
 describe('CLI', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
   const env = { ...process.env, GATEHOUSE_DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: 'silent' };
@@ -131,12 +176,29 @@ describe('CLI', () => {
     run(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env, cwd: process.cwd() });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it('bootstraps once, printing generated keys only the first time, and runs the operator commands', async () => {
+  it('bootstraps once, writing generated keys to a 0600 file (never printed), and runs the operator commands', async () => {
     const first = await cli('bootstrap');
-    const keys = [...first.stdout.matchAll(/sk-gh-v1-[0-9a-f]{64}/g)].map((m) => m[0]);
-    expect(keys).toHaveLength(2);
+    const file = join(dataDir, 'bootstrap-keys.env');
+    // Only the file's path is printed, on stderr; the keys appear on neither stream.
+    expect(first.stderr).toContain(file);
+    expect(`${first.stdout}${first.stderr}`).not.toMatch(/sk-gh-v1-/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const written = readFileSync(file, 'utf8');
+    const management = /^GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY=(sk-gh-v1-[0-9a-f]{64})$/m.exec(written)?.[1];
+    const api = /^GATEHOUSE_BOOTSTRAP_API_KEY=(sk-gh-v1-[0-9a-f]{64})$/m.exec(written)?.[1];
+    expect(management && api).toBeTruthy();
+    const hashes = new Database(join(dataDir, 'gatehouse.db'), { readonly: true });
+    const stored = hashes.prepare('select hash, is_management from api_keys').all();
+    hashes.close();
+    expect(stored).toEqual(
+      expect.arrayContaining([
+        { hash: sha256Hex(management as string), is_management: 1 },
+        { hash: sha256Hex(api as string), is_management: 0 },
+      ]),
+    );
     const second = await cli('bootstrap');
-    expect(second.stdout).not.toMatch(/sk-gh-v1-/);
+    expect(`${second.stdout}${second.stderr}`).not.toMatch(/sk-gh-v1-|bootstrap-keys/);
+    expect(readFileSync(file, 'utf8')).toBe(written);
 
     const org = JSON.parse((await cli('org', 'create', '--name', 'Umbrella')).stdout).data;
     const user = JSON.parse(
@@ -178,7 +240,8 @@ describe('CLI', () => {
       file.close();
       return rows.map((r) => r.hash);
     };
-    await withKey('sk-gh-v1-first-configured-api-key-000000');
+    const out = await withKey('sk-gh-v1-first-configured-api-key-000000');
+    expect(`${out.stdout}${out.stderr}`).not.toContain('first-configured'); // configured keys are never printed
     await withKey('sk-gh-v1-first-configured-api-key-000000');
     const first = hashes();
     expect(first).toContain(sha256Hex('sk-gh-v1-first-configured-api-key-000000'));

@@ -83,7 +83,7 @@ describe('model ids the catalog does not list', () => {
     expect(res.usage.cost).toBe(0);
     expect(res.gateway_metadata.pricing_unknown).toBe(true);
     expect(await generation(res.id)).toMatchObject({ pricing_unknown: true, total_cost: 0 });
-    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const metrics = await (await fetch(`${gw.metricsUrl}/metrics`)).text();
     expect(metrics).toMatch(/gatehouse_unpriced_calls_total\{decision="allowed"\} 1/);
   });
 

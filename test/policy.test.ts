@@ -35,7 +35,11 @@ describe.each(databases)('effective policy, budgets and balance (%s)', (db) => {
       role: 'member',
     });
     expect(user.status).toBe(201);
-    const key = await mgmt('POST', '/keys', { name: `k${seq}`, creator_user_id: user.body.data.id });
+    // Only the operator attributes a key to another user.
+    const key = await adminClient(gw.url)('POST', '/admin/keys', {
+      name: `k${seq}`,
+      user_id: user.body.data.id,
+    });
     expect(key.status, key.text).toBe(201);
     const c = await gw.services.keys.authenticate(key.body.key);
     expect(c?.userId).toBe(user.body.data.id);

@@ -149,7 +149,7 @@ describe('routing through real upstream wire formats', () => {
         { model: 'test/multi', provider: 'groq', selected: true },
       ]);
       expect(mock.requests.map((r) => r.path.split('/')[1])).toEqual(['openai', 'groq']);
-      const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+      const metrics = await (await fetch(`${gw.metricsUrl}/metrics`)).text();
       expect(metrics).toMatch(/gatehouse_fallbacks_total\{from_provider="openai"\} [1-9]/);
       expect(metrics).toMatch(
         /gatehouse_upstream_errors_total\{provider="openai",status="(429|500|0)"\} [1-9]/,

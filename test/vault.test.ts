@@ -171,8 +171,12 @@ describe.each(databases)('vault API (%s)', (db) => {
       .where('workspace_id', '=', ws)
       .where('owner_intern_id', 'is', null)
       .execute();
-  /** The fingerprint a value must have in a vault: hex HMAC-SHA-256 under the vault's own key. */
-  const expectedFingerprint = async (vaultId: string, value: string) => {
+  /**
+   * The fingerprint a value must have in a vault: hex HMAC-SHA-256 under the vault's own key of
+   * [name, writer, value]: writer `user:<id>` of the member behind the key, or `copy-of:<source
+   * fingerprint>` for a copy.
+   */
+  const expectedFingerprint = async (vaultId: string, name: string, writer: string, value: string) => {
     const vault = await gw.services.db
       .selectFrom('vaults')
       .selectAll()
@@ -182,7 +186,9 @@ describe.each(databases)('vault API (%s)', (db) => {
       decrypt(gw.services.config.masterKey, vault.hmac_key_sealed, `vault-key:${vaultId}`),
       'base64',
     );
-    return createHmac('sha256', key).update(value).digest('hex');
+    return createHmac('sha256', key)
+      .update(JSON.stringify([name, writer, value]))
+      .digest('hex');
   };
   const expectError = (res: JsonResponse, status: number, message?: RegExp | string) => {
     expect(res.status).toBe(status);
@@ -201,7 +207,11 @@ describe.each(databases)('vault API (%s)', (db) => {
         done();
       },
     });
-    gw = await startTestGateway(db, { env: { GATEHOUSE_REGIONAL_HOSTS: REGIONAL }, logStream });
+    // This suite writes far more than a member may in a minute; the write limit has its own suite.
+    gw = await startTestGateway(db, {
+      env: { GATEHOUSE_REGIONAL_HOSTS: REGIONAL, GATEHOUSE_VAULT_WRITE_LIMIT: '100000' },
+      logStream,
+    });
     call = recorded(gw.apiKey);
     workspaceId = (await call('GET', '/key')).body.data.workspace_id;
   });
@@ -321,28 +331,93 @@ describe.each(databases)('vault API (%s)', (db) => {
     expect(JSON.parse(row.hosts_json!)).toEqual(['api.example.com']);
   });
 
-  it('fingerprints: HMAC under the vault key, stable for a value, different per vault', async () => {
+  it('fingerprints: HMAC under the vault key of name, writer and value; stable when the same member rewrites', async () => {
     const value = secret();
     const a = await put(call, '/vault/secrets/fp_a', value);
     const b = await put(call, '/vault/secrets/fp_b', value, ['x.example.com']);
     const again = await put(call, '/vault/secrets/fp_a', value, ['y.example.com']);
     const other = await put(call, '/vault/secrets/fp_c', secret());
-    expect(a.body.data.fingerprint).toBe(b.body.data.fingerprint);
+    // The same value under another name does not reproduce a secret's fingerprint.
+    expect(b.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
     expect(again.body.data.fingerprint).toBe(a.body.data.fingerprint);
     expect(other.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
     const [vault] = await workspaceVaults(workspaceId);
-    expect(a.body.data.fingerprint).toBe(await expectedFingerprint(vault!.id, value));
+    expect(a.body.data.fingerprint).toBe(
+      await expectedFingerprint(vault!.id, 'fp_a', `user:${gw.ownerUserId}`, value),
+    );
     expect(a.body.data.fingerprint).not.toBe(sha256Hex(value));
 
     // The same value in an intern's vault, and in another workspace's vault, fingerprints otherwise.
     const i = await intern();
     const inIntern = await put(call, `/vault/interns/${i.id}/secrets/fp_a`, value);
     expect(inIntern.status).toBe(200);
-    expect(inIntern.body.data.fingerprint).toBe(await expectedFingerprint(i.vaultId, value));
+    expect(inIntern.body.data.fingerprint).toBe(
+      await expectedFingerprint(i.vaultId, 'fp_a', `user:${gw.ownerUserId}`, value),
+    );
     expect(inIntern.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
     const t = await tenant();
     const elsewhere = await put(t.call, '/vault/secrets/fp_a', value);
     expect(elsewhere.body.data.fingerprint).not.toBe(a.body.data.fingerprint);
+  });
+
+  it('allow_http and ports: stored, shown only when set, copied into an intern vault; bad values 400', async () => {
+    const t = await tenant();
+    const plain = await put(t.call, '/vault/secrets/tls_only', secret());
+    expect(Object.keys(plain.body.data).sort()).toEqual(SECRET_KEYS);
+    const open = await t.call('PUT', '/vault/secrets/plain_http', {
+      value: secret(),
+      hosts: ['legacy.example'],
+      allow_http: true,
+      ports: [8443, 8080, 8443],
+    });
+    expect(open.status).toBe(200);
+    expect(open.body.data).toMatchObject({ name: 'plain_http', allow_http: true, ports: [8080, 8443] });
+    const [vault] = await workspaceVaults(t.workspaceId);
+    expect(await storedRow(vault!.id, 'plain_http')).toMatchObject({
+      allow_http: 1,
+      ports_json: '[8080,8443]',
+    });
+    // allow_http false and no ports are the default, and not shown.
+    const closed = await t.call('PUT', '/vault/secrets/plain_http', {
+      value: secret(),
+      hosts: ['legacy.example'],
+      allow_http: false,
+      ports: [],
+    });
+    expect(Object.keys(closed.body.data).sort()).toEqual(SECRET_KEYS);
+    await t.call('PUT', '/vault/secrets/plain_http', {
+      value: secret(),
+      hosts: ['a.example'],
+      allow_http: true,
+    });
+
+    const i = await intern({ workspaceId: t.workspaceId, organizationId: t.organizationId });
+    const copied = await t.call('POST', `/vault/interns/${i.id}/secrets/copy`, { names: ['plain_http'] });
+    expect(copied.body.data[0]).toMatchObject({ allow_http: true });
+    expect(copied.body.data[0].ports).toBeUndefined();
+
+    const bad: [unknown, string][] = [
+      [{ allow_http: 'yes' }, 'allow_http must be true or false'],
+      [{ ports: [0] }, 'ports[0] must be an integer from 1 to 65535'],
+      [{ ports: [443, 65_536] }, 'ports[1] must be an integer from 1 to 65535'],
+      [{ ports: [80.5] }, 'ports[0] must be an integer from 1 to 65535'],
+      [{ ports: '8080' }, 'ports must be an array of at most 20 port numbers'],
+      [
+        { ports: Array.from({ length: 21 }, (_, n) => 8000 + n) },
+        'ports must be an array of at most 20 port numbers',
+      ],
+    ];
+    for (const [extra, message] of bad) {
+      expectError(
+        await t.call('PUT', '/vault/secrets/bad_transport', {
+          value: secret(),
+          hosts: ['a.example'],
+          ...(extra as object),
+        }),
+        400,
+        message,
+      );
+    }
   });
 
   it('lists by name (byte order) with limit, offset and has_more', async () => {
@@ -581,10 +656,16 @@ describe.each(databases)('vault API (%s)', (db) => {
         expect(Object.keys(s).sort()).toEqual(SECRET_KEYS);
         expect(s.created_at).toMatch(STRICT_DATETIME);
       }
-      expect(alpha.fingerprint).toBe(await expectedFingerprint(i.vaultId, a));
-      expect(beta.fingerprint).toBe(await expectedFingerprint(i.vaultId, b));
+      // A copy's fingerprint is keyed to its source's (so to whoever wrote the source).
       const [wsVault] = await workspaceVaults(t.workspaceId);
-      expect(alpha.fingerprint).not.toBe(await expectedFingerprint(wsVault!.id, a));
+      const source = await storedRow(wsVault!.id, 'alpha');
+      expect(source.fingerprint).toBe(await expectedFingerprint(wsVault!.id, 'alpha', `user:${t.userId}`, a));
+      expect(alpha.fingerprint).toBe(
+        await expectedFingerprint(i.vaultId, 'alpha', `copy-of:${source.fingerprint}`, a),
+      );
+      const betaSource = (await storedRow(wsVault!.id, 'beta')).fingerprint;
+      expect(beta.fingerprint).toBe(await expectedFingerprint(i.vaultId, 'beta', `copy-of:${betaSource}`, b));
+      expect(alpha.fingerprint).not.toBe(source.fingerprint);
 
       const { masterKey } = gw.services.config;
       const row = await storedRow(i.vaultId, 'alpha');
@@ -728,8 +809,13 @@ describe.each(databases)('vault API (%s)', (db) => {
       const cases: [unknown, RegExp | string][] = [
         [{ hosts: ['a.example'] }, 'value is required'],
         [{ value: ok }, 'hosts is required'],
-        [{ value: '', hosts: ['a.example'] }, /value must be a string of 1 to 65536 characters/],
-        [{ value: 'x'.repeat(65_537), hosts: ['a.example'] }, /value must be a string of 1 to 65536/],
+        [
+          { value: '', hosts: ['a.example'] },
+          'value must be at least 8 characters long; shorter secrets are refused',
+        ],
+        [{ value: '1234', hosts: ['a.example'] }, /value must be at least 8 characters/],
+        [{ value: 'x'.repeat(7), hosts: ['a.example'] }, /value must be at least 8 characters/],
+        [{ value: 'x'.repeat(65_537), hosts: ['a.example'] }, /value must be a string of 8 to 65536/],
         [{ value: 42, hosts: ['a.example'] }, /value must be a string/],
         [{ value: null, hosts: ['a.example'] }, /value must be a string/],
         [{ value: ok, hosts: [] }, /hosts must be an array of 1 to 100 hostnames/],

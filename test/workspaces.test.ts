@@ -359,7 +359,12 @@ describe.each(databases)('Workspaces, members and budgets (%s)', (db) => {
     }
 
     // A member with an active key in the workspace cannot be removed.
-    const key = await call('POST', '/keys', { name: 'bob-key', workspace_id: ws.id, creator_user_id: bob });
+    // Only the operator attributes a key to another user.
+    const key = await adminClient(gw.url)('POST', '/admin/keys', {
+      name: 'bob-key',
+      workspace_id: ws.id,
+      user_id: bob,
+    });
     expect(key.status).toBe(201);
     const blocked = await call('POST', `/workspaces/${ws.id}/members/remove`, { user_ids: [alice, bob] });
     expect(blocked.status).toBe(400);

@@ -1,3 +1,5 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Db } from '../db/connection.js';
 import { exclusively } from '../db/lock.js';
 import { sha256Hex } from '../lib/crypto.js';
@@ -22,13 +24,40 @@ export interface BootstrapResult {
   ownerUserId: string;
   /** Plaintext keys generated on this run (only on the first start without configured keys). */
   generated: { management?: string; api?: string };
+  /** Where the generated keys were written (mode 0600), or null when none were generated. */
+  keysFile: string | null;
+}
+
+/** The file in the data directory that receives generated bootstrap keys. */
+export const BOOTSTRAP_KEYS_FILE = 'bootstrap-keys.env';
+
+/**
+ * Writes generated keys to `<dataDir>/bootstrap-keys.env`, readable by the operator only (0600),
+ * as the GATEHOUSE_BOOTSTRAP_*_KEY settings that keep them (the file can be sourced). Never to
+ * standard output, which carries the JSON log. A leftover file is removed first, so the keys are
+ * never written into a file with a wider mode.
+ */
+function saveGeneratedKeys(dataDir: string, generated: BootstrapResult['generated']): string | null {
+  if (!generated.management && !generated.api) return null;
+  const file = join(dataDir, BOOTSTRAP_KEYS_FILE);
+  const lines = [
+    `# Keys Gatehouse generated for the default organization on ${new Date().toISOString()}.`,
+    '# They are shown nowhere else: store them safely, then delete this file.',
+  ];
+  if (generated.management) lines.push(`GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY=${generated.management}`);
+  if (generated.api) lines.push(`GATEHOUSE_BOOTSTRAP_API_KEY=${generated.api}`);
+  mkdirSync(dataDir, { recursive: true });
+  rmSync(file, { force: true });
+  writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600, flag: 'wx' });
+  return file;
 }
 
 /**
  * Makes sure a default organization, its default workspace, an owner user enrolled in the interns
  * programme and the two bootstrap keys exist. Idempotent: with GATEHOUSE_BOOTSTRAP_*_KEY set, exactly
  * those keys are the bootstrap keys (a changed value replaces the previous one); without them, keys
- * are generated on the first start only and returned so the caller can print them once.
+ * are generated on the first start only, written to `<dataDir>/bootstrap-keys.env` (0600) and
+ * returned; the caller tells the operator where the file is, never the keys.
  */
 export function ensureBootstrap(services: Services): Promise<BootstrapResult> {
   // Gateways starting at once on an empty database would each create a default organization (or
@@ -89,5 +118,5 @@ async function bootstrap(services: Services): Promise<BootstrapResult> {
       generated[kind] = key;
     }
   }
-  return { organizationId, ownerUserId, generated };
+  return { organizationId, ownerUserId, generated, keysFile: saveGeneratedKeys(config.dataDir, generated) };
 }

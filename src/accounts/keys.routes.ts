@@ -56,7 +56,7 @@ export async function keysRoutes(app: Router, { keys }: Services) {
       },
     },
     async (req, reply) => {
-      const { row, key } = await keys.create(req.caller.organizationId, req.body);
+      const { row, key } = await keys.createAs(req.caller, req.body);
       return reply.code(201).send({ data: await keys.view(row), key });
     },
   );

@@ -51,4 +51,25 @@ describe('KeysService cache', () => {
     keys.forget();
     expect(heard).toEqual(['a'.repeat(64), null]);
   });
+
+  it('caches unknown tokens by their hash only, within its entry bound', async () => {
+    const noRows = {
+      selectFrom: () => noRows,
+      selectAll: () => noRows,
+      where: () => noRows,
+      executeTakeFirst: async () => undefined,
+    } as unknown as Db;
+    const keys = new KeysService(noRows, {} as never, {} as never, {} as never, { cacheMax: 100 });
+    const tokens: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      const token = `bogus-${i}-${'x'.repeat(15_000)}`;
+      tokens.push(token);
+      expect(await keys.authenticate(token)).toBeNull();
+    }
+    const cached = keys.cachedHashes();
+    expect(cached).toHaveLength(100); // the bound, not one entry per token
+    for (const k of cached) expect(k).toMatch(/^[0-9a-f]{64}$/);
+    const held = JSON.stringify(cached);
+    expect(tokens.some((t) => held.includes(t.slice(0, 12)))).toBe(false);
+  });
 });

@@ -8,6 +8,7 @@ import { nowIso, type ResetInterval } from '../lib/time.js';
 import type { Caller } from './caller.js';
 import * as store from './keys.store.js';
 import type { OrganizationsService } from './organizations.service.js';
+import { Roles } from './roles.js';
 import type { WorkspacesService } from './workspaces.service.js';
 
 export const RESET_INTERVALS = ['daily', 'weekly', 'monthly'] as const;
@@ -84,33 +85,36 @@ const isKeyHash = (s: string) => /^[0-9a-f]{64}$/.test(s);
 export class KeysService {
   /**
    * hash → row (or null for an unknown hash). The TTL bounds staleness across nodes when no cluster
-   * bus tells this node about other nodes' writes (`forget`).
+   * bus tells this node about other nodes' writes (`forget`). Keyed by the SHA-256 of the token,
+   * never the token itself, and bounded in entries: unknown tokens (negative entries) of any length
+   * cost 64 characters each, so a flood of bogus bearer tokens cannot grow memory.
    */
-  private readonly cache = new LRUCache<string, { row: store.KeyRow | null }>({ max: 50_000, ttl: 5_000 });
-  /**
-   * Bearer token → its SHA-256 hex: the same few keys call again and again, and hashing each call's
-   * token was ~2–3 % of an inference call's CPU. A pure function, so never invalidated; bounded.
-   */
-  private readonly tokenHashes = new LRUCache<string, string>({ max: 10_000 });
+  private readonly cache: LRUCache<string, { row: store.KeyRow | null }>;
   /** Bumped by every invalidation: a lookup that started before it is not cached. */
   private generation = 0;
   private readonly listeners: ((hash: string | null) => void)[] = [];
+  private readonly roles: Roles;
 
   constructor(
     private readonly db: Db,
     private readonly workspaces: WorkspacesService,
     private readonly orgs: OrganizationsService,
     private readonly usage: UsageService,
-  ) {}
+    opts: { cacheMax?: number } = {},
+  ) {
+    this.cache = new LRUCache({ max: opts.cacheMax ?? 50_000, ttl: 5_000 });
+    this.roles = new Roles(db);
+  }
 
   /** Resolves a bearer token to its caller, or null when unknown, disabled or expired. */
   async authenticate(token: string): Promise<Caller | null> {
-    let hash = this.tokenHashes.get(token);
-    if (hash === undefined) {
-      hash = sha256Hex(token);
-      this.tokenHashes.set(token, hash);
-    }
-    return this.callerOf(hash);
+    // Hashed on every call (about a microsecond): a token → hash cache would hold raw tokens.
+    return this.callerOf(sha256Hex(token));
+  }
+
+  /** The key hashes the authentication cache holds now (tests and diagnostics: never tokens). */
+  cachedHashes(): string[] {
+    return [...this.cache.keys()];
   }
 
   /** The caller a key hash stands for, or null when unknown, disabled or expired (batches run as their key). */
@@ -204,6 +208,20 @@ export class KeysService {
     return { row, key };
   }
 
+  /**
+   * POST /keys: a key created by a management key, attributed as its role allows (a member's key is
+   * theirs; nobody attributes a key to another user).
+   */
+  async createAs(caller: Caller, input: KeyInput): Promise<{ row: store.KeyRow; key: string }> {
+    const workspace = await this.workspaces.resolve(caller, input.workspace_id);
+    const creator = await this.roles.creatorFor(caller, input.creator_user_id, workspace);
+    return this.create(caller.organizationId, {
+      ...input,
+      workspace_id: workspace.id,
+      creator_user_id: creator,
+    });
+  }
+
   async view(row: store.KeyRow): Promise<ApiKeyView> {
     const usage = await this.usage.forKeys([row.hash]);
     return keyView(row, usage.get(row.hash) ?? this.usage.zero());
@@ -236,6 +254,7 @@ export class KeysService {
 
   async update(caller: Caller, hash: string, patch: KeyPatch): Promise<store.KeyRow> {
     const row = await this.get(caller, hash);
+    await this.roles.requireKeyControl(caller, row);
     if (patch.name !== undefined && patch.name.trim().length === 0)
       throw badRequest('name must not be empty');
     if (patch.limit !== undefined && patch.limit !== null && patch.limit < 0) {
@@ -258,6 +277,7 @@ export class KeysService {
 
   async delete(caller: Caller, hash: string): Promise<void> {
     const row = await this.get(caller, hash);
+    await this.roles.requireKeyControl(caller, row);
     await store.deleteKey(this.db, row.hash);
     this.invalidate(row.hash);
   }

@@ -12,6 +12,8 @@ import {
 
 const tags = ['Workspaces'];
 const config = { auth: 'management' as const };
+/** Writes: organization owners and admins only (members read). */
+const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 const Params = Type.Object({ id: Type.String({ minLength: 1, description: 'Workspace UUID or slug' }) });
 
 export async function workspacesRoutes(app: Router, { workspaces }: Services) {
@@ -40,7 +42,7 @@ export async function workspacesRoutes(app: Router, { workspaces }: Services) {
   app.post(
     '/workspaces',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Create a workspace (the calling user becomes its first member)',
@@ -69,7 +71,7 @@ export async function workspacesRoutes(app: Router, { workspaces }: Services) {
   app.patch(
     '/workspaces/:id',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Update a workspace',
@@ -86,7 +88,7 @@ export async function workspacesRoutes(app: Router, { workspaces }: Services) {
   app.delete(
     '/workspaces/:id',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Delete a workspace with its members, budgets and guardrails',
@@ -132,7 +134,7 @@ export async function workspacesRoutes(app: Router, { workspaces }: Services) {
   app.post(
     '/workspaces/:id/members/add',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Add organization members to a workspace (role copied from their organization role)',
@@ -150,7 +152,7 @@ export async function workspacesRoutes(app: Router, { workspaces }: Services) {
   app.post(
     '/workspaces/:id/members/remove',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Remove members from a workspace (not members who still have active keys there)',

@@ -7,6 +7,8 @@ import { byokView } from './service.js';
 
 const tags = ['BYOK'];
 const config = { auth: 'management' as const };
+/** Writes: organization owners and admins only (members read). */
+const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 
 /** Bring-your-own-key provider credentials (metadata only; the secret is write-only). */
 export async function byokRoutes(app: Router, { byok }: Services) {
@@ -33,7 +35,7 @@ export async function byokRoutes(app: Router, { byok }: Services) {
   app.post(
     '/byok',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Store a provider credential (encrypted at rest, never returned)',
@@ -61,7 +63,7 @@ export async function byokRoutes(app: Router, { byok }: Services) {
   app.patch(
     '/byok/:id',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Update a BYOK credential; `key` rotates the secret in place',
@@ -76,7 +78,7 @@ export async function byokRoutes(app: Router, { byok }: Services) {
   app.delete(
     '/byok/:id',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Delete a BYOK credential (its secret is wiped)',

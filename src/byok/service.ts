@@ -109,6 +109,8 @@ export class ByokService {
     private readonly workspaces: WorkspacesService,
     private readonly keys: KeysService,
     private readonly orgs: OrganizationsService,
+    /** Whether the operator's configuration lets BYOK credentials apply to a provider (undefined: not configured). */
+    private readonly byokAllowed: (provider: string) => boolean | undefined = () => undefined,
   ) {}
 
   /** After a write on this node: drops the organization's cached credentials and tells the listeners. */
@@ -132,6 +134,11 @@ export class ByokService {
   async create(caller: Caller, input: ByokInput): Promise<store.ByokRow> {
     const organizationId = caller.organizationId;
     if (!isProviderSlug(input.provider)) throw badRequest('provider is not a known provider slug');
+    // A provider the operator serves without BYOK would never use it (its calls go out with the
+    // operator's credential): refused rather than stored as if it did something.
+    if (this.byokAllowed(input.provider) === false) {
+      throw badRequest('This gateway does not accept BYOK credentials for that provider');
+    }
     const secret = cleanSecret(input.key);
     const workspace = await this.workspace(organizationId, input.workspace_id);
     const fields = await this.checkedFields(organizationId, input);

@@ -20,6 +20,8 @@ export const WorkspaceBudget = Type.Object(
 
 const tags = ['Workspace budgets'];
 const config = { auth: 'management' as const };
+/** Writes: organization owners and admins only (members read). */
+const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 const WorkspaceParams = Type.Object({
   workspace_ref: Type.String({ minLength: 1, description: 'Workspace UUID or slug' }),
 });
@@ -70,7 +72,7 @@ export async function budgetsRoutes(app: Router, { budgets }: Services) {
   app.put(
     '/workspaces/:workspace_ref/budgets/:interval',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Create or replace the budget of a workspace for one interval',
@@ -90,7 +92,7 @@ export async function budgetsRoutes(app: Router, { budgets }: Services) {
   app.delete(
     '/workspaces/:workspace_ref/budgets/:interval',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Delete the budget of a workspace for one interval',

@@ -208,8 +208,9 @@ export class SpendTracker {
       const entry = this.entry(this.users, userKey(e.organizationId, e.userId));
       this.remember(entry, rec, (v) => this.addSpend(v, rec));
     }
+    // BYOK calls use no credits: they leave the balance alone (as GET /credits total_usage does).
     this.remember(this.entry(this.orgs, e.organizationId), rec, (v) => {
-      v.usage += rec.cost;
+      if (!rec.byok) v.usage += rec.cost;
     });
   }
 
@@ -279,14 +280,14 @@ export class SpendTracker {
     return this.credits !== 'off';
   }
 
-  /** Credits left: ledger total − recorded usage (may be negative). */
+  /** Credits left: ledger total − recorded usage on the operator's credentials (BYOK aside; may be negative). */
   async balance(organizationId: string): Promise<number> {
     const entry = this.entry(this.orgs, organizationId);
     await this.ensure(
       entry,
       () => this.loadBalance(organizationId),
       (v, r) => {
-        v.usage += r.cost;
+        if (!r.byok) v.usage += r.cost;
       },
     );
     const v = entry.value as BalanceValue;
@@ -539,6 +540,7 @@ export class SpendTracker {
           sql<string | null>`max(created_at)`.as('newest'),
         ])
         .where('organization_id', '=', organizationId)
+        .where('is_byok', '=', 0)
         .executeTakeFirstOrThrow(),
     ]);
     return {

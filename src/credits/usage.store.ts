@@ -73,12 +73,17 @@ export async function usageByKey(
   return out;
 }
 
-/** Total recorded spend of an organization (USD). */
+/**
+ * Credits an organization used (USD): its recorded spend on the operator's credentials. BYOK calls
+ * are billed by the provider to the organization (`cost: 0` on the wire) and use no credits; they
+ * are reported apart, in the keys' `byok_usage` counters.
+ */
 export async function totalUsage(db: Db, organizationId: string): Promise<number> {
   const r = await db
     .selectFrom('usage_events')
     .select(sql<number>`coalesce(sum(cost_usd), 0)`.as('total'))
     .where('organization_id', '=', organizationId)
+    .where('is_byok', '=', 0)
     .executeTakeFirstOrThrow();
   return Number(r.total);
 }

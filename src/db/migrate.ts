@@ -9,6 +9,7 @@ import * as m0006 from './migrations/0006_generation_lanes.js';
 import * as m0007 from './migrations/0007_pricing_unknown.js';
 import * as m0008 from './migrations/0008_stored_responses.js';
 import * as m0009 from './migrations/0009_web_searches.js';
+import * as m0010 from './migrations/0010_vault_secret_transport.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '0007_pricing_unknown': m0007,
   '0008_stored_responses': m0008,
   '0009_web_searches': m0009,
+  '0010_vault_secret_transport': m0010,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -386,6 +386,10 @@ export interface VaultSecretsTable {
   fingerprint: string | null;
   created_at: string;
   updated_at: string;
+  /** 1: the value may also go over plain HTTP (migration 0010). */
+  allow_http: Generated<Bool>;
+  /** Ports beyond the scheme's default the value may be sent to; null for none. */
+  ports_json: JsonText | null;
 }
 
 /** A stored `/responses` response (times in ms since the epoch; see migration 0006). */

@@ -6,6 +6,8 @@ import { KeyAssignment, KeyHashesBody, MemberAssignment, MemberIdsBody } from '.
 
 const tags = ['Guardrails'];
 const config = { auth: 'management' as const };
+/** Writes: organization owners and admins only (members read). */
+const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 const Envelope = (item: TSchema) => Type.Object({ data: Type.Array(item), total_count: Type.Integer() });
 
 /**
@@ -82,7 +84,7 @@ export async function guardrailAssignmentsRoutes(
   app.post(
     '/guardrails/:id/assignments/keys',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Assign API keys to a guardrail',
@@ -106,7 +108,7 @@ export async function guardrailAssignmentsRoutes(
   app.post(
     '/guardrails/:id/assignments/keys/remove',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Unassign API keys from a guardrail',
@@ -126,7 +128,7 @@ export async function guardrailAssignmentsRoutes(
   app.post(
     '/guardrails/:id/assignments/members',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Assign organization members to a guardrail',
@@ -149,7 +151,7 @@ export async function guardrailAssignmentsRoutes(
   app.post(
     '/guardrails/:id/assignments/members/remove',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Unassign organization members from a guardrail',

@@ -263,6 +263,15 @@ describe('applyContentFilters', () => {
     expect(out.results.map((r) => r.status.type)).toEqual(['redacted', 'flagged']);
   });
 
+  it('runs a pathological custom pattern in linear time (RE2)', () => {
+    const t0 = performance.now();
+    const out = applyContentFilters(custom([{ pattern: '(a|a)+$', action: 'block' }]), [
+      user(`${'a'.repeat(100_000)}b`),
+    ]);
+    expect(out.blocked).toBeNull();
+    expect(performance.now() - t0).toBeLessThan(2_000);
+  });
+
   it('is fast on long inputs without matches (no catastrophic backtracking)', () => {
     const all: CompiledFilter[] = compileFilters([
       {
@@ -290,6 +299,10 @@ describe('applyContentFilters', () => {
       'ab:'.repeat(30_000),
       'Word '.repeat(30_000),
       '1 A '.repeat(30_000),
+      `a@${'b.'.repeat(50_000)}`,
+      `${'a.'.repeat(50_000)}@`,
+      '１２３＠'.repeat(50_000),
+      'a\u200b'.repeat(100_000),
     ];
     const t0 = performance.now();
     const out = applyContentFilters(
@@ -298,5 +311,42 @@ describe('applyContentFilters', () => {
     );
     expect(out.blocked).toBeNull();
     expect(performance.now() - t0).toBeLessThan(2_000);
+  });
+});
+
+describe('what the provider reads, not how it is encoded', () => {
+  it('sees through zero-width characters, fullwidth forms and non-ASCII dashes, redacting the original span', () => {
+    expect(redact('email', 'mail ada\u200b@example.com now')).toBe('mail [REDACTED:EMAIL] now');
+    expect(redact('email', 'mail ada＠example．com now')).toBe('mail [REDACTED:EMAIL] now');
+    expect(redact('ssn', 'ssn １２３-４５-６７８９!')).toBe('ssn [REDACTED:SSN]!');
+    expect(redact('ssn', 'ssn 123\u201145\u20116789')).toBe('ssn [REDACTED:SSN]');
+    expect(redact('ssn', 'ssn 123\u2014\u200d45\u20136789 ok')).toBe('ssn [REDACTED:SSN] ok');
+    expect(redact('ssn', 'a ﬁ 123-45-6789 ﬁ b')).toBe('a ﬁ [REDACTED:SSN] ﬁ b');
+    expect(redact('ssn', 'ssn ١٢٣-٤٥-٦٧٨٩ / ১২৩-৪৫-৬৭৮৯')).toBe('ssn [REDACTED:SSN] / [REDACTED:SSN]');
+    expect(count('credit-card', '४१११ ११११ ११११ ११११')).toBe(1);
+  });
+
+  it('card numbers separated by dots, spaces or dashes; SSNs by dots or spaces', () => {
+    expect(count('credit-card', '4111.1111.1111.1111, 4111 1111 1111 1111, 4111-1111-1111-1111')).toBe(3);
+    expect(count('credit-card', '4111.1111.1111.1112 and 192.168.100.200')).toBe(0);
+    expect(count('ssn', '123.45.6789 and 123 45 6789; not 123-45.6789')).toBe(2);
+  });
+
+  it('matches across the text parts of one message and redacts every part the match spans', () => {
+    const parts = (...texts: string[]) => user(texts.map((text) => ({ type: 'text' as const, text })));
+    const out = applyContentFilters(builtin('ssn'), [parts('my ssn is 123-45', '-6789 thanks')]);
+    expect(out.messages[0]?.content).toEqual([
+      { type: 'text', text: 'my ssn is [REDACTED:SSN]' },
+      { type: 'text', text: ' thanks' },
+    ]);
+    expect(out.results[0]?.matches).toBe(1);
+    const blocked = applyContentFilters(builtin('ssn', 'block'), [parts('123-', '45-', '6789')]);
+    expect(blocked.blocked?.slug).toBe('ssn');
+    // Each part is still seen on its own: joining does not hide a match behind the previous word.
+    const alone = applyContentFilters(builtin('ssn', 'flag'), [parts('abc', '123-45-6789')]);
+    expect(alone.results[0]?.matches).toBe(1);
+    // Two messages are never joined.
+    const apart = applyContentFilters(builtin('ssn', 'flag'), [user('123-45'), user('-6789')]);
+    expect(apart.results[0]?.matches).toBe(0);
   });
 });

@@ -1,6 +1,8 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { ChatMessage, ContentPart } from '../formats/chat.js';
+import { compileCustomPattern, re2Spans } from './custom-patterns.js';
 import {
+  type ApplyTo,
   BUILTIN_LABELS,
   type BuiltinSlug,
   type ContentFilter,
@@ -8,13 +10,17 @@ import {
   type ScanScope,
   type StoredBuiltinFilter,
 } from './fields.js';
+import { findSpans, type PreparedText, prepareText, redactSpans, type Span, toOriginal } from './matching.js';
 
 /**
  * Guardrail content filters: custom regular expressions and the built-in detectors, compiled once
  * per effective policy and applied to a request's messages before it leaves the gateway.
  *
- * Only message text is scanned and rewritten: string `content` and `text` parts. Images, tool-call
- * arguments, `name` and `reasoning` are left alone. Matching is deterministic (no model calls).
+ * The texts come as messages (the wires' walkers gather every text the provider receives: message
+ * text and names, tool calls and results, tool schemas, output formats); a message's parts are
+ * matched joined and one by one, on normalised text (matching.ts, normalize.ts). Filters with
+ * `apply_to` `response` or `both` also read the model's answer (answer-filter.ts). Matching is
+ * deterministic (no model calls).
  *
  * The built-in detectors are regular expressions with, where it matters, a check on the match
  * (Luhn for card numbers, digit counts for phone numbers, `node:net` for IP addresses). They are
@@ -29,15 +35,35 @@ import {
  *   nor addresses outside that English pattern.
  * - `regex-prompt-injection` is a list of known phrasings; paraphrases get through.
  *
- * Custom patterns run as given (JavaScript syntax, global flag added). A pathological pattern can
- * backtrack for a long time: guardrail authors are trusted members of the organization.
+ * Custom patterns are tenants' own and run on RE2 (see custom-patterns.ts): linear time, whatever
+ * the pattern. The built-in patterns are ours and stay JavaScript regular expressions (they need
+ * lookbehind, which RE2 lacks): each is written to run in linear time on any input (bounded
+ * repetitions, token-start lookbehinds), which the "long inputs" test checks.
  */
 
+/** One detector: the [start, end) spans it finds in a text. */
 export interface Matcher {
-  /** A global regular expression (used only through `String.prototype.replace`, which resets it). */
+  spans(text: string): Array<[number, number]>;
+}
+
+/** A built-in detector: a global JavaScript regular expression, and an optional check on each match. */
+interface Builtin {
   re: RegExp;
   /** An extra check on each match; a match it rejects is neither counted nor redacted. */
   validate?: (match: string) => boolean;
+}
+
+function builtinMatcher({ re, validate }: Builtin): Matcher {
+  return {
+    spans(text) {
+      const out: Array<[number, number]> = [];
+      for (const m of text.matchAll(re)) {
+        if (m[0].length === 0 || (validate && !validate(m[0]))) continue;
+        out.push([m.index, m.index + m[0].length]);
+      }
+      return out;
+    },
+  };
 }
 
 export interface CompiledFilter {
@@ -51,9 +77,16 @@ export interface CompiledFilter {
   action: FilterAction;
   /** Which messages are scanned: every message, or the user's only. */
   scope: ScanScope;
+  /** The caller's request, the model's answer, or both. */
+  applyTo: ApplyTo;
   /** The guardrail that brought the filter (the first one, when several bring the same filter). */
   guardrailId: string;
   matchers: Matcher[];
+  /**
+   * A stored custom pattern this gateway cannot run (stored before patterns were checked against
+   * RE2): the filter fails closed, refusing every call it applies to until the guardrail is fixed.
+   */
+  broken?: string;
 }
 
 export type SafeguardStatus = 'redacted' | 'blocked' | 'flagged' | 'passed';
@@ -65,13 +98,15 @@ export interface SafeguardResult {
   label: string;
   slug?: string;
   matches: number;
+  /** Present on the results of filters applied to the model's answer. */
+  stage?: 'response';
 }
 
 export interface ContentFilterOutcome {
   /** The messages to send on: redactions applied (unchanged messages keep their identity). */
   messages: ChatMessage[];
   /** The first blocking filter that matched; the call must be refused. */
-  blocked: { label: string; slug?: string } | null;
+  blocked: { label: string; slug?: string; broken?: true } | null;
   results: SafeguardResult[];
 }
 
@@ -144,7 +179,7 @@ const NOT_NAMES = new Set(
 
 const NAME_WORD = String.raw`\p{Lu}\p{Ll}+(?:[-'’]\p{Lu}\p{Ll}+)?`;
 
-const BUILTIN_MATCHERS: Record<BuiltinSlug, Matcher[]> = {
+const BUILTIN_PATTERNS: Record<BuiltinSlug, Builtin[]> = {
   email: [
     {
       // The look-behind starts matches only at the beginning of a token, which keeps long runs of
@@ -166,8 +201,10 @@ const BUILTIN_MATCHERS: Record<BuiltinSlug, Matcher[]> = {
       re: /(?<![\w+-])(?:1[\s.-])?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?![\w-])/g,
     },
   ],
-  ssn: [{ re: /(?<![\w-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w-])/g }],
-  'credit-card': [{ re: /(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])/g, validate: luhnValid }],
+  // 123-45-6789, also with dots or spaces (one separator throughout).
+  ssn: [{ re: /(?<![\w-])(?!000|666|9\d\d)\d{3}([-. ])(?!00)\d{2}\1(?!0000)\d{4}(?![\w-])/g }],
+  // 13 to 19 digits, run together or separated by spaces, dashes or dots.
+  'credit-card': [{ re: /(?<![\w-])\d(?:[ .-]?\d){12,18}(?![\w-])/g, validate: luhnValid }],
   'ip-address': [
     {
       re: /(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\.?\d)(?!\w)/g,
@@ -247,6 +284,10 @@ const BUILTIN_MATCHERS: Record<BuiltinSlug, Matcher[]> = {
   ],
 };
 
+const BUILTIN_MATCHERS = Object.fromEntries(
+  Object.entries(BUILTIN_PATTERNS).map(([slug, list]) => [slug, list.map(builtinMatcher)]),
+) as Record<BuiltinSlug, Matcher[]>;
+
 const tagOf = (s: string) =>
   s
     .toUpperCase()
@@ -278,22 +319,18 @@ export interface GuardrailFilters {
 /**
  * Compiles the filters of every applicable guardrail, in guardrail order, custom filters first.
  * The same filter brought by several guardrails (same built-in slug, action and scope; same custom
- * pattern, action and label) is kept once. Unknown built-in slugs and patterns that no longer
- * compile are skipped (they were validated on write).
+ * pattern, action and label) is kept once. Unknown built-in slugs are skipped; a custom pattern RE2
+ * cannot compile (stored before writes were checked) is kept as a `broken` filter, which fails closed.
  */
 export function compileFilters(guardrails: readonly GuardrailFilters[]): CompiledFilter[] {
   const out: CompiledFilter[] = [];
   const seen = new Set<string>();
   for (const g of guardrails) {
     for (const f of g.custom ?? []) {
-      const key = JSON.stringify(['custom', f.pattern, f.action, f.label ?? null]);
+      const applyTo = f.apply_to ?? 'request';
+      const key = JSON.stringify(['custom', f.pattern, f.action, f.label ?? null, applyTo]);
       if (seen.has(key)) continue;
-      let re: RegExp;
-      try {
-        re = new RegExp(f.pattern, 'g');
-      } catch {
-        continue;
-      }
+      const compiled = compileCustomPattern(f.pattern);
       seen.add(key);
       const label = f.label?.trim() || 'Custom filter';
       out.push({
@@ -302,8 +339,10 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
         tag: f.label?.trim() ? tagOf(f.label) : 'CUSTOM',
         action: f.action,
         scope: 'all_messages',
+        applyTo,
         guardrailId: g.guardrailId,
-        matchers: [{ re }],
+        matchers: 're' in compiled ? [{ spans: (text) => re2Spans(compiled.re, text) }] : [],
+        ...('error' in compiled ? { broken: compiled.error } : {}),
       });
     }
     for (const b of g.builtins ?? []) {
@@ -311,7 +350,8 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
       if (!matchers) continue;
       const scope: ScanScope =
         b.slug === 'regex-prompt-injection' ? (b.scan_scope ?? 'all_messages') : 'all_messages';
-      const key = JSON.stringify(['builtin', b.slug, b.action, scope]);
+      const applyTo = b.apply_to ?? 'request';
+      const key = JSON.stringify(['builtin', b.slug, b.action, scope, applyTo]);
       if (seen.has(key)) continue;
       seen.add(key);
       out.push({
@@ -321,6 +361,7 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
         tag: BUILTIN_TAGS[b.slug],
         action: b.action,
         scope,
+        applyTo,
         guardrailId: g.guardrailId,
         matchers,
       });
@@ -334,24 +375,6 @@ export function compileFilters(guardrails: readonly GuardrailFilters[]): Compile
 
 const inScope = (f: CompiledFilter, m: ChatMessage) => f.scope === 'all_messages' || m.role === 'user';
 
-/**
- * Replaces the matches of `f` in `text`; returns the new text and the number replaced. Counting
- * goes through here too, so that a span two matchers of one filter both see counts once.
- */
-function redactIn(f: CompiledFilter, text: string): { text: string; n: number } {
-  let n = 0;
-  const replacement = `[REDACTED:${f.tag}]`;
-  let out = text;
-  for (const { re, validate } of f.matchers) {
-    out = out.replace(re, (m) => {
-      if (m.length === 0 || (validate && !validate(m))) return m;
-      n++;
-      return replacement;
-    });
-  }
-  return { text: out, n };
-}
-
 /** Every text segment of a message (string content, or the text parts). */
 function textsOf(m: ChatMessage): string[] {
   if (typeof m.content === 'string') return [m.content];
@@ -361,44 +384,66 @@ function textsOf(m: ChatMessage): string[] {
   return [];
 }
 
-function countFilter(f: CompiledFilter, messages: readonly ChatMessage[]): number {
+/** The message with its text segments replaced by `texts` (in order), or itself when none changed. */
+function withTexts(m: ChatMessage, before: readonly string[], texts: readonly string[]): ChatMessage {
+  if (texts.every((t, i) => t === before[i])) return m;
+  if (typeof m.content === 'string') return { ...m, content: texts[0] ?? '' };
+  let k = 0;
+  const content = (m.content ?? []).map((p): ContentPart => {
+    if (p.type !== 'text' || typeof p.text !== 'string') return p;
+    const text = texts[k++] as string;
+    return text === p.text ? p : { ...p, text };
+  });
+  return { ...m, content };
+}
+
+const findersOf = (f: CompiledFilter) => f.matchers.map((m) => (text: string) => m.spans(text));
+
+/** The matches of `f` in one text, as spans of the original text (the model's answer: see answer-filter.ts). */
+export function originalSpans(f: CompiledFilter, text: string): Span[] {
+  if (text.length === 0) return [];
+  const t = prepareText([text]);
+  return findSpans(t, findersOf(f)).map((span) => toOriginal(t, span));
+}
+
+/** Each message's texts, normalised once for all the filters (a redaction makes a new message). */
+type Prepared = WeakMap<ChatMessage, PreparedText | null>;
+
+function prepared(cache: Prepared, m: ChatMessage): PreparedText | null {
+  let t = cache.get(m);
+  if (t === undefined) {
+    const texts = textsOf(m);
+    t = texts.length > 0 ? prepareText(texts) : null;
+    cache.set(m, t);
+  }
+  return t;
+}
+
+function countFilter(f: CompiledFilter, messages: readonly ChatMessage[], cache: Prepared): number {
   let n = 0;
   for (const m of messages) {
-    if (!inScope(f, m)) continue;
-    for (const t of textsOf(m)) n += redactIn(f, t).n;
+    const t = inScope(f, m) ? prepared(cache, m) : null;
+    if (t) n += findSpans(t, findersOf(f)).length;
   }
   return n;
 }
 
 /** Applies one redacting filter to the message list, copying only the messages it changes. */
-function redactFilter(f: CompiledFilter, messages: ChatMessage[]): number {
+function redactFilter(f: CompiledFilter, messages: ChatMessage[], cache: Prepared): number {
   let total = 0;
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i] as ChatMessage;
-    if (!inScope(f, m)) continue;
-    if (typeof m.content === 'string') {
-      const r = redactIn(f, m.content);
-      if (r.n > 0) {
-        total += r.n;
-        messages[i] = { ...m, content: r.text };
-      }
-    } else if (Array.isArray(m.content)) {
-      let changed = false;
-      const parts = m.content.map((p): ContentPart => {
-        if (p.type !== 'text' || typeof p.text !== 'string') return p;
-        const r = redactIn(f, p.text);
-        if (r.n === 0) return p;
-        total += r.n;
-        changed = true;
-        return { ...p, text: r.text };
-      });
-      if (changed) messages[i] = { ...m, content: parts };
-    }
+  const replacement = `[REDACTED:${f.tag}]`;
+  for (const [i, m] of messages.entries()) {
+    const t = inScope(f, m) ? prepared(cache, m) : null;
+    if (!t) continue;
+    const spans = findSpans(t, findersOf(f));
+    if (spans.length === 0) continue;
+    total += spans.length;
+    messages[i] = withTexts(m, t.parts, redactSpans(t, spans, replacement));
   }
   return total;
 }
 
-const STATUS: Record<FilterAction, SafeguardStatus> = {
+export const STATUS: Record<FilterAction, SafeguardStatus> = {
   block: 'blocked',
   redact: 'redacted',
   flag: 'flagged',
@@ -417,10 +462,12 @@ export function applyContentFilters(
 ): ContentFilterOutcome {
   if (filters.length === 0) return { messages, blocked: null, results: [] };
   const counts = new Array<number>(filters.length).fill(0);
-  let blocked: CompiledFilter | null = null;
+  const cache: Prepared = new WeakMap();
+  // A filter that cannot run fails closed: the call is refused rather than sent unfiltered.
+  let blocked: CompiledFilter | null = filters.find((f) => f.broken !== undefined) ?? null;
   for (const [i, f] of filters.entries()) {
-    if (f.action === 'redact') continue;
-    const n = countFilter(f, messages);
+    if (f.action === 'redact' || f.broken !== undefined) continue;
+    const n = countFilter(f, messages, cache);
     counts[i] = n;
     if (f.action === 'block' && n > 0 && blocked === null) blocked = f;
   }
@@ -428,12 +475,12 @@ export function applyContentFilters(
   let out = messages;
   if (blocked !== null) {
     for (const [i, f] of filters.entries()) {
-      if (f.action === 'redact') counts[i] = countFilter(f, messages);
+      if (f.action === 'redact') counts[i] = countFilter(f, messages, cache);
     }
   } else {
     out = [...messages];
     for (const [i, f] of filters.entries()) {
-      if (f.action === 'redact') counts[i] = redactFilter(f, out);
+      if (f.action === 'redact') counts[i] = redactFilter(f, out, cache);
     }
     if (out.every((m, i) => m === messages[i])) out = messages;
   }
@@ -441,7 +488,9 @@ export function applyContentFilters(
   const results = filters.map(
     (f, i): SafeguardResult => ({
       type: 'content_filter',
-      status: { type: (counts[i] ?? 0) > 0 ? STATUS[f.action] : 'passed' },
+      status: {
+        type: f.broken !== undefined ? 'blocked' : (counts[i] ?? 0) > 0 ? STATUS[f.action] : 'passed',
+      },
       label: f.label,
       ...(f.slug !== undefined ? { slug: f.slug } : {}),
       matches: counts[i] ?? 0,
@@ -452,7 +501,11 @@ export function applyContentFilters(
     blocked:
       blocked === null
         ? null
-        : { label: blocked.label, ...(blocked.slug !== undefined ? { slug: blocked.slug } : {}) },
+        : {
+            label: blocked.label,
+            ...(blocked.slug !== undefined ? { slug: blocked.slug } : {}),
+            ...(blocked.broken !== undefined ? { broken: true } : {}),
+          },
     results,
   };
 }

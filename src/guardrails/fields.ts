@@ -1,6 +1,7 @@
 import { badRequest } from '../lib/errors.js';
 import { unknownProviderSlugs } from '../lib/provider-slugs.js';
 import type { ResetInterval } from '../lib/time.js';
+import { compileCustomPattern } from './custom-patterns.js';
 
 /** The value vocabularies of a guardrail's fields (digest §1.1) and their normalisation. */
 
@@ -8,11 +9,14 @@ export const RESET_INTERVALS = ['daily', 'weekly', 'monthly'] as const satisfies
 export const DATA_REGIONS = ['global', 'europe', 'us'] as const;
 export const FILTER_ACTIONS = ['redact', 'block', 'flag'] as const;
 export const SCAN_SCOPES = ['user_only', 'all_messages'] as const;
+/** What a content filter reads: the caller's request (default), the model's answer, or both. */
+export const APPLY_TO = ['request', 'response', 'both'] as const;
 export const ZDR_VENDORS = ['anthropic', 'google', 'openai', 'other', 'xai'] as const;
 
 export type DataRegion = (typeof DATA_REGIONS)[number];
 export type FilterAction = (typeof FILTER_ACTIONS)[number];
 export type ScanScope = (typeof SCAN_SCOPES)[number];
+export type ApplyTo = (typeof APPLY_TO)[number];
 
 /** Built-in content filters and the human label each one is shown with. */
 export const BUILTIN_LABELS = {
@@ -36,6 +40,8 @@ export interface ContentFilter {
   pattern: string;
   action: FilterAction;
   label?: string | null;
+  /** Stored only when not `request`. */
+  apply_to?: ApplyTo;
 }
 
 export interface BuiltinFilterInput {
@@ -44,26 +50,29 @@ export interface BuiltinFilterInput {
   /** Deprecated and ignored: the label is derived from the slug. */
   label?: string;
   scan_scope?: ScanScope;
+  apply_to?: ApplyTo;
 }
 
-/** A built-in filter as stored (the label is derived on output). */
+/** A built-in filter as stored (the label is derived on output; `apply_to` only when not `request`). */
 export interface StoredBuiltinFilter {
   slug: BuiltinSlug;
   action: FilterAction;
   scan_scope?: ScanScope;
+  apply_to?: ApplyTo;
 }
 
-/** Custom regex filters: every pattern must compile as a JavaScript regular expression. */
+/** `apply_to` as stored: absent for the default (`request`), which keeps older guardrails' shape. */
+const applyTo = (a: ApplyTo | undefined) => (a && a !== 'request' ? { apply_to: a } : {});
+
+/** Custom regex filters: every pattern must compile on RE2, the engine they run on. */
 export function normaliseContentFilters(filters: readonly ContentFilter[]): ContentFilter[] {
   return filters.map((f, i) => {
-    try {
-      new RegExp(f.pattern);
-    } catch (err) {
+    const compiled = compileCustomPattern(f.pattern);
+    if ('error' in compiled)
       throw badRequest(
-        `content_filters[${i}].pattern is not a valid regular expression: ${(err as Error).message}`,
+        `content_filters[${i}].pattern ${JSON.stringify(f.pattern)} is not supported: ${compiled.error}`,
       );
-    }
-    return { pattern: f.pattern, action: f.action, label: f.label ?? null };
+    return { pattern: f.pattern, action: f.action, label: f.label ?? null, ...applyTo(f.apply_to) };
   });
 }
 
@@ -78,8 +87,8 @@ export function normaliseBuiltinFilters(filters: readonly BuiltinFilterInput[]):
     if (seen.has(f.slug)) throw badRequest(`content_filter_builtins lists ${f.slug} more than once`);
     seen.add(f.slug);
     return f.slug === PROMPT_INJECTION
-      ? { slug: f.slug, action: f.action, scan_scope: f.scan_scope ?? 'all_messages' }
-      : { slug: f.slug, action: f.action };
+      ? { slug: f.slug, action: f.action, scan_scope: f.scan_scope ?? 'all_messages', ...applyTo(f.apply_to) }
+      : { slug: f.slug, action: f.action, ...applyTo(f.apply_to) };
   });
 }
 
@@ -89,6 +98,7 @@ export const builtinFilterView = (f: StoredBuiltinFilter) => ({
   action: f.action,
   label: BUILTIN_LABELS[f.slug] ?? f.slug,
   ...(f.scan_scope !== undefined ? { scan_scope: f.scan_scope } : {}),
+  ...(f.apply_to !== undefined ? { apply_to: f.apply_to } : {}),
 });
 
 /** A provider list: known slugs only (400 naming the others), duplicates dropped. */

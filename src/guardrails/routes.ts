@@ -7,6 +7,8 @@ import { guardrailView } from './service.js';
 
 const tags = ['Guardrails'];
 const config = { auth: 'management' as const };
+/** Writes: organization owners and admins only (members read). */
+const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 
 export async function guardrailsRoutes(app: Router, { guardrails }: Services) {
   app.addSchema(Guardrail);
@@ -16,7 +18,7 @@ export async function guardrailsRoutes(app: Router, { guardrails }: Services) {
   app.post(
     '/guardrails',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Create a guardrail (enforces nothing until keys or members are assigned)',
@@ -63,7 +65,7 @@ export async function guardrailsRoutes(app: Router, { guardrails }: Services) {
   app.patch(
     '/guardrails/:id',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Update a guardrail',
@@ -83,7 +85,7 @@ export async function guardrailsRoutes(app: Router, { guardrails }: Services) {
   app.delete(
     '/guardrails/:id',
     {
-      config,
+      config: adminConfig,
       schema: {
         tags,
         summary: 'Delete a guardrail and its assignments',

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Nullable, PageQuery, StringEnum } from '../server/schemas.js';
 import {
+  APPLY_TO,
   BUILTIN_SLUGS,
   DATA_REGIONS,
   FILTER_ACTIONS,
@@ -18,10 +19,16 @@ const zdrVendorFlags = <T>(schema: () => T) =>
     T
   >;
 
+const APPLY_TO_HELP =
+  "request (default): the caller's request | response: the model's answer | both; omitted when request";
+const ApplyToOut = () => Type.Optional(Type.String({ description: APPLY_TO_HELP }));
+const ApplyToIn = () => Type.Optional(StringEnum(APPLY_TO, { description: APPLY_TO_HELP }));
+
 const ContentFilterOut = Type.Object({
-  pattern: Type.String({ description: 'JavaScript regular expression' }),
+  pattern: Type.String({ description: 'Regular expression (RE2 syntax: no backreferences or lookaround)' }),
   action: Type.String({ description: 'redact | block | flag' }),
   label: Type.Optional(Nullable(Type.String())),
+  apply_to: ApplyToOut(),
 });
 
 const BuiltinFilterOut = Type.Object({
@@ -31,6 +38,7 @@ const BuiltinFilterOut = Type.Object({
   scan_scope: Type.Optional(
     Type.String({ description: 'user_only | all_messages (regex-prompt-injection only)' }),
   ),
+  apply_to: ApplyToOut(),
 });
 
 /** The Guardrail object, always in its extended form. */
@@ -65,9 +73,13 @@ const NullableFlag = () => Type.Optional(Nullable(Type.Boolean()));
 const StringList = () => Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1 }))));
 
 const ContentFilterIn = Type.Object({
-  pattern: Type.String({ minLength: 1, description: 'JavaScript regular expression' }),
+  pattern: Type.String({
+    minLength: 1,
+    description: 'Regular expression (RE2 syntax: no backreferences or lookaround)',
+  }),
   action: StringEnum(FILTER_ACTIONS),
   label: Type.Optional(Nullable(Type.String())),
+  apply_to: ApplyToIn(),
 });
 
 const BuiltinFilterIn = Type.Object({
@@ -77,6 +89,7 @@ const BuiltinFilterIn = Type.Object({
   scan_scope: Type.Optional(
     StringEnum(SCAN_SCOPES, { description: 'regex-prompt-injection only; default all_messages' }),
   ),
+  apply_to: ApplyToIn(),
 });
 
 const policyFields = {

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CallSignal } from '../lib/call-abort.js';
-import { notFound } from '../lib/errors.js';
+import { ApiError, notFound } from '../lib/errors.js';
 import type { ForwardedJson } from '../providers/types.js';
 import type { Body, InferenceCall, RouteInfo } from '../routing/call.js';
 import type { Engine, Streaming } from '../routing/engine.js';
@@ -68,8 +68,14 @@ async function* relay(wire: CallerWire<unknown>, s: Streaming & { lane: true }):
     if (relayFrame) for await (const f of s.frames) yield relayFrame(f, s.info);
     else for await (const f of s.frames) yield f.frame;
   } catch (err) {
-    yield* wire.streamError(s.info, (err as Error).message || 'Upstream stream failed');
+    yield* failed(wire, s.info, err);
   }
+}
+
+/** The error frames ending a stream that failed after it started, in the caller's format. */
+function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown): string[] {
+  const status = err instanceof ApiError ? err.status : 502;
+  return wire.streamError(info, (err as Error).message || 'Upstream stream failed', status);
 }
 
 /**

@@ -8,7 +8,7 @@ import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
 import { sendEgress } from './egress.js';
-import { CALLBACK_PATHS } from './runtime-protocol.js';
+import { CALLBACK_PATHS, RUN_GRANT_HEADER } from './runtime-protocol.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,9 +29,10 @@ function bearer(request: FastifyRequest): string | null {
 /**
  * The runtimes' callbacks (runtime-protocol.ts CALLBACK_PATHS), outside /api/v1. A runtime
  * authenticates with its own token (`Authorization: Bearer <token>`), which names its intern.
- * - chat: an OpenAI chat body run through the routing engine as the intern's owner key, exactly as
- *   POST /api/v1/chat/completions runs it (guardrails, budgets, usage and cost recorded), with the
- *   model forced to the one the intern was provisioned with;
+ * - chat: an OpenAI chat body run through the routing engine as the key whose chat request issued
+ *   the run grant it carries (run-grants.ts), exactly as POST /api/v1/chat/completions runs it for
+ *   that key (limits, guardrails, budgets, credits; usage and cost recorded against it), with the
+ *   model forced to the one the intern was provisioned with. No valid grant, no model call;
  * - egress: the http_request tool's requests, with vault secrets filled in for their hosts (egress.ts).
  */
 export async function runtimeCallbackRoutes(app: Router, services: Services): Promise<void> {
@@ -53,13 +54,14 @@ export async function runtimeCallbackRoutes(app: Router, services: Services): Pr
     },
     async (request, reply) => {
       const internId = request.runtimeIntern;
-      const caller = await services.interns.ownerCaller(internId);
+      const token = request.headers[RUN_GRANT_HEADER];
+      const grant = typeof token === 'string' ? services.interns.grants.lookup(token, internId) : null;
+      if (!grant) {
+        return sendError(reply, 401, 'No valid run grant: model calls are made only for a chat request');
+      }
+      const caller = await services.interns.grantCaller(grant);
       if (!caller) {
-        return sendError(
-          reply,
-          401,
-          'The intern’s owner key is missing, disabled or expired: its runs cannot be billed',
-        );
+        return sendError(reply, 401, 'The calling key is disabled or expired: the run cannot be billed');
       }
       const row = await services.db
         .selectFrom('interns')

@@ -9,6 +9,7 @@ import type { Services } from '../services.js';
 import { InternChatBody, SteeredResponse } from './chat.schemas.js';
 import { ChatChunks, type StreamError } from './chat-stream.js';
 import { clearDeadline, installInternsGuards } from './guards.js';
+import { sessionOwnerOf } from './run-grants.js';
 import { RuntimeUnreachable, startTurn } from './runtime-client.js';
 import type { RuntimeEvent, TurnRequest } from './runtime-protocol.js';
 
@@ -104,8 +105,10 @@ async function chatWith(services: Services, request: FastifyRequest, reply: Fast
     throw chatError(400, 'bad_request', 'session_id is required when the last message is a tool message');
   }
 
-  const intern = await services.interns.visible(request.caller, internId).catch((err: unknown) => {
+  // Only the intern's owner and the workspace's administrators chat with it (access.ts).
+  const intern = await services.interns.actable(request.caller, internId).catch((err: unknown) => {
     if (err instanceof ApiError && err.status === 404) throw chatError(404, 'not_found', 'Intern not found');
+    if (err instanceof ApiError && err.status === 403) throw chatError(403, 'no_acting_user', err.message);
     throw err;
   });
   if (intern.status !== 'running') {
@@ -120,9 +123,14 @@ async function chatWith(services: Services, request: FastifyRequest, reply: Fast
     throw chatError(502, 'intern_unreachable', 'The intern’s runtime is not reachable from this node');
 
   const sessionId = body.session_id ?? `sess_${randomUUID().replace(/-/g, '')}`;
+  // The run's model calls are billed and guarded as this request's key, for as long as it streams.
+  const grants = services.interns.grants;
+  const grant = grants.issue(intern.id, request.caller);
   const turn: TurnRequest = {
     session_id: sessionId,
     approval_mode: body.approval_mode ?? 'self-drive',
+    owner: sessionOwnerOf(request.caller),
+    grant,
     message:
       last.role === 'tool'
         ? { role: 'tool', tool_call_id: last.tool_call_id, content: text(last.content) }
@@ -134,12 +142,14 @@ async function chatWith(services: Services, request: FastifyRequest, reply: Fast
   try {
     answer = await startTurn(endpoint, turn, controller.signal);
   } catch (err) {
+    grants.revoke(grant);
     if (err instanceof RuntimeUnreachable) {
       request.log.warn({ intern: intern.id, err: err.message }, 'intern runtime unreachable');
       throw chatError(502, 'intern_unreachable', 'The intern’s runtime did not answer');
     }
     throw err;
   }
+  if (answer.kind !== 'stream') grants.revoke(grant);
   if (answer.kind === 'steered') return reply.code(202).send({ session_id: sessionId, status: 'steered' });
   if (answer.kind === 'refused') {
     const { reason, message } = answer.refusal;
@@ -154,12 +164,27 @@ async function chatWith(services: Services, request: FastifyRequest, reply: Fast
       new ChatChunks(sessionId, services.config.interns.pauseTool),
       services.config.interns.keepaliveMs,
       controller.signal,
+      () => grants.revoke(grant),
     ),
   );
 }
 
 /** SSE frames of a run, with keepalive comments while it is idle and a severed-stream error if it breaks. */
 async function* frames(
+  events: AsyncIterable<RuntimeEvent>,
+  chunks: ChatChunks,
+  keepaliveMs: number,
+  signal: AbortSignal,
+  ended: () => void,
+): AsyncGenerator<string> {
+  try {
+    yield* runFrames(events, chunks, keepaliveMs, signal);
+  } finally {
+    ended();
+  }
+}
+
+async function* runFrames(
   events: AsyncIterable<RuntimeEvent>,
   chunks: ChatChunks,
   keepaliveMs: number,

@@ -5,7 +5,10 @@ import type { Db } from '../db/connection.js';
 import { codedError } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import type { VaultService } from '../vault/service.js';
+import type { InternAccess } from './access.js';
+import { assertRuntimeRoom } from './capacity.js';
 import { InternErrorCode } from './model.js';
+import type { Provisioner } from './provisioner.js';
 import type { ProvisioningLoops } from './provisioning.js';
 import type { CreateInternBody } from './schemas.js';
 import * as store from './store.js';
@@ -27,6 +30,8 @@ export interface CreateDeps {
   config: InternsConfig;
   vault: VaultService;
   loops: ProvisioningLoops;
+  access: InternAccess;
+  provisioner: Pick<Provisioner, 'runtimeCount'>;
   log: () => { error(obj: object, msg: string): void };
   /** Finishing steps under way on this node, by intern id (concurrent retries share one). */
   inflight: Map<string, Promise<store.InternRow>>;
@@ -113,14 +118,15 @@ export async function createIntern(
     }
 
     if (await store.nameTaken(db, caller.workspaceId, userId, body.name)) throw nameTakenError(body.name);
-    if ((await store.countOwned(db, caller.workspaceId, userId)) >= config.perMemberLimit) {
+    if ((await store.countOwned(db, userId)) >= config.perMemberLimit) {
       throw codedError(
         409,
         InternErrorCode.internLimitReached,
-        `You already own ${config.perMemberLimit} interns in this workspace, the most allowed; delete one first`,
+        `You already own ${config.perMemberLimit} interns (all workspaces together), the most allowed; delete one first`,
       );
     }
-    const attached = body.vault_id ? await attachableVault(deps, caller.workspaceId, body.vault_id) : null;
+    if (body.provision) await assertRuntimeRoom(deps, caller.organizationId);
+    const attached = body.vault_id ? await attachableVault(deps, caller, body.vault_id) : null;
     checkDeadline(signal);
 
     const now = store.stamp();
@@ -166,14 +172,19 @@ export async function createIntern(
 export const nameTakenError = (name: string) =>
   codedError(409, InternErrorCode.nameTaken, `You already have an intern named ${name} in this workspace`);
 
-/** The vault `vault_id` names, when it is the private vault of a live intern of this workspace. */
-async function attachableVault(deps: CreateDeps, workspaceId: string, vaultId: string): Promise<string> {
+/**
+ * The vault `vault_id` names, when it is the private vault of a live intern of this workspace that
+ * the caller may act on (borrowing a vault lends its secrets: only their owner may do that).
+ */
+async function attachableVault(deps: CreateDeps, caller: Caller, vaultId: string): Promise<string> {
+  const { workspaceId } = caller;
   const refuse = (why: string) =>
     codedError(409, InternErrorCode.vaultNotAttachable, `vault_id ${vaultId} cannot be attached: ${why}`);
   const ownerId = await deps.vault.ownerOfVault(workspaceId, vaultId);
   if (!ownerId) throw refuse('it is not the private vault of an intern of this workspace');
   const owner = await store.findInternIn(deps.db, workspaceId, ownerId);
-  if (!owner) throw refuse('it is not the private vault of an intern of this workspace');
+  if (!owner || !(await deps.access.mayAct(caller, owner)))
+    throw refuse('it is not the private vault of an intern of this workspace');
   if (owner.status === 'destroying' || owner.status === 'destroy_failed') {
     throw refuse('its intern is being deleted');
   }

@@ -1,8 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { UsableSecret } from '../vault/service.js';
 import { EGRESS_BODY_CAP, sendEgress } from './egress.js';
+import { MIN_REFLECTED } from './redaction.js';
 
 interface Seen {
   method: string;
@@ -13,12 +15,38 @@ interface Seen {
 
 const TOKEN = 'tok-1234567890-secret';
 const OTHER = 'other-secret-value';
+/** The mock host is plain HTTP on a random port: these secrets allow both (the port once known). */
+const toMock = { allowHttp: true, ports: [] as number[] };
+const httpsOnly = { allowHttp: false, ports: [] };
 const secrets: UsableSecret[] = [
-  { name: 'api_token', value: TOKEN, hosts: ['127.0.0.1'] },
-  { name: 'other', value: OTHER, hosts: ['example.com'] },
-  { name: 'legacy', value: 'legacy-value', hosts: null },
-  { name: 'tiny', value: 'abc', hosts: ['127.0.0.1'] },
+  { name: 'api_token', value: TOKEN, hosts: ['127.0.0.1'], ...toMock },
+  { name: 'other', value: OTHER, hosts: ['example.com'], ...toMock },
+  { name: 'legacy', value: 'legacy-value', hosts: null, ...toMock },
+  { name: 'tiny', value: 'abc', hosts: ['127.0.0.1'], ...toMock },
+  { name: 'strict', value: 'strict-secret-value', hosts: ['127.0.0.1'], ...httpsOnly },
+  { name: 'http_only', value: 'http-secret-value', hosts: ['127.0.0.1'], allowHttp: true, ports: [] },
 ];
+
+/** The forms a reflecting host can send a secret back in (or a piece of it: `piece:<from>:<to>`). */
+function reflect(how: string, v: string): string {
+  const b = Buffer.from(v);
+  const piece = /^piece:(\d+):(\d+)$/.exec(how);
+  if (piece) return v.slice(Number(piece[1]), Number(piece[2]));
+  const forms: Record<string, string> = {
+    json: JSON.stringify({ v }),
+    url: encodeURIComponent(v),
+    form: new URLSearchParams({ v }).toString(),
+    base64: b.toString('base64'),
+    base64url: b.toString('base64url'),
+    base64_offset1: Buffer.concat([Buffer.from('x'), b]).toString('base64'),
+    base64_offset2: Buffer.concat([Buffer.from('xy'), b]).toString('base64'),
+    hex: b.toString('hex'),
+    HEX: b.toString('hex').toUpperCase(),
+    upper: v.toUpperCase(),
+    lower: v.toLowerCase(),
+  };
+  return forms[how] ?? v;
+}
 
 let server: Server;
 let base: string;
@@ -43,6 +71,36 @@ beforeAll(async () => {
       res.end(`${head}${TOKEN}${'b'.repeat(100_000)}`);
       return;
     }
+    if (req.url?.startsWith('/compressed/')) {
+      // Compressed whatever the request asked for (the coding named in the path).
+      const coding = req.url.slice('/compressed/'.length);
+      const text = Buffer.from(`value: ${String(req.headers['x-key'])} (end)`);
+      const packed =
+        coding === 'br'
+          ? brotliCompressSync(text)
+          : coding === 'deflate'
+            ? deflateSync(text)
+            : gzipSync(text);
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': coding });
+      res.end(packed);
+      return;
+    }
+    if (req.url?.startsWith('/reflect/')) {
+      // A bound host reflecting the secret it was sent (x-key) in the form the path names,
+      // in a header and in a body written a few bytes at a time.
+      const form = reflect(
+        decodeURIComponent(req.url.slice('/reflect/'.length)),
+        String(req.headers['x-key']),
+      );
+      res.writeHead(200, { 'content-type': 'text/plain', 'x-reflected': form });
+      const body = Buffer.from(`value: ${form} (end)`);
+      for (let i = 0; i < body.length; i += 3) {
+        res.write(body.subarray(i, i + 3));
+        await new Promise((r) => setImmediate(r));
+      }
+      res.end();
+      return;
+    }
     if (req.url?.startsWith('/redirect')) {
       res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end();
       return;
@@ -55,6 +113,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as AddressInfo).port;
+  toMock.ports.push(port, 1); // 1: a closed port, for the unreachable case
   base = `http://127.0.0.1:${port}`;
 });
 afterAll(() => new Promise((r) => server.close(r)));
@@ -120,6 +179,38 @@ describe('egress', () => {
     expect(seen).toHaveLength(0);
   });
 
+  it('sends a secret over HTTPS to port 443 only, unless it allows plain HTTP or lists the port', async () => {
+    const http = await send({ method: 'GET', url: `${base}/echo`, headers: { 'x-key': '{{vault:strict}}' } });
+    expect(http).toEqual({
+      status: 403,
+      body: {
+        error: {
+          code: 'scheme_not_allowed',
+          message:
+            'Secret strict is sent over HTTPS only; use an https:// URL (plain http needs allow_http on the secret)',
+        },
+      },
+    });
+    const otherPort = await send({
+      method: 'GET',
+      url: `https://127.0.0.1:${port}/echo`,
+      headers: { 'x-key': '{{vault:strict}}' },
+    });
+    expect(otherPort).toMatchObject({
+      status: 403,
+      body: {
+        error: { code: 'port_not_allowed', message: expect.stringContaining(`port ${port} (allowed: 443;`) },
+      },
+    });
+    // allow_http alone means port 80; this mock's port is not listed.
+    const httpOtherPort = await send({ method: 'GET', url: `${base}/echo?k={{vault:http_only}}` });
+    expect(httpOtherPort).toMatchObject({ status: 403, body: { error: { code: 'port_not_allowed' } } });
+    expect(JSON.stringify([http, otherPort, httpOtherPort])).not.toMatch(/strict-secret|http-secret/);
+    expect(seen).toHaveLength(0);
+    // Without a secret, plain HTTP to any port is the intern's own business.
+    expect((await send({ method: 'GET', url: `${base}/echo` })).status).toBe(200);
+  });
+
   it('refuses an unknown secret name', async () => {
     const r = await send({ method: 'GET', url: `${base}/echo?x={{vault:nope}}` });
     expect(r).toMatchObject({ status: 403, body: { error: { code: 'secret_unknown' } } });
@@ -165,5 +256,95 @@ describe('egress', () => {
     const down = await send({ method: 'GET', url: 'http://127.0.0.1:1/?k={{vault:api_token}}' });
     expect(down.status).toBe(502);
     expect(JSON.stringify(down)).not.toContain(TOKEN);
+  });
+
+  describe('a bound host reflecting the secret', () => {
+    // Spaces, quotes, slashes, non-ASCII and mixed case: every encoding differs from the value.
+    const VALUE = 'Ab/cD+eF gH"iJ é&k=L?m0123456789zZ-qRsTuVwXyZ_98765.4321~Qw3Er5';
+    const reflecting: UsableSecret[] = [{ name: 'key', value: VALUE, hosts: ['127.0.0.1'], ...toMock }];
+    const fetchReflected = async (how: string) => {
+      const r = await sendEgress(
+        {
+          method: 'GET',
+          url: `${base}/reflect/${encodeURIComponent(how)}`,
+          headers: { 'x-key': '{{vault:key}}' },
+        },
+        { secrets: reflecting, allowPrivate: true },
+      );
+      if (r.status !== 200) throw new Error(`unexpected ${r.status}`);
+      return r.body;
+    };
+
+    it.each([
+      'raw',
+      'json',
+      'url',
+      'form',
+      'base64',
+      'base64url',
+      'base64_offset1',
+      'base64_offset2',
+      'hex',
+      'HEX',
+      'upper',
+      'lower',
+    ])('never shows it %s-encoded (header, and a body streamed in small chunks)', async (how) => {
+      const got = await fetchReflected(how);
+      expect(seen.at(-1)?.headers['x-key']).toBe(VALUE);
+      const form = reflect(how, VALUE);
+      const shown = `${got.headers['x-reflected']}\n${got.body}`;
+      expect(shown).not.toContain(form);
+      expect(got.body).toMatch(/^value: .{0,8}\[REDACTED\].{0,4} \(end\)$/);
+      expect(got.headers['x-reflected']).toContain('[REDACTED]');
+    });
+
+    it.each([
+      'gzip',
+      'deflate',
+      'br',
+    ])('asks for an uncompressed answer, and decodes a %s one to redact it', async (coding) => {
+      const r = await sendEgress(
+        {
+          method: 'GET',
+          url: `${base}/compressed/${coding}`,
+          headers: { 'x-key': '{{vault:key}}', 'Accept-Encoding': 'gzip, br' },
+        },
+        { secrets: reflecting, allowPrivate: true },
+      );
+      expect(seen.at(-1)?.headers['accept-encoding']).toBe('identity');
+      if (r.status !== 200) throw new Error(`unexpected ${r.status}`);
+      expect(r.body.body).toBe('value: [REDACTED] (end)');
+      expect(r.body.headers['content-encoding']).toBeUndefined();
+    });
+
+    it('answers 502 for a body in an encoding it cannot decode, showing none of it', async () => {
+      const r = await sendEgress(
+        { method: 'GET', url: `${base}/compressed/x-custom`, headers: { 'x-key': '{{vault:key}}' } },
+        { secrets: reflecting, allowPrivate: true },
+      );
+      expect(r).toEqual({
+        status: 502,
+        body: {
+          error: {
+            code: 502,
+            message:
+              'The response from 127.0.0.1 is compressed with an encoding egress does not decode (x-custom)',
+          },
+        },
+      });
+    });
+
+    it('a secret rebuilt piece by piece over nine requests stays hidden', async () => {
+      const step = Math.ceil(VALUE.length / 9); // 7 characters a request
+      expect(step).toBeGreaterThanOrEqual(MIN_REFLECTED);
+      const pieces: string[] = [];
+      for (let i = 0; i < 9; i++) {
+        const got = await fetchReflected(`piece:${i * step}:${(i + 1) * step}`);
+        // (A space next to the piece may go too: the secret has one there.)
+        expect(got.body).toMatch(/^value: \[REDACTED\] ?\(end\)$/);
+        pieces.push(got.body);
+      }
+      expect(pieces.join('')).not.toContain(VALUE.slice(0, step));
+    });
   });
 });

@@ -3,18 +3,23 @@ import { isIP, type LookupFunction } from 'node:net';
 import { Agent, type Dispatcher, request } from 'undici';
 import { isPrivateAddress } from '../lib/addresses.js';
 import type { UsableSecret } from '../vault/service.js';
+import { transportProblem } from '../vault/transport.js';
+import { decodedBody } from './content-encoding.js';
+import { Redactor } from './redaction.js';
 import type { EgressRefusal, EgressRequest, EgressResponse } from './runtime-protocol.js';
 
 /**
  * The egress layer of interns' http_request tool: fills `{{vault:NAME}}` placeholders with secret
- * values only for the hosts each secret is bound to, refuses private destinations, sends the
+ * values only for the hosts each secret is bound to (over HTTPS to port 443 unless the secret
+ * allows plain HTTP or other ports), refuses private destinations, sends the
  * request (no redirects, 30 s, response capped) and removes secret values from what comes back.
  * Secret values never appear in a refusal, an error or a log line; only names and hosts do.
  */
 
 export const EGRESS_TIMEOUT_MS = 30_000;
 export const EGRESS_BODY_CAP = 256 * 1024;
-const REDACTED = '[REDACTED]';
+/** Bytes read at most for one response, whatever redaction removes (4 × the cap). */
+const EGRESS_READ_LIMIT = 4 * EGRESS_BODY_CAP;
 const PLACEHOLDER = /\{\{vault:([^{}\s]+)\}\}/g;
 const METHOD = /^[A-Z]{1,16}$/;
 /** Headers the caller may not set: the transport's own, and Host (the destination is the URL's). */
@@ -29,6 +34,8 @@ const DROPPED_HEADERS = new Set([
   'te',
   'trailer',
   'expect',
+  // Answers come uncompressed (see content-encoding.ts).
+  'accept-encoding',
 ]);
 
 export interface EgressLog {
@@ -61,24 +68,6 @@ const failure = (status: 400 | 502, message: string): EgressResult => ({
   status,
   body: { error: { code: status, message } },
 });
-
-/** Every value form of the secrets (raw and URL-encoded) that must not come back, longest first. */
-function redactionNeedles(secrets: UsableSecret[]): string[] {
-  const set = new Set<string>();
-  for (const s of secrets) {
-    if (s.value.length < 4) continue;
-    set.add(s.value);
-    const encoded = encodeURIComponent(s.value);
-    if (encoded !== s.value) set.add(encoded);
-  }
-  return [...set].sort((a, b) => b.length - a.length);
-}
-
-export function redactSecrets(text: string, needles: string[]): string {
-  let out = text;
-  for (const n of needles) if (out.includes(n)) out = out.split(n).join(REDACTED);
-  return out;
-}
 
 const placeholderNames = (text: string) => [...text.matchAll(PLACEHOLDER)].map((m) => m[1] as string);
 
@@ -132,6 +121,7 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
   for (const [k, v] of Object.entries(req.headers ?? {})) {
     if (!DROPPED_HEADERS.has(k.toLowerCase())) headers[k] = v;
   }
+  headers['accept-encoding'] = 'identity';
   const used = new Set([...placeholderNames(req.url), ...Object.values(headers).flatMap(placeholderNames)]);
   const byName = new Map(opts.secrets.map((s) => [s.name, s]));
   for (const name of used) {
@@ -147,6 +137,16 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
           ? `Secret ${name} is not bound to any host; it cannot be sent to ${hostname}`
           : `Secret ${name} may not be sent to ${hostname} (it is bound to ${secret.hosts.join(', ')})`,
       );
+    }
+    // HTTPS to port 443 only, unless the secret allows plain HTTP or other ports.
+    const port = target.port ? Number(target.port) : scheme === 'https' ? 443 : 80;
+    const wrong = transportProblem(name, secret, scheme as 'http' | 'https', port);
+    if (wrong) {
+      log?.warn(
+        { intern: opts.internId, secret: name, host: hostname, scheme, port },
+        `egress refused: ${wrong.code}`,
+      );
+      return refused(wrong.code, wrong.message);
     }
   }
 
@@ -191,7 +191,7 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
     else callback(null, pinned.address, pinned.family);
   };
 
-  const needles = redactionNeedles(opts.secrets);
+  const redactor = new Redactor(opts.secrets.map((s) => s.value));
   const timeoutMs = opts.timeoutMs ?? EGRESS_TIMEOUT_MS;
   const cap = opts.bodyCap ?? EGRESS_BODY_CAP;
   const dispatcher = new Agent({
@@ -210,23 +210,42 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
       dispatcher,
       signal,
     });
-    // Read up to the cap plus the longest secret, so a value cut by the cap is still recognized.
-    const limit = cap + (needles[0]?.length ?? 0);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      chunks.push(chunk as Buffer);
-      size += (chunk as Buffer).length;
-      if (size > limit) break;
+    const body = decodedBody(res.body, res.headers['content-encoding']);
+    if (!body) {
+      res.body.on('error', () => {}).destroy(); // not read: its abort is expected
+      return failure(
+        502,
+        `The response from ${hostname} is compressed with an encoding egress does not decode (${String(res.headers['content-encoding'])})`,
+      );
     }
-    const truncated = size > cap;
-    if (size > limit) res.body.destroy();
-    let text = redactSecrets(Buffer.concat(chunks).subarray(0, limit).toString('utf8'), needles);
-    if (truncated) text = text.slice(0, cap);
+    // Redacted as it streams in; read until the redacted text passes the cap (a secret cut by the
+    // cap is still recognized whole) or the read limit is reached.
+    const stream = redactor.stream();
+    let text = '';
+    let size = 0;
+    let complete = true;
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length;
+      text += stream.push(chunk as Buffer);
+      if (text.length > cap || size > Math.max(EGRESS_READ_LIMIT, cap)) {
+        complete = false;
+        break;
+      }
+    }
+    // A body left unread is not flushed: its held-back tail may be the start of a secret.
+    if (complete) text += stream.end();
+    else {
+      body.destroy();
+      res.body.destroy();
+    }
+    const truncated = !complete || text.length > cap;
+    if (text.length > cap) text = text.slice(0, cap);
     const outHeaders: Record<string, string> = {};
     for (const [k, v] of Object.entries(res.headers)) {
-      if (v === undefined) continue;
-      outHeaders[k] = redactSecrets(Array.isArray(v) ? v.join(', ') : v, needles);
+      // The body is passed on decoded: its encoding and compressed length no longer apply.
+      if (v === undefined || ((k === 'content-encoding' || k === 'content-length') && body !== res.body))
+        continue;
+      outHeaders[redactor.redact(k)] = redactor.redact(Array.isArray(v) ? v.join(', ') : v);
     }
     log?.info(
       { intern: opts.internId, method, host: hostname, secrets: [...used], status: res.statusCode },
@@ -240,7 +259,7 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
         ? `timed out after ${Math.round(timeoutMs / 1000)} s`
         : e.code || e.message || 'request failed';
     log?.warn({ intern: opts.internId, method, host: hostname, secrets: [...used] }, 'egress request failed');
-    return failure(502, redactSecrets(`The request to ${hostname} failed: ${why}`, needles));
+    return failure(502, redactor.redact(`The request to ${hostname} failed: ${why}`));
   } finally {
     dispatcher.close().catch(() => {});
   }

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { InternsConfig } from '../config.js';
+import { namedHosts } from '../lib/request-hosts.js';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import type { Programme } from './programme.js';
@@ -20,7 +21,7 @@ const pending = new WeakMap<FastifyRequest, Pending>();
 /**
  * The rules every /interns and /vault route shares, as hooks on the plugin that holds them (after
  * authentication, which runs first):
- * - a request on a configured regional hostname → 403;
+ * - a request naming a configured regional hostname (Host or X-Forwarded-Host) → 403;
  * - a caller outside the interns programme → 404 `not_found` (`named` codes) or 404;
  * - the route deadline: a reply not sent within `deadlineMs` is answered 408 (code 408) and
  *   `request.deadline` aborts, so the handler can stop its work. A streaming route calls
@@ -34,8 +35,9 @@ export function installInternsGuards(
   const named = (code: string) => (opts.codes === 'named' ? code : undefined);
   if (!app.hasRequestDecorator('deadline')) app.decorateRequest('deadline', null as unknown as AbortSignal);
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    const host = request.hostname.toLowerCase().replace(/\.$/, '');
-    if (deps.config.regionalHosts.includes(host)) {
+    // Host, and X-Forwarded-Host from a proxy: either naming a regional hostname refuses.
+    const host = namedHosts(request.headers).find((h) => deps.config.regionalHosts.includes(h));
+    if (host !== undefined) {
       return sendError(
         reply,
         403,

@@ -209,4 +209,18 @@ setInterval(() => {}, 1000);
     parent.kill('SIGKILL');
     await waitFor('the orphaned runtime to exit', () => gone(pid), 10_000);
   }, 30_000);
+  it('refuses to start a runtime past GATEHOUSE_INTERNS_RUNTIMES_MAX on this host', async () => {
+    const p = provisioner({ runtimesMax: 1 });
+    await boot(p, 'cap-a');
+    expect(p.runtimeCount()).toBe(1);
+    const refused = boot(p, 'cap-b');
+    await expect(refused).rejects.toBeInstanceOf(ProvisionError);
+    await expect(refused).rejects.toThrow(/1 intern runtimes/);
+    expect(p.endpoint('cap-b')).toBeNull();
+    // Restarting the same intern is no extra runtime; stopping one makes room.
+    await boot(p, 'cap-a');
+    await p.stop('cap-a');
+    await boot(p, 'cap-b');
+    expect(p.runtimeCount()).toBe(1);
+  }, 30_000);
 });

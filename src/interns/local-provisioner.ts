@@ -134,6 +134,13 @@ export class LocalProvisioner implements Provisioner {
     if (!this.gatewayUrl) throw new ProvisionError('The gateway is not listening yet; try again');
     // Idempotent: a re-run (retry, resume) replaces the runtime this intern may still have.
     await this.stop(target.id);
+    // The host-wide cap, enforced here too: requests are checked before they queue, but provisions
+    // started together (or at boot) only meet here.
+    if (this.runtimes.size >= this.config.runtimesMax) {
+      throw new ProvisionError(
+        `This host already runs ${this.config.runtimesMax} intern runtimes, the most it allows; suspend one or try later`,
+      );
+    }
     const dir = this.workdir(target.id);
     const token = randomBytes(32).toString('base64url');
     const env: Record<string, string> = {
@@ -325,6 +332,10 @@ export class LocalProvisioner implements Provisioner {
       this.log.warn({ intern: internId, err: (err as Error).message }, 'could not archive working directory');
       throw new ProvisionError('Could not archive the intern’s working directory');
     }
+  }
+
+  runtimeCount(): number {
+    return this.runtimes.size;
   }
 
   endpoint(internId: string): RuntimeEndpoint | null {

@@ -77,8 +77,10 @@ export const InternErrorCode = {
   regionRefused: 'region_not_allowed',
   idempotencyKeyReused: 'idempotency_key_reused',
   nameTaken: 'name_taken',
-  /** The member already owns GATEHOUSE_INTERNS_PER_MEMBER interns in this workspace. */
+  /** The member already owns GATEHOUSE_INTERNS_PER_MEMBER interns (all workspaces together). */
   internLimitReached: 'intern_limit_reached',
+  /** Starting a runtime would pass GATEHOUSE_INTERNS_RUNTIMES_PER_ORGANIZATION or GATEHOUSE_INTERNS_RUNTIMES_MAX. */
+  runtimeLimitReached: 'runtime_limit_reached',
   /** `vault_id` names no vault owned by another intern of this workspace, or one being destroyed. */
   vaultNotAttachable: 'vault_not_attachable',
   /** The action is not allowed in the intern's current status (README transition table). */

@@ -7,8 +7,8 @@ const TTL_MS = 5_000;
 /**
  * Membership of the interns programme (`users.interns_programme`, set by the operator). Callers
  * outside it get 404 on every /interns and /vault route. A key acting as its organization (no
- * user) is let through: it can read the workspace's interns but cannot create one (403
- * `no_acting_user`).
+ * user) is let through: it can read the workspace's interns and vault listings but writes nothing
+ * (403 `no_acting_user`; access.ts).
  */
 export class Programme {
   private readonly cache = new Map<string, { member: boolean; until: number }>();

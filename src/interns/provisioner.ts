@@ -41,6 +41,8 @@ export interface Provisioner {
    * `<runtimeDir>/archive/`) unless `discard`; throws ProvisionError when archiving fails.
    */
   destroy(internId: string, opts: { discard: boolean }): Promise<void>;
+  /** Runtimes this node runs or is starting (GATEHOUSE_INTERNS_RUNTIMES_MAX caps them). */
+  runtimeCount(): number;
   /** Where the intern's runtime listens, or null when it is not running on this node. */
   endpoint(internId: string): RuntimeEndpoint | null;
   /** The runtime (intern id) a callback token belongs to, or null. */

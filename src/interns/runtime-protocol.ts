@@ -13,10 +13,12 @@
  *     409/410/400 TurnRefusal when the turn cannot start (nothing was streamed).
  *
  * Runtime → gateway callbacks (CALLBACK_PATHS, on the gateway's own port):
- * - POST /internal/runtime/chat/completions — an OpenAI chat-completions body (non-streaming);
- *     run through the routing engine as the intern's owner key, billed and guarded like any call.
+ * - POST /internal/runtime/chat/completions — an OpenAI chat-completions body (non-streaming) with
+ *     the turn's run grant (RUN_GRANT_HEADER); run through the routing engine as the key whose chat
+ *     request issued the grant, billed and guarded like any call of that key.
  * - POST /internal/runtime/egress EgressRequest → 200 EgressResponse, or 403 EgressRefusal when a
- *     secret placeholder would go to a host it is not bound to (nothing is sent), or 400/502.
+ *     secret placeholder would go to a host it is not bound to, or over plain HTTP or to a port
+ *     the secret does not allow (nothing is sent), or 400/502.
  *
  * Secret placeholders: `{{vault:NAME}}` in the URL or a header value of an egress request. The
  * runtime never holds secret values; the gateway substitutes them for allowed hosts only and
@@ -29,6 +31,11 @@ export const CALLBACK_PATHS = {
   egress: '/internal/runtime/egress',
 } as const;
 export const RUNTIME_TOKEN_HEADER = 'x-runtime-token';
+/**
+ * The run grant a runtime's model callbacks carry: the gateway issues one per chat request and
+ * bills and guards the model calls made under it as the key that sent that request.
+ */
+export const RUN_GRANT_HEADER = 'x-gatehouse-run-grant';
 
 export type ApprovalMode = 'manual' | 'self-drive';
 
@@ -36,6 +43,13 @@ export type ApprovalMode = 'manual' | 'self-drive';
 export interface TurnRequest {
   session_id: string;
   approval_mode: ApprovalMode;
+  /**
+   * Who is calling, as an opaque id of their key: a session belongs to the key that started it,
+   * and a turn from anyone else is refused (404 not_found) as if the session did not exist.
+   */
+  owner: string;
+  /** The run grant the run's model calls send back (RUN_GRANT_HEADER); valid while this turn streams. */
+  grant: string;
   message:
     | { role: 'user'; content: string }
     | {
@@ -53,6 +67,7 @@ export interface TurnRefusal {
     | 'interaction_unknown' // 409: no interaction of this session has that id
     | 'interaction_not_pending' // 409: the interaction was already answered
     | 'run_ended' // 410: the paused run was cancelled (its interaction deadline passed)
+    | 'not_found' // 404: the session belongs to another caller
     | 'bad_request'; // 400: e.g. a tool message on a session with nothing paused
   message: string;
 }
@@ -112,5 +127,13 @@ export interface EgressResponse {
 }
 
 export interface EgressRefusal {
-  error: { code: 'host_not_allowed' | 'secret_unknown' | 'address_not_allowed'; message: string };
+  error: {
+    code:
+      | 'host_not_allowed'
+      | 'secret_unknown'
+      | 'address_not_allowed'
+      | 'scheme_not_allowed'
+      | 'port_not_allowed';
+    message: string;
+  };
 }

@@ -25,11 +25,14 @@ import type { Db } from '../db/connection.js';
 import type { InternStatus } from '../db/schema.js';
 import { codedError } from '../lib/errors.js';
 import type { VaultService } from '../vault/service.js';
+import type { InternAccess } from './access.js';
+import { assertRuntimeRoom } from './capacity.js';
 import { type CreateResult, createIntern, nameTakenError } from './create.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { INTERN_STATUSES, InternErrorCode, type InternView, nextStatus, TRANSITIONS } from './model.js';
 import { ProvisionError, type Provisioner } from './provisioner.js';
 import { ProvisioningLoops } from './provisioning.js';
+import { type RunGrant, RunGrants } from './run-grants.js';
 import type { CreateInternBody, ListInternsQuery, UpdateInternBody } from './schemas.js';
 import * as store from './store.js';
 import { internView } from './view.js';
@@ -63,6 +66,8 @@ export class InternsService {
   private readonly loops: ProvisioningLoops;
   private readonly destroys = new Map<string, Promise<void>>();
   private readonly createsInFlight = new Map<string, Promise<InternRow>>();
+  /** Run grants of the chats streaming on this node (run-grants.ts). */
+  readonly grants = new RunGrants();
 
   constructor(
     readonly deps: {
@@ -72,6 +77,7 @@ export class InternsService {
       provisioner: Provisioner;
       keys: KeysService;
       workspaces: WorkspacesService;
+      access: InternAccess;
       log: InternsLog;
     },
   ) {
@@ -91,18 +97,31 @@ export class InternsService {
     });
   }
 
-  /** The intern `id` if the caller's workspace holds it; throws 404 `not_found` otherwise. */
+  /**
+   * The intern `id` if the caller's workspace holds it and the caller may read it (access.ts);
+   * throws 404 `not_found` otherwise, so another member's intern looks like no intern at all.
+   */
   async visible(caller: Caller, id: string): Promise<InternRow> {
     const row = await store.findInternIn(this.deps.db, caller.workspaceId, id);
-    if (!row) throw notFound();
+    if (!row || !(await this.deps.access.mayRead(caller, row))) throw notFound();
     return row;
   }
 
-  /** The caller an intern's runs are billed to (its owner key), or null when that key is gone or disabled. */
-  async ownerCaller(internId: string): Promise<Caller | null> {
-    const row = await store.findIntern(this.deps.db, internId);
-    if (!row) return null;
-    return this.deps.keys.callerOf(row.owner_key_hash);
+  /**
+   * The intern `id` if the caller may act on it (chat, update, provision, suspend, delete, vault
+   * writes): 403 `no_acting_user` for a key without a user, 404 `not_found` for anyone but its
+   * owner and the workspace's administrators.
+   */
+  async actable(caller: Caller, id: string): Promise<InternRow> {
+    this.deps.access.requireUser(caller);
+    const row = await store.findInternIn(this.deps.db, caller.workspaceId, id);
+    if (!row || !(await this.deps.access.mayAct(caller, row))) throw notFound();
+    return row;
+  }
+
+  /** The caller a run grant bills (the key of the chat request that issued it), or null when that key is disabled. */
+  async grantCaller(grant: RunGrant): Promise<Caller | null> {
+    return this.deps.keys.callerOf(grant.keyHash);
   }
 
   view(row: InternRow): InternView {
@@ -122,6 +141,8 @@ export class InternsService {
         config: this.deps.config,
         vault: this.deps.vault,
         loops: this.loops,
+        access: this.deps.access,
+        provisioner: this.deps.provisioner,
         log: () => this.log,
         inflight: this.createsInFlight,
       },
@@ -132,7 +153,11 @@ export class InternsService {
     );
   }
 
-  /** GET /interns: the workspace's interns, newest first, a cursor page at a time. */
+  /**
+   * GET /interns: the interns the caller may read, newest first, a cursor page at a time — every
+   * intern of the workspace for its administrators and organization-acting keys, otherwise the
+   * caller's own.
+   */
   async list(
     caller: Caller,
     query: ListInternsQuery,
@@ -150,7 +175,10 @@ export class InternsService {
       if (!cursor) throw invalid('starting_after is not a cursor returned by this API (use next_cursor)');
     }
     const limit = query.limit ?? 50;
+    const everyone =
+      caller.userId === null || (await this.deps.access.administers(caller, caller.workspaceId));
     const rows = await store.listInterns(this.deps.db, caller.workspaceId, {
+      creatorUserId: everyone ? null : caller.userId,
       statuses,
       limit: limit + 1,
       cursor,
@@ -167,7 +195,7 @@ export class InternsService {
 
   /** PATCH /interns/{id}: name, description, instructions, model (effective on the next provision). */
   async update(caller: Caller, id: string, patch: UpdateInternBody): Promise<InternRow> {
-    const row = await this.visible(caller, id);
+    const row = await this.actable(caller, id);
     if (row.status === 'destroying' || row.status === 'destroy_failed')
       throw invalidTransition(row, 'update');
     const set: store.InternPatch = {};
@@ -194,10 +222,11 @@ export class InternsService {
 
   /** POST /interns/{id}/provision: queued and a loop started; already under way is fine. */
   async provision(caller: Caller, id: string): Promise<void> {
-    const row = await this.visible(caller, id);
+    const row = await this.actable(caller, id);
     if (row.status === 'queued' || row.status === 'provisioning') return;
     const to = nextStatus(row.status, 'provision');
     if (!to) throw invalidTransition(row, 'provision');
+    await assertRuntimeRoom(this.deps, row.organization_id, row.id);
     const moved = await store.settleStatus(this.deps.db, row.id, to, [row.status]);
     if (!moved) return this.provision(caller, id); // the status changed under us: decide again
     this.loops.start(row.id);
@@ -205,7 +234,7 @@ export class InternsService {
 
   /** POST /interns/{id}/suspend: the loop is cancelled and the runtime stopped → stopped. */
   async suspend(caller: Caller, id: string): Promise<void> {
-    const row = await this.visible(caller, id);
+    const row = await this.actable(caller, id);
     const allowed = Object.keys(TRANSITIONS.suspend) as InternStatus[];
     if (!allowed.includes(row.status)) throw invalidTransition(row, 'suspend');
     await this.loops.cancel(row.id);
@@ -221,14 +250,14 @@ export class InternsService {
     }
     const moved = await store.settleStatus(this.deps.db, row.id, 'stopped', allowed);
     if (!moved) {
-      const now = await this.visible(caller, id);
+      const now = await this.actable(caller, id);
       if (now.status !== 'stopped') throw invalidTransition(now, 'suspend');
     }
   }
 
   /** DELETE /interns/{id}: → destroying, the destroy itself runs in the background. */
   async delete(caller: Caller, id: string, acknowledgeWorkspaceLoss: boolean): Promise<void> {
-    const row = await this.visible(caller, id);
+    const row = await this.actable(caller, id);
     if (row.status === 'destroying') return;
     if (row.status === 'destroy_failed' && !acknowledgeWorkspaceLoss) {
       throw codedError(

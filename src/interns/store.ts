@@ -61,13 +61,28 @@ export async function nameTaken(
   return (await q.executeTakeFirst()) !== undefined;
 }
 
-export async function countOwned(db: Db, workspaceId: string, creatorUserId: string): Promise<number> {
+/** Interns the member owns, in every workspace (the per-member cap counts them all). */
+export async function countOwned(db: Db, creatorUserId: string): Promise<number> {
   const row = await db
     .selectFrom('interns')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('workspace_id', '=', workspaceId)
     .where('creator_user_id', '=', creatorUserId)
     .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Statuses in which an intern has (or is getting) a runtime. */
+export const LIVE_STATUSES: InternStatus[] = ['queued', 'provisioning', 'running'];
+
+/** The organization's interns with a runtime running or starting, `exceptId` aside. */
+export async function countLive(db: Db, organizationId: string, exceptId?: string): Promise<number> {
+  let q = db
+    .selectFrom('interns')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .where('status', 'in', LIVE_STATUSES);
+  if (exceptId) q = q.where('id', '!=', exceptId);
+  const row = await q.executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -159,9 +174,16 @@ export async function renameIntern(db: Db, id: string, patch: InternPatch): Prom
 export async function listInterns(
   db: Db,
   workspaceId: string,
-  opts: { statuses: InternStatus[] | null; limit: number; cursor: ListCursor | null },
+  opts: {
+    /** Only this member's interns; null for every intern of the workspace. */
+    creatorUserId: string | null;
+    statuses: InternStatus[] | null;
+    limit: number;
+    cursor: ListCursor | null;
+  },
 ): Promise<InternRow[]> {
   let q = db.selectFrom('interns').selectAll().where('workspace_id', '=', workspaceId);
+  if (opts.creatorUserId !== null) q = q.where('creator_user_id', '=', opts.creatorUserId);
   if (opts.statuses) q = q.where('status', 'in', opts.statuses);
   const cursor = opts.cursor;
   if (cursor) {

@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { redactUrl } from './redact-url.js';
 
 /**
  * The one logger type of Gatehouse: pino, as Fastify uses it. The composition root creates it
@@ -20,6 +21,29 @@ const REDACT_PATHS = [
   'headers["x-api-key"]',
 ];
 
+/**
+ * Fastify's `req` serializer (same fields), with credential-looking query parameters redacted
+ * (`?api_key=…` → `?api_key=[REDACTED]`): keys sent in a query string never reach the log. Fastify
+ * takes a logger's own serializers over its defaults, for every line that carries `req`.
+ */
+export const logSerializers = {
+  req: (req: {
+    method?: string;
+    url?: string;
+    host?: string;
+    ip?: string;
+    headers?: Record<string, unknown>;
+    socket?: { remotePort?: number };
+  }) => ({
+    method: req.method,
+    url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
+    version: req.headers?.['accept-version'],
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  }),
+};
+
 export interface LogOptions {
   level: string;
   /** Where the JSON lines go (default: standard output). */
@@ -32,6 +56,7 @@ export function createLog(opts: LogOptions): Log {
   const options: pino.LoggerOptions = {
     level: opts.level,
     redact: REDACT_PATHS,
+    serializers: logSerializers,
     ...(opts.base ? { base: opts.base } : {}),
   };
   return opts.stream ? pino(options, opts.stream) : pino(options);

@@ -13,6 +13,7 @@
  */
 
 import type { Caller } from '../accounts/caller.js';
+import { credentialTooLong } from '../lib/credentials.js';
 import { safeEqual } from '../lib/crypto.js';
 import type { MediaAuthMode, MediaConfig } from './config.js';
 import { MediaError } from './types.js';
@@ -59,6 +60,9 @@ export class MediaAuth {
   /** Checks a request's Authorization header; throws MediaAuthError (401) when refused. */
   async check(authorization: string | undefined): Promise<MediaCaller> {
     if (this.mode === 'none') return null;
+    // Refused before it is hashed, compared or looked up (and so never cached).
+    if (credentialTooLong(authorization))
+      throw new MediaAuthError('Invalid credentials: the Authorization header is too long');
     const token = bearer(authorization);
     if (!token) throw new MediaAuthError('Send Authorization: Bearer <key>');
     if (this.mode === 'token') {

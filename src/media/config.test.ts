@@ -20,6 +20,48 @@ describe('loadMediaConfig', () => {
     expect(loadMediaConfig({}).storeDir).toBe(resolve('./data/objects'));
   });
 
+  it("refuses a filesystem store that is, contains or overlaps the gateway's files", async () => {
+    const { mkdtempSync, mkdirSync, rmSync, symlinkSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const root = mkdtempSync(join(tmpdir(), 'store-dir-'));
+    try {
+      const data = join(root, 'data');
+      mkdirSync(data);
+      symlinkSync(data, join(root, 'data-link'));
+      const load =
+        (store: string, extra: Record<string, string> = {}) =>
+        () =>
+          loadMediaConfig({ GATEHOUSE_DATA_DIR: data, GATEHOUSE_MEDIA_STORE_DIR: store, ...extra });
+      for (const store of [data, root, join(root, 'data-link'), `${data}/./`])
+        expect(load(store), store).toThrow(
+          /GATEHOUSE_MEDIA_STORE_DIR .* is the data directory or contains it/,
+        );
+      expect(load(join(data, 'interns'))).toThrow(/overlaps the interns' directories/);
+      expect(load(join(data, 'journal', 'x'))).toThrow(/overlaps the usage journal/);
+      const db = join(root, 'elsewhere', 'gh.db');
+      expect(load(join(root, 'elsewhere'), { DATABASE_URL: `sqlite:${db}` })).toThrow(
+        /overlaps the SQLite database/,
+      );
+      // A directory of its own is fine, inside the data directory (the default) or anywhere else.
+      expect(load(join(data, 'objects'))().storeDir).toBe(join(data, 'objects'));
+      expect(loadMediaConfig({ GATEHOUSE_DATA_DIR: data }).storeDir).toBe(join(data, 'objects'));
+      expect(load(join(root, 'media'))().storeDir).toBe(join(root, 'media'));
+      // The S3 store keeps nothing on disk.
+      expect(() =>
+        loadMediaConfig({
+          GATEHOUSE_DATA_DIR: data,
+          GATEHOUSE_MEDIA_STORE_DIR: data,
+          GATEHOUSE_MEDIA_STORE: 's3',
+          GATEHOUSE_MEDIA_S3_BUCKET: 'b',
+          GATEHOUSE_MEDIA_S3_REGION: 'us-east-1',
+        }),
+      ).not.toThrow(/STORE_DIR/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('reads overrides', () => {
     const c = loadMediaConfig({
       MEDIA_PORT: '9000',

@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { type HttpTimeouts, loadHttpTimeouts } from '../lib/http-server.js';
 import { checkRouteProviders, loadProvidersFile, type MediaProviderConfig } from './providers/config.js';
+import { storeDirProblem } from './storage/store-dir.js';
 import type { MediaKind, MediaRoute, ParamSpec } from './types.js';
 
 type Env = Record<string, string | undefined>;
@@ -159,6 +160,16 @@ export function loadMediaConfig(env: Env = process.env): MediaConfig {
   const routes = file ? loadRoutesFile(file) : DEFAULT_ROUTES;
   const providers = file ? loadProvidersFile(file, env) : [];
   checkRouteProviders(routes, providers);
+  const storeDir = resolve(env.GATEHOUSE_MEDIA_STORE_DIR || join(dataDir, 'objects'));
+  const operations = loadMediaOperations(env, dataDir);
+  if (operations.store === 'filesystem') {
+    const problem = storeDirProblem(storeDir, {
+      dataDir,
+      databaseUrl: operations.databaseUrl,
+      internsDir: resolve(env.GATEHOUSE_INTERNS_DIR || join(dataDir, 'interns')),
+    });
+    if (problem) throw new Error(problem);
+  }
   return {
     port: intFrom(env, 'MEDIA_PORT', 8081),
     host: env.MEDIA_HOST || '0.0.0.0',
@@ -168,12 +179,12 @@ export function loadMediaConfig(env: Env = process.env): MediaConfig {
     maxUploadBytes: intFrom(env, 'GATEHOUSE_MEDIA_MAX_UPLOAD_BYTES', 20 * 1024 * 1024, 1),
     bodyLimit: intFrom(env, 'GATEHOUSE_MEDIA_BODY_LIMIT', 1024 * 1024, 1024),
     publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
-    storeDir: resolve(env.GATEHOUSE_MEDIA_STORE_DIR || join(dataDir, 'objects')),
+    storeDir,
     timeoutMs: intFrom(env, 'GATEHOUSE_MEDIA_TIMEOUT_MS', 120_000, 1),
     fetchTimeoutMs: intFrom(env, 'GATEHOUSE_MEDIA_FETCH_TIMEOUT_MS', 30_000, 1),
     fetchPrivate: isOn(env.GATEHOUSE_MEDIA_FETCH_PRIVATE),
     http: loadHttpTimeouts(env),
-    ...loadMediaOperations(env, dataDir),
+    ...operations,
   };
 }
 

@@ -1,15 +1,12 @@
 /**
  * Image URLs given in a request (`image_input`, `reference_images`, `image`) fetched to a temp file:
- * http(s) only, the host resolved first and every address judged (loopback, private, link-local
- * and other internal ranges refused unless GATEHOUSE_MEDIA_FETCH_PRIVATE=on), the connection made to
- * exactly the address judged, no redirects, a deadline, the size limit enforced while streaming and
+ * http(s) only, through the address guard (address-guard.ts: internal addresses refused, the
+ * connection pinned to the address judged), no redirects, a deadline, the size limit enforced while streaming and
  * the bytes sniffed to be an image.
  */
 
-import { lookup } from 'node:dns/promises';
-import { isIP, type LookupFunction } from 'node:net';
-import { Agent, request } from 'undici';
-import { isPrivateAddress } from '../lib/addresses.js';
+import { request } from 'undici';
+import { AddressRefused, hostOf, pinnedAgent, type Resolved, resolveAllowed } from './address-guard.js';
 import { type InputImage, MediaError } from './types.js';
 import { saveImageStream } from './uploads.js';
 
@@ -35,41 +32,22 @@ export async function fetchImage(url: string, opts: FetchOptions): Promise<Input
   }
   if (target.protocol !== 'http:' && target.protocol !== 'https:')
     throw new MediaError(400, 'invalid_value', `${field} must hold http(s) URLs`, field);
-  const host = target.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const host = hostOf(target);
 
-  let addresses: { address: string; family: number }[];
-  if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
-  else {
-    try {
-      addresses = await lookup(host, { all: true, verbatim: true });
-    } catch (err) {
-      throw failed(
-        field,
-        `Could not resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? 'lookup failed'}`,
-      );
-    }
+  let pinned: Resolved;
+  try {
+    pinned = await resolveAllowed(host, opts.allowPrivate);
+  } catch (err) {
+    if (!(err instanceof AddressRefused)) throw err;
+    if (err.reason === 'unresolved') throw failed(field, err.message);
+    throw new MediaError(
+      400,
+      'url_not_allowed',
+      `${field}: ${host} is a loopback, private or link-local address, which image URLs may not point at`,
+      field,
+    );
   }
-  const pinned = addresses[0];
-  if (!pinned) throw failed(field, `Could not resolve ${host}`);
-  if (!opts.allowPrivate) {
-    const bad = addresses.find((a) => isPrivateAddress(a.address));
-    if (bad)
-      throw new MediaError(
-        400,
-        'url_not_allowed',
-        `${field}: ${host} is a loopback, private or link-local address, which image URLs may not point at`,
-        field,
-      );
-  }
-  const pin: LookupFunction = (_host, options, callback) => {
-    if ((options as { all?: boolean }).all) callback(null, [pinned]);
-    else callback(null, pinned.address, pinned.family);
-  };
-  const dispatcher = new Agent({
-    connect: { lookup: pin },
-    headersTimeout: opts.timeoutMs,
-    bodyTimeout: opts.timeoutMs,
-  });
+  const dispatcher = pinnedAgent(pinned, { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
   const deadline = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
   try {

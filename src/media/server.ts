@@ -18,6 +18,7 @@ import Fastify, {
 import { AccessLog } from '../lib/access-log.js';
 import { isDatabaseUnavailable } from '../lib/errors.js';
 import { httpServerOptions } from '../lib/http-server.js';
+import { createLog } from '../lib/log.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
 import { LocalGenerator } from './generators/local.js';
@@ -79,7 +80,11 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   const { config } = opts;
   const generators: Record<string, MediaGenerator> = opts.generator
     ? Object.fromEntries(config.routes.map((r) => [r.provider, opts.generator as MediaGenerator]))
-    : { local: new LocalGenerator(), ...providerGenerators(config.providers), ...opts.generators };
+    : {
+        local: new LocalGenerator(),
+        ...providerGenerators(config.providers, { fetchPrivate: config.fetchPrivate }),
+        ...opts.generators,
+      };
   // The S3 client (~25 MB of RSS) is loaded only when the S3 store is configured.
   const s3 =
     !opts.store && config.store === 's3' && config.s3
@@ -108,7 +113,13 @@ export async function buildMediaApp(opts: MediaAppOptions) {
       ? { logger: false }
       : opts.log
         ? { loggerInstance: opts.log }
-        : { logger: { level: config.logLevel, base: { process: 'media' } } }),
+        : {
+            // Gatehouse's logger: its redaction and URL serializer (no credentials in query strings logged).
+            loggerInstance: createLog({
+              level: config.logLevel,
+              base: { process: 'media' },
+            }) as FastifyBaseLogger,
+          }),
     bodyLimit: config.bodyLimit,
     genReqId: () => randomUUID(),
     // One access line per request instead of Fastify's two.

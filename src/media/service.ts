@@ -4,8 +4,8 @@
  * the status hint. Knows nothing of HTTP.
  */
 
-import { randomUUID } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
+import { objectKey } from './object-keys.js';
 import { type GenerationQueue, tenantOf } from './queue.js';
 import {
   type GeneratedOutput,
@@ -44,13 +44,6 @@ export function median(values: readonly number[]): number | null {
   return sorted.length % 2
     ? (sorted[mid] as number)
     : Math.round(((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2);
-}
-
-export function objectKey(kind: string, extension: string, now = new Date()): string {
-  const y = now.getUTCFullYear();
-  const m = String(now.getUTCMonth() + 1).padStart(2, '0');
-  const d = String(now.getUTCDate()).padStart(2, '0');
-  return `${kind}/${y}/${m}/${d}/${randomUUID()}.${extension}`;
 }
 
 export class MediaService {

@@ -1,6 +1,7 @@
+import type { ChatMessage } from '../formats/chat.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
 import { forbidden } from '../lib/errors.js';
-import type { Body, CallChecks, InferenceCall } from './call.js';
+import type { Body, CallChecks, InferenceCall, TextSlot } from './call.js';
 import type { Prepared } from './fallback.js';
 
 /**
@@ -13,14 +14,32 @@ export function filterBody(
 ): { body: Body; safeguards: SafeguardResult[] } {
   if (!checks.filtering) return { body: call.body, safeguards: [] };
   const body = structuredClone(call.body);
-  const slots = call.wire.texts(body);
-  const messages = slots.map((s) => ({ role: s.role, content: s.text }));
+  const groups = grouped(call.wire.texts(body));
+  const messages: ChatMessage[] = groups.map((g) => ({
+    role: g[0]?.role ?? 'user',
+    content: g.map((s) => ({ type: 'text', text: s.text })),
+  }));
   const out = checks.filter(messages);
   if (out.blocked) throw forbidden(`Blocked by content filter: ${out.blocked}`);
   for (const [i, m] of out.messages.entries()) {
-    if (m !== messages[i] && typeof m.content === 'string') slots[i]?.set(m.content);
+    if (m === messages[i] || !Array.isArray(m.content)) continue;
+    for (const [k, part] of m.content.entries()) {
+      const slot = groups[i]?.[k];
+      if (slot && part.type === 'text' && part.text !== slot.text) slot.set(part.text);
+    }
   }
   return { body, safeguards: out.results };
+}
+
+/** Slots as the messages filters see: consecutive slots of one group together (see TextSlot). */
+function grouped(slots: readonly TextSlot[]): TextSlot[][] {
+  const out: TextSlot[][] = [];
+  for (const s of slots) {
+    const last = out[out.length - 1];
+    if (last && s.group !== undefined && last[0]?.group === s.group) last.push(s);
+    else out.push([s]);
+  }
+  return out;
 }
 
 /** Characters of the prompt as the caller sent it (an estimate's input). */

@@ -1,5 +1,6 @@
 import type { Caller } from '../accounts/caller.js';
 import type { ChatMessage, ChatRequest, EmbeddingsRequest } from '../formats/chat.js';
+import type { AnswerScan } from '../guardrails/answer-filter.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import type { NativeWire } from '../providers/types.js';
@@ -27,7 +28,15 @@ export interface TextSlot {
   role: 'system' | 'user' | 'assistant' | 'tool';
   text: string;
   set(text: string): void;
+  /**
+   * Consecutive slots with the same group (a message's content array) are one text to the
+   * provider: filters match across them. Absent: the slot stands alone.
+   */
+  group?: object;
 }
+
+/** A text of the model's answer; `channel` marks a piece of a streamed text (one per channel). */
+export type AnswerSlot = TextSlot & { channel?: string };
 
 /**
  * What the engine needs of the caller's wire format (the inference routes' table implements it):
@@ -54,6 +63,10 @@ export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest> {
   laneBody(body: Body, upstreamModel: string): Body;
   /** What `laneBody` leaves out that was meant for a provider (reported as dropped; absent: none). */
   laneDropped?(body: Body): string[];
+  /** The answer's texts in a lane's JSON body (filters on the response read and rewrite them). */
+  answerTexts?(json: unknown): AnswerSlot[];
+  /** The answer's texts in one event of a lane's stream: deltas (with a channel) and whole texts. */
+  frameTexts?(json: unknown): AnswerSlot[];
 }
 
 export interface ByokChoice {
@@ -87,6 +100,8 @@ export interface CallChecks {
     blocked: string | null;
     results: SafeguardResult[];
   };
+  /** Content filters on the model's answer (`apply_to` response or both); null when none applies. */
+  answerScan(): AnswerScan | null;
   /** Whether the organization can pay for a call on the operator's key, or `cost` (402 otherwise). */
   balance(cost?: { usd: number; of: string }): Promise<Verdict>;
   /**

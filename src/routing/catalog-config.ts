@@ -16,6 +16,7 @@ export function devCatalog(): { provider: ProviderEntry; models: ModelEntry[] } 
     vendor: 'other',
     region: 'local',
     development: true,
+    byok: false,
   };
   const endpoint = (upstreamModel: string, pricing: Pricing): ModelEndpoint => ({
     provider: 'gatehouse',
@@ -57,6 +58,15 @@ export function devCatalog(): { provider: ProviderEntry; models: ModelEntry[] } 
   };
 }
 
+/**
+ * BYOK is allowed by default only on the public vendors' APIs (kinds openai, anthropic, google) the
+ * operator holds a key for. A keyless entry, or an OpenAI-compatible server (a local vLLM, say), may
+ * answer whatever key it is sent, so an organization's made-up BYOK key would buy the operator's
+ * capacity for free: there BYOK needs `byok: true`.
+ */
+export const byokByDefault = (kind: ProviderKind, apiKey: string | null): boolean =>
+  apiKey !== null && (kind === 'openai' || kind === 'anthropic' || kind === 'google');
+
 /** The providers configured by environment variables alone (their models come from the model data). */
 const ENV_PROVIDERS: { env: string; slug: string; kind: ProviderKind; baseUrl: string; vendor: Vendor }[] = [
   { env: 'OPENAI', slug: 'openai', kind: 'openai', baseUrl: 'https://api.openai.com/v1', vendor: 'openai' },
@@ -95,6 +105,7 @@ export function envProviders(env: Record<string, string | undefined>): ProviderE
         vendor: p.vendor,
         region: 'global',
         development: false,
+        byok: byokByDefault(p.kind, apiKey ?? null),
       },
     ];
   });
@@ -118,6 +129,8 @@ export interface FileConfig {
     model_data?: string | false;
     /** OpenAI-compatible servers: list the server's own `GET /models` (default: vendors the model data does not know). */
     discover_models?: boolean;
+    /** Whether organizations' BYOK credentials apply here (default: see byokByDefault). */
+    byok?: boolean;
   }[];
   models?: {
     id: string;
@@ -160,14 +173,18 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
   return (file.providers ?? []).map((p) => {
     if (!p.slug || !p.kind || !p.base_url)
       throw new CatalogError('every provider needs slug, kind and base_url');
+    if (p.byok !== undefined && typeof p.byok !== 'boolean')
+      throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
+    const apiKey = p.api_key ?? (p.api_key_env ? (env[p.api_key_env] ?? null) : null);
     return {
       config: {
         slug: p.slug,
         kind: p.kind,
         baseUrl: p.base_url.replace(/\/+$/, ''),
-        apiKey: p.api_key ?? (p.api_key_env ? (env[p.api_key_env] ?? null) : null),
+        apiKey,
         headers: p.headers,
       },
+      byok: p.byok ?? byokByDefault(p.kind, apiKey),
       zdr: p.zdr ?? false,
       trainsOnData: p.trains_on_data ?? false,
       vendor: p.vendor ?? vendorOf(p.kind, p.slug),

@@ -91,6 +91,41 @@ models:
     expect(findModel(c, 'openai/gpt-4o-mini')?.id).toBe('openai/gpt-4o-mini');
   });
 
+  it('allows BYOK by default only on the public vendors the operator holds a key for', () => {
+    const c = loadCatalog({
+      OPENAI_API_KEY: 'sk-op',
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/anthropic',
+      GATEHOUSE_CONFIG: file(
+        'p.json',
+        JSON.stringify({
+          providers: [
+            { slug: 'vllm', kind: 'openai-compatible', base_url: 'http://127.0.0.1:8000/v1' },
+            { slug: 'groq', kind: 'openai-compatible', base_url: 'http://g/v1', api_key: 'gsk' },
+            { slug: 'gemini', kind: 'google', base_url: 'http://x/v1beta' },
+            { slug: 'together', kind: 'openai-compatible', base_url: 'http://t/v1', byok: true },
+            { slug: 'own-openai', kind: 'openai', base_url: 'http://o/v1', api_key: 'k', byok: false },
+          ],
+        }),
+      ),
+    });
+    const byok = Object.fromEntries([...c.providers].map(([slug, p]) => [slug, p.byok]));
+    expect(byok).toEqual({
+      gatehouse: false,
+      openai: true,
+      anthropic: false, // no key: whoever answers at that URL would take any key
+      vllm: false,
+      groq: false,
+      gemini: false,
+      together: true,
+      'own-openai': false,
+    });
+    const bad = file(
+      'b.json',
+      JSON.stringify({ providers: [{ slug: 'x', kind: 'openai', base_url: 'http://x', byok: 'yes' }] }),
+    );
+    expect(() => loadCatalog({ GATEHOUSE_CONFIG: bad })).toThrow(/byok must be true or false/);
+  });
+
   it('refuses a model naming an unknown provider', () => {
     const path = file(
       'bad.json',

@@ -27,6 +27,11 @@ export interface ProviderEntry {
   region: string;
   /** The built-in deterministic development provider (labelled in /models). */
   development: boolean;
+  /**
+   * Whether organizations' BYOK credentials may be used on this provider (GATEHOUSE_CONFIG `byok`).
+   * Off, calls always go out with the operator's credential and are billed as the operator's.
+   */
+  byok: boolean;
   /** Requests a batch worker sends it at once (null: GATEHOUSE_BATCH_PROVIDER_CONCURRENCY). */
   batchConcurrency?: number | null;
   /** The model data's provider id that lists and prices its models; false: none (GATEHOUSE_CONFIG `model_data`). */

@@ -22,6 +22,7 @@ import {
   UpstreamError,
 } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
+import { filterCompleted, filterStreaming } from './answer-filter.js';
 import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
@@ -297,7 +298,8 @@ export class Engine {
   ): Promise<{ candidates: Candidate[]; excluded: Exclusion[] }> {
     const byokCache = new Map<string, ByokChoice>();
     for (const e of model.endpoints)
-      byokCache.set(e.provider, await this.deps.byok(caller, e.provider, model.id));
+      if (this.deps.catalog.providers.get(e.provider)?.byok)
+        byokCache.set(e.provider, await this.deps.byok(caller, e.provider, model.id));
     return selectCandidates({
       catalog: this.deps.catalog,
       model,
@@ -416,9 +418,8 @@ export class Engine {
     return { result: routed.result, info: this.info(call, prep, routed, sent) };
   }
 
-  /** A non-streaming chat call (chat, messages or responses wire). */
-  async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
-    const prep = await this.prepare(call);
+  /** A non-streaming chat call (chat, messages or responses wire), as the provider answered it. */
+  private async completePrepared(call: InferenceCall, prep: Prepared): Promise<Completed<ChatResponse>> {
     const { result, info } = await this.held(prep, () =>
       this.whole(call, prep, (provider, sent, ctx) =>
         provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
@@ -444,6 +445,14 @@ export class Engine {
       responseChars(result),
       finish,
     );
+  }
+
+  /** A non-streaming chat call, its answer through the content filters that apply to responses. */
+  async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
+    const prep = await this.prepare(call);
+    const done = await this.completePrepared(call, prep);
+    const scan = prep.checks.answerScan();
+    return scan ? filterCompleted(call.wire, scan, done) : done;
   }
 
   /** An embeddings call (content filters apply to string inputs). */
@@ -500,6 +509,12 @@ export class Engine {
    */
   async stream(call: InferenceCall): Promise<Streaming> {
     const prep = await this.prepare(call);
+    const s = await this.streamPrepared(call, prep);
+    const scan = prep.checks.answerScan();
+    return scan ? filterStreaming(call.wire, scan, s) : s;
+  }
+
+  private async streamPrepared(call: InferenceCall, prep: Prepared): Promise<Streaming> {
     let sent: unknown;
     const routed = await this.held(prep, () =>
       routeWithFallbacks(

@@ -2,6 +2,7 @@ import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import type { SpendTracker } from '../credits/spend.js';
 import type { SpendAdmission } from '../credits/spend-admission.js';
+import { AnswerScan } from '../guardrails/answer-filter.js';
 import { applyContentFilters } from '../guardrails/content-filters.js';
 import {
   type EffectivePolicy,
@@ -47,8 +48,13 @@ export class PolicyGuard implements CallGuard {
     const keys = this.keys;
     const limiter = this.limiter;
     const admission = this.admission;
+    // A filter that cannot run fails closed on the request, whatever it applies to.
+    const requestFilters = policy.contentFilters.filter((f) => f.applyTo !== 'response' || f.broken);
+    const answerFilters = policy.contentFilters.filter(
+      (f) => f.applyTo !== 'request' && f.scope === 'all_messages',
+    );
     return {
-      filtering: policy.contentFilters.length > 0,
+      filtering: requestFilters.length > 0,
       async admit() {
         const rate = rateLimited ? await limiter.consume(caller.keyHash) : null;
         if (rate && !rate.ok) {
@@ -86,8 +92,13 @@ export class PolicyGuard implements CallGuard {
         return v.ok ? v : refuse(403, v.reason);
       },
       filter(messages) {
-        const out = applyContentFilters(policy.contentFilters, messages);
-        return { messages: out.messages, blocked: out.blocked?.label ?? null, results: out.results };
+        const out = applyContentFilters(requestFilters, messages);
+        const b = out.blocked;
+        // A pattern stored before patterns were checked against RE2 cannot run: named, not shown.
+        const blocked = b?.broken
+          ? `${b.label} (its pattern is not supported by this gateway; an administrator must update the guardrail)`
+          : (b?.label ?? null);
+        return { messages: out.messages, blocked, results: out.results };
       },
       async reserve(worstUsd) {
         const row = await keys.row(caller.keyHash);
@@ -106,6 +117,7 @@ export class PolicyGuard implements CallGuard {
           },
         };
       },
+      answerScan: () => (answerFilters.length > 0 ? new AnswerScan(answerFilters) : null),
       async balance(cost) {
         const v = await spend.checkBalance(caller.organizationId, { cost });
         return v.ok ? v : refuse(402, v.reason);

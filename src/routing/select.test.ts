@@ -10,6 +10,7 @@ const provider = (slug: string, attrs: Partial<ProviderEntry> = {}): ProviderEnt
   vendor: 'other',
   region: 'global',
   development: false,
+  byok: true,
   ...attrs,
 });
 

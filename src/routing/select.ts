@@ -9,6 +9,8 @@ export interface Credential {
   byokId?: string;
 }
 
+const NO_BYOK = { primary: [] as Credential[], fallback: [] as Credential[], byokOnly: false };
+
 /** One endpoint to try, with the credential to try it with. */
 export interface Candidate {
   model: ModelEntry;
@@ -137,7 +139,8 @@ export function selectCandidates(input: SelectInput): { candidates: Candidate[];
 
   const candidates: Candidate[] = [];
   for (const { endpoint, provider } of eligible) {
-    const creds = input.byok(endpoint.provider);
+    // BYOK only where the operator allows it: elsewhere the call goes out (and is billed) as theirs.
+    const creds = provider.byok ? input.byok(endpoint.provider) : NO_BYOK;
     const operator: Credential[] =
       creds.byokOnly || (provider.config.apiKey === null && !input.keyOptional(endpoint.provider))
         ? []

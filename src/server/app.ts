@@ -5,6 +5,7 @@ import scalar from '@scalar/fastify-api-reference';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyBaseLogger, type RouteOptions } from 'fastify';
 import { adminRoutes } from '../accounts/admin.routes.js';
+import { AdminThrottle } from '../accounts/admin.throttle.js';
 import { keysRoutes } from '../accounts/keys.routes.js';
 import { organizationsRoutes } from '../accounts/organizations.routes.js';
 import { workspacesRoutes } from '../accounts/workspaces.routes.js';
@@ -114,7 +115,13 @@ export async function buildApp(services: Services, opts: AppOptions) {
 
   installInternHostProxy(app, services);
   installMetrics(app, services.metrics);
-  installAuth(app, services.keys, config.adminToken);
+  installAuth(
+    app,
+    services.keys,
+    services.roles,
+    config.adminToken,
+    new AdminThrottle(config.adminAuthFailures),
+  );
 
   const status = Type.Object({ status: Type.String() });
   app.get('/health', { schema: { hide: true, response: { 200: status } } }, async () => ({ status: 'ok' }));

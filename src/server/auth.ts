@@ -1,7 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AdminThrottle } from '../accounts/admin.throttle.js';
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
+import type { Roles } from '../accounts/roles.js';
+import { credentialTooLong } from '../lib/credentials.js';
 import { safeEqual } from '../lib/crypto.js';
+import { ApiError } from '../lib/errors.js';
 import { sendError } from './errors.js';
 
 /**
@@ -17,6 +21,11 @@ export type AuthMode = 'none' | 'key' | 'api' | 'management' | 'admin';
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: AuthMode;
+    /**
+     * `admin`: a management write only the organization's owners and admins (or a key acting as the
+     * organization) may make; members get 403.
+     */
+    role?: 'admin';
   }
   interface FastifyRequest {
     /** Set on every route whose auth mode is key, api or management. */
@@ -36,19 +45,29 @@ function presentedKey(request: FastifyRequest): string | null {
   return typeof x === 'string' && x.trim() ? x.trim() : null;
 }
 
-export function installAuth(app: FastifyInstance, keys: KeysService, adminToken: string | null): void {
+export function installAuth(
+  app: FastifyInstance,
+  keys: KeysService,
+  roles: Roles,
+  adminToken: string | null,
+  adminThrottle: AdminThrottle,
+): void {
   app.decorateRequest('caller', null as unknown as Caller);
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const mode = request.routeOptions.config?.auth ?? 'none';
     if (mode === 'none') return;
+    const apiKeyHeader = request.headers['x-api-key'];
+    if (
+      credentialTooLong(request.headers.authorization) ||
+      credentialTooLong(typeof apiKeyHeader === 'string' ? apiKeyHeader : undefined)
+    )
+      return sendError(reply, 401, 'Invalid credentials: the Authorization or x-api-key header is over 1 KB');
     const token = presentedKey(request);
     if (mode === 'admin') {
       if (!adminToken)
         return sendError(reply, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`);
-      if (!token || !safeEqual(token, adminToken))
-        return sendError(reply, 401, 'Invalid or missing admin token');
-      return;
+      return checkAdmin(request, reply, token, adminToken, adminThrottle);
     }
     if (!token) return sendError(reply, 401, 'Missing Authentication header');
     const caller = await keys.authenticate(token);
@@ -56,6 +75,41 @@ export function installAuth(app: FastifyInstance, keys: KeysService, adminToken:
     if (mode === 'management' && !caller.isManagement) {
       return sendError(reply, 403, 'Only management keys can perform this operation');
     }
+    if (request.routeOptions.config?.role === 'admin') {
+      try {
+        await roles.requireAdmin(caller);
+      } catch (err) {
+        if (err instanceof ApiError) return sendError(reply, err.status, err.message);
+        throw err;
+      }
+    }
     request.caller = caller;
   });
+}
+
+/**
+ * The operator token, behind the per-address throttle of failed attempts. A wrong token is logged
+ * (warn: address and route, never the token); an address past its allowance gets 429 with
+ * Retry-After whatever it sends, and one line when that starts.
+ */
+async function checkAdmin(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string | null,
+  adminToken: string,
+  throttle: AdminThrottle,
+) {
+  const waitMs = await throttle.blockedForMs(request.ip);
+  if (waitMs > 0) {
+    reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
+    return sendError(reply, 429, 'Too many failed operator authentications from this address; retry later');
+  }
+  if (token && safeEqual(token, adminToken)) return;
+  if (token) {
+    const route = request.routeOptions.url;
+    request.log.warn({ ip: request.ip, route }, 'operator authentication failed');
+    if (await throttle.failed(request.ip))
+      request.log.warn({ ip: request.ip }, 'operator authentication throttled for this address');
+  }
+  return sendError(reply, 401, 'Invalid or missing admin token');
 }

@@ -1,7 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { TypeCompiler, type ValueError } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { installInternsGuards } from '../interns/guards.js';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
@@ -17,7 +17,8 @@ import {
   VaultSecretCopyRequest,
   VaultSecretWriteRequest,
 } from './schemas.js';
-import { COPY_MAX, VALUE_MAX, type VaultScope } from './service.js';
+import { COPY_MAX, VALUE_MAX, VALUE_MIN, VALUE_TOO_SHORT, type VaultScope } from './service.js';
+import { MAX_PORTS } from './transport.js';
 
 const tags = ['Vault'];
 const config = { auth: 'api' as const };
@@ -39,8 +40,11 @@ function issueMessage(part: string, e: ValueError): string {
   if (e.type === ValueErrorType.ObjectAdditionalProperties) return `Unknown field ${field} in the ${part}`;
   if (e.type === ValueErrorType.ObjectRequiredProperty) return `${field} is required`;
   if (part === 'body') {
-    const item = /^(hosts|names)\.(\d+)$/.exec(field);
-    if (field === 'value') return `value must be a string of 1 to ${VALUE_MAX} characters`;
+    const item = /^(hosts|names|ports)\.(\d+)$/.exec(field);
+    if (field === 'value') {
+      if (typeof e.value === 'string' && e.value.length < VALUE_MIN) return VALUE_TOO_SHORT;
+      return `value must be a string of ${VALUE_MIN} to ${VALUE_MAX} characters`;
+    }
     if (field === 'hosts') return `hosts must be an array of 1 to ${MAX_HOSTS} hostnames`;
     if (field === 'names') {
       if (e.type === ValueErrorType.ArrayUniqueItems && Array.isArray(e.value)) {
@@ -53,6 +57,9 @@ function issueMessage(part: string, e: ValueError): string {
     if (item?.[1] === 'names' && typeof e.value === 'string') {
       return `names[${item[2]}] ${secretNameProblem(e.value) ?? 'is invalid'}`;
     }
+    if (field === 'allow_http') return 'allow_http must be true or false';
+    if (field === 'ports') return `ports must be an array of at most ${MAX_PORTS} port numbers`;
+    if (item?.[1] === 'ports') return `ports[${item[2]}] must be an integer from 1 to 65535`;
     if (item) return `${item[1]}[${item[2]}] must be a string`;
   }
   return `${field}: ${e.message}`;
@@ -127,8 +134,11 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
       { config: services.config.interns, programme: services.programme },
       { codes: 'status' },
     );
-    /** Writes switched off answer 503 before their body is looked at. */
-    const writes = async () => vault.assertWritable();
+    /** Writes switched off answer 503, and writes past the member's rate 429, before their body is looked at. */
+    const writes = async (req: FastifyRequest) => {
+      vault.assertWritable();
+      await vault.consumeWrite(req.caller);
+    };
     const page = (q: VaultListQuery) => ({ limit: q.limit ?? 100, offset: q.offset ?? 0 });
     const workspace = { kind: 'workspace' } as const;
     const intern = (internId: string) => ({ kind: 'intern', internId }) as const;
@@ -151,7 +161,7 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
             body: VaultSecretWriteRequest,
             response: {
               200: One,
-              ...errors(400, 401, 403, 404, 408, ...(scoped ? [409] : []), 413, 500, 503),
+              ...errors(400, 401, 403, 404, 408, ...(scoped ? [409] : []), 413, 429, 500, 503),
             },
           },
         },
@@ -171,7 +181,7 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
             tags,
             summary: `Delete ${what}`,
             params,
-            response: { 204: Type.Null(), ...errors(400, 401, 403, 404, 408, 500, 503) },
+            response: { 204: Type.Null(), ...errors(400, 401, 403, 404, 408, 429, 500, 503) },
           },
         },
         async (req, reply) => {
@@ -234,7 +244,7 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
           body: VaultSecretCopyRequest,
           response: {
             200: Type.Object({ data: Type.Array(SecretRef) }),
-            ...errors(400, 401, 403, 404, 408, 409, 413, 500, 503),
+            ...errors(400, 401, 403, 404, 408, 409, 413, 429, 500, 503),
           },
         },
       },

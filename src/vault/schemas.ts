@@ -2,7 +2,8 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Nullable } from '../server/schemas.js';
 import { MAX_HOSTS } from './hosts.js';
 import { SECRET_NAME_MAX, SECRET_NAME_PATTERN, SECRET_NAME_RULE } from './names.js';
-import { COPY_MAX, VALUE_MAX } from './service.js';
+import { COPY_MAX, VALUE_MAX, VALUE_MIN } from './service.js';
+import { MAX_PORTS } from './transport.js';
 
 /**
  * Wire schemas of the vault API (digest §7). Requests are checked by TypeBox's compiler (routes.ts),
@@ -24,10 +25,18 @@ export const VaultSecret = Type.Object(
     fingerprint: Nullable(
       Type.String({
         description:
-          "Hex HMAC-SHA-256 of the value under the vault's own key (comparable within one vault only); null only on a legacy row",
+          "Hex HMAC-SHA-256, under the vault's own key, of the value with the secret's name and the member who wrote it: the same member rewriting the same value keeps it, any other write differs; null only on a legacy row",
       }),
     ),
     created_at: Type.String({ format: 'date-time' }),
+    allow_http: Type.Optional(
+      Type.Literal(true, { description: 'Present when the value may also be sent over plain HTTP' }),
+    ),
+    ports: Type.Optional(
+      Type.Array(Type.Integer(), {
+        description: "Present when the value may be sent to ports beyond the scheme's default (443, or 80)",
+      }),
+    ),
   },
   { $id: 'VaultSecret', title: 'VaultSecret' },
 );
@@ -57,9 +66,9 @@ export type VaultListQuery = Static<typeof VaultListQuery>;
 export const VaultSecretWriteRequest = Type.Object(
   {
     value: Type.String({
-      minLength: 1,
+      minLength: VALUE_MIN,
       maxLength: VALUE_MAX,
-      description: 'The secret; encrypted at rest, never returned',
+      description: `The secret (${VALUE_MIN} to ${VALUE_MAX} characters); encrypted at rest, never returned`,
     }),
     hosts: Type.Array(Type.String(), {
       minItems: 1,
@@ -67,6 +76,17 @@ export const VaultSecretWriteRequest = Type.Object(
       description:
         'Exact hostnames (or IPv4 addresses) the value may be released to: lowercased, one trailing dot removed, duplicates collapsed; no scheme, port, path or wildcard',
     }),
+    allow_http: Type.Optional(
+      Type.Boolean({
+        description: 'Also release the value over plain http:// (default false: HTTPS only)',
+      }),
+    ),
+    ports: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 1, maximum: 65_535 }), {
+        maxItems: MAX_PORTS,
+        description: `Ports beyond 443 (80 for http) the value may be sent to; at most ${MAX_PORTS}`,
+      }),
+    ),
   },
   { additionalProperties: false, title: 'VaultSecretWriteRequest' },
 );

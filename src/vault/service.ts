@@ -1,18 +1,22 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
 import type { InternsConfig } from '../config.js';
 import { fromJsonList, isForeignKeyViolation, isUniqueViolation, toJsonList } from '../db/columns.js';
 import type { Db, Dialect } from '../db/connection.js';
+import type { InternAccess } from '../interns/access.js';
 import { decrypt, encrypt } from '../lib/crypto.js';
 import { ApiError, badRequest, conflict, notFound } from '../lib/errors.js';
 import { derivedId, isUuid, newId } from '../lib/ids.js';
 import { nowIso } from '../lib/time.js';
+import type { RateLimiter } from '../routing/rate-limit.js';
+import { copiedFrom, fingerprintOf, writerOf } from './fingerprint.js';
 import { normalizeHosts } from './hosts.js';
 import { secretNameProblem } from './names.js';
 import * as store from './store.js';
+import { normalizePorts, type SecretTransport } from './transport.js';
 
-/** A secret as the egress layer uses it: decrypted, with the hosts it may be sent to. */
-export interface UsableSecret {
+/** A secret as the egress layer uses it: decrypted, with the hosts (and schemes, ports) it may be sent to. */
+export interface UsableSecret extends SecretTransport {
   name: string;
   value: string;
   /** Exact hostnames; null on a legacy row (never released). */
@@ -28,9 +32,13 @@ export interface VaultSecretView {
   name: string;
   /** null only on a legacy row stored before host binding. */
   hosts: string[] | null;
-  /** Hex HMAC-SHA-256 of the value under the vault's own key; null only on a legacy row. */
+  /** Hex HMAC-SHA-256 of name, writer and value under the vault's own key (fingerprint.ts); null only on a legacy row. */
   fingerprint: string | null;
   created_at: string;
+  /** Present (true) only when the value may also go over plain HTTP. */
+  allow_http?: true;
+  /** Present only when the value may go to ports beyond the scheme's default. */
+  ports?: number[];
 }
 
 export interface VaultPage {
@@ -44,10 +52,21 @@ export type VaultScope = { kind: 'workspace' } | { kind: 'intern'; internId: str
 export interface SecretWriteInput {
   value: string;
   hosts: string[];
+  /** Also release the value over plain HTTP (default false: HTTPS only). */
+  allow_http?: boolean;
+  /** Ports beyond 443 (80 for http) the value may be sent to. */
+  ports?: number[];
 }
 
 /** Bounds of a value, in UTF-16 code units (JavaScript string length, as the schema checks it). */
 export const VALUE_MAX = 65_536;
+/**
+ * Shorter values are refused: a PIN or short password is guessed quickly, and egress could not
+ * tell it apart from ordinary text when removing it from responses (see interns/redaction.ts).
+ */
+export const VALUE_MIN = 8;
+/** The 400 message for a value under VALUE_MIN. */
+export const VALUE_TOO_SHORT = `value must be at least ${VALUE_MIN} characters long; shorter secrets are refused`;
 /** At most this many names per copy. */
 export const COPY_MAX = 100;
 
@@ -65,12 +84,23 @@ export function strictDatetime(text: string): string {
   return Number.isNaN(d.getTime()) ? text : d.toISOString();
 }
 
-const view = (row: store.SecretMeta): VaultSecretView => ({
-  name: row.name,
-  hosts: fromJsonList(row.hosts_json),
-  fingerprint: row.fingerprint,
-  created_at: strictDatetime(row.created_at),
+const transportOf = (row: { allow_http: number; ports_json: string | null }): SecretTransport => ({
+  allowHttp: row.allow_http === 1,
+  ports: fromJsonList<number>(row.ports_json) ?? [],
 });
+
+/** The wire object; `allow_http` and `ports` only when they widen the default (HTTPS, port 443). */
+function view(row: store.SecretMeta): VaultSecretView {
+  const { allowHttp, ports } = transportOf(row);
+  return {
+    name: row.name,
+    hosts: fromJsonList(row.hosts_json),
+    fingerprint: row.fingerprint,
+    created_at: strictDatetime(row.created_at),
+    ...(allowHttp ? { allow_http: true as const } : {}),
+    ...(ports.length > 0 ? { ports } : {}),
+  };
+}
 
 function checkName(name: string, what = 'name'): void {
   const problem = secretNameProblem(name);
@@ -78,8 +108,9 @@ function checkName(name: string, what = 'name'): void {
 }
 
 function checkValue(value: string): void {
-  if (typeof value !== 'string' || value.length < 1 || value.length > VALUE_MAX) {
-    throw badRequest(`value must be a string of 1 to ${VALUE_MAX} characters`);
+  if (typeof value === 'string' && value.length < VALUE_MIN) throw badRequest(VALUE_TOO_SHORT);
+  if (typeof value !== 'string' || value.length > VALUE_MAX) {
+    throw badRequest(`value must be a string of ${VALUE_MIN} to ${VALUE_MAX} characters`);
   }
 }
 
@@ -92,7 +123,18 @@ const vaultGone = (err: unknown) =>
  * under the master key and never returned; `fingerprint` is an HMAC under the vault's own key.
  */
 export class VaultService {
-  constructor(readonly deps: { db: Db; dialect: Dialect; masterKey: Buffer; config: InternsConfig }) {}
+  constructor(
+    readonly deps: {
+      db: Db;
+      dialect: Dialect;
+      masterKey: Buffer;
+      config: InternsConfig;
+      /** Vault writes per member (GATEHOUSE_VAULT_WRITE_LIMIT); none → unlimited. */
+      limiter?: RateLimiter;
+      /** Who may read and write an intern's vault (its owner and the workspace's administrators). */
+      access: InternAccess;
+    },
+  ) {}
 
   /** Creates the intern's private vault (idempotent: returns the existing one's id). */
   async createInternVault(workspaceId: string, internId: string): Promise<string> {
@@ -139,6 +181,7 @@ export class VaultService {
           name: r.name,
           value: decrypt(this.deps.masterKey, r.value_sealed, secretAad(vaultId, r.name)),
           hosts: fromJsonList(r.hosts_json),
+          ...transportOf(r),
         });
       }
     }
@@ -152,12 +195,24 @@ export class VaultService {
     }
   }
 
+  /**
+   * Counts one write attempt (PUT, DELETE or copy, valid or not) of the member behind the key, or
+   * of the key when it acts as the organization; 429 with Retry-After beyond the limit. Limited
+   * per member rather than per key so that minting keys does not buy more guesses.
+   */
+  async consumeWrite(caller: Pick<Caller, 'userId' | 'keyHash'>): Promise<void> {
+    const rate = await this.deps.limiter?.consume(writerOf(caller));
+    if (!rate || rate.ok) return;
+    const { vaultWriteLimit, vaultWriteWindowSeconds } = this.deps.config;
+    throw new ApiError(
+      429,
+      `Too many vault writes (at most ${vaultWriteLimit} per ${vaultWriteWindowSeconds} s for each member); retry in ${Math.max(1, Math.ceil(rate.retryAfterMs / 1000))} s`,
+      { retry_after_ms: rate.retryAfterMs },
+    );
+  }
+
   /** One page of a vault's secrets, by name (an absent vault is an empty one). */
-  async list(
-    caller: Pick<Caller, 'workspaceId'>,
-    scope: VaultScope,
-    page: { offset: number; limit: number },
-  ): Promise<VaultPage> {
+  async list(caller: Caller, scope: VaultScope, page: { offset: number; limit: number }): Promise<VaultPage> {
     const vault = await this.readable(caller, scope);
     if (!vault) return { data: [], has_more: false };
     const rows = await store.listSecrets(this.deps.db, this.deps.dialect, vault.id, page);
@@ -166,42 +221,51 @@ export class VaultService {
 
   /** Creates or replaces a secret (a replaced one keeps its created_at). */
   async put(
-    caller: Pick<Caller, 'workspaceId'>,
+    caller: Caller,
     scope: VaultScope,
     name: string,
     input: SecretWriteInput,
   ): Promise<VaultSecretView> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     checkName(name);
     checkValue(input.value);
     const hosts = normalizeHosts(input.hosts);
+    const transport = { allowHttp: input.allow_http === true, ports: normalizePorts(input.ports) };
     const vault = await this.writable(caller, scope);
     try {
-      return view(await store.upsertSecret(this.deps.db, this.sealer(vault)(name, input.value, hosts)));
+      return view(
+        await store.upsertSecret(
+          this.deps.db,
+          this.sealer(vault)(name, input.value, hosts, transport, writerOf(caller)),
+        ),
+      );
     } catch (err) {
       throw vaultGone(err);
     }
   }
 
   /** Deletes a secret; 404 when the vault holds none of that name. */
-  async remove(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope, name: string): Promise<void> {
+  async remove(caller: Caller, scope: VaultScope, name: string): Promise<void> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     checkName(name);
-    const vault = await this.readable(caller, scope);
+    const vault =
+      scope.kind === 'workspace'
+        ? await store.workspaceVault(this.deps.db, caller.workspaceId)
+        : await this.ownVault(await this.intern(caller, scope.internId, true));
     if (!vault || !(await store.deleteSecret(this.deps.db, vault.id, name))) throw notFound(`Secret ${name}`);
   }
 
   /**
-   * Copies workspace secrets (value and hosts) into an intern's own vault, replacing same names.
+   * Copies workspace secrets (value, hosts, allow_http and ports) into an intern's own vault, replacing same names.
    * All or nothing: a missing name is a 404, a legacy source without hosts a 409, and then nothing
-   * is written. Values are sealed again for the intern's vault; fingerprints use its key.
+   * is written. Values are sealed again for the intern's vault; fingerprints use its key and the
+   * source's fingerprint.
    */
-  async copyToIntern(
-    caller: Pick<Caller, 'workspaceId'>,
-    internId: string,
-    names: string[],
-  ): Promise<VaultSecretView[]> {
+  async copyToIntern(caller: Caller, internId: string, names: string[]): Promise<VaultSecretView[]> {
     this.assertWritable();
+    this.deps.access.requireUser(caller, 'standard');
     if (names.length < 1 || names.length > COPY_MAX) {
       throw badRequest(`names must list 1 to ${COPY_MAX} secret names`);
     }
@@ -235,7 +299,10 @@ export class VaultService {
           const row = byName.get(name) as (typeof rows)[number];
           const value = decrypt(masterKey, row.value_sealed, secretAad(row.vault_id, name));
           const hosts = fromJsonList(row.hosts_json) ?? [];
-          copied.push(view(await store.upsertSecret(tx, seal(name, value, hosts))));
+          // Keyed to the source's fingerprint (and so to whoever wrote the source), not to the
+          // copier: else a copier could copy a secret, write guesses over it and compare.
+          const origin = copiedFrom(row.fingerprint ?? '');
+          copied.push(view(await store.upsertSecret(tx, seal(name, value, hosts, transportOf(row), origin))));
         }
         return copied;
       });
@@ -275,11 +342,16 @@ export class VaultService {
     return created;
   }
 
-  /** An intern of the caller's workspace (400 for a malformed id, 404 for any other intern). */
-  private async intern(caller: Pick<Caller, 'workspaceId'>, internId: string) {
+  /**
+   * An intern of the caller's workspace that the caller may read (or, `act`, write the vault of):
+   * 400 for a malformed id, 404 for any other intern, another member's included.
+   */
+  private async intern(caller: Caller, internId: string, act: boolean) {
     if (!isUuid(internId)) throw badRequest('internId must be a UUID');
     const row = await store.findIntern(this.deps.db, internId.toLowerCase());
     if (!row || row.workspace_id !== caller.workspaceId) throw notFound('Intern');
+    const { access } = this.deps;
+    if (!(await (act ? access.mayAct(caller, row) : access.mayRead(caller, row)))) throw notFound('Intern');
     return row;
   }
 
@@ -291,15 +363,15 @@ export class VaultService {
   }
 
   /** The vault a read (or delete) acts on; undefined when it does not exist yet. */
-  private async readable(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope) {
+  private async readable(caller: Caller, scope: VaultScope) {
     if (scope.kind === 'workspace') return store.workspaceVault(this.deps.db, caller.workspaceId);
-    return this.ownVault(await this.intern(caller, scope.internId));
+    return this.ownVault(await this.intern(caller, scope.internId, false));
   }
 
   /** The vault a write acts on: the workspace's (made if needed), or a live intern's own (409 otherwise). */
-  private async writable(caller: Pick<Caller, 'workspaceId'>, scope: VaultScope): Promise<store.VaultRow> {
+  private async writable(caller: Caller, scope: VaultScope): Promise<store.VaultRow> {
     if (scope.kind === 'workspace') return this.ensureWorkspaceVault(caller.workspaceId);
-    const intern = await this.intern(caller, scope.internId);
+    const intern = await this.intern(caller, scope.internId, true);
     if (CLOSING.has(intern.status)) {
       throw conflict(`The intern is ${intern.status}: its vault can no longer be written`);
     }
@@ -308,18 +380,26 @@ export class VaultService {
     return vault;
   }
 
-  /** Seals values for `vault`: AES-GCM bound to vault and name, fingerprint under the vault's key. */
+  /** Seals values written into `vault`: AES-GCM bound to vault and name, fingerprint under the vault's key. */
   private sealer(vault: store.VaultRow) {
     const key = Buffer.from(
       decrypt(this.deps.masterKey, vault.hmac_key_sealed, vaultKeyAad(vault.id)),
       'base64',
     );
-    return (name: string, value: string, hosts: string[]): store.SecretWrite => ({
+    return (
+      name: string,
+      value: string,
+      hosts: string[],
+      t: SecretTransport,
+      writer: string,
+    ): store.SecretWrite => ({
       vault_id: vault.id,
       name,
       value_sealed: encrypt(this.deps.masterKey, value, secretAad(vault.id, name)),
       hosts_json: toJsonList(hosts) as string,
-      fingerprint: createHmac('sha256', key).update(value, 'utf8').digest('hex'),
+      allow_http: t.allowHttp ? 1 : 0,
+      ports_json: t.ports.length > 0 ? toJsonList(t.ports) : null,
+      fingerprint: fingerprintOf(key, name, writer, value),
       at: nowIso(),
     });
   }

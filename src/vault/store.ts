@@ -46,7 +46,7 @@ export async function secretRowsOf(db: Db, vaultIds: string[]) {
   if (vaultIds.length === 0) return [];
   return db
     .selectFrom('vault_secrets')
-    .select(['vault_id', 'name', 'value_sealed', 'hosts_json'])
+    .select(['vault_id', 'name', 'value_sealed', 'hosts_json', 'allow_http', 'ports_json'])
     .where('vault_id', 'in', vaultIds)
     .execute();
 }
@@ -57,7 +57,12 @@ export interface SecretMeta {
   hosts_json: string | null;
   fingerprint: string | null;
   created_at: string;
+  allow_http: number;
+  ports_json: string | null;
 }
+
+/** The columns a listing returns. */
+const META = ['name', 'hosts_json', 'fingerprint', 'created_at', 'allow_http', 'ports_json'] as const;
 
 export interface SecretWrite {
   vault_id: string;
@@ -65,6 +70,8 @@ export interface SecretWrite {
   value_sealed: string;
   hosts_json: string;
   fingerprint: string;
+  allow_http: number;
+  ports_json: string | null;
   at: string;
 }
 
@@ -83,11 +90,11 @@ export async function workspaceVault(db: Db, workspaceId: string): Promise<Vault
     .executeTakeFirst();
 }
 
-/** The intern as the vault routes see it: which workspace holds it, its state and own vault. */
+/** The intern as the vault routes see it: which workspace holds it, its owner, state and own vault. */
 export async function findIntern(db: Db, internId: string) {
   return db
     .selectFrom('interns')
-    .select(['id', 'workspace_id', 'status', 'vault_id'])
+    .select(['id', 'workspace_id', 'organization_id', 'creator_user_id', 'status', 'vault_id'])
     .where('id', '=', internId)
     .executeTakeFirst();
 }
@@ -101,7 +108,7 @@ export async function listSecrets(
 ): Promise<SecretMeta[]> {
   return db
     .selectFrom('vault_secrets')
-    .select(['name', 'hosts_json', 'fingerprint', 'created_at'])
+    .select(META)
     .where('vault_id', '=', vaultId)
     .orderBy(byName(dialect))
     .offset(page.offset)
@@ -114,7 +121,7 @@ export async function secretsNamed(db: Db, vaultId: string, names: string[]) {
   if (names.length === 0) return [];
   return db
     .selectFrom('vault_secrets')
-    .select(['vault_id', 'name', 'value_sealed', 'hosts_json', 'fingerprint', 'created_at'])
+    .select(['vault_id', 'name', 'value_sealed', 'hosts_json', 'fingerprint', 'allow_http', 'ports_json'])
     .where('vault_id', '=', vaultId)
     .where('name', 'in', names)
     .execute();
@@ -130,6 +137,8 @@ export async function upsertSecret(db: Db, w: SecretWrite): Promise<SecretMeta> 
       value_sealed: w.value_sealed,
       hosts_json: w.hosts_json,
       fingerprint: w.fingerprint,
+      allow_http: w.allow_http,
+      ports_json: w.ports_json,
       created_at: w.at,
       updated_at: w.at,
     })
@@ -138,13 +147,15 @@ export async function upsertSecret(db: Db, w: SecretWrite): Promise<SecretMeta> 
         value_sealed: w.value_sealed,
         hosts_json: w.hosts_json,
         fingerprint: w.fingerprint,
+        allow_http: w.allow_http,
+        ports_json: w.ports_json,
         updated_at: w.at,
       }),
     )
     .execute();
   return db
     .selectFrom('vault_secrets')
-    .select(['name', 'hosts_json', 'fingerprint', 'created_at'])
+    .select(META)
     .where('vault_id', '=', w.vault_id)
     .where('name', '=', w.name)
     .executeTakeFirstOrThrow();

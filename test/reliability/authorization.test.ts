@@ -122,7 +122,6 @@ const ROUTES: Record<string, Row> = {
   // Public: the same answer with or without (any) credential.
   'GET /health': { auth: 'none', ok: 200 },
   'GET /ready': { auth: 'none', ok: 200 },
-  'GET /metrics': { auth: 'none', ok: 200 },
   'GET /docs': { auth: 'none', ok: 301 }, // → /docs/
   'GET /docs/': { auth: 'none', ok: 200 },
   'GET /docs/js/scalar.js': { auth: 'none', ok: 200 },
@@ -450,7 +449,7 @@ const ROUTES: Record<string, Row> = {
   'PUT /api/v1/vault/secrets/:name': {
     auth: 'api',
     path: (_fx, as) => `/vault/secrets/${as === 'api' ? SECRET : `probe_${tag(as)}`}`,
-    body: () => ({ value: 'v-probe', hosts: ['probe.example.com'] }),
+    body: () => ({ value: 'v-probe-value', hosts: ['probe.example.com'] }),
     ok: 200,
     org: 200,
     mgmtOnApi: 401,
@@ -971,5 +970,420 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       changed.map(([, p]) => p),
       'objects changed by other tenants',
     ).toEqual([]);
+  }, 60_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Organization roles (owner, admin, member management keys × management writes on own vs others'
+// objects). Members manage only the API keys they created; every other management write is for
+// owners, admins and keys acting as the organization; nobody attributes a key to another user.
+
+describe.each(databases)('organization roles on management writes (%s)', (db) => {
+  let gw: TestGateway;
+  const writes = new Map<string, RouteOptions>();
+
+  beforeAll(async () => {
+    gw = await startTestGateway(db, {
+      env: { GATEHOUSE_WORKER: 'off' },
+      onRoute: (r) => {
+        const auth = (r.config as { auth?: string } | undefined)?.auth;
+        for (const m of [r.method].flat())
+          if (auth === 'management' && m !== 'GET' && m !== 'HEAD') writes.set(`${m} ${r.url}`, r);
+      },
+    });
+  });
+  afterAll(() => gw?.stop());
+
+  /** A user of the organization with the role, and a management key of theirs (from the operator). */
+  const userWithKey = async (role: 'admin' | 'member') => {
+    const admin = adminClient(gw.url);
+    const user = await admin('POST', '/admin/users', {
+      email: `${role}-${randomBytes(4).toString('hex')}@example.com`,
+      organization_id: gw.organizationId,
+      role,
+    });
+    expect(user.status, user.text).toBe(201);
+    const key = await admin('POST', '/admin/keys', {
+      name: `${role}-mgmt`,
+      user_id: user.body.data.id,
+      management: true,
+    });
+    expect(key.status, key.text).toBe(201);
+    return { id: user.body.data.id as string, call: client(gw.url, key.body.key) };
+  };
+
+  it('declares every management write other than /keys as owners and admins only', () => {
+    const open = [...writes]
+      .filter(([id]) => !id.includes('/keys') || id.includes('/assignments/'))
+      .filter(([, r]) => (r.config as { role?: string }).role !== 'admin')
+      .map(([id]) => id);
+    expect(writes.size).toBeGreaterThan(15);
+    expect(open, 'management writes open to members').toEqual([]);
+  });
+
+  it('lets a member manage only the keys they created, attributed to themselves', async () => {
+    const owner = client(gw.url, gw.managementKey);
+    const api = client(gw.url, gw.apiKey);
+    const admin = await userWithKey('admin');
+    const member = await userWithKey('member');
+    const ownerKey = (await owner('POST', '/keys', { name: 'owner-key', creator_user_id: gw.ownerUserId }))
+      .body.data;
+    expect(ownerKey.creator_user_id).toBe(gw.ownerUserId);
+
+    // A member's key is theirs, whether creator_user_id is omitted or names them.
+    const mine = await member.call('POST', '/keys', { name: 'mine' });
+    expect(mine.status, mine.text).toBe(201);
+    expect(mine.body.data.creator_user_id).toBe(member.id);
+    const named = await member.call('POST', '/keys', { name: 'mine-2', creator_user_id: member.id });
+    expect(named.status, named.text).toBe(201);
+    expect(named.body.data.creator_user_id).toBe(member.id);
+
+    // Nobody mints a key attributed to someone else, or (as a member) one acting as the organization.
+    const orgKey = await adminClient(gw.url)('POST', '/admin/keys', {
+      name: 'org-mgmt',
+      organization_id: gw.organizationId,
+      management: true,
+    });
+    const asOrg = client(gw.url, orgKey.body.key);
+    for (const [as, body] of [
+      [member.call, { name: 'x', creator_user_id: gw.ownerUserId }],
+      [member.call, { name: 'x', creator_user_id: null }],
+      [admin.call, { name: 'x', creator_user_id: member.id }],
+      [owner, { name: 'x', creator_user_id: member.id }],
+      [asOrg, { name: 'x', creator_user_id: member.id }],
+    ] as const) {
+      const res = await as('POST', '/keys', body);
+      expect(res.status, `${JSON.stringify(body)} ${res.text}`).toBe(403);
+      expect(res.body.error).toMatchObject({ code: 403 });
+    }
+    const orgActing = await admin.call('POST', '/keys', { name: 'org-acting', creator_user_id: null });
+    expect(orgActing.status, orgActing.text).toBe(201);
+    expect(orgActing.body.data.creator_user_id).toBeNull();
+    expect((await asOrg('POST', '/keys', { name: 'by-org' })).body.data.creator_user_id).toBeNull();
+
+    // Not in a workspace the member does not belong to.
+    const ws = (await owner('POST', '/workspaces', { name: 'Owners', slug: 'owners-only' })).body.data;
+    expect((await member.call('POST', '/keys', { name: 'x', workspace_id: ws.id })).status).toBe(403);
+    const keysBefore = (await owner('GET', `/keys?workspace_id=${ws.id}`)).body.data.length;
+    expect(keysBefore).toBe(0);
+
+    // The owner's keys (and the organization's) are out of a member's reach: state unchanged.
+    for (const hash of [ownerKey.hash, orgActing.body.data.hash, sha256(gw.apiKey)]) {
+      expect((await member.call('PATCH', `/keys/${hash}`, { disabled: true })).status).toBe(403);
+      expect((await member.call('PATCH', `/keys/${hash}`, { limit: 0 })).status).toBe(403);
+      expect((await member.call('DELETE', `/keys/${hash}`)).status).toBe(403);
+      const still = await owner('GET', `/keys/${hash}`);
+      expect(still.status).toBe(200);
+      expect(still.body.data).toMatchObject({ disabled: false, limit: null });
+    }
+    expect((await api('GET', '/key')).status).toBe(200); // the owner's API key still works
+
+    // Their own keys: yes.
+    const patched = await member.call('PATCH', `/keys/${mine.body.data.hash}`, { name: 'renamed', limit: 1 });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.data).toMatchObject({ name: 'renamed', limit: 1 });
+    expect((await member.call('DELETE', `/keys/${named.body.data.hash}`)).status).toBe(200);
+
+    // Owners and admins manage others' keys.
+    expect((await admin.call('PATCH', `/keys/${mine.body.data.hash}`, { disabled: true })).status).toBe(200);
+    expect((await admin.call('PATCH', `/keys/${ownerKey.hash}`, { name: 'by-admin' })).status).toBe(200);
+    expect((await owner('DELETE', `/keys/${mine.body.data.hash}`)).status).toBe(200);
+    expect((await owner('DELETE', `/keys/${orgActing.body.data.hash}`)).status).toBe(200);
+  });
+
+  it('refuses members every other management write, and lets admins make them', async () => {
+    const owner = client(gw.url, gw.managementKey);
+    const admin = await userWithKey('admin');
+    const member = await userWithKey('member');
+    const other = await userWithKey('member');
+    const g = (await owner('POST', '/guardrails', { name: 'team', allowed_models: ['gatehouse/echo'] })).body
+      .data.id;
+    const k = (await owner('POST', '/keys', { name: 'assigned' })).body.data.hash;
+    await owner('POST', `/guardrails/${g}/assignments/keys`, { key_hashes: [k] });
+    await owner('POST', `/guardrails/${g}/assignments/members`, { member_user_ids: [member.id] });
+    const w = (await owner('POST', '/workspaces', { name: 'Team', slug: 'team' })).body.data.id;
+    await owner('PUT', `/workspaces/${w}/budgets/monthly`, { limit_usd: 5 });
+    const b = (await owner('POST', '/byok', { provider: 'openai', key: 'sk-role-test-provider-key' })).body
+      .data.id;
+
+    const calls: [string, string, unknown, number][] = [
+      ['POST', '/guardrails', { name: 'mine' }, 201],
+      ['PATCH', `/guardrails/${g}`, { allowed_models: null }, 200],
+      ['POST', `/guardrails/${g}/assignments/keys/remove`, { key_hashes: [k] }, 200],
+      ['POST', `/guardrails/${g}/assignments/keys`, { key_hashes: [k] }, 200],
+      ['POST', `/guardrails/${g}/assignments/members/remove`, { member_user_ids: [member.id] }, 200],
+      ['POST', `/guardrails/${g}/assignments/members`, { member_user_ids: [other.id] }, 200],
+      ['POST', '/workspaces', { name: 'Mine', slug: 'mine' }, 201],
+      ['PATCH', `/workspaces/${w}`, { name: 'Renamed' }, 200],
+      ['POST', `/workspaces/${w}/members/add`, { user_ids: [member.id] }, 200],
+      ['POST', `/workspaces/${w}/members/remove`, { user_ids: [gw.ownerUserId] }, 200],
+      ['PUT', `/workspaces/${w}/budgets/monthly`, { limit_usd: 1000 }, 200],
+      ['POST', '/byok', { provider: 'anthropic', key: 'sk-member-provider-key' }, 201],
+      ['PATCH', `/byok/${b}`, { disabled: true }, 200],
+      ['DELETE', `/workspaces/${w}/budgets/monthly`, undefined, 200],
+      ['DELETE', `/byok/${b}`, undefined, 200],
+      ['DELETE', `/guardrails/${g}`, undefined, 200],
+      ['DELETE', `/workspaces/${w}`, undefined, 200],
+    ];
+    const state = async () =>
+      Promise.all(
+        [
+          `/guardrails/${g}`,
+          `/guardrails/${g}/assignments/keys`,
+          `/guardrails/${g}/assignments/members`,
+          '/guardrails',
+          `/workspaces/${w}`,
+          `/workspaces/${w}/members`,
+          `/workspaces/${w}/budgets`,
+          '/workspaces',
+          `/byok/${b}`,
+          '/byok',
+        ].map(async (p) => (await owner('GET', p)).text),
+      );
+    const before = await state();
+    for (const [method, path, body] of calls) {
+      const res = await member.call(method, path, body);
+      expect(res.status, `member ${method} ${path}: ${res.text}`).toBe(403);
+      expect(res.body).toEqual({
+        error: { code: 403, message: 'Only organization owners and admins can perform this operation' },
+      });
+    }
+    expect(await state()).toEqual(before);
+    // Members still read.
+    for (const p of ['/guardrails', '/workspaces', '/byok', `/workspaces/${w}/budgets`])
+      expect((await member.call('GET', p)).status).toBe(200);
+    for (const [method, path, body, status] of calls) {
+      const res = await admin.call(method, path, body);
+      expect(res.status, `admin ${method} ${path}: ${res.text}`).toBe(status);
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Intern ownership: inside one workspace, an intern is its owner's. Its owner and the workspace's
+// administrators (organization owners and admins) act on it; another member gets 404 on every
+// route naming it (existence not revealed) and does not see it listed; a key acting as the
+// organization (no user) reads it but every write is 403 `no_acting_user`.
+
+describe.each(databases)('intern ownership matrix (%s)', (db) => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    // Slow provisioning: provision/suspend controls never start a runtime.
+    gw = await startTestGateway(db, { env: { GATEHOUSE_INTERNS_STEP_DELAY_MS: '20000' } });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+  });
+
+  type Actor = 'owner' | 'member' | 'admin' | 'userless';
+  const ACTORS: Actor[] = ['member', 'userless', 'admin', 'owner'];
+
+  it('lets only the owner and administrators act on an intern; others get 404, userless keys 403 no_acting_user', async () => {
+    const admin = adminClient(gw.url);
+    const userKey = async (name: string, role: 'member' | 'admin') => {
+      const user = await admin('POST', '/admin/users', {
+        email: `${name}-${randomBytes(3).toString('hex')}@example.com`,
+        organization_id: gw.organizationId,
+        role,
+        interns_programme: true,
+      });
+      expect(user.status, user.text).toBe(201);
+      const key = await admin('POST', '/admin/keys', { name, user_id: user.body.data.id });
+      expect(key.status, key.text).toBe(201);
+      return key.body.key as string;
+    };
+    const orgKey = await admin('POST', '/admin/keys', { name: 'org', organization_id: gw.organizationId });
+    expect(orgKey.status, orgKey.text).toBe(201);
+    const as: Record<Actor, ReturnType<typeof client>> = {
+      owner: client(gw.url, await userKey('alice', 'member')),
+      member: client(gw.url, await userKey('bob', 'member')),
+      admin: client(gw.url, await userKey('dave', 'admin')),
+      userless: client(gw.url, orgKey.body.key),
+    };
+
+    const intern = (await as.owner('POST', '/interns', { name: 'alices', description: 'mine' })).body;
+    expect(intern.status).toBe('stopped');
+    const secret = { value: 'sk-alice-only', hosts: ['alice.example.com'] };
+    expect((await as.owner('PUT', `/vault/interns/${intern.id}/secrets/alice_key`, secret)).status).toBe(200);
+    expect((await as.owner('PUT', '/vault/secrets/shared_key', secret)).status).toBe(200);
+
+    const NO_USER = { status: 403, code: 'no_acting_user' };
+    const HIDDEN = { status: 404, code: 'not_found' };
+    const CHAT_HIDDEN = { status: 404, code: 404 };
+    const VAULT_HIDDEN = { status: 404, code: 404 };
+    const VAULT_NO_USER = { status: 403, code: 403 };
+    const chatBody = { stream: true, messages: [{ role: 'user', content: 'hi' }] };
+    // [label, method, path, body, answer per actor]; run in order, each actor in ACTORS order.
+    const rows: [
+      string,
+      string,
+      string,
+      unknown,
+      Record<Actor, { status: number; code: string | number }>,
+    ][] = [
+      [
+        'get',
+        'GET',
+        `/interns/${intern.id}`,
+        undefined,
+        {
+          owner: { status: 200, code: 200 },
+          member: HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: { status: 200, code: 200 },
+        },
+      ],
+      [
+        'patch',
+        'PATCH',
+        `/interns/${intern.id}`,
+        { description: 'changed' },
+        {
+          owner: { status: 200, code: 200 },
+          member: HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: NO_USER,
+        },
+      ],
+      [
+        'provision',
+        'POST',
+        `/interns/${intern.id}/provision`,
+        undefined,
+        {
+          owner: { status: 202, code: 202 },
+          member: HIDDEN,
+          admin: { status: 202, code: 202 },
+          userless: NO_USER,
+        },
+      ],
+      [
+        'suspend',
+        'POST',
+        `/interns/${intern.id}/suspend`,
+        undefined,
+        {
+          owner: { status: 200, code: 200 },
+          member: HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: NO_USER,
+        },
+      ],
+      // Not running: 409 intern_not_ready once past the ownership checks.
+      [
+        'chat',
+        'POST',
+        `/interns/${intern.id}/chat/completions`,
+        chatBody,
+        {
+          owner: { status: 409, code: 409 },
+          member: CHAT_HIDDEN,
+          admin: { status: 409, code: 409 },
+          userless: { status: 403, code: 403 },
+        },
+      ],
+      [
+        'vault list',
+        'GET',
+        `/vault/interns/${intern.id}/secrets`,
+        undefined,
+        {
+          owner: { status: 200, code: 200 },
+          member: VAULT_HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: { status: 200, code: 200 },
+        },
+      ],
+      [
+        'vault put',
+        'PUT',
+        `/vault/interns/${intern.id}/secrets/alice_key`,
+        secret,
+        {
+          owner: { status: 200, code: 200 },
+          member: VAULT_HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: VAULT_NO_USER,
+        },
+      ],
+      [
+        'vault copy',
+        'POST',
+        `/vault/interns/${intern.id}/secrets/copy`,
+        { names: ['shared_key'] },
+        {
+          owner: { status: 200, code: 200 },
+          member: VAULT_HIDDEN,
+          admin: { status: 200, code: 200 },
+          userless: VAULT_NO_USER,
+        },
+      ],
+      [
+        'workspace vault put',
+        'PUT',
+        '/vault/secrets/shared_key',
+        secret,
+        {
+          owner: { status: 200, code: 200 },
+          member: { status: 200, code: 200 },
+          admin: { status: 200, code: 200 },
+          userless: VAULT_NO_USER,
+        },
+      ],
+      [
+        'vault delete',
+        'DELETE',
+        `/vault/interns/${intern.id}/secrets/shared_key`,
+        undefined,
+        {
+          owner: { status: 404, code: 404 }, // the admin deleted it just before
+          member: VAULT_HIDDEN,
+          admin: { status: 204, code: 204 },
+          userless: VAULT_NO_USER,
+        },
+      ],
+    ];
+    const problems: string[] = [];
+    const check = (
+      label: string,
+      res: { status: number; body: any; text: string },
+      want: { status: number; code: string | number },
+    ) => {
+      const code = res.status >= 400 ? res.body?.error?.code : res.status;
+      if (res.status !== want.status || code !== want.code)
+        problems.push(`${label}: ${res.status} ${res.text.slice(0, 160)} (want ${want.status} ${want.code})`);
+      // No refusal reveals the intern's secrets or the owner's description.
+      if (res.status >= 400 && /alice\.example\.com|sk-alice-only/.test(res.text))
+        problems.push(`${label}: leak`);
+    };
+    for (const [label, method, path, body, want] of rows) {
+      for (const actor of ACTORS)
+        check(`${label} as ${actor}`, await as[actor](method, path, body), want[actor]);
+    }
+
+    // The list: the owner's own for members, everything for administrators and the organization.
+    const listed = async (actor: Actor) =>
+      ((await as[actor]('GET', '/interns')).body.data as { id: string }[]).map((i) => i.id);
+    expect(await listed('owner')).toContain(intern.id);
+    expect(await listed('member')).not.toContain(intern.id);
+    expect(await listed('admin')).toContain(intern.id);
+    expect(await listed('userless')).toContain(intern.id);
+
+    // Another member cannot lend themselves the owner's vault (its secrets) through vault_id.
+    const borrow = await as.member('POST', '/interns', { name: 'borrower', vault_id: intern.vault_id });
+    expect(borrow.status, borrow.text).toBe(409);
+    expect(borrow.body.error.code).toBe('vault_not_attachable');
+
+    // Nothing the member or the userless key tried changed the intern; delete goes last.
+    for (const actor of ['member', 'userless'] as const) {
+      const del = await as[actor]('DELETE', `/interns/${intern.id}`, {});
+      check(`delete as ${actor}`, del, actor === 'member' ? HIDDEN : NO_USER);
+    }
+    const after = await as.owner('GET', `/interns/${intern.id}`);
+    expect(after.body.description).toBe('changed'); // the owner's and the admin's PATCH only
+    expect(after.body.status).toBe('stopped');
+    expect(problems).toEqual([]);
+    expect((await as.admin('DELETE', `/interns/${intern.id}`, {})).status).toBe(202);
   }, 60_000);
 });

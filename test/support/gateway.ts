@@ -21,7 +21,7 @@ if (!postgresUrl) {
   );
 }
 
-export const ADMIN_TOKEN = 'test-admin-token';
+export const ADMIN_TOKEN = `test-admin-${randomBytes(16).toString('hex')}`;
 
 export interface TestGateway extends Gateway {
   db: DbKind;
@@ -89,6 +89,10 @@ export async function startTestGateway(
     HOST: '127.0.0.1',
     GATEHOUSE_DATA_DIR: storage.dataDir,
     GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
+    // Suites probe admin routes with many wrong tokens from one address; the throttle has its own tests.
+    GATEHOUSE_ADMIN_AUTH_FAILURES: '100000',
+    // /metrics on a free loopback port of its own (TestGateway.metricsUrl).
+    GATEHOUSE_METRICS_PORT: '0',
     GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: managementKey,
     GATEHOUSE_BOOTSTRAP_API_KEY: apiKey,
     LOG_LEVEL: 'warn',
@@ -96,7 +100,13 @@ export async function startTestGateway(
     ...opts.env,
   };
   const boot = async (): Promise<TestGateway> => {
-    const config: Config = loadConfig(env);
+    let config: Config;
+    try {
+      config = loadConfig(env);
+    } catch (err) {
+      await storage.drop(); // a refused configuration leaves no temp directory behind
+      throw err;
+    }
     registerSecret('api-key', apiKey);
     registerSecret('api-key', managementKey);
     registerMasterKey(config.masterKey);

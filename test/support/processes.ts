@@ -204,6 +204,8 @@ export async function startProcess(
     LOG_LEVEL: command === 'worker' ? 'info' : 'warn',
     // These tests are about the gateway; several run at once and would contend for the media port.
     GATEHOUSE_MEDIA: 'off',
+    // Several gateways run at once: each its own free /metrics port.
+    GATEHOUSE_METRICS_PORT: '0',
     ...opts.env,
   });
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {

@@ -7,7 +7,16 @@ import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { decorateChatResponse, decorateChunk, fullUsage, gatewayMetadata } from '../decorate.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, isObj, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
+import {
+  chatAnswerSlots,
+  chatChunkSlots,
+  contentSlots,
+  formatSlots,
+  isObj,
+  roleOf,
+  stringSlot,
+  toolSlots,
+} from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 const NULL_USAGE = /,"usage":null|"usage":null,/;
@@ -15,19 +24,24 @@ const NULL_USAGE = /,"usage":null|"usage":null,/;
 /** OpenRouter's request extensions a provider's Chat Completions API does not take. */
 const DROPPED = [...GATEHOUSE_FIELDS, 'usage', 'reasoning'] as const;
 
-/** Message texts, assistant tool-call arguments, tool descriptions. */
+/**
+ * Message texts and names, assistant tool-call arguments, tools (descriptions and parameter
+ * schemas), the `response_format` schema.
+ */
 function texts(body: Body): TextSlot[] {
   const out: TextSlot[] = [];
   if (Array.isArray(body.messages))
     for (const m of body.messages) {
       if (!isObj(m)) continue;
       const role = roleOf(m.role);
+      stringSlot(out, role, m, 'name');
       contentSlots(out, role, m);
       if (Array.isArray(m.tool_calls))
         for (const tc of m.tool_calls)
           if (isObj(tc) && isObj(tc.function)) stringSlot(out, 'assistant', tc.function, 'arguments');
     }
-  toolDescriptionSlots(out, body);
+  toolSlots(out, body);
+  formatSlots(out, body.response_format);
   return out;
 }
 
@@ -106,6 +120,8 @@ export const chatWire: ChatWire = {
   texts,
   laneBody,
   laneDropped: (body) => (hasBreakpoints(body) ? ['cache_control'] : []),
+  answerTexts: chatAnswerSlots,
+  frameTexts: chatChunkSlots,
   encodeResponse: (done, call) =>
     decorateChatResponse(done.response, done.info, done.usage, done.cost, call.echoUpstream),
   async *encodeStream(s) {
@@ -163,7 +179,7 @@ export const chatWire: ChatWire = {
     }
     return frame.frame.includes('"usage":null') ? frame.frame.replace(NULL_USAGE, '') : frame.frame;
   },
-  streamError: (info, message) => errorFrames(info, 502, message),
+  streamError: (info, message, status = 502) => errorFrames(info, status, message),
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),
 };

@@ -8,7 +8,17 @@ import { sseJson } from '../../formats/sse.js';
 import type { Body, TextSlot } from '../../routing/call.js';
 import type { ErrorRenderer } from '../../server/errors.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, isObj, leafSlots, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
+import {
+  contentSlots,
+  formatSlots,
+  isObj,
+  leafSlots,
+  messagesAnswerSlots,
+  messagesFrameSlots,
+  roleOf,
+  stringSlot,
+  toolSlots,
+} from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /** Anthropic's error type for each status Gatehouse answers with. */
@@ -52,7 +62,7 @@ const ErrorSchema = Type.Object(
 
 /**
  * The system prompt, message text blocks, tool results (as the tool's) and tool inputs (as the
- * assistant's), tool descriptions. Thinking blocks are signed by the provider: never rewritten.
+ * assistant's), tools (descriptions and input schemas), the output format's schema. Thinking blocks are signed by the provider: never rewritten.
  */
 function texts(body: Body): TextSlot[] {
   const out: TextSlot[] = [];
@@ -67,12 +77,15 @@ function texts(body: Body): TextSlot[] {
       }
       for (const block of m.content) {
         if (!isObj(block)) continue;
-        if (block.type === 'text') stringSlot(out, role, block, 'text');
+        if (block.type === 'text') stringSlot(out, role, block, 'text', m.content);
         else if (block.type === 'tool_result') contentSlots(out, 'tool', block);
         else if (block.type === 'tool_use') leafSlots(out, 'assistant', block, 'input');
       }
     }
-  toolDescriptionSlots(out, body);
+  toolSlots(out, body);
+  // Structured outputs: `output_format` (beta) and `output_config.format`.
+  formatSlots(out, body.output_format);
+  if (isObj(body.output_config)) formatSlots(out, body.output_config.format);
   return out;
 }
 
@@ -90,6 +103,8 @@ export const messagesWire: ChatWire = {
   texts,
   // Anthropic refuses fields it does not know: OpenRouter's `usage` goes with Gatehouse's own.
   laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, [...GATEHOUSE_FIELDS, 'usage']),
+  answerTexts: messagesAnswerSlots,
+  frameTexts: messagesFrameSlots,
   encodeResponse: (done, call) =>
     chatResponseToMessages(
       { ...done.response, usage: done.usage, model: done.info.model.id },
@@ -98,8 +113,8 @@ export const messagesWire: ChatWire = {
   async *encodeStream(s, call) {
     for await (const e of chatStreamToMessages(withFinalUsage(s), call.model)) yield sseJson(e.data, e.event);
   },
-  streamError: (_info, message) => [
-    sseJson({ type: 'error', error: { type: 'api_error', message } }, 'error'),
+  streamError: (_info, message, status = 502) => [
+    sseJson({ type: 'error', error: { type: errorType(status), message } }, 'error'),
   ],
   renderError,
   errorSchema: ErrorSchema,

@@ -14,12 +14,22 @@ import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { responsesCost } from '../decorate.js';
 import { withFinalUsage } from './final-usage.js';
-import { contentSlots, isObj, roleOf, stringSlot, toolDescriptionSlots } from './texts.js';
+import {
+  contentSlots,
+  formatSlots,
+  isObj,
+  responsesAnswerSlots,
+  responsesFrameSlots,
+  roleOf,
+  stringSlot,
+  toolSlots,
+} from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /**
  * The instructions, message texts, function-call arguments and custom-tool inputs (as the
- * assistant's), tool outputs (as the tool's), tool descriptions.
+ * assistant's), tool outputs (as the tool's), tools (descriptions and parameter schemas), the
+ * `text.format` schema.
  */
 function texts(body: Body): TextSlot[] {
   const out: TextSlot[] = [];
@@ -44,7 +54,8 @@ function texts(body: Body): TextSlot[] {
           break;
       }
     }
-  toolDescriptionSlots(out, body);
+  toolSlots(out, body);
+  if (isObj(body.text)) formatSlots(out, body.text.format);
   return out;
 }
 
@@ -90,6 +101,8 @@ export const responsesWire: ChatWire = {
   parse: responsesRequestToChat,
   texts,
   laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, GATEHOUSE_FIELDS),
+  answerTexts: responsesAnswerSlots,
+  frameTexts: responsesFrameSlots,
   encodeResponse: (done, call) =>
     chatResponseToResponses(
       { ...done.response, usage: done.usage, id: done.info.generationId },

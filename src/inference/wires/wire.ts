@@ -32,8 +32,11 @@ export interface CallerWire<R = ChatResponse> extends CallWire {
    * must not re-serialize an event it leaves as it is.
    */
   relayFrame?(frame: RelayFrame, info: RouteInfo): string;
-  /** The frames that end a lane's stream which failed after it started. */
-  streamError(info: RouteInfo, message: string): string[];
+  /**
+   * The frames that end a stream which failed after it started (`status`: the failure's, 502 for
+   * an upstream's; 403 for an answer a content filter blocked).
+   */
+  streamError(info: RouteInfo, message: string, status?: number): string[];
   /** Errors answered in the caller's own format. */
   readonly renderError: ErrorRenderer;
   /** The OpenAPI schema of its error body. */

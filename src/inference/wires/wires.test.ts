@@ -120,6 +120,37 @@ describe('text walkers: what content filters read and rewrite', () => {
     expect(WIRES.responses.texts({ input: 'just text' }).map((s) => s.text)).toEqual(['just text']);
   });
 
+  it('chat: message names, tool schemas (property names renamed in place) and the response format', () => {
+    const body = {
+      messages: [{ role: 'user', name: 'ada', content: 'hi' }],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'f',
+            description: 'does',
+            parameters: { type: 'object', properties: { a: { type: 'string', enum: ['x'] }, b: {} } },
+          },
+        },
+      ],
+      response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { description: 'out' } } },
+    };
+    const slots = WIRES.chat.texts(body);
+    expect(slots.map((s) => [s.role, s.text])).toEqual([
+      ['user', 'ada'],
+      ['user', 'hi'],
+      ['system', 'does'],
+      ['system', 'object'],
+      ['system', 'a'],
+      ['system', 'b'],
+      ['system', 'string'],
+      ['system', 'x'],
+      ['system', 'out'],
+    ]);
+    slots[4]?.set('A');
+    expect(Object.keys(body.tools[0]?.function.parameters.properties ?? {})).toEqual(['A', 'b']);
+  });
+
   it('take any JSON without failing: shapes they do not know are skipped', () => {
     for (const wire of Object.values(WIRES)) {
       for (const body of [

@@ -38,6 +38,8 @@ export interface AgentDeps {
 /** A run streaming right now on a session. */
 interface ActiveRun {
   controller: AbortController;
+  /** The run grant its model calls carry (the caller that started or resumed it is billed). */
+  grant: string;
   /** User messages steered into the run; they join it before its next model step. */
   steer: string[];
 }
@@ -144,6 +146,10 @@ export class Agent {
     const id = req.session_id;
     const running = this.active.get(id);
     const mode = req.approval_mode === 'manual' ? 'manual' : 'self-drive';
+    // A session is its starter's: to anyone else it does not exist (no steering, answering or reading).
+    const existing = sessions.get(id);
+    if (existing?.owner !== undefined && existing.owner !== req.owner)
+      return refuse(404, 'not_found', `No session ${id}`);
 
     if (req.message.role === 'user') {
       const text = req.message.content;
@@ -152,13 +158,14 @@ export class Agent {
         this.log(`session ${id}: message steered into the running run`);
         return { kind: 'steered' };
       }
-      const s = sessions.get(id) ?? sessions.create(id, mode);
+      const s = existing ?? sessions.create(id, mode, req.owner);
+      s.owner ??= req.owner; // a session written before sessions had owners: its next caller keeps it
       if (s.pending) this.closePending(s, 'superseded', 'The user sent a new message instead of answering.');
       s.ended = false;
       s.run = { approval_mode: mode, usage: emptyUsage(), steps: 0, billed: false };
       s.messages.push({ role: 'user', content: text });
       sessions.save(s);
-      const run = this.claim(id);
+      const run = this.claim(id, req.grant);
       return { kind: 'run', run: (emit, signal) => this.drive(s, run, null, emit, signal) };
     }
 
@@ -179,7 +186,7 @@ export class Agent {
     s.interactions[interactionId] = 'answered';
     s.pending = null;
     sessions.save(s);
-    const run = this.claim(id);
+    const run = this.claim(id, req.grant);
     const answer = { pending, text: req.message.content };
     return { kind: 'run', run: (emit, signal) => this.drive(s, run, answer, emit, signal) };
   }
@@ -191,8 +198,8 @@ export class Agent {
     return true;
   }
 
-  private claim(id: string): ActiveRun {
-    const run: ActiveRun = { controller: new AbortController(), steer: [] };
+  private claim(id: string, grant: string): ActiveRun {
+    const run: ActiveRun = { controller: new AbortController(), steer: [], grant };
     this.active.set(id, run);
     return run;
   }
@@ -270,6 +277,7 @@ export class Agent {
         [{ role: 'system', content: this.systemPrompt }, ...s.messages],
         tools,
         signal,
+        run.grant,
       );
       if (reply.usage) addUsage(s.run.usage, reply.usage);
       s.run.billed = true;

@@ -1,4 +1,4 @@
-import { CALLBACK_PATHS, type RunUsage } from '../runtime-protocol.js';
+import { CALLBACK_PATHS, RUN_GRANT_HEADER, type RunUsage } from '../runtime-protocol.js';
 import type { ModelToolCall, TranscriptMessage } from './sessions.js';
 
 /** A model call that did not produce an answer: `status` is the gateway's (or 502 when unreachable). */
@@ -26,7 +26,7 @@ export interface ToolDefinition {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
-/** The model, reached through the gateway's callback (billed to the intern's owner key). */
+/** The model, reached through the gateway's callback (billed to the key whose chat issued `grant`). */
 export class ModelClient {
   constructor(
     private readonly gatewayUrl: string,
@@ -38,12 +38,17 @@ export class ModelClient {
     messages: ({ role: 'system'; content: string } | TranscriptMessage)[],
     tools: ToolDefinition[],
     signal: AbortSignal,
+    grant: string,
   ): Promise<ModelReply> {
     let res: Response;
     try {
       res = await fetch(`${this.gatewayUrl}${CALLBACK_PATHS.chat}`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token}` },
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${this.token}`,
+          [RUN_GRANT_HEADER]: grant,
+        },
         body: JSON.stringify({
           model: this.model,
           messages,

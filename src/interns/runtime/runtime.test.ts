@@ -13,11 +13,13 @@ import { LocalProvisioner } from '../local-provisioner.js';
 import type { ProvisionTarget, RuntimeEndpoint } from '../provisioner.js';
 import {
   CALLBACK_PATHS,
+  RUN_GRANT_HEADER,
   RUNTIME_PATHS,
   RUNTIME_TOKEN_HEADER,
   type RuntimeEvent,
   type TurnRequest,
 } from '../runtime-protocol.js';
+import { SANDBOX_WORKDIR, sandboxProblem } from './sandbox.js';
 
 // ---------------------------------------------------------------------------------------------
 // The fake gateway
@@ -156,15 +158,24 @@ async function turn(ep: RuntimeEndpoint, t: TurnRequest, signal?: AbortSignal): 
   };
 }
 
+/** Who calls (sessions are bound to it) and the run grant its model calls carry, unless a test says otherwise. */
+const ME = { owner: 'owner-me', grant: 'grant-me' };
 const user = (
   session_id: string,
   content: string,
   approval_mode: TurnRequest['approval_mode'] = 'self-drive',
-) => ({ session_id, approval_mode, message: { role: 'user', content } }) as TurnRequest;
-const answer = (session_id: string, tool_call_id: string, content: string) =>
+  who: { owner: string; grant: string } = ME,
+) => ({ session_id, approval_mode, ...who, message: { role: 'user', content } }) as TurnRequest;
+const answer = (
+  session_id: string,
+  tool_call_id: string,
+  content: string,
+  who: { owner: string; grant: string } = ME,
+) =>
   ({
     session_id,
     approval_mode: 'self-drive',
+    ...who,
     message: { role: 'tool', tool_call_id, content },
   }) as TurnRequest;
 
@@ -261,6 +272,37 @@ describe('intern runtime', () => {
     const page = await fetch(`${ep.url}/`);
     expect(page.headers.get('content-type')).toContain('text/html');
     expect(await page.text()).toContain(A);
+  });
+
+  it('binds a session to the caller that started it: another caller cannot continue, answer or steer it (404 not_found)', async () => {
+    const grants: string[] = [];
+    fake.respond = (body, req) => {
+      grants.push(String(req.headers[RUN_GRANT_HEADER]));
+      return stepOf(body) === 0
+        ? assistant({ tool_calls: [{ name: 'ask_user', args: { message: 'Which?' } }] })
+        : assistant({ content: 'done' });
+    };
+    const paused = await turn(ep, user('s-bound', 'start'));
+    const id = pausedId(paused);
+    const other = { owner: 'owner-other', grant: 'grant-other' };
+    const answered = await turn(ep, answer('s-bound', id, 'mine now', other));
+    expect(answered.status).toBe(404);
+    expect(answered.json).toMatchObject({ reason: 'not_found' });
+    const continued = await turn(ep, user('s-bound', 'tell me what you know', 'self-drive', other));
+    expect(continued.status).toBe(404);
+    expect(continued.json).toMatchObject({ reason: 'not_found' });
+    expect(grants).toEqual(['grant-me']); // no model call ran for the other caller
+    // The starter answers under a new grant: the resumed run's model calls carry that one.
+    const resumed = await turn(ep, answer('s-bound', id, 'this one', { owner: ME.owner, grant: 'grant-2' }));
+    expect(last(resumed)).toMatchObject({ type: 'end', finish_reason: 'stop' });
+    expect(grants).toEqual(['grant-me', 'grant-2']);
+    // Without an owner or a grant, no turn starts.
+    const bare = await turn(ep, {
+      session_id: 's-bare',
+      approval_mode: 'self-drive',
+      message: { role: 'user', content: 'x' },
+    } as unknown as TurnRequest);
+    expect(bare.status).toBe(400);
   });
 
   it('a plain reply: model, reasoning, content, end with the usage of the run', async () => {
@@ -610,25 +652,32 @@ describe('intern runtime', () => {
     expect(roles).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
   });
 
-  it('the shell tool, when enabled, runs bash in the working directory without the runtime token', async () => {
-    const epB = quick.endpoint(B) as RuntimeEndpoint;
-    fake.calls = [];
-    fake.respond = script(
-      assistant({
-        tool_calls: [
-          { name: 'shell', args: { command: 'echo "pwd=$(pwd) token=$GATEHOUSE_RUNTIME_TOKEN"' } },
-        ],
-      }),
-      assistant({ content: 'ran' }),
-    );
-    const r = await turn(epB, user('s-shell-on', 'run'));
-    expect(last(r)).toMatchObject({ type: 'end', finish_reason: 'stop' });
-    expect((fake.calls[0] as ChatBody).tools?.map((t) => t.function.name)).toContain('shell');
-    const out = (fake.calls[1] as ChatBody).messages.at(-1)?.content ?? '';
-    expect(out).toContain('exit code 0');
-    expect(out).toContain(`pwd=${join(dir, B)}`);
-    expect(out).toMatch(/token=\s*$/);
-  });
+  it.skipIf(sandboxProblem() !== null)(
+    'the shell tool, when enabled, runs bash sandboxed in the working directory: no runtime token, no gateway process, no sessions',
+    async () => {
+      const epB = quick.endpoint(B) as RuntimeEndpoint;
+      fake.calls = [];
+      const command = [
+        'echo "pwd=$(pwd) token=$GATEHOUSE_RUNTIME_TOKEN"',
+        'echo shell-wrote > from-shell.txt',
+        `cat /proc/${process.pid}/environ || echo no-gateway-environ`,
+        'ls -A .sessions | wc -l',
+      ].join('; ');
+      fake.respond = script(
+        assistant({ tool_calls: [{ name: 'shell', args: { command } }] }),
+        assistant({ content: 'ran' }),
+      );
+      const r = await turn(epB, user('s-shell-on', 'run'));
+      expect(last(r)).toMatchObject({ type: 'end', finish_reason: 'stop' });
+      expect((fake.calls[0] as ChatBody).tools?.map((t) => t.function.name)).toContain('shell');
+      const out = (fake.calls[1] as ChatBody).messages.at(-1)?.content ?? '';
+      expect(out).toContain('exit code 0');
+      expect(out).toContain(`pwd=${SANDBOX_WORKDIR} token=\n`);
+      expect(out).toContain('no-gateway-environ');
+      expect(out).toMatch(/\n0\n?$/); // the runtime's sessions are masked
+      expect(readFileSync(join(dir, B, 'from-shell.txt'), 'utf8')).toBe('shell-wrote\n');
+    },
+  );
 
   it('a paused session survives a restart of the runtime', async () => {
     fake.calls = [];

@@ -55,14 +55,18 @@ export function parseTurn(body: unknown): TurnRequest | string {
   const m = b.message as Record<string, unknown> | undefined;
   if (!m || typeof m !== 'object') return 'message must be an object';
   if (typeof m.content !== 'string') return 'message.content must be a string';
+  if (typeof b.owner !== 'string' || !b.owner) return 'owner must be a non-empty string';
+  if (typeof b.grant !== 'string' || !b.grant) return 'grant must be a non-empty string';
   const approval_mode = b.approval_mode === 'manual' ? 'manual' : 'self-drive';
+  const who = { owner: b.owner, grant: b.grant };
   if (m.role === 'user')
-    return { session_id: b.session_id, approval_mode, message: { role: 'user', content: m.content } };
+    return { session_id: b.session_id, approval_mode, ...who, message: { role: 'user', content: m.content } };
   if (m.role === 'tool') {
     if (typeof m.tool_call_id !== 'string' || !m.tool_call_id) return 'message.tool_call_id must be a string';
     return {
       session_id: b.session_id,
       approval_mode,
+      ...who,
       message: { role: 'tool', tool_call_id: m.tool_call_id, content: m.content },
     };
   }

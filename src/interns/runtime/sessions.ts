@@ -47,6 +47,8 @@ export interface RunState {
 
 export interface Session {
   id: string;
+  /** The caller (an opaque id of their key) who started the session; only they continue it. */
+  owner?: string;
   created_at: string;
   updated_at: string;
   messages: TranscriptMessage[];
@@ -98,10 +100,11 @@ export class SessionStore {
     }
   }
 
-  create(id: string, mode: ApprovalMode): Session {
+  create(id: string, mode: ApprovalMode, owner: string): Session {
     const now = new Date().toISOString();
     const s: Session = {
       id,
+      owner,
       created_at: now,
       updated_at: now,
       messages: [],

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { BWRAP, type SandboxView, sandboxArgs } from './sandbox.js';
 
 export interface ShellResult {
   /** Exit code, or null when killed (timeout, run cancelled). */
@@ -9,14 +10,15 @@ export interface ShellResult {
 }
 
 /**
- * Runs `bash -c <command>` in the working directory with a minimal environment (never the
- * runtime's token), stdout and stderr interleaved and capped, killed with its process group after
- * `timeoutMs` or when `signal` aborts.
+ * Runs `bash -c <command>` inside the bubblewrap sandbox (sandbox.ts), in the intern's working
+ * directory with only `env` as its environment (never the runtime's token), stdout and stderr
+ * interleaved and capped, killed with its process group after `timeoutMs` or when `signal`
+ * aborts. There is no unsandboxed fallback: without bwrap the command fails.
  */
 export function runShell(
   command: string,
   opts: {
-    cwd: string;
+    sandbox: SandboxView;
     env: Record<string, string>;
     timeoutMs: number;
     capBytes: number;
@@ -25,9 +27,11 @@ export function runShell(
 ): Promise<ShellResult> {
   return new Promise((resolvePromise, reject) => {
     if (opts.signal.aborted) return reject(opts.signal.reason);
-    const child = spawn('bash', ['-c', command], {
-      cwd: opts.cwd,
-      env: opts.env,
+    // bwrap itself gets only PATH (to find itself): it is the sandbox's PID 1, and its
+    // /proc/1/environ is readable from inside.
+    const child = spawn(BWRAP, [...sandboxArgs(opts.sandbox, opts.env), 'bash', '-c', command], {
+      cwd: opts.sandbox.workdir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

@@ -1,8 +1,9 @@
 import type { EgressRequest } from '../runtime-protocol.js';
-import type { RuntimeConfig } from './config.js';
+import { RUNTIME_CONFIG_FILE, type RuntimeConfig, SESSIONS_DIR } from './config.js';
 import { sendThroughGateway } from './egress-client.js';
 import { FileRefusal, type Workspace } from './files.js';
 import type { ToolDefinition } from './model-client.js';
+import { SANDBOX_WORKDIR } from './sandbox.js';
 import { runShell } from './shell.js';
 
 /** The tool that pauses the run with a question to the user (never needs permission). */
@@ -29,7 +30,7 @@ export function toolDefinitions(shell: boolean): ToolDefinition[] {
     fn(
       'http_request',
       'Send an HTTP request. Write secrets as {{vault:NAME}} in the URL path/query or a header value; ' +
-        'the gateway fills them in only for the hosts each secret is bound to.',
+        'the gateway fills them in only for the hosts each secret is bound to, over https:// unless the secret allows http.',
       {
         method: { type: 'string', description: 'GET, POST, PUT, PATCH, DELETE, HEAD' },
         url: { type: 'string', description: 'Absolute http(s) URL' },
@@ -91,7 +92,9 @@ export function toolGuide(shell: boolean): string {
   return [
     'You work through tools. Files: read_file, write_file, list_files (paths relative to your working directory).',
     'Web: http_request; secrets from your vault are written as {{vault:NAME}} and only reach the hosts they are bound to.',
-    shell ? 'Commands: shell runs bash in your working directory.' : 'There is no shell tool.',
+    shell
+      ? 'Commands: shell runs bash in your working directory, in a sandbox: no network (use http_request), and only your working directory and /tmp are writable.'
+      : 'There is no shell tool.',
     'When you need a decision or information from the user, call ask_user and wait for the answer.',
   ].join('\n');
 }
@@ -183,10 +186,14 @@ async function shell(args: Record<string, unknown>, ctx: ToolContext): Promise<T
   const command = str(args.command);
   if (!command) return failed('Error: command must be a non-empty string');
   const r = await runShell(command, {
-    cwd: ctx.config.workdir,
+    sandbox: {
+      workdir: ctx.config.workdir,
+      hiddenDirs: [SESSIONS_DIR],
+      hiddenFiles: [RUNTIME_CONFIG_FILE],
+    },
     env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: ctx.config.workdir,
+      PATH: '/usr/local/bin:/usr/bin:/bin',
+      HOME: SANDBOX_WORKDIR,
       TERM: 'dumb',
       LANG: 'C.UTF-8',
     },

@@ -21,6 +21,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Dispatcher, request } from 'undici';
+import { AddressRefused, hostOf, pinnedAgent, resolveAllowed } from '../address-guard.js';
 import { MediaError, type MediaKind } from '../types.js';
 import { sniffImage } from '../uploads.js';
 import type { MediaProviderConfig } from './config.js';
@@ -126,13 +127,23 @@ export interface SendOptions {
   attempts?: number;
   /** Extra request headers, the same on every attempt (e.g. an Idempotency-Key). */
   headers?: Record<string, string>;
+  /** Where connections go (output URLs on another origin: pinned to the address judged). */
+  dispatcher?: Dispatcher;
+}
+
+export interface ProviderHttpOptions {
+  /** Output URLs on another origin may point at internal addresses (GATEHOUSE_MEDIA_FETCH_PRIVATE=on). */
+  fetchPrivate?: boolean;
 }
 
 /** One provider's HTTP: auth, attempts, timeouts, error mapping. */
 export class ProviderHttp {
   readonly secrets: string[];
 
-  constructor(readonly config: MediaProviderConfig) {
+  constructor(
+    readonly config: MediaProviderConfig,
+    private readonly options: ProviderHttpOptions = {},
+  ) {
     this.secrets = [config.apiKey ?? '', ...Object.values(config.headers)].filter((s) => s.length >= 4);
   }
 
@@ -215,6 +226,7 @@ export class ProviderHttp {
           headers,
           body: built?.body ?? null,
           signal: both,
+          ...(opts.dispatcher ? { dispatcher: opts.dispatcher } : {}),
           headersTimeout: this.config.timeoutMs + 1000,
           bodyTimeout: this.config.timeoutMs + 1000,
         });
@@ -278,7 +290,9 @@ export class ProviderHttp {
 
   /**
    * Fetches an output URL (http(s) only) under the output cap. The API key goes along only to the
-   * provider's own origin (hosted files elsewhere are usually signed URLs).
+   * provider's own origin (hosted files elsewhere are usually signed URLs). A URL on another origin
+   * goes through the address guard: a provider (or whoever answers for it) cannot make the service
+   * fetch from the operator's network — loopback, private, link-local addresses are refused.
    */
   async fetchOutput(url: string, signal: AbortSignal): Promise<Buffer> {
     let target: URL;
@@ -290,17 +304,44 @@ export class ProviderHttp {
     if (target.protocol !== 'http:' && target.protocol !== 'https:')
       throw this.invalid('gave an output URL that is not http(s)');
     const sameOrigin = target.origin === new URL(this.config.baseUrl).origin;
-    const answer = await this.send(
-      {
-        method: 'GET',
-        url: target.href,
-        operation: 'the output download',
-        maxBytes: this.config.maxOutputBytes,
-        auth: sameOrigin,
-      },
-      signal,
-    );
-    return answer.data;
+    const dispatcher = sameOrigin ? undefined : await this.guardedDispatcher(target);
+    try {
+      const answer = await this.send(
+        {
+          method: 'GET',
+          url: target.href,
+          operation: 'the output download',
+          maxBytes: this.config.maxOutputBytes,
+          auth: sameOrigin,
+          dispatcher,
+        },
+        signal,
+      );
+      return answer.data;
+    } finally {
+      dispatcher?.close().catch(() => {});
+    }
+  }
+
+  /** A dispatcher pinned to the output host's judged address; refusals are 502s naming the host only. */
+  private async guardedDispatcher(target: URL) {
+    const host = hostOf(target);
+    try {
+      const pinned = await resolveAllowed(host, this.options.fetchPrivate === true);
+      const timeout = this.config.timeoutMs + 1000;
+      return pinnedAgent(pinned, { headersTimeout: timeout, bodyTimeout: timeout });
+    } catch (err) {
+      if (!(err instanceof AddressRefused)) throw err;
+      if (err.reason === 'private')
+        throw this.invalid(
+          `gave an output URL on ${host}, a loopback, private or link-local address, which is not fetched`,
+        );
+      throw new ProviderError(
+        502,
+        'provider_error',
+        redact(`${this.name} gave an output URL that does not resolve (${err.message})`, this.secrets),
+      );
+    }
   }
 }
 

@@ -24,7 +24,7 @@ import { FormData } from 'undici';
 import type { GeneratedOutput, GenerateRequest, MediaGenerator } from '../types.js';
 import { MediaError } from '../types.js';
 import type { MediaProviderConfig } from './config.js';
-import { decodeBase64, ProviderHttp, sniffOutput } from './http.js';
+import { decodeBase64, ProviderHttp, type ProviderHttpOptions, sniffOutput } from './http.js';
 
 export function openAiSize(
   params: GenerateRequest['params'],
@@ -48,8 +48,8 @@ export function openAiSize(
 export class OpenAiImagesGenerator implements MediaGenerator {
   readonly http: ProviderHttp;
 
-  constructor(config: MediaProviderConfig) {
-    this.http = new ProviderHttp(config);
+  constructor(config: MediaProviderConfig, options: ProviderHttpOptions = {}) {
+    this.http = new ProviderHttp(config, options);
   }
 
   async generate(req: GenerateRequest, signal: AbortSignal): Promise<GeneratedOutput[]> {

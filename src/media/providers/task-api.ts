@@ -33,7 +33,14 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type GeneratedOutput, type GenerateRequest, MediaError, type MediaGenerator } from '../types.js';
 import type { MediaProviderConfig } from './config.js';
-import { decodeBase64, ProviderError, ProviderHttp, redact, sniffOutput } from './http.js';
+import {
+  decodeBase64,
+  ProviderError,
+  ProviderHttp,
+  type ProviderHttpOptions,
+  redact,
+  sniffOutput,
+} from './http.js';
 
 const DONE = new Set(['succeeded', 'completed', 'success', 'successful']);
 const FAILED = new Set(['failed', 'error', 'canceled', 'cancelled', 'expired']);
@@ -51,8 +58,8 @@ interface Task {
 export class TaskApiGenerator implements MediaGenerator {
   readonly http: ProviderHttp;
 
-  constructor(config: MediaProviderConfig) {
-    this.http = new ProviderHttp(config);
+  constructor(config: MediaProviderConfig, options: ProviderHttpOptions = {}) {
+    this.http = new ProviderHttp(config, options);
   }
 
   async generate(req: GenerateRequest, signal: AbortSignal): Promise<GeneratedOutput[]> {

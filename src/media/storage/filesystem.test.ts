@@ -21,16 +21,17 @@ describe('FilesystemStore', () => {
     dirs.push(dir);
     const store = new FilesystemStore(dir, 'http://localhost:1');
     store.setPublicUrl('https://cdn.example.com/');
-    const r = await store.put('t2i/2025/01/02/x.webp', Buffer.from('RIFF'), 'image/webp');
-    expect(r).toEqual({
-      url: 'https://cdn.example.com/files/t2i/2025/01/02/x.webp',
-      key: 't2i/2025/01/02/x.webp',
-    });
-    expect(await readFile(join(dir, 't2i/2025/01/02/x.webp'), 'utf8')).toBe('RIFF');
-    const f = await store.open('t2i/2025/01/02/x.webp');
+    const key = 't2i/2025/01/02/0f8c2a6e-3b1d-4c7e-9a5f-2d4b6c8e0a1f.webp'; // as the service names outputs
+    const r = await store.put(key, Buffer.from('RIFF'), 'image/webp');
+    expect(r).toEqual({ url: `https://cdn.example.com/files/${key}`, key });
+    expect(await readFile(join(dir, key), 'utf8')).toBe('RIFF');
+    const f = await store.open(key);
     expect(f).toMatchObject({ size: 4, contentType: 'image/webp' });
     f?.stream.destroy();
-    expect(await store.open('t2i/2025/01/02/nope.webp')).toBeNull();
+    expect(await store.open('t2i/2025/01/02/0f8c2a6e-3b1d-4c7e-9a5f-2d4b6c8e0a10.webp')).toBeNull();
+    // Written, but not named as an output: not served.
+    await store.put('t2i/2025/01/02/x.webp', Buffer.from('RIFF'), 'image/webp');
+    expect(await store.open('t2i/2025/01/02/x.webp')).toBeNull();
     expect(await store.open('../etc/passwd')).toBeNull();
     expect(await store.open('t2i')).toBeNull(); // a directory
     await expect(store.put('../escape.png', Buffer.from('x'), 'image/png')).rejects.toThrow(

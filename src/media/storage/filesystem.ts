@@ -1,12 +1,15 @@
 /**
  * The default object store: files under a directory (`<data dir>/objects`), written atomically
- * (temp file + rename), served back by the media service under `/files/<key>`.
+ * (temp file + rename), served back by the media service under `/files/<key>` — only keys shaped as
+ * the service names its outputs, and only regular files inside the store's real directory (not a
+ * link, nor reached through a linked directory leading elsewhere).
  */
 
 import { randomUUID } from 'node:crypto';
 import { createReadStream, type ReadStream } from 'node:fs';
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
+import { isObjectKey } from '../object-keys.js';
 import { MediaError, type ObjectStore } from '../types.js';
 
 const KEY = /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/;
@@ -64,6 +67,17 @@ export class FilesystemStore implements ObjectStore {
     this.root = resolve(dir);
   }
 
+  private realRootPromise: Promise<string> | null = null;
+
+  /** The store directory's real path (links resolved), once it exists. */
+  private realRoot(): Promise<string> {
+    this.realRootPromise ??= realpath(this.root).catch((err) => {
+      this.realRootPromise = null; // not created yet: ask again next time
+      throw err;
+    });
+    return this.realRootPromise;
+  }
+
   setPublicUrl(url: string): void {
     this.publicUrl = url.replace(/\/+$/, '');
   }
@@ -99,13 +113,21 @@ export class FilesystemStore implements ObjectStore {
     if (path) await rm(path, { force: true });
   }
 
-  /** The stored file at `key`, opened for streaming; null when the key is invalid or absent. */
+  /**
+   * The stored output at `key`, opened for streaming; null when the key is invalid, absent, or not
+   * a name the media service gives its outputs (`isObjectKey`): other files in the directory are
+   * never served.
+   */
   async open(key: string): Promise<StoredFile | null> {
+    if (!isObjectKey(key)) return null;
     const path = this.pathFor(key);
-    if (!path || key.split('/').some((s) => s.startsWith('.'))) return null;
+    if (!path) return null;
     try {
-      const s = await stat(path);
+      const s = await lstat(path); // a symbolic link is not a regular file: not served
       if (!s.isFile()) return null;
+      // Nor is a file reached through a linked directory that leads out of the store.
+      const real = await realpath(path);
+      if (!real.startsWith((await this.realRoot()) + sep)) return null;
       return {
         stream: createReadStream(path),
         size: s.size,
