@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { WIRES } from '../src/inference/wires/index.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 import type { MockUpstream } from './support/mock-upstream.js';
@@ -151,6 +152,30 @@ describe('spend limits hold under concurrency (SQLite, one node)', () => {
     expect(spent, `batch, key limit $1: recorded $${spent.toFixed(6)}`).toBeLessThanOrEqual(1 + RESERVATION);
     expect(batch.request_counts.completed).toBeGreaterThanOrEqual(4);
     expect(batch.request_counts.completed + batch.request_counts.failed).toBe(CALLS);
+  });
+
+  it('releases the reservation of a stream its caller left before reading it', async () => {
+    await credit(gw.organizationId, 100);
+    const key = await mgmt('POST', '/keys', { name: 'unread stream', limit: 0.3 });
+    const caller = await gw.services.keys.authenticate(key.body.key);
+    const abort = new AbortController();
+    const call = {
+      caller: caller as NonNullable<typeof caller>,
+      wire: WIRES.chat,
+      body: { ...body, stream: true },
+      model: body.model,
+      stream: true,
+      headers: {},
+      prefs: {},
+      echoUpstream: false,
+      signal: abort.signal,
+    };
+    await gw.services.engine.stream(call); // accepted upstream; its frames are never read
+    abort.abort(new Error('client went away'));
+    // Its $0.20 reservation is gone: another call that needs $0.20 of the $0.30 fits.
+    mock.reset();
+    mock.enqueue({ reply: { text: 'ok', usage: { prompt_tokens: 1, completion_tokens: 100 } } });
+    expect((await client(gw.url, key.body.key)('POST', '/chat/completions', body)).status).toBe(200);
   });
 
   it('releases the reservation of a failed call', async () => {

@@ -537,6 +537,11 @@ export class Engine {
       ),
     );
     const info = this.info(call, prep, routed, sent);
+    // A stream whose caller leaves before reading it never runs `metered` (which settles the
+    // reservation): released when the caller goes away, unless the stream started by then.
+    const unread = () => prep.hold?.release();
+    call.signal.addEventListener('abort', unread, { once: true });
+    prep.onStreamStart = () => call.signal.removeEventListener('abort', unread);
     let final: { usage: Usage; cost: Cost } | null = null;
     const settle = (f: { usage: Usage; cost: Cost }) => {
       final = f;
@@ -576,6 +581,7 @@ export class Engine {
     settle: (f: { usage: Usage; cost: Cost }) => void,
   ): AsyncGenerator<T> {
     this.streaming++;
+    prep.onStreamStart?.();
     const m: Meter = { usage: null, responseId: null, chars: 0, finishReason: null };
     let failure: unknown = null;
     try {

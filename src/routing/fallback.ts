@@ -35,6 +35,8 @@ export interface Prepared {
   checks: CallChecks;
   /** The call's spend reservation (a billed call; none for count_tokens). */
   hold?: CallHold;
+  /** A stream's relay began (it settles the reservation from then on). */
+  onStreamStart?: () => void;
 }
 
 /** The attempt that failed last. */
