@@ -45,6 +45,8 @@ import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
 import { failedRow, type Outcome, servedRow } from './records.js';
 import { type Candidate, type Exclusion, selectCandidates } from './select.js';
+import { checkUsage } from './usage-check.js';
+import { DEFAULT_RESERVED_OUTPUT_TOKENS, worstCaseUsd } from './worst-case.js';
 
 /** What the engine needs from the rest of Gatehouse; wired in services.ts. */
 export interface EngineDeps {
@@ -63,6 +65,8 @@ export interface EngineDeps {
   upstreamTimeoutMs: number;
   /** Longest Retry-After the engine waits before retrying the last candidate once. */
   maxRetryWaitMs: number;
+  /** Output tokens reserved for a call that names no maximum (see worst-case.ts). */
+  reservedOutputTokens?: number;
 }
 
 /** Random bytes drawn from the CSPRNG 4 KiB at a time: one `randomFillSync` per ~400 ids, not per id. */
@@ -156,7 +160,11 @@ export class Engine {
   // -------------------------------------------------------------------------------------------
   // Preparing a call
 
-  private async prepare(call: InferenceCall): Promise<Prepared> {
+  /**
+   * Checks and plans a call; a billed one (`reserve`) also reserves its worst-case cost against
+   * the key's limit and budgets — last, so that nothing after it can fail and leak the hold.
+   */
+  private async prepare(call: InferenceCall, reserve = true): Promise<Prepared> {
     const { caller } = call;
     if (caller.isManagement)
       throw forbidden('Management keys cannot call inference endpoints; use an API key');
@@ -173,7 +181,38 @@ export class Engine {
     const { body, safeguards } = filterBody(call, checks);
     const planned = await this.plan(call, model, body, checks);
     const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
-    return { model, body, ...planned, safeguards, strategy, checks };
+    const prep: Prepared = { model, body, ...planned, safeguards, strategy, checks };
+    if (!reserve) return prep;
+    const worst = worstCaseUsd(
+      planned.attempts.map((a) => a.candidate.endpoint),
+      {
+        body,
+        promptTokens: estimateTokens(promptChars(call, prep)),
+        kind: call.wire.kind,
+        defaultOutput: this.deps.reservedOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS,
+      },
+    );
+    const reserved = await checks.reserve(worst);
+    if (!reserved.ok) throw new ApiError(reserved.status, reserved.message);
+    prep.hold = reserved.hold;
+    return prep;
+  }
+
+  /** Runs `serve` on a prepared call; the reservation is released if it fails (settled otherwise). */
+  private async held<T>(prep: Prepared, serve: () => Promise<T>): Promise<T> {
+    try {
+      return await serve();
+    } catch (err) {
+      prep.hold?.release();
+      throw err;
+    }
+  }
+
+  /** Writes a generation row, then settles the call's reservation with it (same turn). */
+  private write(call: InferenceCall, prep: Prepared | null, row: GenerationRow): void | Promise<void> {
+    const written = (call.hooks?.record ?? this.deps.record)(row);
+    prep?.hold?.settle(row);
+    return written;
   }
 
   /**
@@ -381,8 +420,10 @@ export class Engine {
 
   /** A non-streaming chat call (chat, messages or responses wire), as the provider answered it. */
   private async completePrepared(call: InferenceCall, prep: Prepared): Promise<Completed<ChatResponse>> {
-    const { result, info } = await this.whole(call, prep, (provider, sent, ctx) =>
-      provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
+    const { result, info } = await this.held(prep, () =>
+      this.whole(call, prep, (provider, sent, ctx) =>
+        provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
+      ),
     );
     if (isForwarded(result))
       return this.served(
@@ -417,13 +458,15 @@ export class Engine {
   /** An embeddings call (content filters apply to string inputs). */
   async embed(call: InferenceCall): Promise<Completed<EmbeddingsResponse>> {
     const prep = await this.prepare(call);
-    const { result, info } = await this.whole(call, prep, (provider, sent, ctx, a) => {
-      if (!provider.embeddings)
-        throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
-          retryable: false,
-        });
-      return provider.embeddings(sent as EmbeddingsRequest, ctx);
-    });
+    const { result, info } = await this.held(prep, () =>
+      this.whole(call, prep, (provider, sent, ctx, a) => {
+        if (!provider.embeddings)
+          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
+            retryable: false,
+          });
+        return provider.embeddings(sent as EmbeddingsRequest, ctx);
+      }),
+    );
     if (isForwarded(result))
       return this.served(call, prep, info, { lane: true, forwarded: result }, result.usage, 0, null);
     const usage: Usage = {
@@ -444,12 +487,15 @@ export class Engine {
     outputChars: number,
     finishReason: string | null,
   ): Promise<Completed<R>> {
-    const usage = reported ?? this.estimate(call, prep, outputChars, false);
+    const checked =
+      reported && this.checked(info, reported, () => this.estimate(call, prep, outputChars, false));
+    const usage = checked?.usage ?? this.estimate(call, prep, outputChars, false);
     const cost = costOf(info.served.endpoint.pricing, usage);
-    await this.recordSuccess(call, info, usage, cost, {
+    await this.recordSuccess(call, prep, info, usage, cost, {
       streamed: false,
       finishReason,
-      estimated: !reported,
+      estimated: !checked || checked.invalid !== null,
+      error: checked?.invalid ?? null,
       upstreamId: answer.lane ? answer.forwarded.responseId : null,
     });
     return { ...answer, info, usage, cost };
@@ -470,25 +516,32 @@ export class Engine {
 
   private async streamPrepared(call: InferenceCall, prep: Prepared): Promise<Streaming> {
     let sent: unknown;
-    const routed = await routeWithFallbacks(
-      this.fallback,
-      call,
-      prep,
-      (a, signal): Promise<AsyncIterable<RelayFrame> | AsyncIterable<ChatChunk>> => {
-        const provider = this.deps.provider(a.candidate.endpoint.provider);
-        sent = this.upstreamRequest(call, prep, a);
-        if (a.lane)
-          return (provider.forwardStream as NonNullable<Provider['forwardStream']>)(
-            { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true },
+    const routed = await this.held(prep, () =>
+      routeWithFallbacks(
+        this.fallback,
+        call,
+        prep,
+        (a, signal): Promise<AsyncIterable<RelayFrame> | AsyncIterable<ChatChunk>> => {
+          const provider = this.deps.provider(a.candidate.endpoint.provider);
+          sent = this.upstreamRequest(call, prep, a);
+          if (a.lane)
+            return (provider.forwardStream as NonNullable<Provider['forwardStream']>)(
+              { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true },
+              this.ctx(a, signal, true),
+            );
+          return provider.chatStream(
+            { ...(sent as ChatRequest), stream: true, stream_options: { include_usage: true } },
             this.ctx(a, signal, true),
           );
-        return provider.chatStream(
-          { ...(sent as ChatRequest), stream: true, stream_options: { include_usage: true } },
-          this.ctx(a, signal, true),
-        );
-      },
+        },
+      ),
     );
     const info = this.info(call, prep, routed, sent);
+    // A stream whose caller leaves before reading it never runs `metered` (which settles the
+    // reservation): released when the caller goes away, unless the stream started by then.
+    const unread = () => prep.hold?.release();
+    call.signal.addEventListener('abort', unread, { once: true });
+    prep.onStreamStart = () => call.signal.removeEventListener('abort', unread);
     let final: { usage: Usage; cost: Cost } | null = null;
     const settle = (f: { usage: Usage; cost: Cost }) => {
       final = f;
@@ -528,6 +581,7 @@ export class Engine {
     settle: (f: { usage: Usage; cost: Cost }) => void,
   ): AsyncGenerator<T> {
     this.streaming++;
+    prep.onStreamStart?.();
     const m: Meter = { usage: null, responseId: null, chars: 0, finishReason: null };
     let failure: unknown = null;
     try {
@@ -539,16 +593,22 @@ export class Engine {
       failure = err;
       throw err;
     } finally {
+      let invalid: string | null = null;
+      if (m.usage) {
+        const checked = this.checked(info, m.usage, () => this.estimate(call, prep, m.chars, false));
+        m.usage = checked.usage;
+        invalid = checked.invalid;
+      }
       const { usage, estimated, nothing } = this.streamUsage(call, prep, m, failure !== null);
       const cost = nothing
         ? { total: 0, prompt: 0, completion: 0 }
         : costOf(info.served.endpoint.pricing, usage);
       settle({ usage, cost });
       const cutShort = failure !== null || (m.finishReason === null && call.signal.aborted);
-      const recorded = this.recordSuccess(call, info, usage, cost, {
+      const recorded = this.recordSuccess(call, prep, info, usage, cost, {
         streamed: true,
         finishReason: m.finishReason,
-        estimated,
+        estimated: estimated || invalid !== null,
         // The caller going away (or the shutdown grace closing its connection) is a cancellation.
         status:
           call.signal.aborted && m.finishReason === null
@@ -558,7 +618,7 @@ export class Engine {
               : cutShort || m.finishReason === null
                 ? 'cancelled'
                 : 'success',
-        error: failure ? (failure as Error).message : null,
+        error: failure ? (failure as Error).message : invalid,
         upstreamId: m.responseId,
       });
       if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
@@ -591,6 +651,13 @@ export class Engine {
     return { usage, estimated: completion !== m.usage.completion_tokens, nothing };
   }
 
+  /** The provider's usage, checked (usage-check.ts); counted in the metrics when it was not valid. */
+  private checked(info: RouteInfo, reported: Usage, estimate: () => Usage) {
+    const out = checkUsage(reported, estimate);
+    if (out.invalid) this.deps.metrics.usageInvalid.inc({ provider: info.served.endpoint.provider });
+    return out;
+  }
+
   /** Usage estimated from the prompt's text and `outputChars` (no prompt when nothing was served). */
   private estimate(call: InferenceCall, prep: Prepared, outputChars: number, nothing: boolean): Usage {
     const prompt = nothing ? 0 : estimateTokens(promptChars(call, prep));
@@ -606,7 +673,7 @@ export class Engine {
   async countTokens(
     call: InferenceCall,
   ): Promise<{ forwarded: ForwardedJson; provider: string } | { estimate: number; provider: string }> {
-    const prep = await this.prepare(call);
+    const prep = await this.prepare(call, false); // nothing is billed
     let last: Failure | null = null;
     for (const a of prep.attempts.filter((x) => x.lane)) {
       const provider = a.candidate.endpoint.provider;
@@ -654,6 +721,7 @@ export class Engine {
 
   private recordSuccess(
     call: InferenceCall,
+    prep: Prepared,
     info: RouteInfo,
     usage: Usage,
     cost: Cost,
@@ -670,7 +738,7 @@ export class Engine {
       const prev = this.throughputEwma.get(provider);
       this.throughputEwma.set(provider, prev === undefined ? perSecond : prev * 0.8 + perSecond * 0.2);
     }
-    return (call.hooks?.record ?? this.deps.record)(row);
+    return this.write(call, prep, row);
   }
 
   /**
@@ -701,7 +769,7 @@ export class Engine {
       status: 'cancelled',
     });
     // 499: the client closed the request before an answer (no status was ever sent).
-    void (call.hooks?.record ?? this.deps.record)({ ...row, http_status: 499 });
+    void this.write(call, prep, { ...row, http_status: 499 });
   }
 
   private recordFailure(
@@ -712,7 +780,9 @@ export class Engine {
     startedAt: number,
   ) {
     const mapped = upstreamToApiError(last);
-    (call.hooks?.record ?? this.deps.record)(
+    void this.write(
+      call,
+      prep,
       failedRow(call, this.deps.newGenerationId(), {
         model: prep.model.id,
         provider: last.provider,
