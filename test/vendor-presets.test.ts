@@ -1,0 +1,136 @@
+/**
+ * Vendor presets end to end: a provider configured by `kind` and its vendor's key variable alone
+ * (base URL pointed at the mock upstream) lists the models the vendor's `GET /models` lists, sends
+ * the vendor key, and leaves out the fields the vendor refuses — on the pass-through lane (Chat
+ * Completions, streamed or not) and on a translated call — listing them in
+ * `x-gatehouse-dropped-fields` instead of letting the vendor answer 400. Real gateway, real sockets.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { adminClient, client } from './support/http.js';
+import { type MockUpstream, startMockUpstream } from './support/mock-upstream.js';
+
+const HEADER = 'x-gatehouse-dropped-fields';
+const GROQ_KEY = 'gsk-vendor-preset-key-000000';
+const PPLX_KEY = 'pplx-vendor-preset-key-00000';
+
+let gw: TestGateway;
+let mock: MockUpstream;
+let call: ReturnType<typeof client>;
+
+beforeAll(async () => {
+  mock = await startMockUpstream();
+  mock.models = ['llama-mock'];
+  const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-presets-')), 'gatehouse.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      providers: [
+        // One line each: the key comes from GROQ_API_KEY, everything else from the preset.
+        { slug: 'groq', kind: 'groq', base_url: `${mock.url}/groq/v1` },
+        { slug: 'perplexity', kind: 'perplexity', base_url: `${mock.url}/pplx`, api_key: PPLX_KEY },
+      ],
+      models: [
+        { id: 'pplx/sonar', endpoints: [{ provider: 'perplexity', upstream_model: 'sonar', pricing: {} }] },
+      ],
+    }),
+  );
+  gw = await startTestGateway('sqlite', {
+    env: { GATEHOUSE_CONFIG: file, GROQ_API_KEY: GROQ_KEY, GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' },
+  });
+  await adminClient(gw.url)('POST', '/admin/credits', { organization_id: gw.organizationId, amount_usd: 10 });
+  call = client(gw.url, gw.apiKey);
+  // Discovery runs at start in the background; a reload asks the servers again and waits.
+  const reloaded = await adminClient(gw.url)('POST', '/admin/catalog/reload');
+  expect(reloaded.status, reloaded.text).toBe(200);
+});
+afterAll(async () => {
+  await gw?.stop();
+  await mock?.close();
+});
+beforeEach(() => mock.reset());
+
+/** The body a Groq-refused field set rides on (plus fields Groq takes, which must pass as sent). */
+const refusedByGroq = {
+  model: 'groq/llama-mock',
+  messages: [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Hi', name: 'ann' },
+  ],
+  logprobs: true,
+  top_logprobs: 2,
+  logit_bias: { '50256': -100 },
+  n: 1,
+  temperature: 0.3,
+  seed: 7,
+};
+const DROPPED = ['logprobs', 'top_logprobs', 'logit_bias', 'messages[].name'];
+
+describe('vendor presets', () => {
+  it("list the models the vendor's GET /models lists, asked with the vendor key", async () => {
+    const reloaded = await adminClient(gw.url)('POST', '/admin/catalog/reload');
+    expect(reloaded.body.data.servers).toEqual([{ provider: 'groq', models: 1 }]);
+    const asked = mock.requests.find((r) => r.format === 'openai-models');
+    expect(asked?.path).toBe('/groq/v1/models');
+    expect(asked?.headers.authorization).toBe(`Bearer ${GROQ_KEY}`);
+    const models = await call('GET', '/models');
+    expect(models.body.data.map((m: { id: string }) => m.id)).toContain('groq/llama-mock');
+  });
+
+  it('lane: refused fields never reach the vendor and are listed; the rest passes as sent, with the vendor key', async () => {
+    const res = await call('POST', '/chat/completions', refusedByGroq);
+    expect(res.status, res.text).toBe(200);
+    const [req] = mock.requests;
+    expect(req?.path).toBe('/groq/v1/chat/completions');
+    expect(req?.headers.authorization).toBe(`Bearer ${GROQ_KEY}`);
+    for (const f of ['logprobs', 'top_logprobs', 'logit_bias']) expect(req?.body).not.toHaveProperty(f);
+    expect(req?.body).toMatchObject({ model: 'llama-mock', n: 1, temperature: 0.3, seed: 7 });
+    expect(req?.body.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hi' },
+    ]);
+    expect(res.headers.get(HEADER)).toBe(DROPPED.join(','));
+    expect(res.body.gateway_metadata).toMatchObject({ dropped_fields: DROPPED });
+    // A body with nothing refused goes out untouched, and nothing is reported.
+    const plain = await call('POST', '/chat/completions', {
+      model: 'groq/llama-mock',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get(HEADER)).toBeNull();
+  });
+
+  it('lane, streamed: the same fields are left out and listed in the header', async () => {
+    const res = await fetch(`${gw.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...refusedByGroq, stream: true }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get(HEADER)).toBe(DROPPED.join(','));
+    expect(await res.text()).toContain('[DONE]');
+    const [req] = mock.requests;
+    expect(req?.stream).toBe(true);
+    expect(req?.body).not.toHaveProperty('logprobs');
+    expect(req?.body.messages[1]).toEqual({ role: 'user', content: 'Hi' });
+  });
+
+  it('translated call (Anthropic Messages → Perplexity): tools the vendor refuses are left out and listed', async () => {
+    const res = await call('POST', '/messages', {
+      model: 'pplx/sonar',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Latest news?' }],
+      tools: [{ name: 'lookup', description: 'Look up', input_schema: { type: 'object' } }],
+    });
+    expect(res.status, res.text).toBe(200);
+    const [req] = mock.requests;
+    expect(req?.path).toBe('/pplx/chat/completions');
+    expect(req?.headers.authorization).toBe(`Bearer ${PPLX_KEY}`);
+    expect(req?.body).not.toHaveProperty('tools');
+    expect(req?.body).not.toHaveProperty('tool_choice');
+    expect(res.headers.get(HEADER)).toBe('tools');
+  });
+});
