@@ -119,9 +119,11 @@ describe('vendor presets', () => {
     expect(discoverable(c).map((p) => p.config.slug)).toEqual(['pplx']);
   });
 
-  it('a hosted vendor without an operator key has BYOK off (like any keyless entry)', () => {
+  it('a hosted vendor without an operator key: BYOK off (like any keyless entry), no discovery', () => {
     const c = loadCatalog(config([{ slug: 'together', kind: 'together' }]));
     expect(c.providers.get('together')).toMatchObject({ byok: false, config: { apiKey: null } });
+    // …and its model list is not asked for (the vendor would answer 401).
+    expect(discoverable(c)).toEqual([]);
   });
 
   it('refuse an unknown kind at start, naming the field and the kinds there are', () => {

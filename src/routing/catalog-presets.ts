@@ -48,7 +48,8 @@ export function presetEntry(kind: PresetKind, o: PresetOverrides): ProviderEntry
     development: false,
     batchConcurrency: o.batchConcurrency ?? null,
     ...(modelData !== undefined ? { modelData } : {}),
-    discoverModels: o.discoverModels ?? preset.discover,
+    // A hosted vendor answers its model list only with a key: without one, no request is sent.
+    discoverModels: o.discoverModels ?? (preset.discover && (!hosted || o.apiKey !== null)),
   };
 }
 
