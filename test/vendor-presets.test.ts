@@ -10,12 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
-import { adminClient, client } from './support/http.js';
+import { adminClient, client, makeOrganization } from './support/http.js';
 import { type MockUpstream, startMockUpstream } from './support/mock-upstream.js';
 
 const HEADER = 'x-gatehouse-dropped-fields';
 const GROQ_KEY = 'gsk-vendor-preset-key-000000';
 const PPLX_KEY = 'pplx-vendor-preset-key-00000';
+const OR_KEY = 'sk-or-vendor-preset-key-0000';
+const BYOK_KEY = 'gsk-organization-own-key-0000';
 
 let gw: TestGateway;
 let mock: MockUpstream;
@@ -32,6 +34,8 @@ beforeAll(async () => {
         // One line each: the key comes from GROQ_API_KEY, everything else from the preset.
         { slug: 'groq', kind: 'groq', base_url: `${mock.url}/groq/v1` },
         { slug: 'perplexity', kind: 'perplexity', base_url: `${mock.url}/pplx`, api_key: PPLX_KEY },
+        { slug: 'openrouter', kind: 'openrouter', base_url: `${mock.url}/or/v1`, api_key: OR_KEY },
+        { slug: 'ollama', kind: 'ollama', base_url: `${mock.url}/ollama/v1` },
       ],
       models: [
         { id: 'pplx/sonar', endpoints: [{ provider: 'perplexity', upstream_model: 'sonar', pricing: {} }] },
@@ -72,12 +76,21 @@ const DROPPED = ['logprobs', 'top_logprobs', 'logit_bias', 'messages[].name'];
 describe('vendor presets', () => {
   it("list the models the vendor's GET /models lists, asked with the vendor key", async () => {
     const reloaded = await adminClient(gw.url)('POST', '/admin/catalog/reload');
-    expect(reloaded.body.data.servers).toEqual([{ provider: 'groq', models: 1 }]);
-    const asked = mock.requests.find((r) => r.format === 'openai-models');
+    expect(reloaded.body.data.servers).toEqual(
+      expect.arrayContaining([
+        { provider: 'groq', models: 1 },
+        { provider: 'ollama', models: 1 },
+      ]),
+    );
+    const asked = mock.requests.find((r) => r.path === '/groq/v1/models');
     expect(asked?.path).toBe('/groq/v1/models');
     expect(asked?.headers.authorization).toBe(`Bearer ${GROQ_KEY}`);
-    const models = await call('GET', '/models');
-    expect(models.body.data.map((m: { id: string }) => m.id)).toContain('groq/llama-mock');
+    const models = await call('GET', '/models?q=llama-mock');
+    expect(models.body.data.map((m: { id: string }) => m.id)).toEqual(
+      expect.arrayContaining(['groq/llama-mock', 'ollama/llama-mock']),
+    );
+    // A local server is asked without a key.
+    expect(mock.requests.find((r) => r.path === '/ollama/v1/models')?.headers.authorization).toBeUndefined();
   });
 
   it('lane: refused fields never reach the vendor and are listed; the rest passes as sent, with the vendor key', async () => {
@@ -132,5 +145,23 @@ describe('vendor presets', () => {
     expect(req?.body).not.toHaveProperty('tools');
     expect(req?.body).not.toHaveProperty('tool_choice');
     expect(res.headers.get(HEADER)).toBe('tools');
+  });
+
+  it("BYOK: a hosted vendor takes an organization's own key; a local server never does", async () => {
+    const org = await makeOrganization(gw.url, 'Own keys');
+    const mgmt = client(gw.url, org.managementKey);
+    expect((await mgmt('POST', '/byok', { provider: 'openrouter', key: 'sk-or-own' })).status).toBe(201);
+    const local = await mgmt('POST', '/byok', { provider: 'ollama', key: 'anything' });
+    expect(local.status).toBe(400);
+    expect(local.body.error.message).toBe('This gateway does not accept BYOK credentials for that provider');
+    const own = await mgmt('POST', '/byok', { provider: 'groq', key: BYOK_KEY });
+    expect(own.status, own.text).toBe(201);
+    const res = await client(gw.url, org.apiKey)('POST', '/chat/completions', {
+      model: 'groq/llama-mock',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.usage).toMatchObject({ is_byok: true, cost: 0 });
+    expect(mock.requests.at(-1)?.headers.authorization).toBe(`Bearer ${BYOK_KEY}`);
   });
 });
