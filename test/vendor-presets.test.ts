@@ -147,6 +147,20 @@ describe('vendor presets', () => {
     expect(res.headers.get(HEADER)).toBe('tools');
   });
 
+  it('provider.require_parameters: a vendor that refuses a needed field is skipped, not sent a cut request', async () => {
+    const res = await call('POST', '/chat/completions', {
+      model: 'pplx/sonar',
+      messages: [{ role: 'user', content: 'Latest news?' }],
+      tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }],
+      provider: { require_parameters: true },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toContain('perplexity: does not support tools');
+    expect(mock.requests.filter((r) => r.method === 'POST')).toHaveLength(0);
+    const endpoints = await call('GET', '/models/pplx/sonar/endpoints');
+    expect(endpoints.body.data.endpoints[0].supported_parameters).not.toContain('tools');
+  });
+
   it("BYOK: a hosted vendor takes an organization's own key; a local server never does", async () => {
     const org = await makeOrganization(gw.url, 'Own keys');
     const mgmt = client(gw.url, org.managementKey);

@@ -135,4 +135,31 @@ describe('vendor presets', () => {
     // A kind that is not a preset still needs its base_url.
     expect(() => loadCatalog(config([{ slug: 'x', kind: 'openai-compatible' }]))).toThrow(/base_url/);
   });
+
+  it('take the capabilities a vendor refuses off its endpoints (per model where the quirk is)', () => {
+    const endpoint = (provider: string, upstream_model: string) => ({
+      id: `t/${provider}-${upstream_model}`,
+      endpoints: [{ provider, upstream_model, pricing: {} }],
+    });
+    const path = join(mkdtempSync(join(tmpdir(), 'presets-')), 'gatehouse.json');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        providers: [
+          { slug: 'pplx', kind: 'perplexity', api_key: 'k', model_data: false },
+          { slug: 'ds', kind: 'deepseek', api_key: 'k', model_data: false },
+        ],
+        models: [
+          endpoint('pplx', 'sonar'),
+          endpoint('ds', 'deepseek-reasoner'),
+          endpoint('ds', 'deepseek-chat'),
+        ],
+      }),
+    );
+    const c = loadCatalog({ GATEHOUSE_CONFIG: path, GATEHOUSE_DEV_PROVIDER: 'false' });
+    const caps = (id: string) => c.models.get(id)?.endpoints[0]?.capabilities;
+    expect(caps('t/pplx-sonar')).toEqual(['json', 'reasoning', 'images']);
+    expect(caps('t/ds-deepseek-reasoner')).toEqual(['tools', 'json', 'reasoning', 'images']);
+    expect(caps('t/ds-deepseek-chat')).toEqual(['tools', 'json', 'logprobs', 'reasoning', 'images']);
+  });
 });

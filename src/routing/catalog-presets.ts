@@ -1,5 +1,5 @@
 import { isPresetKind, PRESET_KINDS, type PresetKind, presetOf } from '../providers/presets.js';
-import type { ProviderEntry, Vendor } from './catalog.js';
+import type { Capability, ModelEndpoint, ProviderEntry, Vendor } from './catalog.js';
 
 export { isPresetKind, PRESET_KINDS };
 
@@ -65,4 +65,19 @@ export function envPresetProviders(env: Record<string, string | undefined>): Pro
     if (!apiKey && !baseUrl) return [];
     return [presetEntry(kind, { slug: kind, apiKey, baseUrl })];
   });
+}
+
+/** The capabilities a refused field takes away (a vendor without `tools` cannot call tools). */
+const CAPABILITY_OF: Partial<Record<string, Capability>> = { tools: 'tools', logprobs: 'logprobs' };
+
+/**
+ * An endpoint's capabilities without those its vendor refuses for its model (Perplexity: no tools;
+ * Groq: no logprobs), so `/models` lists only parameters that reach the model and
+ * `provider.require_parameters` skips the endpoint instead of its fields being dropped.
+ */
+export function servedCapabilities(provider: ProviderEntry | undefined, e: ModelEndpoint): Capability[] {
+  const lost = (provider?.config.rejects ?? [])
+    .filter((q) => !q.accepts && (!q.models || q.models.test(e.upstreamModel)))
+    .map((q) => CAPABILITY_OF[q.field]);
+  return lost.some(Boolean) ? e.capabilities.filter((c) => !lost.includes(c)) : e.capabilities;
 }
