@@ -89,6 +89,13 @@ describe('vendor presets', () => {
     expect(models.body.data.map((m: { id: string }) => m.id)).toEqual(
       expect.arrayContaining(['groq/llama-mock', 'ollama/llama-mock']),
     );
+    const providers = await call('GET', '/providers');
+    expect(providers.body.data.map((p: { slug: string; kind: string }) => [p.slug, p.kind])).toEqual(
+      expect.arrayContaining([
+        ['groq', 'groq'],
+        ['ollama', 'ollama'],
+      ]),
+    );
     // A local server is asked without a key.
     expect(mock.requests.find((r) => r.path === '/ollama/v1/models')?.headers.authorization).toBeUndefined();
   });
