@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { discoverable } from '../catalog/refresh.js';
 import { createProvider } from '../providers/registry.js';
-import { CatalogError, loadCatalog } from './catalog.js';
+import { CatalogError, findModel, loadCatalog } from './catalog.js';
 
 const config = (providers: object[]) => {
   const path = join(mkdtempSync(join(tmpdir(), 'presets-')), 'gatehouse.json');
@@ -161,5 +161,11 @@ describe('vendor presets', () => {
     expect(caps('t/pplx-sonar')).toEqual(['json', 'reasoning', 'images']);
     expect(caps('t/ds-deepseek-reasoner')).toEqual(['tools', 'json', 'reasoning', 'images']);
     expect(caps('t/ds-deepseek-chat')).toEqual(['tools', 'json', 'logprobs', 'reasoning', 'images']);
+    // An id the catalog does not list, passed through to the vendor, too.
+    expect(findModel(c, 'pplx/sonar-unlisted')?.endpoints[0]?.capabilities).toEqual([
+      'json',
+      'reasoning',
+      'images',
+    ]);
   });
 });
