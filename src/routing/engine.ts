@@ -12,6 +12,8 @@ import {
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
+import type { Quirk } from '../providers/presets.js';
+import { rejectedFields, withoutRejected } from '../providers/quirks.js';
 import {
   type CallContext,
   type ForwardedJson,
@@ -354,8 +356,29 @@ export class Engine {
   /** What an attempt sends upstream: the lane's body, or the translated request for the adapter. */
   private upstreamRequest(call: InferenceCall, prep: Prepared, a: Attempt): unknown {
     const upstreamModel = a.candidate.endpoint.upstreamModel;
-    if (a.lane) return call.wire.laneBody(prep.body, upstreamModel);
+    const sent = this.unfiltered(call, prep, a.lane, upstreamModel);
+    const rejects = this.rejects(call, a.candidate.endpoint.provider);
+    return rejects.length ? withoutRejected(sent, rejects, upstreamModel) : sent;
+  }
+
+  /** The lane's body or the translated request, before the vendor's refused fields are taken out. */
+  private unfiltered(call: InferenceCall, prep: Prepared, lane: boolean, upstreamModel: string): Body {
+    if (lane) return call.wire.laneBody(prep.body, upstreamModel);
     return { ...(prep.canonical as object), model: upstreamModel };
+  }
+
+  /** The Chat Completions fields a provider's vendor refuses (vendor presets); none off chat wires. */
+  private rejects(call: InferenceCall, provider: string): readonly Quirk[] {
+    if (call.wire.kind !== 'chat') return [];
+    return this.deps.catalog.providers.get(provider)?.config.rejects ?? [];
+  }
+
+  /** What the served attempt left out because its vendor refuses it (reported as dropped). */
+  private rejected(call: InferenceCall, prep: Prepared, served: Attempt): string[] {
+    const { provider, upstreamModel } = served.candidate.endpoint;
+    const rejects = this.rejects(call, provider);
+    if (!rejects.length) return [];
+    return rejectedFields(this.unfiltered(call, prep, served.lane, upstreamModel), rejects, upstreamModel);
   }
 
   private ctx(a: Attempt, signal: CallSignal, stream: boolean): CallContext {
@@ -386,12 +409,18 @@ export class Engine {
       upstreamRequest: sent,
       strategy: prep.strategy,
       lane: routed.served.lane,
-      // A lane sends every field; a translation lists the hints its target has no equivalent for.
-      dropped: routed.served.lane
-        ? (call.wire.laneDropped?.(prep.body) ?? [])
-        : call.wire.kind === 'chat'
-          ? droppedFields(sent as ChatRequest, target)
-          : [],
+      // A lane sends every field; a translation lists the hints its target has no equivalent for;
+      // either leaves out what the provider's vendor refuses.
+      dropped: [
+        ...new Set([
+          ...(routed.served.lane
+            ? (call.wire.laneDropped?.(prep.body) ?? [])
+            : call.wire.kind === 'chat'
+              ? droppedFields(sent as ChatRequest, target)
+              : []),
+          ...this.rejected(call, prep, routed.served),
+        ]),
+      ],
     };
   }
 
