@@ -489,7 +489,10 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
     messages: [{ role: 'user', content: 'hi' }],
   }),
   'PUT /api/v1/vault/secrets/:name': () => ({ value: 'fuzz-vault-value', hosts: ['api.example.com'] }),
-  'PUT /api/v1/vault/interns/:internId/secrets/:name': () => ({ value: 'fuzz-vault-value', hosts: ['api.example.com'] }),
+  'PUT /api/v1/vault/interns/:internId/secrets/:name': () => ({
+    value: 'fuzz-vault-value',
+    hosts: ['api.example.com'],
+  }),
   'POST /api/v1/vault/interns/:internId/secrets/copy': () => ({ names: [SECRET] }),
   'POST /internal/runtime/chat/completions': () => chat,
 };
@@ -721,7 +724,9 @@ describe('hostile input: property-based requests on every route', () => {
     const workspace = ok(await mgmt('POST', '/workspaces', { name: 'Fuzz', slug: 'fuzz' })) as any;
     const intern = ok(await api('POST', '/interns', { name: 'fuzz-intern' })) as any;
     ok(await mgmt('PUT', `/workspaces/${workspace.data.id}/budgets/monthly`, { limit_usd: 50 }));
-    ok(await api('PUT', `/vault/secrets/${SECRET}`, { value: 'fuzz-vault-value', hosts: ['api.example.com'] }));
+    ok(
+      await api('PUT', `/vault/secrets/${SECRET}`, { value: 'fuzz-vault-value', hosts: ['api.example.com'] }),
+    );
     ok(
       await api('PUT', `/vault/interns/${intern.id}/secrets/${SECRET}`, {
         value: 'fuzz-vault-value',
