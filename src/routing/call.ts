@@ -111,8 +111,10 @@ export interface InferenceCall {
   wire: CallWire;
   /** The caller's body as sent (read by lanes as it is, parsed by `wire` for translation). */
   body: Body;
-  /** The model the caller asked for (as named in the body). */
+  /** The model the caller asked for (as named in the body; the first of `models` without one). */
   model: string;
+  /** The request's `models` (OpenRouter): tried in order once every provider of the one before failed. */
+  models?: string[];
   stream: boolean;
   /** The caller's provider headers (anthropic-beta, …), already allow-listed. */
   headers: Record<string, string>;
@@ -140,6 +142,12 @@ export interface RouteInfo {
   model: ModelEntry;
   served: Candidate;
   attempts: number;
+  /** The catalog id of the model the caller named (`served.model` differs after a model fallback). */
+  primaryModel: string;
+  /** The models attempts were made for, in order (the serving one last). */
+  modelsTried: string[];
+  /** Models of the list left out (guardrail, context length). */
+  skippedModels: { model: string; reason: string }[];
   considered: { model: string; provider: string; selected: boolean }[];
   excluded: Exclusion[];
   startedAt: number;

@@ -40,6 +40,7 @@ import {
 } from './fallback.js';
 import { type Meter, readChunk, readFrame, responseChars } from './metering.js';
 import type { RoutingMetrics } from './metrics.js';
+import { modelChain, type SkippedModel } from './model-chain.js';
 import { admitUnpriced } from './passthrough.js';
 import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
@@ -160,20 +161,91 @@ export class Engine {
     const { caller } = call;
     if (caller.isManagement)
       throw forbidden('Management keys cannot call inference endpoints; use an API key');
-    const model = this.model(call.model, call.wire.kind);
+    const primary = this.model(call.model, call.wire.kind);
+    const listed = call.models?.map((id) => this.model(id, call.wire.kind)) ?? null;
     const checks = await this.deps.guard.open(caller, { rateLimit: call.hooks?.rateLimit !== false });
-    for (const verdict of [await checks.admit(), checks.modelAllowed(model)]) {
-      if (!verdict.ok)
-        throw new ApiError(
-          verdict.status,
-          verdict.message,
-          verdict.retryAfterMs ? { retry_after_ms: verdict.retryAfterMs } : undefined,
-        );
-    }
+    const admitted = await checks.admit();
+    if (!admitted.ok)
+      throw new ApiError(
+        admitted.status,
+        admitted.message,
+        admitted.retryAfterMs ? { retry_after_ms: admitted.retryAfterMs } : undefined,
+      );
+    // Guardrail and context length per model of the list (the caller's body as sent sizes it).
+    const chain = modelChain({
+      primary,
+      listed,
+      lookup: (id) => {
+        const m = findModel(this.deps.catalog, id);
+        return m?.kind === call.wire.kind ? m : undefined;
+      },
+      allowed: (m) => checks.modelAllowed(m),
+      promptTokens: estimateTokens(promptChars(call, call)),
+    });
     const { body, safeguards } = filterBody(call, checks);
-    const planned = await this.plan(call, model, body, checks);
+    const { skipped, ...planned } = await this.plan(call, chain.models, body, checks);
     const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
-    return { model, body, ...planned, safeguards, strategy, checks };
+    const model = (planned.attempts[0] as Attempt).candidate.model;
+    return {
+      model,
+      models: chain.models,
+      skippedModels: [...chain.skipped, ...skipped],
+      primaryModel: primary.id,
+      body,
+      ...planned,
+      safeguards,
+      strategy,
+      checks,
+    };
+  }
+
+  /**
+   * The attempts that may serve the call, in try order: those of each model of the list in turn.
+   * Refused as the first model's planning is when no model has any attempt.
+   */
+  private async plan(
+    call: InferenceCall,
+    models: ModelEntry[],
+    body: Body,
+    checks: CallChecks,
+  ): Promise<{ attempts: Attempt[]; excluded: Exclusion[]; skipped: SkippedModel[]; canonical: unknown }> {
+    const parse = this.parser(call, body);
+    const attempts: Attempt[] = [];
+    const excluded: Exclusion[] = [];
+    const skipped: SkippedModel[] = [];
+    let firstRefusal: unknown = null;
+    for (const model of models) {
+      try {
+        const planned = await this.planModel(call, model, parse, checks);
+        attempts.push(...planned.attempts);
+        excluded.push(...planned.excluded);
+      } catch (err) {
+        // A fallback model no provider can serve is passed over; the first model's refusal stands.
+        if (!(err instanceof ApiError) || models.length === 1) throw err;
+        firstRefusal ??= err;
+        skipped.push({ model: model.id, reason: err.message });
+      }
+    }
+    if (attempts.length === 0) throw firstRefusal;
+    return { attempts, excluded, skipped, canonical: parse.canonical() };
+  }
+
+  /** The caller's body parsed to the canonical request once, on first need (or its parse error). */
+  private parser(call: InferenceCall, body: Body) {
+    let canonical: ChatRequest | EmbeddingsRequest | undefined;
+    let parseError: string | null = null;
+    const parsed = () => {
+      if (canonical === undefined && parseError === null) {
+        try {
+          canonical = call.wire.parse(body, call.headers);
+        } catch (err) {
+          if (!(err instanceof TranslationError)) throw err;
+          parseError = err.message;
+        }
+      }
+      return canonical;
+    };
+    return { parsed, error: () => parseError, canonical: () => canonical };
   }
 
   /**
@@ -182,26 +254,14 @@ export class Engine {
    * only when some attempt needs it). 403 when policy leaves none, 400 when the request's needs or
    * its translation leave none.
    */
-  private async plan(
+  private async planModel(
     call: InferenceCall,
     model: ModelEntry,
-    body: Body,
+    parse: ReturnType<Engine['parser']>,
     checks: CallChecks,
-  ): Promise<{ attempts: Attempt[]; excluded: Exclusion[]; canonical: unknown }> {
+  ): Promise<{ attempts: Attempt[]; excluded: Exclusion[] }> {
     const { wire, prefs } = call;
-    let canonical: ChatRequest | EmbeddingsRequest | undefined;
-    let parseError: string | null = null;
-    const parsed = () => {
-      if (canonical === undefined && parseError === null) {
-        try {
-          canonical = wire.parse(body, call.headers);
-        } catch (err) {
-          if (!(err instanceof TranslationError)) throw err;
-          parseError = err.message;
-        }
-      }
-      return canonical;
-    };
+    const { parsed } = parse;
     const chatRequest = () => (wire.kind === 'chat' ? (parsed() as ChatRequest | undefined) : undefined);
     const { candidates, excluded } = await this.candidates(
       call.caller,
@@ -225,7 +285,7 @@ export class Engine {
       }
       const req = parsed();
       if (req === undefined) {
-        refuse(candidate, parseError ?? 'the request cannot be translated');
+        refuse(candidate, parse.error() ?? 'the request cannot be translated');
         continue;
       }
       const target = provider.traits.target;
@@ -246,7 +306,7 @@ export class Engine {
       if (policyRefusal) throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
       throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
     }
-    return { attempts, excluded, canonical };
+    return { attempts, excluded };
   }
 
   /** The endpoints of `model` the caller's policy and preferences allow, with their credentials. */
@@ -333,14 +393,20 @@ export class Engine {
     return {
       generationId: this.deps.newGenerationId(),
       requested: call.model,
-      model: prep.model,
+      // The model that served: another than the one named after a model fallback.
+      model: served.model,
       served,
       attempts: routed.attempts,
-      considered: prep.model.endpoints.map((e) => ({
-        model: prep.model.id,
-        provider: e.provider,
-        selected: e.provider === served.endpoint.provider,
-      })),
+      primaryModel: prep.primaryModel,
+      modelsTried: routed.modelsTried,
+      skippedModels: prep.skippedModels,
+      considered: prep.models.flatMap((m) =>
+        m.endpoints.map((e) => ({
+          model: m.id,
+          provider: e.provider,
+          selected: m.id === served.model.id && e.provider === served.endpoint.provider,
+        })),
+      ),
       excluded: prep.excluded,
       startedAt: routed.startedAt,
       safeguards: prep.safeguards,
@@ -688,7 +754,7 @@ export class Engine {
     const usage = this.estimate(call, prep, 0, false);
     const info = {
       generationId: this.deps.newGenerationId(),
-      model: prep.model,
+      model: served.model,
       served,
       attempts,
       startedAt,
@@ -714,7 +780,7 @@ export class Engine {
     const mapped = upstreamToApiError(last);
     (call.hooks?.record ?? this.deps.record)(
       failedRow(call, this.deps.newGenerationId(), {
-        model: prep.model.id,
+        model: last.model ?? prep.model.id,
         provider: last.provider,
         status: mapped.status,
         message: mapped.message,

@@ -5,6 +5,7 @@ import { UpstreamError } from '../providers/types.js';
 import type { Body, CallChecks, InferenceCall } from './call.js';
 import type { ModelEntry } from './catalog.js';
 import type { RoutingMetrics } from './metrics.js';
+import type { SkippedModel } from './model-chain.js';
 import type { Candidate, Exclusion } from './select.js';
 
 /**
@@ -23,7 +24,14 @@ export interface Attempt {
 
 /** A call checked and planned: the filtered body, its translation if needed, what to try. */
 export interface Prepared {
+  /** The first model to try (the primary unless it was skipped). */
   model: ModelEntry;
+  /** Every model to try, in order (`models`, configured fallbacks): the attempts run through them. */
+  models: ModelEntry[];
+  /** Models of the list left out (guardrail, context length), for gateway_metadata. */
+  skippedModels: SkippedModel[];
+  /** The catalog id of the model the caller named. */
+  primaryModel: string;
   /** The caller's body after content filters (redactions applied). */
   body: Body;
   /** The canonical request, when a translated attempt needs it (or provider.require_parameters). */
@@ -39,6 +47,8 @@ export interface Prepared {
 export interface Failure {
   err: UpstreamError;
   provider: string;
+  /** The model the failed attempt was for (absent: the call's first). */
+  model?: string;
   lane: boolean;
 }
 
@@ -72,7 +82,27 @@ export interface Routed<T> {
   result: T;
   served: Attempt;
   attempts: number;
+  /** The models attempts were made for, in order (the serving one last). */
+  modelsTried: string[];
   startedAt: number;
+}
+
+/**
+ * The attempts the loop runs: all of them, or with `allow_fallbacks: false` the first of each
+ * model (that flag is about providers; the request's `models` still fall back).
+ */
+export function attemptList(
+  prep: Pick<Prepared, 'attempts'>,
+  allowFallbacks: boolean | undefined,
+): Attempt[] {
+  if (allowFallbacks !== false) return prep.attempts;
+  const seen = new Set<string>();
+  return prep.attempts.filter((a) => {
+    const id = a.candidate.model.id;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -180,7 +210,8 @@ const sleep = (ms: number, signal: CallSignal) =>
 // The loop
 
 /**
- * Runs `run` over the planned attempts (only the first when the caller turned fallbacks off),
+ * Runs `run` over the planned attempts — every provider of the first model, then of the next
+ * model of the list (`attemptList`: only each model's first when the caller turned fallbacks off),
  * each through the steps above; a batch caller waits for a provider slot before each attempt.
  * Throws the caller's error for the last failure once every attempt failed.
  */
@@ -191,7 +222,8 @@ export async function routeWithFallbacks<T>(
   run: (a: Attempt, signal: CallSignal) => Promise<T>,
 ): Promise<Routed<T>> {
   const startedAt = Date.now();
-  const list = call.prefs.allow_fallbacks === false ? prep.attempts.slice(0, 1) : prep.attempts;
+  const list = attemptList(prep, call.prefs.allow_fallbacks);
+  const modelsTried: string[] = [];
   let attempts = 0;
   let retried = false;
   let last: Failure | null = null;
@@ -201,6 +233,7 @@ export async function routeWithFallbacks<T>(
     const isLast = i === list.length - 1;
     if (!(await pay(prep, a, isLast && !last))) continue;
     attempts++;
+    if (modelsTried[modelsTried.length - 1] !== a.candidate.model.id) modelsTried.push(a.candidate.model.id);
     const scope = openAttempt(call.signal, ctx.upstreamTimeoutMs);
     const release = call.hooks?.acquire ? await call.hooks.acquire(provider) : null;
     const t0 = performance.now();
@@ -210,7 +243,7 @@ export async function routeWithFallbacks<T>(
       ctx.metrics.upstreamLatency.observe({ provider, outcome: 'ok' }, seconds);
       const prev = ctx.latency.get(provider);
       ctx.latency.set(provider, prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200);
-      return { result, served: a, attempts, startedAt };
+      return { result, served: a, attempts, modelsTried, startedAt };
     } catch (raw) {
       if (call.signal.aborted) {
         ctx.onCancelled(call, prep, a.candidate, attempts, startedAt);
@@ -220,7 +253,7 @@ export async function routeWithFallbacks<T>(
       const err = classify(raw, scope.timedOut(), ctx.upstreamTimeoutMs);
       ctx.metrics.upstreamErrors.inc({ provider, status: String(err.status) });
       ctx.metrics.upstreamLatency.observe({ provider, outcome: 'error' }, (performance.now() - t0) / 1000);
-      last = { err, provider, lane: a.lane };
+      last = { err, provider, model: a.candidate.model.id, lane: a.lane };
       const next = decide(err, {
         isLast,
         retried,
