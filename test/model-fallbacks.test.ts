@@ -128,6 +128,42 @@ describe('model fallbacks', () => {
     expect(upstreams()).toEqual(['openai:gpt-x', 'anthropic:claude-x']);
   });
 
+  it('names the model that served in translated /messages and /responses streams', async () => {
+    const sse = async (path: string, body: object) => {
+      const res = await fetch(`${gw.url}/api/v1${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ ...body, stream: true }),
+      });
+      expect(res.status).toBe(200);
+      return (await res.text())
+        .split('\n\n')
+        .map((f) => f.split('\n').find((l) => l.startsWith('data: {')))
+        .filter((l): l is string => l !== undefined)
+        .map((l) => JSON.parse(l.slice(6)));
+    };
+    const failAnthropic = {
+      status: 503,
+      error: { message: 'overloaded' },
+      match: { path: /^\/anthropic\// },
+    };
+    // /messages: the primary on its own format's provider fails; the next model is translated.
+    mock.enqueue(failAnthropic, { reply, match: { path: /^\/openai\// } });
+    const events = await sse('/messages', {
+      models: ['test/claude', 'test/gpt'],
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(events.find((e) => e.type === 'message_start')?.message.model).toBe('test/gpt');
+    expect(upstreams()).toEqual(['anthropic:claude-x', 'openai:gpt-x']);
+
+    mock.reset();
+    mock.enqueue(failOpenAi, { reply, match: { path: /^\/anthropic\// } });
+    const responses = await sse('/responses', { model: 'test/gpt', models: ['test/claude'], input: 'hi' });
+    expect(responses.find((e) => e.type === 'response.completed')?.response.model).toBe('test/claude');
+    expect(upstreams()).toEqual(['openai:gpt-x', 'anthropic:claude-x']);
+  });
+
   it('does not move to the next model on a failure that is the request’s own', async () => {
     mock.enqueue({ status: 400, error: { message: 'bad field' }, match: { path: /^\/openai\// } });
     const res = await api('POST', '/chat/completions', chat({ model: 'test/gpt', models: ['test/claude'] }));
