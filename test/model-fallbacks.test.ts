@@ -77,6 +77,13 @@ describe('model fallbacks', () => {
       upstream_model: 'claude-x',
       attempts: 2,
     });
+    // Every attempt, with the model and provider tried and how it ended.
+    expect(
+      gen.body.data.provider_responses.map((p: any) => [p.model_permaslug, p.provider_name, p.status]),
+    ).toEqual([
+      ['test/gpt', 'openai', 500],
+      ['test/claude', 'anthropic', 200],
+    ]);
   });
 
   it('takes the first of `models` as the primary when `model` is absent', async () => {

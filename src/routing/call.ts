@@ -6,6 +6,7 @@ import type { CallSignal } from '../lib/call-abort.js';
 import type { NativeWire } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
+import type { Tried } from './fallback.js';
 import type { ProviderPreferences } from './preferences.js';
 import type { Candidate, Credential, Exclusion } from './select.js';
 
@@ -146,6 +147,8 @@ export interface RouteInfo {
   primaryModel: string;
   /** The models attempts were made for, in order (the serving one last). */
   modelsTried: string[];
+  /** Every attempt made, in order (the serving one last). */
+  tried: Tried[];
   /** Models of the list left out (guardrail, context length). */
   skippedModels: { model: string; reason: string }[];
   considered: { model: string; provider: string; selected: boolean }[];

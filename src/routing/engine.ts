@@ -32,10 +32,12 @@ import {
   classify,
   type Failure,
   type FallbackContext,
+  modelsOf,
   openAttempt,
   type Prepared,
   type Routed,
   routeWithFallbacks,
+  type Tried,
   upstreamToApiError,
 } from './fallback.js';
 import { type Meter, readChunk, readFrame, responseChars } from './metering.js';
@@ -136,10 +138,10 @@ export class Engine {
       upstreamTimeoutMs: deps.upstreamTimeoutMs,
       maxRetryWaitMs: deps.maxRetryWaitMs,
       latency: this.latencyEwma,
-      onExhausted: (call, prep, last, attempts, startedAt) =>
-        this.recordFailure(call, prep, last, attempts, startedAt),
-      onCancelled: (call, prep, c, attempts, startedAt) =>
-        this.recordCancelled(call, prep, c, attempts, startedAt),
+      onExhausted: (call, prep, last, attempts, startedAt, tried) =>
+        this.recordFailure(call, prep, last, attempts, startedAt, tried),
+      onCancelled: (call, prep, c, attempts, startedAt, tried) =>
+        this.recordCancelled(call, prep, c, attempts, startedAt, tried),
     };
   }
 
@@ -398,7 +400,8 @@ export class Engine {
       served,
       attempts: routed.attempts,
       primaryModel: prep.primaryModel,
-      modelsTried: routed.modelsTried,
+      modelsTried: modelsOf(routed.tried),
+      tried: routed.tried,
       skippedModels: prep.skippedModels,
       considered: prep.models.flatMap((m) =>
         m.endpoints.map((e) => ({
@@ -750,6 +753,7 @@ export class Engine {
     served: Candidate,
     attempts: number,
     startedAt: number,
+    tried: Tried[],
   ): void {
     const usage = this.estimate(call, prep, 0, false);
     const info = {
@@ -759,6 +763,7 @@ export class Engine {
       attempts,
       startedAt,
       lane: false,
+      tried,
     };
     const row = servedRow(call, info, usage, costOf(served.endpoint.pricing, usage), {
       streamed: call.stream,
@@ -776,6 +781,7 @@ export class Engine {
     last: Failure,
     attempts: number,
     startedAt: number,
+    tried: Tried[],
   ) {
     const mapped = upstreamToApiError(last);
     (call.hooks?.record ?? this.deps.record)(
@@ -786,6 +792,7 @@ export class Engine {
         message: mapped.message,
         attempts,
         startedAt,
+        tried,
       }),
     );
   }

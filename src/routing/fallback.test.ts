@@ -9,6 +9,7 @@ import {
   classify,
   decide,
   type FallbackContext,
+  modelsOf,
   openAttempt,
   type Prepared,
   routeWithFallbacks,
@@ -297,7 +298,13 @@ describe('routeWithFallbacks over a model list', () => {
       },
     );
     expect(tried).toEqual(['x/first@a', 'x/first@b', 'y/second@c']);
-    expect(routed).toMatchObject({ attempts: 3, modelsTried: ['x/first', 'y/second'] });
+    expect(routed).toMatchObject({ attempts: 3 });
+    expect(modelsOf(routed.tried)).toEqual(['x/first', 'y/second']);
+    expect(routed.tried.map((t) => [t.model, t.provider, t.status])).toEqual([
+      ['x/first', 'a', 500],
+      ['x/first', 'b', 500],
+      ['y/second', 'c', 200],
+    ]);
     expect(routed.served.candidate.model.id).toBe('y/second');
   });
 

@@ -66,6 +66,7 @@ export interface FallbackContext {
     last: Failure,
     attempts: number,
     startedAt: number,
+    tried: Tried[],
   ) => void;
   /** The caller went away during an attempt on `c` (which is then aborted): record it. */
   onCancelled: (
@@ -74,16 +75,31 @@ export interface FallbackContext {
     c: Candidate,
     attempts: number,
     startedAt: number,
+    tried: Tried[],
   ) => void;
 }
+
+/** One attempt made, as the generation lists it: which model on which provider, and how it ended. */
+export interface Tried {
+  model: string;
+  provider: string;
+  /** The upstream's HTTP status (200 for the one that served); null when none came. */
+  status: number | null;
+  latencyMs: number;
+  isByok: boolean;
+}
+
+/** The models of the attempts made, in order, each once. */
+export const modelsOf = (tried: readonly Tried[]): string[] =>
+  tried.map((t) => t.model).filter((m, i, all) => all.indexOf(m) === i);
 
 /** How a call was routed: the attempt that served it and how many were made. */
 export interface Routed<T> {
   result: T;
   served: Attempt;
   attempts: number;
-  /** The models attempts were made for, in order (the serving one last). */
-  modelsTried: string[];
+  /** Every attempt made, in order (the serving one last). */
+  tried: Tried[];
   startedAt: number;
 }
 
@@ -223,7 +239,7 @@ export async function routeWithFallbacks<T>(
 ): Promise<Routed<T>> {
   const startedAt = Date.now();
   const list = attemptList(prep, call.prefs.allow_fallbacks);
-  const modelsTried: string[] = [];
+  const tried: Tried[] = [];
   let attempts = 0;
   let retried = false;
   let last: Failure | null = null;
@@ -233,24 +249,34 @@ export async function routeWithFallbacks<T>(
     const isLast = i === list.length - 1;
     if (!(await pay(prep, a, isLast && !last))) continue;
     attempts++;
-    if (modelsTried[modelsTried.length - 1] !== a.candidate.model.id) modelsTried.push(a.candidate.model.id);
     const scope = openAttempt(call.signal, ctx.upstreamTimeoutMs);
     const release = call.hooks?.acquire ? await call.hooks.acquire(provider) : null;
     const t0 = performance.now();
+    const attempted = (status: number | null) =>
+      tried.push({
+        model: a.candidate.model.id,
+        provider,
+        status,
+        latencyMs: Math.round(performance.now() - t0),
+        isByok: a.candidate.credential.isByok,
+      });
     try {
       const result = await run(a, scope.signal);
       const seconds = (performance.now() - t0) / 1000;
       ctx.metrics.upstreamLatency.observe({ provider, outcome: 'ok' }, seconds);
       const prev = ctx.latency.get(provider);
       ctx.latency.set(provider, prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200);
-      return { result, served: a, attempts, modelsTried, startedAt };
+      attempted(200);
+      return { result, served: a, attempts, tried, startedAt };
     } catch (raw) {
       if (call.signal.aborted) {
-        ctx.onCancelled(call, prep, a.candidate, attempts, startedAt);
+        attempted(null);
+        ctx.onCancelled(call, prep, a.candidate, attempts, startedAt, tried);
         throw raw;
       }
       scope.unlink();
       const err = classify(raw, scope.timedOut(), ctx.upstreamTimeoutMs);
+      attempted(err.status || null);
       ctx.metrics.upstreamErrors.inc({ provider, status: String(err.status) });
       ctx.metrics.upstreamLatency.observe({ provider, outcome: 'error' }, (performance.now() - t0) / 1000);
       last = { err, provider, model: a.candidate.model.id, lane: a.lane };
@@ -274,6 +300,6 @@ export async function routeWithFallbacks<T>(
     }
   }
   if (!last) throw new ApiError(502, 'No provider could serve the request');
-  ctx.onExhausted(call, prep, last, attempts, startedAt);
+  ctx.onExhausted(call, prep, last, attempts, startedAt, tried);
   throw upstreamToApiError(last);
 }
