@@ -67,6 +67,8 @@ export interface Config {
   responsesRetentionMs: number;
   batches: BatchConfig;
   interns: InternsConfig;
+  /** Spend reservations of calls in flight (credits/spend-admission.ts). */
+  spendReservations: { ttlMs: number; outputTokens: number };
 }
 
 /** Interns and vaults (README, "Interns"). */
@@ -255,6 +257,10 @@ export function loadConfig(env: Env = process.env): Config {
       rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT_WINDOW', 60),
     },
     interns: loadInternsConfig(env, dataDir),
+    spendReservations: {
+      ttlMs: Math.max(1, intFrom(env, 'GATEHOUSE_SPEND_RESERVATION_TTL_SECONDS', 900)) * 1000,
+      outputTokens: intFrom(env, 'GATEHOUSE_RESERVE_OUTPUT_TOKENS', 4096),
+    },
   };
 }
 

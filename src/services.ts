@@ -13,8 +13,10 @@ import { applyClusterEvent } from './cluster/caches.js';
 import type { Config } from './config.js';
 import { BudgetsService } from './credits/budgets.service.js';
 import { mediaBilling } from './credits/media-billing.js';
+import { MemoryReservations, RedisReservations } from './credits/reservations.js';
 import { CreditsService } from './credits/service.js';
 import { type SpendEvent, SpendTracker } from './credits/spend.js';
+import { SpendAdmission } from './credits/spend-admission.js';
 import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
 import { assertTranslatable } from './formats/capabilities.js';
@@ -116,12 +118,22 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
         costUsd: g.cost_usd,
         isByok: g.is_byok === 1,
         at: g.created_at,
+        id: g.id,
       };
       spend.record(event);
       cluster.publish({ kind: 'spend', event });
     }
   });
-  const guard = new PolicyGuard(policy, spend, keys, limiter);
+  // Worst-case costs of calls in flight: shared through Redis by the nodes when there is one.
+  const reservations = config.redisUrl
+    ? new RedisReservations({
+        redisUrl: config.redisUrl,
+        prefix: config.redisPrefix,
+        logger: log.child({ component: 'spend-reservations' }),
+      })
+    : new MemoryReservations();
+  const admission = new SpendAdmission(spend, reservations, config.spendReservations.ttlMs);
+  const guard = new PolicyGuard(policy, spend, keys, limiter, admission);
   const engine = new Engine({
     catalog,
     provider,
@@ -133,6 +145,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     newGenerationId,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     maxRetryWaitMs: config.maxRetryWaitMs,
+    reservedOutputTokens: config.spendReservations.outputTokens,
   });
   const generations = new GenerationsService(db, accountant);
   const storedResponses = new StoredResponsesService({ db, retentionMs: config.responsesRetentionMs });
@@ -214,6 +227,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     await batchLimiter.close();
     await vaultLimiter.close();
     await cluster.close();
+    await reservations.close();
     await closeUpstreamHttp();
   };
   return {

@@ -20,8 +20,8 @@ afterEach(() => {
   log.warned = [];
 });
 
-/** A server whose `GET /v1/models` fails `failures` times, then lists `ids`. */
-async function server(ids: string[], failures = 0) {
+/** A server whose `GET /v1/models` fails `failures` times, then lists `ids` (`bare`: as a top-level array). */
+async function server(ids: string[], failures = 0, bare = false) {
   let calls = 0;
   const headers: string[] = [];
   const s = createServer((req, res) => {
@@ -33,7 +33,8 @@ async function server(ids: string[], failures = 0) {
       return;
     }
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ data: [...ids.map((id) => ({ id })), { id: 42 }, null] }));
+    const list = [...ids.map((id) => ({ id })), { id: 42 }, null];
+    res.end(JSON.stringify(bare ? list : { data: list }));
   });
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
   closers.push(() => s.close());
@@ -60,6 +61,14 @@ describe('model discovery', () => {
     const { catalog } = catalogFor(s.url);
     expect(await listServerModels(catalog.providers.get('local')!)).toEqual(['a', 'b']);
     expect(s.headers).toEqual(['Bearer sk-local-secret']);
+  });
+
+  it('reads a bare list of models too (as Together answers)', async () => {
+    const s = await server(['meta-llama/Llama-3.3-70B-Instruct-Turbo'], 0, true);
+    const { catalog } = catalogFor(s.url);
+    expect(await listServerModels(catalog.providers.get('local')!)).toEqual([
+      'meta-llama/Llama-3.3-70B-Instruct-Turbo',
+    ]);
   });
 
   it('retries a failing server until it answers, then lists its models, logging no secret', async () => {

@@ -27,7 +27,10 @@ export const discoverable = (catalog: Catalog): ProviderEntry[] =>
     (p) => p.config.kind === 'openai-compatible' && (p.discoverModels ?? !providerData(p)),
   );
 
-/** The model ids a server lists at `GET {base_url}/models` (OpenAI's shape, as Ollama, vLLM, llama.cpp and LM Studio serve it). */
+/**
+ * The model ids a server lists at `GET {base_url}/models`: OpenAI's shape `{ data: [...] }` (Ollama,
+ * vLLM, llama.cpp, LM Studio, Groq …) or a bare list of the same entries (Together).
+ */
 export async function listServerModels(p: ProviderEntry, timeoutMs = 5_000): Promise<string[]> {
   const res = await request(`${p.config.baseUrl}/models`, {
     method: 'GET',
@@ -43,9 +46,10 @@ export async function listServerModels(p: ProviderEntry, timeoutMs = 5_000): Pro
     await res.body.dump();
     throw new Error(`GET /models answered ${res.statusCode}`);
   }
-  const body = (await res.body.json()) as { data?: unknown };
-  if (!Array.isArray(body.data)) throw new Error('GET /models answered no data list');
-  return body.data
+  const body = (await res.body.json()) as { data?: unknown } | unknown[] | null;
+  const list = Array.isArray(body) ? body : body?.data;
+  if (!Array.isArray(list)) throw new Error('GET /models answered no data list');
+  return list
     .map((m) => (m && typeof m === 'object' ? (m as { id?: unknown }).id : undefined))
     .filter((id): id is string => typeof id === 'string' && id.length > 0 && id.length <= 200);
 }

@@ -175,7 +175,8 @@ export function providerView(p: ProviderEntry) {
     privacy_policy_url: null,
     terms_of_service_url: null,
     status_page_url: null,
-    kind: p.config.kind,
+    // A vendor preset shows as configured (`groq`), not as the adapter it runs on.
+    kind: p.config.preset ?? p.config.kind,
     zdr: p.zdr,
     trains_on_data: p.trainsOnData,
     region: p.region,

@@ -1,7 +1,7 @@
 import type { Caller } from '../accounts/caller.js';
 import { type MediaBilling, MediaError } from '../media/types.js';
 import type { GenerationRow } from '../routing/accounting.js';
-import type { CallGuard, Verdict } from '../routing/call.js';
+import type { CallGuard, CallHold, Verdict } from '../routing/call.js';
 import { newGenerationId } from '../routing/engine.js';
 import { baseRow } from '../routing/records.js';
 
@@ -43,16 +43,28 @@ export function mediaBilling(deps: {
           `Blocked by content filter: ${filtered.blocked}`,
           'prompt',
         );
+      // A priced generation reserves its price against the key's limit, budgets and credits while
+      // it runs, as an inference call reserves its worst case (concurrent generations count).
+      let hold: CallHold | null = null;
       if (g.costUsd > 0) {
-        const paying = await checks.balance({ usd: g.costUsd, of: "this generation's price" });
-        if (!paying.ok) refuse(paying);
+        // The price is known: the balance must cover all of it (not just be above zero).
+        const covered = await checks.balance({ usd: g.costUsd, of: "this generation's price" });
+        if (!covered.ok) refuse(covered);
+        const reserved = await checks.reserve(g.costUsd);
+        if (!reserved.ok) refuse(reserved);
+        hold = (reserved as { hold: CallHold }).hold;
+        const paying = await hold.credits();
+        if (!paying.ok) {
+          hold.release();
+          refuse(paying);
+        }
       }
       const content = filtered.messages[0]?.content;
-      return typeof content === 'string' ? content : g.prompt;
+      return { prompt: typeof content === 'string' ? content : g.prompt, hold };
     },
-    record(caller, g) {
+    record(caller, g, hold) {
       const model = `media/${g.kind}/${g.route}`;
-      return deps.record({
+      const row: GenerationRow = {
         ...baseRow({ caller, endpoint: 'media', requestedModel: model }, newGenerationId()),
         model,
         provider: g.provider,
@@ -61,7 +73,10 @@ export function mediaBilling(deps: {
         completion_cost_usd: g.costUsd,
         latency_ms: g.latencyMs,
         generation_time_ms: g.latencyMs,
-      });
+      };
+      const written = deps.record(row);
+      (hold as CallHold | null | undefined)?.settle(row);
+      return written;
     },
   };
 }

@@ -47,6 +47,8 @@ export interface SpendEvent {
   isByok: boolean;
   /** The `created_at` of the usage_events row. */
   at: Date | string | number;
+  /** The generation's id: a call told twice (settled, then written) is counted once. */
+  id?: string;
 }
 
 /** The key columns `checkKeyLimit` needs (an api_keys row fits). */
@@ -171,6 +173,8 @@ export class SpendTracker {
   private readonly refreshMs: number;
   private readonly onError: (err: unknown) => void;
   private readonly credits: CreditsMode;
+  /** Ids of the records counted lately (a settled call is told again when its row is written). */
+  private readonly seen = new LRUCache<string, true>({ max: 100_000 });
 
   constructor(
     private readonly db: Db,
@@ -193,6 +197,10 @@ export class SpendTracker {
   record(e: SpendEvent): void {
     const at = toMs(e.at);
     if (!Number.isFinite(at) || !Number.isFinite(e.costUsd) || e.costUsd === 0) return;
+    if (e.id !== undefined) {
+      if (this.seen.has(e.id)) return;
+      this.seen.set(e.id, true);
+    }
     const rec: Rec = { at, cost: e.costUsd, byok: e.isByok };
     if (e.keyHash !== null)
       this.remember(this.entry(this.keys, e.keyHash), rec, (v) => this.addSpend(v, rec));
@@ -241,6 +249,35 @@ export class SpendTracker {
   ): Promise<SpendAmounts> {
     const value = await this.spendValue(scope);
     return { ...value.counters[window] };
+  }
+
+  /**
+   * What a scope has spent in a window as counted right now, or null when its counters are not
+   * loaded (`spend` loads them). Synchronous, so that a check and a reservation made after it see
+   * the same counters (spend-admission.ts).
+   */
+  spentNow(
+    scope: { keyHash: string } | { organizationId: string; userId: string },
+    window: SpendWindow,
+  ): SpendAmounts | null {
+    const entry =
+      'keyHash' in scope
+        ? this.keys.get(scope.keyHash)
+        : this.users.get(userKey(scope.organizationId, scope.userId));
+    if (!entry?.value) return null;
+    this.roll(entry.value);
+    return { ...entry.value.counters[window] };
+  }
+
+  /** The balance as counted right now, or null when not loaded (`balance` loads it). */
+  balanceNow(organizationId: string): number | null {
+    const v = this.orgs.get(organizationId)?.value;
+    return v ? v.credits - v.usage : null;
+  }
+
+  /** Whether `checkBalance` refuses anything (GATEHOUSE_CREDITS=enforce). */
+  get creditsEnforced(): boolean {
+    return this.credits !== 'off';
   }
 
   /** Credits left: ledger total − recorded usage on the operator's credentials (BYOK aside; may be negative). */
@@ -328,7 +365,8 @@ export class SpendTracker {
   // -------------------------------------------------------------------------------------------
   // Internals
 
-  private windowText(window: SpendWindow): string {
+  /** How a window is named in refusals ("today (UTC); it resets at …"). */
+  windowText(window: SpendWindow): string {
     if (window === 'lifetime') return WINDOW_PHRASE.lifetime;
     const resets = windowEnd(window, new Date(this.now())).toISOString().replace('.000Z', 'Z');
     return `${WINDOW_PHRASE[window]}; it resets at ${resets}`;

@@ -19,10 +19,17 @@ venice voyageai wafer wandb wandb-legacy xai xiaomi z-ai`
 const known = new Set(PROVIDER_SLUGS);
 
 /**
- * Slugs Gatehouse itself adds: `gatehouse` (the built-in development provider) and
- * `openai-compatible` (any configured OpenAI-compatible server).
+ * Slugs Gatehouse itself adds: `gatehouse` (the built-in development provider),
+ * `openai-compatible` (any configured OpenAI-compatible server), and the default slugs of the
+ * vendor presets the list above lacks (`OPENROUTER_API_KEY` → `openrouter`, `VLLM_BASE_URL` → `vllm` …).
  */
-export const LOCAL_PROVIDER_SLUGS: readonly string[] = ['gatehouse', 'openai-compatible'];
+export const LOCAL_PROVIDER_SLUGS: readonly string[] = [
+  'gatehouse',
+  'openai-compatible',
+  'openrouter',
+  'vllm',
+  'lmstudio',
+];
 for (const s of LOCAL_PROVIDER_SLUGS) known.add(s);
 
 export const isProviderSlug = (slug: string): boolean => known.has(slug);

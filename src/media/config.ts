@@ -53,6 +53,8 @@ export interface MediaConfig {
   concurrency: number;
   /** Generations waiting for a slot before a 429 queue_full (GATEHOUSE_MEDIA_QUEUE). */
   queue: number;
+  /** Most slots (running + waiting) one organization may hold; 0 = its fair share (GATEHOUSE_MEDIA_QUEUE_PER_ORG). */
+  queuePerOrganization: number;
   /** How long a client may take to send a request (the gateway's GATEHOUSE_HEADERS_TIMEOUT_MS … variables). */
   http: HttpTimeouts;
 }
@@ -205,6 +207,7 @@ function loadMediaOperations(env: Env, dataDir: string) {
     databaseUrl: env.DATABASE_URL || `sqlite:${join(dataDir, 'gatehouse.db')}`,
     concurrency: intFrom(env, 'GATEHOUSE_MEDIA_CONCURRENCY', 2, 1),
     queue: intFrom(env, 'GATEHOUSE_MEDIA_QUEUE', 16, 0),
+    queuePerOrganization: intFrom(env, 'GATEHOUSE_MEDIA_QUEUE_PER_ORG', 0, 0),
   };
 }
 

@@ -52,3 +52,57 @@ describe('GenerationQueue', () => {
     await expect(q.acquire()).rejects.toBeInstanceOf(QueueFullError);
   });
 });
+
+describe('GenerationQueue: fair sharing between organizations', () => {
+  it('keeps one organization to its share: another one is still accepted when it filled the queue', async () => {
+    // Capacity 2 running + 16 waiting = 18, as in a deployment's defaults.
+    const q = new GenerationQueue(2, 16);
+    const a: Promise<() => void>[] = [];
+    for (let i = 0; i < 18; i++) a.push(q.acquire(undefined, 'org:a'));
+    expect(q.counts()).toEqual({ running: 2, queued: 16 });
+    expect(q.isFull('org:a')).toBe(true);
+    await expect(q.acquire(undefined, 'org:a')).rejects.toBeInstanceOf(QueueFullError);
+    // B is under its share (18 / 2 tenants = 9): accepted although A filled every slot.
+    expect(q.isFull('org:b')).toBe(false);
+    const b = q.acquire(undefined, 'org:b');
+    expect(q.counts('org:b')).toEqual({ running: 0, queued: 1 });
+    // B is served at the next free slot, before A's 16 waiting requests.
+    (await (a[0] as Promise<() => void>))();
+    const rb = await b;
+    expect(q.counts('org:b')).toEqual({ running: 1, queued: 0 });
+    rb();
+  });
+
+  it('dispatches freed slots round-robin between organizations', async () => {
+    const q = new GenerationQueue(1, 10);
+    const order: string[] = [];
+    const releases: (() => void)[] = [];
+    const take = (org: string, name: string) =>
+      q.acquire(undefined, org).then((release) => {
+        order.push(name);
+        releases.push(release);
+      });
+    await take('org:a', 'a1');
+    const waiting = [take('org:a', 'a2'), take('org:a', 'a3'), take('org:b', 'b1'), take('org:b', 'b2')];
+    // Each generation ends once it started: the next one starts.
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setImmediate(r));
+      releases[i]?.();
+    }
+    await Promise.all(waiting);
+    expect(order).toEqual(['a1', 'b1', 'a2', 'b2', 'a3']);
+  });
+
+  it('a configured per-organization cap applies even to a lone organization', async () => {
+    const q = new GenerationQueue(2, 16, () => null, { perTenant: 3 });
+    for (let i = 0; i < 3; i++) void q.acquire(undefined, 'org:a');
+    await expect(q.acquire(undefined, 'org:a')).rejects.toBeInstanceOf(QueueFullError);
+    expect(q.isFull('org:b')).toBe(false);
+  });
+
+  it('never holds more than twice its capacity, however many organizations ask', () => {
+    const q = new GenerationQueue(1, 1);
+    for (let i = 0; i < 20; i++) q.acquire(undefined, `org:${i}`).catch(() => {});
+    expect(q.counts().running + q.counts().queued).toBe(4);
+  });
+});

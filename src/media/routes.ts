@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { MediaConfig } from './config.js';
 import { PROMPT_MAX_LENGTH } from './config.js';
 import { fetchImage } from './fetch.js';
-import type { MediaService } from './service.js';
+import type { AdmittedRequest, MediaService } from './service.js';
 import type { FilesystemStore } from './storage/filesystem.js';
 import { type InputImage, MediaError, type MediaRoute, type ParamSpec } from './types.js';
 import { readMultipart, TempFiles } from './uploads.js';
@@ -167,6 +167,7 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       if (!reply.raw.writableFinished) cancel.abort(new Error('client went away'));
     };
     reply.raw.once('close', onClose);
+    let valid: AdmittedRequest | null = null;
     try {
       let input: Record<string, unknown> = {};
       let uploads: InputImage[] = [];
@@ -183,7 +184,7 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
           throw new MediaError(400, 'invalid_body', 'The body must be a JSON object');
         input = req.body as Record<string, unknown>;
       }
-      const valid = await service.admit(
+      valid = await service.admit(
         route,
         validateGeneration(route, input, { form, files: uploads.map((f) => f.param) }),
         req.mediaCaller,
@@ -222,6 +223,8 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
         data: { model: route.name, outputs },
       };
     } finally {
+      // Refused or failed before generating (an image URL that could not be fetched): nothing spent.
+      valid?.hold?.release();
       reply.raw.off('close', onClose);
       await temp.cleanup();
     }

@@ -23,7 +23,7 @@ import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
 import { LocalGenerator } from './generators/local.js';
 import { providerGenerators } from './providers/index.js';
-import { GenerationQueue, QueueFullError } from './queue.js';
+import { GenerationQueue, QueueFullError, tenantOf } from './queue.js';
 import { mediaRoutes } from './routes.js';
 import { MediaService } from './service.js';
 import { FilesystemStore } from './storage/filesystem.js';
@@ -99,6 +99,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     config.concurrency,
     config.queue,
     () => service.status().median_generation_ms,
+    { perTenant: config.queuePerOrganization },
   );
   service.queue = queue;
   const auth = new MediaAuth(resolveAuthMode(config, opts.keys ?? null), {
@@ -187,7 +188,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     // The matched route, not the raw URL (which may be percent-encoded: /%61pi/… routes to /api/…).
     if (req.method !== 'POST' || !req.routeOptions.url?.startsWith('/api/')) return;
     req.mediaCaller = await auth.check(req.headers.authorization);
-    if (queue.isFull()) throw new QueueFullError(queue.retryAfterS());
+    if (queue.isFull(tenantOf(req.mediaCaller))) throw new QueueFullError(queue.retryAfterS());
   });
   if (s3) app.addHook('onClose', async () => s3.destroy());
   if (opts.log !== false) {
@@ -196,6 +197,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
         auth: auth.mode,
         concurrency: config.concurrency,
         queue: config.queue,
+        queue_per_organization: config.queuePerOrganization || 'fair share',
         ...(s3 ? s3.describe() : opts.store ? { store: 'custom' } : { store: 'filesystem' }),
       },
       'media service configured',

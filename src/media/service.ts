@@ -6,7 +6,7 @@
 
 import type { Caller } from '../accounts/caller.js';
 import { objectKey } from './object-keys.js';
-import type { GenerationQueue } from './queue.js';
+import { type GenerationQueue, tenantOf } from './queue.js';
 import {
   type GeneratedOutput,
   type GenerateRequest,
@@ -14,10 +14,16 @@ import {
   type MediaBilling,
   MediaError,
   type MediaGenerator,
+  type MediaHold,
   type MediaRoute,
   type ObjectStore,
 } from './types.js';
 import type { ValidatedRequest } from './validate.js';
+
+/** A request admitted for an API key: a priced one holds its spend reservation until it ends. */
+export interface AdmittedRequest extends ValidatedRequest {
+  hold?: MediaHold | null;
+}
 
 /** How many recent generation times the median is taken over. */
 export const STATUS_WINDOW = 100;
@@ -76,22 +82,22 @@ export class MediaService {
    * the key's limits and guardrail (MediaBilling.admit). Returns the request to generate, its
    * prompt as the content filters left it. Without billing (no shared database) or caller, as is.
    */
-  async admit(route: MediaRoute, input: ValidatedRequest, caller: Caller | null): Promise<ValidatedRequest> {
+  async admit(route: MediaRoute, input: ValidatedRequest, caller: Caller | null): Promise<AdmittedRequest> {
     if (!this.billing || !caller) return input;
-    const prompt = await this.billing.admit(caller, {
+    const { prompt, hold } = await this.billing.admit(caller, {
       model: `media/${route.kind}/${route.name}`,
       // The built-in generator is Gatehouse's own, named in guardrails as the slug `gatehouse`.
       provider: route.provider === 'local' ? 'gatehouse' : route.provider,
       costUsd: route.priceUsd ?? 0,
       prompt: input.prompt,
     });
-    return prompt === input.prompt ? input : { ...input, prompt };
+    return { ...input, prompt, hold };
   }
 
   /** Generates `input` (admitted by `admit` first when a caller is known) and stores the outputs. */
   async generate(
     route: MediaRoute,
-    input: ValidatedRequest,
+    input: AdmittedRequest,
     images: InputImage[],
     cancel?: AbortSignal,
     caller: Caller | null = null,
@@ -109,7 +115,7 @@ export class MediaService {
       images,
     };
     // Waits for a generation slot (429 queue_full when the queue is full; leaves it if cancelled).
-    const release = this.queue ? await this.queue.acquire(cancel) : null;
+    const release = this.queue ? await this.queue.acquire(cancel, tenantOf(caller)) : null;
     const controller = new AbortController();
     const onCancel = () => controller.abort(cancel?.reason);
     cancel?.addEventListener('abort', onCancel, { once: true });
@@ -136,19 +142,24 @@ export class MediaService {
       this.recent.push(elapsed);
       if (this.recent.length > STATUS_WINDOW) this.recent.shift();
       this.count += 1;
-      await billed?.billing.record(billed.caller, {
-        kind: route.kind,
-        route: route.name,
-        provider: route.provider,
-        providerModel: route.providerModel,
-        costUsd: price * stored.length,
-        latencyMs: elapsed,
-      });
+      await billed?.billing.record(
+        billed.caller,
+        {
+          kind: route.kind,
+          route: route.name,
+          provider: route.provider,
+          providerModel: route.providerModel,
+          costUsd: price * stored.length,
+          latencyMs: elapsed,
+        },
+        input.hold,
+      );
       return stored;
     } finally {
       clearTimeout(timer);
       cancel?.removeEventListener('abort', onCancel);
       release?.();
+      input.hold?.release(); // a failed generation costs nothing (a settled one: no-op)
     }
   }
 

@@ -50,8 +50,11 @@ export interface MediaBilling {
   admit(
     caller: Caller,
     g: { model: string; provider: string; costUsd: number; prompt: string },
-  ): Promise<string>;
-  /** Records a served generation: the key's usage, budgets and the credits balance count it. */
+  ): Promise<{ prompt: string; hold: MediaHold | null }>;
+  /**
+   * Records a served generation: the key's usage, budgets and the credits balance count it (and
+   * the generation's reservation, if any, is settled with it).
+   */
   record(
     caller: Caller,
     g: {
@@ -62,7 +65,16 @@ export interface MediaBilling {
       costUsd: number;
       latencyMs: number;
     },
+    hold?: MediaHold | null,
   ): void | Promise<void>;
+}
+
+/**
+ * A priced generation's spend reservation (its price, held against the key's limit, budgets and
+ * credits while it runs): settled by `record`, released when the generation fails.
+ */
+export interface MediaHold {
+  release(): void;
 }
 
 /** An input image, already on local disk (uploads are streamed to a temp file, URLs fetched to one). */

@@ -7,6 +7,7 @@ import type {
   Usage,
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import type { PresetKind, Quirk } from './presets.js';
 
 /** Which wire format and adapter a configured provider uses. */
 export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'openai-compatible' | 'dev';
@@ -22,6 +23,12 @@ export interface ProviderConfig {
   apiKey: string | null;
   /** Extra headers sent upstream (e.g. anthropic-version overrides, org ids). */
   headers?: Record<string, string>;
+  /** The vendor preset an `openai-compatible` provider was configured from (`kind: groq` …). */
+  preset?: PresetKind;
+  /** OpenAI-compatible: calls need a key (a hosted vendor's preset); unset, a keyless call is sent. */
+  keyRequired?: boolean;
+  /** Chat Completions fields the vendor refuses: left out of every chat body, reported as dropped. */
+  rejects?: readonly Quirk[];
 }
 
 /** Per-call inputs an adapter needs besides the request. */

@@ -105,6 +105,19 @@ export interface CallChecks {
   answerScan(): AnswerScan | null;
   /** Whether the organization can pay for a call on the operator's key, or `cost` (402 otherwise). */
   balance(cost?: { usd: number; of: string }): Promise<Verdict>;
+  /**
+   * Reserves a billed call's worst-case cost against the key's limit and guardrail budgets (403
+   * when it does not fit); the hold also reserves credits for attempts on the operator's key.
+   */
+  reserve(worstUsd: number): Promise<{ ok: true; hold: CallHold } | Extract<Verdict, { ok: false }>>;
+}
+
+/** A call's spend reservation: settled with its generation, or released, once. */
+export interface CallHold {
+  /** Reserves the organization's credits too (402 when they do not cover the reservation). */
+  credits(): Promise<Verdict>;
+  settle(row: GenerationRow): void;
+  release(): void;
 }
 
 export interface InferenceCall {

@@ -2,6 +2,13 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { ProviderKind } from '../providers/types.js';
 import type { Capability, ModelEndpoint, ModelEntry, Pricing, ProviderEntry, Vendor } from './catalog.js';
+import {
+  envPresetProviders,
+  isPresetKind,
+  PRESET_KINDS,
+  presetEntry,
+  presetKeyEnv,
+} from './catalog-presets.js';
 
 export class CatalogError extends Error {}
 
@@ -86,9 +93,9 @@ const ENV_PROVIDERS: { env: string; slug: string; kind: ProviderKind; baseUrl: s
   },
 ];
 
-/** Providers configured by OPENAI_/ANTHROPIC_/GEMINI_ API_KEY or BASE_URL. */
+/** Providers configured by OPENAI_/ANTHROPIC_/GEMINI_ API_KEY or BASE_URL, then the vendor presets' (GROQ_API_KEY …). */
 export function envProviders(env: Record<string, string | undefined>): ProviderEntry[] {
-  return ENV_PROVIDERS.flatMap((p) => {
+  const builtIn = ENV_PROVIDERS.flatMap((p) => {
     const apiKey = env[`${p.env}_API_KEY`];
     const baseUrl = env[`${p.env}_BASE_URL`];
     if (!apiKey && !baseUrl) return [];
@@ -109,14 +116,17 @@ export function envProviders(env: Record<string, string | undefined>): ProviderE
       },
     ];
   });
+  return [...builtIn, ...envPresetProviders(env)];
 }
 
 /** Shape of GATEHOUSE_CONFIG (JSON or YAML). See docs/configuration.md. */
 export interface FileConfig {
   providers?: {
     slug: string;
-    kind: ProviderKind;
-    base_url: string;
+    /** A provider kind, or a vendor preset (`groq`, `ollama` …: see providers/presets.ts). */
+    kind: ProviderKind | (typeof PRESET_KINDS)[number];
+    /** Required, except for a vendor preset (its vendor's URL by default). */
+    base_url?: string;
     api_key?: string;
     api_key_env?: string;
     headers?: Record<string, string>;
@@ -173,28 +183,53 @@ const vendorOf = (kind: ProviderKind, slug: string): Vendor =>
           ? 'xai'
           : 'other';
 
+const KINDS: readonly ProviderKind[] = ['openai', 'anthropic', 'google', 'openai-compatible', 'dev'];
+
 /** The providers GATEHOUSE_CONFIG declares. */
 export function fileProviders(file: FileConfig, env: Record<string, string | undefined>): ProviderEntry[] {
-  return (file.providers ?? []).map((p) => {
-    if (!p.slug || !p.kind || !p.base_url)
+  return (file.providers ?? []).map((p, i) => {
+    if (!p.slug || !p.kind) throw new CatalogError('every provider needs slug, kind and base_url');
+    if (!isPresetKind(p.kind) && !KINDS.includes(p.kind))
+      throw new CatalogError(
+        `providers[${i}].kind: unknown kind ${JSON.stringify(p.kind)} (provider ${p.slug}); expected one of ${[...KINDS, ...PRESET_KINDS].join(', ')}`,
+      );
+    if (!p.base_url && !isPresetKind(p.kind))
       throw new CatalogError('every provider needs slug, kind and base_url');
     if (p.byok !== undefined && typeof p.byok !== 'boolean')
       throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
-    const apiKey = p.api_key ?? (p.api_key_env ? (env[p.api_key_env] ?? null) : null);
+    // A preset's key comes from its vendor's variable (GROQ_API_KEY …) unless the entry names one.
+    const keyEnv = p.api_key_env ?? (isPresetKind(p.kind) ? presetKeyEnv(p.kind) : undefined);
+    const apiKey = p.api_key ?? (keyEnv ? env[keyEnv] || null : null);
+    if (isPresetKind(p.kind))
+      return presetEntry(p.kind, {
+        slug: p.slug,
+        baseUrl: p.base_url,
+        apiKey,
+        headers: p.headers,
+        byok: p.byok,
+        zdr: p.zdr,
+        trainsOnData: p.trains_on_data,
+        vendor: p.vendor,
+        region: p.region,
+        batchConcurrency: p.batch_concurrency,
+        modelData: p.model_data,
+        discoverModels: p.discover_models,
+      });
+    const kind = p.kind;
     return {
       config: {
         slug: p.slug,
-        kind: p.kind,
-        baseUrl: p.base_url.replace(/\/+$/, ''),
+        kind,
+        baseUrl: (p.base_url as string).replace(/\/+$/, ''),
         apiKey,
         headers: p.headers,
       },
-      byok: p.byok ?? byokByDefault(p.kind, apiKey),
+      byok: p.byok ?? byokByDefault(kind, apiKey),
       zdr: p.zdr ?? false,
       trainsOnData: p.trains_on_data ?? false,
-      vendor: p.vendor ?? vendorOf(p.kind, p.slug),
+      vendor: p.vendor ?? vendorOf(kind, p.slug),
       region: p.region ?? 'global',
-      development: p.kind === 'dev',
+      development: kind === 'dev',
       batchConcurrency: p.batch_concurrency ?? null,
       ...(p.model_data !== undefined ? { modelData: p.model_data } : {}),
       ...(p.discover_models !== undefined ? { discoverModels: p.discover_models } : {}),

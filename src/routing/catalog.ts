@@ -9,6 +9,7 @@ import {
   modelFallbacks,
   readFileConfig,
 } from './catalog-config.js';
+import { servedCapabilities } from './catalog-presets.js';
 import { providerData, vendorModels } from './catalog-vendors.js';
 import { matchModel, pricingOf } from './model-data.js';
 import { unlistedModel } from './passthrough.js';
@@ -179,6 +180,7 @@ export function loadCatalog(
   for (const [id, m] of models) {
     m.endpoints = m.endpoints.filter((e) => providers.has(e.provider));
     if (m.endpoints.length === 0) models.delete(id);
+    for (const e of m.endpoints) e.capabilities = servedCapabilities(providers.get(e.provider), e);
   }
   const lookup = new Map<string, string>();
   for (const m of models.values()) lookup.set(m.id, m.id);

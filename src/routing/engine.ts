@@ -12,6 +12,8 @@ import {
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
+import type { Quirk } from '../providers/presets.js';
+import { rejectedFields, withoutRejected } from '../providers/quirks.js';
 import {
   type CallContext,
   type ForwardedJson,
@@ -48,6 +50,8 @@ import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
 import { failedRow, type Outcome, servedRow } from './records.js';
 import { type Candidate, type Exclusion, selectCandidates } from './select.js';
+import { checkUsage } from './usage-check.js';
+import { DEFAULT_RESERVED_OUTPUT_TOKENS, worstCaseUsd } from './worst-case.js';
 
 /** What the engine needs from the rest of Gatehouse; wired in services.ts. */
 export interface EngineDeps {
@@ -66,6 +70,8 @@ export interface EngineDeps {
   upstreamTimeoutMs: number;
   /** Longest Retry-After the engine waits before retrying the last candidate once. */
   maxRetryWaitMs: number;
+  /** Output tokens reserved for a call that names no maximum (see worst-case.ts). */
+  reservedOutputTokens?: number;
 }
 
 /** Random bytes drawn from the CSPRNG 4 KiB at a time: one `randomFillSync` per ~400 ids, not per id. */
@@ -159,7 +165,11 @@ export class Engine {
   // -------------------------------------------------------------------------------------------
   // Preparing a call
 
-  private async prepare(call: InferenceCall): Promise<Prepared> {
+  /**
+   * Checks and plans a call; a billed one (`reserve`) also reserves its worst-case cost against
+   * the key's limit and budgets — last, so that nothing after it can fail and leak the hold.
+   */
+  private async prepare(call: InferenceCall, reserve = true): Promise<Prepared> {
     const { caller } = call;
     if (caller.isManagement)
       throw forbidden('Management keys cannot call inference endpoints; use an API key');
@@ -188,7 +198,7 @@ export class Engine {
     const { skipped, ...planned } = await this.plan(call, chain.models, body, checks);
     const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
     const model = (planned.attempts[0] as Attempt).candidate.model;
-    return {
+    const prep: Prepared = {
       model,
       models: chain.models,
       skippedModels: [...chain.skipped, ...skipped],
@@ -199,6 +209,39 @@ export class Engine {
       strategy,
       checks,
     };
+    if (!reserve) return prep;
+    // Every attempt's endpoint, across the models of the list: the dearest model that may serve
+    // the call prices the reservation (a fallback must not overspend what the primary reserved).
+    const worst = worstCaseUsd(
+      planned.attempts.map((a) => a.candidate.endpoint),
+      {
+        body,
+        promptTokens: estimateTokens(promptChars(call, prep)),
+        kind: call.wire.kind,
+        defaultOutput: this.deps.reservedOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS,
+      },
+    );
+    const reserved = await checks.reserve(worst);
+    if (!reserved.ok) throw new ApiError(reserved.status, reserved.message);
+    prep.hold = reserved.hold;
+    return prep;
+  }
+
+  /** Runs `serve` on a prepared call; the reservation is released if it fails (settled otherwise). */
+  private async held<T>(prep: Prepared, serve: () => Promise<T>): Promise<T> {
+    try {
+      return await serve();
+    } catch (err) {
+      prep.hold?.release();
+      throw err;
+    }
+  }
+
+  /** Writes a generation row, then settles the call's reservation with it (same turn). */
+  private write(call: InferenceCall, prep: Prepared | null, row: GenerationRow): void | Promise<void> {
+    const written = (call.hooks?.record ?? this.deps.record)(row);
+    prep?.hold?.settle(row);
+    return written;
   }
 
   /**
@@ -377,8 +420,29 @@ export class Engine {
   /** What an attempt sends upstream: the lane's body, or the translated request for the adapter. */
   private upstreamRequest(call: InferenceCall, prep: Prepared, a: Attempt): unknown {
     const upstreamModel = a.candidate.endpoint.upstreamModel;
-    if (a.lane) return call.wire.laneBody(prep.body, upstreamModel);
+    const sent = this.unfiltered(call, prep, a.lane, upstreamModel);
+    const rejects = this.rejects(call, a.candidate.endpoint.provider);
+    return rejects.length ? withoutRejected(sent, rejects, upstreamModel) : sent;
+  }
+
+  /** The lane's body or the translated request, before the vendor's refused fields are taken out. */
+  private unfiltered(call: InferenceCall, prep: Prepared, lane: boolean, upstreamModel: string): Body {
+    if (lane) return call.wire.laneBody(prep.body, upstreamModel);
     return { ...(prep.canonical as object), model: upstreamModel };
+  }
+
+  /** The Chat Completions fields a provider's vendor refuses (vendor presets); none off chat wires. */
+  private rejects(call: InferenceCall, provider: string): readonly Quirk[] {
+    if (call.wire.kind !== 'chat') return [];
+    return this.deps.catalog.providers.get(provider)?.config.rejects ?? [];
+  }
+
+  /** What the served attempt left out because its vendor refuses it (reported as dropped). */
+  private rejected(call: InferenceCall, prep: Prepared, served: Attempt): string[] {
+    const { provider, upstreamModel } = served.candidate.endpoint;
+    const rejects = this.rejects(call, provider);
+    if (!rejects.length) return [];
+    return rejectedFields(this.unfiltered(call, prep, served.lane, upstreamModel), rejects, upstreamModel);
   }
 
   private ctx(a: Attempt, signal: CallSignal, stream: boolean): CallContext {
@@ -416,12 +480,18 @@ export class Engine {
       upstreamRequest: sent,
       strategy: prep.strategy,
       lane: routed.served.lane,
-      // A lane sends every field; a translation lists the hints its target has no equivalent for.
-      dropped: routed.served.lane
-        ? (call.wire.laneDropped?.(prep.body) ?? [])
-        : call.wire.kind === 'chat'
-          ? droppedFields(sent as ChatRequest, target)
-          : [],
+      // A lane sends every field; a translation lists the hints its target has no equivalent for;
+      // either leaves out what the provider's vendor refuses.
+      dropped: [
+        ...new Set([
+          ...(routed.served.lane
+            ? (call.wire.laneDropped?.(prep.body) ?? [])
+            : call.wire.kind === 'chat'
+              ? droppedFields(sent as ChatRequest, target)
+              : []),
+          ...this.rejected(call, prep, routed.served),
+        ]),
+      ],
     };
   }
 
@@ -450,8 +520,10 @@ export class Engine {
 
   /** A non-streaming chat call (chat, messages or responses wire), as the provider answered it. */
   private async completePrepared(call: InferenceCall, prep: Prepared): Promise<Completed<ChatResponse>> {
-    const { result, info } = await this.whole(call, prep, (provider, sent, ctx) =>
-      provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
+    const { result, info } = await this.held(prep, () =>
+      this.whole(call, prep, (provider, sent, ctx) =>
+        provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
+      ),
     );
     if (isForwarded(result))
       return this.served(
@@ -486,13 +558,15 @@ export class Engine {
   /** An embeddings call (content filters apply to string inputs). */
   async embed(call: InferenceCall): Promise<Completed<EmbeddingsResponse>> {
     const prep = await this.prepare(call);
-    const { result, info } = await this.whole(call, prep, (provider, sent, ctx, a) => {
-      if (!provider.embeddings)
-        throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
-          retryable: false,
-        });
-      return provider.embeddings(sent as EmbeddingsRequest, ctx);
-    });
+    const { result, info } = await this.held(prep, () =>
+      this.whole(call, prep, (provider, sent, ctx, a) => {
+        if (!provider.embeddings)
+          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
+            retryable: false,
+          });
+        return provider.embeddings(sent as EmbeddingsRequest, ctx);
+      }),
+    );
     if (isForwarded(result))
       return this.served(call, prep, info, { lane: true, forwarded: result }, result.usage, 0, null);
     const usage: Usage = {
@@ -513,12 +587,15 @@ export class Engine {
     outputChars: number,
     finishReason: string | null,
   ): Promise<Completed<R>> {
-    const usage = reported ?? this.estimate(call, prep, outputChars, false);
+    const checked =
+      reported && this.checked(info, reported, () => this.estimate(call, prep, outputChars, false));
+    const usage = checked?.usage ?? this.estimate(call, prep, outputChars, false);
     const cost = costOf(info.served.endpoint.pricing, usage);
-    await this.recordSuccess(call, info, usage, cost, {
+    await this.recordSuccess(call, prep, info, usage, cost, {
       streamed: false,
       finishReason,
-      estimated: !reported,
+      estimated: !checked || checked.invalid !== null,
+      error: checked?.invalid ?? null,
       upstreamId: answer.lane ? answer.forwarded.responseId : null,
     });
     return { ...answer, info, usage, cost };
@@ -539,25 +616,32 @@ export class Engine {
 
   private async streamPrepared(call: InferenceCall, prep: Prepared): Promise<Streaming> {
     let sent: unknown;
-    const routed = await routeWithFallbacks(
-      this.fallback,
-      call,
-      prep,
-      (a, signal): Promise<AsyncIterable<RelayFrame> | AsyncIterable<ChatChunk>> => {
-        const provider = this.deps.provider(a.candidate.endpoint.provider);
-        sent = this.upstreamRequest(call, prep, a);
-        if (a.lane)
-          return (provider.forwardStream as NonNullable<Provider['forwardStream']>)(
-            { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true },
+    const routed = await this.held(prep, () =>
+      routeWithFallbacks(
+        this.fallback,
+        call,
+        prep,
+        (a, signal): Promise<AsyncIterable<RelayFrame> | AsyncIterable<ChatChunk>> => {
+          const provider = this.deps.provider(a.candidate.endpoint.provider);
+          sent = this.upstreamRequest(call, prep, a);
+          if (a.lane)
+            return (provider.forwardStream as NonNullable<Provider['forwardStream']>)(
+              { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true },
+              this.ctx(a, signal, true),
+            );
+          return provider.chatStream(
+            { ...(sent as ChatRequest), stream: true, stream_options: { include_usage: true } },
             this.ctx(a, signal, true),
           );
-        return provider.chatStream(
-          { ...(sent as ChatRequest), stream: true, stream_options: { include_usage: true } },
-          this.ctx(a, signal, true),
-        );
-      },
+        },
+      ),
     );
     const info = this.info(call, prep, routed, sent);
+    // A stream whose caller leaves before reading it never runs `metered` (which settles the
+    // reservation): released when the caller goes away, unless the stream started by then.
+    const unread = () => prep.hold?.release();
+    call.signal.addEventListener('abort', unread, { once: true });
+    prep.onStreamStart = () => call.signal.removeEventListener('abort', unread);
     let final: { usage: Usage; cost: Cost } | null = null;
     const settle = (f: { usage: Usage; cost: Cost }) => {
       final = f;
@@ -597,6 +681,7 @@ export class Engine {
     settle: (f: { usage: Usage; cost: Cost }) => void,
   ): AsyncGenerator<T> {
     this.streaming++;
+    prep.onStreamStart?.();
     const m: Meter = { usage: null, responseId: null, chars: 0, finishReason: null };
     let failure: unknown = null;
     try {
@@ -608,16 +693,22 @@ export class Engine {
       failure = err;
       throw err;
     } finally {
+      let invalid: string | null = null;
+      if (m.usage) {
+        const checked = this.checked(info, m.usage, () => this.estimate(call, prep, m.chars, false));
+        m.usage = checked.usage;
+        invalid = checked.invalid;
+      }
       const { usage, estimated, nothing } = this.streamUsage(call, prep, m, failure !== null);
       const cost = nothing
         ? { total: 0, prompt: 0, completion: 0 }
         : costOf(info.served.endpoint.pricing, usage);
       settle({ usage, cost });
       const cutShort = failure !== null || (m.finishReason === null && call.signal.aborted);
-      const recorded = this.recordSuccess(call, info, usage, cost, {
+      const recorded = this.recordSuccess(call, prep, info, usage, cost, {
         streamed: true,
         finishReason: m.finishReason,
-        estimated,
+        estimated: estimated || invalid !== null,
         // The caller going away (or the shutdown grace closing its connection) is a cancellation.
         status:
           call.signal.aborted && m.finishReason === null
@@ -627,7 +718,7 @@ export class Engine {
               : cutShort || m.finishReason === null
                 ? 'cancelled'
                 : 'success',
-        error: failure ? (failure as Error).message : null,
+        error: failure ? (failure as Error).message : invalid,
         upstreamId: m.responseId,
       });
       if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
@@ -660,6 +751,13 @@ export class Engine {
     return { usage, estimated: completion !== m.usage.completion_tokens, nothing };
   }
 
+  /** The provider's usage, checked (usage-check.ts); counted in the metrics when it was not valid. */
+  private checked(info: RouteInfo, reported: Usage, estimate: () => Usage) {
+    const out = checkUsage(reported, estimate);
+    if (out.invalid) this.deps.metrics.usageInvalid.inc({ provider: info.served.endpoint.provider });
+    return out;
+  }
+
   /** Usage estimated from the prompt's text and `outputChars` (no prompt when nothing was served). */
   private estimate(call: InferenceCall, prep: Prepared, outputChars: number, nothing: boolean): Usage {
     const prompt = nothing ? 0 : estimateTokens(promptChars(call, prep));
@@ -675,7 +773,7 @@ export class Engine {
   async countTokens(
     call: InferenceCall,
   ): Promise<{ forwarded: ForwardedJson; provider: string } | { estimate: number; provider: string }> {
-    const prep = await this.prepare(call);
+    const prep = await this.prepare(call, false); // nothing is billed
     let last: Failure | null = null;
     for (const a of prep.attempts.filter((x) => x.lane)) {
       const provider = a.candidate.endpoint.provider;
@@ -723,6 +821,7 @@ export class Engine {
 
   private recordSuccess(
     call: InferenceCall,
+    prep: Prepared,
     info: RouteInfo,
     usage: Usage,
     cost: Cost,
@@ -739,7 +838,7 @@ export class Engine {
       const prev = this.throughputEwma.get(provider);
       this.throughputEwma.set(provider, prev === undefined ? perSecond : prev * 0.8 + perSecond * 0.2);
     }
-    return (call.hooks?.record ?? this.deps.record)(row);
+    return this.write(call, prep, row);
   }
 
   /**
@@ -772,7 +871,7 @@ export class Engine {
       status: 'cancelled',
     });
     // 499: the client closed the request before an answer (no status was ever sent).
-    void (call.hooks?.record ?? this.deps.record)({ ...row, http_status: 499 });
+    void this.write(call, prep, { ...row, http_status: 499 });
   }
 
   private recordFailure(
@@ -784,7 +883,9 @@ export class Engine {
     tried: Tried[],
   ) {
     const mapped = upstreamToApiError(last);
-    (call.hooks?.record ?? this.deps.record)(
+    void this.write(
+      call,
+      prep,
       failedRow(call, this.deps.newGenerationId(), {
         model: last.model ?? prep.model.id,
         provider: last.provider,

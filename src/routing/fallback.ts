@@ -2,7 +2,7 @@ import type { SafeguardResult } from '../guardrails/content-filters.js';
 import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
 import { UpstreamError } from '../providers/types.js';
-import type { Body, CallChecks, InferenceCall } from './call.js';
+import type { Body, CallChecks, CallHold, InferenceCall } from './call.js';
 import type { ModelEntry } from './catalog.js';
 import type { RoutingMetrics } from './metrics.js';
 import type { SkippedModel } from './model-chain.js';
@@ -41,6 +41,10 @@ export interface Prepared {
   safeguards: SafeguardResult[];
   strategy: string;
   checks: CallChecks;
+  /** The call's spend reservation (a billed call; none for count_tokens). */
+  hold?: CallHold;
+  /** A stream's relay began (it settles the reservation from then on). */
+  onStreamStart?: () => void;
 }
 
 /** The attempt that failed last. */
@@ -128,9 +132,14 @@ export function attemptList(
  * pay: an attempt on the operator's key needs the organization's balance (BYOK calls do not).
  * False skips the attempt; when it is the only one that could run, the refusal (402) is thrown.
  */
-export async function pay(prep: Pick<Prepared, 'checks'>, a: Attempt, onlyChance: boolean): Promise<boolean> {
+export async function pay(
+  prep: Pick<Prepared, 'checks' | 'hold'>,
+  a: Attempt,
+  onlyChance: boolean,
+): Promise<boolean> {
   if (a.candidate.credential.isByok) return true;
-  const verdict = await prep.checks.balance();
+  // A billed call reserves its worst case against the credits; others check the balance only.
+  const verdict = prep.hold ? await prep.hold.credits() : await prep.checks.balance();
   if (verdict.ok) return true;
   if (onlyChance) throw new ApiError(verdict.status, verdict.message);
   return false;

@@ -1,6 +1,7 @@
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
 import type { SpendTracker } from '../credits/spend.js';
+import type { SpendAdmission } from '../credits/spend-admission.js';
 import { AnswerScan } from '../guardrails/answer-filter.js';
 import { applyContentFilters } from '../guardrails/content-filters.js';
 import {
@@ -14,7 +15,7 @@ import {
 import type { CallChecks, CallGuard, Verdict } from './call.js';
 import type { RateLimiter } from './rate-limit.js';
 
-const refuse = (status: number, message: string, retryAfterMs?: number): Verdict => ({
+const refuse = (status: number, message: string, retryAfterMs?: number): Extract<Verdict, { ok: false }> => ({
   ok: false,
   status,
   message,
@@ -36,6 +37,7 @@ export class PolicyGuard implements CallGuard {
     private readonly spend: SpendTracker,
     private readonly keys: KeysService,
     private readonly limiter: RateLimiter,
+    private readonly admission: SpendAdmission,
   ) {}
 
   async open(caller: Caller, opts: { rateLimit?: boolean } = {}): Promise<CallChecks> {
@@ -45,6 +47,7 @@ export class PolicyGuard implements CallGuard {
     const spend = this.spend;
     const keys = this.keys;
     const limiter = this.limiter;
+    const admission = this.admission;
     // A filter that cannot run fails closed on the request, whatever it applies to.
     const requestFilters = policy.contentFilters.filter((f) => f.applyTo !== 'response' || f.broken);
     const answerFilters = policy.contentFilters.filter(
@@ -96,6 +99,23 @@ export class PolicyGuard implements CallGuard {
           ? `${b.label} (its pattern is not supported by this gateway; an administrator must update the guardrail)`
           : (b?.label ?? null);
         return { messages: out.messages, blocked, results: out.results };
+      },
+      async reserve(worstUsd) {
+        const row = await keys.row(caller.keyHash);
+        const v = await admission.reserve(row ?? null, policy, caller, worstUsd);
+        if (!v.ok) return refuse(v.status, v.reason);
+        const { hold } = v;
+        return {
+          ok: true,
+          hold: {
+            async credits() {
+              const c = await hold.credits();
+              return c.ok ? c : refuse(c.status, c.reason);
+            },
+            settle: (row) => hold.settle(row),
+            release: () => hold.release(),
+          },
+        };
       },
       answerScan: () => (answerFilters.length > 0 ? new AnswerScan(answerFilters) : null),
       async balance(cost) {

@@ -34,6 +34,12 @@ export function routingMetrics(registry: Registry) {
       labelNames: ['decision'],
       registers: [registry],
     }),
+    usageInvalid: new Counter({
+      name: 'gatehouse_usage_invalid_total',
+      help: 'Calls whose provider reported invalid usage (negative, non-numeric or absurd counts; clamped)',
+      labelNames: ['provider'],
+      registers: [registry],
+    }),
     cost: new Counter({
       name: 'gatehouse_cost_usd_total',
       help: 'Cost billed by model, in USD',

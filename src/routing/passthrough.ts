@@ -1,6 +1,7 @@
 import { forbidden } from '../lib/errors.js';
 import type { Catalog, ModelEndpoint, ModelEntry, ProviderEntry } from './catalog.js';
 import { ALL_CAPS } from './catalog-config.js';
+import { servedCapabilities } from './catalog-presets.js';
 import { kindOfId, providerData } from './catalog-vendors.js';
 import { matchModel, pricingOf } from './model-data.js';
 
@@ -83,7 +84,8 @@ export function unlistedModel(catalog: Catalog, requested: string): ModelEntry |
       capabilities: ALL_CAPS,
     };
   });
-  for (const e of endpoints) if (kind === 'embeddings') e.capabilities = [];
+  for (const e of endpoints)
+    e.capabilities = kind === 'embeddings' ? [] : servedCapabilities(catalog.providers.get(e.provider), e);
   const model: ModelEntry = {
     id: target.id,
     name: name ?? target.id,

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, databaseUnavailable, isDatabaseUnavailable } from '../lib/errors.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/json-depth.js';
 
 const reasons = {
   400: 'Bad request',
@@ -162,6 +163,8 @@ function inputRefusal(request: FastifyRequest): ApiError | null {
       if (hasNul(v)) return new ApiError(400, `Invalid ${part}: ${name} contains a NUL character`);
     }
   }
+  if (nestsDeeperThan(request.body))
+    return new ApiError(400, `Invalid body: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (!request.routeOptions.config?.verbatim && hasNul(request.body))
     return new ApiError(400, 'Invalid body: strings must not contain NUL characters (U+0000)');
   return null;

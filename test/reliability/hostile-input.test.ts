@@ -488,8 +488,8 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
     stream: true,
     messages: [{ role: 'user', content: 'hi' }],
   }),
-  'PUT /api/v1/vault/secrets/:name': () => ({ value: 'v', hosts: ['api.example.com'] }),
-  'PUT /api/v1/vault/interns/:internId/secrets/:name': () => ({ value: 'v', hosts: ['api.example.com'] }),
+  'PUT /api/v1/vault/secrets/:name': () => ({ value: 'fuzz-vault-value', hosts: ['api.example.com'] }),
+  'PUT /api/v1/vault/interns/:internId/secrets/:name': () => ({ value: 'fuzz-vault-value', hosts: ['api.example.com'] }),
   'POST /api/v1/vault/interns/:internId/secrets/copy': () => ({ names: [SECRET] }),
   'POST /internal/runtime/chat/completions': () => chat,
 };
@@ -684,6 +684,7 @@ describe('hostile input: property-based requests on every route', () => {
         GATEHOUSE_INTERNS_STEP_DELAY_MS: '20000', // provisioning never starts a runtime here
         GATEHOUSE_RATE_LIMIT_REQUESTS: '100000000',
         GATEHOUSE_BATCH_RATE_LIMIT: '0',
+        GATEHOUSE_VAULT_WRITE_LIMIT: '100000', // the fuzz writes vaults far faster than any member may
       },
       onRoute: (r) => routes.push(r),
     });
@@ -720,10 +721,10 @@ describe('hostile input: property-based requests on every route', () => {
     const workspace = ok(await mgmt('POST', '/workspaces', { name: 'Fuzz', slug: 'fuzz' })) as any;
     const intern = ok(await api('POST', '/interns', { name: 'fuzz-intern' })) as any;
     ok(await mgmt('PUT', `/workspaces/${workspace.data.id}/budgets/monthly`, { limit_usd: 50 }));
-    ok(await api('PUT', `/vault/secrets/${SECRET}`, { value: 'v', hosts: ['api.example.com'] }));
+    ok(await api('PUT', `/vault/secrets/${SECRET}`, { value: 'fuzz-vault-value', hosts: ['api.example.com'] }));
     ok(
       await api('PUT', `/vault/interns/${intern.id}/secrets/${SECRET}`, {
-        value: 'v',
+        value: 'fuzz-vault-value',
         hosts: ['api.example.com'],
       }),
     );

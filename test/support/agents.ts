@@ -140,8 +140,10 @@ export async function runClaudeCode(opts: ClaudeCodeOptions): Promise<AgentResul
 
 /**
  * Codex CLI: `codex exec <prompt>` with a CODEX_HOME whose config.toml defines one custom provider
- * on the Responses wire API; approvals off, read-only sandbox (commands may read the working
- * directory; Codex ships its own bubblewrap), no git repository required.
+ * on the Responses wire API; approvals off, no git repository required. Codex's own command
+ * sandbox is off: it prefers a bubblewrap on PATH to the one it ships, and Debian's 0.8 (installed
+ * for the interns shell) cannot start Codex's sandbox helper. Commands here only read a file in the
+ * run's temporary directory.
  */
 export async function runCodex(opts: CodexOptions): Promise<AgentResult> {
   if (!CODEX_JS) throw new Error('@openai/codex is not installed');
@@ -170,7 +172,7 @@ function codexConfig(opts: CodexOptions): string {
   return `# Written by test/support/agents.ts for one run.
 model_provider = "gatehouse"
 approval_policy = "never"
-sandbox_mode = "read-only"
+sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 
 # No usage analytics (ab.chatgpt.com).

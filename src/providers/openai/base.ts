@@ -73,7 +73,8 @@ export class OpenAiWireProvider implements Provider {
     readonly config: ProviderConfig,
     readonly flavor: OpenAiFlavor,
   ) {
-    this.traits = TRAITS[flavor];
+    // A hosted vendor's preset needs a key: without one the router skips it instead of calling.
+    this.traits = config.keyRequired ? { ...TRAITS[flavor], keyOptional: false } : TRAITS[flavor];
   }
 
   /** The operator's configured headers, then the caller's own on a lane (openai-beta), and the key. */
