@@ -30,6 +30,16 @@ describe('model fallbacks', () => {
         endpoints: [{ provider: 'openai', upstream_model: 'gpt-tiny', context_length: 50, pricing: price }],
       },
       {
+        id: 'test/pricey',
+        endpoints: [
+          {
+            provider: 'anthropic',
+            upstream_model: 'claude-pricey',
+            pricing: { prompt: 1, completion: 2_000 },
+          },
+        ],
+      },
+      {
         id: 'test/tiny-alone',
         endpoints: [{ provider: 'openai', upstream_model: 'gpt-tiny', context_length: 50, pricing: price }],
       },
@@ -205,6 +215,28 @@ describe('model fallbacks', () => {
     expect(none.status).toBe(403);
     expect(none.body.error.message).toMatch(/test\/gpt.*no gpt/);
     expect(mock.requests).toHaveLength(0);
+  });
+
+  it('reserves against the key’s limit at the dearest model of the list', async () => {
+    // max_tokens 100 reserves ~$0.0002 on test/gpt, ~$0.20 on test/pricey; the key may spend $0.30.
+    const mgmt = client(gw.url, gw.managementKey);
+    const key = await mgmt('POST', '/keys', { name: 'fallback-limited', limit: 0.3 });
+    const limited = client(gw.url, key.body.key);
+    const ask = (over: object) => limited('POST', '/chat/completions', chat({ max_tokens: 100, ...over }));
+    mock.enqueue(
+      { reply, delayMs: 800, match: { path: /^\/anthropic\// } },
+      { reply, match: { path: /^\/openai\// } },
+    );
+    // A slow call on test/pricey holds $0.20 of the key's $0.30 while it runs.
+    const slow = ask({ model: 'test/pricey' });
+    await new Promise((r) => setTimeout(r, 200));
+    // test/gpt alone still fits; with test/pricey as its fallback it would not ($0.20 more).
+    expect((await ask({ model: 'test/gpt' })).status).toBe(200);
+    const listed = await ask({ model: 'test/gpt', models: ['test/pricey'] });
+    expect(listed.status).toBe(403);
+    expect(listed.body.error.message).toMatch(/limit/i);
+    expect((await slow).status).toBe(200);
+    expect(upstreams()).toEqual(['anthropic:claude-pricey', 'openai:gpt-x']);
   });
 
   it('refuses a malformed `models` with a 400', async () => {
