@@ -1,14 +1,13 @@
 import { randomFillSync } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
 import { droppedFields } from '../formats/capabilities.js';
-import {
-  type ChatChunk,
-  type ChatRequest,
-  type ChatResponse,
-  type EmbeddingsRequest,
-  type EmbeddingsResponse,
-  TranslationError,
-  type Usage,
+import type {
+  ChatChunk,
+  ChatRequest,
+  ChatResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+  Usage,
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
@@ -45,6 +44,7 @@ import {
 import { type Meter, readChunk, readFrame, responseChars } from './metering.js';
 import type { RoutingMetrics } from './metrics.js';
 import { modelChain, type SkippedModel } from './model-chain.js';
+import { type ParseOnce, parseOnce } from './parse-once.js';
 import { admitUnpriced } from './passthrough.js';
 import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
@@ -254,7 +254,7 @@ export class Engine {
     body: Body,
     checks: CallChecks,
   ): Promise<{ attempts: Attempt[]; excluded: Exclusion[]; skipped: SkippedModel[]; canonical: unknown }> {
-    const parse = this.parser(call, body);
+    const parse = parseOnce(call, body);
     const attempts: Attempt[] = [];
     const excluded: Exclusion[] = [];
     const skipped: SkippedModel[] = [];
@@ -275,24 +275,6 @@ export class Engine {
     return { attempts, excluded, skipped, canonical: parse.canonical() };
   }
 
-  /** The caller's body parsed to the canonical request once, on first need (or its parse error). */
-  private parser(call: InferenceCall, body: Body) {
-    let canonical: ChatRequest | EmbeddingsRequest | undefined;
-    let parseError: string | null = null;
-    const parsed = () => {
-      if (canonical === undefined && parseError === null) {
-        try {
-          canonical = call.wire.parse(body, call.headers);
-        } catch (err) {
-          if (!(err instanceof TranslationError)) throw err;
-          parseError = err.message;
-        }
-      }
-      return canonical;
-    };
-    return { parsed, error: () => parseError, canonical: () => canonical };
-  }
-
   /**
    * The attempts that may serve `model` for this caller, in try order, each with its credential:
    * a lane where the provider speaks the caller's wire, else a translation of the body (parsed once,
@@ -302,12 +284,12 @@ export class Engine {
   private async planModel(
     call: InferenceCall,
     model: ModelEntry,
-    parse: ReturnType<Engine['parser']>,
+    parse: ParseOnce,
     checks: CallChecks,
   ): Promise<{ attempts: Attempt[]; excluded: Exclusion[] }> {
     const { wire, prefs } = call;
-    const { parsed } = parse;
-    const chatRequest = () => (wire.kind === 'chat' ? (parsed() as ChatRequest | undefined) : undefined);
+    const chatRequest = () =>
+      wire.kind === 'chat' ? (parse.parsed() as ChatRequest | undefined) : undefined;
     const { candidates, excluded } = await this.candidates(
       call.caller,
       model,
@@ -328,7 +310,7 @@ export class Engine {
         attempts.push({ candidate, lane: true });
         continue;
       }
-      const req = parsed();
+      const req = parse.parsed();
       if (req === undefined) {
         refuse(candidate, parse.error() ?? 'the request cannot be translated');
         continue;
