@@ -135,6 +135,8 @@ describe('model fallbacks', () => {
     expect(msg.headers.get('x-gatehouse-route')).toBe('passthrough');
     expect(msg.headers.get('x-gatehouse-model')).toBe('test/claude');
     expect(upstreams()).toEqual(['openai:gpt-x', 'anthropic:claude-x']);
+    // The list is the gateway's: no provider receives it, passed through or translated.
+    expect(mock.requests.map((r) => r.body.models)).toEqual([undefined, undefined]);
 
     mock.reset();
     mock.enqueue(failOpenAi, { reply, match: { path: /^\/anthropic\// } });
