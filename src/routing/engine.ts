@@ -33,7 +33,7 @@ import {
   classify,
   type Failure,
   type FallbackContext,
-  modelsOf,
+  modelsTried,
   openAttempt,
   type Prepared,
   type Routed,
@@ -446,7 +446,7 @@ export class Engine {
       served,
       attempts: routed.attempts,
       primaryModel: prep.primaryModel,
-      modelsTried: modelsOf(routed.tried),
+      modelsTried: modelsTried(routed.tried),
       tried: routed.tried,
       skippedModels: prep.skippedModels,
       considered: prep.models.flatMap((m) =>

@@ -9,7 +9,7 @@ import {
   classify,
   decide,
   type FallbackContext,
-  modelsOf,
+  modelsTried,
   openAttempt,
   type Prepared,
   routeWithFallbacks,
@@ -299,7 +299,7 @@ describe('routeWithFallbacks over a model list', () => {
     );
     expect(tried).toEqual(['x/first@a', 'x/first@b', 'y/second@c']);
     expect(routed).toMatchObject({ attempts: 3 });
-    expect(modelsOf(routed.tried)).toEqual(['x/first', 'y/second']);
+    expect(modelsTried(routed.tried)).toEqual(['x/first', 'y/second']);
     expect(routed.tried.map((t) => [t.model, t.provider, t.status])).toEqual([
       ['x/first', 'a', 500],
       ['x/first', 'b', 500],

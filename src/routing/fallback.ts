@@ -94,7 +94,7 @@ export interface Tried {
 }
 
 /** The models of the attempts made, in order, each once. */
-export const modelsOf = (tried: readonly Tried[]): string[] =>
+export const modelsTried = (tried: readonly Tried[]): string[] =>
   tried.map((t) => t.model).filter((m, i, all) => all.indexOf(m) === i);
 
 /** How a call was routed: the attempt that served it and how many were made. */
