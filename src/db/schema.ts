@@ -224,6 +224,8 @@ export interface GenerationsTable {
   upstream_id: string | null;
   /** Web searches the provider ran for the call (priced per search). */
   web_search_requests: number;
+  /** Every attempt made, as a JSON list (null: rows from before it was recorded). */
+  provider_responses: string | null;
 }
 
 export interface SettingsTable {

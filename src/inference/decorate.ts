@@ -70,11 +70,15 @@ export function gatewayMetadata(info: RouteInfo) {
     summary:
       `${info.model.id} served by ${served.endpoint.provider}` +
       (info.attempts > 1 ? ` after ${info.attempts - 1} failed attempt(s)` : '') +
+      (info.model.id !== info.primaryModel ? ` in place of ${info.primaryModel}` : '') +
       (info.excluded.length
         ? `; excluded: ${info.excluded.map((e) => `${e.provider} (${e.reason})`).join(', ')}`
         : ''),
     endpoints: { total: info.considered.length, available: info.considered },
     dropped_fields: info.dropped,
+    // The model list (`models`, configured fallbacks): which models were tried, which were passed over.
+    models_tried: info.modelsTried,
+    ...(info.skippedModels.length ? { models_skipped: info.skippedModels } : {}),
     // An unlisted model with no known price, served at cost 0 (GATEHOUSE_UNPRICED_MODELS=allow).
     ...(info.model.priced === false ? { pricing_unknown: true } : {}),
   };

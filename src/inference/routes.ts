@@ -14,6 +14,7 @@ import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
 import { isObj } from './wires/texts.js';
+import { modelsOf } from './wires/wire.js';
 
 const AnyBody = Type.Object({}, { additionalProperties: true });
 const tags = ['Inference'];
@@ -32,13 +33,17 @@ function forwardedHeaders(req: FastifyRequest, allowed: readonly string[]): Reco
 
 /** One call as the engine takes it: the body as sent, what the wire reads of it, who asks. */
 export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: CallSignal): InferenceCall {
-  const body = req.body as Body;
-  const { model, stream } = wire.inspect(body);
+  const sent = req.body as Body;
+  const { model, stream } = wire.inspect(sent);
+  const models = modelsOf(sent);
+  // A body naming its models in `models` only: the primary is its `model` from here on.
+  const body = sent.model === undefined || sent.model === null ? { ...sent, model } : sent;
   return {
     caller: req.caller,
     wire,
     body,
     model,
+    ...(models ? { models } : {}),
     stream,
     headers: forwardedHeaders(req, wire.forwardHeaders),
     prefs: parsePreferences(body.provider),
@@ -51,6 +56,9 @@ export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: C
 function describe(reply: FastifyReply, info: RouteInfo): void {
   reply.header('x-gatehouse-generation-id', info.generationId);
   reply.header('x-gatehouse-provider', info.served.endpoint.provider);
+  // The catalog model that served: a lane's body names the provider's own id (and after a model
+  // fallback, another model than the one asked for).
+  reply.header('x-gatehouse-model', info.model.id);
   reply.header('x-gatehouse-route', info.lane ? 'passthrough' : 'translated');
   if (info.dropped.length) reply.header(DROPPED_FIELDS_HEADER, info.dropped.join(','));
 }

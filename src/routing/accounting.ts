@@ -43,6 +43,7 @@ const GENERATION_COLUMNS = [
   'passthrough',
   'upstream_id',
   'web_search_requests',
+  'provider_responses',
 ] as const satisfies readonly (keyof GenerationsTable)[];
 
 const USAGE_COLUMNS = [

@@ -43,7 +43,7 @@ function grouped(slots: readonly TextSlot[]): TextSlot[][] {
 }
 
 /** Characters of the prompt as the caller sent it (an estimate's input). */
-export function promptChars(call: InferenceCall, prep: Prepared): number {
+export function promptChars(call: InferenceCall, prep: Pick<Prepared, 'body'>): number {
   let n = 0;
   for (const s of call.wire.texts(prep.body)) n += s.text.length + 1;
   return n;

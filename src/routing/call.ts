@@ -6,6 +6,7 @@ import type { CallSignal } from '../lib/call-abort.js';
 import type { NativeWire } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
+import type { Tried } from './fallback.js';
 import type { ProviderPreferences } from './preferences.js';
 import type { Candidate, Credential, Exclusion } from './select.js';
 
@@ -124,8 +125,10 @@ export interface InferenceCall {
   wire: CallWire;
   /** The caller's body as sent (read by lanes as it is, parsed by `wire` for translation). */
   body: Body;
-  /** The model the caller asked for (as named in the body). */
+  /** The model the caller asked for (as named in the body; the first of `models` without one). */
   model: string;
+  /** The request's `models` (OpenRouter): tried in order once every provider of the one before failed. */
+  models?: string[];
   stream: boolean;
   /** The caller's provider headers (anthropic-beta, …), already allow-listed. */
   headers: Record<string, string>;
@@ -153,6 +156,14 @@ export interface RouteInfo {
   model: ModelEntry;
   served: Candidate;
   attempts: number;
+  /** The catalog id of the model the caller named (`served.model` differs after a model fallback). */
+  primaryModel: string;
+  /** The models attempts were made for, in order (the serving one last). */
+  modelsTried: string[];
+  /** Every attempt made, in order (the serving one last). */
+  tried: Tried[];
+  /** Models of the list left out (guardrail, context length). */
+  skippedModels: { model: string; reason: string }[];
   considered: { model: string; provider: string; selected: boolean }[];
   excluded: Exclusion[];
   startedAt: number;

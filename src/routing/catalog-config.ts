@@ -148,7 +148,12 @@ export interface FileConfig {
     aliases?: string[];
     kind?: 'chat' | 'embeddings';
     description?: string;
-    endpoints: {
+    /** Models tried in order when every provider of this one fails (the request's `models` wins). */
+    fallbacks?: string[];
+    /** The model a prompt longer than this one's context goes to. */
+    context_fallback?: string;
+    /** Absent: the entry only sets `fallbacks`/`context_fallback` of a model the catalog has. */
+    endpoints?: {
       provider: string;
       upstream_model?: string;
       pricing?: Partial<Pricing>;
@@ -234,17 +239,14 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
 
 /** The models GATEHOUSE_CONFIG declares (each replaces a catalog model of the same id). */
 export function fileModels(file: FileConfig, providers: Map<string, ProviderEntry>): ModelEntry[] {
-  return (file.models ?? []).map((m) => {
-    if (!m.id || !Array.isArray(m.endpoints) || m.endpoints.length === 0) {
-      throw new CatalogError('every model needs an id and at least one endpoint');
-    }
+  return (file.models ?? []).filter(declaresEndpoints).map((m) => {
     return {
       id: m.id,
       name: m.name ?? m.id,
       aliases: m.aliases ?? [],
       kind: m.kind ?? 'chat',
       description: m.description ?? '',
-      endpoints: m.endpoints.map((e) => {
+      endpoints: (m.endpoints ?? []).map((e) => {
         if (!providers.has(e.provider))
           throw new CatalogError(`model ${m.id}: unknown provider ${e.provider}`);
         return {
@@ -258,4 +260,46 @@ export function fileModels(file: FileConfig, providers: Map<string, ProviderEntr
       }),
     };
   });
+}
+
+type FileModel = NonNullable<FileConfig['models']>[number];
+
+/** A model entry with endpoints declares a model; one with only fallbacks annotates a catalog model. */
+function declaresEndpoints(m: FileModel): boolean {
+  if (!m?.id) throw new CatalogError('every model needs an id and at least one endpoint');
+  if (Array.isArray(m.endpoints) && m.endpoints.length > 0) return true;
+  if (m.fallbacks === undefined && m.context_fallback === undefined)
+    throw new CatalogError(`model ${m.id}: needs at least one endpoint`);
+  return false;
+}
+
+/**
+ * Sets each GATEHOUSE_CONFIG model's `fallbacks` and `context_fallback` on the catalog's model (a
+ * model declared with endpoints, or one the catalog has from the model data). Every id named must
+ * be in the catalog (by id or alias): a typo fails at startup, not on the call that needed it.
+ */
+export function modelFallbacks(
+  file: FileConfig,
+  models: Map<string, ModelEntry>,
+  lookup: Map<string, string>,
+): void {
+  const resolve = (owner: string, id: unknown, field: string): string => {
+    const found = typeof id === 'string' ? lookup.get(id) : undefined;
+    if (!found) throw new CatalogError(`model ${owner}: ${field} ${String(id)} is not in the catalog`);
+    return found;
+  };
+  for (const m of file.models ?? []) {
+    if (m.fallbacks === undefined && m.context_fallback === undefined) continue;
+    const id = lookup.get(m.id);
+    const entry = id ? models.get(id) : undefined;
+    if (!entry)
+      throw new CatalogError(`model ${m.id}: not in the catalog (fallbacks need a model to apply to)`);
+    if (m.fallbacks !== undefined) {
+      if (!Array.isArray(m.fallbacks))
+        throw new CatalogError(`model ${m.id}: fallbacks must be a list of model ids`);
+      entry.fallbacks = m.fallbacks.map((f) => resolve(m.id, f, 'fallback'));
+    }
+    if (m.context_fallback !== undefined)
+      entry.contextFallback = resolve(m.id, m.context_fallback, 'context_fallback');
+  }
 }

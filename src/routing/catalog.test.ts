@@ -12,6 +12,48 @@ const file = (name: string, text: string) => {
 };
 
 describe('loadCatalog', () => {
+  it('reads model fallbacks: on a declared model, or on a catalog model by an entry without endpoints', () => {
+    const path = file(
+      'gatehouse.yaml',
+      `models:
+  - id: meta/small
+    fallbacks: [echo, gatehouse/scripted]
+    context_fallback: meta/big
+    endpoints:
+      - { provider: gatehouse, upstream_model: echo, context_length: 8000 }
+  - id: meta/big
+    endpoints:
+      - { provider: gatehouse, upstream_model: echo }
+  - id: gatehouse/echo
+    fallbacks: [meta/big]
+`,
+    );
+    const c = loadCatalog({ GATEHOUSE_CONFIG: path });
+    expect(findModel(c, 'meta/small')).toMatchObject({
+      fallbacks: ['gatehouse/echo', 'gatehouse/scripted'],
+      contextFallback: 'meta/big',
+    });
+    // The entry without endpoints annotates the development model, which keeps its endpoints.
+    expect(findModel(c, 'echo')).toMatchObject({
+      fallbacks: ['meta/big'],
+      endpoints: [{ provider: 'gatehouse' }],
+    });
+  });
+
+  it('refuses a fallback the catalog does not have, and an entry with neither endpoints nor fallbacks', () => {
+    const bad = (yaml: string) => () => loadCatalog({ GATEHOUSE_CONFIG: file('g.yaml', yaml) });
+    expect(bad('models:\n  - id: gatehouse/echo\n    fallbacks: [nobody/none]\n')).toThrowError(
+      /gatehouse\/echo: fallback nobody\/none is not in the catalog/,
+    );
+    expect(bad('models:\n  - id: gatehouse/echo\n    context_fallback: nobody/none\n')).toThrowError(
+      CatalogError,
+    );
+    expect(bad('models:\n  - id: nobody/none\n    fallbacks: [echo]\n')).toThrowError(
+      /nobody\/none: not in the catalog/,
+    );
+    expect(bad('models:\n  - id: meta/x\n')).toThrowError(/meta\/x: needs at least one endpoint/);
+  });
+
   it('has only the development provider by default', () => {
     const c = loadCatalog({});
     expect([...c.providers.keys()]).toEqual(['gatehouse']);

@@ -6,6 +6,7 @@ import {
   envProviders,
   fileModels,
   fileProviders,
+  modelFallbacks,
   readFileConfig,
 } from './catalog-config.js';
 import { servedCapabilities } from './catalog-presets.js';
@@ -77,6 +78,10 @@ export interface ModelEntry {
   unlisted?: boolean;
   /** False when no price is known (calls cost 0 and are flagged `pricing_unknown`). */
   priced?: boolean;
+  /** Models tried in order when every provider of this one fails (GATEHOUSE_CONFIG `fallbacks`). */
+  fallbacks?: string[];
+  /** The model a prompt too long for this one's context goes to (GATEHOUSE_CONFIG `context_fallback`). */
+  contextFallback?: string;
 }
 
 export interface Catalog {
@@ -184,6 +189,7 @@ export function loadCatalog(
   for (const m of configured)
     for (const a of m.aliases) if (!lookup.has(a) && models.has(m.id)) lookup.set(a, m.id);
   for (const m of models.values()) for (const a of m.aliases) if (!lookup.has(a)) lookup.set(a, m.id);
+  modelFallbacks(file, models, lookup);
   return { providers, models, lookup, unpriced: unpricedPolicy(env), discovered, passthrough: new Map() };
 }
 

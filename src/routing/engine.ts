@@ -1,14 +1,13 @@
 import { randomFillSync } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
 import { droppedFields } from '../formats/capabilities.js';
-import {
-  type ChatChunk,
-  type ChatRequest,
-  type ChatResponse,
-  type EmbeddingsRequest,
-  type EmbeddingsResponse,
-  TranslationError,
-  type Usage,
+import type {
+  ChatChunk,
+  ChatRequest,
+  ChatResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+  Usage,
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
@@ -34,14 +33,18 @@ import {
   classify,
   type Failure,
   type FallbackContext,
+  modelsTried,
   openAttempt,
   type Prepared,
   type Routed,
   routeWithFallbacks,
+  type Tried,
   upstreamToApiError,
 } from './fallback.js';
 import { type Meter, readChunk, readFrame, responseChars } from './metering.js';
 import type { RoutingMetrics } from './metrics.js';
+import { modelChain, type SkippedModel } from './model-chain.js';
+import { type ParseOnce, parseOnce } from './parse-once.js';
 import { admitUnpriced } from './passthrough.js';
 import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
@@ -141,10 +144,10 @@ export class Engine {
       upstreamTimeoutMs: deps.upstreamTimeoutMs,
       maxRetryWaitMs: deps.maxRetryWaitMs,
       latency: this.latencyEwma,
-      onExhausted: (call, prep, last, attempts, startedAt) =>
-        this.recordFailure(call, prep, last, attempts, startedAt),
-      onCancelled: (call, prep, c, attempts, startedAt) =>
-        this.recordCancelled(call, prep, c, attempts, startedAt),
+      onExhausted: (call, prep, last, attempts, startedAt, tried) =>
+        this.recordFailure(call, prep, last, attempts, startedAt, tried),
+      onCancelled: (call, prep, c, attempts, startedAt, tried) =>
+        this.recordCancelled(call, prep, c, attempts, startedAt, tried),
     };
   }
 
@@ -170,21 +173,45 @@ export class Engine {
     const { caller } = call;
     if (caller.isManagement)
       throw forbidden('Management keys cannot call inference endpoints; use an API key');
-    const model = this.model(call.model, call.wire.kind);
+    const primary = this.model(call.model, call.wire.kind);
+    const listed = call.models?.map((id) => this.model(id, call.wire.kind)) ?? null;
     const checks = await this.deps.guard.open(caller, { rateLimit: call.hooks?.rateLimit !== false });
-    for (const verdict of [await checks.admit(), checks.modelAllowed(model)]) {
-      if (!verdict.ok)
-        throw new ApiError(
-          verdict.status,
-          verdict.message,
-          verdict.retryAfterMs ? { retry_after_ms: verdict.retryAfterMs } : undefined,
-        );
-    }
+    const admitted = await checks.admit();
+    if (!admitted.ok)
+      throw new ApiError(
+        admitted.status,
+        admitted.message,
+        admitted.retryAfterMs ? { retry_after_ms: admitted.retryAfterMs } : undefined,
+      );
+    // Guardrail and context length per model of the list (the caller's body as sent sizes it).
+    const chain = modelChain({
+      primary,
+      listed,
+      lookup: (id) => {
+        const m = findModel(this.deps.catalog, id);
+        return m?.kind === call.wire.kind ? m : undefined;
+      },
+      allowed: (m) => checks.modelAllowed(m),
+      promptTokens: estimateTokens(promptChars(call, call)),
+    });
     const { body, safeguards } = filterBody(call, checks);
-    const planned = await this.plan(call, model, body, checks);
+    const { skipped, ...planned } = await this.plan(call, chain.models, body, checks);
     const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
-    const prep: Prepared = { model, body, ...planned, safeguards, strategy, checks };
+    const model = (planned.attempts[0] as Attempt).candidate.model;
+    const prep: Prepared = {
+      model,
+      models: chain.models,
+      skippedModels: [...chain.skipped, ...skipped],
+      primaryModel: primary.id,
+      body,
+      ...planned,
+      safeguards,
+      strategy,
+      checks,
+    };
     if (!reserve) return prep;
+    // Every attempt's endpoint, across the models of the list: the dearest model that may serve
+    // the call prices the reservation (a fallback must not overspend what the primary reserved).
     const worst = worstCaseUsd(
       planned.attempts.map((a) => a.candidate.endpoint),
       {
@@ -218,32 +245,51 @@ export class Engine {
   }
 
   /**
+   * The attempts that may serve the call, in try order: those of each model of the list in turn.
+   * Refused as the first model's planning is when no model has any attempt.
+   */
+  private async plan(
+    call: InferenceCall,
+    models: ModelEntry[],
+    body: Body,
+    checks: CallChecks,
+  ): Promise<{ attempts: Attempt[]; excluded: Exclusion[]; skipped: SkippedModel[]; canonical: unknown }> {
+    const parse = parseOnce(call, body);
+    const attempts: Attempt[] = [];
+    const excluded: Exclusion[] = [];
+    const skipped: SkippedModel[] = [];
+    let firstRefusal: unknown = null;
+    for (const model of models) {
+      try {
+        const planned = await this.planModel(call, model, parse, checks);
+        attempts.push(...planned.attempts);
+        excluded.push(...planned.excluded);
+      } catch (err) {
+        // A fallback model no provider can serve is passed over; the first model's refusal stands.
+        if (!(err instanceof ApiError) || models.length === 1) throw err;
+        firstRefusal ??= err;
+        skipped.push({ model: model.id, reason: err.message });
+      }
+    }
+    if (attempts.length === 0) throw firstRefusal;
+    return { attempts, excluded, skipped, canonical: parse.canonical() };
+  }
+
+  /**
    * The attempts that may serve `model` for this caller, in try order, each with its credential:
    * a lane where the provider speaks the caller's wire, else a translation of the body (parsed once,
    * only when some attempt needs it). 403 when policy leaves none, 400 when the request's needs or
    * its translation leave none.
    */
-  private async plan(
+  private async planModel(
     call: InferenceCall,
     model: ModelEntry,
-    body: Body,
+    parse: ParseOnce,
     checks: CallChecks,
-  ): Promise<{ attempts: Attempt[]; excluded: Exclusion[]; canonical: unknown }> {
+  ): Promise<{ attempts: Attempt[]; excluded: Exclusion[] }> {
     const { wire, prefs } = call;
-    let canonical: ChatRequest | EmbeddingsRequest | undefined;
-    let parseError: string | null = null;
-    const parsed = () => {
-      if (canonical === undefined && parseError === null) {
-        try {
-          canonical = wire.parse(body, call.headers);
-        } catch (err) {
-          if (!(err instanceof TranslationError)) throw err;
-          parseError = err.message;
-        }
-      }
-      return canonical;
-    };
-    const chatRequest = () => (wire.kind === 'chat' ? (parsed() as ChatRequest | undefined) : undefined);
+    const chatRequest = () =>
+      wire.kind === 'chat' ? (parse.parsed() as ChatRequest | undefined) : undefined;
     const { candidates, excluded } = await this.candidates(
       call.caller,
       model,
@@ -264,9 +310,9 @@ export class Engine {
         attempts.push({ candidate, lane: true });
         continue;
       }
-      const req = parsed();
+      const req = parse.parsed();
       if (req === undefined) {
-        refuse(candidate, parseError ?? 'the request cannot be translated');
+        refuse(candidate, parse.error() ?? 'the request cannot be translated');
         continue;
       }
       const target = provider.traits.target;
@@ -287,7 +333,7 @@ export class Engine {
       if (policyRefusal) throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
       throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
     }
-    return { attempts, excluded, canonical };
+    return { attempts, excluded };
   }
 
   /** The endpoints of `model` the caller's policy and preferences allow, with their credentials. */
@@ -395,14 +441,21 @@ export class Engine {
     return {
       generationId: this.deps.newGenerationId(),
       requested: call.model,
-      model: prep.model,
+      // The model that served: another than the one named after a model fallback.
+      model: served.model,
       served,
       attempts: routed.attempts,
-      considered: prep.model.endpoints.map((e) => ({
-        model: prep.model.id,
-        provider: e.provider,
-        selected: e.provider === served.endpoint.provider,
-      })),
+      primaryModel: prep.primaryModel,
+      modelsTried: modelsTried(routed.tried),
+      tried: routed.tried,
+      skippedModels: prep.skippedModels,
+      considered: prep.models.flatMap((m) =>
+        m.endpoints.map((e) => ({
+          model: m.id,
+          provider: e.provider,
+          selected: m.id === served.model.id && e.provider === served.endpoint.provider,
+        })),
+      ),
       excluded: prep.excluded,
       startedAt: routed.startedAt,
       safeguards: prep.safeguards,
@@ -781,15 +834,17 @@ export class Engine {
     served: Candidate,
     attempts: number,
     startedAt: number,
+    tried: Tried[],
   ): void {
     const usage = this.estimate(call, prep, 0, false);
     const info = {
       generationId: this.deps.newGenerationId(),
-      model: prep.model,
+      model: served.model,
       served,
       attempts,
       startedAt,
       lane: false,
+      tried,
     };
     const row = servedRow(call, info, usage, costOf(served.endpoint.pricing, usage), {
       streamed: call.stream,
@@ -807,18 +862,20 @@ export class Engine {
     last: Failure,
     attempts: number,
     startedAt: number,
+    tried: Tried[],
   ) {
     const mapped = upstreamToApiError(last);
     void this.write(
       call,
       prep,
       failedRow(call, this.deps.newGenerationId(), {
-        model: prep.model.id,
+        model: last.model ?? prep.model.id,
         provider: last.provider,
         status: mapped.status,
         message: mapped.message,
         attempts,
         startedAt,
+        tried,
       }),
     );
   }

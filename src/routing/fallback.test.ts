@@ -5,9 +5,11 @@ import { UpstreamError } from '../providers/types.js';
 import type { CallChecks, InferenceCall } from './call.js';
 import {
   type Attempt,
+  attemptList,
   classify,
   decide,
   type FallbackContext,
+  modelsTried,
   openAttempt,
   type Prepared,
   routeWithFallbacks,
@@ -43,9 +45,10 @@ function fakeContext(over: Partial<FallbackContext> = {}) {
   return { ctx, seen, exhausted, cancelled };
 }
 
-const attempt = (provider: string, opts: { byok?: boolean; lane?: boolean } = {}): Attempt =>
+const attempt = (provider: string, opts: { byok?: boolean; lane?: boolean; model?: string } = {}): Attempt =>
   ({
     candidate: {
+      model: { id: opts.model ?? 'test/model' },
       endpoint: { provider, upstreamModel: `${provider}-model` },
       credential: { apiKey: `key-${provider}`, isByok: opts.byok ?? false },
     },
@@ -273,5 +276,59 @@ describe('routeWithFallbacks', () => {
     expect(err.message).toBe('aborted');
     expect(cancelled).toEqual(['a']);
     expect(exhausted).toEqual([]);
+  });
+});
+
+describe('routeWithFallbacks over a model list', () => {
+  it('moves to the next model once every provider of the first failed, and says which served', async () => {
+    const { ctx } = fakeContext();
+    const tried: string[] = [];
+    const routed = await routeWithFallbacks(
+      ctx,
+      callWith(),
+      prepared([
+        attempt('a', { model: 'x/first' }),
+        attempt('b', { model: 'x/first' }),
+        attempt('c', { model: 'y/second' }),
+      ]),
+      async (a) => {
+        tried.push(`${a.candidate.model.id}@${a.candidate.endpoint.provider}`);
+        if (a.candidate.model.id === 'x/first') throw new UpstreamError(500, 'boom');
+        return 'ok';
+      },
+    );
+    expect(tried).toEqual(['x/first@a', 'x/first@b', 'y/second@c']);
+    expect(routed).toMatchObject({ attempts: 3 });
+    expect(modelsTried(routed.tried)).toEqual(['x/first', 'y/second']);
+    expect(routed.tried.map((t) => [t.model, t.provider, t.status])).toEqual([
+      ['x/first', 'a', 500],
+      ['x/first', 'b', 500],
+      ['y/second', 'c', 200],
+    ]);
+    expect(routed.served.candidate.model.id).toBe('y/second');
+  });
+
+  it('does not move to the next model after a failure that is the request’s own', async () => {
+    const { ctx } = fakeContext();
+    const run = vi.fn(async () => {
+      throw new UpstreamError(400, 'invalid');
+    });
+    const list = [attempt('a', { model: 'x/first' }), attempt('c', { model: 'y/second' })];
+    await expect(routeWithFallbacks(ctx, callWith(), prepared(list), run)).rejects.toMatchObject({
+      status: 400,
+    });
+    expect(run).toHaveBeenCalledTimes(1);
+  });
+
+  it('with allow_fallbacks false tries the first provider of each model', () => {
+    const list = [
+      attempt('a', { model: 'x/first' }),
+      attempt('b', { model: 'x/first' }),
+      attempt('c', { model: 'y/second' }),
+      attempt('d', { model: 'y/second' }),
+    ];
+    const providers = (l: Attempt[]) => l.map((a) => a.candidate.endpoint.provider);
+    expect(providers(attemptList({ attempts: list }, false))).toEqual(['a', 'c']);
+    expect(providers(attemptList({ attempts: list }, undefined))).toEqual(['a', 'b', 'c', 'd']);
   });
 });

@@ -5,6 +5,7 @@ import { UpstreamError } from '../providers/types.js';
 import type { Body, CallChecks, CallHold, InferenceCall } from './call.js';
 import type { ModelEntry } from './catalog.js';
 import type { RoutingMetrics } from './metrics.js';
+import type { SkippedModel } from './model-chain.js';
 import type { Candidate, Exclusion } from './select.js';
 
 /**
@@ -23,7 +24,14 @@ export interface Attempt {
 
 /** A call checked and planned: the filtered body, its translation if needed, what to try. */
 export interface Prepared {
+  /** The first model to try (the primary unless it was skipped). */
   model: ModelEntry;
+  /** Every model to try, in order (`models`, configured fallbacks): the attempts run through them. */
+  models: ModelEntry[];
+  /** Models of the list left out (guardrail, context length), for gateway_metadata. */
+  skippedModels: SkippedModel[];
+  /** The catalog id of the model the caller named. */
+  primaryModel: string;
   /** The caller's body after content filters (redactions applied). */
   body: Body;
   /** The canonical request, when a translated attempt needs it (or provider.require_parameters). */
@@ -43,6 +51,8 @@ export interface Prepared {
 export interface Failure {
   err: UpstreamError;
   provider: string;
+  /** The model the failed attempt was for (absent: the call's first). */
+  model?: string;
   lane: boolean;
 }
 
@@ -60,6 +70,7 @@ export interface FallbackContext {
     last: Failure,
     attempts: number,
     startedAt: number,
+    tried: Tried[],
   ) => void;
   /** The caller went away during an attempt on `c` (which is then aborted): record it. */
   onCancelled: (
@@ -68,15 +79,50 @@ export interface FallbackContext {
     c: Candidate,
     attempts: number,
     startedAt: number,
+    tried: Tried[],
   ) => void;
 }
+
+/** One attempt made, as the generation lists it: which model on which provider, and how it ended. */
+export interface Tried {
+  model: string;
+  provider: string;
+  /** The upstream's HTTP status (200 for the one that served); null when none came. */
+  status: number | null;
+  latencyMs: number;
+  isByok: boolean;
+}
+
+/** The models of the attempts made, in order, each once. */
+export const modelsTried = (tried: readonly Tried[]): string[] =>
+  tried.map((t) => t.model).filter((m, i, all) => all.indexOf(m) === i);
 
 /** How a call was routed: the attempt that served it and how many were made. */
 export interface Routed<T> {
   result: T;
   served: Attempt;
   attempts: number;
+  /** Every attempt made, in order (the serving one last). */
+  tried: Tried[];
   startedAt: number;
+}
+
+/**
+ * The attempts the loop runs: all of them, or with `allow_fallbacks: false` the first of each
+ * model (that flag is about providers; the request's `models` still fall back).
+ */
+export function attemptList(
+  prep: Pick<Prepared, 'attempts'>,
+  allowFallbacks: boolean | undefined,
+): Attempt[] {
+  if (allowFallbacks !== false) return prep.attempts;
+  const seen = new Set<string>();
+  return prep.attempts.filter((a) => {
+    const id = a.candidate.model.id;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -189,7 +235,8 @@ const sleep = (ms: number, signal: CallSignal) =>
 // The loop
 
 /**
- * Runs `run` over the planned attempts (only the first when the caller turned fallbacks off),
+ * Runs `run` over the planned attempts — every provider of the first model, then of the next
+ * model of the list (`attemptList`: only each model's first when the caller turned fallbacks off),
  * each through the steps above; a batch caller waits for a provider slot before each attempt.
  * Throws the caller's error for the last failure once every attempt failed.
  */
@@ -200,7 +247,8 @@ export async function routeWithFallbacks<T>(
   run: (a: Attempt, signal: CallSignal) => Promise<T>,
 ): Promise<Routed<T>> {
   const startedAt = Date.now();
-  const list = call.prefs.allow_fallbacks === false ? prep.attempts.slice(0, 1) : prep.attempts;
+  const list = attemptList(prep, call.prefs.allow_fallbacks);
+  const tried: Tried[] = [];
   let attempts = 0;
   let retried = false;
   let last: Failure | null = null;
@@ -213,23 +261,34 @@ export async function routeWithFallbacks<T>(
     const scope = openAttempt(call.signal, ctx.upstreamTimeoutMs);
     const release = call.hooks?.acquire ? await call.hooks.acquire(provider) : null;
     const t0 = performance.now();
+    const attempted = (status: number | null) =>
+      tried.push({
+        model: a.candidate.model.id,
+        provider,
+        status,
+        latencyMs: Math.round(performance.now() - t0),
+        isByok: a.candidate.credential.isByok,
+      });
     try {
       const result = await run(a, scope.signal);
       const seconds = (performance.now() - t0) / 1000;
       ctx.metrics.upstreamLatency.observe({ provider, outcome: 'ok' }, seconds);
       const prev = ctx.latency.get(provider);
       ctx.latency.set(provider, prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200);
-      return { result, served: a, attempts, startedAt };
+      attempted(200);
+      return { result, served: a, attempts, tried, startedAt };
     } catch (raw) {
       if (call.signal.aborted) {
-        ctx.onCancelled(call, prep, a.candidate, attempts, startedAt);
+        attempted(null);
+        ctx.onCancelled(call, prep, a.candidate, attempts, startedAt, tried);
         throw raw;
       }
       scope.unlink();
       const err = classify(raw, scope.timedOut(), ctx.upstreamTimeoutMs);
+      attempted(err.status || null);
       ctx.metrics.upstreamErrors.inc({ provider, status: String(err.status) });
       ctx.metrics.upstreamLatency.observe({ provider, outcome: 'error' }, (performance.now() - t0) / 1000);
-      last = { err, provider, lane: a.lane };
+      last = { err, provider, model: a.candidate.model.id, lane: a.lane };
       const next = decide(err, {
         isLast,
         retried,
@@ -250,6 +309,6 @@ export async function routeWithFallbacks<T>(
     }
   }
   if (!last) throw new ApiError(502, 'No provider could serve the request');
-  ctx.onExhausted(call, prep, last, attempts, startedAt);
+  ctx.onExhausted(call, prep, last, attempts, startedAt, tried);
   throw upstreamToApiError(last);
 }

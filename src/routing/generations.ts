@@ -1,3 +1,4 @@
+import { fromJsonList } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
 import type { Accountant, GenerationRow } from './accounting.js';
 
@@ -60,7 +61,8 @@ export function generationView(r: GenerationRow) {
     data_region: 'global',
     service_tier: null,
     router: null,
-    provider_responses: null,
+    // Every attempt: the model and provider tried, the upstream's status (200: the one that served).
+    provider_responses: fromJsonList(r.provider_responses),
     upstream_id: r.upstream_id,
     app_id: null,
     preset_id: null,

@@ -2,6 +2,7 @@ import type { Caller } from '../accounts/caller.js';
 import type { Usage } from '../formats/chat.js';
 import type { GenerationRow } from './accounting.js';
 import type { InferenceCall, RouteInfo } from './call.js';
+import type { Tried } from './fallback.js';
 import type { Cost } from './pricing.js';
 
 /** How a served call ended. */
@@ -69,13 +70,26 @@ export function baseRow(ref: RowRef, id: string): GenerationRow {
     passthrough: 0,
     upstream_id: null,
     web_search_requests: 0,
+    provider_responses: null,
   };
 }
+
+/** The attempts of a call as the generation keeps them (OpenRouter's `provider_responses`). */
+export const attemptsJson = (tried: readonly Tried[]): string =>
+  JSON.stringify(
+    tried.map((t) => ({
+      model_permaslug: t.model,
+      provider_name: t.provider,
+      status: t.status,
+      latency: t.latencyMs,
+      is_byok: t.isByok,
+    })),
+  );
 
 /** The generation of a call an endpoint served (completely or not). */
 export function servedRow(
   call: CallRef,
-  info: Pick<RouteInfo, 'generationId' | 'model' | 'served' | 'attempts' | 'startedAt' | 'lane'>,
+  info: Pick<RouteInfo, 'generationId' | 'model' | 'served' | 'attempts' | 'startedAt' | 'lane' | 'tried'>,
   usage: Usage,
   cost: Cost,
   o: Outcome,
@@ -108,6 +122,7 @@ export function servedRow(
     passthrough: info.lane ? 1 : 0,
     upstream_id: o.upstreamId ?? null,
     web_search_requests: usage.server_tool_use?.web_search_requests ?? 0,
+    provider_responses: attemptsJson(info.tried),
   };
 }
 
@@ -122,6 +137,7 @@ export function failedRow(
     message: string;
     attempts: number;
     startedAt: number;
+    tried: readonly Tried[];
   },
 ): GenerationRow {
   return {
@@ -133,5 +149,6 @@ export function failedRow(
     attempts: f.attempts,
     latency_ms: Date.now() - f.startedAt,
     error_message: f.message,
+    provider_responses: attemptsJson(f.tried),
   };
 }

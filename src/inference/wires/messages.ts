@@ -19,7 +19,7 @@ import {
   stringSlot,
   toolSlots,
 } from './texts.js';
-import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
+import { answerModel, type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /** Anthropic's error type for each status Gatehouse answers with. */
 const ERROR_TYPES: Record<number, string> = {
@@ -108,10 +108,11 @@ export const messagesWire: ChatWire = {
   encodeResponse: (done, call) =>
     chatResponseToMessages(
       { ...done.response, usage: done.usage, model: done.info.model.id },
-      String(call.body.model),
+      answerModel(done.info, call),
     ),
   async *encodeStream(s, call) {
-    for await (const e of chatStreamToMessages(withFinalUsage(s), call.model)) yield sseJson(e.data, e.event);
+    for await (const e of chatStreamToMessages(withFinalUsage(s), answerModel(s.info, call)))
+      yield sseJson(e.data, e.event);
   },
   streamError: (_info, message, status = 502) => [
     sseJson({ type: 'error', error: { type: errorType(status), message } }, 'error'),

@@ -24,7 +24,7 @@ import {
   stringSlot,
   toolSlots,
 } from './texts.js';
-import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
+import { answerModel, type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /**
  * The instructions, message texts, function-call arguments and custom-tool inputs (as the
@@ -106,7 +106,7 @@ export const responsesWire: ChatWire = {
   encodeResponse: (done, call) =>
     chatResponseToResponses(
       { ...done.response, usage: done.usage, id: done.info.generationId },
-      String(call.body.model),
+      answerModel(done.info, call),
       done.info.upstreamRequest as ChatRequest,
       { cost: () => responsesCost(done.cost, done.info.served.credential.isByok) },
     ),
@@ -116,7 +116,7 @@ export const responsesWire: ChatWire = {
     // The final usage is priced from its own token counts, as the chat wire's usage chunk is.
     const cost = (u: Usage) =>
       responsesCost(costOf(info.served.endpoint.pricing, u), info.served.credential.isByok);
-    const stream = chatStreamToResponses(withFinalUsage(s), call.model, request, {
+    const stream = chatStreamToResponses(withFinalUsage(s), answerModel(info, call), request, {
       cost,
       id: info.generationId,
     });

@@ -22,7 +22,10 @@ export interface CallerWire<R = ChatResponse> extends CallWire {
   /** The model and stream flag of a body, read without translating it (400 without a model). */
   inspect(body: Body): { model: string; stream: boolean };
   /** A translated answer in the caller's format. */
-  encodeResponse(done: Completed<R> & { lane: false }, call: { body: Body; echoUpstream: boolean }): unknown;
+  encodeResponse(
+    done: Completed<R> & { lane: false },
+    call: { body: Body; model: string; echoUpstream: boolean },
+  ): unknown;
   /** A translated stream as the caller's SSE frames (absent: the wire does not stream). */
   encodeStream?(s: Streaming & { lane: false }, call: { body: Body; model: string }): AsyncIterable<string>;
   /** A lane's whole answer as the caller gets it (absent: the provider's body as it came). */
@@ -47,9 +50,33 @@ export interface CallerWire<R = ChatResponse> extends CallWire {
 export type ChatWire = CallerWire<ChatResponse>;
 export type EmbeddingsWire = CallerWire<EmbeddingsResponse>;
 
-/** `model` (a non-empty string) and `stream` (a boolean when given) of any body. */
+/**
+ * The model a translated Messages or Responses answer names: as the caller named it, or the model
+ * that served when a model fallback served the call.
+ */
+export const answerModel = (info: RouteInfo, call: { model: string }): string =>
+  info.model.id === info.primaryModel ? call.model : info.model.id;
+
+/** The request's `models` (OpenRouter's model fallbacks): a non-empty list of model ids, or absent. */
+export function modelsOf(body: Body): string[] | undefined {
+  const { models } = body;
+  if (models === undefined || models === null) return undefined;
+  if (
+    !Array.isArray(models) ||
+    models.length === 0 ||
+    !models.every((m) => typeof m === 'string' && m !== '')
+  )
+    throw badRequest('models: must be a non-empty list of model ids');
+  return models as string[];
+}
+
+/**
+ * `model` (a non-empty string; the first of `models` when absent) and `stream` (a boolean when
+ * given) of any body.
+ */
 export function inspectBody(body: Body): { model: string; stream: boolean } {
-  const { model, stream } = body;
+  const { stream } = body;
+  const model = body.model ?? modelsOf(body)?.[0];
   if (typeof model !== 'string' || model === '') throw badRequest('model: a model id is required');
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
     throw badRequest('stream: must be a boolean');

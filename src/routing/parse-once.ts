@@ -1,0 +1,35 @@
+import { type ChatRequest, type EmbeddingsRequest, TranslationError } from '../formats/chat.js';
+import type { Body, InferenceCall } from './call.js';
+
+/**
+ * The caller's body as the canonical request, parsed on first need and once for the whole call:
+ * every model of the list plans its translated attempts from the same parse (or its error).
+ */
+export interface ParseOnce {
+  /** The canonical request, or undefined when the body cannot be translated (see `error`). */
+  parsed(): ChatRequest | EmbeddingsRequest | undefined;
+  /** Why the body cannot be translated, once `parsed` found out; else null. */
+  error(): string | null;
+  /** The canonical request if some attempt needed it (not parsing it otherwise). */
+  canonical(): ChatRequest | EmbeddingsRequest | undefined;
+}
+
+export function parseOnce(call: Pick<InferenceCall, 'wire' | 'headers'>, body: Body): ParseOnce {
+  let canonical: ChatRequest | EmbeddingsRequest | undefined;
+  let parseError: string | null = null;
+  return {
+    parsed() {
+      if (canonical === undefined && parseError === null) {
+        try {
+          canonical = call.wire.parse(body, call.headers);
+        } catch (err) {
+          if (!(err instanceof TranslationError)) throw err;
+          parseError = err.message;
+        }
+      }
+      return canonical;
+    },
+    error: () => parseError,
+    canonical: () => canonical,
+  };
+}
