@@ -254,6 +254,7 @@ export function fileModels(file: FileConfig, providers: Map<string, ProviderEntr
           upstreamModel: e.upstream_model ?? m.id.split('/').slice(1).join('/'),
           pricing: { prompt: 0, completion: 0, ...e.pricing },
           contextLength: e.context_length ?? 128_000,
+          ...(e.context_length === undefined ? { contextAssumed: true } : {}),
           maxCompletionTokens: e.max_completion_tokens ?? null,
           capabilities: e.capabilities ?? (m.kind === 'embeddings' ? [] : ALL_CAPS),
         };

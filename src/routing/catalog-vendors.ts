@@ -61,6 +61,7 @@ export function dataModel(prefix: string, provider: string, m: ModelInfo, now: D
         upstreamModel: m.id,
         pricing: pricingOf(m, now),
         contextLength: m.context_window ?? 128_000,
+        ...(m.context_window == null ? { contextAssumed: true } : {}),
         maxCompletionTokens: null,
         capabilities: kind === 'embeddings' ? [] : ALL_CAPS,
       },

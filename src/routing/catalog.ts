@@ -62,6 +62,8 @@ export interface ModelEndpoint {
   upstreamModel: string;
   pricing: Pricing;
   contextLength: number;
+  /** The context length is a default (128k), not known: the context-window check does not apply. */
+  contextAssumed?: boolean;
   maxCompletionTokens: number | null;
   capabilities: Capability[];
 }
@@ -139,6 +141,7 @@ function discoveredModels(
             upstreamModel: upstream,
             pricing: match ? pricingOf(match, now) : { prompt: 0, completion: 0 },
             contextLength: match?.context_window ?? 128_000,
+            ...(match?.context_window == null ? { contextAssumed: true } : {}),
             maxCompletionTokens: null,
             capabilities: kind === 'embeddings' ? [] : ALL_CAPS,
           },

@@ -125,6 +125,21 @@ describe('modelChain: the models a call tries', () => {
     });
   });
 
+  it('leaves a model whose context length is only assumed (not in the model data) to its upstream', () => {
+    const unknown = {
+      ...model('u/one'),
+      endpoints: [{ provider: 'p', contextLength: 128_000, contextAssumed: true }],
+    } as unknown as ModelEntry;
+    const chain = modelChain({
+      primary: unknown,
+      listed: null,
+      lookup: catalog(unknown),
+      allowed: allowAll,
+      promptTokens: 300_000,
+    });
+    expect(ids(chain)).toEqual(['u/one']);
+  });
+
   it('does not try a disallowed context_fallback', () => {
     const big = model('big/one', 200_000);
     const small = model('s/one', 8_000, { contextFallback: 'big/one' });

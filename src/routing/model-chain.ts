@@ -31,9 +31,12 @@ export interface ModelChain {
   skipped: SkippedModel[];
 }
 
-/** The longest context any endpoint of a model takes (each endpoint may differ). */
+/**
+ * The longest context any endpoint of a model is known to take (each endpoint may differ); an
+ * endpoint whose length is only the default is not limited here (its upstream decides).
+ */
 export const contextLength = (m: ModelEntry): number =>
-  Math.max(0, ...m.endpoints.map((e) => e.contextLength));
+  Math.max(0, ...m.endpoints.map((e) => (e.contextAssumed ? Number.POSITIVE_INFINITY : e.contextLength)));
 
 /**
  * The models to try, in order. Without `listed`, the primary's configured `fallbacks` follow it.

@@ -80,6 +80,7 @@ export function unlistedModel(catalog: Catalog, requested: string): ModelEntry |
       upstreamModel: target.upstream,
       pricing: match ? pricingOf(match, now) : { prompt: 0, completion: 0 },
       contextLength: match?.context_window ?? 128_000,
+      ...(match?.context_window == null ? { contextAssumed: true } : {}),
       maxCompletionTokens: null,
       capabilities: ALL_CAPS,
     };
