@@ -583,7 +583,7 @@ describe('hostile HTTP over raw sockets', () => {
     const api = client(gw.url, gw.apiKey);
     const intern = await api('POST', '/interns', { name: 'vault-names' });
     expect(intern.status).toBe(201);
-    const secret = { value: 'v', hosts: ['api.example.com'] };
+    const secret = { value: 'vault-names-value', hosts: ['api.example.com'] };
     for (const path of ['/vault/secrets/target', `/vault/interns/${intern.body.id}/secrets/target`])
       expect((await api('PUT', path, secret)).status).toBe(200);
     const snapshot = async () =>

@@ -91,6 +91,8 @@ export async function startTestGateway(
     GATEHOUSE_ADMIN_TOKEN: ADMIN_TOKEN,
     // Suites probe admin routes with many wrong tokens from one address; the throttle has its own tests.
     GATEHOUSE_ADMIN_AUTH_FAILURES: '100000',
+    // Suites write vaults far faster than any member may; the write limit has its own tests.
+    GATEHOUSE_VAULT_WRITE_LIMIT: '100000',
     // /metrics on a free loopback port of its own (TestGateway.metricsUrl).
     GATEHOUSE_METRICS_PORT: '0',
     GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: managementKey,
