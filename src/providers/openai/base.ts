@@ -17,6 +17,7 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
+import type { ErrorShape } from '../errors.js';
 import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
 import { forwardJson, forwardStream } from '../lane.js';
 import {
@@ -72,9 +73,18 @@ export class OpenAiWireProvider implements Provider {
   constructor(
     readonly config: ProviderConfig,
     readonly flavor: OpenAiFlavor,
+    traits: ProviderTraits = TRAITS[flavor],
   ) {
     // A hosted vendor's preset needs a key: without one the router skips it instead of calling.
-    this.traits = config.keyRequired ? { ...TRAITS[flavor], keyOptional: false } : TRAITS[flavor];
+    this.traits = config.keyRequired ? { ...traits, keyOptional: false } : traits;
+  }
+
+  /**
+   * Where a call on `path` goes and the body sent there. OpenAI and compatible servers: the base
+   * URL and the path, the body as it is; Azure puts the deployment in the URL (see azure/adapter.ts).
+   */
+  protected target(path: string, body: unknown): { url: string; body: unknown; errors: ErrorShape } {
+    return { url: joinUrl(this.config.baseUrl, path), body, errors: openAiErrors };
   }
 
   /** The operator's configured headers, then the caller's own on a lane (openai-beta), and the key. */
@@ -86,12 +96,10 @@ export class OpenAiWireProvider implements Provider {
 
   private call(path: string, body: unknown, ctx: CallContext, caller?: Record<string, string>): ApiCall {
     return {
-      url: joinUrl(this.config.baseUrl, path),
-      body,
+      ...this.target(path, body),
       headers: this.headers(ctx, caller),
       signal: ctx.signal,
       secrets: [ctx.apiKey],
-      errors: openAiErrors,
       idleTimeoutMs: ctx.idleTimeoutMs,
     };
   }
