@@ -90,6 +90,37 @@ describe('Azure OpenAI provider', () => {
     expect(req.body.data_sources).toEqual([{ type: 'azure_search' }]);
   });
 
+  it("the lane relays Azure's content-filter results as Azure sent them", async () => {
+    const filters = { hate: { filtered: false, severity: 'safe' } };
+    mock.enqueue({
+      body: {
+        id: 'chatcmpl-az',
+        object: 'chat.completion',
+        created: 1,
+        model: 'gpt-4o',
+        prompt_filter_results: [{ prompt_index: 0, content_filter_results: filters }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: 'fine' },
+            finish_reason: 'stop',
+            content_filter_results: filters,
+          },
+        ],
+        usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 },
+      },
+    });
+    const res = await fetch(`${gw.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.apiKey}` },
+      body: JSON.stringify({ model: 'test/azure-gpt', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const body = (await res.json()) as any;
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    expect(body.prompt_filter_results).toEqual([{ prompt_index: 0, content_filter_results: filters }]);
+    expect(body.choices[0].content_filter_results).toEqual(filters);
+  });
+
   it('/chat/completions streams through the deployment', async () => {
     mock.enqueue({ reply: { text: 'one two three' } });
     const stream = await openai.chat.completions.create({

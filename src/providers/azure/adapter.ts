@@ -5,10 +5,13 @@
  * Responses API is the v1 route `{endpoint}/openai/v1/responses`, where the deployment name is the
  * body's `model`. A model's deployment is its entry in the provider's `deployments`, else its id.
  */
+import type { ChatChunk, ChatResponse } from '../../formats/chat.js';
 import { joinUrl } from '../http.js';
 import { OpenAiWireProvider } from '../openai/base.js';
+import { fromOpenAiChunk, fromOpenAiResponse } from '../openai/wire.js';
 import type { CallContext, ProviderConfig, ProviderTraits } from '../types.js';
 import { azureErrors } from './errors.js';
+import { azureSafeguards } from './filters.js';
 
 /** The API version of the deployment routes when the entry names none (the current GA version). */
 export const AZURE_DEFAULT_API_VERSION = '2024-10-21';
@@ -49,6 +52,20 @@ export class AzureProvider extends OpenAiWireProvider {
       `/openai/deployments/${encodeURIComponent(deployment ?? '')}${path}?api-version=${version}`,
     );
     return { url, body: sent, errors: azureErrors(deployment) };
+  }
+
+  // Azure's content-filter results become the answer's safeguard results (translated routes; a
+  // lane relays them as Azure sent them).
+  protected override fromResponse(raw: unknown, model: string): ChatResponse {
+    const safeguards = azureSafeguards(raw);
+    const res = fromOpenAiResponse(raw, model);
+    return safeguards ? { ...res, provider_safeguards: safeguards } : res;
+  }
+
+  protected override fromChunk(raw: unknown, model: string): ChatChunk {
+    const safeguards = azureSafeguards(raw);
+    const chunk = fromOpenAiChunk(raw, model);
+    return safeguards ? { ...chunk, provider_safeguards: safeguards } : chunk;
   }
 
   /** Azure's key header is `api-key`; an Authorization header is never sent with it. */

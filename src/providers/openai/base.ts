@@ -87,6 +87,16 @@ export class OpenAiWireProvider implements Provider {
     return { url: joinUrl(this.config.baseUrl, path), body, errors: openAiErrors };
   }
 
+  /** An answer as canonical (Azure adds its content-filter results). */
+  protected fromResponse(raw: unknown, model: string): ChatResponse {
+    return fromOpenAiResponse(raw, model);
+  }
+
+  /** A stream chunk as canonical (Azure adds its content-filter results). */
+  protected fromChunk(raw: unknown, model: string): ChatChunk {
+    return fromOpenAiChunk(raw, model);
+  }
+
   /** The operator's configured headers, then the caller's own on a lane (openai-beta), and the key. */
   protected headers(ctx: CallContext, caller: Record<string, string> = {}): Record<string, string> {
     const h: Record<string, string> = { ...this.config.headers, ...caller };
@@ -108,7 +118,7 @@ export class OpenAiWireProvider implements Provider {
     const body = toOpenAiRequest(req, this.flavor, false);
     const raw = await callJson(this.call('/chat/completions', body, ctx));
     throwIfErrorPayload(raw, [ctx.apiKey]);
-    return fromOpenAiResponse(raw, req.model);
+    return this.fromResponse(raw, req.model);
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
@@ -116,6 +126,7 @@ export class OpenAiWireProvider implements Provider {
     const body = toOpenAiRequest(req, this.flavor, true);
     const res = await callStream(this.call('/chat/completions', body, ctx));
     const model = req.model;
+    const fromChunk = (raw: unknown) => this.fromChunk(raw, model);
     return (async function* () {
       let finished = false;
       for await (const ev of sseEvents(res, ctx.signal, secrets)) {
@@ -129,7 +140,7 @@ export class OpenAiWireProvider implements Provider {
           throw new UpstreamError(502, 'upstream sent an invalid stream event', { retryable: true });
         }
         throwIfErrorPayload(parsed, secrets, ev.event === 'error');
-        const chunk = fromOpenAiChunk(parsed, model);
+        const chunk = fromChunk(parsed);
         if (chunk.choices.some((c) => c.finish_reason)) finished = true;
         yield chunk;
       }
