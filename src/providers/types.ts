@@ -39,6 +39,17 @@ export interface AzureSettings {
   apiVersion: string;
   /** Upstream model id (or catalog model id) → deployment name; unlisted models use their own id. */
   deployments: Record<string, string>;
+  /** Microsoft Entra ID instead of a key: a client-credentials token sent as a Bearer token. */
+  entra?: EntraAuth;
+}
+
+/** An Entra ID app registration's client credentials. */
+export interface EntraAuth {
+  tenantId: string;
+  clientId: string;
+  clientSecret: string;
+  /** The token endpoint; default `https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token`. */
+  tokenUrl?: string;
 }
 
 /** Per-call inputs an adapter needs besides the request. */

@@ -52,6 +52,42 @@ describe('Azure OpenAI entries', () => {
     });
   });
 
+  it('take Entra ID client credentials instead of a key (secret from the environment)', () => {
+    const c = loadCatalog(
+      config(
+        [
+          {
+            ...entry,
+            api_key: undefined,
+            auth: { tenant_id: 't-1', client_id: 'app-1', client_secret_env: 'AZ_SECRET' },
+          },
+        ],
+        [],
+        { AZ_SECRET: 's3cret' },
+      ),
+    );
+    const azure = c.providers.get('my-azure')!;
+    expect(azure.config.apiKey).toBeNull();
+    expect(azure.config.azure!.entra).toEqual({ tenantId: 't-1', clientId: 'app-1', clientSecret: 's3cret' });
+    expect(azure.byok).toBe(false);
+  });
+
+  it.each([
+    [{ api_key: undefined, auth: { client_id: 'a', client_secret: 's' } }, /providers\[0\]\.auth\.tenant_id/],
+    [{ api_key: undefined, auth: { tenant_id: 't', client_id: 'a' } }, /providers\[0\]\.auth\.client_secret/],
+    [{ auth: { tenant_id: 't', client_id: 'a', client_secret: 's' } }, /providers\[0\]\.auth .*one of them/],
+    [
+      { api_key: undefined, byok: true, auth: { tenant_id: 't', client_id: 'a', client_secret: 's' } },
+      /providers\[0\]\.byok/,
+    ],
+    [
+      { api_key: undefined, auth: { tenant_id: 't', client_id: 'a', client_secret: 's', token_url: 'nope' } },
+      /providers\[0\]\.auth\.token_url/,
+    ],
+  ])('refuse a bad Entra ID entry (%o), naming the field', (change, message) => {
+    expect(() => loadCatalog(config([{ ...entry, ...change }]))).toThrow(message);
+  });
+
   it.each([
     [{ endpoint: undefined }, /providers\[0\]\.endpoint \(provider my-azure\): required/],
     [{ endpoint: 'res.openai.azure.com' }, /providers\[0\]\.endpoint .*not an http\(s\) URL/],

@@ -4,7 +4,7 @@
  * field named instead of failing on the first call.
  */
 import { AZURE_DEFAULT_API_VERSION } from '../providers/azure/adapter.js';
-import type { AzureSettings } from '../providers/types.js';
+import type { AzureSettings, EntraAuth } from '../providers/types.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
 import { CatalogError } from './catalog-config.js';
 
@@ -15,6 +15,9 @@ export interface AzureFileFields {
   deployments?: unknown;
   api_key?: unknown;
   api_key_env?: unknown;
+  byok?: unknown;
+  /** Microsoft Entra ID client credentials instead of a key. */
+  auth?: unknown;
 }
 
 /** The checked endpoint (no trailing slash) and settings of an Azure entry; CatalogError naming the bad field. */
@@ -22,6 +25,7 @@ export function azureSettings(
   p: AzureFileFields & { slug: string },
   apiKey: string | null,
   where: string,
+  env: Record<string, string | undefined>,
 ): { endpoint: string; azure: AzureSettings } {
   const fail = (field: string, why: string): never => {
     throw new CatalogError(`${where}.${field} (provider ${p.slug}): ${why}`);
@@ -45,6 +49,21 @@ export function azureSettings(
       deployments[model] = name;
     }
   }
+  if (p.auth !== undefined) {
+    if (p.api_key !== undefined || p.api_key_env !== undefined)
+      fail('auth', 'takes the place of api_key/api_key_env: configure one of them');
+    if (p.byok === true)
+      fail('byok', 'organizations cannot bring keys to an entry authenticated by Entra ID');
+    const entra = entraAuth(p.auth, env, (field, why) => fail(`auth.${field}`, why));
+    return {
+      endpoint: (p.endpoint as string).replace(/\/+$/, ''),
+      azure: {
+        apiVersion: (p.api_version as string | undefined) ?? AZURE_DEFAULT_API_VERSION,
+        deployments,
+        entra,
+      },
+    };
+  }
   if (apiKey === null)
     fail(
       p.api_key_env !== undefined ? 'api_key_env' : 'api_key',
@@ -56,6 +75,39 @@ export function azureSettings(
     endpoint: (p.endpoint as string).replace(/\/+$/, ''),
     azure: { apiVersion: (p.api_version as string | undefined) ?? AZURE_DEFAULT_API_VERSION, deployments },
   };
+}
+
+/** `auth: { tenant_id, client_id, client_secret | client_secret_env, token_url? }`, checked. */
+function entraAuth(
+  raw: unknown,
+  env: Record<string, string | undefined>,
+  fail: (field: string, why: string) => never,
+): EntraAuth {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    return fail('tenant_id', 'auth needs tenant_id, client_id and client_secret');
+  const a = raw as Record<string, unknown>;
+  const text = (field: string): string => {
+    const v = a[field];
+    return typeof v === 'string' && v.trim() ? v : fail(field, 'required');
+  };
+  const tenantId = text('tenant_id');
+  const clientId = text('client_id');
+  let clientSecret: string;
+  if (a.client_secret_env !== undefined) {
+    const name = String(a.client_secret_env);
+    clientSecret = env[name] || fail('client_secret_env', `the variable ${name} is not set`);
+  } else clientSecret = text('client_secret');
+  let tokenUrl: string | undefined;
+  if (a.token_url !== undefined) {
+    let url: URL | null = null;
+    try {
+      url = new URL(String(a.token_url));
+    } catch {}
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+      fail('token_url', `not an http(s) URL: ${JSON.stringify(a.token_url)}`);
+    tokenUrl = String(a.token_url);
+  }
+  return { tenantId, clientId, clientSecret, ...(tokenUrl ? { tokenUrl } : {}) };
 }
 
 /**

@@ -148,6 +148,14 @@ export interface FileConfig {
     api_version?: string;
     /** Azure OpenAI: model id → deployment name. */
     deployments?: Record<string, string>;
+    /** Azure OpenAI: Microsoft Entra ID client credentials instead of a key. */
+    auth?: {
+      tenant_id: string;
+      client_id: string;
+      client_secret?: string;
+      client_secret_env?: string;
+      token_url?: string;
+    };
   }[];
   models?: {
     id: string;
@@ -224,7 +232,7 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       });
     const kind = p.kind;
     // Azure: the resource endpoint is the base URL; its deployments and api-version ride along.
-    const azure = kind === 'azure' ? azureSettings(p, apiKey, `providers[${i}]`) : null;
+    const azure = kind === 'azure' ? azureSettings(p, apiKey, `providers[${i}]`, env) : null;
     return {
       config: {
         slug: p.slug,

@@ -5,11 +5,25 @@
  * Responses API is the v1 route `{endpoint}/openai/v1/responses`, where the deployment name is the
  * body's `model`. A model's deployment is its entry in the provider's `deployments`, else its id.
  */
-import type { ChatChunk, ChatResponse } from '../../formats/chat.js';
+import type {
+  ChatChunk,
+  ChatRequest,
+  ChatResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+} from '../../formats/chat.js';
 import { joinUrl } from '../http.js';
 import { OpenAiWireProvider } from '../openai/base.js';
 import { fromOpenAiChunk, fromOpenAiResponse } from '../openai/wire.js';
-import type { CallContext, ProviderConfig, ProviderTraits } from '../types.js';
+import type {
+  CallContext,
+  ForwardedJson,
+  ForwardRequest,
+  ProviderConfig,
+  ProviderTraits,
+  RelayFrame,
+} from '../types.js';
+import { EntraTokenSource } from './entra.js';
 import { azureErrors } from './errors.js';
 import { azureSafeguards } from './filters.js';
 
@@ -24,8 +38,39 @@ const TRAITS: ProviderTraits = {
 };
 
 export class AzureProvider extends OpenAiWireProvider {
+  /** Set when the resource is called with Entra ID tokens instead of a key. */
+  private readonly entra: EntraTokenSource | null;
+
   constructor(config: ProviderConfig) {
-    super(config, 'openai', TRAITS);
+    const entra = config.azure?.entra;
+    // With Entra ID no key is configured: the router must still route here.
+    super(config, 'openai', entra ? { ...TRAITS, keyOptional: true } : TRAITS);
+    this.entra = entra ? new EntraTokenSource(entra) : null;
+  }
+
+  /** The call's credential: the key, or (Entra ID) a current token in its place. */
+  private async credential(ctx: CallContext): Promise<CallContext> {
+    return this.entra ? { ...ctx, apiKey: await this.entra.get(ctx.signal) } : ctx;
+  }
+
+  override async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
+    return super.chat(req, await this.credential(ctx));
+  }
+
+  override async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
+    return super.chatStream(req, await this.credential(ctx));
+  }
+
+  override async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
+    return super.embeddings(req, await this.credential(ctx));
+  }
+
+  override async forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
+    return super.forward(req, await this.credential(ctx));
+  }
+
+  override async forwardStream(req: ForwardRequest, ctx: CallContext): Promise<AsyncIterable<RelayFrame>> {
+    return super.forwardStream(req, await this.credential(ctx));
   }
 
   /** The deployment serving `model`: the configured one, else a deployment named like the model. */
@@ -68,12 +113,13 @@ export class AzureProvider extends OpenAiWireProvider {
     return safeguards ? { ...chunk, provider_safeguards: safeguards } : chunk;
   }
 
-  /** Azure's key header is `api-key`; an Authorization header is never sent with it. */
+  /** A key goes in Azure's `api-key` header (no Authorization header then); an Entra token as a Bearer token. */
   protected override headers(ctx: CallContext, caller: Record<string, string> = {}): Record<string, string> {
     const h: Record<string, string> = {};
     for (const [k, v] of Object.entries({ ...this.config.headers, ...caller }))
       if (!/^(authorization|api-key)$/i.test(k)) h[k] = v;
-    if (ctx.apiKey) h['api-key'] = ctx.apiKey;
+    if (ctx.apiKey && this.entra) h.authorization = `Bearer ${ctx.apiKey}`;
+    else if (ctx.apiKey) h['api-key'] = ctx.apiKey;
     return h;
   }
 }
