@@ -198,6 +198,16 @@ describe('Azure OpenAI provider', () => {
     expect(err.message).toContain('deployment "prod-4o"');
   });
 
+  it('an unlisted model whose name is no Azure deployment name is a 400, and nothing is sent', async () => {
+    for (const model of ['my-azure/org/model', 'my-azure/model:tag', 'my-azure/model@v2']) {
+      const err = await openai.chat.completions
+        .create({ model, messages: [{ role: 'user', content: 'x' }] })
+        .catch((e) => e);
+      expect(err.status, model).toBe(400);
+    }
+    expect(mock.requests).toHaveLength(0);
+  });
+
   it('429 with retry-after is retried after the wait, then answered', async () => {
     mock.enqueue(
       { status: 429, headers: { 'retry-after': '1' }, error: { message: 'Rate limit' } },

@@ -15,13 +15,14 @@ import type {
 import { joinUrl } from '../http.js';
 import { OpenAiWireProvider } from '../openai/base.js';
 import { fromOpenAiChunk, fromOpenAiResponse } from '../openai/wire.js';
-import type {
-  CallContext,
-  ForwardedJson,
-  ForwardRequest,
-  ProviderConfig,
-  ProviderTraits,
-  RelayFrame,
+import {
+  type CallContext,
+  type ForwardedJson,
+  type ForwardRequest,
+  type ProviderConfig,
+  type ProviderTraits,
+  type RelayFrame,
+  UpstreamError,
 } from '../types.js';
 import { EntraTokenSource } from './entra.js';
 import { azureErrors } from './errors.js';
@@ -73,9 +74,22 @@ export class AzureProvider extends OpenAiWireProvider {
     return super.forwardStream(req, await this.credential(ctx));
   }
 
-  /** The deployment serving `model`: the configured one, else a deployment named like the model. */
+  /**
+   * The deployment serving `model`: the configured one, else a deployment named like the model. A
+   * caller may name any `<slug>/<id>`: a name Azure could not have (Azure allows letters, digits,
+   * `-`, `_`, `.`) is refused here, so `..` can never climb out of the deployment's URL.
+   */
   deploymentOf(model: string): string {
-    return this.config.azure?.deployments[model] ?? model;
+    const deployment = this.config.azure?.deployments[model] ?? model;
+    if (!/^[\w.-]{1,128}$/.test(deployment) || /^\.+$/.test(deployment))
+      throw new UpstreamError(
+        400,
+        `not a valid Azure deployment name: ${JSON.stringify(deployment.slice(0, 80))}`,
+        {
+          retryable: false,
+        },
+      );
+    return deployment;
   }
 
   protected override target(path: string, body: unknown) {
