@@ -1,4 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -221,5 +223,82 @@ describe('Azure OpenAI provider', () => {
     expect(res.choices[0]!.message.content).toBe('after the wait');
     expect(mock.requests).toHaveLength(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+});
+
+describe('Azure OpenAI provider with Microsoft Entra ID', () => {
+  const SECRET = 'entra-secret-abcdef0123456789';
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  let tokenRequests = 0;
+  const tokens = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      tokenRequests++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ token_type: 'Bearer', access_token: 'entra-token-1', expires_in: 3599 }));
+    });
+  });
+
+  beforeAll(async () => {
+    mock = await startMockUpstream();
+    await new Promise<void>((r) => tokens.listen(0, '127.0.0.1', r));
+    const tokenUrl = `http://127.0.0.1:${(tokens.address() as AddressInfo).port}/t-1/oauth2/v2.0/token`;
+    const config = {
+      providers: [
+        {
+          slug: 'entra-azure',
+          kind: 'azure',
+          endpoint: mock.url,
+          auth: {
+            tenant_id: 't-1',
+            client_id: 'app-1',
+            client_secret_env: 'TEST_ENTRA_SECRET',
+            token_url: tokenUrl,
+          },
+        },
+      ],
+      models: [
+        {
+          id: 'test/entra-gpt',
+          endpoints: [
+            { provider: 'entra-azure', upstream_model: 'gpt-4o', pricing: { prompt: 1, completion: 2 } },
+          ],
+        },
+      ],
+    };
+    const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-entra-')), 'gatehouse.json');
+    writeFileSync(file, JSON.stringify(config));
+    gw = await startTestGateway('sqlite', { env: { GATEHOUSE_CONFIG: file, TEST_ENTRA_SECRET: SECRET } });
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 100,
+    });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await mock?.close();
+    await new Promise<void>((r) => tokens.close(() => r()));
+  });
+
+  it('routes to the keyless entry and sends the Entra token as Bearer, fetched once', async () => {
+    const openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+    for (let i = 0; i < 2; i++) {
+      mock.enqueue({ reply: { text: 'via entra' } });
+      const res = await openai.chat.completions.create({
+        model: 'test/entra-gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(res.choices[0]!.message.content).toBe('via entra');
+    }
+    expect(tokenRequests).toBe(1);
+    expect(mock.requests).toHaveLength(2);
+    for (const req of mock.requests) {
+      expect(req.path).toBe('/openai/deployments/gpt-4o/chat/completions');
+      expect(req.headers.authorization).toBe('Bearer entra-token-1');
+      expect(req.headers['api-key']).toBeUndefined();
+      expect(JSON.stringify(req.headers)).not.toContain(gw.apiKey);
+      expect(JSON.stringify(req.headers)).not.toContain(SECRET);
+    }
   });
 });

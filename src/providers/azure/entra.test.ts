@@ -90,6 +90,17 @@ describe('Azure with Microsoft Entra ID', () => {
     expect(forms).toHaveLength(2);
   });
 
+  it('a caller who leaves stops waiting for the token; the others get it', async () => {
+    const source = new EntraTokenSource(auth());
+    const leaving = new AbortController();
+    const first = source.get(leaving.signal);
+    const second = source.get(signal);
+    leaving.abort();
+    await expect(first).rejects.toMatchObject({ name: 'AbortError' });
+    expect(await second).toBe('tok-1');
+    expect(forms).toHaveLength(1);
+  });
+
   it('a refused token request is a 401 naming Entra ID, never the secret', async () => {
     next = {
       status: 401,
