@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
@@ -145,6 +146,20 @@ describe('Azure OpenAI provider', () => {
     const req = azureRequest();
     expect(req.path).toBe('/res/openai/v1/responses');
     expect(req.body.model).toBe('prod-4o');
+  });
+
+  it('/messages is translated to a Chat Completions call on the deployment', async () => {
+    mock.enqueue({ reply: { text: 'translated' } });
+    const anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
+    const { data, response } = await anthropic.messages
+      .create({ model: 'test/azure-gpt', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
+    expect(response.headers.get('x-gatehouse-route')).toBe('translated');
+    expect(data.content[0]).toMatchObject({ type: 'text', text: 'translated' });
+    const req = azureRequest();
+    expect(req.path).toBe('/res/openai/deployments/prod-4o/chat/completions');
+    expect(req.body.model).toBe('prod-4o');
+    expect(req.body.max_completion_tokens).toBe(50);
   });
 
   it('/embeddings: a model without a deployment entry uses its upstream id as the deployment', async () => {
