@@ -43,6 +43,8 @@ const ADAPTERS: AdapterCase[] = [
     embeddings: true,
     wholeToolArgs: true,
   },
+  // Azure OpenAI: the resource endpoint; calls go to /openai/deployments/{model}/…?api-version=….
+  { kind: 'azure', base: (o) => o, auth: 'api-key', embeddings: true },
   { kind: 'dev', base: null, embeddings: true },
 ];
 
@@ -484,6 +486,10 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
       expect(carrying.map(([k]) => k)).toEqual([c.auth]);
       expect(JSON.stringify(req.query)).not.toContain(KEY);
       if (c.kind === 'anthropic') expect(req.headers['anthropic-version']).toBe('2023-06-01');
+      if (c.kind === 'azure') {
+        expect(req.path).toBe(`/openai/deployments/${model}/chat/completions`);
+        expect(req.query).toEqual({ 'api-version': '2024-10-21' });
+      }
     }
     const leak = `Incorrect API key provided: ${KEY}.`;
     for (const status of [401, 429, 500]) {
@@ -518,6 +524,7 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
     if (network) {
       const req = mock.requests[mock.requests.length - 1]!;
       expect(req.format).toMatch(/embed/);
+      if (c.kind === 'azure') expect(req.path).toBe(`/openai/deployments/${model}-embed/embeddings`);
       expect(JSON.stringify(req.body)).toContain('second input');
     }
   });

@@ -10,6 +10,8 @@
  * request), `top_k`, and a tool's `origin` (how a Responses caller declared it).
  */
 
+import type { SafeguardResult } from '../guardrails/content-filters.js';
+
 export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
 /** A prompt-cache breakpoint: the prefix up to here may be cached (Anthropic's `cache_control`). */
@@ -192,6 +194,11 @@ export interface ChatResponse {
   }[];
   usage?: Usage;
   system_fingerprint?: string | null;
+  /**
+   * The provider's own content-filter verdicts (Azure OpenAI's filter results), added to the
+   * answer's `safeguard_results`. Internal: not sent as a field of its own.
+   */
+  provider_safeguards?: SafeguardResult[];
 }
 
 export interface ChatChunkToolCall {
@@ -232,6 +239,8 @@ export interface ChatChunk {
    * can. Internal: not a field of any wire format, and not the call's usage (that is `usage`).
    */
   prompt_usage?: PromptUsage;
+  /** The provider's content-filter verdicts carried by this chunk (see ChatResponse). Internal. */
+  provider_safeguards?: SafeguardResult[];
 }
 
 export interface EmbeddingsRequest {

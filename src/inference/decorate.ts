@@ -107,8 +107,9 @@ export function decorateChatResponse(
   cost: Cost,
   echoUpstream: boolean,
 ) {
+  const { provider_safeguards: upstreamSafeguards, ...answer } = res;
   return {
-    ...res,
+    ...answer,
     system_fingerprint: res.system_fingerprint ?? null,
     choices: withoutEmptyDetails(res.choices),
     id: info.generationId,
@@ -116,7 +117,8 @@ export function decorateChatResponse(
     provider: info.served.endpoint.provider,
     usage: fullUsage(usage, cost, info.served.credential.isByok),
     gateway_metadata: gatewayMetadata(info),
-    safeguard_results: info.safeguards,
+    // The gateway's own filters, then the provider's (Azure's content filters) when it sent any.
+    safeguard_results: upstreamSafeguards ? [...info.safeguards, ...upstreamSafeguards] : info.safeguards,
     ...(echoUpstream ? { debug: { echo_upstream_body: info.upstreamRequest } } : {}),
   };
 }
@@ -126,8 +128,13 @@ export function decorateChatResponse(
  * through as the provider adapter made them, `reasoning_details` fragments included; the early
  * prompt count (`prompt_usage`, internal) does not: Chat Completions reports usage at the end.
  */
-export const decorateChunk = ({ prompt_usage: _, ...chunk }: ChatChunk, info: RouteInfo) => ({
+export const decorateChunk = (
+  { prompt_usage: _, provider_safeguards: safeguards, ...chunk }: ChatChunk,
+  info: RouteInfo,
+) => ({
   ...chunk,
+  // A chunk carrying the provider's filter verdicts (Azure) reports them as it comes.
+  ...(safeguards ? { safeguard_results: safeguards } : {}),
   id: info.generationId,
   model: info.model.id,
   provider: info.served.endpoint.provider,

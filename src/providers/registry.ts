@@ -3,6 +3,7 @@
  * adapter, one case here, and one line in test/providers.contract.test.ts.
  */
 import { AnthropicProvider } from './anthropic/adapter.js';
+import { AzureProvider } from './azure/adapter.js';
 import { DevProvider } from './dev/adapter.js';
 import { GoogleProvider } from './google/adapter.js';
 import { OpenAiProvider } from './openai/adapter.js';
@@ -19,6 +20,8 @@ export function createProvider(config: ProviderConfig): Provider {
       return new AnthropicProvider(config);
     case 'google':
       return new GoogleProvider(config);
+    case 'azure':
+      return new AzureProvider(config);
     case 'dev':
       return new DevProvider(config);
     default: {

@@ -10,7 +10,7 @@ import type { CallSignal } from '../lib/call-abort.js';
 import type { PresetKind, Quirk } from './presets.js';
 
 /** Which wire format and adapter a configured provider uses. */
-export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'openai-compatible' | 'dev';
+export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'openai-compatible' | 'azure' | 'dev';
 
 /** One configured upstream (from the environment or GATEHOUSE_CONFIG). */
 export interface ProviderConfig {
@@ -29,6 +29,27 @@ export interface ProviderConfig {
   keyRequired?: boolean;
   /** Chat Completions fields the vendor refuses: left out of every chat body, reported as dropped. */
   rejects?: readonly Quirk[];
+  /** Azure OpenAI (`kind: azure`): `baseUrl` is the resource endpoint; these say where each model goes. */
+  azure?: AzureSettings;
+}
+
+/** An Azure OpenAI resource's call settings. */
+export interface AzureSettings {
+  /** The `api-version` query parameter of the deployment-scoped routes (chat, embeddings). */
+  apiVersion: string;
+  /** Upstream model id (or catalog model id) → deployment name; unlisted models use their own id. */
+  deployments: Record<string, string>;
+  /** Microsoft Entra ID instead of a key: a client-credentials token sent as a Bearer token. */
+  entra?: EntraAuth;
+}
+
+/** An Entra ID app registration's client credentials. */
+export interface EntraAuth {
+  tenantId: string;
+  clientId: string;
+  clientSecret: string;
+  /** The token endpoint; default `https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token`. */
+  tokenUrl?: string;
 }
 
 /** Per-call inputs an adapter needs besides the request. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { ProviderKind } from '../providers/types.js';
 import type { Capability, ModelEndpoint, ModelEntry, Pricing, ProviderEntry, Vendor } from './catalog.js';
+import { azureSettings } from './catalog-azure.js';
 import {
   envPresetProviders,
   isPresetKind,
@@ -141,6 +142,20 @@ export interface FileConfig {
     discover_models?: boolean;
     /** Whether organizations' BYOK credentials apply here (default: see byokByDefault). */
     byok?: boolean;
+    /** Azure OpenAI (`kind: azure`): the resource URL, instead of base_url. */
+    endpoint?: string;
+    /** Azure OpenAI: the api-version of the deployment routes. */
+    api_version?: string;
+    /** Azure OpenAI: model id → deployment name. */
+    deployments?: Record<string, string>;
+    /** Azure OpenAI: Microsoft Entra ID client credentials instead of a key. */
+    auth?: {
+      tenant_id: string;
+      client_id: string;
+      client_secret?: string;
+      client_secret_env?: string;
+      token_url?: string;
+    };
   }[];
   models?: {
     id: string;
@@ -183,7 +198,7 @@ const vendorOf = (kind: ProviderKind, slug: string): Vendor =>
           ? 'xai'
           : 'other';
 
-const KINDS: readonly ProviderKind[] = ['openai', 'anthropic', 'google', 'openai-compatible', 'dev'];
+const KINDS: readonly ProviderKind[] = ['openai', 'anthropic', 'google', 'openai-compatible', 'azure', 'dev'];
 
 /** The providers GATEHOUSE_CONFIG declares. */
 export function fileProviders(file: FileConfig, env: Record<string, string | undefined>): ProviderEntry[] {
@@ -193,7 +208,7 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       throw new CatalogError(
         `providers[${i}].kind: unknown kind ${JSON.stringify(p.kind)} (provider ${p.slug}); expected one of ${[...KINDS, ...PRESET_KINDS].join(', ')}`,
       );
-    if (!p.base_url && !isPresetKind(p.kind))
+    if (!p.base_url && !isPresetKind(p.kind) && p.kind !== 'azure')
       throw new CatalogError('every provider needs slug, kind and base_url');
     if (p.byok !== undefined && typeof p.byok !== 'boolean')
       throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
@@ -216,13 +231,16 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
         discoverModels: p.discover_models,
       });
     const kind = p.kind;
+    // Azure: the resource endpoint is the base URL; its deployments and api-version ride along.
+    const azure = kind === 'azure' ? azureSettings(p, apiKey, `providers[${i}]`, env) : null;
     return {
       config: {
         slug: p.slug,
         kind,
-        baseUrl: (p.base_url as string).replace(/\/+$/, ''),
+        baseUrl: azure ? azure.endpoint : (p.base_url as string).replace(/\/+$/, ''),
         apiKey,
         headers: p.headers,
+        ...(azure ? { azure: azure.azure } : {}),
       },
       byok: p.byok ?? byokByDefault(kind, apiKey),
       zdr: p.zdr ?? false,

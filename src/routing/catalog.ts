@@ -1,4 +1,5 @@
 import type { ProviderConfig } from '../providers/types.js';
+import { resolveAzureDeployments } from './catalog-azure.js';
 import {
   ALL_CAPS,
   CatalogError,
@@ -193,6 +194,7 @@ export function loadCatalog(
     for (const a of m.aliases) if (!lookup.has(a) && models.has(m.id)) lookup.set(a, m.id);
   for (const m of models.values()) for (const a of m.aliases) if (!lookup.has(a)) lookup.set(a, m.id);
   modelFallbacks(file, models, lookup);
+  resolveAzureDeployments(providers, models);
   return { providers, models, lookup, unpriced: unpricedPolicy(env), discovered, passthrough: new Map() };
 }
 

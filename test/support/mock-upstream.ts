@@ -865,7 +865,7 @@ export interface WireView {
   turns: WireTurn[];
   tools: { name: string; description?: string; parameters?: unknown }[];
   /** The credential the request carried, whichever header it used. */
-  auth: { header: 'authorization' | 'x-api-key' | 'x-goog-api-key'; key: string } | null;
+  auth: { header: 'authorization' | 'x-api-key' | 'x-goog-api-key' | 'api-key'; key: string } | null;
 }
 
 const str = (x: unknown): string => (typeof x === 'string' ? x : '');
@@ -1061,9 +1061,11 @@ export function wireView(req: RecordedRequest): WireView {
   const bearer = hdr(req.headers, 'authorization');
   const xApiKey = hdr(req.headers, 'x-api-key');
   const goog = hdr(req.headers, 'x-goog-api-key');
+  const azureKey = hdr(req.headers, 'api-key');
   if (bearer) v.auth = { header: 'authorization', key: bearer.replace(/^Bearer\s+/i, '') };
   else if (xApiKey) v.auth = { header: 'x-api-key', key: xApiKey };
   else if (goog) v.auth = { header: 'x-goog-api-key', key: goog };
+  else if (azureKey) v.auth = { header: 'api-key', key: azureKey };
   if (req.format === 'openai-chat') viewOpenAi(req.body, v);
   else if (req.format === 'openai-responses') viewResponses(req.body, v);
   else if (req.format === 'anthropic-messages') viewAnthropic(req.body, v);

@@ -17,6 +17,7 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
+import type { ErrorShape } from '../errors.js';
 import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
 import { forwardJson, forwardStream } from '../lane.js';
 import {
@@ -72,9 +73,28 @@ export class OpenAiWireProvider implements Provider {
   constructor(
     readonly config: ProviderConfig,
     readonly flavor: OpenAiFlavor,
+    traits: ProviderTraits = TRAITS[flavor],
   ) {
     // A hosted vendor's preset needs a key: without one the router skips it instead of calling.
-    this.traits = config.keyRequired ? { ...TRAITS[flavor], keyOptional: false } : TRAITS[flavor];
+    this.traits = config.keyRequired ? { ...traits, keyOptional: false } : traits;
+  }
+
+  /**
+   * Where a call on `path` goes and the body sent there. OpenAI and compatible servers: the base
+   * URL and the path, the body as it is; Azure puts the deployment in the URL (see azure/adapter.ts).
+   */
+  protected target(path: string, body: unknown): { url: string; body: unknown; errors: ErrorShape } {
+    return { url: joinUrl(this.config.baseUrl, path), body, errors: openAiErrors };
+  }
+
+  /** An answer as canonical (Azure adds its content-filter results). */
+  protected fromResponse(raw: unknown, model: string): ChatResponse {
+    return fromOpenAiResponse(raw, model);
+  }
+
+  /** A stream chunk as canonical (Azure adds its content-filter results). */
+  protected fromChunk(raw: unknown, model: string): ChatChunk {
+    return fromOpenAiChunk(raw, model);
   }
 
   /** The operator's configured headers, then the caller's own on a lane (openai-beta), and the key. */
@@ -86,12 +106,10 @@ export class OpenAiWireProvider implements Provider {
 
   private call(path: string, body: unknown, ctx: CallContext, caller?: Record<string, string>): ApiCall {
     return {
-      url: joinUrl(this.config.baseUrl, path),
-      body,
+      ...this.target(path, body),
       headers: this.headers(ctx, caller),
       signal: ctx.signal,
       secrets: [ctx.apiKey],
-      errors: openAiErrors,
       idleTimeoutMs: ctx.idleTimeoutMs,
     };
   }
@@ -100,7 +118,7 @@ export class OpenAiWireProvider implements Provider {
     const body = toOpenAiRequest(req, this.flavor, false);
     const raw = await callJson(this.call('/chat/completions', body, ctx));
     throwIfErrorPayload(raw, [ctx.apiKey]);
-    return fromOpenAiResponse(raw, req.model);
+    return this.fromResponse(raw, req.model);
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
@@ -108,6 +126,7 @@ export class OpenAiWireProvider implements Provider {
     const body = toOpenAiRequest(req, this.flavor, true);
     const res = await callStream(this.call('/chat/completions', body, ctx));
     const model = req.model;
+    const fromChunk = (raw: unknown) => this.fromChunk(raw, model);
     return (async function* () {
       let finished = false;
       for await (const ev of sseEvents(res, ctx.signal, secrets)) {
@@ -121,7 +140,7 @@ export class OpenAiWireProvider implements Provider {
           throw new UpstreamError(502, 'upstream sent an invalid stream event', { retryable: true });
         }
         throwIfErrorPayload(parsed, secrets, ev.event === 'error');
-        const chunk = fromOpenAiChunk(parsed, model);
+        const chunk = fromChunk(parsed);
         if (chunk.choices.some((c) => c.finish_reason)) finished = true;
         yield chunk;
       }
