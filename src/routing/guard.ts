@@ -1,5 +1,6 @@
 import type { Caller } from '../accounts/caller.js';
 import type { KeysService } from '../accounts/keys.service.js';
+import type { KeyRow } from '../accounts/keys.store.js';
 import type { SpendTracker } from '../credits/spend.js';
 import type { SpendAdmission } from '../credits/spend-admission.js';
 import { AnswerScan } from '../guardrails/answer-filter.js';
@@ -12,6 +13,7 @@ import {
   providerAllowed,
   regionAllowed,
 } from '../guardrails/policy.js';
+import type { ScopeLimits, UsageLimits } from '../limits/usage-limits.js';
 import type { CallChecks, CallGuard, Verdict } from './call.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -21,6 +23,17 @@ const refuse = (status: number, message: string, retryAfterMs?: number): Extract
   message,
   ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
 });
+
+/** The usage limits a key's calls count against. */
+const limitsOf = (row: KeyRow): ScopeLimits[] => [
+  {
+    scope: `k:${row.hash}`,
+    label: `key "${row.name}"`,
+    rpm: row.rpm_limit ?? null,
+    tpm: row.tpm_limit ?? null,
+    concurrency: row.concurrency_limit ?? null,
+  },
+];
 
 /** Attributes under which only the allowed/ignored lists can refuse a provider (no ZDR, no training). */
 const LISTS_ONLY: ProviderAttrs = { zdr: true, vendor: 'openai', trainsOnData: false, isFree: false };
@@ -38,6 +51,7 @@ export class PolicyGuard implements CallGuard {
     private readonly keys: KeysService,
     private readonly limiter: RateLimiter,
     private readonly admission: SpendAdmission,
+    private readonly usageLimits: UsageLimits,
   ) {}
 
   async open(caller: Caller, opts: { rateLimit?: boolean } = {}): Promise<CallChecks> {
@@ -48,6 +62,7 @@ export class PolicyGuard implements CallGuard {
     const keys = this.keys;
     const limiter = this.limiter;
     const admission = this.admission;
+    const usageLimits = this.usageLimits;
     // A filter that cannot run fails closed on the request, whatever it applies to.
     const requestFilters = policy.contentFilters.filter((f) => f.applyTo !== 'response' || f.broken);
     const answerFilters = policy.contentFilters.filter(
@@ -65,6 +80,10 @@ export class PolicyGuard implements CallGuard {
           );
         }
         const row = await keys.row(caller.keyHash);
+        if (rateLimited && row) {
+          const used = await usageLimits.admit(limitsOf(row));
+          if (!used.ok) return refuse(429, used.message, used.retryAfterMs);
+        }
         if (row) {
           const limit = await spend.checkKeyLimit(row);
           if (!limit.ok) return refuse(403, limit.reason);
@@ -102,8 +121,15 @@ export class PolicyGuard implements CallGuard {
       },
       async reserve(worstUsd) {
         const row = await keys.row(caller.keyHash);
+        // A slot in flight until the call ends (a stream: its last byte); batches take none.
+        const entered = rateLimited && row ? await usageLimits.enter(limitsOf(row)) : null;
+        if (entered && !entered.ok) return refuse(429, entered.message, entered.retryAfterMs);
+        const slot = entered?.slot;
         const v = await admission.reserve(row ?? null, policy, caller, worstUsd);
-        if (!v.ok) return refuse(v.status, v.reason);
+        if (!v.ok) {
+          slot?.end(0);
+          return refuse(v.status, v.reason);
+        }
         const { hold } = v;
         return {
           ok: true,
@@ -112,8 +138,14 @@ export class PolicyGuard implements CallGuard {
               const c = await hold.credits();
               return c.ok ? c : refuse(c.status, c.reason);
             },
-            settle: (row) => hold.settle(row),
-            release: () => hold.release(),
+            settle: (row) => {
+              hold.settle(row);
+              slot?.end(row.prompt_tokens + row.completion_tokens);
+            },
+            release: () => {
+              hold.release();
+              slot?.end(0);
+            },
           },
         };
       },

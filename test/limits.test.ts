@@ -1,0 +1,189 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
+import { client } from './support/http.js';
+import type { MockUpstream } from './support/mock-upstream.js';
+import { REDIS_URL, redisReachable } from './support/redis.js';
+import { startUpstreams } from './support/upstreams.js';
+
+/**
+ * Usage limits of API keys through a real gateway and a mock upstream: requests per minute,
+ * tokens per minute and calls in flight, managed through the keys API.
+ */
+
+const chat = (model = 'test/gpt', extra: object = {}) => ({
+  model,
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
+
+/** Per-minute windows are clock minutes: a test starting in a minute's last seconds waits for the next. */
+async function awayFromMinuteEdge() {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 8_000) await new Promise((r) => setTimeout(r, left + 50));
+}
+
+/** Reads an SSE response to its end. */
+async function streamed(url: string, key: string, body: object): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${url}/api/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ ...body, stream: true }),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+describe.each(databases)('key usage limits in the keys API (%s)', (db) => {
+  let gw: TestGateway;
+  let mgmt: ReturnType<typeof client>;
+  beforeAll(async () => {
+    gw = await startTestGateway(db, { env: { GATEHOUSE_KEY_RPM: '30', GATEHOUSE_KEY_CONCURRENCY: '4' } });
+    mgmt = client(gw.url, gw.managementKey);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+  });
+
+  it('stores, reads and changes rpm_limit, tpm_limit and concurrency_limit (null = no limit)', async () => {
+    const created = await mgmt('POST', '/keys', {
+      name: 'limited',
+      rpm_limit: 10,
+      tpm_limit: 5000,
+      concurrency_limit: 2,
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ rpm_limit: 10, tpm_limit: 5000, concurrency_limit: 2 });
+    const hash = created.body.data.hash;
+    const patched = await mgmt('PATCH', `/keys/${hash}`, { rpm_limit: null, tpm_limit: 7000 });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data).toMatchObject({ rpm_limit: null, tpm_limit: 7000, concurrency_limit: 2 });
+    const read = await mgmt('GET', `/keys/${hash}`);
+    expect(read.body.data).toMatchObject({ rpm_limit: null, tpm_limit: 7000, concurrency_limit: 2 });
+    const current = await client(gw.url, created.body.key)('GET', '/key');
+    expect(current.body.data).toMatchObject({ rpm_limit: null, tpm_limit: 7000, concurrency_limit: 2 });
+  });
+
+  it('gives a new key the configured defaults unless its creation names the limits', async () => {
+    const plain = await mgmt('POST', '/keys', { name: 'defaults' });
+    expect(plain.body.data).toMatchObject({ rpm_limit: 30, tpm_limit: null, concurrency_limit: 4 });
+    const own = await mgmt('POST', '/keys', { name: 'own', rpm_limit: null, concurrency_limit: 9 });
+    expect(own.body.data).toMatchObject({ rpm_limit: null, tpm_limit: null, concurrency_limit: 9 });
+  });
+
+  it('refuses limits that are not whole numbers of at least 1 with a 400', async () => {
+    for (const bad of [{ rpm_limit: 0 }, { tpm_limit: 1.5 }, { concurrency_limit: -1 }, { rpm_limit: 'x' }]) {
+      const res = await mgmt('POST', '/keys', { name: 'bad', ...bad });
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.body.error.message).toMatch(/rpm_limit|tpm_limit|concurrency_limit/);
+    }
+    const key = await mgmt('POST', '/keys', { name: 'patched' });
+    const res = await mgmt('PATCH', `/keys/${key.body.data.hash}`, { concurrency_limit: 0 });
+    expect(res.status).toBe(400);
+  });
+});
+
+const redisUp = await redisReachable(REDIS_URL);
+if (!redisUp) console.warn(`\n!!! Usage limits through Redis SKIPPED: no Redis at ${REDIS_URL} !!!\n`);
+const stores = redisUp ? ['memory', 'redis'] : ['memory'];
+
+describe.each(stores)('key usage limits on inference calls (one node, counters in %s)', (store) => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  let mgmt: ReturnType<typeof client>;
+  beforeAll(async () => {
+    const up = await startUpstreams();
+    mock = up.mock;
+    const shared: Record<string, string> =
+      store === 'redis'
+        ? { REDIS_URL, GATEHOUSE_REDIS_PREFIX: `gatehouse-test:${randomBytes(6).toString('hex')}` }
+        : {};
+    gw = await startTestGateway('sqlite', {
+      env: { ...up.env, ...shared, GATEHOUSE_RATE_LIMIT_REQUESTS: '10000' },
+    });
+    mgmt = client(gw.url, gw.managementKey);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await mock?.close();
+  });
+  beforeEach(() => mock.reset());
+
+  const newKey = async (name: string, limits: object) => {
+    const res = await mgmt('POST', '/keys', { name, ...limits });
+    expect(res.status).toBe(201);
+    return client(gw.url, res.body.key, { timeoutMs: 20_000 });
+  };
+
+  it('answers the request over rpm_limit with 429, a Retry-After and a message naming the limit (translated calls too)', async () => {
+    await awayFromMinuteEdge();
+    const call = await newKey('rpm-two', { rpm_limit: 2 });
+    expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
+    // A translated call (chat → Anthropic) counts the same.
+    expect((await call('POST', '/chat/completions', chat('test/claude'))).status).toBe(200);
+    const refused = await call('POST', '/chat/completions', chat());
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect(refused.body.error.message).toMatch(/key "rpm-two" allows 2 requests per minute \(rpm_limit\)/);
+    expect(mock.requests).toHaveLength(2);
+    // Another key is not affected.
+    const other = await newKey('rpm-other', { rpm_limit: 2 });
+    expect((await other('POST', '/chat/completions', chat())).status).toBe(200);
+  });
+
+  it('refuses the call after one that used up tpm_limit (prompt + completion tokens)', async () => {
+    await awayFromMinuteEdge();
+    mock.enqueue({ reply: { text: 'long', usage: { prompt_tokens: 60, completion_tokens: 50 } } });
+    const call = await newKey('tpm-100', { tpm_limit: 100 });
+    expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
+    const refused = await call('POST', '/chat/completions', chat());
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBeTruthy();
+    expect(refused.body.error.message).toMatch(/key "tpm-100" allows 100 tokens per minute \(tpm_limit\)/);
+    expect(mock.requests).toHaveLength(1);
+  });
+
+  it('lets a call under tpm_limit through', async () => {
+    await awayFromMinuteEdge();
+    mock.enqueue({ times: 2, reply: { text: 'short', usage: { prompt_tokens: 10, completion_tokens: 10 } } });
+    const call = await newKey('tpm-roomy', { tpm_limit: 100 });
+    expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
+    expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
+  });
+
+  it('refuses the 3rd call in flight on a concurrency_limit of 2, and frees a slot when a call ends', async () => {
+    mock.enqueue({ times: 3, delayMs: 600, reply: { text: 'slow' } });
+    const call = await newKey('conc-two', { concurrency_limit: 2 });
+    const first = [call('POST', '/chat/completions', chat()), call('POST', '/chat/completions', chat())];
+    await new Promise((r) => setTimeout(r, 200));
+    const third = await call('POST', '/chat/completions', chat());
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('1');
+    expect(third.body.error.message).toMatch(/key "conc-two" allows 2 calls in flight \(concurrency_limit\)/);
+    expect((await Promise.all(first)).map((r) => r.status)).toEqual([200, 200]);
+    expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
+  });
+
+  it('holds a streaming call in flight until its stream ends', async () => {
+    mock.enqueue({ times: 3, eventDelayMs: 150, reply: { text: 'a streamed answer in several events' } });
+    const key = await mgmt('POST', '/keys', { name: 'conc-stream', concurrency_limit: 2 });
+    const call = client(gw.url, key.body.key, { timeoutMs: 20_000 });
+    const streams = [streamed(gw.url, key.body.key, chat()), streamed(gw.url, key.body.key, chat())];
+    await new Promise((r) => setTimeout(r, 300));
+    const third = await call('POST', '/chat/completions', chat());
+    expect(third.status).toBe(429);
+    expect(third.body.error.message).toMatch(/concurrency_limit/);
+    for (const s of await Promise.all(streams)) {
+      expect(s.status).toBe(200);
+      expect(s.text).toContain('[DONE]');
+    }
+    expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
+  });
+
+  it('frees the slot of a call that failed upstream', async () => {
+    mock.enqueue({ times: 2, status: 500, error: { message: 'boom' } });
+    const call = await newKey('conc-fail', { concurrency_limit: 1 });
+    expect((await call('POST', '/chat/completions', chat())).status).toBeGreaterThanOrEqual(500);
+    expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
+  });
+});
