@@ -70,6 +70,21 @@ describe.each(databases)('key usage limits in the keys API (%s)', (db) => {
     expect(own.body.data).toMatchObject({ rpm_limit: null, tpm_limit: null, concurrency_limit: 9 });
   });
 
+  it('stores and changes the same limits on guardrails, refusing bad values with a 400', async () => {
+    const created = await mgmt('POST', '/guardrails', { name: 'team', rpm_limit: 100, concurrency_limit: 5 });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ rpm_limit: 100, tpm_limit: null, concurrency_limit: 5 });
+    const id = created.body.data.id;
+    const patched = await mgmt('PATCH', `/guardrails/${id}`, { tpm_limit: 20000, concurrency_limit: null });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data).toMatchObject({ rpm_limit: 100, tpm_limit: 20000, concurrency_limit: null });
+    expect((await mgmt('GET', `/guardrails/${id}`)).body.data).toMatchObject({ tpm_limit: 20000 });
+    for (const bad of [{ rpm_limit: 0 }, { tpm_limit: 2.5 }, { concurrency_limit: 'two' }]) {
+      const res = await mgmt('PATCH', `/guardrails/${id}`, bad);
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+    }
+  });
+
   it('refuses limits that are not whole numbers of at least 1 with a 400', async () => {
     for (const bad of [{ rpm_limit: 0 }, { tpm_limit: 1.5 }, { concurrency_limit: -1 }, { rpm_limit: 'x' }]) {
       const res = await mgmt('POST', '/keys', { name: 'bad', ...bad });
@@ -178,6 +193,46 @@ describe.each(stores)('key usage limits on inference calls (one node, counters i
       expect(s.text).toContain('[DONE]');
     }
     expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
+  });
+
+  it("counts a guardrail's limits over every key it covers, naming the guardrail", async () => {
+    await awayFromMinuteEdge();
+    const a = await mgmt('POST', '/keys', { name: 'team-a' });
+    const b = await mgmt('POST', '/keys', { name: 'team-b' });
+    const g = await mgmt('POST', '/guardrails', { name: 'team quota', rpm_limit: 3 });
+    const assigned = await mgmt('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+      key_hashes: [a.body.data.hash, b.body.data.hash],
+    });
+    expect(assigned.status).toBe(200);
+    const callA = client(gw.url, a.body.key);
+    const callB = client(gw.url, b.body.key);
+    expect((await callA('POST', '/chat/completions', chat())).status).toBe(200);
+    expect((await callA('POST', '/chat/completions', chat())).status).toBe(200);
+    expect((await callB('POST', '/chat/completions', chat())).status).toBe(200);
+    const refused = await callB('POST', '/chat/completions', chat());
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBeTruthy();
+    expect(refused.body.error.message).toMatch(
+      /guardrail "team quota" allows 3 requests per minute \(rpm_limit\)/,
+    );
+    expect(mock.requests).toHaveLength(3);
+  });
+
+  it("holds a guardrail's concurrency_limit across its keys", async () => {
+    mock.enqueue({ times: 2, delayMs: 600, reply: { text: 'slow' } });
+    const a = await mgmt('POST', '/keys', { name: 'pool-a' });
+    const b = await mgmt('POST', '/keys', { name: 'pool-b' });
+    const g = await mgmt('POST', '/guardrails', { name: 'pool', concurrency_limit: 1 });
+    await mgmt('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+      key_hashes: [a.body.data.hash, b.body.data.hash],
+    });
+    const running = client(gw.url, a.body.key)('POST', '/chat/completions', chat());
+    await new Promise((r) => setTimeout(r, 200));
+    const refused = await client(gw.url, b.body.key)('POST', '/chat/completions', chat());
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toMatch(/guardrail "pool" allows 1 call in flight/);
+    expect((await running).status).toBe(200);
+    expect((await client(gw.url, b.body.key)('POST', '/chat/completions', chat())).status).toBe(200);
   });
 
   it('frees the slot of a call that failed upstream', async () => {

@@ -41,7 +41,7 @@ export class UsageLimits {
     for (const l of limits) {
       if (l.tpm !== null && (await this.store.tokens(l.scope, now)) >= l.tpm) {
         return refusal(
-          `Token rate limit reached: ${l.label} allows ${l.tpm} tokens per minute (tpm_limit)`,
+          `Token rate limit reached: ${l.label} allows ${count(l.tpm, 'token')} per minute (tpm_limit)`,
           msToNextMinute(now),
         );
       }
@@ -49,7 +49,7 @@ export class UsageLimits {
     for (const l of limits) {
       if (l.rpm !== null && !(await this.store.hit(l.scope, l.rpm, now))) {
         return refusal(
-          `Rate limit reached: ${l.label} allows ${l.rpm} requests per minute (rpm_limit)`,
+          `Rate limit reached: ${l.label} allows ${count(l.rpm, 'request')} per minute (rpm_limit)`,
           msToNextMinute(now),
         );
       }
@@ -69,7 +69,7 @@ export class UsageLimits {
       }
       this.free(taken, id);
       return refusal(
-        `Concurrency limit reached: ${l.label} allows ${l.concurrency} calls in flight (concurrency_limit)`,
+        `Concurrency limit reached: ${l.label} allows ${count(l.concurrency, 'call')} in flight (concurrency_limit)`,
         SLOT_RETRY_MS,
       );
     }
@@ -99,6 +99,8 @@ export class UsageLimits {
     return this.store.close();
   }
 }
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 const refusal = (message: string, retryAfterMs: number): LimitRefusal => ({
   ok: false,

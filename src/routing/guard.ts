@@ -24,8 +24,8 @@ const refuse = (status: number, message: string, retryAfterMs?: number): Extract
   ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
 });
 
-/** The usage limits a key's calls count against. */
-const limitsOf = (row: KeyRow): ScopeLimits[] => [
+/** The usage limits a key's calls count against: its own, and each of its guardrails' (counted per guardrail). */
+const limitsOf = (row: KeyRow, policy: EffectivePolicy): ScopeLimits[] => [
   {
     scope: `k:${row.hash}`,
     label: `key "${row.name}"`,
@@ -33,6 +33,13 @@ const limitsOf = (row: KeyRow): ScopeLimits[] => [
     tpm: row.tpm_limit ?? null,
     concurrency: row.concurrency_limit ?? null,
   },
+  ...policy.usageLimits.map((g) => ({
+    scope: `g:${g.guardrailId}`,
+    label: `guardrail "${g.guardrailName}"`,
+    rpm: g.rpm,
+    tpm: g.tpm,
+    concurrency: g.concurrency,
+  })),
 ];
 
 /** Attributes under which only the allowed/ignored lists can refuse a provider (no ZDR, no training). */
@@ -81,7 +88,7 @@ export class PolicyGuard implements CallGuard {
         }
         const row = await keys.row(caller.keyHash);
         if (rateLimited && row) {
-          const used = await usageLimits.admit(limitsOf(row));
+          const used = await usageLimits.admit(limitsOf(row, policy));
           if (!used.ok) return refuse(429, used.message, used.retryAfterMs);
         }
         if (row) {
@@ -122,7 +129,7 @@ export class PolicyGuard implements CallGuard {
       async reserve(worstUsd) {
         const row = await keys.row(caller.keyHash);
         // A slot in flight until the call ends (a stream: its last byte); batches take none.
-        const entered = rateLimited && row ? await usageLimits.enter(limitsOf(row)) : null;
+        const entered = rateLimited && row ? await usageLimits.enter(limitsOf(row, policy)) : null;
         if (entered && !entered.ok) return refuse(429, entered.message, entered.retryAfterMs);
         const slot = entered?.slot;
         const v = await admission.reserve(row ?? null, policy, caller, worstUsd);
