@@ -242,3 +242,93 @@ describe.each(stores)('key usage limits on inference calls (one node, counters i
     expect((await call('POST', '/chat/completions', chat())).status).toBe(200);
   });
 });
+
+/**
+ * Two gateways sharing one Redis (their own databases, the same API key on each): the counters are
+ * Redis's, so the pair admits what one node would. Each burst is split evenly between the nodes.
+ */
+describe.skipIf(!redisUp)('key usage limits across two nodes sharing Redis', () => {
+  const nodes: TestGateway[] = [];
+  let mock: MockUpstream;
+  const apiKey = `sk-gh-v1-${randomBytes(32).toString('hex')}`;
+  beforeAll(async () => {
+    const up = await startUpstreams();
+    mock = up.mock;
+    const env = {
+      ...up.env,
+      REDIS_URL,
+      GATEHOUSE_REDIS_PREFIX: `gatehouse-test:${randomBytes(6).toString('hex')}`,
+      GATEHOUSE_BOOTSTRAP_API_KEY: apiKey,
+      GATEHOUSE_RATE_LIMIT_REQUESTS: '10000',
+    };
+    nodes.push(await startTestGateway('sqlite', { env }), await startTestGateway('sqlite', { env }));
+  });
+  afterAll(async () => {
+    await Promise.all(nodes.map((n) => n.stop()));
+    await mock?.close();
+  });
+  beforeEach(() => mock.reset());
+
+  /** Sets the shared key's limits on both nodes (each has its own database). */
+  async function limit(limits: object) {
+    for (const n of nodes) {
+      const mgmt = client(n.url, n.managementKey);
+      // The bootstrap API key, the only inference key listed.
+      const [key] = (await mgmt('GET', '/keys')).body.data;
+      const res = await mgmt('PATCH', `/keys/${key.hash}`, {
+        rpm_limit: null,
+        tpm_limit: null,
+        concurrency_limit: null,
+        ...limits,
+      });
+      expect(res.status).toBe(200);
+    }
+  }
+
+  /** `n` calls at once, alternating between the nodes; their statuses. */
+  const burst = async (n: number) =>
+    (
+      await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          client((nodes[i % 2] as TestGateway).url, apiKey, { timeoutMs: 20_000 })(
+            'POST',
+            '/chat/completions',
+            chat(),
+          ),
+        ),
+      )
+    ).map((r) => r.status);
+
+  it('admits exactly rpm_limit requests per minute across both nodes', async () => {
+    await awayFromMinuteEdge();
+    await limit({ rpm_limit: 10 });
+    const statuses = await burst(30);
+    const served = statuses.filter((s) => s === 200).length;
+    console.info(`two nodes, rpm_limit 10, 30 calls at once: ${served} served (overshoot ${served - 10})`);
+    expect(served).toBe(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+  });
+
+  it('holds concurrency_limit across both nodes: never more calls upstream at once than the limit', async () => {
+    await limit({ concurrency_limit: 3 });
+    mock.enqueue({ times: 20, delayMs: 500, reply: { text: 'slow' } });
+    const statuses = await burst(20);
+    const served = statuses.filter((s) => s === 200).length;
+    console.info(
+      `two nodes, concurrency_limit 3, 20 calls at once: ${served} served (overshoot ${served - 3})`,
+    );
+    expect(served).toBe(3);
+    expect((await burst(2)).filter((s) => s === 200).length).toBe(2);
+  });
+
+  it("counts one node's tokens against the other's next call", async () => {
+    await awayFromMinuteEdge();
+    await limit({ tpm_limit: 100 });
+    mock.enqueue({ reply: { text: 'long', usage: { prompt_tokens: 80, completion_tokens: 40 } } });
+    const first = await client((nodes[0] as TestGateway).url, apiKey)('POST', '/chat/completions', chat());
+    expect(first.status).toBe(200);
+    const next = await client((nodes[1] as TestGateway).url, apiKey)('POST', '/chat/completions', chat());
+    expect(next.status).toBe(429);
+    expect(next.body.error.message).toMatch(/tpm_limit/);
+  });
+});
