@@ -61,8 +61,10 @@ export class PolicyGuard implements CallGuard {
     private readonly usageLimits: UsageLimits,
   ) {}
 
-  async open(caller: Caller, opts: { rateLimit?: boolean } = {}): Promise<CallChecks> {
+  async open(caller: Caller, opts: { rateLimit?: boolean; usageLimits?: boolean } = {}): Promise<CallChecks> {
     const rateLimited = opts.rateLimit !== false;
+    // Key and guardrail rpm/tpm/concurrency: inference calls only.
+    const usageLimited = rateLimited && opts.usageLimits !== false;
     const policy: EffectivePolicy = await this.policies.forKey(caller);
     // The checks below are closures without `this`.
     const spend = this.spend;
@@ -87,7 +89,7 @@ export class PolicyGuard implements CallGuard {
           );
         }
         const row = await keys.row(caller.keyHash);
-        if (rateLimited && row) {
+        if (usageLimited && row) {
           const used = await usageLimits.admit(limitsOf(row, policy));
           if (!used.ok) return refuse(429, used.message, used.retryAfterMs);
         }
@@ -129,7 +131,7 @@ export class PolicyGuard implements CallGuard {
       async reserve(worstUsd) {
         const row = await keys.row(caller.keyHash);
         // A slot in flight until the call ends (a stream: its last byte); batches take none.
-        const entered = rateLimited && row ? await usageLimits.enter(limitsOf(row, policy)) : null;
+        const entered = usageLimited && row ? await usageLimits.enter(limitsOf(row, policy)) : null;
         if (entered && !entered.ok) return refuse(429, entered.message, entered.retryAfterMs);
         const slot = entered?.slot;
         const v = await admission.reserve(row ?? null, policy, caller, worstUsd);
