@@ -235,6 +235,28 @@ describe.each(stores)('key usage limits on inference calls (one node, counters i
     expect((await client(gw.url, b.body.key)('POST', '/chat/completions', chat())).status).toBe(200);
   });
 
+  it('frees the slot of a stream the caller walked away from', async () => {
+    mock.enqueue({ eventDelayMs: 400, reply: { text: 'a long answer the caller will not wait for' } });
+    const key = await mgmt('POST', '/keys', { name: 'conc-gone', concurrency_limit: 1 });
+    const abort = new AbortController();
+    const res = await fetch(`${gw.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.body.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...chat(), stream: true }),
+      signal: abort.signal,
+    });
+    expect(res.status).toBe(200);
+    const call = client(gw.url, key.body.key, { timeoutMs: 20_000 });
+    expect((await call('POST', '/chat/completions', chat())).status).toBe(429);
+    abort.abort();
+    let status = 0;
+    for (let i = 0; i < 40 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = (await call('POST', '/chat/completions', chat())).status;
+    }
+    expect(status).toBe(200);
+  });
+
   it('frees the slot of a call that failed upstream', async () => {
     mock.enqueue({ times: 2, status: 500, error: { message: 'boom' } });
     const call = await newKey('conc-fail', { concurrency_limit: 1 });
