@@ -124,14 +124,17 @@ export class RedisLimitStore implements LimitStore {
       retryStrategy: (times) => Math.min(times * 200, 5_000),
       lazyConnect: false,
     });
-    // Calls at start-up wait for the first connection (2 s at most) rather than count apart.
+    // Calls at start-up wait for the first connection (2 s at most, or its first failure)
+    // rather than count apart.
     this.connected = new Promise((resolve) => {
-      const timer = setTimeout(resolve, 2_000);
-      timer.unref();
-      this.redis.once('ready', () => {
+      const done = () => {
         clearTimeout(timer);
         resolve();
-      });
+      };
+      const timer = setTimeout(done, 2_000);
+      timer.unref();
+      this.redis.once('ready', done);
+      this.redis.once('error', done);
     });
     this.redis.on('error', (err: Error) => this.failed(err));
     this.redis.on('ready', () => {
