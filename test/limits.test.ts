@@ -257,6 +257,23 @@ describe.each(stores)('key usage limits on inference calls (one node, counters i
     expect(status).toBe(200);
   });
 
+  it('leaves batch requests out of the usage limits', async () => {
+    mock.enqueue({ times: 3, reply: { text: 'ok', usage: { prompt_tokens: 50, completion_tokens: 50 } } });
+    const call = await newKey('batched', { rpm_limit: 1, tpm_limit: 10, concurrency_limit: 1 });
+    const created = await call('POST', '/batches', {
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      requests: Array.from({ length: 3 }, (_, i) => ({ custom_id: `b-${i}`, body: chat() })),
+    });
+    expect(created.status, created.text).toBe(202);
+    let batch: any = null;
+    for (let i = 0; i < 200 && !['completed', 'failed'].includes(batch?.status); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      batch = (await call('GET', `/batches/${created.body.id}`)).body;
+    }
+    expect(batch.request_counts).toEqual({ completed: 3, failed: 0, total: 3 });
+  });
+
   it('frees the slot of a call that failed upstream', async () => {
     mock.enqueue({ times: 2, status: 500, error: { message: 'boom' } });
     const call = await newKey('conc-fail', { concurrency_limit: 1 });
