@@ -92,7 +92,7 @@ export interface CallGuard {
 export interface CallChecks {
   /** Whether any content filter applies (the texts are not walked otherwise). */
   readonly filtering: boolean;
-  /** Rate limit (429), the key's own spending limit and guardrail budgets (403). */
+  /** Rate limit and usage limits (429), the key's own spending limit and guardrail budgets (403). */
   admit(): Promise<Verdict>;
   modelAllowed(model: Pick<ModelEntry, 'id' | 'aliases'>): Verdict;
   providerAllowed(provider: ProviderEntry, model: ModelEntry): { ok: true } | { ok: false; reason: string };

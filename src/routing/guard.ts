@@ -48,8 +48,10 @@ const LISTS_ONLY: ProviderAttrs = { zdr: true, vendor: 'openai', trainsOnData: f
 /**
  * The engine's enforcement: the effective policy of the calling key (its guardrail, its owner's
  * member guardrails and the workspace default, intersected), the key's own limit, guardrail
- * budgets, the organization's balance, content filters and the per-key rate limit. Everything
- * comes from in-memory caches in the common case.
+ * budgets, the organization's balance, content filters, the per-key rate limit and the usage
+ * limits of the key and its guardrails (rpm and tpm on admission, a concurrency slot with the
+ * spend reservation, freed and the tokens counted when the call ends). Everything comes from
+ * in-memory caches in the common case.
  */
 export class PolicyGuard implements CallGuard {
   constructor(
