@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { client } from './support/http.js';
 import type { MockUpstream } from './support/mock-upstream.js';
@@ -32,6 +33,29 @@ async function streamed(url: string, key: string, body: object): Promise<{ statu
   });
   return { status: res.status, text: await res.text() };
 }
+
+describe('key usage limit defaults in the configuration', () => {
+  const base = { GATEHOUSE_DATA_DIR: '/tmp/gatehouse-limits-config', GATEHOUSE_MASTER_KEY: 'a'.repeat(64) };
+  it('reads GATEHOUSE_KEY_RPM, _TPM and _CONCURRENCY (unset: no limit) and refuses anything but whole numbers ≥ 1', () => {
+    expect(loadConfig(base).keyLimitDefaults).toEqual({
+      rpm_limit: null,
+      tpm_limit: null,
+      concurrency_limit: null,
+    });
+    expect(
+      loadConfig({
+        ...base,
+        GATEHOUSE_KEY_RPM: '60',
+        GATEHOUSE_KEY_TPM: '100000',
+        GATEHOUSE_KEY_CONCURRENCY: '8',
+      }).keyLimitDefaults,
+    ).toEqual({ rpm_limit: 60, tpm_limit: 100000, concurrency_limit: 8 });
+    for (const bad of ['0', '-1', '2.5', 'many'])
+      expect(() => loadConfig({ ...base, GATEHOUSE_KEY_CONCURRENCY: bad })).toThrow(
+        /GATEHOUSE_KEY_CONCURRENCY/,
+      );
+  });
+});
 
 describe.each(databases)('key usage limits in the keys API (%s)', (db) => {
   let gw: TestGateway;
