@@ -112,6 +112,9 @@ export class RedisLimitStore implements LimitStore {
   private readonly redis: Redis;
   private readonly fallback = new MemoryLimitStore();
   private down = false;
+  private readonly prefix: string;
+  private readonly log: Logger;
+  private readonly connected: Promise<void>;
 
   constructor(opts: { redisUrl: string; prefix: string; logger: Logger; timeoutMs?: number }) {
     this.prefix = `${opts.prefix}:limits`;
@@ -122,7 +125,6 @@ export class RedisLimitStore implements LimitStore {
       commandTimeout: opts.timeoutMs ?? 200,
       connectTimeout: 2_000,
       retryStrategy: (times) => Math.min(times * 200, 5_000),
-      lazyConnect: false,
     });
     // Calls at start-up wait for the first connection (2 s at most, or its first failure)
     // rather than count apart.
@@ -143,10 +145,6 @@ export class RedisLimitStore implements LimitStore {
       this.log.info('Usage limits: Redis is back; limits are shared between nodes again');
     });
   }
-
-  private readonly prefix: string;
-  private readonly log: Logger;
-  private readonly connected: Promise<void>;
 
   private key(kind: string, scope: string, minute?: number): string {
     return minute === undefined
