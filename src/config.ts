@@ -69,6 +69,11 @@ export interface Config {
   interns: InternsConfig;
   /** Spend reservations of calls in flight (credits/spend-admission.ts). */
   spendReservations: { ttlMs: number; outputTokens: number };
+  /**
+   * Usage limits a new API key gets when its creation names none (GATEHOUSE_KEY_RPM, _TPM,
+   * _CONCURRENCY; unset = no limit).
+   */
+  keyLimitDefaults: { rpm_limit: number | null; tpm_limit: number | null; concurrency_limit: number | null };
 }
 
 /** Interns and vaults (README, "Interns"). */
@@ -167,6 +172,16 @@ function intFrom(env: Env, name: string, fallback: number): number {
   return n;
 }
 
+/** A positive whole number, or null when unset (no limit). */
+function limitFrom(env: Env, name: string): number | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`${name} must be a whole number of at least 1, or unset`);
+  return n;
+}
+
 function creditsMode(env: Env): CreditsMode {
   const raw = (env.GATEHOUSE_CREDITS ?? '').trim().toLowerCase();
   if (raw === '' || raw === 'off') return 'off';
@@ -260,6 +275,11 @@ export function loadConfig(env: Env = process.env): Config {
     spendReservations: {
       ttlMs: Math.max(1, intFrom(env, 'GATEHOUSE_SPEND_RESERVATION_TTL_SECONDS', 900)) * 1000,
       outputTokens: intFrom(env, 'GATEHOUSE_RESERVE_OUTPUT_TOKENS', 4096),
+    },
+    keyLimitDefaults: {
+      rpm_limit: limitFrom(env, 'GATEHOUSE_KEY_RPM'),
+      tpm_limit: limitFrom(env, 'GATEHOUSE_KEY_TPM'),
+      concurrency_limit: limitFrom(env, 'GATEHOUSE_KEY_CONCURRENCY'),
     },
   };
 }

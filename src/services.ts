@@ -28,6 +28,8 @@ import { LocalProvisioner } from './interns/local-provisioner.js';
 import { Programme } from './interns/programme.js';
 import { InternsService } from './interns/service.js';
 import type { Log } from './lib/log.js';
+import { MemoryLimitStore, RedisLimitStore } from './limits/store.js';
+import { UsageLimits } from './limits/usage-limits.js';
 import { closeUpstreamHttp } from './providers/http.js';
 import { createProvider } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
@@ -68,7 +70,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   const roles = new Roles(db);
   const workspaces = new WorkspacesService(db);
   const budgets = new BudgetsService(db, workspaces);
-  const keys = new KeysService(db, workspaces, orgs, usage);
+  const keys = new KeysService(db, workspaces, orgs, usage, { limitDefaults: config.keyLimitDefaults });
   const admin = new AdminService(orgs, keys, credits);
   const guardrails = new GuardrailsService(db, workspaces, policyWrites);
   const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policyWrites);
@@ -133,7 +135,18 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
       })
     : new MemoryReservations();
   const admission = new SpendAdmission(spend, reservations, config.spendReservations.ttlMs);
-  const guard = new PolicyGuard(policy, spend, keys, limiter, admission);
+  // Usage limits of keys (rpm, tpm, calls in flight): shared through Redis by the nodes when there is one.
+  const usageLimits = new UsageLimits(
+    config.redisUrl
+      ? new RedisLimitStore({
+          redisUrl: config.redisUrl,
+          prefix: config.redisPrefix,
+          logger: log.child({ component: 'usage-limits' }),
+        })
+      : new MemoryLimitStore(),
+    config.spendReservations.ttlMs,
+  );
+  const guard = new PolicyGuard(policy, spend, keys, limiter, admission, usageLimits);
   const engine = new Engine({
     catalog,
     provider,
@@ -228,6 +241,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     await vaultLimiter.close();
     await cluster.close();
     await reservations.close();
+    await usageLimits.close();
     await closeUpstreamHttp();
   };
   return {

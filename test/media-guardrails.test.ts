@@ -137,6 +137,11 @@ describe('media routes under the caller’s guardrail', () => {
     expect(prompts[1]).toBe('project falcon at dawn');
   });
 
+  it('does not count media generations against the key’s inference usage limits', async () => {
+    const created = await mgmt('POST', '/keys', { name: 'media-usage', rpm_limit: 1, concurrency_limit: 1 });
+    for (let i = 0; i < 2; i++) expect((await generate(created.body.key, `still ${i}`)).status).toBe(200);
+  });
+
   it('a free route counts against the key’s request rate limit (429 in the media envelope)', async () => {
     const limited = await key();
     for (let i = 0; i < RATE_LIMIT; i++) expect((await generate(limited, `frame ${i}`)).status).toBe(200);

@@ -19,6 +19,20 @@ const limitFields = {
   limit_reset: Nullable(Type.String({ description: 'daily | weekly | monthly (UTC); null = never resets' })),
   include_byok_in_limit: Type.Boolean(),
 };
+const usageLimitFields = {
+  rpm_limit: Nullable(Type.Integer({ description: 'Requests per minute; null = no limit' })),
+  tpm_limit: Nullable(
+    Type.Integer({
+      description: 'Prompt + completion tokens per minute, counted when a call ends; null = no limit',
+    }),
+  ),
+  concurrency_limit: Nullable(Type.Integer({ description: 'Calls in flight at once; null = no limit' })),
+};
+const usageLimitInputs = {
+  rpm_limit: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
+  tpm_limit: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
+  concurrency_limit: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
+};
 const ExpiresAt = Type.Optional(Nullable(Type.String({ format: 'date-time' })));
 
 export const ApiKey = Type.Object(
@@ -33,6 +47,7 @@ export const ApiKey = Type.Object(
     workspace_id: Type.String(),
     disabled: Type.Boolean(),
     ...limitFields,
+    ...usageLimitFields,
     ...usageFields,
     expires_at: ExpiresAt,
   },
@@ -42,6 +57,7 @@ export const ApiKey = Type.Object(
 export const CurrentKey = Type.Object({
   label: Type.String(),
   ...limitFields,
+  ...usageLimitFields,
   ...usageFields,
   is_free_tier: Type.Boolean(),
   is_management_key: Type.Boolean(),
@@ -66,6 +82,7 @@ export const CreateKeyBody = Type.Object({
   limit: Type.Optional(Nullable(Type.Number({ minimum: 0 }))),
   limit_reset: LimitReset,
   include_byok_in_limit: Type.Optional(Type.Boolean()),
+  ...usageLimitInputs,
   expires_at: Type.Optional(Nullable(Type.String({ description: 'ISO 8601 with zone, in the future' }))),
   creator_user_id: Type.Optional(Nullable(Type.String())),
   workspace_id: Type.Optional(Type.String()),
@@ -83,4 +100,5 @@ export const UpdateKeyBody = Type.Object({
   limit: Type.Optional(Nullable(Type.Number({ minimum: 0 }))),
   limit_reset: LimitReset,
   include_byok_in_limit: Type.Optional(Type.Boolean()),
+  ...usageLimitInputs,
 });

@@ -13,7 +13,15 @@ import type { WorkspacesService } from './workspaces.service.js';
 
 export const RESET_INTERVALS = ['daily', 'weekly', 'monthly'] as const;
 
-export interface KeyInput {
+/** Usage limits of a key (null = none); see limits/usage-limits.ts. */
+export interface KeyUsageLimits {
+  rpm_limit?: number | null;
+  tpm_limit?: number | null;
+  concurrency_limit?: number | null;
+}
+export const USAGE_LIMIT_FIELDS = ['rpm_limit', 'tpm_limit', 'concurrency_limit'] as const;
+
+export interface KeyInput extends KeyUsageLimits {
   name: string;
   limit?: number | null;
   limit_reset?: ResetInterval | null;
@@ -24,7 +32,7 @@ export interface KeyInput {
   external?: { user: string; api_key?: string };
 }
 
-export interface KeyPatch {
+export interface KeyPatch extends KeyUsageLimits {
   name?: string;
   disabled?: boolean;
   limit?: number | null;
@@ -58,9 +66,25 @@ export function keyView(row: store.KeyRow, u: UsageCounters) {
     limit_remaining: limitRemaining(row, u),
     limit_reset: row.limit_reset,
     include_byok_in_limit: row.include_byok_in_limit === 1,
+    rpm_limit: row.rpm_limit ?? null,
+    tpm_limit: row.tpm_limit ?? null,
+    concurrency_limit: row.concurrency_limit ?? null,
     ...u,
     expires_at: row.expires_at,
   };
+}
+
+/** The usage-limit fields a create or update sets (omitted ones untouched), refused unless whole and positive. */
+function usageLimitsOf(input: KeyUsageLimits): KeyUsageLimits {
+  const out: KeyUsageLimits = {};
+  for (const field of USAGE_LIMIT_FIELDS) {
+    const v = input[field];
+    if (v === undefined) continue;
+    if (v !== null && (!Number.isInteger(v) || v < 1))
+      throw badRequest(`${field} must be a whole number of at least 1, or null for no limit`);
+    out[field] = v;
+  }
+  return out;
 }
 
 /** Accepts ISO 8601 date-times with an explicit zone and seconds; returns the canonical UTC form. */
@@ -94,14 +118,17 @@ export class KeysService {
   private generation = 0;
   private readonly listeners: ((hash: string | null) => void)[] = [];
   private readonly roles: Roles;
+  /** Usage limits a key gets when its creation names none (configuration). */
+  private readonly limitDefaults: KeyUsageLimits;
 
   constructor(
     private readonly db: Db,
     private readonly workspaces: WorkspacesService,
     private readonly orgs: OrganizationsService,
     private readonly usage: UsageService,
-    opts: { cacheMax?: number } = {},
+    opts: { cacheMax?: number; limitDefaults?: KeyUsageLimits } = {},
   ) {
+    this.limitDefaults = opts.limitDefaults ?? {};
     this.cache = new LRUCache({ max: opts.cacheMax ?? 50_000, ttl: 5_000 });
     this.roles = new Roles(db);
   }
@@ -183,6 +210,7 @@ export class KeysService {
     if (input.external?.api_key !== undefined && input.external.api_key.length < 32) {
       throw badRequest('external.api_key must be at least 32 characters');
     }
+    const limits = usageLimitsOf(input);
     const key = opts.secret ?? newSecretKey();
     const now = nowIso();
     const row: store.KeyRow = {
@@ -202,7 +230,15 @@ export class KeysService {
       external_api_key_hash: input.external?.api_key ? sha256Hex(input.external.api_key) : null,
       created_at: now,
       updated_at: now,
+      // Named (null included) or the configured default; management keys make no inference calls.
+      rpm_limit: null,
+      tpm_limit: null,
+      concurrency_limit: null,
     };
+    for (const field of USAGE_LIMIT_FIELDS)
+      row[field] = opts.management
+        ? null
+        : ((limits[field] !== undefined ? limits[field] : this.limitDefaults[field]) ?? null);
     await store.insertKey(this.db, row);
     this.invalidate(row.hash);
     return { row, key };
@@ -268,6 +304,7 @@ export class KeysService {
       ...(patch.include_byok_in_limit !== undefined
         ? { include_byok_in_limit: patch.include_byok_in_limit ? 1 : 0 }
         : {}),
+      ...usageLimitsOf(patch),
       updated_at: nowIso(),
     };
     await store.updateKey(this.db, row.hash, next);

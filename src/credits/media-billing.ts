@@ -28,7 +28,8 @@ export function mediaBilling(deps: {
   };
   return {
     async admit(caller: Caller, g) {
-      const checks = await deps.guard.open(caller);
+      // Media generations count against the rate limit, not the keys' inference usage limits.
+      const checks = await deps.guard.open(caller, { usageLimits: false });
       const admitted = await checks.admit();
       if (!admitted.ok) refuse(admitted);
       const model = checks.modelAllowed({ id: g.model, aliases: [] });

@@ -11,6 +11,7 @@ import * as m0008 from './migrations/0008_stored_responses.js';
 import * as m0009 from './migrations/0009_web_searches.js';
 import * as m0010 from './migrations/0010_vault_secret_transport.js';
 import * as m0011 from './migrations/0011_generation_attempts.js';
+import * as m0012 from './migrations/0012_usage_limits.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '0009_web_searches': m0009,
   '0010_vault_secret_transport': m0010,
   '0011_generation_attempts': m0011,
+  '0012_usage_limits': m0012,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -87,6 +87,10 @@ export interface ApiKeysTable {
   external_api_key_hash: string | null;
   created_at: string;
   updated_at: string | null;
+  /** Usage limits (null = none): requests and tokens per minute, calls in flight. */
+  rpm_limit: number | null;
+  tpm_limit: number | null;
+  concurrency_limit: number | null;
 }
 
 export interface GuardrailsTable {
@@ -116,6 +120,10 @@ export interface GuardrailsTable {
   enforce_zdr_xai: Bool | null;
   created_at: string;
   updated_at: string | null;
+  /** Usage limits of every key the guardrail covers, counted per guardrail (null = none). */
+  rpm_limit: number | null;
+  tpm_limit: number | null;
+  concurrency_limit: number | null;
 }
 
 export interface GuardrailKeyAssignmentsTable {

@@ -24,6 +24,15 @@ export interface BudgetRule {
   scope: { keyHash: string } | { userId: string };
 }
 
+/** A guardrail's usage limits, counted over every key it covers (see limits/usage-limits.ts). */
+export interface GuardrailUsageLimits {
+  guardrailId: string;
+  guardrailName: string;
+  rpm: number | null;
+  tpm: number | null;
+  concurrency: number | null;
+}
+
 export interface EffectivePolicy {
   guardrailIds: string[]; // applicable, for gateway_metadata and errors
   allowedModels: string[] | null; // intersection of non-null lists; null = unrestricted
@@ -36,6 +45,7 @@ export interface EffectivePolicy {
   allowFreeModelPublication: boolean;
   budgets: BudgetRule[]; // one per guardrail with limit_usd; key-assigned and default-guardrail budgets are scoped to the calling key, member-guardrail budgets to the user
   contentFilters: CompiledFilter[]; // union of all filters, builtin and custom
+  usageLimits: GuardrailUsageLimits[]; // one per guardrail with any usage limit set
   /** Which guardrail imposed each list restriction, to name it in refusals. */
   sources: {
     allowedModels: string[];
@@ -207,6 +217,16 @@ export function combinePolicies(
     });
   }
 
+  const usageLimits: GuardrailUsageLimits[] = rows
+    .map(({ row }) => ({
+      guardrailId: row.id,
+      guardrailName: row.name,
+      rpm: row.rpm_limit ?? null,
+      tpm: row.tpm_limit ?? null,
+      concurrency: row.concurrency_limit ?? null,
+    }))
+    .filter((l) => l.rpm !== null || l.tpm !== null || l.concurrency !== null);
+
   const policy: EffectivePolicy = {
     guardrailIds: parsed.map((p) => p.id),
     allowedModels: allowedModelLists.length > 0 ? intersectModelLists(allowedModelLists) : null,
@@ -227,6 +247,7 @@ export function combinePolicies(
     },
     allowFreeModelPublication: parsed.every((p) => p.freePublication),
     budgets,
+    usageLimits,
     contentFilters: compileFilters(
       rows.map(({ row }) => ({
         guardrailId: row.id,

@@ -58,6 +58,15 @@ export const Guardrail = Type.Object(
     ignored_models: Strings(),
     ignored_providers: Strings(),
     include_byok_in_budgets: Type.Boolean(),
+    rpm_limit: Nullable(
+      Type.Integer({ description: 'Requests per minute of the keys it covers, together; null = none' }),
+    ),
+    tpm_limit: Nullable(
+      Type.Integer({ description: 'Tokens per minute of the keys it covers, together; null = none' }),
+    ),
+    concurrency_limit: Nullable(
+      Type.Integer({ description: 'Calls in flight of the keys it covers, together; null = none' }),
+    ),
     content_filters: Nullable(Type.Array(ContentFilterOut)),
     content_filter_builtins: Nullable(Type.Array(BuiltinFilterOut)),
     enable_free_model_publication: Flag(),
@@ -104,6 +113,9 @@ const policyFields = {
   content_filters: Type.Optional(Nullable(Type.Array(ContentFilterIn))),
   content_filter_builtins: Type.Optional(Nullable(Type.Array(BuiltinFilterIn))),
   include_byok_in_budgets: Type.Optional(Type.Boolean()),
+  rpm_limit: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
+  tpm_limit: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
+  concurrency_limit: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
   enable_free_model_publication: NullableFlag(),
   enable_free_model_training: NullableFlag(),
   enable_paid_model_training: NullableFlag(),

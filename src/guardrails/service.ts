@@ -40,6 +40,9 @@ export type GuardrailFields = {
   content_filters?: ContentFilter[] | null;
   content_filter_builtins?: BuiltinFilterInput[] | null;
   include_byok_in_budgets?: boolean;
+  rpm_limit?: number | null;
+  tpm_limit?: number | null;
+  concurrency_limit?: number | null;
   enable_free_model_publication?: boolean | null;
   enable_free_model_training?: boolean | null;
   enable_paid_model_training?: boolean | null;
@@ -71,6 +74,9 @@ export function guardrailView(row: store.GuardrailRow) {
     ignored_models: fromJsonList<string>(row.ignored_models),
     ignored_providers: fromJsonList<string>(row.ignored_providers),
     include_byok_in_budgets: row.include_byok_in_budgets === 1,
+    rpm_limit: row.rpm_limit ?? null,
+    tpm_limit: row.tpm_limit ?? null,
+    concurrency_limit: row.concurrency_limit ?? null,
     content_filters: fromJsonList<ContentFilter>(row.content_filters),
     content_filter_builtins:
       fromJsonList<StoredBuiltinFilter>(row.content_filter_builtins)?.map(builtinFilterView) ?? null,
@@ -131,6 +137,13 @@ function columnsOf(f: GuardrailFields): Updateable<GuardrailsTable> {
     );
   }
   if (f.include_byok_in_budgets !== undefined) c.include_byok_in_budgets = f.include_byok_in_budgets ? 1 : 0;
+  for (const field of ['rpm_limit', 'tpm_limit', 'concurrency_limit'] as const) {
+    const v = f[field];
+    if (v === undefined) continue;
+    if (v !== null && !(Number.isInteger(v) && v >= 1))
+      throw badRequest(`${field} must be a whole number of at least 1, or null for no limit`);
+    c[field] = v;
+  }
   for (const flag of [
     'enable_free_model_publication',
     'enable_free_model_training',
@@ -178,6 +191,9 @@ function blankRow(
     content_filters: null,
     content_filter_builtins: null,
     include_byok_in_budgets: 0,
+    rpm_limit: null,
+    tpm_limit: null,
+    concurrency_limit: null,
     enable_free_model_publication: null,
     enable_free_model_training: null,
     enable_paid_model_training: null,

@@ -81,15 +81,18 @@ export type Verdict = { ok: true } | { ok: false; status: number; message: strin
 
 /** Opens the per-call checks of a caller (its effective policy is resolved once, from cache). */
 export interface CallGuard {
-  /** `rateLimit: false` skips the per-key request rate limit (batch requests are limited at submission). */
-  open(caller: Caller, opts?: { rateLimit?: boolean }): Promise<CallChecks>;
+  /**
+   * `rateLimit: false` skips the per-key request rate limit and the usage limits (batch requests
+   * are limited at submission); `usageLimits: false` skips only the usage limits (media).
+   */
+  open(caller: Caller, opts?: { rateLimit?: boolean; usageLimits?: boolean }): Promise<CallChecks>;
 }
 
 /** The policy hooks of one call (implemented over guardrails/, credits/ and the rate limiter). */
 export interface CallChecks {
   /** Whether any content filter applies (the texts are not walked otherwise). */
   readonly filtering: boolean;
-  /** Rate limit (429), the key's own spending limit and guardrail budgets (403). */
+  /** Rate limit and usage limits (429), the key's own spending limit and guardrail budgets (403). */
   admit(): Promise<Verdict>;
   modelAllowed(model: Pick<ModelEntry, 'id' | 'aliases'>): Verdict;
   providerAllowed(provider: ProviderEntry, model: ModelEntry): { ok: true } | { ok: false; reason: string };

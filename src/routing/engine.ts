@@ -222,7 +222,12 @@ export class Engine {
       },
     );
     const reserved = await checks.reserve(worst);
-    if (!reserved.ok) throw new ApiError(reserved.status, reserved.message);
+    if (!reserved.ok)
+      throw new ApiError(
+        reserved.status,
+        reserved.message,
+        reserved.retryAfterMs ? { retry_after_ms: reserved.retryAfterMs } : undefined,
+      );
     prep.hold = reserved.hold;
     return prep;
   }
