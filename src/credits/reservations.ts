@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { failFastRedis } from '../lib/redis.js';
 
 /**
  * Spend reservations: the worst-case cost of every call in flight, per spend pool (an API key, a
@@ -177,14 +178,8 @@ export class RedisReservations implements ReservationStore {
   private readonly firstConnection: Promise<void>;
 
   constructor(private readonly opts: RedisReservationsOptions) {
-    const redis = new Redis(opts.redisUrl, {
-      // Fail fast while disconnected (this node's memory answers meanwhile), not queue.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      commandTimeout: opts.timeoutMs ?? 500,
-      connectTimeout: 2_000,
-      retryStrategy: (times) => Math.min(times * 200, 5_000),
-    });
+    // Fails fast while disconnected: this node's memory answers meanwhile.
+    const redis = failFastRedis(opts.redisUrl, opts.timeoutMs ?? 500);
     redis.defineCommand('gatehouseReserve', { lua: RESERVE });
     redis.defineCommand('gatehouseSettle', { lua: SETTLE });
     this.firstConnection = new Promise<void>((resolve) => {

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { failFastRedis } from '../lib/redis.js';
 
 /**
  * Counters of the usage limits (requests per minute, tokens per minute, calls in flight), in this
@@ -119,13 +120,7 @@ export class RedisLimitStore implements LimitStore {
   constructor(opts: { redisUrl: string; prefix: string; logger: Logger; timeoutMs?: number }) {
     this.prefix = `${opts.prefix}:limits`;
     this.log = opts.logger;
-    this.redis = new Redis(opts.redisUrl, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      commandTimeout: opts.timeoutMs ?? 200,
-      connectTimeout: 2_000,
-      retryStrategy: (times) => Math.min(times * 200, 5_000),
-    });
+    this.redis = failFastRedis(opts.redisUrl, opts.timeoutMs ?? 200);
     // Calls at start-up wait for the first connection (2 s at most, or its first failure)
     // rather than count apart.
     this.connected = new Promise((resolve) => {

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   type RateLimiterAbstract,
   RateLimiterMemory,
@@ -6,6 +6,7 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
+import { failFastRedis } from '../lib/redis.js';
 
 /**
  * Per-key request rate limiting: at most `points` requests per `durationSeconds` for each API key
@@ -77,14 +78,8 @@ export class RateLimiter {
       this.limiter = new RateLimiterMemory(limits);
       return;
     }
-    const redis = new Redis(opts.redisUrl, {
-      // Fail fast instead of queueing while disconnected: the insurance limiter answers meanwhile.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      commandTimeout: opts.redisTimeoutMs ?? 200,
-      connectTimeout: 2_000,
-      retryStrategy: (times) => Math.min(times * 200, 5_000),
-    });
+    // Fails fast while disconnected: the insurance limiter answers meanwhile.
+    const redis = failFastRedis(opts.redisUrl, opts.redisTimeoutMs ?? 200);
     redis.on('error', (err: Error) => this.redisFailed(err));
     redis.on('ready', () => {
       if (!this.redisDown) return;
