@@ -1,7 +1,5 @@
-import { lookup } from 'node:dns/promises';
-import { isIP, type LookupFunction } from 'node:net';
-import { Agent, type Dispatcher, request } from 'undici';
-import { isPrivateAddress } from '../lib/addresses.js';
+import { type Dispatcher, request } from 'undici';
+import { AddressRefused, pinnedAgent, type Resolved, resolveAllowed } from '../lib/address-guard.js';
 import type { UsableSecret } from '../vault/service.js';
 import { transportProblem } from '../vault/transport.js';
 import { decodedBody } from './content-encoding.js';
@@ -162,43 +160,20 @@ export async function sendEgress(input: unknown, opts: EgressOptions): Promise<E
   for (const k of Object.keys(headers)) headers[k] = fill(headers[k] as string, byName);
 
   // Resolve once, judge every address, then connect to exactly the address judged.
-  let addresses: { address: string; family: number }[];
-  if (isIP(bareHost)) addresses = [{ address: bareHost, family: isIP(bareHost) }];
-  else {
-    try {
-      addresses = await lookup(bareHost, { all: true, verbatim: true });
-    } catch (err) {
-      return failure(
-        502,
-        `Could not resolve ${hostname}: ${(err as NodeJS.ErrnoException).code ?? 'lookup failed'}`,
-      );
-    }
+  let pinned: Resolved;
+  try {
+    pinned = await resolveAllowed(bareHost, opts.allowPrivate);
+  } catch (err) {
+    if (!(err instanceof AddressRefused)) throw err;
+    if (err.reason === 'unresolved') return failure(502, err.message);
+    log?.warn({ intern: opts.internId, host: hostname }, 'egress refused: private address');
+    return refused('address_not_allowed', `${err.message} interns may not reach`);
   }
-  if (addresses.length === 0) return failure(502, `Could not resolve ${hostname}`);
-  if (!opts.allowPrivate) {
-    const bad = addresses.find((a) => isPrivateAddress(a.address));
-    if (bad) {
-      log?.warn({ intern: opts.internId, host: hostname }, 'egress refused: private address');
-      return refused(
-        'address_not_allowed',
-        `${hostname} resolves to ${bad.address}, a loopback, private or link-local address interns may not reach`,
-      );
-    }
-  }
-  const pinned = addresses[0] as { address: string; family: number };
-  const pin: LookupFunction = (_host, options, callback) => {
-    if ((options as { all?: boolean }).all) callback(null, [pinned]);
-    else callback(null, pinned.address, pinned.family);
-  };
 
   const redactor = new Redactor(opts.secrets.map((s) => s.value));
   const timeoutMs = opts.timeoutMs ?? EGRESS_TIMEOUT_MS;
   const cap = opts.bodyCap ?? EGRESS_BODY_CAP;
-  const dispatcher = new Agent({
-    connect: { lookup: pin },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
+  const dispatcher = pinnedAgent(pinned, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   const signal = opts.signal
     ? AbortSignal.any([opts.signal, AbortSignal.timeout(timeoutMs)])
     : AbortSignal.timeout(timeoutMs);

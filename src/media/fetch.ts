@@ -6,7 +6,7 @@
  */
 
 import { request } from 'undici';
-import { AddressRefused, hostOf, pinnedAgent, type Resolved, resolveAllowed } from './address-guard.js';
+import { AddressRefused, hostOf, pinnedAgent, type Resolved, resolveAllowed } from '../lib/address-guard.js';
 import { type InputImage, MediaError } from './types.js';
 import { saveImageStream } from './uploads.js';
 

@@ -21,7 +21,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Dispatcher, request } from 'undici';
-import { AddressRefused, hostOf, pinnedAgent, resolveAllowed } from '../address-guard.js';
+import { AddressRefused, hostOf, pinnedAgent, resolveAllowed } from '../../lib/address-guard.js';
 import { MediaError, type MediaKind } from '../types.js';
 import { sniffImage } from '../uploads.js';
 import type { MediaProviderConfig } from './config.js';

@@ -1,14 +1,15 @@
 /**
- * The SSRF guard of the media service's outbound fetches (image URLs in requests, provider output
- * URLs): the host is resolved once, every address it resolves to is judged (loopback, private,
- * link-local and other internal ranges refused unless GATEHOUSE_MEDIA_FETCH_PRIVATE=on), and the
- * connection is pinned to exactly the address judged, so a second DNS answer cannot swap it.
+ * The SSRF guard of every request Gatehouse makes for a caller (interns' HTTP tool, the media
+ * service's image URLs and provider output URLs): the host is resolved once, every address it
+ * resolves to is judged (loopback, private, link-local and other internal ranges refused unless the
+ * operator allows them), and the connection is pinned to exactly the address judged, so a second
+ * DNS answer cannot swap it.
  */
 
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent } from 'undici';
-import { isPrivateAddress } from '../lib/addresses.js';
+import { isPrivateAddress } from './addresses.js';
 
 export type Resolved = { address: string; family: number };
 
@@ -41,8 +42,12 @@ export async function resolveAllowed(host: string, allowPrivate: boolean): Promi
   }
   const pinned = addresses[0];
   if (!pinned) throw new AddressRefused('unresolved', `Could not resolve ${host}`);
-  if (!allowPrivate && addresses.some((a) => isPrivateAddress(a.address)))
-    throw new AddressRefused('private', `${host} is a loopback, private or link-local address`);
+  const bad = allowPrivate ? undefined : addresses.find((a) => isPrivateAddress(a.address));
+  if (bad)
+    throw new AddressRefused(
+      'private',
+      `${host} resolves to ${bad.address}, a loopback, private or link-local address`,
+    );
   return pinned;
 }
 
