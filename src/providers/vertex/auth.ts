@@ -41,7 +41,11 @@ export class VertexTokenSource {
 
   private async fetch(): Promise<string> {
     try {
-      this.client ??= this.makeClient();
+      // A client that could not be made (no application default credentials yet) is tried again next call.
+      this.client ??= this.makeClient().catch((err) => {
+        this.client = null;
+        throw err;
+      });
       const { token } = await (await this.client).getAccessToken();
       if (!token) throw new Error('the token endpoint returned no access token');
       if (!this.secrets.includes(token)) this.secrets.splice(1, this.secrets.length, token);
