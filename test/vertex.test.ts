@@ -244,8 +244,8 @@ describe('Google Vertex AI provider', () => {
       future_option: { on: true },
     });
     expect(req.headers['anthropic-beta']).toBe('context-1m-2025-08-07');
-    // The SDK's anthropic-version header: Vertex takes the version in the body only.
-    expect(req.headers['anthropic-version']).toBeUndefined();
+    // The SDK's version header travels too, as Vertex's own clients send it.
+    expect(req.headers['anthropic-version']).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     const gen = await generation(response.headers.get('x-gatehouse-generation-id')!);
     expect(gen).toMatchObject({ tokens_prompt: 1000, tokens_completion: 500, provider_name: 'my-vertex' });
     expect(gen.total_cost).toBeCloseTo(0.002, 12);
@@ -265,6 +265,21 @@ describe('Google Vertex AI provider', () => {
     expect(req.body.model).toBeUndefined();
     const gen = await generation(message.id);
     expect(gen).toMatchObject({ tokens_prompt: 1000, tokens_completion: 500 });
+  });
+
+  it('/messages/count_tokens on Claude asks Vertex: count-tokens:rawPredict, the model in the body', async () => {
+    mock.enqueue({ reply: { usage: { prompt_tokens: 42 } } });
+    const { data, response } = await anthropic.messages
+      .countTokens({ model: 'test/claude', messages: [{ role: 'user', content: 'how many?' }] })
+      .withResponse();
+    expect(response.headers.get('x-gatehouse-route')).toBe('passthrough');
+    expect(data.input_tokens).toBe(42);
+    const req = vertexRequest('anthropic', 'count-tokens', 'rawPredict');
+    expect(req.body).toEqual({
+      anthropic_version: 'vertex-2023-10-16',
+      model: CLAUDE,
+      messages: [{ role: 'user', content: 'how many?' }],
+    });
   });
 
   it('/messages on Gemini is translated', async () => {

@@ -8,7 +8,8 @@
  * - `POST /v1/projects/{project}/locations/{region}/publishers/google/models/{m}:generateContent`,
  *   `:streamGenerateContent?alt=sse` (Gemini bodies) and `:predict` (embeddings);
  * - `POST …/publishers/anthropic/models/{m}:rawPredict` and `:streamRawPredict` (Anthropic
- *   Messages bodies with `anthropic_version: "vertex-2023-10-16"` and no `model`).
+ *   Messages bodies with `anthropic_version: "vertex-2023-10-16"` and no `model`), and
+ *   `…/anthropic/models/count-tokens:rawPredict` (the model in the body).
  *
  * Every Vertex call must carry `Authorization: Bearer <a token this mock issued>` (else Vertex's
  * 401 UNAUTHENTICATED) and name the mock's project and region (else 404 NOT_FOUND). Generation
@@ -151,9 +152,12 @@ export async function startMockVertex(
     const publisher = m?.[3];
     const method = m?.[5];
     const model = m ? decodeURIComponent(m[4] as string) : null;
+    const countTokens = publisher === 'anthropic' && m?.[4] === 'count-tokens';
     const format: MockFormat =
       publisher === 'anthropic'
-        ? 'anthropic-messages'
+        ? countTokens
+          ? 'anthropic-count-tokens'
+          : 'anthropic-messages'
         : method === 'streamGenerateContent'
           ? 'gemini-stream'
           : method === 'predict'
@@ -168,7 +172,7 @@ export async function startMockVertex(
       headers: req.headers,
       body,
       format,
-      model,
+      model: countTokens ? (typeof body?.model === 'string' ? body.model : null) : model,
       stream: method === 'streamGenerateContent' || method === 'streamRawPredict',
     });
     const bearer = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1];
@@ -193,6 +197,13 @@ export async function startMockVertex(
     }
     if (method !== 'rawPredict' && method !== 'streamRawPredict')
       return vertexError(res, 404, 'NOT_FOUND', `no method ${method}`);
+    if (countTokens) {
+      // One endpoint for every Claude model: the model is in the body.
+      if (method !== 'rawPredict' || typeof body?.model !== 'string')
+        return vertexError(res, 400, 'INVALID_ARGUMENT', 'count-tokens takes rawPredict with a model');
+      const { anthropic_version: _, ...count } = body;
+      return proxy(req, res, '/v1/messages/count_tokens', JSON.stringify(count));
+    }
     const problem =
       !body || typeof body !== 'object'
         ? 'body must be a JSON object'

@@ -30,7 +30,10 @@ describe('vertex adapter', () => {
     expect(provider.publisherOf('my-tuned-claude')).toBe('anthropic');
     expect(provider.publisherOf('claude-lookalike')).toBe('google');
     const traits = (m: string) => provider.traits.forModel!(m);
-    expect([...traits('claude-opus-4-1@20250805').natives]).toEqual(['anthropic-messages']);
+    expect([...traits('claude-opus-4-1@20250805').natives]).toEqual([
+      'anthropic-messages',
+      'anthropic-count-tokens',
+    ]);
     expect(traits('claude-opus-4-1@20250805').target).toBe('anthropic');
     expect([...traits('gemini-2.5-pro').natives]).toEqual([]);
     expect(traits('gemini-2.5-pro').target).toBe('google');

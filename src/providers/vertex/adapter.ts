@@ -5,8 +5,8 @@
  * publisher's adapter (`gemini.ts`, `claude.ts`). Every call carries an OAuth token of the entry's
  * service account or of the application default credentials (`auth.ts`), never a key.
  *
- * Claude models serve `/messages` callers natively (a pass-through lane); Gemini models are
- * translated for every caller.
+ * Claude models serve `/messages` and `/messages/count_tokens` callers natively (pass-through
+ * lanes); Gemini models are translated for every caller.
  */
 import type {
   ChatChunk,
@@ -33,7 +33,7 @@ import { VertexGemini } from './gemini.js';
 // No key is ever configured (keyOptional): the credential is the entry's own OAuth token.
 const GEMINI: ProviderTraits = { natives: new Set(), target: 'google', keyOptional: true };
 const CLAUDE: ProviderTraits = {
-  natives: new Set(['anthropic-messages']),
+  natives: new Set(['anthropic-messages', 'anthropic-count-tokens']),
   target: 'anthropic',
   keyOptional: true,
 };
@@ -90,7 +90,7 @@ export class VertexProvider implements Provider {
     return this.gemini.embeddings(req, await this.credential(ctx));
   }
 
-  /** A `/messages` lane (Claude models only: the only native declared). */
+  /** A `/messages` (or count_tokens) lane: Claude models only, the only ones declaring natives. */
   async forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
     return this.claude.forward(this.claudeOnly(req), await this.credential(ctx));
   }
@@ -101,7 +101,7 @@ export class VertexProvider implements Provider {
 
   private claudeOnly(req: ForwardRequest): ForwardRequest {
     const model = String(req.body.model ?? '');
-    if (req.wire !== 'anthropic-messages' || this.publisherOf(model) !== 'anthropic')
+    if (!req.wire.startsWith('anthropic-') || this.publisherOf(model) !== 'anthropic')
       throw new UpstreamError(400, `Vertex AI serves ${req.wire} bodies for Claude models only`, {
         retryable: false,
       });
