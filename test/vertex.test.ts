@@ -363,6 +363,15 @@ describe('Google Vertex AI provider', () => {
     expect(err.message).toContain('RESOURCE_EXHAUSTED');
   });
 
+  it("Vertex's malformed answer is an upstream error (502), never a 500", async () => {
+    mock.enqueue({ body: '<html>proxy error</html>', times: 5 });
+    const err = await openai.chat.completions
+      .create({ model: 'test/gemini', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(err.status).toBe(502);
+  });
+
   it('no token nor the private key ever reached a log line', () => {
     const text = logs.join('');
     expect(text).toContain('/chat/completions'); // the calls were logged
