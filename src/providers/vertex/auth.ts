@@ -24,7 +24,7 @@ export interface VertexAuthOptions {
 export class VertexTokenSource {
   private client: Promise<AuthClient> | null = null;
   private pending: Promise<string> | null = null;
-  /** Tokens handed out, scrubbed from error messages with the key. */
+  /** The private key, scrubbed from error messages. */
   private readonly secrets: string[] = [];
 
   constructor(private readonly opts: VertexAuthOptions) {
@@ -48,7 +48,6 @@ export class VertexTokenSource {
       });
       const { token } = await (await this.client).getAccessToken();
       if (!token) throw new Error('the token endpoint returned no access token');
-      if (!this.secrets.includes(token)) this.secrets.splice(1, this.secrets.length, token);
       return token;
     } catch (err) {
       throw this.tokenError(err);
@@ -88,7 +87,11 @@ export class VertexTokenSource {
     const why = String(e?.message ?? err).split('\n')[0] ?? '';
     const refused = status >= 400 && status < 500 && status !== 429;
     const noCredentials = !status && /default credentials/i.test(why);
-    const message = redact(`Google OAuth token request failed: ${why}`, this.secrets);
+    // Neither the key nor a signed assertion (a JWT, good for an hour) is ever part of a message.
+    const message = redact(`Google OAuth token request failed: ${why}`, this.secrets).replace(
+      /eyJ[\w-]+\.[\w-]+\.[\w-]+/g,
+      '[redacted]',
+    );
     if (refused || noCredentials) return new UpstreamError(401, message, { retryable: false });
     return new UpstreamError(502, message, { retryable: true });
   }
