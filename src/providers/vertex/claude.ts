@@ -9,7 +9,7 @@ import { AnthropicProvider } from '../anthropic/adapter.js';
 import type { ErrorShape } from '../errors.js';
 import type { CallContext } from '../types.js';
 import { vertexClaudeErrors } from './errors.js';
-import { bearerHeaders } from './gemini.js';
+import { bearerHeaders } from './headers.js';
 import { vertexModelUrl } from './urls.js';
 
 /** The Messages API version Vertex AI serves Claude under. */

@@ -9,6 +9,7 @@ import { geminiStreamError, googleErrors } from '../google/errors.js';
 import { callJson } from '../http.js';
 import type { CallContext } from '../types.js';
 import { fromPredictResponse, toPredictRequest } from './embeddings.js';
+import { bearerHeaders } from './headers.js';
 import { vertexModelUrl } from './urls.js';
 
 export class VertexGemini extends GoogleProvider {
@@ -34,17 +35,4 @@ export class VertexGemini extends GoogleProvider {
     if ((raw as { error?: unknown })?.error) throw geminiStreamError(raw, [ctx.apiKey]);
     return fromPredictResponse(raw, req, texts);
   }
-}
-
-/** The configured headers without any credential header, and `Authorization: Bearer <token>`. */
-export function bearerHeaders(
-  configured: Record<string, string> | undefined,
-  ctx: CallContext,
-  caller: Record<string, string> = {},
-): Record<string, string> {
-  const h: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...configured, ...caller }))
-    if (!/^(authorization|x-goog-api-key|x-api-key)$/i.test(k)) h[k] = v;
-  if (ctx.apiKey) h.authorization = `Bearer ${ctx.apiKey}`;
-  return h;
 }
