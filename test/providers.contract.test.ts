@@ -10,7 +10,13 @@ import { createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatChunk, ChatMessage, ChatRequest, ToolDefinition } from '../src/formats/chat.js';
 import { createProvider } from '../src/providers/registry.js';
-import { type CallContext, type Provider, type ProviderKind, UpstreamError } from '../src/providers/types.js';
+import {
+  type CallContext,
+  type Provider,
+  type ProviderConfig,
+  type ProviderKind,
+  UpstreamError,
+} from '../src/providers/types.js';
 import {
   type MockReply,
   type MockUpstream,
@@ -18,6 +24,7 @@ import {
   type WireView,
   wireView,
 } from './support/mock-upstream.js';
+import { startMockVertex, vertexSettings } from './support/mock-vertex.js';
 
 const KEY = 'sk-test-SECRET-0123456789abcdef';
 
@@ -30,6 +37,10 @@ interface AdapterCase {
   embeddings: boolean;
   /** The wire delivers a tool call's arguments in one piece (Gemini). */
   wholeToolArgs?: boolean;
+  /** A mock of the provider's own (mock-upstream.ts by default). */
+  mock?: () => Promise<MockUpstream>;
+  /** Settings of the provider's own, given its mock. */
+  settings?: (mock: MockUpstream) => Partial<ProviderConfig>;
 }
 
 const ADAPTERS: AdapterCase[] = [
@@ -45,6 +56,18 @@ const ADAPTERS: AdapterCase[] = [
   },
   // Azure OpenAI: the resource endpoint; calls go to /openai/deployments/{model}/…?api-version=….
   { kind: 'azure', base: (o) => o, auth: 'api-key', embeddings: true },
+  // Vertex AI: a Bearer token from the mock's token endpoint (it issues KEY); Gemini, then Claude.
+  ...(['google', 'anthropic'] as const).map(
+    (publisher): AdapterCase => ({
+      kind: 'vertex',
+      base: (o) => o,
+      auth: 'authorization',
+      embeddings: true,
+      wholeToolArgs: publisher === 'google',
+      mock: () => startMockVertex({ token: () => KEY }),
+      settings: (mock) => vertexSettings(mock, { 'vertex-test-model': publisher }),
+    }),
+  ),
   { kind: 'dev', base: null, embeddings: true },
 ];
 
@@ -117,12 +140,13 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
   const model = c.kind === 'dev' ? 'scripted' : `${c.kind}-test-model`;
 
   beforeAll(async () => {
-    mock = await startMockUpstream();
+    mock = await (c.mock ?? startMockUpstream)();
     provider = createProvider({
       slug: c.kind,
       kind: c.kind,
       baseUrl: c.base ? c.base(mock.url) : 'dev://local',
       apiKey: KEY,
+      ...c.settings?.(mock),
     });
   });
   afterEach(() => mock.reset());
@@ -447,6 +471,7 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
       kind: c.kind,
       baseUrl: c.base!(`http://127.0.0.1:${port}`),
       apiKey: KEY,
+      ...c.settings?.(mock),
     });
     const err = await caught(p.chat(ask([{ role: 'user', content: 'Hi' }]), ctx()));
     expect(err).toBeInstanceOf(UpstreamError);

@@ -36,3 +36,13 @@ export class CallAbort implements CallSignal {
     if (i >= 0) this.listeners.splice(i, 1);
   }
 }
+
+/** `p`, or the signal's reason as soon as it aborts (a shared token request outlives one caller). */
+export function untilAborted<T>(p: Promise<T>, signal: CallSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

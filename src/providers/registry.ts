@@ -9,6 +9,7 @@ import { GoogleProvider } from './google/adapter.js';
 import { OpenAiProvider } from './openai/adapter.js';
 import { OpenAiCompatibleProvider } from './openai-compatible/adapter.js';
 import type { Provider, ProviderConfig } from './types.js';
+import { VertexProvider } from './vertex/adapter.js';
 
 export function createProvider(config: ProviderConfig): Provider {
   switch (config.kind) {
@@ -22,6 +23,8 @@ export function createProvider(config: ProviderConfig): Provider {
       return new GoogleProvider(config);
     case 'azure':
       return new AzureProvider(config);
+    case 'vertex':
+      return new VertexProvider(config);
     case 'dev':
       return new DevProvider(config);
     default: {

@@ -10,7 +10,14 @@ import type { CallSignal } from '../lib/call-abort.js';
 import type { PresetKind, Quirk } from './presets.js';
 
 /** Which wire format and adapter a configured provider uses. */
-export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'openai-compatible' | 'azure' | 'dev';
+export type ProviderKind =
+  | 'openai'
+  | 'anthropic'
+  | 'google'
+  | 'openai-compatible'
+  | 'azure'
+  | 'vertex'
+  | 'dev';
 
 /** One configured upstream (from the environment or GATEHOUSE_CONFIG). */
 export interface ProviderConfig {
@@ -31,6 +38,32 @@ export interface ProviderConfig {
   rejects?: readonly Quirk[];
   /** Azure OpenAI (`kind: azure`): `baseUrl` is the resource endpoint; these say where each model goes. */
   azure?: AzureSettings;
+  /** Google Vertex AI (`kind: vertex`): `baseUrl` is the regional API origin; these say where and as whom. */
+  vertex?: VertexSettings;
+}
+
+/** A Vertex AI entry's project, region, credentials and publisher choices. */
+export interface VertexSettings {
+  project: string;
+  /** `us-central1`, `europe-west4`, … or `global`. */
+  region: string;
+  /** A service account's key file (parsed JSON); absent: application default credentials. */
+  serviceAccount?: ServiceAccountKey;
+  /** The OAuth token endpoint when it is not Google's (Private Service Connect, a test's mock). */
+  tokenUrl?: string;
+  /** Model id → publisher, over the default (`claude-*` → anthropic, others → google). */
+  publishers: Record<string, VertexPublisher>;
+}
+
+export type VertexPublisher = 'google' | 'anthropic';
+
+/** The fields of a service-account key file that sign the token requests. */
+export interface ServiceAccountKey {
+  client_email: string;
+  private_key: string;
+  private_key_id?: string;
+  /** The token endpoint the key file names (Google's unless it is a private endpoint). */
+  token_uri?: string;
 }
 
 /** An Azure OpenAI resource's call settings. */
@@ -116,6 +149,11 @@ export interface ProviderTraits {
   target: TranslationTarget | null;
   /** Calls work without any key (local OpenAI-compatible servers, the development provider). */
   keyOptional: boolean;
+  /**
+   * The traits of one upstream model when they differ by model (Vertex AI serves Claude, natively
+   * on /messages, and Gemini under one entry); absent: these traits hold for every model.
+   */
+  forModel?(upstreamModel: string): ProviderTraits;
 }
 
 /** A call on a lane: the caller's own body, to be sent as it is. */

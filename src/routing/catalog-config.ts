@@ -10,6 +10,7 @@ import {
   presetEntry,
   presetKeyEnv,
 } from './catalog-presets.js';
+import { vertexSettings } from './catalog-vertex.js';
 
 export class CatalogError extends Error {}
 
@@ -156,6 +157,16 @@ export interface FileConfig {
       client_secret_env?: string;
       token_url?: string;
     };
+    /** Google Vertex AI (`kind: vertex`, with `region`): the Google Cloud project. */
+    project?: string;
+    /** Vertex AI: a service account key (object, JSON text or file path); absent: application default credentials. */
+    credentials?: string | Record<string, unknown>;
+    /** Vertex AI: the variable holding the key's JSON or its path. */
+    credentials_env?: string;
+    /** Vertex AI: the OAuth token endpoint, when not Google's. */
+    token_url?: string;
+    /** Vertex AI: model id → publisher (`google` | `anthropic`). */
+    publishers?: Record<string, string>;
   }[];
   models?: {
     id: string;
@@ -198,7 +209,15 @@ const vendorOf = (kind: ProviderKind, slug: string): Vendor =>
           ? 'xai'
           : 'other';
 
-const KINDS: readonly ProviderKind[] = ['openai', 'anthropic', 'google', 'openai-compatible', 'azure', 'dev'];
+const KINDS: readonly ProviderKind[] = [
+  'openai',
+  'anthropic',
+  'google',
+  'openai-compatible',
+  'azure',
+  'vertex',
+  'dev',
+];
 
 /** The providers GATEHOUSE_CONFIG declares. */
 export function fileProviders(file: FileConfig, env: Record<string, string | undefined>): ProviderEntry[] {
@@ -208,7 +227,7 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       throw new CatalogError(
         `providers[${i}].kind: unknown kind ${JSON.stringify(p.kind)} (provider ${p.slug}); expected one of ${[...KINDS, ...PRESET_KINDS].join(', ')}`,
       );
-    if (!p.base_url && !isPresetKind(p.kind) && p.kind !== 'azure')
+    if (!p.base_url && !isPresetKind(p.kind) && p.kind !== 'azure' && p.kind !== 'vertex')
       throw new CatalogError('every provider needs slug, kind and base_url');
     if (p.byok !== undefined && typeof p.byok !== 'boolean')
       throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
@@ -233,14 +252,17 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
     const kind = p.kind;
     // Azure: the resource endpoint is the base URL; its deployments and api-version ride along.
     const azure = kind === 'azure' ? azureSettings(p, apiKey, `providers[${i}]`, env) : null;
+    // Vertex AI: the regional origin (or `endpoint`) is the base URL; project and credentials ride along.
+    const vertex = kind === 'vertex' ? vertexSettings(p, `providers[${i}]`, env) : null;
     return {
       config: {
         slug: p.slug,
         kind,
-        baseUrl: azure ? azure.endpoint : (p.base_url as string).replace(/\/+$/, ''),
+        baseUrl: azure?.endpoint ?? vertex?.endpoint ?? (p.base_url as string).replace(/\/+$/, ''),
         apiKey,
         headers: p.headers,
         ...(azure ? { azure: azure.azure } : {}),
+        ...(vertex ? { vertex: vertex.vertex } : {}),
       },
       byok: p.byok ?? byokByDefault(kind, apiKey),
       zdr: p.zdr ?? false,

@@ -18,6 +18,7 @@ import {
   type ForwardedJson,
   type NativeWire,
   type Provider,
+  type ProviderTraits,
   type RelayFrame,
   type TranslationTarget,
   UpstreamError,
@@ -116,9 +117,13 @@ export type Streaming = {
 const isForwarded = (x: unknown): x is ForwardedJson =>
   typeof x === 'object' && x !== null && 'text' in x && 'json' in x;
 
-/** A provider that takes `native` bodies as they are (a lane). */
-const speaks = (p: Provider, native: NativeWire): boolean =>
-  p.traits.natives.has(native) && p.forward !== undefined;
+/** A provider's traits for one of its upstream models (they may differ by model: Vertex AI). */
+const traitsOf = (p: Provider, upstreamModel: string): ProviderTraits =>
+  p.traits.forModel?.(upstreamModel) ?? p.traits;
+
+/** A provider that takes `native` bodies for `upstreamModel` as they are (a lane). */
+const speaks = (p: Provider, native: NativeWire, upstreamModel: string): boolean =>
+  traitsOf(p, upstreamModel).natives.has(native) && p.forward !== undefined;
 
 /**
  * The routing engine: a library used by the HTTP endpoints, batches and interns. It resolves the
@@ -311,7 +316,8 @@ export class Engine {
     };
     for (const candidate of candidates) {
       const provider = this.deps.provider(candidate.endpoint.provider);
-      if (speaks(provider, wire.native)) {
+      const upstreamModel = candidate.endpoint.upstreamModel;
+      if (speaks(provider, wire.native, upstreamModel)) {
         attempts.push({ candidate, lane: true });
         continue;
       }
@@ -320,7 +326,7 @@ export class Engine {
         refuse(candidate, parse.error() ?? 'the request cannot be translated');
         continue;
       }
-      const target = provider.traits.target;
+      const target = traitsOf(provider, upstreamModel).target;
       if (wire.kind === 'chat' && target) {
         try {
           this.deps.assertTranslatable(req as ChatRequest, target);
@@ -369,7 +375,9 @@ export class Engine {
   /** Whether a provider of `model` takes `native` bodies as they are (a pass-through lane). */
   servesNatively(model: ModelEntry, native: NativeWire): boolean {
     return model.endpoints.some(
-      (e) => this.deps.catalog.providers.has(e.provider) && speaks(this.deps.provider(e.provider), native),
+      (e) =>
+        this.deps.catalog.providers.has(e.provider) &&
+        speaks(this.deps.provider(e.provider), native, e.upstreamModel),
     );
   }
 
@@ -442,7 +450,8 @@ export class Engine {
 
   private info(call: InferenceCall, prep: Prepared, routed: Routed<unknown>, sent: unknown): RouteInfo {
     const served = routed.served.candidate;
-    const target = this.deps.provider(served.endpoint.provider).traits.target ?? 'dev';
+    const target =
+      traitsOf(this.deps.provider(served.endpoint.provider), served.endpoint.upstreamModel).target ?? 'dev';
     return {
       generationId: this.deps.newGenerationId(),
       requested: call.model,

@@ -7,6 +7,7 @@
  * body goes upstream as sent, with the caller's `anthropic-version` and `anthropic-beta`.
  */
 import type { ChatChunk, ChatRequest, ChatResponse } from '../../formats/chat.js';
+import type { ErrorShape } from '../errors.js';
 import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
 import { forwardJson, forwardStream } from '../lane.js';
 import {
@@ -28,6 +29,8 @@ import {
   toAnthropicRequest,
 } from './wire.js';
 
+type MessagesPath = 'messages' | 'messages/count_tokens';
+
 const TRAITS: ProviderTraits = {
   natives: new Set(['anthropic-messages', 'anthropic-count-tokens']),
   target: 'anthropic',
@@ -35,20 +38,34 @@ const TRAITS: ProviderTraits = {
 };
 
 export class AnthropicProvider implements Provider {
-  readonly traits = TRAITS;
+  readonly traits: ProviderTraits = TRAITS;
+  /** How error bodies read (Vertex AI adds Google's own shape). */
+  protected readonly errors: ErrorShape = anthropicErrors;
 
   constructor(readonly config: ProviderConfig) {}
 
-  private url(path: 'messages' | 'messages/count_tokens'): string {
+  private url(path: MessagesPath): string {
     const base = this.config.baseUrl.replace(/\/+$/, '');
     return joinUrl(base, /\/v1$/.test(base) ? path : `v1/${path}`);
+  }
+
+  /**
+   * Where a Messages body goes and what is sent there. Vertex AI overrides it: the model moves
+   * from the body into the URL, and the API version into the body.
+   */
+  protected target(
+    path: MessagesPath,
+    body: Record<string, unknown>,
+    _stream: boolean,
+  ): { url: string; body: Record<string, unknown> } {
+    return { url: this.url(path), body };
   }
 
   /**
    * The version header, the operator's configured headers, then the caller's own on a lane (its
    * `anthropic-version` wins: the body is written for it; betas of both are sent), and the key.
    */
-  private headers(ctx: CallContext, caller: Record<string, string> = {}): Record<string, string> {
+  protected headers(ctx: CallContext, caller: Record<string, string> = {}): Record<string, string> {
     const h: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, ...this.config.headers };
     for (const [name, value] of Object.entries(caller)) {
       h[name] = name === 'anthropic-beta' && h[name] ? `${h[name]},${value}` : value;
@@ -57,28 +74,36 @@ export class AnthropicProvider implements Provider {
     return h;
   }
 
-  private call(url: string, body: unknown, headers: Record<string, string>, ctx: CallContext): ApiCall {
+  /** The call of a Messages body to `path` (through `target`). */
+  private call(
+    path: MessagesPath,
+    messages: Record<string, unknown>,
+    stream: boolean,
+    headers: Record<string, string>,
+    ctx: CallContext,
+  ): ApiCall {
+    const { url, body } = this.target(path, messages, stream);
     return {
       url,
       body,
       headers,
       signal: ctx.signal,
       secrets: [ctx.apiKey],
-      errors: anthropicErrors,
+      errors: this.errors,
       idleTimeoutMs: ctx.idleTimeoutMs,
     };
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
     const body = toAnthropicRequest(req, false);
-    const raw = await callJson(this.call(this.url('messages'), body, this.headers(ctx), ctx));
+    const raw = await callJson(this.call('messages', body, false, this.headers(ctx), ctx));
     if ((raw as { type?: unknown })?.type === 'error') throw anthropicStreamError(raw, [ctx.apiKey]);
     return fromAnthropicResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const body = toAnthropicRequest(req, true);
-    const res = await callStream(this.call(this.url('messages'), body, this.headers(ctx), ctx));
+    const res = await callStream(this.call('messages', body, true, this.headers(ctx), ctx));
     const secrets = [ctx.apiKey];
     const mapper = new AnthropicStreamMapper(
       req.model,
@@ -106,11 +131,11 @@ export class AnthropicProvider implements Provider {
 
   forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
     const path = req.wire === 'anthropic-count-tokens' ? 'messages/count_tokens' : 'messages';
-    return forwardJson(this.call(this.url(path), req.body, this.headers(ctx, req.headers), ctx), tapMessage);
+    return forwardJson(this.call(path, req.body, false, this.headers(ctx, req.headers), ctx), tapMessage);
   }
 
   forwardStream(req: ForwardRequest, ctx: CallContext): Promise<AsyncIterable<RelayFrame>> {
-    const call = this.call(this.url('messages'), req.body, this.headers(ctx, req.headers), ctx);
+    const call = this.call('messages', req.body, true, this.headers(ctx, req.headers), ctx);
     return forwardStream(call, messagesStreamTap(call.secrets));
   }
 }

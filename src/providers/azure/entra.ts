@@ -4,7 +4,7 @@
  * provider, cached and fetched again a few minutes before it expires; concurrent calls share one
  * token request. The client secret never appears in an error.
  */
-import type { CallSignal } from '../../lib/call-abort.js';
+import { type CallSignal, untilAborted } from '../../lib/call-abort.js';
 import { nonEmpty, obj } from '../errors.js';
 import { redact, upstreamAgent } from '../http.js';
 import { type EntraAuth, UpstreamError } from '../types.js';
@@ -17,16 +17,6 @@ export const entraTokenUrl = (tenantId: string): string =>
 const RENEW_BEFORE_MS = 5 * 60_000;
 /** The longest a token request may take. */
 const TOKEN_TIMEOUT_MS = 30_000;
-
-/** `p`, or the signal's reason as soon as it aborts. */
-function untilAborted<T>(p: Promise<T>, signal: CallSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
 
 export class EntraTokenSource {
   private token: { value: string; renewAt: number } | null = null;

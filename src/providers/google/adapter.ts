@@ -34,7 +34,7 @@ import {
 const TRAITS: ProviderTraits = { natives: new Set(), target: 'google', keyOptional: false };
 
 export class GoogleProvider implements Provider {
-  readonly traits = TRAITS;
+  readonly traits: ProviderTraits = TRAITS;
 
   constructor(readonly config: ProviderConfig) {}
 
@@ -50,11 +50,13 @@ export class GoogleProvider implements Provider {
     };
   }
 
-  private url(model: string, method: string): string {
+  /** Where `method` of `model` is called (Vertex AI overrides: its project/region path). */
+  protected url(model: string, method: string): string {
     return joinUrl(this.config.baseUrl, `models/${encodeURIComponent(geminiModelId(model))}:${method}`);
   }
 
-  private headers(ctx: CallContext): Record<string, string> {
+  /** The operator's headers and the credential (Vertex AI overrides: a Bearer token). */
+  protected headers(ctx: CallContext): Record<string, string> {
     const headers: Record<string, string> = { ...this.config.headers };
     if (ctx.apiKey) headers['x-goog-api-key'] = ctx.apiKey;
     return headers;
