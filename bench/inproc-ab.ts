@@ -5,7 +5,7 @@
  * Each measurement is a fresh Node process that builds the gateway of one `dist/` (SQLite in a temp
  * dir, LOG_LEVEL=warn, no worker, no media), points `bench/fast` at the instant mock (run by this
  * process), warms up with 3,000 calls and then makes N non-streaming chat calls at concurrency 64
- * (BENCH_C)
+ * (BENCH_C; BENCH_CALL=messages and BENCH_STREAM=1 for the Messages lane and for streams)
  * through `app.inject` (no client socket: the upstream socket is real), reporting its CPU µs per
  * call (process.cpuUsage, the inject harness included — a constant on both sides). The two builds
  * alternate for K pairs; the verdict is the median of the per-pair ratios.
@@ -30,6 +30,12 @@ const KEY = `sk-gh-v1-${'ab'.repeat(32)}`;
 const ADMIN = `inproc-admin-${randomBytes(16).toString('hex')}`;
 /** Calls in flight at once (BENCH_C, default 64; 1 shows the per-call costs a busy loop amortizes). */
 const CONCURRENCY = Number(process.env.BENCH_C ?? 64);
+/**
+ * Which call (BENCH_CALL): `chat` (default: Chat Completions on `bench/fast`, a pass-through lane),
+ * `messages` (Anthropic Messages on `bench/claude`, the other lane); BENCH_STREAM=1 streams it.
+ */
+const CALL = process.env.BENCH_CALL === 'messages' ? 'messages' : 'chat';
+const STREAM = process.env.BENCH_STREAM === '1';
 
 /** Child mode: `--measure <dist> <mock base URL> <n>` prints `{cpu_us_per_call}`. */
 async function measure(dist: string, mockBaseUrl: string, n: number): Promise<void> {
@@ -60,21 +66,26 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
   });
   if (granted.statusCode >= 300) throw new Error(`credits: ${granted.statusCode} ${granted.body}`);
   const payload = JSON.stringify({
-    model: 'bench/fast',
+    model: CALL === 'messages' ? 'bench/claude' : 'bench/fast',
+    ...(CALL === 'messages' ? { system: 'You are a helpful assistant.' } : {}),
     messages: [
-      { role: 'system', content: 'You are a helpful assistant.' },
+      ...(CALL === 'messages' ? [] : [{ role: 'system', content: 'You are a helpful assistant.' }]),
       { role: 'user', content: 'Say hello in one short sentence, please.' },
     ],
     max_tokens: 32,
+    ...(STREAM ? { stream: true } : {}),
   });
+  const url = CALL === 'messages' ? '/api/v1/messages' : '/api/v1/chat/completions';
+  const end = CALL === 'messages' ? 'event: message_stop' : 'data: [DONE]';
   const headers = { ...json, authorization: `Bearer ${KEY}` };
   const calls = async (total: number) => {
     let started = 0;
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
         while (started++ < total) {
-          const r = await g.app.inject({ method: 'POST', url: '/api/v1/chat/completions', headers, payload });
-          if (r.statusCode !== 200) throw new Error(`${r.statusCode} ${r.body}`);
+          const r = await g.app.inject({ method: 'POST', url, headers, payload });
+          if (r.statusCode !== 200 || (STREAM && !r.body.includes(end)))
+            throw new Error(`${r.statusCode} ${r.body}`);
         }
       }),
     );

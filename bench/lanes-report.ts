@@ -32,7 +32,11 @@ function ratios(x: LaneCell, cells: LaneCell[]) {
     vsFloor: gateway && x.concurrency === 1 ? div(x.added?.p50, floor?.added?.p50) : null,
     vsPortkey: gateway && x.row !== 'portkey' && x.concurrency === 64 ? div(x.rps, portkey?.rps) : null,
     cpuVsTranslated:
-      x.row === 'gatehouse (lane)' ? div(x.cpuUsPerRequest, translated?.cpuUsPerRequest) : null,
+      x.row === 'gatehouse (lane)' || x.row === 'baseline (lane)'
+        ? div(x.cpuUsPerRequest, translated?.cpuUsPerRequest)
+        : null,
+    cpuVsBaseline:
+      x.row === 'gatehouse (lane)' ? div(x.cpuUsPerRequest, peer('baseline (lane)')?.cpuUsPerRequest) : null,
   };
 }
 
@@ -95,6 +99,12 @@ function targets(cells: LaneCell[], frames: FrameCheck[]): string[] {
         `- (b) ${lane} stream: ${framesVerdict(f)}; CPU/request lane ÷ translated ${streamCpu.join(', ')}`,
       );
     }
+    // A/B against another build (BENCH_BASELINE), when one was measured.
+    const ab = laneRows
+      .map((c) => ({ c, r: ratios(c, cells).cpuVsBaseline }))
+      .filter(({ r }) => r !== null)
+      .map(({ c, r }) => `${times(r)} (${c.mode} c=${c.concurrency})`);
+    if (ab.length) out.push(`- ${lane}: CPU µs/request lane ÷ baseline build's lane = ${ab.join(', ')}`);
     // (c) latency over the floor at c=1, throughput over Portkey at c=64.
     for (const c of laneRows) {
       if (c.concurrency === 1) {

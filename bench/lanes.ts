@@ -8,7 +8,8 @@
  *   `direct` is the mock's `/v1/chat/completions`.
  *
  * Each lane is measured non-streaming and streaming at concurrency 1 and 64, its targets interleaved
- * round by round (bench/other-scenarios.ts `measureGroup`). Before that, every target's first call is
+ * round by round (bench/other-scenarios.ts `measureGroup`); with BENCH_BASELINE, another build's
+ * lanes too (`baseline (lane)`: an A/B of a change in one run). Before that, every target's first call is
  * checked: status, shape, Gatehouse's `x-gatehouse-route` (passthrough / translated), and a stream's
  * last event. The report states the issue's targets as ratios of this run (`lanesSection`).
  */
@@ -17,7 +18,13 @@ import { type LoadTarget, measureGroup, messagesBody, type OtherCell } from './o
 import { log } from './processes.js';
 
 export type Mode = 'json' | 'stream';
-type RowName = 'direct' | 'floor' | 'gatehouse (lane)' | 'gatehouse (translated)' | 'portkey';
+type RowName =
+  | 'direct'
+  | 'floor'
+  | 'gatehouse (lane)'
+  | 'baseline (lane)'
+  | 'gatehouse (translated)'
+  | 'portkey';
 type LaneName = '/messages' | '/chat/completions';
 
 /** The processes the lanes are measured through (null: not running in this run). */
@@ -26,6 +33,10 @@ export interface LaneSetup {
   gatehouse: { origin: string; pid?: number; headers: Record<string, string> };
   floor: { port: number; pid: number } | null;
   portkey: { origin: string; pid: number } | null;
+  /** Another build (BENCH_BASELINE), its lanes measured beside Gatehouse's as `baseline (lane)`. */
+  baseline: { origin: string; pid?: number } | null;
+  /** Whether the translated rows are measured (BENCH_LANES_TRANSLATED=0 leaves them out). */
+  translated: boolean;
   modes: Mode[];
   concurrencies: number[];
   rounds: number;
@@ -117,7 +128,17 @@ function laneRows(lane: LaneName, s: LaneSetup): Row[] {
     pid: s.gatehouse.pid,
   };
   rows.push({ name: 'gatehouse (lane)', ...gh, model: laneModel, route: 'passthrough' });
-  rows.push({ name: 'gatehouse (translated)', ...gh, model: otherModel, route: 'translated' });
+  if (s.baseline)
+    rows.push({
+      name: 'baseline (lane)',
+      ...gh,
+      origin: s.baseline.origin,
+      pid: s.baseline.pid,
+      model: laneModel,
+      route: 'passthrough',
+    });
+  if (s.translated)
+    rows.push({ name: 'gatehouse (translated)', ...gh, model: otherModel, route: 'translated' });
   if (s.portkey)
     rows.push({
       name: 'portkey',

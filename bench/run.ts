@@ -24,6 +24,7 @@
  * BENCH_MACHINE (short machine name for the file name), BENCH_OUT (bench/results), BENCH_KEEP (0),
  * BENCH_BASELINE (path to another build's dist/cli.js, measured side by side as `baseline`;
  * BENCH_BASELINE_NODE_ARGS adds Node flags to it only),
+ * BENCH_LANES_CONCURRENCY ("1,64"), BENCH_LANES_TRANSLATED (1; 0 leaves the lanes' translated rows out),
  * BENCH_SCENARIOS ("chat,lanes,messages,policy,mgmt-read": which scenarios; `chat` is the table
  * above, `lanes` the pass-through lanes beside translations, the floor and Portkey (bench/lanes.ts),
  * the others are Gatehouse-only, see bench/other-scenarios.ts), BENCH_PG_URL (the PostgreSQL server
@@ -452,7 +453,7 @@ async function main() {
       chat && OPTS.infoLog ? await startGatehouse('gatehouse-info', mock.baseUrl, workDir, 'info') : null;
     if (ghInfo) log(`gatehouse-info at ${ghInfo.origin} (LOG_LEVEL=info)`);
     const baseGh =
-      chat && OPTS.baseline
+      (chat || has('lanes')) && OPTS.baseline
         ? await startGatehouse('baseline', mock.baseUrl, workDir, 'warn', OPTS.baseline)
         : null;
     if (baseGh) log(`baseline (${OPTS.baseline}) at ${baseGh.origin}`);
@@ -617,8 +618,10 @@ async function main() {
           gatehouse: { origin: gh.origin, pid: gh.pid, headers: ghHeaders },
           floor,
           portkey: pk,
+          baseline: baseGh,
+          translated: flag('BENCH_LANES_TRANSLATED', true),
           modes: OPTS.modes,
-          concurrencies: [1, 64],
+          concurrencies: (env.BENCH_LANES_CONCURRENCY ?? '1,64').split(',').map(Number),
           ...opts,
         })
       : { cells: [], frames: [], skipped: [] };

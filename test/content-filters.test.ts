@@ -473,6 +473,51 @@ describe('content filters', () => {
       expect(streamedChat(res.text)).toBe('yours is [REDACTED:SSN], keep it safe');
     });
 
+    it('redacts a match split across deltas that arrive in one read, on the messages pass-through', async () => {
+      // One upstream read's events are relayed as one frame (providers/lane.ts); the filters still
+      // see them one by one.
+      const { call } = await keyWithGuardrail(codename('redact'));
+      const ev = (type: string, data: object) =>
+        `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+      const delta = (text: string) =>
+        ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text } });
+      mock.enqueue({
+        headers: { 'content-type': 'text/event-stream' },
+        body: [
+          ev('message_start', {
+            message: {
+              id: 'msg_1',
+              type: 'message',
+              role: 'assistant',
+              model: 'claude-x',
+              content: [],
+              usage: { input_tokens: 3, output_tokens: 1 },
+            },
+          }),
+          ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+          delta('we call it project'),
+          delta(' falcon internally'),
+          ev('content_block_stop', { index: 0 }),
+          ev('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 6 } }),
+          ev('message_stop', {}),
+        ].join(''),
+      });
+      const res = await call('POST', '/messages', {
+        model: 'test/claude',
+        max_tokens: 10,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(res.status).toBe(200);
+      expect(res.text).not.toContain('falcon');
+      const text = events(res.text)
+        .filter((e) => e.type === 'content_block_delta')
+        .map((e) => e.delta.text)
+        .join('');
+      expect(text).toBe('we call it [REDACTED:CODENAME] internally');
+      expect(events(res.text).at(-1)).toEqual({ type: 'message_stop' });
+    });
+
     it('redacts across deltas on translated streams and on messages and responses pass-through', async () => {
       const { call } = await keyWithGuardrail(codename('redact'));
       // The mock streams text word by word: "project" and " falcon" come in two deltas.

@@ -241,6 +241,97 @@ describe('pass-through lanes', () => {
       expect(gen.total_cost).toBeGreaterThan(0);
     });
 
+    // The events of one upstream read leave together (providers/lane.ts): nothing is lost or changed.
+    const sse = (events: [string, unknown][]) =>
+      events.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`).join('');
+    const messageStart = {
+      type: 'message_start',
+      message: {
+        id: 'msg_oneread',
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-x',
+        content: [],
+        stop_reason: null,
+        usage: { input_tokens: 21, output_tokens: 1 },
+      },
+    };
+    const delta = (text: string) => ({
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    });
+    const streamed = (body: string) => ({
+      headers: { 'content-type': 'text/event-stream' },
+      body,
+    });
+    const messagesStream = () =>
+      fetch(`${gw.url}/api/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': gw.apiKey },
+        body: JSON.stringify({
+          model: 'test/claude',
+          max_tokens: 64,
+          stream: true,
+          messages: [{ role: 'user', content: 'x' }],
+        }),
+      });
+
+    it('relays a stream that arrives in one read byte for byte, and bills its usage', async () => {
+      const upstream = sse([
+        ['message_start', messageStart],
+        [
+          'content_block_start',
+          { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        ],
+        ['ping', { type: 'ping' }],
+        ['content_block_delta', delta('one ')],
+        ['content_block_delta', delta('read')],
+        ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+        [
+          'message_delta',
+          { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 6 } },
+        ],
+        ['message_stop', { type: 'message_stop' }],
+      ]);
+      mock.enqueue(streamed(upstream));
+      const res = await messagesStream();
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe(upstream);
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id')!);
+      expect(gen).toMatchObject({
+        status: 'success',
+        streamed: true,
+        passthrough: true,
+        tokens_prompt: 21,
+        tokens_completion: 6,
+        finish_reason: 'end_turn',
+        upstream_id: 'msg_oneread',
+      });
+      expect(gen.total_cost).toBeCloseTo((21 * 3 + 6 * 15) / 1e6, 12);
+    });
+
+    it('relays what came before an error event in the same read, then the error', async () => {
+      const before = sse([
+        ['message_start', messageStart],
+        ['content_block_delta', delta('partial answer')],
+      ]);
+      mock.enqueue(
+        streamed(
+          `${before}${sse([['error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }]])}`,
+        ),
+      );
+      const res = await messagesStream();
+      const text = await res.text();
+      expect(text.startsWith(before)).toBe(true);
+      expect(text.slice(before.length)).toMatch(
+        /^event: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"Overloaded"\}\}\n\n$/,
+      );
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id')!);
+      expect(gen).toMatchObject({ status: 'error', passthrough: true, tokens_prompt: 21 });
+      expect(gen.tokens_completion).toBeGreaterThan(0);
+    });
+
     it('falls back from a failed lane to a provider of another format, translating the request', async () => {
       mock.enqueue(
         {
@@ -471,6 +562,52 @@ describe('pass-through lanes', () => {
       expect(text).toBe('streamed');
       expect(mock.requests[1]!.body.stream_options).toEqual({ include_usage: true });
       expect(usage?.cost).toBeGreaterThan(0);
+    });
+    it('relays chunks that arrive in one read with their null usage cut, the usage chunk with its cost', async () => {
+      const chunk = (delta: object, finish: string | null = null) => ({
+        id: 'chatcmpl-oneread',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'gpt-x',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        usage: null,
+      });
+      const data = (x: unknown) => `data: ${JSON.stringify(x)}\n\n`;
+      const usage = { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 };
+      mock.enqueue({
+        headers: { 'content-type': 'text/event-stream' },
+        body: [
+          data(chunk({ role: 'assistant', content: '' })),
+          data(chunk({ content: 'one ' })),
+          data(chunk({ content: 'read' })),
+          data(chunk({}, 'stop')),
+          data({ ...chunk({}), choices: [], usage }),
+          'data: [DONE]\n\n',
+        ].join(''),
+      });
+      const res = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+        model: 'test/gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      expect(res.status, res.text).toBe(200);
+      const { usage: _, ...withoutUsage } = chunk({ content: 'one ' });
+      expect(res.text).toContain(data(withoutUsage));
+      expect(res.text).not.toContain('"usage":null');
+      const frames = res.text.split('\n\n').filter(Boolean);
+      expect(frames).toHaveLength(6);
+      expect(frames.at(-1)).toBe('data: [DONE]');
+      const last = JSON.parse((frames.at(-2) as string).slice('data: '.length));
+      expect(last.usage).toMatchObject({ ...usage, cost: (12 * 1 + 4 * 2) / 1e6 });
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id') as string);
+      expect(gen).toMatchObject({
+        status: 'success',
+        passthrough: true,
+        tokens_prompt: 12,
+        tokens_completion: 4,
+        finish_reason: 'stop',
+        upstream_id: 'chatcmpl-oneread',
+      });
     });
   });
 

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { randomBase64url } from '../lib/random-pool.js';
 import { failFastRedis } from '../lib/redis.js';
 
 /**
@@ -45,7 +45,7 @@ export interface ReservationStore {
   close(): Promise<void>;
 }
 
-export const newReservationId = (): string => randomBytes(9).toString('base64url');
+export const newReservationId = (): string => randomBase64url(9);
 
 const fits = (reserved: number, amount: number, headroom: number) =>
   reserved + amount <= headroom + 1e-12 || (reserved <= 0 && headroom > 0);

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBase64url } from '../lib/random-pool.js';
 import { type LimitStore, msToNextMinute } from './store.js';
 
 /**
@@ -59,10 +59,11 @@ export class UsageLimits {
 
   /** Takes a slot in every scope with a concurrency limit; all or none. */
   async enter(limits: ScopeLimits[]): Promise<{ ok: true; slot: LimitSlot } | LimitRefusal> {
-    const id = randomBytes(9).toString('base64url');
     const taken: string[] = [];
+    let id = '';
     for (const l of limits) {
       if (l.concurrency === null) continue;
+      id ||= randomBase64url(9);
       if (await this.store.acquire(l.scope, id, l.concurrency, this.slotTtlMs, this.now())) {
         taken.push(l.scope);
         continue;

@@ -16,7 +16,7 @@
  * Every message (and the stored error body) is scrubbed of the API key before it leaves here.
  */
 import { Agent, type Dispatcher, util } from 'undici';
-import { parseSse, type SseEvent } from '../formats/sse.js';
+import { parseSse, parseSseChunks, type SseEvent } from '../formats/sse.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import type { ErrorShape } from './errors.js';
 import { redact } from './redact.js';
@@ -339,6 +339,22 @@ export async function* sseEvents(
   try {
     // Not destroyed when the reader stops early: see releaseBody.
     yield* parseSse(body.iterator({ destroyOnReturn: false }));
+  } catch (err) {
+    throw toUpstreamError(err, signal, secrets);
+  } finally {
+    releaseBody(body);
+  }
+}
+
+/** As `sseEvents`, the events of each chunk of the body together (`parseSseChunks`). */
+export async function* sseEventBatches(
+  res: UpstreamResponse,
+  signal: CallSignal,
+  secrets?: (string | null | undefined)[],
+): AsyncGenerator<SseEvent[]> {
+  const body = res.body;
+  try {
+    yield* parseSseChunks(body.iterator({ destroyOnReturn: false }));
   } catch (err) {
     throw toUpstreamError(err, signal, secrets);
   } finally {

@@ -189,8 +189,15 @@ export interface ForwardedJson extends Tapped {
 
 /** One event of a lane's stream: the SSE frame to relay and what the tap read from it. */
 export interface RelayFrame {
-  /** The event as SSE text, ready to write. */
+  /** The event as SSE text, ready to write (several events' when `parts` lists them). */
   frame: string;
+  /**
+   * The events of a joined frame (lane.ts joins the events of one upstream read that carry no
+   * parsed `json`), each as a frame of its own: for readers that need one event at a time (the
+   * content filters). The fields below are then what was read of all of them (the latest usage,
+   * finish reason and id; the characters summed).
+   */
+  parts?: RelayFrame[];
   /** The event's data parsed, when the tap parsed it (events carrying usage always are). */
   json?: unknown;
   usage?: Usage;

@@ -144,8 +144,9 @@ export function filterStreaming(wire: CallWire, scan: AnswerScan, s: Streaming):
     if (!frameTexts) return s;
     const frames = filterItems<RelayFrame>(
       (async function* () {
-        // Each frame's JSON is a copy the walkers may rewrite.
-        for await (const f of s.frames) yield { ...f, json: structuredClone(dataOf(f)) };
+        // Each event's JSON is a copy the walkers may rewrite (a joined frame's events one by one).
+        for await (const f of s.frames)
+          for (const e of f.parts ?? [f]) yield { ...e, json: structuredClone(dataOf(e)) };
       })(),
       scan,
       (f) => frameTexts(f.json),

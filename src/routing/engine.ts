@@ -1,4 +1,3 @@
-import { randomFillSync } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
 import { droppedFields } from '../formats/capabilities.js';
 import type {
@@ -11,6 +10,7 @@ import type {
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
+import { randomHex } from '../lib/random-pool.js';
 import type { Quirk } from '../providers/presets.js';
 import { rejectedFields, withoutRejected } from '../providers/quirks.js';
 import {
@@ -73,18 +73,6 @@ export interface EngineDeps {
   maxRetryWaitMs: number;
   /** Output tokens reserved for a call that names no maximum (see worst-case.ts). */
   reservedOutputTokens?: number;
-}
-
-/** Random bytes drawn from the CSPRNG 4 KiB at a time: one `randomFillSync` per ~400 ids, not per id. */
-const entropy = { pool: Buffer.alloc(4096), at: 4096 };
-function randomHex(bytes: number): string {
-  if (entropy.at + bytes > entropy.pool.length) {
-    randomFillSync(entropy.pool);
-    entropy.at = 0;
-  }
-  const hex = entropy.pool.toString('hex', entropy.at, entropy.at + bytes);
-  entropy.at += bytes;
-  return hex;
 }
 
 /** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */

@@ -19,7 +19,7 @@ import {
 } from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
-const NULL_USAGE = /,"usage":null|"usage":null,/;
+const NULL_USAGE = /,"usage":null|"usage":null,/g;
 
 /** OpenRouter's request extensions a provider's Chat Completions API does not take. */
 const DROPPED = [...GATEHOUSE_FIELDS, 'usage', 'reasoning'] as const;

@@ -31,8 +31,9 @@ export interface CallerWire<R = ChatResponse> extends CallWire {
   /** A lane's whole answer as the caller gets it (absent: the provider's body as it came). */
   relayJson?(done: Completed<R> & { lane: true }, call: { echoUpstream: boolean }): unknown;
   /**
-   * A lane's stream event as the caller gets it (absent: as it came). Called for every event: it
-   * must not re-serialize an event it leaves as it is.
+   * A lane's stream event as the caller gets it (absent: as it came). Called for every frame: it
+   * must not re-serialize an event it leaves as it is. A frame without `json` may hold several
+   * events (RelayFrame.parts): only text edits that hold for each of them apply to it.
    */
   relayFrame?(frame: RelayFrame, info: RouteInfo): string;
   /**
