@@ -6,16 +6,22 @@ describe('conversation keys', () => {
   const system = { role: 'system', content: 'You are a lawyer' };
 
   it('use the caller’s own cache key or user id first', () => {
-    expect(conversationKey('openai-chat', { prompt_cache_key: 'conv-1', user: 'u', messages: [user] })).toBe(
-      'id:conv-1',
+    const key = (native: Parameters<typeof conversationKey>[0], body: object) =>
+      conversationKey(native, body as never);
+    const byCacheKey = key('openai-chat', { prompt_cache_key: 'conv-1', user: 'u', messages: [user] });
+    expect(byCacheKey).toBe(key('openai-chat', { prompt_cache_key: 'conv-1', messages: [system, user] }));
+    expect(byCacheKey).not.toBe(key('openai-chat', { user: 'u', messages: [user] }));
+    expect(key('openai-chat', { safety_identifier: 's-1', user: 'u', messages: [user] })).toBe(
+      key('openai-chat', { safety_identifier: 's-1', messages: [system] }),
     );
-    expect(conversationKey('openai-chat', { safety_identifier: 's-1', user: 'u', messages: [user] })).toBe(
-      'id:s-1',
+    expect(key('openai-responses', { user: 'u-2', input: 'hi' })).toBe(
+      key('openai-responses', { user: 'u-2', input: 'other' }),
     );
-    expect(conversationKey('openai-responses', { user: 'u-2', input: 'hi' })).toBe('id:u-2');
-    expect(conversationKey('anthropic-messages', { metadata: { user_id: 'u-3' }, messages: [user] })).toBe(
-      'id:u-3',
+    expect(key('anthropic-messages', { metadata: { user_id: 'u-3' }, messages: [user] })).toBe(
+      key('anthropic-messages', { metadata: { user_id: 'u-3' }, messages: [system] }),
     );
+    // A key of a bounded size, whatever the caller sent.
+    expect(key('openai-chat', { prompt_cache_key: 'x'.repeat(100_000), messages: [user] })).toHaveLength(22);
   });
 
   it('else hash the opening: the same for every later turn, another for another conversation', () => {
@@ -29,7 +35,7 @@ describe('conversation keys', () => {
       ],
     });
     const other = conversationKey('openai-chat', { messages: [system, { role: 'user', content: 'Other' }] });
-    expect(first).toMatch(/^h:/);
+    expect(first).toHaveLength(22);
     expect(second).toBe(first);
     expect(other).not.toBe(first);
     expect(first).not.toContain('lawyer'); // a hash, not the text

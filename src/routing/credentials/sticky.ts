@@ -39,23 +39,26 @@ export function conversationKey(native: NativeWire, body: Body): string | null {
   let opening: unknown[];
   if (native === 'openai-chat') {
     const id = str(body.prompt_cache_key) ?? str(body.safety_identifier) ?? str(body.user);
-    if (id) return `id:${id}`;
+    if (id) return digest(`id\u0000${id}`);
     const messages = Array.isArray(body.messages) ? body.messages : [];
     opening = messages.slice(0, 2);
   } else if (native === 'openai-responses') {
     const id = str(body.prompt_cache_key) ?? str(body.safety_identifier) ?? str(body.user);
-    if (id) return `id:${id}`;
+    if (id) return digest(`id\u0000${id}`);
     const input = Array.isArray(body.input) ? body.input.slice(0, 1) : [body.input];
     opening = [body.instructions, ...input];
   } else if (native === 'anthropic-messages') {
     const id = str((body.metadata as Body | undefined)?.user_id);
-    if (id) return `id:${id}`;
+    if (id) return digest(`id\u0000${id}`);
     opening = [body.system, Array.isArray(body.messages) ? body.messages[0] : undefined];
   } else return null;
   const text = textPrefix(opening, PREFIX_CHARS);
   if (text.length === 0) return null;
-  return `h:${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+  return digest(`text\u0000${text}`);
 }
+
+/** Keys of a bounded size whatever the caller sent (and no prompt text kept in memory). */
+const digest = (s: string): string => createHash('sha256').update(s).digest('base64url').slice(0, 22);
 
 /**
  * Conversations' routes, so that the next turn goes where the provider's prompt cache is warm: a
