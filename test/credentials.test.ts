@@ -7,6 +7,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client, makeOrganization } from './support/http.js';
@@ -26,6 +28,8 @@ const SECRETS = {
   anthropic: 'sk-operator-anthropic-1',
   fireworks: 'fw-operator-0000000001',
   cerebras: 'cb-operator-0000000001',
+  s1: 'sk-stream-s1-000000001',
+  s2: 'sk-stream-s2-000000002',
 };
 const BYOK_1 = 'sk-byok-tenant-one-0001';
 const BYOK_1_ROTATED = 'sk-byok-tenant-one-0002';
@@ -91,6 +95,16 @@ describe('weighted credentials, circuit breakers and sticky routing', () => {
           model_data: false,
           api_key: SECRETS.anthropic,
         },
+        {
+          slug: 'novita',
+          kind: 'openai-compatible',
+          base_url: `${mock.url}/novita/v1`,
+          model_data: false,
+          keys: [
+            { name: 's1', key: SECRETS.s1 },
+            { name: 's2', key: SECRETS.s2 },
+          ],
+        },
         compat('fireworks', SECRETS.fireworks),
         compat('cerebras', SECRETS.cerebras),
       ],
@@ -101,6 +115,7 @@ describe('weighted credentials, circuit breakers and sticky routing', () => {
         model('test/solo', 'together'),
         model('test/claude', 'anthropic'),
         model('test/sticky', 'fireworks', 'cerebras'),
+        model('test/stream', 'novita'),
       ],
     };
     const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-credentials-')), 'gatehouse.json');
@@ -249,6 +264,38 @@ describe('weighted credentials, circuit breakers and sticky routing', () => {
     });
     expect(messages.status).toBe(503);
     expect(messages.body).toMatchObject({ type: 'error', error: { type: expect.any(String) } });
+  });
+
+  it('streams through the official clients: a refused key is passed over before the first byte', async () => {
+    mock.enqueue({ match: { apiKey: SECRETS.s1 }, status: 401, times: 1000 });
+    const openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+    const anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
+    const hits = () => keysAt('novita').filter((k) => k === SECRETS.s1).length;
+    // Until s1 is picked once (weighted random), every stream completes on one key or the other.
+    for (let i = 0; i < 300 && hits() === 0; i++) {
+      const stream = await openai.chat.completions.create({
+        model: 'test/stream',
+        messages: [{ role: 'user', content: `stream ${i}` }],
+        stream: true,
+      });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+      expect(text.length).toBeGreaterThan(0);
+    }
+    expect(hits()).toBe(1);
+    expect(await stateOf('novita', 's1')).toMatchObject({ state: 'disabled', last_status: 401 });
+    // From then on every stream goes with s2, on the Anthropic wire too (translated).
+    const before = keysAt('novita').length;
+    for (let i = 0; i < 5; i++) {
+      const stream = anthropic.messages.stream({
+        model: 'test/stream',
+        max_tokens: 32,
+        messages: [{ role: 'user', content: `again ${i}` }],
+      });
+      const done = await stream.finalMessage();
+      expect(done.content.length).toBeGreaterThan(0);
+    }
+    expect(keysAt('novita').slice(before)).toEqual(Array(5).fill(SECRETS.s2));
   });
 
   it("a tenant's failing BYOK key never disables the operator's key nor another tenant's, and its update clears it", async () => {
