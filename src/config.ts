@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import { adminTokenWeakness } from './accounts/admin.token.js';
 import { type HttpTimeouts, loadHttpTimeouts } from './lib/http-server.js';
+import { type CredentialSettings, credentialSettings } from './routing/credentials/settings.js';
 
 /** The one typed configuration object, read from the environment (see the README's table). */
 export interface Config {
@@ -42,6 +43,8 @@ export interface Config {
    * answers 402 once the organization's balance is spent.
    */
   credits: CreditsMode;
+  /** Weighted credentials' circuit breakers and sticky routing (GATEHOUSE_CREDENTIAL_BREAKER, GATEHOUSE_STICKY_ROUTING …). */
+  credentials: CredentialSettings;
   /** Deadline of one upstream attempt, ms (GATEHOUSE_UPSTREAM_TIMEOUT_MS). */
   upstreamTimeoutMs: number;
   /** How long recorded generations wait to be written in one group commit, ms (GATEHOUSE_ACCOUNTING_INTERVAL_MS). */
@@ -249,6 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix: env.GATEHOUSE_REDIS_PREFIX || 'gatehouse',
     credits: creditsMode(env),
     upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
+    credentials: credentialSettings(env),
     accountingIntervalMs: intFrom(env, 'GATEHOUSE_ACCOUNTING_INTERVAL_MS', 25),
     maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),
     modelDiscoveryIntervalMs:

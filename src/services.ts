@@ -35,6 +35,7 @@ import { createProvider } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
 import { Accountant } from './routing/accounting.js';
 import { loadCatalog } from './routing/catalog.js';
+import { CredentialRouter } from './routing/credentials/service.js';
 import { Engine, newGenerationId } from './routing/engine.js';
 import { GenerationsService } from './routing/generations.js';
 import { PolicyGuard } from './routing/guard.js';
@@ -147,6 +148,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     config.spendReservations.ttlMs,
   );
   const guard = new PolicyGuard(policy, spend, keys, limiter, admission, usageLimits);
+  const credentials = new CredentialRouter(catalog, config.credentials, metrics);
   const engine = new Engine({
     catalog,
     provider,
@@ -159,6 +161,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     maxRetryWaitMs: config.maxRetryWaitMs,
     reservedOutputTokens: config.spendReservations.outputTokens,
+    credentials,
   });
   const generations = new GenerationsService(db, accountant);
   const storedResponses = new StoredResponsesService({ db, retentionMs: config.responsesRetentionMs });
@@ -263,6 +266,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     metrics,
     catalog,
     engine,
+    credentials,
     accountant,
     programme,
     vault,

@@ -26,6 +26,7 @@ const WIRE_KEYS = [
   'provider',
   'sort_order',
   'updated_at',
+  'weight',
   'workspace_id',
 ];
 
@@ -165,6 +166,7 @@ describe.each(databases)('BYOK provider credentials (%s)', (db) => {
       is_byok_only: false,
       is_required: false,
       sort_order: 0,
+      weight: 1,
     });
     expect(res.body.data.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
@@ -304,6 +306,24 @@ describe.each(databases)('BYOK provider credentials (%s)', (db) => {
     expect((await c('PATCH', `/byok/${fb.body.data.id}`, { is_fallback: true })).status).toBe(400);
     expect((await c('PATCH', `/byok/${fb.body.data.id}`, { sort_order: -1 })).status).toBe(400);
     expect((await c('PATCH', `/byok/${fb.body.data.id}`, { key: '' })).status).toBe(400);
+  });
+
+  it('stores a weight per credential (default 1): set on create, changed on update, whole numbers from 1', async () => {
+    const c = call();
+    const heavy = await c('POST', '/byok', { provider: 'openai', key: secret(), weight: 5 });
+    expect(heavy.status, heavy.text).toBe(201);
+    expect(heavy.body.data.weight).toBe(5);
+    const id = heavy.body.data.id;
+    expect((await c('GET', `/byok/${id}`)).body.data.weight).toBe(5);
+    const changed = await c('PATCH', `/byok/${id}`, { weight: 2 });
+    expect(changed.status).toBe(200);
+    expect(changed.body.data.weight).toBe(2);
+    expect((await c('GET', `/byok/${id}`)).body.data.weight).toBe(2);
+    for (const weight of [0, -1, 1.5, 'heavy', 1_000_001]) {
+      expect((await c('POST', '/byok', { provider: 'openai', key: secret(), weight })).status).toBe(400);
+      expect((await c('PATCH', `/byok/${id}`, { weight })).status).toBe(400);
+    }
+    expect((await c('GET', `/byok/${id}`)).body.data.weight).toBe(2);
   });
 
   it('accepts only API keys and members of this organization in the allowed_* lists', async () => {

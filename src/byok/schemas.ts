@@ -18,6 +18,9 @@ export const ByokKey = Type.Object(
     is_required: Type.Boolean(),
     declared_zdr: Nullable(Type.Boolean({ description: 'Self-declared zero data retention' })),
     sort_order: Type.Integer({ description: 'Ascending try order among credentials of one provider' }),
+    weight: Type.Integer({
+      description: 'Share of calls among the credentials of its provider and tier (weighted random choice)',
+    }),
     allowed_api_key_hashes: StringList('API keys that may use it; null = any'),
     allowed_models: StringList('Models it may serve; null = any'),
     allowed_user_ids: StringList('Organization members who may use it; null = any'),
@@ -43,6 +46,14 @@ const commonFields = {
       minimum: 0,
       maximum: 2_147_483_647,
       description: 'Default on create: after the last of that provider',
+    }),
+  ),
+  weight: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      description:
+        'Share of calls among the credentials of its provider and tier; default 1 (even shares). Calls pick by weighted random choice among healthy credentials',
     }),
   ),
   allowed_api_key_hashes: Type.Optional(

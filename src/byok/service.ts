@@ -21,6 +21,7 @@ interface CommonInput {
   is_required?: boolean;
   declared_zdr?: boolean | null;
   sort_order?: number;
+  weight?: number;
   allowed_api_key_hashes?: string[] | null;
   allowed_models?: string[] | null;
   allowed_user_ids?: string[] | null;
@@ -61,6 +62,7 @@ export function byokView(row: store.ByokRow) {
     is_required: row.is_required === 1,
     declared_zdr: row.declared_zdr === null ? null : row.declared_zdr === 1,
     sort_order: Number(row.sort_order),
+    weight: Number(row.weight ?? 1),
     allowed_api_key_hashes: fromJsonList(row.allowed_api_key_hashes),
     allowed_models: fromJsonList(row.allowed_models),
     allowed_user_ids: fromJsonList(row.allowed_user_ids),
@@ -164,6 +166,7 @@ export class ByokService {
         declared_zdr: toBit(input.declared_zdr ?? null),
         sort_order:
           input.sort_order ?? (await store.nextSortOrder(tx, organizationId, workspace.id, input.provider)),
+        weight: input.weight ?? 1,
         allowed_api_key_hashes: fields.allowed_api_key_hashes ?? null,
         allowed_models: fields.allowed_models ?? null,
         allowed_user_ids: fields.allowed_user_ids ?? null,
@@ -220,6 +223,7 @@ export class ByokService {
       ...(patch.is_required !== undefined ? { is_required: bool(patch.is_required, false) } : {}),
       ...(patch.declared_zdr !== undefined ? { declared_zdr: toBit(patch.declared_zdr) } : {}),
       ...(patch.sort_order !== undefined ? { sort_order: patch.sort_order } : {}),
+      ...(patch.weight !== undefined ? { weight: patch.weight } : {}),
       updated_at: nowIso(),
     };
     await store.updateCredential(this.db, row.id, next);
@@ -272,10 +276,14 @@ export class ByokService {
         allows(r.allowed_api_key_hashes, caller.keyHash) &&
         allows(r.allowed_user_ids, caller.userId),
     );
+    // Named by id; its breaker starts afresh after any update (a new key, a re-enabled credential).
     const credential = (r: store.ByokRow) => ({
       apiKey: decrypt(this.masterKey, r.secret_ciphertext as string, r.id),
       isByok: true as const,
       byokId: r.id,
+      name: r.id,
+      weight: Number(r.weight ?? 1),
+      health: { key: r.id, version: r.updated_at ?? r.created_at },
     });
     return {
       primary: matching.filter((r) => r.is_fallback === 0).map(credential),

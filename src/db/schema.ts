@@ -159,6 +159,8 @@ export interface ByokCredentialsTable {
   is_required: Bool;
   declared_zdr: Bool | null;
   sort_order: number;
+  /** Share of calls among the credentials of its tier (at least 1; default 1). */
+  weight: number;
   allowed_api_key_hashes: JsonText | null;
   allowed_models: JsonText | null;
   allowed_user_ids: JsonText | null;

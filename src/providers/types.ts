@@ -26,8 +26,10 @@ export interface ProviderConfig {
   kind: ProviderKind;
   /** e.g. https://api.openai.com/v1, https://api.anthropic.com, https://generativelanguage.googleapis.com/v1beta */
   baseUrl: string;
-  /** The operator's key; null when only BYOK credentials (or no key, e.g. a local vLLM) are used. */
+  /** The operator's key (the first of `keys`); null when only BYOK credentials (or no key, e.g. a local vLLM) are used. */
   apiKey: string | null;
+  /** Several operator keys, each named and weighted (GATEHOUSE_CONFIG `keys`); absent: `apiKey` alone. */
+  keys?: OperatorKey[];
   /** Extra headers sent upstream (e.g. anthropic-version overrides, org ids). */
   headers?: Record<string, string>;
   /** The vendor preset an `openai-compatible` provider was configured from (`kind: groq` …). */
@@ -64,6 +66,14 @@ export interface ServiceAccountKey {
   private_key_id?: string;
   /** The token endpoint the key file names (Google's unless it is a private endpoint). */
   token_uri?: string;
+}
+
+/** One of a provider's operator keys. Its secret is never logged nor shown: `name` identifies it. */
+export interface OperatorKey {
+  name: string;
+  apiKey: string | null;
+  /** Its share of the provider's calls among the operator's keys. */
+  weight: number;
 }
 
 /** An Azure OpenAI resource's call settings. */

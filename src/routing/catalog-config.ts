@@ -11,6 +11,7 @@ import {
   presetKeyEnv,
 } from './catalog-presets.js';
 import { vertexSettings } from './catalog-vertex.js';
+import { parseOperatorKeys } from './credentials/operator-keys.js';
 
 export class CatalogError extends Error {}
 
@@ -131,6 +132,8 @@ export interface FileConfig {
     base_url?: string;
     api_key?: string;
     api_key_env?: string;
+    /** Several operator keys instead of api_key: `[{ name, key | key_env, weight }]` (credentials/operator-keys.ts). */
+    keys?: { name?: string; key?: string; key_env?: string; weight?: number }[];
     headers?: Record<string, string>;
     zdr?: boolean;
     trains_on_data?: boolean;
@@ -231,14 +234,17 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       throw new CatalogError('every provider needs slug, kind and base_url');
     if (p.byok !== undefined && typeof p.byok !== 'boolean')
       throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
-    // A preset's key comes from its vendor's variable (GROQ_API_KEY …) unless the entry names one.
+    // Several keys (`keys`, the first is `apiKey`), or one: a preset's comes from its vendor's
+    // variable (GROQ_API_KEY …) unless the entry names one.
+    const keys = parseOperatorKeys(p, `providers[${i}]`, env) ?? undefined;
     const keyEnv = p.api_key_env ?? (isPresetKind(p.kind) ? presetKeyEnv(p.kind) : undefined);
-    const apiKey = p.api_key ?? (keyEnv ? env[keyEnv] || null : null);
+    const apiKey = keys ? (keys[0]?.apiKey ?? null) : (p.api_key ?? (keyEnv ? env[keyEnv] || null : null));
     if (isPresetKind(p.kind))
       return presetEntry(p.kind, {
         slug: p.slug,
         baseUrl: p.base_url,
         apiKey,
+        keys,
         headers: p.headers,
         byok: p.byok,
         zdr: p.zdr,
@@ -263,6 +269,7 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
         headers: p.headers,
         ...(azure ? { azure: azure.azure } : {}),
         ...(vertex ? { vertex: vertex.vertex } : {}),
+        ...(keys ? { keys } : {}),
       },
       byok: p.byok ?? byokByDefault(kind, apiKey),
       zdr: p.zdr ?? false,

@@ -1,4 +1,5 @@
 import { isPresetKind, PRESET_KINDS, type PresetKind, presetOf } from '../providers/presets.js';
+import type { OperatorKey } from '../providers/types.js';
 import type { Capability, ModelEndpoint, ProviderEntry, Vendor } from './catalog.js';
 
 export { isPresetKind, PRESET_KINDS };
@@ -8,6 +9,8 @@ export interface PresetOverrides {
   slug: string;
   baseUrl?: string;
   apiKey: string | null;
+  /** Several operator keys (the first is `apiKey`). */
+  keys?: OperatorKey[];
   headers?: Record<string, string>;
   byok?: boolean;
   zdr?: boolean;
@@ -35,6 +38,7 @@ export function presetEntry(kind: PresetKind, o: PresetOverrides): ProviderEntry
       kind: 'openai-compatible',
       baseUrl: (o.baseUrl || preset.baseUrl).replace(/\/+$/, ''),
       apiKey: o.apiKey,
+      ...(o.keys ? { keys: o.keys } : {}),
       headers: o.headers,
       preset: kind,
       keyRequired: hosted,

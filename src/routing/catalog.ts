@@ -12,8 +12,10 @@ import {
 } from './catalog-config.js';
 import { servedCapabilities } from './catalog-presets.js';
 import { providerData, vendorModels } from './catalog-vendors.js';
+import { operatorCredentials } from './credentials/operator-keys.js';
 import { matchModel, pricingOf } from './model-data.js';
 import { unlistedModel } from './passthrough.js';
+import type { Credential } from './select.js';
 
 export { CatalogError } from './catalog-config.js';
 
@@ -22,6 +24,8 @@ export type Vendor = 'openai' | 'anthropic' | 'google' | 'xai' | 'other';
 
 export interface ProviderEntry {
   config: ProviderConfig;
+  /** The operator's credentials, each named and weighted (built from `config` when the catalog loads). */
+  credentials?: Credential[];
   /** Zero data retention: the provider keeps no prompts or completions. */
   zdr: boolean;
   /** The provider may train on data sent to it. */
@@ -195,6 +199,7 @@ export function loadCatalog(
   for (const m of models.values()) for (const a of m.aliases) if (!lookup.has(a)) lookup.set(a, m.id);
   modelFallbacks(file, models, lookup);
   resolveAzureDeployments(providers, models);
+  for (const p of providers.values()) p.credentials = operatorCredentials(p.config);
   return { providers, models, lookup, unpriced: unpricedPolicy(env), discovered, passthrough: new Map() };
 }
 

@@ -29,6 +29,8 @@ import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
+import type { CredentialGate, CredentialPlanner } from './credentials/service.js';
+import type { StickyRoute } from './credentials/sticky.js';
 import {
   type Attempt,
   classify,
@@ -50,7 +52,7 @@ import { admitUnpriced } from './passthrough.js';
 import type { ProviderPreferences } from './preferences.js';
 import { type Cost, costOf } from './pricing.js';
 import { failedRow, type Outcome, servedRow } from './records.js';
-import { type Candidate, type Exclusion, selectCandidates } from './select.js';
+import { type Candidate, type Exclusion, type SelectInput, selectCandidates } from './select.js';
 import { checkUsage } from './usage-check.js';
 import { DEFAULT_RESERVED_OUTPUT_TOKENS, worstCaseUsd } from './worst-case.js';
 
@@ -73,6 +75,8 @@ export interface EngineDeps {
   maxRetryWaitMs: number;
   /** Output tokens reserved for a call that names no maximum (see worst-case.ts). */
   reservedOutputTokens?: number;
+  /** Weighted choice, circuit breakers and sticky routes of credentials (absent: tried as listed). */
+  credentials?: CredentialGate & CredentialPlanner;
 }
 
 /** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */
@@ -130,6 +134,8 @@ export class Engine {
 
   /** What the fallback loop needs, built once (not spread from `deps` on every call). */
   private readonly fallback: FallbackContext;
+  /** The order of a provider's credentials (weighted), bound once. */
+  private readonly arrange: SelectInput['arrange'];
 
   constructor(private readonly deps: EngineDeps) {
     this.fallback = {
@@ -137,11 +143,14 @@ export class Engine {
       upstreamTimeoutMs: deps.upstreamTimeoutMs,
       maxRetryWaitMs: deps.maxRetryWaitMs,
       latency: this.latencyEwma,
+      credentials: deps.credentials,
       onExhausted: (call, prep, last, attempts, startedAt, tried) =>
         this.recordFailure(call, prep, last, attempts, startedAt, tried),
       onCancelled: (call, prep, c, attempts, startedAt, tried) =>
         this.recordCancelled(call, prep, c, attempts, startedAt, tried),
     };
+    const planner = deps.credentials;
+    this.arrange = planner ? (tier, prefer) => planner.arrange(tier, prefer) : undefined;
   }
 
   /** The catalog model a request names, or 404. */
@@ -294,6 +303,7 @@ export class Engine {
       prefs.require_parameters ? (chatRequest() ?? null) : null,
       prefs,
       checks,
+      this.deps.credentials?.preferred(call, model.id),
     );
 
     const attempts: Attempt[] = [];
@@ -342,6 +352,7 @@ export class Engine {
     request: ChatRequest | null,
     prefs: ProviderPreferences,
     checks: CallChecks,
+    sticky?: StickyRoute,
   ): Promise<{ candidates: Candidate[]; excluded: Exclusion[] }> {
     const byokCache = new Map<string, ByokChoice>();
     for (const e of model.endpoints)
@@ -357,6 +368,8 @@ export class Engine {
       latency: (slug) => this.latencyEwma.get(slug) ?? 0,
       throughput: (slug) => this.throughputEwma.get(slug),
       keyOptional: (slug) => this.deps.provider(slug).traits.keyOptional,
+      arrange: this.arrange,
+      sticky,
     });
   }
 

@@ -4,6 +4,7 @@ import { ApiError } from '../lib/errors.js';
 import { UpstreamError } from '../providers/types.js';
 import type { Body, CallChecks, CallHold, InferenceCall } from './call.js';
 import type { ModelEntry } from './catalog.js';
+import type { CredentialGate } from './credentials/service.js';
 import type { RoutingMetrics } from './metrics.js';
 import type { SkippedModel } from './model-chain.js';
 import type { Candidate, Exclusion } from './select.js';
@@ -63,6 +64,8 @@ export interface FallbackContext {
   maxRetryWaitMs: number;
   /** Observed latency per provider (EWMA, ms), updated on each success. */
   latency: Map<string, number>;
+  /** Circuit breakers and sticky routes of the credentials (absent: every credential is always tried). */
+  credentials?: CredentialGate;
   /** Every attempt failed: record the failed generation. */
   onExhausted: (
     call: InferenceCall,
@@ -108,20 +111,21 @@ export interface Routed<T> {
 }
 
 /**
- * The attempts the loop runs: all of them, or with `allow_fallbacks: false` the first of each
- * model (that flag is about providers; the request's `models` still fall back).
+ * The attempts the loop runs: all of them, or with `allow_fallbacks: false` those of the first
+ * provider of each model — its several credentials included (that flag is about providers; the
+ * request's `models` still fall back).
  */
 export function attemptList(
   prep: Pick<Prepared, 'attempts'>,
   allowFallbacks: boolean | undefined,
 ): Attempt[] {
   if (allowFallbacks !== false) return prep.attempts;
-  const seen = new Set<string>();
+  const first = new Map<string, string>();
   return prep.attempts.filter((a) => {
     const id = a.candidate.model.id;
-    if (seen.has(id)) return false;
-    seen.add(id);
-    return true;
+    const provider = a.candidate.endpoint.provider;
+    if (!first.has(id)) first.set(id, provider);
+    return first.get(id) === provider;
   });
 }
 
@@ -199,6 +203,8 @@ export function decide(
   err: UpstreamError,
   s: { isLast: boolean; retried: boolean; timedOut: boolean; maxRetryWaitMs: number },
 ): Next {
+  // A refused credential (401/403) is that credential's failure: the next one may serve the call.
+  if (err.status === 401 || err.status === 403) return s.isLast ? { kind: 'stop' } : { kind: 'next' };
   if (!err.retryable) return { kind: 'stop' };
   if (!s.isLast) return { kind: 'next' };
   const waitMs = err.retryAfterMs ?? 0;
@@ -220,6 +226,36 @@ export function upstreamToApiError(last: Failure): ApiError {
     });
   if (err.status >= 500) return new ApiError(502, `${where} failed (${err.status}): ${err.message}`, native);
   return new ApiError(err.status, `${where} rejected the request: ${err.message}`, native);
+}
+
+/** pay, for an attempt the breaker admitted: one that does not go out gives its turn back. */
+async function payAdmitted(
+  prep: Pick<Prepared, 'checks' | 'hold'>,
+  a: Attempt,
+  onlyChance: boolean,
+  gate: CredentialGate | undefined,
+): Promise<boolean> {
+  let paid = false;
+  try {
+    paid = await pay(prep, a, onlyChance);
+    return paid;
+  } finally {
+    if (!paid) gate?.release(a.candidate);
+  }
+}
+
+/**
+ * Every credential that could serve the call is out (open or disabled breakers) and none was
+ * tried: 503, with Retry-After when one of them reopens (no upstream error to relay).
+ */
+function coolingDown(gate: CredentialGate | undefined, skipped: Candidate[]): ApiError {
+  const providers = [...new Set(skipped.map((c) => c.endpoint.provider))].join(', ');
+  const at = gate?.reopensAt(skipped) ?? null;
+  return new ApiError(
+    503,
+    `Every credential of ${providers} is cooling down or disabled after upstream failures; try again later`,
+    at !== null ? { retry_after_ms: Math.max(1000, at - Date.now()) } : undefined,
+  );
 }
 
 const sleep = (ms: number, signal: CallSignal) =>
@@ -251,12 +287,22 @@ export async function routeWithFallbacks<T>(
   const tried: Tried[] = [];
   let attempts = 0;
   let retried = false;
+  let retrying = false;
   let last: Failure | null = null;
+  const gate = ctx.credentials;
+  /** Attempts passed over because their credential's breaker is open (for the refusal below). */
+  const skipped: Candidate[] = [];
   for (let i = 0; i < list.length; i++) {
     const a = list[i] as Attempt;
     const provider = a.candidate.endpoint.provider;
     const isLast = i === list.length - 1;
-    if (!(await pay(prep, a, isLast && !last))) continue;
+    // A retry after Retry-After is the probe itself: it does not ask the breaker again.
+    if (gate && !retrying && !gate.admit(a.candidate)) {
+      skipped.push(a.candidate);
+      continue;
+    }
+    retrying = false;
+    if (!(await payAdmitted(prep, a, isLast && !last, gate))) continue;
     attempts++;
     const scope = openAttempt(call.signal, ctx.upstreamTimeoutMs);
     const release = call.hooks?.acquire ? await call.hooks.acquire(provider) : null;
@@ -276,15 +322,19 @@ export async function routeWithFallbacks<T>(
       const prev = ctx.latency.get(provider);
       ctx.latency.set(provider, prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200);
       attempted(200);
+      gate?.settle(a.candidate, null);
+      gate?.served(call, a.candidate);
       return { result, served: a, attempts, tried, startedAt };
     } catch (raw) {
       if (call.signal.aborted) {
+        gate?.release(a.candidate);
         attempted(null);
         ctx.onCancelled(call, prep, a.candidate, attempts, startedAt, tried);
         throw raw;
       }
       scope.unlink();
       const err = classify(raw, scope.timedOut(), ctx.upstreamTimeoutMs);
+      gate?.settle(a.candidate, err);
       attempted(err.status || null);
       ctx.metrics.upstreamErrors.inc({ provider, status: String(err.status) });
       ctx.metrics.upstreamLatency.observe({ provider, outcome: 'error' }, (performance.now() - t0) / 1000);
@@ -301,6 +351,7 @@ export async function routeWithFallbacks<T>(
         continue;
       }
       retried = true;
+      retrying = true;
       await sleep(next.waitMs, call.signal);
       i--; // the same attempt once more
     } finally {
@@ -308,6 +359,7 @@ export async function routeWithFallbacks<T>(
       release?.();
     }
   }
+  if (!last && skipped.length > 0) throw coolingDown(gate, skipped);
   if (!last) throw new ApiError(502, 'No provider could serve the request');
   ctx.onExhausted(call, prep, last, attempts, startedAt, tried);
   throw upstreamToApiError(last);

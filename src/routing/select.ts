@@ -7,6 +7,12 @@ export interface Credential {
   apiKey: string | null;
   isByok: boolean;
   byokId?: string;
+  /** How metrics and the operator endpoint name it: the operator key's name, or the BYOK credential's id. */
+  name?: string;
+  /** Its share of calls among the credentials of its tier (default 1). */
+  weight?: number;
+  /** Its circuit breaker's key and version (a new secret, a BYOK update: a new version). None: no breaker. */
+  health?: { key: string; version: string };
 }
 
 const NO_BYOK = { primary: [] as Credential[], fallback: [] as Credential[], byokOnly: false };
@@ -46,6 +52,10 @@ export interface SelectInput {
   throughput?: (providerSlug: string) => number | undefined;
   /** Whether a provider may be called without any key (its adapter says so). */
   keyOptional: (providerSlug: string) => boolean;
+  /** Orders one tier of a provider's credentials (weighted, the sticky one first); absent: as listed. */
+  arrange?: (tier: Credential[], prefer: string | null | undefined) => Credential[];
+  /** The route that served this conversation's previous turn (credentials/sticky.ts). */
+  sticky?: { provider: string; credential: string | null };
 }
 
 /** The capabilities a request needs from an endpoint. */
@@ -136,6 +146,13 @@ export function selectCandidates(input: SelectInput): { candidates: Candidate[];
     };
     eligible.sort((a, b) => rank(a.endpoint.provider) - rank(b.endpoint.provider)); // stable
   }
+  // A conversation goes back to the provider of its previous turn (its prompt cache), unless the
+  // caller ordered the providers itself; health still decides (an open breaker is passed over).
+  const sticky = input.sticky;
+  if (sticky && !sort && !prefs.order?.length) {
+    const i = eligible.findIndex((e) => e.endpoint.provider === sticky.provider);
+    if (i > 0) eligible.unshift(...eligible.splice(i, 1));
+  }
 
   const candidates: Candidate[] = [];
   for (const { endpoint, provider } of eligible) {
@@ -144,8 +161,13 @@ export function selectCandidates(input: SelectInput): { candidates: Candidate[];
     const operator: Credential[] =
       creds.byokOnly || (provider.config.apiKey === null && !input.keyOptional(endpoint.provider))
         ? []
-        : [{ apiKey: provider.config.apiKey, isByok: false }];
-    const all = [...creds.primary, ...operator, ...creds.fallback];
+        : (provider.credentials ?? [{ apiKey: provider.config.apiKey, isByok: false }]);
+    // Each tier in weighted random order (BYOK first, the operator's keys, fallback BYOK last).
+    const arrange = input.arrange;
+    const prefer = sticky?.provider === endpoint.provider ? sticky.credential : null;
+    const all = arrange
+      ? [...arrange(creds.primary, prefer), ...arrange(operator, prefer), ...arrange(creds.fallback, prefer)]
+      : [...creds.primary, ...operator, ...creds.fallback];
     if (all.length === 0) {
       excluded.push({
         provider: endpoint.provider,

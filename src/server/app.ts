@@ -25,6 +25,7 @@ import { internsRoutes } from '../interns/routes.js';
 import { AccessLog } from '../lib/access-log.js';
 import { httpServerOptions } from '../lib/http-server.js';
 import type { Log } from '../lib/log.js';
+import { credentialRoutes } from '../routing/credentials/routes.js';
 import type { Services } from '../services.js';
 import { storedResponsesRoutes } from '../stored-responses/routes.js';
 import { vaultRoutes } from '../vault/routes.js';
@@ -47,6 +48,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   creditsRoutes,
   budgetsRoutes,
   adminRoutes,
+  credentialRoutes,
   inferenceRoutes,
   catalogRoutes,
   storedResponsesRoutes,

@@ -307,6 +307,7 @@ const ROUTES: Record<string, Row> = {
   'POST /api/v1/admin/organizations': { auth: 'admin', body: () => ({ name: 'Probe' }), ok: 201 },
   'GET /api/v1/admin/organizations': { auth: 'admin', ok: 200 },
   'POST /api/v1/admin/catalog/reload': { auth: 'admin', ok: 200 },
+  'GET /api/v1/admin/credentials': { auth: 'admin', ok: 200 },
   'POST /api/v1/admin/users': {
     auth: 'admin',
     body: (fx, as) => ({

@@ -27,6 +27,7 @@ export default function setup(project: TestProject) {
         rows: [
           ['API keys created (recognised by shape anywhere)', report.secrets['api-key']],
           ['BYOK keys sent', report.secrets['byok-key']],
+          ['operator provider keys configured', report.secrets['provider-key']],
           ['vault values stored', report.secrets['vault-value']],
           ['master keys configured (hex and base64)', report.secrets['master-key']],
           ['response bodies scanned', report.responses],

@@ -93,6 +93,10 @@ export async function startTestGateway(
     GATEHOUSE_ADMIN_AUTH_FAILURES: '100000',
     // Suites write vaults far faster than any member may; the write limit has its own tests.
     GATEHOUSE_VAULT_WRITE_LIMIT: '100000',
+    // Suites script upstream failures call after call, and reuse one conversation's opening across
+    // tests: the credential breakers and sticky routing have their own tests (credentials.test.ts).
+    GATEHOUSE_CREDENTIAL_BREAKER: 'off',
+    GATEHOUSE_STICKY_ROUTING: 'off',
     // /metrics on a free loopback port of its own (TestGateway.metricsUrl).
     GATEHOUSE_METRICS_PORT: '0',
     GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: managementKey,

@@ -92,7 +92,7 @@ export type MockStreamEvent = { event?: string; data: unknown } | { raw: string 
 
 export interface MockStep {
   /** Only requests matching all given fields take this step (others take later/unmatched ones). */
-  match?: { path?: string | RegExp; model?: string; format?: MockFormat };
+  match?: { path?: string | RegExp; model?: string; format?: MockFormat; apiKey?: string };
   /** How many requests this step answers (default 1). */
   times?: number;
   status?: number;
@@ -1076,11 +1076,20 @@ export function wireView(req: RecordedRequest): WireView {
 // ---------------------------------------------------------------------------------------------
 // Server
 
+/** The key a request carried: `Authorization: Bearer …`, or Anthropic's `x-api-key`. */
+export function keyOf(req: RecordedRequest): string | null {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && auth.startsWith('Bearer ')) return auth.slice(7);
+  const key = req.headers['x-api-key'];
+  return typeof key === 'string' ? key : null;
+}
+
 function matches(step: MockStep, req: RecordedRequest): boolean {
   const m = step.match;
   if (!m) return true;
   if (m.format && m.format !== req.format) return false;
   if (m.model && m.model !== req.model) return false;
+  if (m.apiKey && keyOf(req) !== m.apiKey) return false;
   if (m.path) {
     if (typeof m.path === 'string' ? !req.path.endsWith(m.path) : !m.path.test(req.path)) return false;
   }

@@ -21,7 +21,7 @@ const RESPONSE_CAP = 4 * 1024 * 1024;
 /** Shorter registered values are not scanned for: they would match by chance. */
 const MIN_SECRET_LENGTH = 8;
 
-export type SecretKind = 'api-key' | 'byok-key' | 'vault-value' | 'master-key';
+export type SecretKind = 'api-key' | 'byok-key' | 'provider-key' | 'vault-value' | 'master-key';
 
 const dir = (): string | null => process.env[AUDIT_DIR_ENV] || null;
 const file = (name: string) => join(dir() as string, `${name}-${process.pid}.jsonl`);
@@ -198,7 +198,7 @@ export function scanAudit(auditDir: string): AuditReport {
       secrets.set(value, kind);
     }
   const report: AuditReport = {
-    secrets: { 'api-key': 0, 'byok-key': 0, 'vault-value': 0, 'master-key': 0 },
+    secrets: { 'api-key': 0, 'byok-key': 0, 'provider-key': 0, 'vault-value': 0, 'master-key': 0 },
     responses: 0,
     responseBytes: 0,
     logLines: 0,
