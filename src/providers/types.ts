@@ -10,7 +10,14 @@ import type { CallSignal } from '../lib/call-abort.js';
 import type { PresetKind, Quirk } from './presets.js';
 
 /** Which wire format and adapter a configured provider uses. */
-export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'openai-compatible' | 'azure' | 'dev';
+export type ProviderKind =
+  | 'openai'
+  | 'anthropic'
+  | 'google'
+  | 'openai-compatible'
+  | 'azure'
+  | 'bedrock'
+  | 'dev';
 
 /** One configured upstream (from the environment or GATEHOUSE_CONFIG). */
 export interface ProviderConfig {
@@ -31,6 +38,27 @@ export interface ProviderConfig {
   rejects?: readonly Quirk[];
   /** Azure OpenAI (`kind: azure`): `baseUrl` is the resource endpoint; these say where each model goes. */
   azure?: AzureSettings;
+  /** AWS Bedrock (`kind: bedrock`): `baseUrl` is the runtime endpoint; region and credentials here. */
+  bedrock?: BedrockSettings;
+}
+
+/** An AWS Bedrock entry's call settings. */
+export interface BedrockSettings {
+  /** The AWS region the calls are signed for (`us-east-1` …). */
+  region: string;
+  /** Explicit credentials; absent: the AWS SDK's default provider chain (env, profiles, roles). */
+  credentials?: AwsKeys;
+  /** The shared-config profile the default chain reads (instead of AWS_PROFILE / `default`). */
+  profile?: string;
+  /** Upstream model id (or catalog model id) → Bedrock model id; unlisted models use their own id. */
+  modelIds: Record<string, string>;
+}
+
+/** An IAM access key (and a session token for temporary credentials). Never logged. */
+export interface AwsKeys {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
 }
 
 /** An Azure OpenAI resource's call settings. */
@@ -177,6 +205,11 @@ export interface Provider {
   chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>>;
   /** Absent when the provider serves no embeddings. */
   embeddings?(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse>;
+  /**
+   * Whether `native` is served natively for this model (absent: for every model). Bedrock takes
+   * Anthropic bodies only for Anthropic models.
+   */
+  nativeFor?(native: NativeWire, upstreamModel: string): boolean;
   /** Absent when the provider has no natives. */
   forward?(req: ForwardRequest & { stream: false }, ctx: CallContext): Promise<ForwardedJson>;
   forwardStream?(

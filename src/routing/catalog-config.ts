@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import type { ProviderKind } from '../providers/types.js';
 import type { Capability, ModelEndpoint, ModelEntry, Pricing, ProviderEntry, Vendor } from './catalog.js';
 import { azureSettings } from './catalog-azure.js';
+import { bedrockSettings } from './catalog-bedrock.js';
 import {
   envPresetProviders,
   isPresetKind,
@@ -148,6 +149,12 @@ export interface FileConfig {
     api_version?: string;
     /** Azure OpenAI: model id → deployment name. */
     deployments?: Record<string, string>;
+    /** AWS Bedrock (`kind: bedrock`): IAM keys (else the AWS default chain), its profile, model id map. */
+    access_key_id?: string;
+    secret_access_key?: string;
+    session_token?: string;
+    profile?: string;
+    model_ids?: Record<string, string>;
     /** Azure OpenAI: Microsoft Entra ID client credentials instead of a key. */
     auth?: {
       tenant_id: string;
@@ -198,7 +205,15 @@ const vendorOf = (kind: ProviderKind, slug: string): Vendor =>
           ? 'xai'
           : 'other';
 
-const KINDS: readonly ProviderKind[] = ['openai', 'anthropic', 'google', 'openai-compatible', 'azure', 'dev'];
+const KINDS: readonly ProviderKind[] = [
+  'openai',
+  'anthropic',
+  'google',
+  'openai-compatible',
+  'azure',
+  'bedrock',
+  'dev',
+];
 
 /** The providers GATEHOUSE_CONFIG declares. */
 export function fileProviders(file: FileConfig, env: Record<string, string | undefined>): ProviderEntry[] {
@@ -208,7 +223,7 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       throw new CatalogError(
         `providers[${i}].kind: unknown kind ${JSON.stringify(p.kind)} (provider ${p.slug}); expected one of ${[...KINDS, ...PRESET_KINDS].join(', ')}`,
       );
-    if (!p.base_url && !isPresetKind(p.kind) && p.kind !== 'azure')
+    if (!p.base_url && !isPresetKind(p.kind) && p.kind !== 'azure' && p.kind !== 'bedrock')
       throw new CatalogError('every provider needs slug, kind and base_url');
     if (p.byok !== undefined && typeof p.byok !== 'boolean')
       throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
@@ -233,14 +248,21 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
     const kind = p.kind;
     // Azure: the resource endpoint is the base URL; its deployments and api-version ride along.
     const azure = kind === 'azure' ? azureSettings(p, apiKey, `providers[${i}]`, env) : null;
+    // Bedrock: the region's runtime endpoint (or `endpoint`); region, credentials, model ids ride along.
+    const bedrock = kind === 'bedrock' ? bedrockSettings(p, `providers[${i}]`) : null;
     return {
       config: {
         slug: p.slug,
         kind,
-        baseUrl: azure ? azure.endpoint : (p.base_url as string).replace(/\/+$/, ''),
+        baseUrl: azure
+          ? azure.endpoint
+          : bedrock
+            ? bedrock.endpoint
+            : (p.base_url as string).replace(/\/+$/, ''),
         apiKey,
         headers: p.headers,
         ...(azure ? { azure: azure.azure } : {}),
+        ...(bedrock ? { bedrock: bedrock.bedrock } : {}),
       },
       byok: p.byok ?? byokByDefault(kind, apiKey),
       zdr: p.zdr ?? false,

@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../providers/types.js';
 import { resolveAzureDeployments } from './catalog-azure.js';
+import { resolveBedrockModelIds } from './catalog-bedrock.js';
 import {
   ALL_CAPS,
   CatalogError,
@@ -195,6 +196,7 @@ export function loadCatalog(
   for (const m of models.values()) for (const a of m.aliases) if (!lookup.has(a)) lookup.set(a, m.id);
   modelFallbacks(file, models, lookup);
   resolveAzureDeployments(providers, models);
+  resolveBedrockModelIds(providers, models);
   return { providers, models, lookup, unpriced: unpricedPolicy(env), discovered, passthrough: new Map() };
 }
 

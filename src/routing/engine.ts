@@ -116,9 +116,9 @@ export type Streaming = {
 const isForwarded = (x: unknown): x is ForwardedJson =>
   typeof x === 'object' && x !== null && 'text' in x && 'json' in x;
 
-/** A provider that takes `native` bodies as they are (a lane). */
-const speaks = (p: Provider, native: NativeWire): boolean =>
-  p.traits.natives.has(native) && p.forward !== undefined;
+/** A provider that takes `native` bodies for `upstreamModel` as they are (a lane). */
+const speaks = (p: Provider, native: NativeWire, upstreamModel: string): boolean =>
+  p.traits.natives.has(native) && p.forward !== undefined && (p.nativeFor?.(native, upstreamModel) ?? true);
 
 /**
  * The routing engine: a library used by the HTTP endpoints, batches and interns. It resolves the
@@ -311,7 +311,7 @@ export class Engine {
     };
     for (const candidate of candidates) {
       const provider = this.deps.provider(candidate.endpoint.provider);
-      if (speaks(provider, wire.native)) {
+      if (speaks(provider, wire.native, candidate.endpoint.upstreamModel)) {
         attempts.push({ candidate, lane: true });
         continue;
       }
@@ -369,7 +369,9 @@ export class Engine {
   /** Whether a provider of `model` takes `native` bodies as they are (a pass-through lane). */
   servesNatively(model: ModelEntry, native: NativeWire): boolean {
     return model.endpoints.some(
-      (e) => this.deps.catalog.providers.has(e.provider) && speaks(this.deps.provider(e.provider), native),
+      (e) =>
+        this.deps.catalog.providers.has(e.provider) &&
+        speaks(this.deps.provider(e.provider), native, e.upstreamModel),
     );
   }
 

@@ -1,0 +1,315 @@
+/**
+ * Canonical chat ⇄ Bedrock Converse (`POST /model/{modelId}/converse`, and `converse-stream`).
+ *
+ * Request: the turns are built as Anthropic's (`toAnthropicMessages`: system apart, same-role turns
+ * merged, consecutive tool results in one user turn, arguments checked) and each block rewritten
+ * into Converse's union shape — text → `{text}`, a base64 image → `{image: {format, source:
+ * {bytes}}}` (Converse takes no image URLs: TranslationError), tool_use → `{toolUse}`, tool_result
+ * → `{toolResult: {toolUseId, content: [{text}]}}`; a cache breakpoint (`cache_control`) becomes
+ * a `{cachePoint: {type: 'default'}}` block after the block it marks. max tokens, temperature, top_p
+ * and stop → `inferenceConfig`; tools → `toolConfig` (tool_choice auto/required/named →
+ * auto/any/tool; `none` sends the tools without a choice: Converse has no "none", and history with
+ * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. Thinking in
+ * history is not sent; seed, penalties and logprobs have no Converse field and are dropped.
+ *
+ * Answer: text blocks joined, toolUse → tool_calls, reasoningContent → `reasoning`; stopReason →
+ * finish_reason (the original in native_finish_reason); usage: prompt = inputTokens + cache reads +
+ * cache writes (Converse counts them apart, as Anthropic does).
+ */
+import {
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResponse,
+  type FinishReason,
+  type ToolCall,
+  TranslationError,
+  type Usage,
+} from '../../formats/chat.js';
+import { toAnthropicMessages } from '../anthropic/wire.js';
+import { type Obj, obj } from '../errors.js';
+import { nowSeconds } from '../http.js';
+import { UpstreamError } from '../types.js';
+
+type Block = Record<string, unknown>;
+
+const CACHE_POINT: Block = { cachePoint: { type: 'default' } };
+
+/** `image/png` → `png` (Converse's image formats: png, jpeg, gif, webp). */
+function imageFormat(mediaType: unknown): string {
+  const f = String(mediaType ?? '')
+    .replace(/^image\//, '')
+    .toLowerCase();
+  if (f === 'jpg' || f === 'jpeg') return 'jpeg';
+  if (f === 'png' || f === 'gif' || f === 'webp') return f;
+  throw new TranslationError(
+    `Bedrock Converse takes png, jpeg, gif or webp images, not ${String(mediaType)}`,
+  );
+}
+
+/** One Anthropic-shaped block → its Converse blocks (the block, then its cache point). */
+function converseBlocks(b: Block): Block[] {
+  let out: Block | null;
+  switch (b.type) {
+    case 'text':
+      out = { text: b.text };
+      break;
+    case 'image': {
+      const src = obj(b.source);
+      if (src.type !== 'base64')
+        throw new TranslationError('Bedrock Converse takes images as data: URLs only, not http(s) URLs');
+      out = { image: { format: imageFormat(src.media_type), source: { bytes: src.data } } };
+      break;
+    }
+    case 'tool_use':
+      out = { toolUse: { toolUseId: b.id, name: b.name, input: b.input } };
+      break;
+    case 'tool_result': {
+      const content =
+        typeof b.content === 'string'
+          ? [{ text: b.content }]
+          : Array.isArray(b.content)
+            ? (b.content as Block[]).flatMap((c) => converseBlocks({ ...c, cache_control: undefined }))
+            : [{ text: '' }];
+      out = { toolResult: { toolUseId: b.tool_use_id, content } };
+      break;
+    }
+    default:
+      // Thinking blocks in history: not sent (see the file comment).
+      out = null;
+  }
+  if (!out) return [];
+  return b.cache_control ? [out, CACHE_POINT] : [out];
+}
+
+function toolChoice(req: ChatRequest): Block | undefined {
+  const tc = req.tool_choice;
+  if (tc === 'auto') return { auto: {} };
+  if (tc === 'required') return { any: {} };
+  if (tc && typeof tc === 'object') return { tool: { name: tc.function.name } };
+  return undefined;
+}
+
+/** The Converse body of a canonical request (the model goes in the URL). */
+export function toConverseRequest(req: ChatRequest): Record<string, unknown> {
+  const { system, messages } = toAnthropicMessages(req.messages);
+  const body: Record<string, unknown> = {
+    messages: messages
+      .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
+      .filter((m) => m.content.length > 0),
+  };
+  if (typeof system === 'string') body.system = [{ text: system }];
+  else if (system) body.system = (system as Block[]).flatMap(converseBlocks);
+  const inference: Record<string, unknown> = {};
+  const max = req.max_completion_tokens ?? req.max_tokens;
+  if (max !== undefined) inference.maxTokens = max;
+  if (req.temperature !== undefined) inference.temperature = req.temperature;
+  if (req.top_p !== undefined) inference.topP = req.top_p;
+  if (req.stop !== undefined) inference.stopSequences = Array.isArray(req.stop) ? req.stop : [req.stop];
+  if (Object.keys(inference).length) body.inferenceConfig = inference;
+  if (req.tools?.length) {
+    const tools: Block[] = [];
+    for (const t of req.tools) {
+      tools.push({
+        toolSpec: {
+          name: t.function.name,
+          ...(t.function.description !== undefined ? { description: t.function.description } : {}),
+          inputSchema: { json: t.function.parameters ?? { type: 'object', properties: {} } },
+        },
+      });
+      if (t.cache_control) tools.push(CACHE_POINT);
+    }
+    const choice = toolChoice(req);
+    body.toolConfig = { tools, ...(choice ? { toolChoice: choice } : {}) };
+  }
+  if (req.top_k !== undefined) body.additionalModelRequestFields = { top_k: req.top_k };
+  return body;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers
+
+const FINISH: Record<string, FinishReason> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  tool_use: 'tool_calls',
+  guardrail_intervened: 'content_filter',
+  content_filtered: 'content_filter',
+};
+
+export const mapConverseStop = (r: unknown): FinishReason | null =>
+  typeof r === 'string' && r ? (FINISH[r] ?? 'stop') : null;
+
+const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
+
+/** Converse usage → canonical (prompt = input + cache reads + cache writes). */
+export function mapConverseUsage(raw: unknown): Usage {
+  const u = obj(raw);
+  const cacheRead = num(u.cacheReadInputTokens);
+  const cacheWrite = num(u.cacheWriteInputTokens);
+  const prompt = num(u.inputTokens) + cacheRead + cacheWrite;
+  const completion = num(u.outputTokens);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
+  };
+}
+
+const responseId = (): string =>
+  `bedrock-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
+
+/** A Converse answer → canonical ChatResponse. */
+export function fromConverseResponse(raw: unknown, model: string, requestId?: string): ChatResponse {
+  const r = obj(raw);
+  const content = obj(obj(r.output).message).content;
+  if (!Array.isArray(content))
+    throw new UpstreamError(502, 'Bedrock sent an answer without output.message.content', {
+      retryable: true,
+    });
+  const texts: string[] = [];
+  const reasoning: string[] = [];
+  const toolCalls: ToolCall[] = [];
+  for (const b of content.map(obj)) {
+    if (typeof b.text === 'string') texts.push(b.text);
+    else if (b.toolUse) {
+      const t = obj(b.toolUse);
+      toolCalls.push({
+        id: String(t.toolUseId ?? ''),
+        type: 'function',
+        function: { name: String(t.name ?? ''), arguments: JSON.stringify(t.input ?? {}) },
+      });
+    } else if (b.reasoningContent) {
+      const text = obj(obj(b.reasoningContent).reasoningText).text;
+      if (typeof text === 'string') reasoning.push(text);
+    }
+  }
+  const message: ChatResponse['choices'][number]['message'] = {
+    role: 'assistant',
+    content: texts.length ? texts.join('') : toolCalls.length ? null : '',
+  };
+  if (reasoning.length) message.reasoning = reasoning.join('');
+  if (toolCalls.length) message.tool_calls = toolCalls;
+  const stop = typeof r.stopReason === 'string' ? r.stopReason : null;
+  return {
+    id: requestId ?? responseId(),
+    object: 'chat.completion',
+    created: nowSeconds(),
+    model,
+    choices: [
+      { index: 0, message, finish_reason: mapConverseStop(stop), native_finish_reason: stop, logprobs: null },
+    ],
+    usage: mapConverseUsage(r.usage),
+  };
+}
+
+/**
+ * ConverseStream events → canonical chunks: messageStart → a role chunk; contentBlockStart with
+ * a toolUse → the tool call's id and name; contentBlockDelta → text, reasoning or argument pieces;
+ * messageStop → the finish reason; metadata (the last event) → a usage chunk with no choices.
+ * Tool calls are numbered 0, 1, … in order of appearance.
+ */
+export class ConverseStreamMapper {
+  private readonly id: string;
+  private readonly created = nowSeconds();
+  private readonly toolIndex = new Map<number, number>();
+  private stopped = false;
+  done = false;
+
+  constructor(
+    private readonly model: string,
+    requestId?: string,
+  ) {
+    this.id = requestId ?? responseId();
+  }
+
+  private chunk(delta: ChatChunk['choices'][number]['delta'], finish?: string | null): ChatChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [
+        {
+          index: 0,
+          delta,
+          finish_reason: finish ? mapConverseStop(finish) : null,
+          ...(finish ? { native_finish_reason: finish } : {}),
+        },
+      ],
+    };
+  }
+
+  private tool(block: number): number {
+    let i = this.toolIndex.get(block);
+    if (i === undefined) {
+      i = this.toolIndex.size;
+      this.toolIndex.set(block, i);
+    }
+    return i;
+  }
+
+  /** The chunks one event gives. */
+  push(type: string | undefined, ev: Obj): ChatChunk[] {
+    switch (type) {
+      case 'messageStart':
+        return [this.chunk({ role: 'assistant', content: '' })];
+      case 'contentBlockStart': {
+        const t = obj(obj(ev.start).toolUse);
+        if (!t.name) return [];
+        const index = this.tool(num(ev.contentBlockIndex));
+        return [
+          this.chunk({
+            tool_calls: [
+              {
+                index,
+                id: String(t.toolUseId ?? ''),
+                type: 'function',
+                function: { name: String(t.name), arguments: '' },
+              },
+            ],
+          }),
+        ];
+      }
+      case 'contentBlockDelta': {
+        const d = obj(ev.delta);
+        if (typeof d.text === 'string') return d.text ? [this.chunk({ content: d.text })] : [];
+        if (d.toolUse) {
+          const input = obj(d.toolUse).input;
+          const index = this.tool(num(ev.contentBlockIndex));
+          return typeof input === 'string' && input
+            ? [this.chunk({ tool_calls: [{ index, function: { arguments: input } }] })]
+            : [];
+        }
+        const text = obj(d.reasoningContent).text;
+        return typeof text === 'string' && text ? [this.chunk({ reasoning: text })] : [];
+      }
+      case 'messageStop':
+        this.stopped = true;
+        return [this.chunk({}, typeof ev.stopReason === 'string' ? ev.stopReason : 'end_turn')];
+      case 'metadata': {
+        this.done = true;
+        return [
+          {
+            id: this.id,
+            object: 'chat.completion.chunk',
+            created: this.created,
+            model: this.model,
+            choices: [],
+            usage: mapConverseUsage(ev.usage),
+          },
+        ];
+      }
+      default:
+        return [];
+    }
+  }
+
+  /** A stream that ended before its stop (and usage) was cut short. */
+  finish(): void {
+    if (!this.stopped)
+      throw new UpstreamError(502, 'upstream stream ended before messageStop', { retryable: true });
+  }
+}
