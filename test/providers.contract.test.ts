@@ -10,16 +10,25 @@ import { createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatChunk, ChatMessage, ChatRequest, ToolDefinition } from '../src/formats/chat.js';
 import { createProvider } from '../src/providers/registry.js';
-import { type CallContext, type Provider, type ProviderKind, UpstreamError } from '../src/providers/types.js';
+import {
+  type CallContext,
+  type Provider,
+  type ProviderConfig,
+  type ProviderKind,
+  UpstreamError,
+} from '../src/providers/types.js';
+import { bedrockView, startMockBedrock } from './support/mock-bedrock.js';
 import {
   type MockReply,
   type MockUpstream,
+  type RecordedRequest,
   startMockUpstream,
   type WireView,
   wireView,
 } from './support/mock-upstream.js';
 
 const KEY = 'sk-test-SECRET-0123456789abcdef';
+const AWS_KEYS = { accessKeyId: 'AKIAGATEHOUSETEST001', secretAccessKey: KEY };
 
 interface AdapterCase {
   kind: ProviderKind;
@@ -30,6 +39,12 @@ interface AdapterCase {
   embeddings: boolean;
   /** The wire delivers a tool call's arguments in one piece (Gemini). */
   wholeToolArgs?: boolean;
+  /** A cloud the shared mock does not speak: its own mock, how to read its requests, its settings. */
+  mock?: () => Promise<MockUpstream>;
+  view?: (req: RecordedRequest) => WireView;
+  config?: Partial<ProviderConfig>;
+  /** The key signs each request and never travels (SigV4): the view's key is the one that signed. */
+  signed?: boolean;
 }
 
 const ADAPTERS: AdapterCase[] = [
@@ -45,6 +60,17 @@ const ADAPTERS: AdapterCase[] = [
   },
   // Azure OpenAI: the resource endpoint; calls go to /openai/deployments/{model}/…?api-version=….
   { kind: 'azure', base: (o) => o, auth: 'api-key', embeddings: true },
+  // AWS Bedrock: Converse on a mock that verifies each SigV4 signature; KEY is the secret access key.
+  {
+    kind: 'bedrock',
+    base: (o) => o,
+    auth: 'authorization',
+    embeddings: false,
+    mock: () => startMockBedrock({ credentials: [AWS_KEYS] }),
+    view: bedrockView,
+    signed: true,
+    config: { bedrock: { region: 'us-east-1', credentials: AWS_KEYS, modelIds: {} } },
+  },
   { kind: 'dev', base: null, embeddings: true },
 ];
 
@@ -117,12 +143,13 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
   const model = c.kind === 'dev' ? 'scripted' : `${c.kind}-test-model`;
 
   beforeAll(async () => {
-    mock = await startMockUpstream();
+    mock = await (c.mock ?? startMockUpstream)();
     provider = createProvider({
       slug: c.kind,
       kind: c.kind,
       baseUrl: c.base ? c.base(mock.url) : 'dev://local',
       apiKey: KEY,
+      ...c.config,
     });
   });
   afterEach(() => mock.reset());
@@ -166,7 +193,8 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
     messages,
     ...extra,
   });
-  const lastView = () => wireView(mock.requests[mock.requests.length - 1]!);
+  const view = c.view ?? wireView;
+  const lastView = () => view(mock.requests[mock.requests.length - 1]!);
 
   it('answers a text prompt', async () => {
     const res = await provider.chat(
@@ -447,6 +475,7 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
       kind: c.kind,
       baseUrl: c.base!(`http://127.0.0.1:${port}`),
       apiKey: KEY,
+      ...c.config,
     });
     const err = await caught(p.chat(ask([{ role: 'user', content: 'Hi' }]), ctx()));
     expect(err).toBeInstanceOf(UpstreamError);
@@ -481,9 +510,9 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
     await provider.chat(ask([{ role: 'user', content: script('Hi', { reply: { text: 'ok' } }) }]), ctx());
     if (network) {
       const req = mock.requests[mock.requests.length - 1]!;
-      expect(wireView(req).auth).toEqual({ header: c.auth, key: KEY });
+      expect(view(req).auth).toEqual({ header: c.auth, key: KEY });
       const carrying = Object.entries(req.headers).filter(([, v]) => String(v).includes(KEY));
-      expect(carrying.map(([k]) => k)).toEqual([c.auth]);
+      expect(carrying.map(([k]) => k)).toEqual(c.signed ? [] : [c.auth]);
       expect(JSON.stringify(req.query)).not.toContain(KEY);
       if (c.kind === 'anthropic') expect(req.headers['anthropic-version']).toBe('2023-06-01');
       if (c.kind === 'azure') {
