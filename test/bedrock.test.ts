@@ -58,6 +58,16 @@ describe('AWS Bedrock provider', () => {
         },
         { id: 'test/llama', endpoints: [{ provider: 'aws', upstream_model: LLAMA_ID, pricing: PRICE }] },
         {
+          id: 'test/titan-embed',
+          kind: 'embeddings',
+          endpoints: [{ provider: 'aws', upstream_model: 'amazon.titan-embed-text-v2:0', pricing: PRICE }],
+        },
+        {
+          id: 'test/cohere-embed',
+          kind: 'embeddings',
+          endpoints: [{ provider: 'aws', upstream_model: 'cohere.embed-english-v3', pricing: PRICE }],
+        },
+        {
           id: 'test/unsigned-claude',
           endpoints: [
             { provider: 'aws-wrong-secret', upstream_model: 'anthropic.claude-3-5-haiku-20241022-v1:0' },
@@ -339,6 +349,41 @@ describe('AWS Bedrock provider', () => {
     const nerr = await native.finalMessage().catch((e) => e);
     expect(nerr).toBeInstanceOf(Error);
     expect(String(nerr.message)).toContain('Slow down mid-stream');
+  });
+
+  it('/embeddings: Titan one input per InvokeModel call, Cohere all inputs in one', async () => {
+    const titan = await openai.embeddings.create({
+      model: 'test/titan-embed',
+      input: ['hello world', 'second input'],
+      dimensions: 256,
+    });
+    expect(titan.data.map((d) => d.index)).toEqual([0, 1]);
+    expect(titan.usage.prompt_tokens).toBe(4);
+    expect(mock.requests.map((r) => [r.operation, r.model, r.body])).toEqual([
+      ['invoke', 'amazon.titan-embed-text-v2:0', { inputText: 'hello world', dimensions: 256 }],
+      ['invoke', 'amazon.titan-embed-text-v2:0', { inputText: 'second input', dimensions: 256 }],
+    ]);
+    expect(mock.requests.every((r) => r.signatureValid)).toBe(true);
+    mock.reset();
+    const cohere = await openai.embeddings.create({ model: 'test/cohere-embed', input: ['a b', 'c'] });
+    expect(cohere.data).toHaveLength(2);
+    expect(cohere.usage.prompt_tokens).toBe(3);
+    const req = bedrockRequest();
+    expect(req.body).toEqual({ texts: ['a b', 'c'], input_type: 'search_document' });
+  });
+
+  it('an image URL (Converse takes only inline images) is a 400, and nothing is sent', async () => {
+    const err = await openai.chat.completions
+      .create({
+        model: 'test/llama',
+        messages: [
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] },
+        ],
+      })
+      .catch((e) => e);
+    expect(err.status).toBe(400);
+    expect(err.message).toContain('data: URLs only');
+    expect(mock.requests).toHaveLength(0);
   });
 
   it('an unlisted model id that Bedrock could not have is a 400, and nothing is sent', async () => {

@@ -65,7 +65,7 @@ const ADAPTERS: AdapterCase[] = [
     kind: 'bedrock',
     base: (o) => o,
     auth: 'authorization',
-    embeddings: false,
+    embeddings: true,
     mock: () => startMockBedrock({ credentials: [AWS_KEYS] }),
     view: bedrockView,
     signed: true,

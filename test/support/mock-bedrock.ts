@@ -4,7 +4,9 @@
  * - `POST /model/{modelId}/converse` (JSON) and `/converse-stream` (binary AWS event stream:
  *   messageStart, contentBlockStart/Delta/Stop, messageStop, metadata), for any model;
  * - `POST /model/{modelId}/invoke` and `/invoke-with-response-stream` with Anthropic's Messages
- *   body (answer: a Message, or `chunk` events whose `bytes` are base64 Anthropic stream events).
+ *   body (answer: a Message, or `chunk` events whose `bytes` are base64 Anthropic stream events);
+ *   `/invoke` with an embedding model's body: Titan's `{inputText}` → `{embedding,
+ *   inputTextTokenCount}`, Cohere's `{texts}` → `{embeddings}` (vectors by `mockVector`).
  *
  * Every request's SigV4 signature is checked by signing it again with `@smithy/signature-v4` and
  * the secret of the access key it names (the mock's `credentials`): an unknown key is answered
@@ -21,8 +23,10 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { encodeEventStreamMessage } from '../../src/providers/bedrock/eventstream.js';
 import {
+  type MockFormat,
   type MockStep,
   type MockUpstream,
+  mockVector,
   type RecordedRequest,
   type Resolved,
   renderAnthropicMessage,
@@ -355,6 +359,10 @@ function matches(step: BedrockStep, req: BedrockRequest): boolean {
   return true;
 }
 
+/** A Titan (`inputText`) or Cohere (`texts`) embeddings body. */
+const embedRequest = (body: any): boolean =>
+  !!body && typeof body === 'object' && (typeof body.inputText === 'string' || Array.isArray(body.texts));
+
 const PATH = /\/model\/([^/]+)\/(converse|converse-stream|invoke|invoke-with-response-stream)$/;
 
 export async function startMockBedrock(opts: { credentials?: AwsTestKeys[] } = {}): Promise<MockBedrock> {
@@ -390,7 +398,12 @@ export async function startMockBedrock(opts: { credentials?: AwsTestKeys[] } = {
       query: Object.fromEntries(u.searchParams),
       headers: req.headers,
       body,
-      format: operation?.startsWith('invoke') ? 'anthropic-messages' : 'unknown',
+      format: embedRequest(body)
+        ? // Not one of the shared mock's formats: only ever matched as /embed/.
+          ('bedrock-embed' as MockFormat)
+        : operation?.startsWith('invoke')
+          ? 'anthropic-messages'
+          : 'unknown',
       model: route ? decodeURIComponent(route[1] as string) : null,
       stream: operation === 'converse-stream' || operation === 'invoke-with-response-stream',
       operation,
@@ -429,6 +442,26 @@ export async function startMockBedrock(opts: { credentials?: AwsTestKeys[] } = {
       });
     }
     const model = rec.model ?? 'unknown-model';
+    if (operation === 'invoke' && embedRequest(body) && step?.body === undefined) {
+      const words = (t: string) => Math.max(1, t.split(/\s+/).filter(Boolean).length);
+      if (typeof body.inputText === 'string')
+        return json(res, 200, {
+          embedding: mockVector(body.inputText),
+          inputTextTokenCount: words(body.inputText),
+        });
+      const texts = body.texts as string[];
+      return json(
+        res,
+        200,
+        {
+          id: randomUUID(),
+          response_type: 'embeddings_floats',
+          texts,
+          embeddings: texts.map((t) => mockVector(t)),
+        },
+        { 'x-amzn-bedrock-input-token-count': String(texts.reduce((n, t) => n + words(t), 0)) },
+      );
+    }
     const r = resolveReply(step?.reply, model, body);
     if (!rec.stream) {
       if (step?.body !== undefined) return json(res, 200, step.body, step.headers);

@@ -7,13 +7,20 @@
  * - Anthropic models, natively: a `/messages` caller's body goes through InvokeModel
  *   (`/invoke`, `/invoke-with-response-stream`) as Anthropic's Messages body for Bedrock (invoke.ts),
  *   so nothing is lost in translation.
- * - No embeddings (Titan and Cohere each have their own InvokeModel body; not served yet).
+ * - Embeddings through InvokeModel with Cohere Embed's or Amazon Titan's body (embeddings.ts).
  *
  * A model's Bedrock id is its entry in the provider's `model_ids`, else its upstream id as is:
  * foundation model ids (`anthropic.claude-…-v1:0`), cross-region inference profiles
  * (`us.`/`eu.`/`apac.`/`global.` prefixed) and ARNs alike.
  */
-import type { ChatChunk, ChatRequest, ChatResponse } from '../../formats/chat.js';
+import {
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResponse,
+  type EmbeddingsRequest,
+  type EmbeddingsResponse,
+  TranslationError,
+} from '../../formats/chat.js';
 import { encodeSse } from '../../formats/sse.js';
 import type { CallSignal } from '../../lib/call-abort.js';
 import { messagesStreamTap, tapMessage } from '../anthropic/lane.js';
@@ -42,6 +49,15 @@ import {
   UpstreamError,
 } from '../types.js';
 import { ConverseStreamMapper, fromConverseResponse, toConverseRequest } from './converse.js';
+import {
+  cohereBody,
+  cohereVectors,
+  embeddingsResponse,
+  embeddingTexts,
+  isCohereEmbed,
+  titanBody,
+  titanVector,
+} from './embeddings.js';
 import { bedrockErrors, streamException, withErrorType } from './errors.js';
 import { EVENT_STREAM_TYPE, eventStreamMessages, type StreamMessage } from './eventstream.js';
 import { invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
@@ -172,14 +188,58 @@ export class BedrockProvider implements Provider {
     }
   }
 
+  /**
+   * The Converse body; what Converse cannot carry (an image URL) is a 400 that still lets another
+   * provider of the model try (no request was sent).
+   */
+  private converse(req: ChatRequest): Record<string, unknown> {
+    try {
+      return toConverseRequest(req);
+    } catch (err) {
+      if (err instanceof TranslationError) throw new UpstreamError(400, err.message, { retryable: true });
+      throw err;
+    }
+  }
+
+  /** One InvokeModel call's JSON answer and its input token count header. */
+  private async invokeJson(
+    model: string,
+    body: unknown,
+    ctx: CallContext,
+  ): Promise<{ json: unknown; tokens: number }> {
+    const res = await this.send(this.url(model, 'invoke'), body, ctx, false);
+    const json = await readJson(res, ctx.signal, this.secrets());
+    return { json, tokens: Number(header(res.headers, 'x-amzn-bedrock-input-token-count')) || 0 };
+  }
+
+  async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
+    const texts = embeddingTexts(req);
+    if (isCohereEmbed(this.modelId(req.model))) {
+      const { json, tokens } = await this.invokeJson(req.model, cohereBody(texts), ctx);
+      const estimate = texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
+      return embeddingsResponse(req, cohereVectors(json, texts.length), tokens || estimate);
+    }
+    // Titan embeds one text per call: sent one after the other (a caller's batch is one unit of
+    // work for the rate limits Bedrock applies per account).
+    const vectors: number[][] = [];
+    let tokens = 0;
+    for (const text of texts) {
+      const { json, tokens: counted } = await this.invokeJson(req.model, titanBody(text, req), ctx);
+      const one = titanVector(json);
+      vectors.push(one.vector);
+      tokens += one.tokens || counted;
+    }
+    return embeddingsResponse(req, vectors, tokens);
+  }
+
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
-    const res = await this.send(this.url(req.model, 'converse'), toConverseRequest(req), ctx, false);
+    const res = await this.send(this.url(req.model, 'converse'), this.converse(req), ctx, false);
     const raw = await readJson(res, ctx.signal, this.secrets());
     return fromConverseResponse(raw, req.model, header(res.headers, 'x-amzn-requestid'));
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
-    const res = await this.send(this.url(req.model, 'converse-stream'), toConverseRequest(req), ctx, true);
+    const res = await this.send(this.url(req.model, 'converse-stream'), this.converse(req), ctx, true);
     const mapper = new ConverseStreamMapper(req.model, header(res.headers, 'x-amzn-requestid'));
     const messages = this.messages(res, ctx.signal);
     return (async function* () {

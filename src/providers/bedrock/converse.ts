@@ -10,7 +10,8 @@
  * and stop → `inferenceConfig`; tools → `toolConfig` (tool_choice auto/required/named →
  * auto/any/tool; `none` sends the tools without a choice: Converse has no "none", and history with
  * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. Thinking in
- * history is not sent; seed, penalties and logprobs have no Converse field and are dropped.
+ * history is not sent. Seed, penalties, logprobs and JSON modes have no Converse field: the
+ * engine refuses them before the call (the `anthropic` capability rows).
  *
  * Answer: text blocks joined, toolUse → tool_calls, reasoningContent → `reasoning`; stopReason →
  * finish_reason (the original in native_finish_reason); usage: prompt = inputTokens + cache reads +
