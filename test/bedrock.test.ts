@@ -7,6 +7,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 import { BEDROCK_TEST_KEYS, type MockBedrock, startMockBedrock } from './support/mock-bedrock.js';
+import { registerSecret } from './support/secrets-audit.js';
+
+const WRONG_SECRET = 'not-the-secret-0123456789';
+// Provider credentials: the run's secrets audit checks no answer or log line carries them.
+registerSecret('byok-key', BEDROCK_TEST_KEYS.secretAccessKey);
+registerSecret('byok-key', WRONG_SECRET);
 
 const CLAUDE_ID = 'us.anthropic.claude-sonnet-4-20250514-v1:0';
 const LLAMA_ID = 'meta.llama3-3-70b-instruct-v1:0';
@@ -48,7 +54,7 @@ describe('AWS Bedrock provider', () => {
           ...entry,
           slug: 'aws-wrong-secret',
           access_key_id: BEDROCK_TEST_KEYS.accessKeyId,
-          secret_access_key: 'not-the-secret-0123456789',
+          secret_access_key: WRONG_SECRET,
         },
       ],
       models: [
@@ -286,7 +292,7 @@ describe('AWS Bedrock provider', () => {
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect(err.status).toBe(403);
     expect(err.message).toContain('InvalidSignatureException');
-    expect(err.message).not.toContain('not-the-secret');
+    expect(err.message).not.toContain(WRONG_SECRET);
     expect(mock.requests[0]!.signatureValid).toBe(false);
 
     const aerr = await anthropic.messages
