@@ -202,6 +202,26 @@ describe('AWS Bedrock provider', () => {
     });
   });
 
+  it('/chat/completions with reasoning: Claude thinks through Converse, its reasoning comes back', async () => {
+    mock.enqueue({ reply: { text: '42', reasoning: 'let me think' } });
+    const res: any = await openai.chat.completions.create({
+      model: 'test/claude',
+      messages: [{ role: 'user', content: 'the answer?' }],
+      // @ts-expect-error OpenRouter-style field, not in the client's types
+      reasoning: { max_tokens: 2048 },
+    });
+    expect(res.choices[0].message.content).toBe('42');
+    expect(res.choices[0].message.reasoning).toBe('let me think');
+    expect(res.choices[0].message.reasoning_details[0]).toMatchObject({
+      type: 'reasoning.text',
+      signature: 'mock-signature',
+    });
+    const req = bedrockRequest();
+    expect(req.body.additionalModelRequestFields).toEqual({
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+    });
+  });
+
   it('/responses is served through Converse', async () => {
     mock.enqueue({ reply: { text: 'a response' } });
     const res = await openai.responses.create({ model: 'test/llama', input: 'hi', instructions: 'Be kind.' });

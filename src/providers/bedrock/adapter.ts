@@ -194,7 +194,7 @@ export class BedrockProvider implements Provider {
    */
   private converse(req: ChatRequest): Record<string, unknown> {
     try {
-      return toConverseRequest(req);
+      return toConverseRequest(req, { anthropic: isAnthropicModel(this.modelId(req.model)) });
     } catch (err) {
       if (err instanceof TranslationError) throw new UpstreamError(400, err.message, { retryable: true });
       throw err;
@@ -235,12 +235,16 @@ export class BedrockProvider implements Provider {
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
     const res = await this.send(this.url(req.model, 'converse'), this.converse(req), ctx, false);
     const raw = await readJson(res, ctx.signal, this.secrets());
-    return fromConverseResponse(raw, req.model, header(res.headers, 'x-amzn-requestid'));
+    return fromConverseResponse(raw, req.model, header(res.headers, 'x-amzn-requestid'), {
+      excludeReasoning: req.reasoning?.exclude === true,
+    });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const res = await this.send(this.url(req.model, 'converse-stream'), this.converse(req), ctx, true);
-    const mapper = new ConverseStreamMapper(req.model, header(res.headers, 'x-amzn-requestid'));
+    const mapper = new ConverseStreamMapper(req.model, header(res.headers, 'x-amzn-requestid'), {
+      excludeReasoning: req.reasoning?.exclude === true,
+    });
     const messages = this.messages(res, ctx.signal);
     return (async function* () {
       for await (const m of messages) {

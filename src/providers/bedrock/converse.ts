@@ -1,19 +1,24 @@
 /**
  * Canonical chat ⇄ Bedrock Converse (`POST /model/{modelId}/converse`, and `converse-stream`).
  *
- * Request: the turns are built as Anthropic's (`toAnthropicMessages`: system apart, same-role turns
- * merged, consecutive tool results in one user turn, arguments checked) and each block rewritten
- * into Converse's union shape — text → `{text}`, a base64 image → `{image: {format, source:
+ * Request: built as Anthropic's Messages body (`toAnthropicRequest`: system apart, same-role turns
+ * merged, consecutive tool results in one user turn, arguments checked, thinking rules) and each
+ * part rewritten into Converse's shapes — text → `{text}`, a base64 image → `{image: {format, source:
  * {bytes}}}` (Converse takes no image URLs: TranslationError), tool_use → `{toolUse}`, tool_result
  * → `{toolResult: {toolUseId, content: [{text}]}}`; a cache breakpoint (`cache_control`) becomes
  * a `{cachePoint: {type: 'default'}}` block after the block it marks. max tokens, temperature, top_p
  * and stop → `inferenceConfig`; tools → `toolConfig` (tool_choice auto/required/named →
  * auto/any/tool; `none` sends the tools without a choice: Converse has no "none", and history with
- * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. Thinking in
- * history is not sent. Seed, penalties, logprobs and JSON modes have no Converse field: the
- * engine refuses them before the call (the `anthropic` capability rows).
+ * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. For Claude,
+ * `reasoning` → `additionalModelRequestFields.thinking` (Anthropic's budget rules), and thinking
+ * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
+ * `reasoningContent`; other models get no thinking and no default max tokens. Seed, penalties,
+ * logprobs and JSON modes have no Converse field: the engine refuses them before the call (the
+ * `anthropic` capability rows).
  *
- * Answer: text blocks joined, toolUse → tool_calls, reasoningContent → `reasoning`; stopReason →
+ * Answer: text blocks joined, toolUse → tool_calls, reasoningContent → `reasoning` and
+ * `reasoning_details` (text with its signature, or redacted content as `reasoning.encrypted`, format
+ * anthropic-claude-v1 so a later turn sends them back; left out with `reasoning.exclude`); stopReason →
  * finish_reason (the original in native_finish_reason); usage: prompt = inputTokens + cache reads +
  * cache writes (Converse counts them apart, as Anthropic does).
  */
@@ -22,11 +27,13 @@ import {
   type ChatRequest,
   type ChatResponse,
   type FinishReason,
+  REASONING_FORMATS,
+  type ReasoningDetail,
   type ToolCall,
   TranslationError,
   type Usage,
 } from '../../formats/chat.js';
-import { toAnthropicMessages } from '../anthropic/wire.js';
+import { toAnthropicRequest } from '../anthropic/wire.js';
 import { type Obj, obj } from '../errors.js';
 import { nowSeconds } from '../http.js';
 import { UpstreamError } from '../types.js';
@@ -74,55 +81,72 @@ function converseBlocks(b: Block): Block[] {
       out = { toolResult: { toolUseId: b.tool_use_id, content } };
       break;
     }
+    case 'thinking':
+      out = { reasoningContent: { reasoningText: { text: b.thinking, signature: b.signature } } };
+      break;
+    case 'redacted_thinking':
+      out = { reasoningContent: { redactedContent: b.data } };
+      break;
     default:
-      // Thinking blocks in history: not sent (see the file comment).
       out = null;
   }
   if (!out) return [];
   return b.cache_control ? [out, CACHE_POINT] : [out];
 }
 
-function toolChoice(req: ChatRequest): Block | undefined {
-  const tc = req.tool_choice;
-  if (tc === 'auto') return { auto: {} };
-  if (tc === 'required') return { any: {} };
-  if (tc && typeof tc === 'object') return { tool: { name: tc.function.name } };
+/** Anthropic's tool_choice → Converse's (no "none" in Converse: the tools go without a choice). */
+function toolChoice(choice: unknown): Block | undefined {
+  const c = obj(choice);
+  if (c.type === 'auto') return { auto: {} };
+  if (c.type === 'any') return { any: {} };
+  if (c.type === 'tool') return { tool: { name: c.name } };
   return undefined;
 }
 
+export interface ConverseOptions {
+  /** An Anthropic model: `reasoning` becomes Claude's `thinking` (an additional model field). */
+  anthropic: boolean;
+}
+
 /** The Converse body of a canonical request (the model goes in the URL). */
-export function toConverseRequest(req: ChatRequest): Record<string, unknown> {
-  const { system, messages } = toAnthropicMessages(req.messages);
-  const body: Record<string, unknown> = {
-    messages: messages
-      .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
-      .filter((m) => m.content.length > 0),
-  };
-  if (typeof system === 'string') body.system = [{ text: system }];
-  else if (system) body.system = (system as Block[]).flatMap(converseBlocks);
+export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Record<string, unknown> {
+  // Anthropic's request rules (thinking budget, sampling without thinking, tool loops) apply to
+  // Claude; other models get no thinking, and Anthropic's default max_tokens is not imposed on them.
+  const a = toAnthropicRequest(opts.anthropic ? req : { ...req, reasoning: undefined }, false);
+  const messages = (a.messages as { role: string; content: Block[] }[])
+    .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
+    .filter((m) => m.content.length > 0);
+  // A request-wide breakpoint marks the end of the prompt.
+  if (a.cache_control) messages[messages.length - 1]?.content.push(CACHE_POINT);
+  const body: Record<string, unknown> = { messages };
+  if (typeof a.system === 'string') body.system = [{ text: a.system }];
+  else if (Array.isArray(a.system)) body.system = (a.system as Block[]).flatMap(converseBlocks);
   const inference: Record<string, unknown> = {};
-  const max = req.max_completion_tokens ?? req.max_tokens;
-  if (max !== undefined) inference.maxTokens = max;
-  if (req.temperature !== undefined) inference.temperature = req.temperature;
-  if (req.top_p !== undefined) inference.topP = req.top_p;
-  if (req.stop !== undefined) inference.stopSequences = Array.isArray(req.stop) ? req.stop : [req.stop];
+  const callerMax = req.max_completion_tokens ?? req.max_tokens;
+  if (opts.anthropic || callerMax !== undefined) inference.maxTokens = a.max_tokens;
+  if (a.temperature !== undefined) inference.temperature = a.temperature;
+  if (a.top_p !== undefined) inference.topP = a.top_p;
+  if (a.stop_sequences !== undefined) inference.stopSequences = a.stop_sequences;
   if (Object.keys(inference).length) body.inferenceConfig = inference;
-  if (req.tools?.length) {
+  if (Array.isArray(a.tools)) {
     const tools: Block[] = [];
-    for (const t of req.tools) {
+    for (const t of a.tools as Block[]) {
       tools.push({
         toolSpec: {
-          name: t.function.name,
-          ...(t.function.description !== undefined ? { description: t.function.description } : {}),
-          inputSchema: { json: t.function.parameters ?? { type: 'object', properties: {} } },
+          name: t.name,
+          ...(t.description !== undefined ? { description: t.description } : {}),
+          inputSchema: { json: t.input_schema },
         },
       });
       if (t.cache_control) tools.push(CACHE_POINT);
     }
-    const choice = toolChoice(req);
+    const choice = toolChoice(a.tool_choice);
     body.toolConfig = { tools, ...(choice ? { toolChoice: choice } : {}) };
   }
-  if (req.top_k !== undefined) body.additionalModelRequestFields = { top_k: req.top_k };
+  const additional: Record<string, unknown> = {};
+  if (a.thinking) additional.thinking = a.thinking;
+  if (a.top_k !== undefined) additional.top_k = a.top_k;
+  if (Object.keys(additional).length) body.additionalModelRequestFields = additional;
   return body;
 }
 
@@ -162,8 +186,20 @@ export function mapConverseUsage(raw: unknown): Usage {
 const responseId = (): string =>
   `bedrock-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
 
+const FORMAT = REASONING_FORMATS.anthropic;
+
+/** Output options: `reasoning.exclude` leaves the reasoning out. */
+export interface AnswerOptions {
+  excludeReasoning?: boolean;
+}
+
 /** A Converse answer → canonical ChatResponse. */
-export function fromConverseResponse(raw: unknown, model: string, requestId?: string): ChatResponse {
+export function fromConverseResponse(
+  raw: unknown,
+  model: string,
+  requestId?: string,
+  opts: AnswerOptions = {},
+): ChatResponse {
   const r = obj(raw);
   const content = obj(obj(r.output).message).content;
   if (!Array.isArray(content))
@@ -172,6 +208,7 @@ export function fromConverseResponse(raw: unknown, model: string, requestId?: st
     });
   const texts: string[] = [];
   const reasoning: string[] = [];
+  const details: ReasoningDetail[] = [];
   const toolCalls: ToolCall[] = [];
   for (const b of content.map(obj)) {
     if (typeof b.text === 'string') texts.push(b.text);
@@ -183,15 +220,35 @@ export function fromConverseResponse(raw: unknown, model: string, requestId?: st
         function: { name: String(t.name ?? ''), arguments: JSON.stringify(t.input ?? {}) },
       });
     } else if (b.reasoningContent) {
-      const text = obj(obj(b.reasoningContent).reasoningText).text;
-      if (typeof text === 'string') reasoning.push(text);
+      const rc = obj(b.reasoningContent);
+      const rt = obj(rc.reasoningText);
+      if (typeof rt.text === 'string') {
+        reasoning.push(rt.text);
+        const d: ReasoningDetail = {
+          type: 'reasoning.text',
+          text: rt.text,
+          format: FORMAT,
+          index: details.length,
+        };
+        if (typeof rt.signature === 'string') d.signature = rt.signature;
+        details.push(d);
+      } else if (typeof rc.redactedContent === 'string')
+        details.push({
+          type: 'reasoning.encrypted',
+          data: rc.redactedContent,
+          format: FORMAT,
+          index: details.length,
+        });
     }
   }
   const message: ChatResponse['choices'][number]['message'] = {
     role: 'assistant',
     content: texts.length ? texts.join('') : toolCalls.length ? null : '',
   };
-  if (reasoning.length) message.reasoning = reasoning.join('');
+  if (!opts.excludeReasoning) {
+    if (reasoning.length) message.reasoning = reasoning.join('');
+    if (details.length) message.reasoning_details = details;
+  }
   if (toolCalls.length) message.tool_calls = toolCalls;
   const stop = typeof r.stopReason === 'string' ? r.stopReason : null;
   return {
@@ -216,14 +273,56 @@ export class ConverseStreamMapper {
   private readonly id: string;
   private readonly created = nowSeconds();
   private readonly toolIndex = new Map<number, number>();
+  /** content block index → reasoning_details index */
+  private readonly detailIndex = new Map<number, number>();
   private stopped = false;
   done = false;
 
   constructor(
     private readonly model: string,
     requestId?: string,
+    private readonly opts: AnswerOptions = {},
   ) {
     this.id = requestId ?? responseId();
+  }
+
+  private detail(block: number): number {
+    let i = this.detailIndex.get(block);
+    if (i === undefined) {
+      i = this.detailIndex.size;
+      this.detailIndex.set(block, i);
+    }
+    return i;
+  }
+
+  /** Reasoning text, a signature, or redacted content of block `block`, as reasoning_details fragments. */
+  private reasoning(block: number, rc: Obj): ChatChunk[] {
+    if (this.opts.excludeReasoning) return [];
+    const index = this.detail(block);
+    if (typeof rc.text === 'string' && rc.text)
+      return [
+        this.chunk({
+          reasoning: rc.text,
+          reasoning_details: [{ type: 'reasoning.text', text: rc.text, format: FORMAT, index }],
+        }),
+      ];
+    if (typeof rc.signature === 'string' && rc.signature)
+      return [
+        this.chunk({
+          reasoning_details: [
+            { type: 'reasoning.text', text: '', signature: rc.signature, format: FORMAT, index },
+          ],
+        }),
+      ];
+    if (typeof rc.redactedContent === 'string')
+      return [
+        this.chunk({
+          reasoning_details: [
+            { type: 'reasoning.encrypted', data: rc.redactedContent, format: FORMAT, index },
+          ],
+        }),
+      ];
+    return [];
   }
 
   private chunk(delta: ChatChunk['choices'][number]['delta'], finish?: string | null): ChatChunk {
@@ -284,8 +383,7 @@ export class ConverseStreamMapper {
             ? [this.chunk({ tool_calls: [{ index, function: { arguments: input } }] })]
             : [];
         }
-        const text = obj(d.reasoningContent).text;
-        return typeof text === 'string' && text ? [this.chunk({ reasoning: text })] : [];
+        return d.reasoningContent ? this.reasoning(num(ev.contentBlockIndex), obj(d.reasoningContent)) : [];
       }
       case 'messageStop':
         this.stopped = true;

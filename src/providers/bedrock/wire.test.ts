@@ -8,32 +8,35 @@ import { invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
 
 describe('canonical → Converse', () => {
   it('maps turns, images, tool calls and results, cache breakpoints and settings', () => {
-    const body = toConverseRequest({
-      model: 'm',
-      messages: [
-        { role: 'system', content: [{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }] },
-        {
-          role: 'user',
-          content: [
-            { type: 'text', text: 'look' },
-            { type: 'image_url', image_url: { url: 'data:image/jpg;base64,AAAA' } },
-          ],
-        },
-        {
-          role: 'assistant',
-          content: null,
-          tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
-        },
-        { role: 'tool', tool_call_id: 't1', content: 'result' },
-        { role: 'tool', tool_call_id: 't1', content: 'again' },
-      ],
-      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
-      tool_choice: { type: 'function', function: { name: 'f' } },
-      max_completion_tokens: 10,
-      top_p: 0.5,
-      stop: 'X',
-      top_k: 3,
-    });
+    const body = toConverseRequest(
+      {
+        model: 'm',
+        messages: [
+          { role: 'system', content: [{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }] },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'look' },
+              { type: 'image_url', image_url: { url: 'data:image/jpg;base64,AAAA' } },
+            ],
+          },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+          },
+          { role: 'tool', tool_call_id: 't1', content: 'result' },
+          { role: 'tool', tool_call_id: 't1', content: 'again' },
+        ],
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+        tool_choice: { type: 'function', function: { name: 'f' } },
+        max_completion_tokens: 10,
+        top_p: 0.5,
+        stop: 'X',
+        top_k: 3,
+      },
+      { anthropic: false },
+    );
     expect(body).toEqual({
       system: [{ text: 'sys' }, { cachePoint: { type: 'default' } }],
       messages: [
@@ -59,12 +62,50 @@ describe('canonical → Converse', () => {
     });
   });
 
+  it('Claude: reasoning becomes thinking, history thinking goes back with its signature; others get neither', () => {
+    const req = {
+      model: 'm',
+      messages: [
+        { role: 'user' as const, content: 'q' },
+        {
+          role: 'assistant' as const,
+          content: 'a',
+          reasoning_details: [
+            {
+              type: 'reasoning.text' as const,
+              text: 't',
+              signature: 's',
+              format: 'anthropic-claude-v1',
+              index: 0,
+            },
+          ],
+        },
+        { role: 'user' as const, content: 'q2' },
+      ],
+      reasoning: { max_tokens: 2000 },
+      temperature: 0.3,
+    };
+    const claude = toConverseRequest(req, { anthropic: true });
+    expect(claude.additionalModelRequestFields).toEqual({
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+    });
+    expect(claude.inferenceConfig).toEqual({ maxTokens: 2000 + 4096 });
+    expect((claude.messages as any[])[1].content).toEqual([
+      { reasoningContent: { reasoningText: { text: 't', signature: 's' } } },
+      { text: 'a' },
+    ]);
+    const llama = toConverseRequest(req, { anthropic: false });
+    expect(llama.additionalModelRequestFields).toBeUndefined();
+    expect(llama.inferenceConfig).toEqual({ temperature: 0.3 });
+    expect((llama.messages as any[])[1].content).toEqual([{ text: 'a' }]);
+  });
+
   it('refuses what Converse cannot carry with a TranslationError (a 400)', () => {
     const withImage = (url: string) =>
-      toConverseRequest({
-        model: 'm',
-        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }],
-      });
+      toConverseRequest(
+        { model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] },
+        { anthropic: false },
+      );
     expect(() => withImage('https://example.com/a.png')).toThrow(TranslationError);
     expect(() => withImage('data:image/tiff;base64,AAAA')).toThrow(/png, jpeg, gif or webp/);
   });
@@ -96,6 +137,9 @@ describe('Converse → canonical', () => {
       message: {
         content: 'ab',
         reasoning: 'think',
+        reasoning_details: [
+          { type: 'reasoning.text', text: 'think', signature: 's', format: 'anthropic-claude-v1', index: 0 },
+        ],
         tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{"x":1}' } }],
       },
       finish_reason: 'tool_calls',
@@ -118,6 +162,10 @@ describe('Converse → canonical', () => {
     const chunks = [
       m.push('messageStart', { role: 'assistant' }),
       m.push('contentBlockDelta', { contentBlockIndex: 0, delta: { reasoningContent: { text: 'hmm' } } }),
+      m.push('contentBlockDelta', {
+        contentBlockIndex: 0,
+        delta: { reasoningContent: { signature: 'sig' } },
+      }),
       m.push('contentBlockDelta', { contentBlockIndex: 1, delta: { text: 'hi' } }),
       m.push('contentBlockStart', {
         contentBlockIndex: 2,
@@ -130,7 +178,15 @@ describe('Converse → canonical', () => {
     ].flat();
     expect(chunks.map((c) => c.choices[0]?.delta)).toEqual([
       { role: 'assistant', content: '' },
-      { reasoning: 'hmm' },
+      {
+        reasoning: 'hmm',
+        reasoning_details: [{ type: 'reasoning.text', text: 'hmm', format: 'anthropic-claude-v1', index: 0 }],
+      },
+      {
+        reasoning_details: [
+          { type: 'reasoning.text', text: '', signature: 'sig', format: 'anthropic-claude-v1', index: 0 },
+        ],
+      },
       { content: 'hi' },
       { tool_calls: [{ index: 0, id: 't', type: 'function', function: { name: 'f', arguments: '' } }] },
       { tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] },
@@ -138,8 +194,8 @@ describe('Converse → canonical', () => {
       {},
       undefined,
     ]);
-    expect(chunks[6]!.choices[0]!.finish_reason).toBe('content_filter');
-    expect(chunks[7]!.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
+    expect(chunks[7]!.choices[0]!.finish_reason).toBe('content_filter');
+    expect(chunks[8]!.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
     expect(m.done).toBe(true);
     const cut = new ConverseStreamMapper('m');
     cut.push('messageStart', {});
