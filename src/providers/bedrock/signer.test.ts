@@ -1,5 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { UpstreamError } from '../types.js';
 import { BedrockSigner } from './signer.js';
@@ -60,6 +63,19 @@ describe('BedrockSigner', () => {
     process.env.AWS_SECRET_ACCESS_KEY = 'env-secret-0123456789';
     const h = await new BedrockSigner({ region: 'us-east-1' }).sign(req, signal);
     expect(keyIdOf(h)).toBe('AKIAFROMENVIRONMENT1');
+  });
+
+  it('reads the named profile of the shared credentials file', async () => {
+    isolate();
+    const dir = mkdtempSync(join(tmpdir(), 'aws-'));
+    process.env.AWS_SHARED_CREDENTIALS_FILE = join(dir, 'credentials');
+    writeFileSync(
+      process.env.AWS_SHARED_CREDENTIALS_FILE,
+      '[default]\naws_access_key_id = AKIADEFAULTPROFILE01\naws_secret_access_key = d\n\n' +
+        '[bedrock]\naws_access_key_id = AKIABEDROCKPROFILE01\naws_secret_access_key = b\n',
+    );
+    const h = await new BedrockSigner({ region: 'us-east-1', profile: 'bedrock' }).sign(req, signal);
+    expect(keyIdOf(h)).toBe('AKIABEDROCKPROFILE01');
   });
 
   it('a chain that finds nothing fails the call with a 401 naming the credentials', async () => {
