@@ -222,13 +222,25 @@ describe('AWS Bedrock provider', () => {
     });
   });
 
-  it('/responses is served through Converse', async () => {
+  it('/responses is served through Converse (streaming and not)', async () => {
     mock.enqueue({ reply: { text: 'a response' } });
     const res = await openai.responses.create({ model: 'test/llama', input: 'hi', instructions: 'Be kind.' });
     expect(res.output_text).toBe('a response');
     const req = bedrockRequest();
     expect(req.operation).toBe('converse');
     expect(req.body.system).toEqual([{ text: 'Be kind.' }]);
+    mock.reset();
+    mock.enqueue({ reply: { text: 'a streamed response' } });
+    const stream = await openai.responses.create({ model: 'test/claude', input: 'hi', stream: true });
+    let text = '';
+    let completed = false;
+    for await (const ev of stream) {
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      if (ev.type === 'response.completed') completed = ev.response.usage !== null;
+    }
+    expect(text).toBe('a streamed response');
+    expect(completed).toBe(true);
+    expect(bedrockRequest().operation).toBe('converse-stream');
   });
 
   it('/messages to an Anthropic model goes through InvokeModel with the caller’s body intact', async () => {
