@@ -45,6 +45,8 @@ describe('AWS Bedrock provider', () => {
         {
           ...entry,
           slug: 'aws',
+          // Sent (and signed) with every call.
+          headers: { 'X-Amzn-Bedrock-Trace': 'ENABLED' },
           access_key_id: BEDROCK_TEST_KEYS.accessKeyId,
           secret_access_key: BEDROCK_TEST_KEYS.secretAccessKey,
           // Keyed by the catalog model id: its upstream id goes to the cross-region profile.
@@ -103,6 +105,8 @@ describe('AWS Bedrock provider', () => {
     expect(req.signedWith).toBe(BEDROCK_TEST_KEYS.secretAccessKey);
     expect(req.scope).toEqual({ region: 'us-west-2', service: 'bedrock' });
     expect(String(req.headers.authorization)).toContain(`Credential=${BEDROCK_TEST_KEYS.accessKeyId}/`);
+    expect(req.headers['x-amzn-bedrock-trace']).toBe('ENABLED');
+    expect(String(req.headers.authorization)).toMatch(/SignedHeaders=[^,]*x-amzn-bedrock-trace/);
     const sent = JSON.stringify(req.headers) + req.raw;
     expect(sent).not.toContain(gw.apiKey);
     expect(sent).not.toContain(BEDROCK_TEST_KEYS.secretAccessKey);

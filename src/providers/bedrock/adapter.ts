@@ -83,9 +83,18 @@ export class BedrockProvider implements Provider {
   readonly traits = TRAITS;
   private readonly signer: BedrockSigner;
 
+  /**
+   * The entry's `headers` (e.g. `X-Amzn-Bedrock-GuardrailIdentifier`), signed with the rest; never
+   * the ones the signature itself sets.
+   */
+  private readonly extraHeaders: Record<string, string> = {};
+
   constructor(readonly config: ProviderConfig) {
     if (!config.bedrock) throw new Error(`provider ${config.slug}: kind bedrock needs its bedrock settings`);
     this.signer = new BedrockSigner(config.bedrock);
+    for (const [k, v] of Object.entries(config.headers ?? {}))
+      if (!/^(authorization|host|x-amz-(date|security-token|content-sha256))$/i.test(k))
+        this.extraHeaders[k.toLowerCase()] = v;
   }
 
   /** `/messages` bodies go through InvokeModel only for Anthropic models; others are translated. */
@@ -135,7 +144,11 @@ export class BedrockProvider implements Provider {
   ): Promise<UpstreamResponse<TextBody>> {
     const accept = stream ? EVENT_STREAM_TYPE : 'application/json';
     const headers = await this.signer.sign(
-      { url, body: JSON.stringify(body), headers: { 'content-type': 'application/json', accept } },
+      {
+        url,
+        body: JSON.stringify(body),
+        headers: { ...this.extraHeaders, 'content-type': 'application/json', accept },
+      },
       ctx.signal,
     );
     const opts = { secrets: this.secrets() };
