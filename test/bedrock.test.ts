@@ -428,6 +428,19 @@ describe('AWS Bedrock provider', () => {
     expect(mock.requests).toHaveLength(0);
   });
 
+  it('an unlisted inference profile ARN is reached as <slug>/<ARN>, signed and routed by the URL', async () => {
+    const arn = 'arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/a1b2c3d4e5f6';
+    mock.enqueue({ reply: { text: 'via the profile' } });
+    const res = await openai.chat.completions.create({
+      model: `aws/${arn}`,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(res.choices[0]!.message.content).toBe('via the profile');
+    const req = bedrockRequest();
+    expect(req.model).toBe(arn);
+    expect(req.path).toBe(`/model/${encodeURIComponent(arn)}/converse`);
+  });
+
   it('an unlisted model id that Bedrock could not have is a 400, and nothing is sent', async () => {
     for (const model of ['aws/model@v2']) {
       const err = await openai.chat.completions
