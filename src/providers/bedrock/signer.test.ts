@@ -25,6 +25,8 @@ const CHAIN_ENV = [
   'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
   'AWS_WEB_IDENTITY_TOKEN_FILE',
   'AWS_ROLE_ARN',
+  'AWS_REGION',
+  'AWS_ENDPOINT_URL_STS',
 ];
 const saved = Object.fromEntries(CHAIN_ENV.map((k) => [k, process.env[k]]));
 function isolate(): void {
@@ -84,6 +86,48 @@ describe('BedrockSigner', () => {
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err.status).toBe(401);
     expect(err.message).toContain('AWS credentials unavailable');
+  });
+});
+
+describe('BedrockSigner with web identity (an EKS service account)', () => {
+  it('exchanges the token file for role credentials at STS', async () => {
+    let call = '';
+    const sts = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        call = body;
+        res.writeHead(200, { 'content-type': 'text/xml' });
+        res.end(
+          '<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">' +
+            '<AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>ASIAWEBIDENTITY00001</AccessKeyId>' +
+            '<SecretAccessKey>wi-secret</SecretAccessKey><SessionToken>wi-token</SessionToken>' +
+            `<Expiration>${new Date(Date.now() + 3_600_000).toISOString()}</Expiration></Credentials>` +
+            '</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>',
+        );
+      });
+    });
+    await new Promise<void>((r) => sts.listen(0, '127.0.0.1', r));
+    try {
+      isolate();
+      const dir = mkdtempSync(join(tmpdir(), 'aws-wi-'));
+      writeFileSync(join(dir, 'token'), 'oidc-token-from-the-cluster');
+      process.env.AWS_WEB_IDENTITY_TOKEN_FILE = join(dir, 'token');
+      process.env.AWS_ROLE_ARN = 'arn:aws:iam::123456789012:role/gatehouse';
+      process.env.AWS_REGION = 'us-east-1';
+      process.env.AWS_ENDPOINT_URL_STS = `http://127.0.0.1:${(sts.address() as AddressInfo).port}`;
+      const h = await new BedrockSigner({ region: 'us-east-1' }).sign(req, signal);
+      expect(keyIdOf(h)).toBe('ASIAWEBIDENTITY00001');
+      expect(h['x-amz-security-token']).toBe('wi-token');
+      const form = new URLSearchParams(call);
+      expect(form.get('Action')).toBe('AssumeRoleWithWebIdentity');
+      expect(form.get('RoleArn')).toBe('arn:aws:iam::123456789012:role/gatehouse');
+      expect(form.get('WebIdentityToken')).toBe('oidc-token-from-the-cluster');
+    } finally {
+      await new Promise<void>((r) => sts.close(() => r()));
+    }
   });
 });
 
