@@ -17,9 +17,11 @@ import {
   type ProviderKind,
   UpstreamError,
 } from '../src/providers/types.js';
+import { bedrockView, startMockBedrock } from './support/mock-bedrock.js';
 import {
   type MockReply,
   type MockUpstream,
+  type RecordedRequest,
   startMockUpstream,
   type WireView,
   wireView,
@@ -27,6 +29,7 @@ import {
 import { startMockVertex, vertexSettings } from './support/mock-vertex.js';
 
 const KEY = 'sk-test-SECRET-0123456789abcdef';
+const AWS_KEYS = { accessKeyId: 'AKIAGATEHOUSETEST001', secretAccessKey: KEY };
 
 interface AdapterCase {
   kind: ProviderKind;
@@ -41,6 +44,10 @@ interface AdapterCase {
   mock?: () => Promise<MockUpstream>;
   /** Settings of the provider's own, given its mock. */
   settings?: (mock: MockUpstream) => Partial<ProviderConfig>;
+  /** How to read the requests of a mock that is not the shared one's wire (mock-upstream.ts's view). */
+  view?: (req: RecordedRequest) => WireView;
+  /** The key signs each request and never travels (SigV4): the view's key is the one that signed. */
+  signed?: boolean;
 }
 
 const ADAPTERS: AdapterCase[] = [
@@ -68,6 +75,17 @@ const ADAPTERS: AdapterCase[] = [
       settings: (mock) => vertexSettings(mock, { 'vertex-test-model': publisher }),
     }),
   ),
+  // AWS Bedrock: Converse on a mock that verifies each SigV4 signature; KEY is the secret access key.
+  {
+    kind: 'bedrock',
+    base: (o) => o,
+    auth: 'authorization',
+    embeddings: true,
+    mock: () => startMockBedrock({ credentials: [AWS_KEYS] }),
+    view: bedrockView,
+    signed: true,
+    settings: () => ({ bedrock: { region: 'us-east-1', credentials: AWS_KEYS, modelIds: {} } }),
+  },
   { kind: 'dev', base: null, embeddings: true },
 ];
 
@@ -190,7 +208,8 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
     messages,
     ...extra,
   });
-  const lastView = () => wireView(mock.requests[mock.requests.length - 1]!);
+  const view = c.view ?? wireView;
+  const lastView = () => view(mock.requests[mock.requests.length - 1]!);
 
   it('answers a text prompt', async () => {
     const res = await provider.chat(
@@ -506,9 +525,9 @@ describe.each(ADAPTERS)('provider contract: $kind', (c) => {
     await provider.chat(ask([{ role: 'user', content: script('Hi', { reply: { text: 'ok' } }) }]), ctx());
     if (network) {
       const req = mock.requests[mock.requests.length - 1]!;
-      expect(wireView(req).auth).toEqual({ header: c.auth, key: KEY });
+      expect(view(req).auth).toEqual({ header: c.auth, key: KEY });
       const carrying = Object.entries(req.headers).filter(([, v]) => String(v).includes(KEY));
-      expect(carrying.map(([k]) => k)).toEqual([c.auth]);
+      expect(carrying.map(([k]) => k)).toEqual(c.signed ? [] : [c.auth]);
       expect(JSON.stringify(req.query)).not.toContain(KEY);
       if (c.kind === 'anthropic') expect(req.headers['anthropic-version']).toBe('2023-06-01');
       if (c.kind === 'azure') {

@@ -4,6 +4,7 @@
  */
 import { AnthropicProvider } from './anthropic/adapter.js';
 import { AzureProvider } from './azure/adapter.js';
+import { BedrockProvider } from './bedrock/adapter.js';
 import { DevProvider } from './dev/adapter.js';
 import { GoogleProvider } from './google/adapter.js';
 import { OpenAiProvider } from './openai/adapter.js';
@@ -25,6 +26,8 @@ export function createProvider(config: ProviderConfig): Provider {
       return new AzureProvider(config);
     case 'vertex':
       return new VertexProvider(config);
+    case 'bedrock':
+      return new BedrockProvider(config);
     case 'dev':
       return new DevProvider(config);
     default: {

@@ -17,6 +17,7 @@ export type ProviderKind =
   | 'openai-compatible'
   | 'azure'
   | 'vertex'
+  | 'bedrock'
   | 'dev';
 
 /** One configured upstream (from the environment or GATEHOUSE_CONFIG). */
@@ -42,6 +43,27 @@ export interface ProviderConfig {
   azure?: AzureSettings;
   /** Google Vertex AI (`kind: vertex`): `baseUrl` is the regional API origin; these say where and as whom. */
   vertex?: VertexSettings;
+  /** AWS Bedrock (`kind: bedrock`): `baseUrl` is the runtime endpoint; region and credentials here. */
+  bedrock?: BedrockSettings;
+}
+
+/** An AWS Bedrock entry's call settings. */
+export interface BedrockSettings {
+  /** The AWS region the calls are signed for (`us-east-1` …). */
+  region: string;
+  /** Explicit credentials; absent: the AWS SDK's default provider chain (env, profiles, roles). */
+  credentials?: AwsKeys;
+  /** The shared-config profile the default chain reads (instead of AWS_PROFILE / `default`). */
+  profile?: string;
+  /** Upstream model id (or catalog model id) → Bedrock model id; unlisted models use their own id. */
+  modelIds: Record<string, string>;
+}
+
+/** An IAM access key (and a session token for temporary credentials). Never logged. */
+export interface AwsKeys {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
 }
 
 /** A Vertex AI entry's project, region, credentials and publisher choices. */

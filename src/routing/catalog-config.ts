@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import type { ProviderKind } from '../providers/types.js';
 import type { Capability, ModelEndpoint, ModelEntry, Pricing, ProviderEntry, Vendor } from './catalog.js';
 import { azureSettings } from './catalog-azure.js';
+import { bedrockSettings } from './catalog-bedrock.js';
 import {
   envPresetProviders,
   isPresetKind,
@@ -152,6 +153,12 @@ export interface FileConfig {
     api_version?: string;
     /** Azure OpenAI: model id → deployment name. */
     deployments?: Record<string, string>;
+    /** AWS Bedrock (`kind: bedrock`): IAM keys (else the AWS default chain), its profile, model id map. */
+    access_key_id?: string;
+    secret_access_key?: string;
+    session_token?: string;
+    profile?: string;
+    model_ids?: Record<string, string>;
     /** Azure OpenAI: Microsoft Entra ID client credentials instead of a key. */
     auth?: {
       tenant_id: string;
@@ -219,6 +226,7 @@ const KINDS: readonly ProviderKind[] = [
   'openai-compatible',
   'azure',
   'vertex',
+  'bedrock',
   'dev',
 ];
 
@@ -230,7 +238,13 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       throw new CatalogError(
         `providers[${i}].kind: unknown kind ${JSON.stringify(p.kind)} (provider ${p.slug}); expected one of ${[...KINDS, ...PRESET_KINDS].join(', ')}`,
       );
-    if (!p.base_url && !isPresetKind(p.kind) && p.kind !== 'azure' && p.kind !== 'vertex')
+    if (
+      !p.base_url &&
+      !isPresetKind(p.kind) &&
+      p.kind !== 'azure' &&
+      p.kind !== 'vertex' &&
+      p.kind !== 'bedrock'
+    )
       throw new CatalogError('every provider needs slug, kind and base_url');
     if (p.byok !== undefined && typeof p.byok !== 'boolean')
       throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
@@ -260,15 +274,22 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
     const azure = kind === 'azure' ? azureSettings(p, apiKey, `providers[${i}]`, env) : null;
     // Vertex AI: the regional origin (or `endpoint`) is the base URL; project and credentials ride along.
     const vertex = kind === 'vertex' ? vertexSettings(p, `providers[${i}]`, env) : null;
+    // Bedrock: the region's runtime endpoint (or `endpoint`); region, credentials, model ids ride along.
+    const bedrock = kind === 'bedrock' ? bedrockSettings(p, `providers[${i}]`) : null;
     return {
       config: {
         slug: p.slug,
         kind,
-        baseUrl: azure?.endpoint ?? vertex?.endpoint ?? (p.base_url as string).replace(/\/+$/, ''),
+        baseUrl:
+          azure?.endpoint ??
+          vertex?.endpoint ??
+          bedrock?.endpoint ??
+          (p.base_url as string).replace(/\/+$/, ''),
         apiKey,
         headers: p.headers,
         ...(azure ? { azure: azure.azure } : {}),
         ...(vertex ? { vertex: vertex.vertex } : {}),
+        ...(bedrock ? { bedrock: bedrock.bedrock } : {}),
         ...(keys ? { keys } : {}),
       },
       byok: p.byok ?? byokByDefault(kind, apiKey),

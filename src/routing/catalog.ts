@@ -1,5 +1,6 @@
 import type { ProviderConfig } from '../providers/types.js';
 import { resolveAzureDeployments } from './catalog-azure.js';
+import { resolveBedrockModelIds } from './catalog-bedrock.js';
 import {
   ALL_CAPS,
   CatalogError,
@@ -200,6 +201,7 @@ export function loadCatalog(
   modelFallbacks(file, models, lookup);
   resolveAzureDeployments(providers, models);
   for (const p of providers.values()) p.credentials = operatorCredentials(p.config);
+  resolveBedrockModelIds(providers, models);
   return { providers, models, lookup, unpriced: unpricedPolicy(env), discovered, passthrough: new Map() };
 }
 

@@ -1,0 +1,414 @@
+/**
+ * Canonical chat ⇄ Bedrock Converse (`POST /model/{modelId}/converse`, and `converse-stream`).
+ *
+ * Request: built as Anthropic's Messages body (`toAnthropicRequest`: system apart, same-role turns
+ * merged, consecutive tool results in one user turn, arguments checked, thinking rules) and each
+ * part rewritten into Converse's shapes — text → `{text}`, a base64 image → `{image: {format, source:
+ * {bytes}}}` (Converse takes no image URLs: TranslationError), tool_use → `{toolUse}`, tool_result
+ * → `{toolResult: {toolUseId, content: [{text}]}}`; a cache breakpoint (`cache_control`) becomes
+ * a `{cachePoint: {type: 'default'}}` block after the block it marks. max tokens, temperature, top_p
+ * and stop → `inferenceConfig`; tools → `toolConfig` (tool_choice auto/required/named →
+ * auto/any/tool; `none` sends the tools without a choice: Converse has no "none", and history with
+ * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. For Claude,
+ * `reasoning` → `additionalModelRequestFields.thinking` (Anthropic's budget rules), and thinking
+ * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
+ * `reasoningContent`; other models get no thinking and no default max tokens. Seed, penalties,
+ * logprobs and JSON modes have no Converse field: the engine refuses them before the call (the
+ * `anthropic` capability rows).
+ *
+ * Answer: text blocks joined, toolUse → tool_calls, reasoningContent → `reasoning` and
+ * `reasoning_details` (text with its signature, or redacted content as `reasoning.encrypted`, format
+ * anthropic-claude-v1 so a later turn sends them back; left out with `reasoning.exclude`); stopReason →
+ * finish_reason (the original in native_finish_reason); usage: prompt = inputTokens + cache reads +
+ * cache writes (Converse counts them apart, as Anthropic does).
+ */
+import {
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResponse,
+  type FinishReason,
+  REASONING_FORMATS,
+  type ReasoningDetail,
+  type ToolCall,
+  TranslationError,
+  type Usage,
+} from '../../formats/chat.js';
+import { toAnthropicRequest } from '../anthropic/wire.js';
+import { type Obj, obj } from '../errors.js';
+import { nowSeconds } from '../http.js';
+import { UpstreamError } from '../types.js';
+
+type Block = Record<string, unknown>;
+
+const CACHE_POINT: Block = { cachePoint: { type: 'default' } };
+
+/** `image/png` → `png` (Converse's image formats: png, jpeg, gif, webp). */
+function imageFormat(mediaType: unknown): string {
+  const f = String(mediaType ?? '')
+    .replace(/^image\//, '')
+    .toLowerCase();
+  if (f === 'jpg' || f === 'jpeg') return 'jpeg';
+  if (f === 'png' || f === 'gif' || f === 'webp') return f;
+  throw new TranslationError(
+    `Bedrock Converse takes png, jpeg, gif or webp images, not ${String(mediaType)}`,
+  );
+}
+
+/** One Anthropic-shaped block → its Converse blocks (the block, then its cache point). */
+function converseBlocks(b: Block): Block[] {
+  let out: Block | null;
+  switch (b.type) {
+    case 'text':
+      out = { text: b.text };
+      break;
+    case 'image': {
+      const src = obj(b.source);
+      if (src.type !== 'base64')
+        throw new TranslationError('Bedrock Converse takes images as data: URLs only, not http(s) URLs');
+      out = { image: { format: imageFormat(src.media_type), source: { bytes: src.data } } };
+      break;
+    }
+    case 'tool_use':
+      out = { toolUse: { toolUseId: b.id, name: b.name, input: b.input } };
+      break;
+    case 'tool_result': {
+      const content =
+        typeof b.content === 'string'
+          ? [{ text: b.content }]
+          : Array.isArray(b.content)
+            ? (b.content as Block[]).flatMap((c) => converseBlocks({ ...c, cache_control: undefined }))
+            : [{ text: '' }];
+      out = { toolResult: { toolUseId: b.tool_use_id, content } };
+      break;
+    }
+    case 'thinking':
+      out = { reasoningContent: { reasoningText: { text: b.thinking, signature: b.signature } } };
+      break;
+    case 'redacted_thinking':
+      out = { reasoningContent: { redactedContent: b.data } };
+      break;
+    default:
+      out = null;
+  }
+  if (!out) return [];
+  return b.cache_control ? [out, CACHE_POINT] : [out];
+}
+
+/** Anthropic's tool_choice → Converse's (no "none" in Converse: the tools go without a choice). */
+function toolChoice(choice: unknown): Block | undefined {
+  const c = obj(choice);
+  if (c.type === 'auto') return { auto: {} };
+  if (c.type === 'any') return { any: {} };
+  if (c.type === 'tool') return { tool: { name: c.name } };
+  return undefined;
+}
+
+export interface ConverseOptions {
+  /** An Anthropic model: `reasoning` becomes Claude's `thinking` (an additional model field). */
+  anthropic: boolean;
+}
+
+/** The Converse body of a canonical request (the model goes in the URL). */
+export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Record<string, unknown> {
+  // Anthropic's request rules (thinking budget, sampling without thinking, tool loops) apply to
+  // Claude; other models get no thinking, and Anthropic's default max_tokens is not imposed on them.
+  const a = toAnthropicRequest(opts.anthropic ? req : { ...req, reasoning: undefined }, false);
+  const messages = (a.messages as { role: string; content: Block[] }[])
+    .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
+    .filter((m) => m.content.length > 0);
+  // A request-wide breakpoint marks the end of the prompt.
+  if (a.cache_control) messages[messages.length - 1]?.content.push(CACHE_POINT);
+  const body: Record<string, unknown> = { messages };
+  if (typeof a.system === 'string') body.system = [{ text: a.system }];
+  else if (Array.isArray(a.system)) body.system = (a.system as Block[]).flatMap(converseBlocks);
+  const inference: Record<string, unknown> = {};
+  const callerMax = req.max_completion_tokens ?? req.max_tokens;
+  if (opts.anthropic || callerMax !== undefined) inference.maxTokens = a.max_tokens;
+  if (a.temperature !== undefined) inference.temperature = a.temperature;
+  if (a.top_p !== undefined) inference.topP = a.top_p;
+  if (a.stop_sequences !== undefined) inference.stopSequences = a.stop_sequences;
+  if (Object.keys(inference).length) body.inferenceConfig = inference;
+  if (Array.isArray(a.tools)) {
+    const tools: Block[] = [];
+    for (const t of a.tools as Block[]) {
+      tools.push({
+        toolSpec: {
+          name: t.name,
+          ...(t.description !== undefined ? { description: t.description } : {}),
+          inputSchema: { json: t.input_schema },
+        },
+      });
+      if (t.cache_control) tools.push(CACHE_POINT);
+    }
+    const choice = toolChoice(a.tool_choice);
+    body.toolConfig = { tools, ...(choice ? { toolChoice: choice } : {}) };
+  }
+  const additional: Record<string, unknown> = {};
+  if (a.thinking) additional.thinking = a.thinking;
+  if (a.top_k !== undefined) additional.top_k = a.top_k;
+  if (Object.keys(additional).length) body.additionalModelRequestFields = additional;
+  return body;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers
+
+const FINISH: Record<string, FinishReason> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  tool_use: 'tool_calls',
+  guardrail_intervened: 'content_filter',
+  content_filtered: 'content_filter',
+};
+
+export const mapConverseStop = (r: unknown): FinishReason | null =>
+  typeof r === 'string' && r ? (FINISH[r] ?? 'stop') : null;
+
+const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
+
+/** Converse usage → canonical (prompt = input + cache reads + cache writes). */
+export function mapConverseUsage(raw: unknown): Usage {
+  const u = obj(raw);
+  const cacheRead = num(u.cacheReadInputTokens);
+  const cacheWrite = num(u.cacheWriteInputTokens);
+  const prompt = num(u.inputTokens) + cacheRead + cacheWrite;
+  const completion = num(u.outputTokens);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
+  };
+}
+
+const responseId = (): string =>
+  `bedrock-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
+
+const FORMAT = REASONING_FORMATS.anthropic;
+
+/** Output options: `reasoning.exclude` leaves the reasoning out. */
+export interface AnswerOptions {
+  excludeReasoning?: boolean;
+}
+
+/** A Converse answer → canonical ChatResponse. */
+export function fromConverseResponse(
+  raw: unknown,
+  model: string,
+  requestId?: string,
+  opts: AnswerOptions = {},
+): ChatResponse {
+  const r = obj(raw);
+  const content = obj(obj(r.output).message).content;
+  if (!Array.isArray(content))
+    throw new UpstreamError(502, 'Bedrock sent an answer without output.message.content', {
+      retryable: true,
+    });
+  const texts: string[] = [];
+  const reasoning: string[] = [];
+  const details: ReasoningDetail[] = [];
+  const toolCalls: ToolCall[] = [];
+  for (const b of content.map(obj)) {
+    if (typeof b.text === 'string') texts.push(b.text);
+    else if (b.toolUse) {
+      const t = obj(b.toolUse);
+      toolCalls.push({
+        id: String(t.toolUseId ?? ''),
+        type: 'function',
+        function: { name: String(t.name ?? ''), arguments: JSON.stringify(t.input ?? {}) },
+      });
+    } else if (b.reasoningContent) {
+      const rc = obj(b.reasoningContent);
+      const rt = obj(rc.reasoningText);
+      if (typeof rt.text === 'string') {
+        reasoning.push(rt.text);
+        const d: ReasoningDetail = {
+          type: 'reasoning.text',
+          text: rt.text,
+          format: FORMAT,
+          index: details.length,
+        };
+        if (typeof rt.signature === 'string') d.signature = rt.signature;
+        details.push(d);
+      } else if (typeof rc.redactedContent === 'string')
+        details.push({
+          type: 'reasoning.encrypted',
+          data: rc.redactedContent,
+          format: FORMAT,
+          index: details.length,
+        });
+    }
+  }
+  const message: ChatResponse['choices'][number]['message'] = {
+    role: 'assistant',
+    content: texts.length ? texts.join('') : toolCalls.length ? null : '',
+  };
+  if (!opts.excludeReasoning) {
+    if (reasoning.length) message.reasoning = reasoning.join('');
+    if (details.length) message.reasoning_details = details;
+  }
+  if (toolCalls.length) message.tool_calls = toolCalls;
+  const stop = typeof r.stopReason === 'string' ? r.stopReason : null;
+  return {
+    id: requestId ?? responseId(),
+    object: 'chat.completion',
+    created: nowSeconds(),
+    model,
+    choices: [
+      { index: 0, message, finish_reason: mapConverseStop(stop), native_finish_reason: stop, logprobs: null },
+    ],
+    usage: mapConverseUsage(r.usage),
+  };
+}
+
+/**
+ * ConverseStream events → canonical chunks: messageStart → a role chunk; contentBlockStart with
+ * a toolUse → the tool call's id and name; contentBlockDelta → text, reasoning or argument pieces;
+ * messageStop → the finish reason; metadata (the last event) → a usage chunk with no choices.
+ * Tool calls are numbered 0, 1, … in order of appearance.
+ */
+export class ConverseStreamMapper {
+  private readonly id: string;
+  private readonly created = nowSeconds();
+  private readonly toolIndex = new Map<number, number>();
+  /** content block index → reasoning_details index */
+  private readonly detailIndex = new Map<number, number>();
+  private stopped = false;
+  done = false;
+
+  constructor(
+    private readonly model: string,
+    requestId?: string,
+    private readonly opts: AnswerOptions = {},
+  ) {
+    this.id = requestId ?? responseId();
+  }
+
+  private detail(block: number): number {
+    let i = this.detailIndex.get(block);
+    if (i === undefined) {
+      i = this.detailIndex.size;
+      this.detailIndex.set(block, i);
+    }
+    return i;
+  }
+
+  /** Reasoning text, a signature, or redacted content of block `block`, as reasoning_details fragments. */
+  private reasoning(block: number, rc: Obj): ChatChunk[] {
+    if (this.opts.excludeReasoning) return [];
+    const index = this.detail(block);
+    if (typeof rc.text === 'string' && rc.text)
+      return [
+        this.chunk({
+          reasoning: rc.text,
+          reasoning_details: [{ type: 'reasoning.text', text: rc.text, format: FORMAT, index }],
+        }),
+      ];
+    if (typeof rc.signature === 'string' && rc.signature)
+      return [
+        this.chunk({
+          reasoning_details: [
+            { type: 'reasoning.text', text: '', signature: rc.signature, format: FORMAT, index },
+          ],
+        }),
+      ];
+    if (typeof rc.redactedContent === 'string')
+      return [
+        this.chunk({
+          reasoning_details: [
+            { type: 'reasoning.encrypted', data: rc.redactedContent, format: FORMAT, index },
+          ],
+        }),
+      ];
+    return [];
+  }
+
+  private chunk(delta: ChatChunk['choices'][number]['delta'], finish?: string | null): ChatChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [
+        {
+          index: 0,
+          delta,
+          finish_reason: finish ? mapConverseStop(finish) : null,
+          ...(finish ? { native_finish_reason: finish } : {}),
+        },
+      ],
+    };
+  }
+
+  private tool(block: number): number {
+    let i = this.toolIndex.get(block);
+    if (i === undefined) {
+      i = this.toolIndex.size;
+      this.toolIndex.set(block, i);
+    }
+    return i;
+  }
+
+  /** The chunks one event gives. */
+  push(type: string | undefined, ev: Obj): ChatChunk[] {
+    switch (type) {
+      case 'messageStart':
+        return [this.chunk({ role: 'assistant', content: '' })];
+      case 'contentBlockStart': {
+        const t = obj(obj(ev.start).toolUse);
+        if (!t.name) return [];
+        const index = this.tool(num(ev.contentBlockIndex));
+        return [
+          this.chunk({
+            tool_calls: [
+              {
+                index,
+                id: String(t.toolUseId ?? ''),
+                type: 'function',
+                function: { name: String(t.name), arguments: '' },
+              },
+            ],
+          }),
+        ];
+      }
+      case 'contentBlockDelta': {
+        const d = obj(ev.delta);
+        if (typeof d.text === 'string') return d.text ? [this.chunk({ content: d.text })] : [];
+        if (d.toolUse) {
+          const input = obj(d.toolUse).input;
+          const index = this.tool(num(ev.contentBlockIndex));
+          return typeof input === 'string' && input
+            ? [this.chunk({ tool_calls: [{ index, function: { arguments: input } }] })]
+            : [];
+        }
+        return d.reasoningContent ? this.reasoning(num(ev.contentBlockIndex), obj(d.reasoningContent)) : [];
+      }
+      case 'messageStop':
+        this.stopped = true;
+        return [this.chunk({}, typeof ev.stopReason === 'string' ? ev.stopReason : 'end_turn')];
+      case 'metadata': {
+        this.done = true;
+        return [
+          {
+            id: this.id,
+            object: 'chat.completion.chunk',
+            created: this.created,
+            model: this.model,
+            choices: [],
+            usage: mapConverseUsage(ev.usage),
+          },
+        ];
+      }
+      default:
+        return [];
+    }
+  }
+
+  /** A stream that ended before its stop (and usage) was cut short. */
+  finish(): void {
+    if (!this.stopped)
+      throw new UpstreamError(502, 'upstream stream ended before messageStop', { retryable: true });
+  }
+}
