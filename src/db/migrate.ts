@@ -12,6 +12,7 @@ import * as m0009 from './migrations/0009_web_searches.js';
 import * as m0010 from './migrations/0010_vault_secret_transport.js';
 import * as m0011 from './migrations/0011_generation_attempts.js';
 import * as m0012 from './migrations/0012_usage_limits.js';
+import * as m0013 from './migrations/0013_native_batches.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '0010_vault_secret_transport': m0010,
   '0011_generation_attempts': m0011,
   '0012_usage_limits': m0012,
+  '0013_native_batches': m0013,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
