@@ -496,11 +496,16 @@ export class Engine {
       const provider = this.deps.provider(a.candidate.endpoint.provider);
       sent = this.upstreamRequest(call, prep, a);
       const ctx = this.ctx(a, signal, false);
+      const req = {
+        wire: call.wire.native,
+        body: sent as Body,
+        headers: call.headers,
+        stream: false as const,
+      };
+      const upstream = call.hooks?.upstream;
+      if (upstream) return upstream(a.candidate.endpoint.provider, a.lane ? req : null, ctx);
       if (!a.lane) return translated(provider, sent, ctx, a);
-      return (provider.forward as NonNullable<Provider['forward']>)(
-        { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: false },
-        ctx,
-      );
+      return (provider.forward as NonNullable<Provider['forward']>)(req, ctx);
     });
     return { result: routed.result, info: this.info(call, prep, routed, sent) };
   }
