@@ -297,6 +297,69 @@ describe.each(databases)('provider-native batches (%s)', (db) => {
     expect(done.usage.cost).toBeCloseTo(2 * FULL, 12);
   });
 
+  /** As if the gateway had died between the provider accepting the batch and its id being stored. */
+  async function forgetSubmission(id: string) {
+    await until('the provider batch id stored', async () => {
+      const row = await gw.services.db
+        .selectFrom('batches')
+        .select('native_state')
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return row?.native_state === 'submitted';
+    });
+    await gw.services.db
+      .updateTable('batches')
+      .set({ native_state: 'submitting', native_id: null, native_until_ms: 0 })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  it('finds the OpenAI batch a submission that died left behind (by its metadata) instead of submitting again', async () => {
+    const { id, provider } = await submitNative(chatBatch('test/gpt', ['r1', 'r2']));
+    const submitted = mock.batches.length;
+    await forgetSubmission(id);
+    await until('the provider batch id recorded again', async () => {
+      const row = await gw.services.db
+        .selectFrom('batches')
+        .select(['native_state', 'native_id'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      return row.native_state === 'submitted' && row.native_id === provider.id;
+    });
+    mock.finish(provider.id);
+    const done = await waitStatus(call, id, ['completed']);
+    expect(mock.batches.length).toBe(submitted);
+    expect(done.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
+    expect(done.usage.cost).toBeCloseTo(2 * HALF, 12);
+    expect(mock.sync).toHaveLength(0);
+  });
+
+  it('submits an Anthropic batch again when a submission died before storing its id: results and charges once', async () => {
+    const body = {
+      endpoint: '/v1/messages',
+      completion_window: '24h',
+      requests: ['s1', 's2'].map((t, i) => ({
+        custom_id: `s-${i}`,
+        body: { model: 'test/claude', max_tokens: 8, messages: [{ role: 'user', content: t }] },
+      })),
+    };
+    const { id, provider: orphan } = await submitNative(body);
+    const before = mock.batches.length;
+    await forgetSubmission(id);
+    const again = await until('the second provider batch', () => mock.batches[before]);
+    expect(again.items.map((i) => i.custom_id)).toEqual(['gh-0', 'gh-1']);
+    // Both end; only the recorded one is collected.
+    mock.finish(orphan.id);
+    mock.finish(again.id);
+    const done = await waitStatus(call, id, ['completed']);
+    expect(done.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
+    const results = await download(call, id);
+    expect([...results.keys()].sort()).toEqual(['s-0', 's-1']);
+    const rows = await generations([...results.values()].map((r) => r.response.request_id));
+    expect(rows).toHaveLength(2);
+    expect(done.usage.cost).toBeCloseTo(2 * HALF, 12);
+  });
+
   it('cancels the provider batch when the batch is cancelled', async () => {
     const { id, provider } = await submitNative(chatBatch('test/gpt', ['c1', 'c2']));
     mock.advance(provider.id); // in_progress

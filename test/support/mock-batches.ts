@@ -333,6 +333,13 @@ export async function startMockBatches(): Promise<MockBatches> {
       mock.batches.push(b);
       return send(res, 200, openAiView(b));
     }
+    if (req.method === 'GET' && path === '/openai/v1/batches') {
+      const data = mock.batches
+        .filter((b) => b.vendor === 'openai')
+        .reverse()
+        .map(openAiView);
+      return send(res, 200, { object: 'list', data, has_more: false });
+    }
     const openAiBatch = /^\/openai\/v1\/batches\/([^/]+)(\/cancel)?$/.exec(path);
     if (openAiBatch) {
       const m = openAiBatch;

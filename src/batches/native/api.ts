@@ -11,6 +11,11 @@ export interface NativeBatchApi {
   /** Every result the provider has for the batch (those it never ran are missing). */
   results(id: string): Promise<NativeResult[]>;
   cancel(id: string): Promise<void>;
+  /**
+   * The provider batch an earlier submission of this Gatehouse batch created, if the API can tell
+   * (OpenAI: by its metadata); a submitter that died before recording the id left it running.
+   */
+  find?(gatehouseId: string): Promise<string | null>;
 }
 
 export interface NativeLine {

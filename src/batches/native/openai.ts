@@ -115,6 +115,21 @@ export class OpenAiBatches implements NativeBatchApi {
     return out;
   }
 
+  async find(gatehouseId: string): Promise<string | null> {
+    // The newest batches first: one created by a submission that died moments ago is among them.
+    const page = await callJson<{ data?: OpenAiBatch[] }>(
+      this.url('/batches?limit=100'),
+      { method: 'GET', headers: this.headers() },
+      this.secrets,
+    );
+    const live = (page.data ?? []).find(
+      (b) =>
+        b.metadata?.gatehouse_batch_id === gatehouseId &&
+        !['failed', 'expired', 'cancelling', 'cancelled'].includes(b.status),
+    );
+    return live?.id ?? null;
+  }
+
   async cancel(id: string): Promise<void> {
     await call(
       this.url(`/batches/${encodeURIComponent(id)}/cancel`),
@@ -130,6 +145,7 @@ interface OpenAiBatch {
   output_file_id?: string | null;
   error_file_id?: string | null;
   errors?: { data?: { message?: string }[] } | null;
+  metadata?: Record<string, string> | null;
 }
 
 interface OpenAiResultLine {

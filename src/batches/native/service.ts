@@ -105,7 +105,7 @@ export class NativeBatches {
       case 'submitting':
         // Its submitter died: taken over once its hold lapsed.
         if (await nstore.takeDue(db, b.id, 'submitting', now, now + config.leaseMs))
-          this.background(b.id, () => this.submit(b, caller));
+          this.background(b.id, () => this.submit(b, caller, true));
         return;
       case 'submitted':
         if (b.status === 'cancelling') return this.background(b.id, () => this.cancel(b));
@@ -176,13 +176,23 @@ export class NativeBatches {
    * Builds the provider's batch from the requests handed to it (those the engine would not send to
    * that provider go back to the worker), submits it, and records its id.
    */
-  private async submit(b: BatchRow, caller: Caller | null): Promise<void> {
+  private async submit(b: BatchRow, caller: Caller | null, takeover = false): Promise<void> {
     const { db, config, log } = this.deps;
     const entry = this.provider(b);
     const api = this.api(b);
     if (!entry || !api || !caller || b.status !== 'in_progress') {
       await nstore.release(db, b.id);
       await nstore.move(db, b.id, 'submitting', 'none');
+      return;
+    }
+    // A submitter that died after the provider took its batch: that batch is the one to poll.
+    const found = takeover && api.find ? await api.find(b.id).catch(() => null) : null;
+    if (found) {
+      await nstore.move(db, b.id, 'submitting', 'submitted', { native_id: found, native_until_ms: 0 });
+      log.info(
+        { batch_id: b.id, native_id: found },
+        'resuming a provider batch an earlier submission created',
+      );
       return;
     }
     const hold = setInterval(
