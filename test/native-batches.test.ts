@@ -73,6 +73,11 @@ function writeConfig(mock: MockBatches): string {
           endpoints: [{ provider: 'anthropic', upstream_model: 'claude-upstream', pricing: PRICE }],
         },
         {
+          id: 'test/embed',
+          kind: 'embeddings',
+          endpoints: [{ provider: 'openai', upstream_model: 'embed-upstream', pricing: PRICE }],
+        },
+        {
           id: 'test/direct',
           endpoints: [{ provider: 'openai-direct', upstream_model: 'gpt-direct', pricing: PRICE }],
         },
@@ -295,6 +300,76 @@ describe.each(databases)('provider-native batches (%s)', (db) => {
     expect(mock.batches.length).toBe(before);
     expect(mock.sync.map((s) => s.body.model)).toEqual(['gpt-direct', 'gpt-direct']);
     expect(done.usage.cost).toBeCloseTo(2 * FULL, 12);
+  });
+
+  it('applies the key guardrail per request: a blocked one gets its error, a redacted one goes redacted', async () => {
+    const key = await mgmt('POST', '/keys', { name: 'filtered' });
+    const g = await mgmt('POST', '/guardrails', {
+      name: 'filters',
+      content_filters: [
+        { pattern: 'FORBIDDEN', action: 'block' },
+        { pattern: '[0-9]{3}-[0-9]{4}', action: 'redact' },
+      ],
+    });
+    expect(g.status, g.text).toBe(201);
+    await mgmt('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+      key_hashes: [key.body.data.hash],
+    });
+    const filtered = client(gw.url, key.body.key);
+    const before = mock.batches.length;
+    const created = await filtered(
+      'POST',
+      '/batches',
+      chatBatch('test/gpt', ['plain', 'a FORBIDDEN word', 'call 555-1234']),
+    );
+    expect(created.status, created.text).toBe(202);
+    const provider = await until('the provider batch', () => mock.batches[before]);
+    // The blocked request never reached the provider; the redacted one reached it redacted.
+    expect(provider.items.map((i) => i.custom_id)).toEqual(['gh-0', 'gh-2']);
+    expect(JSON.stringify(provider.items)).not.toContain('555-1234');
+    mock.finish(provider.id);
+    const done = await waitStatus(filtered, created.body.id, ['completed']);
+    expect(done.request_counts).toEqual({ total: 3, completed: 2, failed: 1 });
+    const results = await download(filtered, created.body.id);
+    expect(results.get('q-1').response).toBeNull();
+    expect(results.get('q-1').error.message).toMatch(/block|filter/i);
+    expect(results.get('q-0').response.body.usage.cost).toBeCloseTo(HALF, 12);
+    expect(JSON.stringify(mock.sync)).not.toContain('FORBIDDEN');
+  });
+
+  it('submits /v1/responses and /v1/embeddings batches to OpenAI with their own result shapes', async () => {
+    const responses = await submitNative({
+      endpoint: '/v1/responses',
+      completion_window: '24h',
+      requests: [{ custom_id: 'r-0', body: { model: 'test/gpt', input: 'hello responses' } }],
+    });
+    expect(responses.provider.endpoint).toBe('/v1/responses');
+    expect(responses.provider.items[0]).toMatchObject({
+      url: '/v1/responses',
+      body: { model: 'gpt-upstream', input: 'hello responses' },
+    });
+    mock.finish(responses.provider.id);
+    const r = await waitStatus(call, responses.id, ['completed']);
+    const rr = (await download(call, responses.id)).get('r-0');
+    expect(rr.response.body).toMatchObject({ object: 'response', status: 'completed' });
+    expect(rr.response.body.output[0].content[0].text).toBe('done hello responses');
+    expect(r.usage.cost).toBeCloseTo(HALF, 12);
+
+    const embeddings = await submitNative({
+      endpoint: '/v1/embeddings',
+      completion_window: '24h',
+      requests: [{ custom_id: 'e-0', body: { model: 'test/embed', input: 'vector me' } }],
+    });
+    expect(embeddings.provider.items[0]).toMatchObject({
+      url: '/v1/embeddings',
+      body: { model: 'embed-upstream' },
+    });
+    mock.finish(embeddings.provider.id);
+    const e = await waitStatus(call, embeddings.id, ['completed']);
+    const er = (await download(call, embeddings.id)).get('e-0');
+    expect(er.response.body.data[0].embedding).toHaveLength(4);
+    expect(e.usage.cost).toBeCloseTo((ITEM_USAGE.prompt * PRICE.prompt) / 1e6 / 2, 12);
+    expect(mock.sync).toHaveLength(0);
   });
 
   /** As if the gateway had died between the provider accepting the batch and its id being stored. */

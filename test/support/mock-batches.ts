@@ -103,6 +103,40 @@ function openAiAnswer(body: any) {
   };
 }
 
+/** The answer of an OpenAI batch line, in its endpoint's shape. */
+function openAiAnswerFor(url: string | undefined, body: any) {
+  if (url === '/v1/embeddings')
+    return {
+      object: 'list',
+      model: body.model,
+      data: [{ object: 'embedding', index: 0, embedding: [0.1, 0.2, 0.3, 0.4] }],
+      usage: { prompt_tokens: ITEM_USAGE.prompt, total_tokens: ITEM_USAGE.prompt },
+    };
+  if (url === '/v1/responses')
+    return {
+      id: newId('resp'),
+      object: 'response',
+      created_at: Math.floor(Date.now() / 1000),
+      status: 'completed',
+      model: body.model,
+      output: [
+        {
+          type: 'message',
+          id: newId('msg'),
+          status: 'completed',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: `done ${textOf(body)}`, annotations: [] }],
+        },
+      ],
+      usage: {
+        input_tokens: ITEM_USAGE.prompt,
+        output_tokens: ITEM_USAGE.completion,
+        total_tokens: ITEM_USAGE.prompt + ITEM_USAGE.completion,
+      },
+    };
+  return openAiAnswer(body);
+}
+
 function anthropicAnswer(body: any) {
   return {
     id: newId('msg'),
@@ -154,7 +188,11 @@ export async function startMockBatches(): Promise<MockBatches> {
             JSON.stringify({
               id: newId('batch_req'),
               custom_id: it.custom_id,
-              response: { status_code: 200, request_id: newId('req'), body: openAiAnswer(it.body) },
+              response: {
+                status_code: 200,
+                request_id: newId('req'),
+                body: openAiAnswerFor(it.url, it.body),
+              },
               error: null,
             }),
           );
