@@ -70,8 +70,12 @@ export class NativeBatches {
 
   constructor(private readonly deps: NativeDeps) {}
 
-  /** Waits for the background steps (the worker is stopping). */
+  /** Set when the worker stops: a submission being prepared stops (another worker takes it over). */
+  private stopping = false;
+
+  /** Stops preparing submissions and waits for the background steps (the worker is stopping). */
   async idle(): Promise<void> {
+    this.stopping = true;
     while (this.busy.size > 0) await Promise.allSettled([...this.busy.values()]);
   }
 
@@ -205,6 +209,8 @@ export class NativeBatches {
       for (let after = -1; ; ) {
         const page = await nstore.waiting(db, b.id, after, 1000);
         if (page.length === 0) break;
+        // Stopping: left in `submitting`; its hold lapses and a live worker starts it over.
+        if (this.stopping) return;
         for (const r of page) {
           const body = await this.capture(b, caller, r.item, entry);
           if (body) lines.push({ customId: customIdOf(r.idx), body });
