@@ -56,6 +56,13 @@ function writeConfig(mock: MockBatches): string {
           api_key: 'sk-operator-anth-0000',
         },
         {
+          slug: 'openai-quarter',
+          kind: 'openai',
+          base_url: `${mock.url}/openai/v1`,
+          api_key: 'sk-operator-quarter-0000',
+          batch_discount: 0.25,
+        },
+        {
           slug: 'openai-direct',
           kind: 'openai',
           base_url: `${mock.url}/openai/v1`,
@@ -71,6 +78,10 @@ function writeConfig(mock: MockBatches): string {
         {
           id: 'test/claude',
           endpoints: [{ provider: 'anthropic', upstream_model: 'claude-upstream', pricing: PRICE }],
+        },
+        {
+          id: 'test/quarter',
+          endpoints: [{ provider: 'openai-quarter', upstream_model: 'gpt-quarter', pricing: PRICE }],
         },
         {
           id: 'test/embed',
@@ -369,6 +380,34 @@ describe.each(databases)('provider-native batches (%s)', (db) => {
     const er = (await download(call, embeddings.id)).get('e-0');
     expect(er.response.body.data[0].embedding).toHaveLength(4);
     expect(e.usage.cost).toBeCloseTo((ITEM_USAGE.prompt * PRICE.prompt) / 1e6 / 2, 12);
+    expect(mock.sync).toHaveLength(0);
+  });
+
+  it("prices at the provider's configured batch_discount", async () => {
+    const { id, provider } = await submitNative(chatBatch('test/quarter', ['d']));
+    expect(provider.headers.authorization).toBe('Bearer sk-operator-quarter-0000');
+    mock.finish(provider.id);
+    const done = await waitStatus(call, id, ['completed']);
+    expect(done.usage.cost).toBeCloseTo(FULL * 0.75, 12);
+    const r = (await download(call, id)).get('q-0');
+    const [g] = await generations([r.response.request_id]);
+    expect(Number(g?.cost_usd)).toBeCloseTo(FULL * 0.75, 12);
+  });
+
+  it('cancels the provider batch when the batch expires first', async () => {
+    const { id, provider } = await submitNative(chatBatch('test/gpt', ['slow']));
+    mock.advance(provider.id); // in_progress
+    // As if the 24 hours had passed.
+    await gw.services.db
+      .updateTable('batches')
+      .set({ expires_at: Math.floor(Date.now() / 1000) - 1 })
+      .where('id', '=', id)
+      .execute();
+    const done = await waitStatus(call, id, ['expired']);
+    await until('the provider cancel', () => provider.cancelRequested);
+    expect(done.request_counts).toEqual({ total: 1, completed: 0, failed: 1 });
+    expect((await download(call, id)).get('q-0').error.error_type).toBe('expired');
+    expect(done.usage.cost).toBe(0);
     expect(mock.sync).toHaveLength(0);
   });
 
