@@ -824,7 +824,7 @@ export class Engine {
     this.deps.metrics.tokens.inc({ model, kind: 'completion' }, usage.completion_tokens);
     if (cost.total > 0) this.deps.metrics.cost.inc({ model }, cost.total);
     const row = servedRow(call, info, usage, cost, outcome);
-    if (!outcome.estimated && row.completion_tokens > 0) {
+    if (!outcome.estimated && row.completion_tokens > 0 && !call.hooks?.upstream) {
       const perSecond = (row.completion_tokens / Math.max(row.generation_time_ms, 1)) * 1000;
       const provider = info.served.endpoint.provider;
       const prev = this.throughputEwma.get(provider);
