@@ -304,6 +304,15 @@ describe.each(databases)('provider-native batches (%s)', (db) => {
     expect(done.usage.cost).toBeCloseTo(2 * FULL, 12);
   });
 
+  it('runs the batch on the worker when the provider no longer knows its batch (404)', async () => {
+    const { id, provider } = await submitNative(chatBatch('test/gpt', ['gone']));
+    mock.batches.splice(mock.batches.indexOf(provider), 1);
+    const done = await waitStatus(call, id, ['completed']);
+    expect(done.request_counts).toEqual({ total: 1, completed: 1, failed: 0 });
+    expect(mock.sync).toHaveLength(1);
+    expect(done.usage.cost).toBeCloseTo(FULL, 12);
+  });
+
   it('keeps a provider with native_batches: false on the worker', async () => {
     const before = mock.batches.length;
     const created = await call('POST', '/batches', chatBatch('test/direct', ['p', 'q']));

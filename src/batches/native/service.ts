@@ -15,7 +15,7 @@ import { failedResult, type OutcomeWriter } from '../outcomes.js';
 import type { BatchRow, LeaseRef } from '../store.js';
 import type { WorkerLog } from '../worker.js';
 import { AnthropicBatches } from './anthropic.js';
-import type { NativeBatchApi, NativeResult, NativeStatus } from './api.js';
+import { NativeApiError, type NativeBatchApi, type NativeResult, type NativeStatus } from './api.js';
 import { OpenAiBatches } from './openai.js';
 import * as nstore from './store.js';
 
@@ -314,6 +314,14 @@ export class NativeBatches {
     try {
       status = await api.status(b.native_id);
     } catch (err) {
+      if (err instanceof NativeApiError && err.status === 404) {
+        // The provider no longer knows the batch (deleted): the worker runs what is left.
+        await nstore.release(this.deps.db, b.id);
+        await nstore.move(this.deps.db, b.id, b.native_state as string, 'collected', {
+          native_error: err.message,
+        });
+        return;
+      }
       this.deps.log.warn({ err, batch_id: b.id }, 'polling the provider batch failed; trying again later');
       return;
     }
