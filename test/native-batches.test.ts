@@ -232,6 +232,22 @@ describe.each(databases)('provider-native batches (%s)', (db) => {
     expect(mock.sync).toHaveLength(0);
   });
 
+  it('collects a result file larger than one chunk: every custom_id once', async () => {
+    const n = 450;
+    const texts = Array.from({ length: n }, (_, i) => (i % 7 === 3 ? `ERRORED ${i}` : `item ${i}`));
+    const { id, provider } = await submitNative(chatBatch('test/gpt', texts));
+    expect(provider.items).toHaveLength(n);
+    mock.finish(provider.id);
+    const done = await waitStatus(call, id, ['completed']);
+    const rejected = texts.filter((t) => t.startsWith('ERRORED')).length;
+    expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
+    const results = await download(call, id);
+    expect(results.size).toBe(n);
+    expect(new Set([...results.values()].map((r) => r.response.request_id)).size).toBe(n);
+    expect(mock.sync).toHaveLength(rejected);
+    expect(done.usage.cost).toBeCloseTo((n - rejected) * HALF + rejected * FULL, 10);
+  });
+
   it('runs the items the provider rejected (errored, expired) on the worker, at full price', async () => {
     const { id, provider } = await submitNative(
       chatBatch('test/gpt', ['fine', 'ERRORED here', 'EXPIRED here']),

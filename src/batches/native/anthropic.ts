@@ -3,6 +3,7 @@ import type { ProviderConfig } from '../../providers/types.js';
 import {
   call,
   callJson,
+  DOWNLOAD_TIMEOUT_MS,
   jsonLines,
   type NativeBatchApi,
   type NativeResult,
@@ -63,12 +64,15 @@ export class AnthropicBatches implements NativeBatchApi {
     return b.processing_status === 'ended' ? { state: 'ended', outcome: 'completed' } : { state: 'running' };
   }
 
-  async results(id: string): Promise<NativeResult[]> {
+  async *results(id: string): AsyncGenerator<NativeResult> {
     const b = await this.batch(id);
-    if (!b.results_url) return [];
-    const res = await call(b.results_url, { method: 'GET', headers: this.headers() }, this.secrets);
-    const out: NativeResult[] = [];
-    for (const raw of jsonLines(await res.text())) {
+    if (!b.results_url) return;
+    const res = await call(
+      b.results_url,
+      { method: 'GET', headers: this.headers(), timeoutMs: DOWNLOAD_TIMEOUT_MS },
+      this.secrets,
+    );
+    for await (const raw of jsonLines(res)) {
       const line = raw as {
         custom_id?: string;
         result?: {
@@ -79,14 +83,13 @@ export class AnthropicBatches implements NativeBatchApi {
       };
       if (typeof line?.custom_id !== 'string') continue;
       const r = line.result;
-      if (r?.type === 'succeeded' && r.message) out.push({ customId: line.custom_id, body: r.message });
+      if (r?.type === 'succeeded' && r.message) yield { customId: line.custom_id, body: r.message };
       else
-        out.push({
+        yield {
           customId: line.custom_id,
           error: r?.error?.error?.message ?? r?.error?.message ?? `result ${r?.type ?? 'missing'}`,
-        });
+        };
     }
-    return out;
   }
 
   async cancel(id: string): Promise<void> {

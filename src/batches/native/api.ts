@@ -8,8 +8,8 @@ export interface NativeBatchApi {
   /** Submits `lines` (their `customId`s unique); returns the provider's batch id. */
   submit(lines: NativeLine[], meta: { endpoint: string; gatehouseId: string }): Promise<string>;
   status(id: string): Promise<NativeStatus>;
-  /** Every result the provider has for the batch (those it never ran are missing). */
-  results(id: string): Promise<NativeResult[]>;
+  /** Every result the provider has for the batch, read as it downloads (those it never ran are missing). */
+  results(id: string): AsyncIterable<NativeResult>;
   cancel(id: string): Promise<void>;
   /**
    * The provider batch an earlier submission of this Gatehouse batch created, if the API can tell
@@ -43,19 +43,27 @@ export class NativeApiError extends Error {
   }
 }
 
-/** Longest a batch API call may take (uploads and result files included). */
+/** Longest a batch API call may take (an upload included). */
 const CALL_TIMEOUT_MS = 300_000;
+/** Longest a result download may take: it is read while its answers are recorded. */
+export const DOWNLOAD_TIMEOUT_MS = 3_600_000;
 
 /** One HTTP call to a batch API; errors carry the status and the provider's message, never the key. */
 export async function call(
   url: string,
-  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string | FormData },
+  init: {
+    method: 'GET' | 'POST';
+    headers: Record<string, string>;
+    body?: string | FormData;
+    timeoutMs?: number;
+  },
   secrets: (string | null)[],
 ): Promise<Response> {
   let res: Response;
+  const { timeoutMs = CALL_TIMEOUT_MS, ...rest } = init;
   try {
-    // Node's own fetch (its FormData builds the Files API upload); a batch call is small and quick.
-    res = await fetch(url, { ...init, signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+    // Node's own fetch (its FormData builds the Files API upload).
+    res = await fetch(url, { ...rest, signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
     throw new NativeApiError(0, redact(`batch API unreachable: ${(err as Error).message}`, secrets));
   }
@@ -82,14 +90,31 @@ export async function callJson<T>(
   }
 }
 
-/** JSON Lines: one parsed value per non-empty line (a broken line is skipped). */
-export function jsonLines(text: string): unknown[] {
-  const out: unknown[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
+/**
+ * JSON Lines of a response body as it downloads: one parsed value per non-empty line (a broken
+ * line is skipped), so a result file of any size is read in bounded memory.
+ */
+export async function* jsonLines(res: Response): AsyncGenerator<unknown> {
+  if (!res.body) return;
+  const decoder = new TextDecoder();
+  let rest = '';
+  const parse = (line: string) => {
+    if (!line.trim()) return undefined;
     try {
-      out.push(JSON.parse(line));
-    } catch {}
+      return JSON.parse(line) as unknown;
+    } catch {
+      return undefined;
+    }
+  };
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    rest += decoder.decode(chunk, { stream: true });
+    const lines = rest.split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) {
+      const v = parse(line);
+      if (v !== undefined) yield v;
+    }
   }
-  return out;
+  const v = parse(rest + decoder.decode());
+  if (v !== undefined) yield v;
 }

@@ -2,6 +2,7 @@ import type { ProviderConfig } from '../../providers/types.js';
 import {
   call,
   callJson,
+  DOWNLOAD_TIMEOUT_MS,
   jsonLines,
   type NativeBatchApi,
   type NativeResult,
@@ -86,33 +87,31 @@ export class OpenAiBatches implements NativeBatchApi {
     );
   }
 
-  async results(id: string): Promise<NativeResult[]> {
+  async *results(id: string): AsyncGenerator<NativeResult> {
     const b = await this.batch(id);
-    const out: NativeResult[] = [];
     for (const fileId of [b.output_file_id, b.error_file_id]) {
       if (!fileId) continue;
       const res = await call(
         this.url(`/files/${encodeURIComponent(fileId)}/content`),
-        { method: 'GET', headers: this.headers(false) },
+        { method: 'GET', headers: this.headers(false), timeoutMs: DOWNLOAD_TIMEOUT_MS },
         this.secrets,
       );
-      for (const raw of jsonLines(await res.text())) {
+      for await (const raw of jsonLines(res)) {
         const line = raw as OpenAiResultLine;
         if (typeof line?.custom_id !== 'string') continue;
         const status = line.response?.status_code;
         if (status === 200 && line.response?.body)
-          out.push({ customId: line.custom_id, body: line.response.body });
+          yield { customId: line.custom_id, body: line.response.body };
         else
-          out.push({
+          yield {
             customId: line.custom_id,
             error:
               line.error?.message ??
               (line.response?.body as { error?: { message?: string } } | undefined)?.error?.message ??
               `status ${status ?? 'none'}`,
-          });
+          };
       }
     }
-    return out;
   }
 
   async find(gatehouseId: string): Promise<string | null> {

@@ -341,33 +341,30 @@ export class NativeBatches {
     status: Extract<NativeStatus, { state: 'ended' }>,
   ): Promise<void> {
     const { db, log } = this.deps;
-    const results = await api.results(b.native_id as string);
-    const answers = new Map<number, unknown>();
-    const rejected: number[] = [];
-    for (const r of results) {
+    let answered = 0;
+    let rejected = 0;
+    // Read as it downloads, a chunk at a time: memory stays bounded whatever the batch's size.
+    let chunk = new Map<number, unknown>();
+    let back: number[] = [];
+    const flush = async () => {
+      await nstore.release(db, b.id, back);
+      await this.record(b, caller as Caller, chunk);
+      chunk = new Map();
+      back = [];
+    };
+    for await (const r of api.results(b.native_id as string)) {
       const idx = idxOf(r.customId);
       if (idx === null) continue;
-      if ('body' in r && caller) answers.set(idx, r.body);
-      else rejected.push(idx);
+      if ('body' in r && caller) {
+        chunk.set(idx, r.body);
+        answered++;
+      } else {
+        back.push(idx);
+        rejected++;
+      }
+      if (chunk.size + back.length >= COLLECT_CHUNK) await flush();
     }
-    await nstore.release(db, b.id, rejected);
-    const idxs = [...answers.keys()].sort((x, y) => x - y);
-    for (let i = 0; i < idxs.length; i += COLLECT_CHUNK) {
-      const token = randomBytes(8).toString('hex');
-      const claimed = await nstore.claim(db, b.id, idxs.slice(i, i + COLLECT_CHUNK), {
-        owner: this.deps.workerId,
-        token,
-        until: Date.now() + this.deps.config.leaseMs,
-      });
-      for (const c of claimed)
-        await this.replay(
-          b,
-          caller as Caller,
-          { batchId: b.id, idx: c.idx, token },
-          c.item,
-          answers.get(c.idx),
-        );
-    }
+    await flush();
     await this.deps.writer.flush();
     await nstore.release(db, b.id); // never answered
     const message =
@@ -375,10 +372,20 @@ export class NativeBatches {
         ? null
         : `provider batch ${status.outcome}${status.message ? `: ${status.message}` : ''}`;
     await nstore.move(db, b.id, b.native_state as string, 'collected', { native_error: message });
-    log.info(
-      { batch_id: b.id, native_id: b.native_id, answered: answers.size, rejected: rejected.length },
-      'provider batch collected',
-    );
+    log.info({ batch_id: b.id, native_id: b.native_id, answered, rejected }, 'provider batch collected');
+  }
+
+  /** Leases the requests of these answers (those still waiting) and replays each. */
+  private async record(b: BatchRow, caller: Caller, answers: Map<number, unknown>): Promise<void> {
+    if (answers.size === 0) return;
+    const token = randomBytes(8).toString('hex');
+    const claimed = await nstore.claim(this.deps.db, b.id, [...answers.keys()], {
+      owner: this.deps.workerId,
+      token,
+      until: Date.now() + this.deps.config.leaseMs,
+    });
+    for (const c of claimed)
+      await this.replay(b, caller, { batchId: b.id, idx: c.idx, token }, c.item, answers.get(c.idx));
   }
 
   /**
