@@ -153,6 +153,8 @@ export interface BatchConfig {
   /** Batches each API key may create per rate-limit window (0 = unlimited). */
   rateLimit: number;
   rateLimitWindowSeconds: number;
+  /** How often a provider-native batch is polled at its provider, ms. */
+  nativePollMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -274,6 +276,7 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: Math.max(1, intFrom(env, 'GATEHOUSE_BATCH_WINDOW_SECONDS', 86_400)),
       rateLimit: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT', 30),
       rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT_WINDOW', 60),
+      nativePollMs: Math.max(10, intFrom(env, 'GATEHOUSE_BATCH_NATIVE_POLL_MS', 60_000)),
     },
     interns: loadInternsConfig(env, dataDir),
     spendReservations: {

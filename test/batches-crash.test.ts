@@ -158,7 +158,16 @@ function writeCatalog(dir: string, up: SlowUpstream): string {
     file,
     JSON.stringify({
       development_provider: false,
-      providers: [{ slug: 'openai', kind: 'openai', base_url: `${up.url}/v1`, api_key: 'sk-operator-0000' }],
+      // The worker's own crash safety: this upstream speaks no batch API.
+      providers: [
+        {
+          slug: 'openai',
+          kind: 'openai',
+          base_url: `${up.url}/v1`,
+          api_key: 'sk-operator-0000',
+          native_batches: false,
+        },
+      ],
       models: [
         { id: 'test/gpt', endpoints: [{ provider: 'openai', upstream_model: 'gpt-x', pricing: PRICE }] },
       ],

@@ -267,7 +267,13 @@ describe.each(databases)('batches (%s)', (db) => {
       const config = JSON.parse(readFileSync(up.env.GATEHOUSE_CONFIG as string, 'utf8'));
       const mixed = ['ok', 'bad', 'busy', 'down'];
       for (const slug of mixed)
-        config.providers.push({ slug, kind: 'openai', base_url: `${mock.url}/${slug}/v1`, api_key: 'sk-x' });
+        config.providers.push({
+          slug,
+          kind: 'openai',
+          base_url: `${mock.url}/${slug}/v1`,
+          api_key: 'sk-x',
+          native_batches: false, // the worker's own paths (native batches: native-batches.test.ts)
+        });
       config.models.push({
         id: 'test/mixed',
         endpoints: mixed.map((provider) => ({

@@ -6,6 +6,7 @@ import { ApiError } from '../lib/errors.js';
 import type { CallHooks, InferenceCall } from '../routing/call.js';
 import type { Completed, Engine, Served } from '../routing/engine.js';
 import { parsePreferences } from '../routing/preferences.js';
+import type { Cost } from '../routing/pricing.js';
 import { BATCH_ENDPOINTS, type BatchEndpoint, type BatchProviderPrefs } from './model.js';
 import type { BatchRow, RequestResult } from './store.js';
 
@@ -26,6 +27,8 @@ export async function executeRequest(
   item: string,
   signal: AbortSignal,
   hooks: CallHooks,
+  /** Provider-native batches: served by this provider only, priced at `discount` off. */
+  native?: { provider: string; discount: number },
 ): Promise<Execution> {
   const wire = WIRES[BATCH_ENDPOINTS[batch.endpoint as BatchEndpoint]];
   const sent = (JSON.parse(item) as { body: Record<string, unknown> }).body;
@@ -41,17 +44,21 @@ export async function executeRequest(
       model: wire.inspect(body).model,
       stream: false,
       headers: {},
-      prefs: { ...parsePreferences(body.provider), ...batchPrefs },
+      prefs: {
+        ...parsePreferences(body.provider),
+        ...batchPrefs,
+        ...(native ? { only: [native.provider], allow_fallbacks: false } : {}),
+      },
       echoUpstream: isObj(body.debug) && body.debug.echo_upstream_body === true,
       signal,
       hooks,
     };
     // The body of each answer is exactly what the synchronous endpoint would have answered.
     if (wire === WIRES.embeddings) {
-      const done = await engine.embed(call);
+      const done = discounted(await engine.embed(call), native?.discount);
       return { kind: 'served', result: resultOf(done, answerText(WIRES.embeddings, done, call)) };
     }
-    const done = await engine.complete(call);
+    const done = discounted(await engine.complete(call), native?.discount);
     return { kind: 'served', result: resultOf(done, answerText(wire as ChatWire, done, call)) };
   } catch (err) {
     if (signal.aborted) throw err;
@@ -67,6 +74,24 @@ export async function executeRequest(
     if (err instanceof TranslationError) return { kind: 'failed', status: 400, message: err.message };
     throw err;
   }
+}
+
+/** The answer's cost less the provider's batch discount (its generation row is discounted by the caller's hook). */
+function discounted<T extends Served>(done: T, discount: number | undefined): T {
+  if (!discount) return done;
+  return { ...done, cost: applyDiscount(done.cost, discount) };
+}
+
+/** USD rounded as pricing rounds it (1e-12), so sums stay stable across databases. */
+const round = (usd: number) => Math.round(usd * 1e12) / 1e12;
+
+export function applyDiscount(cost: Cost, discount: number): Cost {
+  const f = 1 - discount;
+  return {
+    total: round(cost.total * f),
+    prompt: round(cost.prompt * f),
+    completion: round(cost.completion * f),
+  };
 }
 
 /** The body the synchronous endpoint answers for a served call (a lane's as it relays it). */

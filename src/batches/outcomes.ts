@@ -7,6 +7,7 @@ import {
   sqliteGenerationInserts,
   usageEventsOf,
 } from '../routing/accounting.js';
+import type { ResultError } from './model.js';
 import * as store from './store.js';
 import type { WorkerLog } from './worker.js';
 
@@ -133,4 +134,24 @@ function sqliteGroupWrite(sqlite: SQLite.Database) {
     if (rows.length > 0) insert(rows, usageEventsOf(rows));
     return rows;
   }).immediate;
+}
+
+/** The result of a request that ended with an error: no answer, no usage. */
+export function failedResult(error: ResultError): store.RequestResult {
+  return {
+    status_code: null,
+    generation_id: null,
+    response_body: null,
+    error_json: JSON.stringify(error),
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    reasoning_tokens: 0,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    cost_usd: 0,
+    prompt_cost_usd: 0,
+    completion_cost_usd: 0,
+    upstream_cost_usd: 0,
+    is_byok: 0,
+  };
 }

@@ -396,13 +396,13 @@ export async function closeUnfinished(
   return n;
 }
 
-/** Requests of a batch not yet done. */
+/** Requests of a batch not yet done (those waiting on a provider's batch API included). */
 export async function unfinishedCount(db: Db, batchId: string): Promise<number> {
   const row = await db
     .selectFrom('batch_requests')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('batch_id', '=', batchId)
-    .where('state', 'in', ['pending', 'running'])
+    .where('state', 'in', ['pending', 'running', 'native'])
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -11,7 +11,8 @@ import { type Catalog, findModel } from '../routing/catalog.js';
 import type { Engine } from '../routing/engine.js';
 import { executeRequest } from './execute.js';
 import { closingErrors, type ResultError, resultError } from './model.js';
-import { OutcomeWriter } from './outcomes.js';
+import { NativeBatches } from './native/service.js';
+import { failedResult, OutcomeWriter } from './outcomes.js';
 import { Semaphore } from './semaphore.js';
 import * as store from './store.js';
 
@@ -79,9 +80,12 @@ export class BatchWorker {
   private woken = false;
 
   private readonly writer: OutcomeWriter;
+  /** Batches sent to a provider's own batch API (native/service.ts). */
+  private readonly native: NativeBatches;
 
   constructor(private readonly deps: WorkerDeps) {
     this.writer = new OutcomeWriter(deps.db, deps.accountant, this.id, deps.log, deps.sqlite ?? null);
+    this.native = new NativeBatches({ ...deps, writer: this.writer, workerId: this.id });
   }
 
   start(): void {
@@ -132,6 +136,7 @@ export class BatchWorker {
       f.controller.abort(new Error('worker stopping'));
     }
     while (this.inflight.size > 0) await sleep(10);
+    await this.native.idle();
     await this.writer.close();
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
   }
@@ -178,17 +183,30 @@ export class BatchWorker {
             continue;
           }
           if (b.status === 'validating') {
-            if (await store.transition(db, b.id, ['validating'], 'in_progress', { in_progress_at: nowSec() }))
+            if (
+              await store.transition(db, b.id, ['validating'], 'in_progress', { in_progress_at: nowSec() })
+            ) {
+              await this.native.step({ ...b, status: 'in_progress' }, caller);
               active.push({ batch: { ...b, status: 'in_progress' }, caller });
+            }
           } else if (b.completed_count + b.failed_count >= b.request_count) {
             await this.finalize(b.id);
-          } else active.push({ batch: b, caller });
+          } else {
+            await this.native.step(b, caller);
+            active.push({ batch: b, caller });
+          }
           break;
         }
         case 'finalizing':
           await this.finalize(b.id);
           break;
         case 'cancelling': {
+          if (
+            b.native_state === 'submitted' ||
+            b.native_state === 'cancelling' ||
+            b.native_state === 'submitting'
+          )
+            await this.native.step(b, await this.deps.keys.callerOf(b.key_hash));
           await store.closeUnfinished(db, b.id, JSON.stringify(closingErrors.cancelled()), 'idle', now);
           if ((await store.unfinishedCount(db, b.id)) === 0)
             await store.transition(db, b.id, ['cancelling'], 'cancelled', { finalized_at: nowSec() });
@@ -232,6 +250,7 @@ export class BatchWorker {
         ...(message ? { error_message: message } : {}),
       });
     });
+    await this.native.abandon(b);
     this.deps.log.info({ batch_id: b.id, status }, `batch ${status}`);
   }
 
@@ -352,25 +371,6 @@ export class BatchWorker {
       this.deps.log.warn({ err }, 'batch lease heartbeat failed');
     }
   }
-}
-
-function failedResult(error: ResultError): store.RequestResult {
-  return {
-    status_code: null,
-    generation_id: null,
-    response_body: null,
-    error_json: JSON.stringify(error),
-    prompt_tokens: 0,
-    completion_tokens: 0,
-    reasoning_tokens: 0,
-    cached_tokens: 0,
-    cache_write_tokens: 0,
-    cost_usd: 0,
-    prompt_cost_usd: 0,
-    completion_cost_usd: 0,
-    upstream_cost_usd: 0,
-    is_byok: 0,
-  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

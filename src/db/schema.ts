@@ -279,9 +279,16 @@ export interface BatchesTable {
   cancelling_at: number | null;
   finalized_at: number | null;
   updated_at_ms: number;
+  /** Provider-native batches (batches/native/): the provider, its batch id, the submission's state. */
+  native_provider: Generated<string | null>;
+  native_id: Generated<string | null>;
+  native_state: Generated<string | null>;
+  native_until_ms: Generated<number | null>;
+  native_error: Generated<string | null>;
 }
 
-export type BatchRequestState = 'pending' | 'running' | 'done';
+/** `native`: handed to the provider's batch API (no worker claims it until its result is back). */
+export type BatchRequestState = 'pending' | 'running' | 'native' | 'done';
 
 /** Lease and retry times in milliseconds since the epoch; `Generated` columns have defaults. */
 export interface BatchRequestsTable {

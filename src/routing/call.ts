@@ -3,7 +3,7 @@ import type { ChatMessage, ChatRequest, EmbeddingsRequest } from '../formats/cha
 import type { AnswerScan } from '../guardrails/answer-filter.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
-import type { NativeWire } from '../providers/types.js';
+import type { CallContext, ForwardedJson, ForwardRequest, NativeWire } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
 import type { Tried } from './fallback.js';
@@ -150,6 +150,16 @@ export interface CallHooks {
   acquire?: (provider: string) => Promise<() => void>;
   /** false: the per-key request rate limit does not apply. */
   rateLimit?: boolean;
+  /**
+   * Stands in for every upstream call of non-streaming calls (provider-native batches: capture the
+   * lane's body at submission, replay the provider's batch answer at collection). `req` is null
+   * for a translated attempt.
+   */
+  upstream?: (
+    provider: string,
+    req: (ForwardRequest & { stream: false }) | null,
+    ctx: CallContext,
+  ) => Promise<ForwardedJson>;
 }
 
 /** What gateway_metadata and accounting need to know about how a call was served. */

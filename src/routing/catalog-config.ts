@@ -141,6 +141,10 @@ export interface FileConfig {
     vendor?: Vendor;
     region?: string;
     batch_concurrency?: number;
+    /** Send batches to the provider's batch API (openai and anthropic kinds; default on there). */
+    native_batches?: boolean;
+    /** The provider's batch discount, 0–1 (default 0.5: half price). */
+    batch_discount?: number;
     /** The model data's provider id whose models and prices this provider serves, or false. */
     model_data?: string | false;
     /** OpenAI-compatible servers: list the server's own `GET /models` (default: vendors the model data does not know). */
@@ -248,6 +252,15 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       throw new CatalogError('every provider needs slug, kind and base_url');
     if (p.byok !== undefined && typeof p.byok !== 'boolean')
       throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
+    if (p.native_batches !== undefined && typeof p.native_batches !== 'boolean')
+      throw new CatalogError(`provider ${p.slug}: native_batches must be true or false`);
+    if (
+      p.batch_discount !== undefined &&
+      (typeof p.batch_discount !== 'number' || !(p.batch_discount >= 0 && p.batch_discount < 1))
+    )
+      throw new CatalogError(
+        `provider ${p.slug}: batch_discount must be a number from 0 to 1 (0.5: half price)`,
+      );
     // Several keys (`keys`, the first is `apiKey`), or one: a preset's comes from its vendor's
     // variable (GROQ_API_KEY …) unless the entry names one.
     const keys = parseOperatorKeys(p, `providers[${i}]`, env) ?? undefined;
@@ -299,6 +312,8 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       region: p.region ?? 'global',
       development: kind === 'dev',
       batchConcurrency: p.batch_concurrency ?? null,
+      ...(p.native_batches !== undefined ? { nativeBatches: p.native_batches } : {}),
+      ...(p.batch_discount !== undefined ? { batchDiscount: p.batch_discount } : {}),
       ...(p.model_data !== undefined ? { modelData: p.model_data } : {}),
       ...(p.discover_models !== undefined ? { discoverModels: p.discover_models } : {}),
     };

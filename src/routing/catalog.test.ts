@@ -168,6 +168,34 @@ models:
     expect(() => loadCatalog({ GATEHOUSE_CONFIG: bad })).toThrow(/byok must be true or false/);
   });
 
+  it('reads native_batches and batch_discount per provider, and refuses malformed ones naming the field', () => {
+    const ok = file(
+      'n.json',
+      JSON.stringify({
+        providers: [
+          { slug: 'o', kind: 'openai', base_url: 'http://o', native_batches: false },
+          { slug: 'a', kind: 'anthropic', base_url: 'http://a', batch_discount: 0.25 },
+        ],
+      }),
+    );
+    const c = loadCatalog({ GATEHOUSE_CONFIG: ok });
+    expect(c.providers.get('o')).toMatchObject({ nativeBatches: false });
+    expect(c.providers.get('a')).toMatchObject({ batchDiscount: 0.25 });
+    expect(c.providers.get('a')?.nativeBatches).toBeUndefined(); // the kind's default (on)
+    const bad = (entry: object) =>
+      file(
+        'nb.json',
+        JSON.stringify({ providers: [{ slug: 'x', kind: 'openai', base_url: 'http://x', ...entry }] }),
+      );
+    expect(() => loadCatalog({ GATEHOUSE_CONFIG: bad({ native_batches: 'yes' }) })).toThrow(
+      /provider x: native_batches must be true or false/,
+    );
+    for (const batch_discount of [1.5, -0.1, '0.5'])
+      expect(() => loadCatalog({ GATEHOUSE_CONFIG: bad({ batch_discount }) })).toThrow(
+        /provider x: batch_discount must be a number from 0 to 1/,
+      );
+  });
+
   it('refuses a model naming an unknown provider', () => {
     const path = file(
       'bad.json',

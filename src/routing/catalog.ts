@@ -42,6 +42,10 @@ export interface ProviderEntry {
   byok: boolean;
   /** Requests a batch worker sends it at once (null: GATEHOUSE_BATCH_PROVIDER_CONCURRENCY). */
   batchConcurrency?: number | null;
+  /** Batches go to the provider's own batch API (GATEHOUSE_CONFIG `native_batches`; unset: on for openai and anthropic kinds). */
+  nativeBatches?: boolean;
+  /** The provider's batch discount, a fraction of the price (GATEHOUSE_CONFIG `batch_discount`; unset: 0.5). */
+  batchDiscount?: number;
   /** The model data's provider id that lists and prices its models; false: none (GATEHOUSE_CONFIG `model_data`). */
   modelData?: string | false;
   /** OpenAI-compatible servers: add the models their `GET /models` lists (default: when the model data does not know the vendor). */

@@ -506,11 +506,16 @@ export class Engine {
       const provider = this.deps.provider(a.candidate.endpoint.provider);
       sent = this.upstreamRequest(call, prep, a);
       const ctx = this.ctx(a, signal, false);
+      const req = {
+        wire: call.wire.native,
+        body: sent as Body,
+        headers: call.headers,
+        stream: false as const,
+      };
+      const upstream = call.hooks?.upstream;
+      if (upstream) return upstream(a.candidate.endpoint.provider, a.lane ? req : null, ctx);
       if (!a.lane) return translated(provider, sent, ctx, a);
-      return (provider.forward as NonNullable<Provider['forward']>)(
-        { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: false },
-        ctx,
-      );
+      return (provider.forward as NonNullable<Provider['forward']>)(req, ctx);
     });
     return { result: routed.result, info: this.info(call, prep, routed, sent) };
   }
@@ -829,7 +834,7 @@ export class Engine {
     this.deps.metrics.tokens.inc({ model, kind: 'completion' }, usage.completion_tokens);
     if (cost.total > 0) this.deps.metrics.cost.inc({ model }, cost.total);
     const row = servedRow(call, info, usage, cost, outcome);
-    if (!outcome.estimated && row.completion_tokens > 0) {
+    if (!outcome.estimated && row.completion_tokens > 0 && !call.hooks?.upstream) {
       const perSecond = (row.completion_tokens / Math.max(row.generation_time_ms, 1)) * 1000;
       const provider = info.served.endpoint.provider;
       const prev = this.throughputEwma.get(provider);

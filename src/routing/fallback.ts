@@ -318,9 +318,12 @@ export async function routeWithFallbacks<T>(
     try {
       const result = await run(a, scope.signal);
       const seconds = (performance.now() - t0) / 1000;
-      ctx.metrics.upstreamLatency.observe({ provider, outcome: 'ok' }, seconds);
-      const prev = ctx.latency.get(provider);
-      ctx.latency.set(provider, prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200);
+      // An answer a hook stood in for (a provider batch's, replayed) says nothing of the provider's speed.
+      if (!call.hooks?.upstream) {
+        ctx.metrics.upstreamLatency.observe({ provider, outcome: 'ok' }, seconds);
+        const prev = ctx.latency.get(provider);
+        ctx.latency.set(provider, prev === undefined ? seconds * 1000 : prev * 0.8 + seconds * 200);
+      }
       attempted(200);
       gate?.settle(a.candidate, null);
       gate?.served(call, a.candidate);

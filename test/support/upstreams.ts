@@ -23,12 +23,15 @@ export async function startUpstreams(
         kind: 'openai',
         base_url: `${mock.url}/openai/v1`,
         api_key: 'sk-operator-openai-0000',
+        // This mock speaks no batch API (test/support/mock-batches.ts does): batches run on the worker.
+        native_batches: false,
       },
       {
         slug: 'anthropic',
         kind: 'anthropic',
         base_url: `${mock.url}/anthropic`,
         api_key: 'sk-operator-anthropic-00',
+        native_batches: false,
       },
       {
         slug: 'google-ai-studio',
