@@ -6,7 +6,7 @@
 import { AZURE_DEFAULT_API_VERSION } from '../providers/azure/adapter.js';
 import type { AzureSettings, EntraAuth } from '../providers/types.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
-import { CatalogError } from './catalog-config.js';
+import { CatalogError } from './catalog-error.js';
 
 /** What an Azure entry of GATEHOUSE_CONFIG carries besides the common provider fields. */
 export interface AzureFileFields {

@@ -7,7 +7,7 @@
 import { bedrockRuntimeUrl } from '../providers/bedrock/signer.js';
 import type { AwsKeys, BedrockSettings } from '../providers/types.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
-import { CatalogError } from './catalog-config.js';
+import { CatalogError } from './catalog-error.js';
 
 /** What a Bedrock entry of GATEHOUSE_CONFIG carries besides the common provider fields. */
 export interface BedrockFileFields {

@@ -4,6 +4,7 @@ import type { ProviderKind } from '../providers/types.js';
 import type { Capability, ModelEndpoint, ModelEntry, Pricing, ProviderEntry, Vendor } from './catalog.js';
 import { azureSettings } from './catalog-azure.js';
 import { bedrockSettings } from './catalog-bedrock.js';
+import { CatalogError } from './catalog-error.js';
 import {
   envPresetProviders,
   isPresetKind,
@@ -14,7 +15,7 @@ import {
 import { vertexSettings } from './catalog-vertex.js';
 import { parseOperatorKeys } from './credentials/operator-keys.js';
 
-export class CatalogError extends Error {}
+export { CatalogError };
 
 export const ALL_CAPS: Capability[] = ['tools', 'json', 'logprobs', 'reasoning', 'images'];
 

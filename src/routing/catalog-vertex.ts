@@ -9,7 +9,7 @@ import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ServiceAccountKey, VertexPublisher, VertexSettings } from '../providers/types.js';
 import { vertexOrigin } from '../providers/vertex/urls.js';
-import { CatalogError } from './catalog-config.js';
+import { CatalogError } from './catalog-error.js';
 
 /** What a Vertex entry of GATEHOUSE_CONFIG carries besides the common provider fields. */
 export interface VertexFileFields {

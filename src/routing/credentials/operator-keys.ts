@@ -1,5 +1,5 @@
 import type { OperatorKey, ProviderConfig } from '../../providers/types.js';
-import { CatalogError } from '../catalog-config.js';
+import { CatalogError } from '../catalog-error.js';
 import type { Credential } from '../select.js';
 import { fingerprint } from './fingerprint.js';
 
