@@ -42,6 +42,7 @@ import { routingMetrics } from './routing/metrics.js';
 import { RateLimiter } from './routing/rate-limit.js';
 import { UsageJournal } from './routing/usage-journal.js';
 import { StoredResponsesService } from './stored-responses/service.js';
+import { upstreamInputItems } from './stored-responses/upstream.js';
 import { VaultService } from './vault/service.js';
 
 /** The composition root: every domain service, wired once per process, all logging through `log`. */
@@ -161,7 +162,11 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     reservedOutputTokens: config.spendReservations.outputTokens,
   });
   const generations = new GenerationsService(db, accountant);
-  const storedResponses = new StoredResponsesService({ db, retentionMs: config.responsesRetentionMs });
+  const storedResponses = new StoredResponsesService({
+    db,
+    retentionMs: config.responsesRetentionMs,
+    upstreamInputItems: upstreamInputItems({ catalog, provider, timeoutMs: config.upstreamTimeoutMs }),
+  });
   const batchLimiter = new RateLimiter({
     points: config.batches.rateLimit,
     durationSeconds: config.batches.rateLimitWindowSeconds,

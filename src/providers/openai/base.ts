@@ -18,7 +18,7 @@ import type {
   EmbeddingsResponse,
 } from '../../formats/chat.js';
 import type { ErrorShape } from '../errors.js';
-import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
+import { type ApiCall, callJson, callStream, getJson, joinUrl, sseEvents } from '../http.js';
 import { forwardJson, forwardStream } from '../lane.js';
 import {
   type CallContext,
@@ -169,6 +169,20 @@ export class OpenAiWireProvider implements Provider {
       call,
       req.wire === 'openai-responses' ? responsesStreamTap(secrets) : chatStreamTap(secrets),
     );
+  }
+
+  /** A stored response's input items, where this provider's Responses route keeps them. */
+  inputItems(responseId: string, query: string, ctx: CallContext): Promise<unknown> {
+    if (!this.traits.natives.has('openai-responses'))
+      throw new UpstreamError(404, `${this.config.slug} stores no responses`, { retryable: false });
+    const { url, errors } = this.target('/responses', {});
+    return getJson({
+      url: `${url.replace(/\?.*$/, '')}/${encodeURIComponent(responseId)}/input_items${query}`,
+      headers: this.headers(ctx),
+      signal: ctx.signal,
+      secrets: [ctx.apiKey],
+      errors,
+    });
   }
 
   private path(wire: NativeWire): string {
