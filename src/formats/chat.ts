@@ -150,6 +150,11 @@ export interface ChatRequest {
   metadata?: Record<string, string>;
   safety_identifier?: string;
   /**
+   * The caller's `anthropic-beta` header (comma-separated betas), whichever format it called in:
+   * sent as that header by an Anthropic-format provider, dropped and listed by any other.
+   */
+  anthropic_beta?: string;
+  /**
    * Fields of the caller's body that the canonical request cannot carry and that only steer cost
    * or latency, as paths in the caller's format: dropped, and reported to the caller. Never sent.
    */

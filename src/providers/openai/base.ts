@@ -67,6 +67,17 @@ const TRAITS: Record<OpenAiFlavor, ProviderTraits> = {
   },
 };
 
+/**
+ * The caller's provider headers meant for this wire: another vendor's (`anthropic-beta`, which a
+ * Chat Completions or Responses caller may send for an Anthropic model) are not sent (the route
+ * lists them as dropped).
+ */
+function ownHeaders(caller: Record<string, string>): Record<string, string> {
+  if (!('anthropic-beta' in caller)) return caller;
+  const { 'anthropic-beta': _, ...own } = caller;
+  return own;
+}
+
 export class OpenAiWireProvider implements Provider {
   readonly traits: ProviderTraits;
 
@@ -107,7 +118,7 @@ export class OpenAiWireProvider implements Provider {
   private call(path: string, body: unknown, ctx: CallContext, caller?: Record<string, string>): ApiCall {
     return {
       ...this.target(path, body),
-      headers: this.headers(ctx, caller),
+      headers: this.headers(ctx, caller && ownHeaders(caller)),
       signal: ctx.signal,
       secrets: [ctx.apiKey],
       idleTimeoutMs: ctx.idleTimeoutMs,
