@@ -201,6 +201,35 @@ const vendorOf = (kind: ProviderKind, slug: string): Vendor =>
 const KINDS: readonly ProviderKind[] = ['openai', 'anthropic', 'google', 'openai-compatible', 'azure', 'dev'];
 
 /** The providers GATEHOUSE_CONFIG declares. */
+/**
+ * The fields an adapter connects with: checked when the file loads (at start and on every reload),
+ * so a typo is refused naming the field instead of failing the calls that reach the provider.
+ */
+function checkConnection(p: NonNullable<FileConfig['providers']>[number], where: string): void {
+  const fail = (field: string, why: string): never => {
+    throw new CatalogError(`${where}.${field} (provider ${p.slug}): ${why}`);
+  };
+  if (p.base_url !== undefined) {
+    let url: URL | null = null;
+    try {
+      url = typeof p.base_url === 'string' ? new URL(p.base_url) : null;
+    } catch {}
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash)
+      // The value is not repeated: a URL may carry credentials.
+      fail('base_url', 'must be an http(s) URL without a query string');
+  }
+  for (const field of ['api_key', 'api_key_env'] as const)
+    if (p[field] !== undefined && (typeof p[field] !== 'string' || p[field] === ''))
+      fail(field, 'must be a non-empty string');
+  if (p.headers !== undefined) {
+    if (!p.headers || typeof p.headers !== 'object' || Array.isArray(p.headers))
+      fail('headers', 'must map header names to values');
+    for (const [name, value] of Object.entries(p.headers as object))
+      if (!/^[!#$%&'*+.^`|~\w-]+$/.test(name) || typeof value !== 'string' || /[\r\n]/.test(value))
+        fail(`headers.${name}`, 'must be a header name with a one-line string value');
+  }
+}
+
 export function fileProviders(file: FileConfig, env: Record<string, string | undefined>): ProviderEntry[] {
   return (file.providers ?? []).map((p, i) => {
     if (!p.slug || !p.kind) throw new CatalogError('every provider needs slug, kind and base_url');
@@ -212,6 +241,7 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       throw new CatalogError('every provider needs slug, kind and base_url');
     if (p.byok !== undefined && typeof p.byok !== 'boolean')
       throw new CatalogError(`provider ${p.slug}: byok must be true or false`);
+    checkConnection(p, `providers[${i}]`);
     // A preset's key comes from its vendor's variable (GROQ_API_KEY …) unless the entry names one.
     const keyEnv = p.api_key_env ?? (isPresetKind(p.kind) ? presetKeyEnv(p.kind) : undefined);
     const apiKey = p.api_key ?? (keyEnv ? env[keyEnv] || null : null);
