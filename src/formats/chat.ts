@@ -85,7 +85,7 @@ export interface ChatMessage {
  * encoder maps the model's calls back to the item types the caller declared. Never sent upstream.
  */
 export interface ToolOrigin {
-  type: 'function' | 'custom' | 'local_shell';
+  type: 'function' | 'custom' | 'local_shell' | 'tool_search';
   /** The tool's own name (inside its namespace, when it has one). */
   name: string;
   namespace?: string;
