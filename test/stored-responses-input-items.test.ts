@@ -164,6 +164,16 @@ describe.each(databases)('stored responses: input items (%s)', (db) => {
     expect(asked?.headers.authorization).toBe('Bearer sk-operator-openai-0000');
     expect(JSON.stringify(asked?.headers)).not.toContain(gw.apiKey);
 
+    // A page leaving out what OpenAI may leave out (no ids of an empty page) is relayed as it came.
+    mock.enqueue({
+      match: { path: /\/input_items$/ },
+      status: 200,
+      body: { object: 'list', data: [], has_more: false },
+    });
+    const empty = await call('GET', `/responses/${created.id}/input_items?after=msg_upstream_1`);
+    expect(empty).toMatchObject({ status: 200, body: { object: 'list', data: [], has_more: false } });
+    expect(mock.requests.at(-1)?.query).toMatchObject({ after: 'msg_upstream_1' });
+
     // OpenAI no longer holds it (404): Gatehouse's own copy is listed.
     mock.enqueue({ match: { path: /\/input_items$/ }, status: 404, error: { message: 'not found' } });
     const local = await call('GET', `/responses/${created.id}/input_items`);

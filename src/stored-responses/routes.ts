@@ -13,14 +13,17 @@ const StoredResponse = Type.Object(
   { id: Type.String(), object: Type.Literal('response') },
   { additionalProperties: true },
 );
-/** OpenAI's list of input items (a cursor page over item ids). */
+/**
+ * OpenAI's list of input items (a cursor page over item ids). Lenient: OpenAI's own page is
+ * relayed as it came, whatever it leaves out.
+ */
 const InputItemList = Type.Object(
   {
     object: Type.Literal('list'),
-    data: Type.Array(Type.Object({ id: Type.String() }, { additionalProperties: true })),
-    first_id: Type.Union([Type.String(), Type.Null()]),
-    last_id: Type.Union([Type.String(), Type.Null()]),
-    has_more: Type.Boolean(),
+    data: Type.Array(Type.Object({ id: Type.Optional(Type.String()) }, { additionalProperties: true })),
+    first_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    last_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    has_more: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: true },
 );
