@@ -171,6 +171,45 @@ describe('provider adapters rebuilt on a catalog reload', () => {
     });
   });
 
+  it('a call in flight on a provider the reload removes still finishes, and is answered', async () => {
+    const held = await holdingUpstream();
+    write(configFor(`${first.url}/v1`, KEY_A));
+    const gw = await startTestGateway('sqlite', { env: { GATEHOUSE_CONFIG: file } });
+    try {
+      const withHeld = configFor(`${first.url}/v1`, KEY_A) as { providers: object[]; models: object[] };
+      // Not asked for its models on reload: the held server answers nothing until released.
+      withHeld.providers.push({
+        slug: 'local',
+        kind: 'openai-compatible',
+        base_url: held.url,
+        discover_models: false,
+      });
+      withHeld.models.push({ id: 'test/local', endpoints: [{ provider: 'local', upstream_model: 'gpt-x' }] });
+      write(withHeld);
+      expect((await adminClient(gw.url)('POST', '/admin/catalog/reload')).status).toBe(200);
+      const inFlight = client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+        ...chat,
+        model: 'test/local',
+      });
+      await waitFor('the call to reach the held upstream', () => held.seen.length === 1);
+
+      write(configFor(`${first.url}/v1`, KEY_A));
+      expect((await adminClient(gw.url)('POST', '/admin/catalog/reload')).status).toBe(200);
+      held.release();
+      const done = await inFlight;
+      expect(done.status, done.text).toBe(200);
+      expect(done.body.choices[0].message.content).toBe('held answer');
+      const gone = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+        ...chat,
+        model: 'test/local',
+      });
+      expect(gone.status).toBe(404);
+    } finally {
+      await gw.stop();
+      await held.close();
+    }
+  });
+
   describe('SIGHUP to a serve process', () => {
     let db: SharedDatabase;
     beforeAll(async () => {

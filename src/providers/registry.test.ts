@@ -45,9 +45,14 @@ describe('ProviderRegistry', () => {
     expect(reg.get('a')).toBe(a);
     expect(reg.get('b')).not.toBe(b);
     expect(reg.get('b')?.config).toMatchObject({ baseUrl: 'http://b2', apiKey: 'k2' });
-    // A provider no longer configured is gone.
+    // A provider no longer configured: a call still running on it finds its last adapter.
+    const lastB = reg.get('b');
     reg.prepare([config('a', 'http://a')]).install();
-    expect(reg.get('b')).toBeUndefined();
+    expect(reg.get('b')).toBe(lastB);
+    expect(reg.get('never')).toBeUndefined();
+    // Configured again: a new adapter.
+    reg.prepare([config('a', 'http://a'), config('b', 'http://b3')]).install();
+    expect(reg.get('b')?.config.baseUrl).toBe('http://b3');
   });
 
   it('refuses a set with an adapter that cannot be built, naming the provider; the set in use stays', () => {

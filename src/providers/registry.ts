@@ -46,12 +46,17 @@ export interface PreparedProviders {
  */
 export class ProviderRegistry {
   private adapters = new Map<string, { key: string; provider: Provider }>();
+  /**
+   * The last adapter of each provider a reload removed: a call still running on it reads it when
+   * it finishes (new calls never name it: the catalog no longer has it).
+   */
+  private readonly retired = new Map<string, Provider>();
 
   constructor(private readonly make: (config: ProviderConfig) => Provider = createProvider) {}
 
-  /** The adapter of a configured provider; undefined when no provider has that slug. */
+  /** The adapter of a configured provider (or of one removed while calls still ran on it). */
   get(slug: string): Provider | undefined {
-    return this.adapters.get(slug)?.provider;
+    return this.adapters.get(slug)?.provider ?? this.retired.get(slug);
   }
 
   /** Builds the adapters of `configs` without installing them; throws when one cannot be built. */
@@ -72,6 +77,9 @@ export class ProviderRegistry {
     }
     return {
       install: () => {
+        for (const [slug, { provider }] of this.adapters)
+          if (!next.has(slug)) this.retired.set(slug, provider);
+        for (const slug of next.keys()) this.retired.delete(slug);
         this.adapters = next;
       },
     };
