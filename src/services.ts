@@ -31,7 +31,7 @@ import type { Log } from './lib/log.js';
 import { MemoryLimitStore, RedisLimitStore } from './limits/store.js';
 import { UsageLimits } from './limits/usage-limits.js';
 import { closeUpstreamHttp } from './providers/http.js';
-import { createProvider } from './providers/registry.js';
+import { ProviderRegistry } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
 import { Accountant } from './routing/accounting.js';
 import { loadCatalog } from './routing/catalog.js';
@@ -43,6 +43,7 @@ import { routingMetrics } from './routing/metrics.js';
 import { RateLimiter } from './routing/rate-limit.js';
 import { UsageJournal } from './routing/usage-journal.js';
 import { StoredResponsesService } from './stored-responses/service.js';
+import { upstreamInputItems } from './stored-responses/upstream.js';
 import { VaultService } from './vault/service.js';
 
 /** The composition root: every domain service, wired once per process, all logging through `log`. */
@@ -83,16 +84,14 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   byok.onInvalidate((organizationId) => cluster.publish({ kind: 'byok', organizationId }));
   cluster.onEvent((e) => applyClusterEvent({ keys, policy, byok, spend }, e));
 
-  // The routing engine: catalog, provider adapters, enforcement and accounting.
-  const adapters = new Map<string, Provider>();
-  const provider = (slug: string) => {
-    let p = adapters.get(slug);
-    if (!p) {
-      const entry = catalog.providers.get(slug);
-      if (!entry) throw new Error(`provider ${slug} is not configured`);
-      p = createProvider(entry.config);
-      adapters.set(slug, p);
-    }
+  // The routing engine: catalog, provider adapters, enforcement and accounting. The adapters are
+  // rebuilt with the catalog on each reload (SIGHUP, POST /admin/catalog/reload).
+  const adapters = new ProviderRegistry();
+  catalog.prepareProviders = (entries) => adapters.prepare([...entries.values()].map((e) => e.config));
+  catalog.prepareProviders(catalog.providers).install();
+  const provider = (slug: string): Provider => {
+    const p = adapters.get(slug);
+    if (!p) throw new Error(`provider ${slug} is not configured`);
     return p;
   };
   const limiter = new RateLimiter({
@@ -164,7 +163,11 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     credentials,
   });
   const generations = new GenerationsService(db, accountant);
-  const storedResponses = new StoredResponsesService({ db, retentionMs: config.responsesRetentionMs });
+  const storedResponses = new StoredResponsesService({
+    db,
+    retentionMs: config.responsesRetentionMs,
+    upstreamInputItems: upstreamInputItems({ catalog, provider, timeoutMs: config.upstreamTimeoutMs }),
+  });
   const batchLimiter = new RateLimiter({
     points: config.batches.rateLimit,
     durationSeconds: config.batches.rateLimitWindowSeconds,

@@ -190,6 +190,8 @@ export function anthropicServiceTier(tier: string | undefined): 'auto' | 'standa
 }
 
 export const HINT_RULES: readonly HintRule[] = [
+  // A header, not a body field: Anthropic's adapter sends it as one.
+  { field: 'anthropic-beta', dropped: keptBy(['anthropic'], (r) => isSet(r.anthropic_beta)) },
   {
     field: 'cache_control',
     // Anthropic keeps up to its limit (the wire drops the earliest breakpoints past it).

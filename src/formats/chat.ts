@@ -85,7 +85,7 @@ export interface ChatMessage {
  * encoder maps the model's calls back to the item types the caller declared. Never sent upstream.
  */
 export interface ToolOrigin {
-  type: 'function' | 'custom' | 'local_shell';
+  type: 'function' | 'custom' | 'local_shell' | 'tool_search';
   /** The tool's own name (inside its namespace, when it has one). */
   name: string;
   namespace?: string;
@@ -149,6 +149,11 @@ export interface ChatRequest {
   store?: boolean;
   metadata?: Record<string, string>;
   safety_identifier?: string;
+  /**
+   * The caller's `anthropic-beta` header (comma-separated betas), whichever format it called in:
+   * sent as that header by an Anthropic-format provider, dropped and listed by any other.
+   */
+  anthropic_beta?: string;
   /**
    * Fields of the caller's body that the canonical request cannot carry and that only steer cost
    * or latency, as paths in the caller's format: dropped, and reported to the caller. Never sent.

@@ -421,9 +421,10 @@ describe('messagesRequestToChat', () => {
       'speed',
       'diagnostics',
       'tools[0].eager_input_streaming',
-      'anthropic-beta',
       'tools[1]',
     ]);
+    // The header rides along: an Anthropic-format provider sends it, another lists it as dropped.
+    expect(req.anthropic_beta).toBe('context-management-2025-06-27');
     expect(req.tools?.map((t) => t.function.name)).toEqual(['f']);
     // Nothing to drop: no list at all.
     expect(

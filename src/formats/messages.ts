@@ -42,8 +42,10 @@
  * Dropped and reported in `dropped` (they only steer cost, latency or context housekeeping, and
  * the canonical request has no place for them): `context_management` (server-side context
  * editing), `speed: 'fast'`, `diagnostics`, a tool's `eager_input_streaming`, a tool with
- * `defer_loading` (left out: the model is not offered it up front), the `anthropic-beta` header
- * (when the route passes headers).
+ * `defer_loading` (left out: the model is not offered it up front).
+ *
+ * The `anthropic-beta` header (when the route passes headers) rides along as `anthropic_beta`: an
+ * Anthropic-format provider sends it on, any other drops it and lists it (formats/capabilities.ts).
  *
  * Ignored: `citations` on history text blocks, header params the SDK may leave in the body
  * (`user_profile_id`, `workspace_id`, `betas`), Gatehouse's own fields (`provider`, `models`,
@@ -222,7 +224,7 @@ const REFUSED_FIELDS: Record<string, string> = {
 };
 
 /** The caller's fields that only steer cost, latency or context housekeeping: dropped, reported. */
-function droppedHints(b: Obj, betaHeader: unknown): string[] {
+function droppedHints(b: Obj): string[] {
   const dropped: string[] = [];
   if (given(b.context_management)) dropped.push('context_management');
   if (b.speed === 'fast') dropped.push('speed');
@@ -231,7 +233,6 @@ function droppedHints(b: Obj, betaHeader: unknown): string[] {
     for (const [i, t] of b.tools.entries())
       if (isObj(t) && t.eager_input_streaming === true) dropped.push(`tools[${i}].eager_input_streaming`);
   }
-  if (betaHeader !== undefined && betaHeader !== '') dropped.push('anthropic-beta');
   return dropped;
 }
 
@@ -485,8 +486,22 @@ function reasoningConfig(b: Obj): ReasoningConfig | undefined {
 export type MessagesHeaders = Record<string, string | string[] | undefined>;
 
 /**
+ * The caller's `anthropic-beta` header as one comma-separated value (repeated headers joined),
+ * undefined when none: carried on the canonical request for an Anthropic-format provider.
+ */
+export function anthropicBeta(headers: MessagesHeaders = {}): string | undefined {
+  const raw = headers['anthropic-beta'];
+  const value = (Array.isArray(raw) ? raw.join(',') : (raw ?? ''))
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean)
+    .join(',');
+  return value || undefined;
+}
+
+/**
  * Validates an Anthropic Messages request body and translates it to a canonical chat request.
- * `headers` (optional) lets an `anthropic-beta` header be reported as dropped.
+ * `headers` (optional): the caller's `anthropic-beta` header is carried (see `anthropicBeta`).
  */
 export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = {}): ChatRequest {
   const b = obj(body, 'body');
@@ -530,7 +545,9 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
     const stop = strArray(b.stop_sequences, 'stop_sequences');
     if (stop.length) req.stop = stop;
   }
-  const dropped = droppedHints(b, headers['anthropic-beta']);
+  const dropped = droppedHints(b);
+  const beta = anthropicBeta(headers);
+  if (beta) req.anthropic_beta = beta;
   if (given(b.tools)) {
     const t = tools(b.tools, dropped);
     if (t.length) req.tools = t;

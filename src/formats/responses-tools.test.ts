@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { APPLY_PATCH_GRAMMAR, codexTurn } from '../../test/fixtures/agent-turns.js';
 import type { ChatChunk, ChatResponse } from './chat.js';
 import { chatResponseToResponses, chatStreamToResponses, responsesRequestToChat } from './responses.js';
-import { flatName } from './responses-tools.js';
+import { flatName, toolCallItem, toolOrigins } from './responses-tools.js';
 
 // Codex's turn, with a local_shell tool (older models), the xhigh effort and a priority tier added.
 const turn = codexTurn('test/claude');
@@ -88,7 +88,7 @@ describe('Codex-style tools through the canonical request', () => {
     expect(req.dropped).toContain('input[5]');
   });
 
-  it("reads tools from additional_tools items (Codex's lite dialect); drops tool_search and its items", () => {
+  it("reads tools from additional_tools items (Codex's lite dialect); drops a hosted tool_search and its items", () => {
     const req = responsesRequestToChat({
       model: 'm',
       input: [
@@ -111,22 +111,114 @@ describe('Codex-style tools through the canonical request', () => {
           ],
         },
         { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] },
-        { type: 'tool_search_call', execution: 'client', call_id: 's1', arguments: { query: 'x' } },
-        { type: 'tool_search_output', execution: 'client', call_id: 's1', tools: [] },
+        { type: 'tool_search_call', execution: 'server', call_id: 's1', arguments: { query: 'x' } },
+        { type: 'tool_search_output', execution: 'server', call_id: 's1', tools: [] },
       ],
       tools: [
         { type: 'function', name: 'exec_command', parameters: { type: 'object' } },
-        { type: 'tool_search', execution: 'client', parameters: { type: 'object' } },
+        { type: 'tool_search' },
+        { type: 'function', name: 'deferred', parameters: { type: 'object' }, defer_loading: true },
       ],
     });
+    // A deferred function is offered up front: the search that would load it is not there.
     expect(req.tools?.map((t) => t.function.name)).toEqual([
       'functions__exec',
       'functions__wait',
       'exec_command',
+      'deferred',
     ]);
     expect(req.tools?.[0]?.origin).toEqual({ type: 'custom', name: 'exec', namespace: 'functions' });
     expect(req.dropped).toEqual(['input[0].tools[0].tools[0].format', 'input[2]', 'input[3]', 'tools[1]']);
     expect(req.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }]);
+  });
+
+  it('a client tool_search is a function to the model; the tools its output loaded are offered from then on', () => {
+    const loaded = {
+      type: 'namespace',
+      name: 'mcp__calendar',
+      tools: [{ type: 'function', name: 'create_event', parameters: { type: 'object' } }],
+    };
+    const req = responsesRequestToChat({
+      model: 'm',
+      input: [
+        { type: 'message', role: 'user', content: 'book a meeting' },
+        { type: 'tool_search_call', execution: 'client', call_id: 's1', arguments: { query: 'calendar' } },
+        { type: 'tool_search_output', execution: 'client', call_id: 's1', tools: [loaded] },
+        {
+          type: 'function_call',
+          call_id: 'c1',
+          name: 'create_event',
+          namespace: 'mcp__calendar',
+          arguments: '{}',
+        },
+        { type: 'function_call_output', call_id: 'c1', output: 'booked' },
+        // A later search that finds the same tool again: offered once.
+        { type: 'tool_search_call', execution: 'client', call_id: 's2', arguments: { query: 'event' } },
+        { type: 'tool_search_output', execution: 'client', call_id: 's2', tools: [loaded] },
+      ],
+      tools: [
+        {
+          type: 'tool_search',
+          execution: 'client',
+          description: 'Find tools',
+          parameters: { type: 'object', properties: { query: { type: 'string' } } },
+        },
+      ],
+    });
+    expect(req.dropped).toBeUndefined();
+    expect(req.tools?.map((t) => [t.function.name, t.origin?.type])).toEqual([
+      ['mcp__calendar__create_event', 'function'],
+      ['tool_search', 'tool_search'],
+    ]);
+    expect(req.tools?.[1]?.function).toMatchObject({ description: 'Find tools' });
+    expect(req.messages).toEqual([
+      { role: 'user', content: 'book a meeting' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 's1',
+            type: 'function',
+            function: { name: 'tool_search', arguments: '{"query":"calendar"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 's1', content: '{"loaded_tools":["mcp__calendar__create_event"]}' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'mcp__calendar__create_event', arguments: '{}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'booked' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 's2', type: 'function', function: { name: 'tool_search', arguments: '{"query":"event"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 's2', content: '{"loaded_tools":["mcp__calendar__create_event"]}' },
+    ]);
+
+    // The model's call comes back as the caller's item.
+    const origins = toolOrigins(req.tools);
+    expect(
+      toolCallItem(
+        { id: 'fc_1', call_id: 'call_9', name: 'tool_search', arguments: '{"query":"mail"}' },
+        'completed',
+        origins,
+      ),
+    ).toEqual({
+      type: 'tool_search_call',
+      id: 'fc_1',
+      call_id: 'call_9',
+      execution: 'client',
+      arguments: { query: 'mail' },
+      status: 'completed',
+    });
   });
 
   it('names: a namespaced tool is <namespace>__<name>; odd characters and long names stay valid', () => {

@@ -13,7 +13,11 @@
  * |                                        | `<namespace>__<name>` (see flatName)                       |
  * | `local_shell`                          | `local_shell`, taking the exec action's fields            |
  * | `web_search` / `web_search_preview`    | dropped (`tools[i]`): a hosted tool only OpenAI runs       |
- * | `tool_search` (deferred tool discovery) | dropped (`tools[i]`): the tools it would load are not offered |
+ * | `tool_search`, `execution: 'client'`   | `tool_search` (the caller runs the search: a function with |
+ * |                                        | the tool's `parameters`); the tools a `tool_search_output` |
+ * |                                        | item loaded are offered from then on                       |
+ * | `tool_search` run by OpenAI (hosted)   | dropped (`tools[i]`): only OpenAI runs it; the deferred    |
+ * |                                        | functions (`defer_loading`) are offered up front instead   |
  *
  * Tools may also come in `additional_tools` input items (Codex's "lite" dialect); they are read
  * the same way, their paths under that item (`input[i].tools[j]`).
@@ -96,6 +100,31 @@ function functionTool(t: Obj, p: string, namespace?: string): ToolDefinition {
   return tool;
 }
 
+/** The name a client tool search has upstream (and back: its calls become `tool_search_call` items). */
+export const TOOL_SEARCH = 'tool_search';
+
+const TOOL_SEARCH_PARAMETERS = {
+  type: 'object',
+  properties: { query: { type: 'string', description: 'What the tools to load should do' } },
+  required: ['query'],
+};
+
+/**
+ * A tool search the caller runs itself (`execution: 'client'`): to any model it is a function —
+ * the model calls it, the caller answers with a `tool_search_output` whose tools are then offered.
+ */
+function toolSearchTool(t: Obj, p: string): ToolDefinition {
+  const description =
+    optStr(t.description, `${p}.description`) ??
+    'Searches for more tools. The tools it finds can be called from the next step on.';
+  const parameters = given(t.parameters) ? obj(t.parameters, `${p}.parameters`) : TOOL_SEARCH_PARAMETERS;
+  return {
+    type: 'function',
+    function: { name: TOOL_SEARCH, description, parameters },
+    origin: { type: 'tool_search', name: TOOL_SEARCH },
+  };
+}
+
 function customTool(t: Obj, p: string, dropped: string[], namespace?: string): ToolDefinition {
   const name = nonEmptyStr(t.name, `${p}.name`);
   let description = optStr(t.description, `${p}.description`) ?? '';
@@ -161,9 +190,12 @@ export function responsesTools(v: unknown, path = 'tools'): Parsed {
           origin: { type: 'local_shell', name: 'local_shell' },
         });
         break;
+      case 'tool_search':
+        if (t.execution === 'client') out.tools.push(toolSearchTool(t, p));
+        else out.dropped.push(p);
+        break;
       case 'web_search':
       case 'web_search_preview':
-      case 'tool_search':
         out.dropped.push(p);
         break;
       default:
@@ -186,7 +218,7 @@ export function assertUniqueNames(tools: ToolDefinition[]): void {
 // History: the caller's tool-call items → canonical tool calls
 
 /**
- * A `function_call`, `custom_tool_call` or `local_shell_call` input item as the canonical tool
+ * A `function_call`, `custom_tool_call`, `local_shell_call` or (client) `tool_search_call` input item as the canonical tool
  * call the model made (named as its tool is named upstream).
  */
 export function historyToolCall(item: Obj, p: string): ToolCall {
@@ -207,6 +239,8 @@ export function historyToolCall(item: Obj, p: string): ToolCall {
       const { type: _, ...action } = obj(item.action, `${p}.action`);
       return call('local_shell', JSON.stringify(action));
     }
+    case 'tool_search_call':
+      return call(TOOL_SEARCH, JSON.stringify(item.arguments ?? {}));
     default:
       return call(
         flatName(nonEmptyStr(item.name, `${p}.name`), namespace),
@@ -246,10 +280,20 @@ export interface ResponsesLocalShellCallItem {
   action: { type: 'exec'; command: string[] } & Obj;
 }
 
+export interface ResponsesToolSearchCallItem {
+  type: 'tool_search_call';
+  id: string;
+  call_id: string;
+  execution: 'client';
+  arguments: unknown;
+  status: 'in_progress' | 'completed' | 'incomplete';
+}
+
 export type ResponsesToolCallItem =
   | ResponsesFunctionCallItem
   | ResponsesCustomToolCallItem
-  | ResponsesLocalShellCallItem;
+  | ResponsesLocalShellCallItem
+  | ResponsesToolSearchCallItem;
 
 /** Tool name upstream → how the caller declared it (only tools that are not plain functions). */
 export type ToolOrigins = Map<string, ToolOrigin>;
@@ -273,6 +317,10 @@ export function toolCallItem(
     const args = argumentsObject(call.arguments);
     const input = args && typeof args.input === 'string' ? args.input : call.arguments;
     return { type: 'custom_tool_call', id, call_id, name: origin.name, input, status, ...ns };
+  }
+  if (origin?.type === 'tool_search') {
+    const args = argumentsObject(call.arguments) ?? {};
+    return { type: 'tool_search_call', id, call_id, execution: 'client', arguments: args, status };
   }
   if (origin?.type === 'local_shell') {
     const args = argumentsObject(call.arguments) ?? {};

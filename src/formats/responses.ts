@@ -34,7 +34,9 @@
  * | `include: ['message.output_text.logprobs']`, `top_logprobs` | `logprobs`, `top_logprobs`               |
  * | `stream`, `user`                                 | same (+ `stream_options.include_usage`)             |
  *
- * Tools in `additional_tools` input items (Codex's "lite" dialect) are read like `tools`.
+ * Tools in `additional_tools` input items (Codex's "lite" dialect) are read like `tools`; so are
+ * the tools a client tool search loaded (`tool_search_output` items with `execution: 'client'`,
+ * whose `tool_search_call` is a call of the function `tool_search`).
  * Dropped and reported in `dropped`: hosted `web_search` and `tool_search` tools (`tools[i]`) and
  * their `web_search_call` / `tool_search_call` / `tool_search_output` items in the history
  * (`input[i]`), a custom tool's grammar (`tools[i].format`: described to the model, not
@@ -425,6 +427,9 @@ function toolOutput(v: unknown, path: string): string | ContentPart[] {
     : parts;
 }
 
+/** Tools a client tool search loaded (`tool_search_output`): a tool the request declares itself wins. */
+const searched = new WeakSet<ToolDefinition>();
+
 /** The input as messages; tools from `additional_tools` items go to `tools`, dropped paths to `dropped`. */
 function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[]): ChatMessage[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
@@ -473,11 +478,35 @@ function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[
       case 'local_shell_call':
         assistantTurn().toolCalls.push(historyToolCall(item, p));
         break;
-      case 'web_search_call':
       case 'tool_search_call':
-      case 'tool_search_output':
-        // A hosted search OpenAI ran, or a tool search the provider was not offered (tool_search is
-        // dropped): nothing another provider can be shown, so the turn goes on without it.
+        // A search the caller ran (its tool_search is a function to the model); a hosted one OpenAI
+        // ran, like a web search, is nothing another provider can be shown.
+        if (item.execution === 'client') assistantTurn().toolCalls.push(historyToolCall(item, p));
+        else dropped.push(p);
+        break;
+      case 'tool_search_output': {
+        if (item.execution !== 'client') {
+          dropped.push(p);
+          break;
+        }
+        // The tools it loaded are offered from here on (once: a search may find one again); the
+        // model is told which they are.
+        const t = responsesTools(item.tools ?? [], `${p}.tools`);
+        for (const tool of t.tools) {
+          if (tools.some((x) => x.function.name === tool.function.name)) continue;
+          searched.add(tool);
+          tools.push(tool);
+        }
+        dropped.push(...t.dropped);
+        closeTurn();
+        out.push({
+          role: 'tool',
+          tool_call_id: nonEmptyStr(item.call_id, `${p}.call_id`),
+          content: JSON.stringify({ loaded_tools: t.tools.map((tool) => tool.function.name) }),
+        });
+        break;
+      }
+      case 'web_search_call':
         dropped.push(p);
         break;
       case 'additional_tools': {
@@ -569,9 +598,11 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   req.top_p = optNum(b.top_p, 'top_p', { min: 0, max: 1 });
   req.presence_penalty = optNum(b.presence_penalty, 'presence_penalty', { min: -2, max: 2 });
   req.frequency_penalty = optNum(b.frequency_penalty, 'frequency_penalty', { min: -2, max: 2 });
-  const tools = [...inputTools];
+  let tools = [...inputTools];
   if (given(b.tools)) {
     const t = responsesTools(b.tools);
+    const declared = new Set(t.tools.map((tool) => tool.function.name));
+    tools = tools.filter((tool) => !(searched.has(tool) && declared.has(tool.function.name)));
     tools.push(...t.tools);
     dropped.push(...t.dropped);
   }
@@ -884,7 +915,7 @@ export async function* chatStreamToResponses(
       case 'open': {
         const output_index = s.index;
         const item = outputItem(s.block, base, output_index, 'in_progress', origins);
-        if (item.type === 'custom_tool_call' || item.type === 'local_shell_call')
+        if (item.type !== 'function_call' && item.type !== 'message' && item.type !== 'reasoning')
           nonFunction.add(output_index);
         if (item.type === 'message') item.content = [];
         if (item.type === 'reasoning') item.summary = [];

@@ -239,6 +239,30 @@ export async function callWhole(call: ApiCall): Promise<UpstreamResponse<TextBod
 }
 
 /**
+ * A GET of a JSON resource (a stored object a provider keeps, e.g. a response's input items):
+ * the parsed answer; failures as `callJson`'s (UpstreamError for ≥ 400, the key scrubbed).
+ */
+export async function getJson(call: Omit<ApiCall, 'body' | 'idleTimeoutMs'>): Promise<unknown> {
+  const { signal, secrets } = call;
+  throwIfAborted(signal);
+  let res: UpstreamResponse;
+  try {
+    const { origin, path } = splitUrl(call.url);
+    const r = await upstreamAgent().request({
+      origin,
+      path,
+      method: 'GET',
+      headers: { accept: 'application/json', ...call.headers },
+      signal: signal as AbortSignal,
+    });
+    res = { status: r.statusCode, headers: r.headers, body: r.body };
+  } catch (err) {
+    throw toUpstreamError(err, signal, secrets);
+  }
+  return readJson(await ensureOk(res, signal, call.errors, secrets), signal, secrets);
+}
+
+/**
  * A streamed call: POSTs `body` asking for an event stream and returns the response once it is
  * known to be one (UpstreamError for ≥ 400 or another body).
  */

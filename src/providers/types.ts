@@ -254,6 +254,11 @@ export interface Provider {
   chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>>;
   /** Absent when the provider serves no embeddings. */
   embeddings?(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse>;
+  /**
+   * `GET /responses/{id}/input_items` at a provider that stores Responses itself (`query`: the
+   * encoded query string, `?…` or empty): its JSON answer. Absent: the provider stores none.
+   */
+  inputItems?(responseId: string, query: string, ctx: CallContext): Promise<unknown>;
   /** Absent when the provider has no natives. */
   forward?(req: ForwardRequest & { stream: false }, ctx: CallContext): Promise<ForwardedJson>;
   forwardStream?(

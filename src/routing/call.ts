@@ -62,8 +62,11 @@ export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest> {
    * Gatehouse's own fields (a new object; `body` is not changed).
    */
   laneBody(body: Body, upstreamModel: string): Body;
-  /** What `laneBody` leaves out that was meant for a provider (reported as dropped; absent: none). */
-  laneDropped?(body: Body): string[];
+  /**
+   * What a lane leaves out that was meant for a provider — of the body, or of the caller's provider
+   * `headers` (reported as dropped; absent: none).
+   */
+  laneDropped?(body: Body, headers?: Record<string, string>): string[];
   /** The answer's texts in a lane's JSON body (filters on the response read and rewrite them). */
   answerTexts?(json: unknown): AnswerSlot[];
   /** The answer's texts in one event of a lane's stream: deltas (with a channel) and whole texts. */

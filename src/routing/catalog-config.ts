@@ -235,6 +235,35 @@ const KINDS: readonly ProviderKind[] = [
   'dev',
 ];
 
+/**
+ * The fields an adapter connects with: checked when the file loads (at start and on every reload),
+ * so a typo is refused naming the field instead of failing the calls that reach the provider.
+ */
+function checkConnection(p: NonNullable<FileConfig['providers']>[number], where: string): void {
+  const fail = (field: string, why: string): never => {
+    throw new CatalogError(`${where}.${field} (provider ${p.slug}): ${why}`);
+  };
+  if (p.base_url !== undefined) {
+    let url: URL | null = null;
+    try {
+      url = typeof p.base_url === 'string' ? new URL(p.base_url) : null;
+    } catch {}
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash)
+      // The value is not repeated: a URL may carry credentials.
+      fail('base_url', 'must be an http(s) URL without a query string');
+  }
+  for (const field of ['api_key', 'api_key_env'] as const)
+    if (p[field] !== undefined && (typeof p[field] !== 'string' || p[field] === ''))
+      fail(field, 'must be a non-empty string');
+  if (p.headers !== undefined) {
+    if (!p.headers || typeof p.headers !== 'object' || Array.isArray(p.headers))
+      fail('headers', 'must map header names to values');
+    for (const [name, value] of Object.entries(p.headers as object))
+      if (!/^[!#$%&'*+.^`|~\w-]+$/.test(name) || typeof value !== 'string' || /[\r\n]/.test(value))
+        fail(`headers.${name}`, 'must be a header name with a one-line string value');
+  }
+}
+
 /** The providers GATEHOUSE_CONFIG declares. */
 export function fileProviders(file: FileConfig, env: Record<string, string | undefined>): ProviderEntry[] {
   return (file.providers ?? []).map((p, i) => {
@@ -262,6 +291,7 @@ export function fileProviders(file: FileConfig, env: Record<string, string | und
       throw new CatalogError(
         `provider ${p.slug}: batch_discount must be a number from 0 to 1 (0.5: half price)`,
       );
+    checkConnection(p, `providers[${i}]`);
     // Several keys (`keys`, the first is `apiKey`), or one: a preset's comes from its vendor's
     // variable (GROQ_API_KEY …) unless the entry names one.
     const keys = parseOperatorKeys(p, `providers[${i}]`, env) ?? undefined;

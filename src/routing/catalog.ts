@@ -107,6 +107,12 @@ export interface Catalog {
   discovered?: Map<string, string[]>;
   /** Unlisted ids resolved since the last reload. */
   passthrough?: Map<string, ModelEntry>;
+  /**
+   * What is built from the providers' configuration (their adapters: base URL, key, headers, Azure
+   * settings): prepared for a reloaded catalog before it is swapped in — throwing refuses the
+   * reload — and installed in the same step as the swap.
+   */
+  prepareProviders?: (providers: Map<string, ProviderEntry>) => { install(): void };
 }
 
 function unpricedPolicy(env: Record<string, string | undefined>): 'allow' | 'deny' {
@@ -212,15 +218,19 @@ export function loadCatalog(
 /**
  * Builds the catalog again (GATEHOUSE_CONFIG re-read, the model data as now installed) and swaps
  * the contents of `catalog`'s maps in place, so every holder of the object sees the new data.
- * Returns the number of models. A configuration that does not load leaves the catalog unchanged.
+ * Returns the number of models. A configuration that does not load, or whose providers' adapters
+ * cannot be built, leaves the catalog (and the adapters in use) unchanged.
  */
 export function reloadCatalog(catalog: Catalog, env: Record<string, string | undefined>): number {
   const next = loadCatalog(env, catalog.discovered ?? new Map());
+  const providers = catalog.prepareProviders?.(next.providers);
   const swap = <K, V>(into: Map<K, V>, from: Map<K, V>) => {
     into.clear();
     for (const [k, v] of from) into.set(k, v);
   };
+  // One synchronous step: no call sees the new catalog with the old adapters, or the reverse.
   swap(catalog.providers, next.providers);
+  providers?.install();
   swap(catalog.models, next.models);
   swap(catalog.lookup, next.lookup);
   catalog.passthrough = new Map();

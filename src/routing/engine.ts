@@ -482,7 +482,7 @@ export class Engine {
       dropped: [
         ...new Set([
           ...(routed.served.lane
-            ? (call.wire.laneDropped?.(prep.body) ?? [])
+            ? (call.wire.laneDropped?.(prep.body, call.headers) ?? [])
             : call.wire.kind === 'chat'
               ? droppedFields(sent as ChatRequest, target)
               : []),

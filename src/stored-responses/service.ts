@@ -13,6 +13,13 @@ import type { Db } from '../db/connection.js';
 import { ApiError } from '../lib/errors.js';
 import { expandBody, type Item, inputList, type Obj, referencesOf, wantsStore } from './expansion.js';
 import {
+  type HeldItem,
+  type InputItemsPage,
+  type InputItemsQuery,
+  inputItemsPage,
+  listedItem,
+} from './input-items.js';
+import {
   deleteResponse,
   findItems,
   findResponses,
@@ -56,8 +63,20 @@ export interface StorableResponse {
   previous_response_id: string | null;
 }
 
+/**
+ * Lists a response's input items at the provider that stored it too (OpenAI's Responses API, on a
+ * pass-through lane): its own ids and `include[]` fields. null when that provider cannot be asked
+ * or does not hold it (then Gatehouse's copy is listed).
+ */
+export type UpstreamInputItems = (
+  provider: string,
+  responseId: string,
+  query: InputItemsQuery,
+) => Promise<unknown | null>;
+
 export interface StoredResponsesDeps {
   db: Db;
+  upstreamInputItems?: UpstreamInputItems;
   /** How long a stored response is served, ms; 0 stores nothing. */
   retentionMs: number;
   /** How often expired rows are purged (checked on each write), ms. */
@@ -212,6 +231,28 @@ export class StoredResponsesService {
     return JSON.parse(row.response_json);
   }
 
+  /**
+   * `GET /responses/{id}/input_items`: the items the response was generated from, as OpenAI lists
+   * them — the earlier turns of its conversation (`previous_response_id`: their input and output)
+   * then its own input. A response OpenAI stored too (a lane) is listed by OpenAI, with its ids.
+   */
+  async inputItems(scope: Scope, id: string, query: InputItemsQuery): Promise<InputItemsPage> {
+    const now = this.now();
+    const [row] = await findResponses(this.deps.db, scope, [id], now);
+    if (!row) throw notFound(id);
+    if (row.upstream_stored === 1 && this.deps.upstreamInputItems) {
+      const upstream = await this.deps.upstreamInputItems(row.provider, id, query);
+      // OpenAI's own page, relayed as it came (the same shape).
+      if (upstream !== null) return upstream as InputItemsPage;
+    }
+    const chain = JSON.parse(row.chain_json) as string[];
+    const held = await this.held(scope, chain, now);
+    held.push(
+      ...(JSON.parse(row.input_json) as unknown[]).map((item, i) => ({ item, owner: id, place: `in${i}` })),
+    );
+    return inputItemsPage(held.map(listedItem), query);
+  }
+
   /** `DELETE /responses/{id}`: the response and its items, at once. */
   async delete(scope: Scope, id: string): Promise<{ id: string; object: 'response'; deleted: true }> {
     if (!(await deleteResponse(this.deps.db, scope, id, this.now()))) throw notFound(id);
@@ -231,10 +272,18 @@ export class StoredResponsesService {
 
   /** The items of the stored responses `chain` (oldest first): each one's input, then its output. */
   private async conversation(scope: Scope, chain: string[], now: number, tolerateGaps: boolean) {
+    return (await this.held(scope, chain, now, tolerateGaps)).map((h) => h.item);
+  }
+
+  /**
+   * `conversation`'s items with where each is stored. Gaps (a response deleted or expired) are
+   * skipped when `tolerateGaps`, else a 404 naming that response.
+   */
+  private async held(scope: Scope, chain: string[], now: number, tolerateGaps = true): Promise<HeldItem[]> {
     const rows = new Map(
       (await findResponses(this.deps.db, scope, chain, now)).map((r) => [r.id, r] as const),
     );
-    const items: unknown[] = [];
+    const items: HeldItem[] = [];
     for (const id of chain) {
       const row = rows.get(id);
       if (!row) {
@@ -244,9 +293,12 @@ export class StoredResponsesService {
           `previous_response_id: the conversation's earlier response '${id}' has expired or was deleted`,
         );
       }
-      items.push(...(JSON.parse(row.input_json) as unknown[]));
+      const input = JSON.parse(row.input_json) as unknown[];
+      items.push(...input.map((item, i) => ({ item, owner: id, place: `in${i}` })));
       const output = (JSON.parse(row.response_json) as StorableResponse).output;
-      items.push(...output.filter((item) => sendable(item, row.upstream_stored)));
+      output.forEach((item, i) => {
+        if (sendable(item, row.upstream_stored)) items.push({ item, owner: id, place: `out${i}` });
+      });
     }
     return items;
   }

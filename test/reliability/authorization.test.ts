@@ -350,6 +350,12 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
     mgmtOnApi: 403,
   },
+  'GET /api/v1/responses/:id/input_items': {
+    auth: 'api',
+    path: (fx) => `/responses/${fx.response}/input_items`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
   'DELETE /api/v1/responses/:id': {
     auth: 'api',
     path: (fx) => `/responses/${fx.response}`,

@@ -17,7 +17,14 @@ import {
   stringSlot,
   toolSlots,
 } from './texts.js';
-import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
+import {
+  type ChatWire,
+  GATEHOUSE_FIELDS,
+  inspectBody,
+  laneDroppedHeaders,
+  withAnthropicBeta,
+  withoutFields,
+} from './wire.js';
 
 const NULL_USAGE = /,"usage":null|"usage":null,/g;
 
@@ -114,12 +121,16 @@ export const chatWire: ChatWire = {
   kind: 'chat',
   path: '/chat/completions',
   summary: 'Chat completion (OpenAI format), streaming or not',
-  forwardHeaders: ['openai-beta'],
+  // `anthropic-beta` is for an Anthropic model's translated call (never sent on an OpenAI lane).
+  forwardHeaders: ['openai-beta', 'anthropic-beta'],
   inspect: inspectBody,
-  parse: chatRequestFromBody,
+  parse: (body, headers) => withAnthropicBeta(chatRequestFromBody(body), headers),
   texts,
   laneBody,
-  laneDropped: (body) => (hasBreakpoints(body) ? ['cache_control'] : []),
+  laneDropped: (body, headers) => [
+    ...(hasBreakpoints(body) ? ['cache_control'] : []),
+    ...laneDroppedHeaders(headers),
+  ],
   answerTexts: chatAnswerSlots,
   frameTexts: chatChunkSlots,
   encodeResponse: (done, call) =>

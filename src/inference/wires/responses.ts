@@ -24,7 +24,15 @@ import {
   stringSlot,
   toolSlots,
 } from './texts.js';
-import { answerModel, type ChatWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
+import {
+  answerModel,
+  type ChatWire,
+  GATEHOUSE_FIELDS,
+  inspectBody,
+  laneDroppedHeaders,
+  withAnthropicBeta,
+  withoutFields,
+} from './wire.js';
 
 /**
  * The instructions, message texts, function-call arguments and custom-tool inputs (as the
@@ -96,9 +104,12 @@ export const responsesWire: ChatWire = {
     'originator',
     'x-codex-beta-features',
     'x-codex-turn-metadata',
+    // For an Anthropic model's translated call (never sent on an OpenAI lane).
+    'anthropic-beta',
   ],
   inspect: inspectBody,
-  parse: responsesRequestToChat,
+  parse: (body, headers) => withAnthropicBeta(responsesRequestToChat(body), headers),
+  laneDropped: (_body, headers) => laneDroppedHeaders(headers),
   texts,
   laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, GATEHOUSE_FIELDS),
   answerTexts: responsesAnswerSlots,

@@ -1,5 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
-import type { ChatResponse, EmbeddingsResponse } from '../../formats/chat.js';
+import type { ChatRequest, ChatResponse, EmbeddingsResponse } from '../../formats/chat.js';
+import { anthropicBeta } from '../../formats/messages.js';
 import { badRequest } from '../../lib/errors.js';
 import type { RelayFrame } from '../../providers/types.js';
 import type { Body, CallWire, RouteInfo } from '../../routing/call.js';
@@ -96,3 +97,16 @@ export function withoutFields(body: Body, upstreamModel: string, drop: readonly 
   for (const f of drop) delete out[f];
   return out;
 }
+
+/**
+ * A translated request with the caller's `anthropic-beta` header, for an Anthropic model called in
+ * another format (an Anthropic-format provider sends it; any other lists it as dropped).
+ */
+export function withAnthropicBeta(req: ChatRequest, headers: Record<string, string> = {}): ChatRequest {
+  const beta = anthropicBeta(headers);
+  return beta ? { ...req, anthropic_beta: beta } : req;
+}
+
+/** An `anthropic-beta` header on a lane to an OpenAI-format provider: not sent, listed as dropped. */
+export const laneDroppedHeaders = (headers: Record<string, string> = {}): string[] =>
+  headers['anthropic-beta'] ? ['anthropic-beta'] : [];

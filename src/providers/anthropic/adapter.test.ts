@@ -31,6 +31,32 @@ describe('anthropic adapter', () => {
     expect(mock.requests[0]!.body.max_tokens).toBe(4096);
   });
 
+  it("a translated request's betas go as the anthropic-beta header, after the configured ones", async () => {
+    const p = new AnthropicProvider({
+      slug: 'anthropic',
+      kind: 'anthropic',
+      baseUrl: mock.url,
+      apiKey: null,
+      headers: { 'anthropic-beta': 'operator-beta' },
+    });
+    const beta = 'interleaved-thinking-2025-05-14,context-management-2025-06-27';
+    await p.chat({ ...req, anthropic_beta: beta }, ctx);
+    for await (const _ of await p.chatStream({ ...req, stream: true, anthropic_beta: beta }, ctx));
+    await new AnthropicProvider({
+      slug: 'anthropic',
+      kind: 'anthropic',
+      baseUrl: mock.url,
+      apiKey: null,
+    }).chat({ ...req, anthropic_beta: beta }, ctx);
+    expect(mock.requests.map((r) => r.headers['anthropic-beta'])).toEqual([
+      `operator-beta,${beta}`,
+      `operator-beta,${beta}`,
+      beta,
+    ]);
+    // A header only: the body has no trace of it.
+    for (const r of mock.requests) expect(JSON.stringify(r.body)).not.toContain('beta');
+  });
+
   it('an error event mid-stream makes the iterator throw a retryable UpstreamError', async () => {
     mock.enqueue({
       stream: [

@@ -4,7 +4,9 @@
  * `baseUrl` may be given with or without the trailing `/v1`. No embeddings.
  *
  * Natively (pass-through lanes) it serves `/messages` and `/messages/count_tokens` callers: their
- * body goes upstream as sent, with the caller's `anthropic-version` and `anthropic-beta`.
+ * body goes upstream as sent, with the caller's `anthropic-version` and `anthropic-beta`. A
+ * translated call (another format's caller, or a `/messages` call that could not take the lane)
+ * carries the caller's `anthropic-beta` too (`req.anthropic_beta`).
  */
 import type { ChatChunk, ChatRequest, ChatResponse } from '../../formats/chat.js';
 import type { ErrorShape } from '../errors.js';
@@ -36,6 +38,10 @@ const TRAITS: ProviderTraits = {
   target: 'anthropic',
   keyOptional: false,
 };
+
+/** A translated request's betas, as the caller's header (joined with the operator's configured ones). */
+const betas = (req: ChatRequest): Record<string, string> =>
+  req.anthropic_beta ? { 'anthropic-beta': req.anthropic_beta } : {};
 
 export class AnthropicProvider implements Provider {
   readonly traits: ProviderTraits = TRAITS;
@@ -96,14 +102,14 @@ export class AnthropicProvider implements Provider {
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
     const body = toAnthropicRequest(req, false);
-    const raw = await callJson(this.call('messages', body, false, this.headers(ctx), ctx));
+    const raw = await callJson(this.call('messages', body, false, this.headers(ctx, betas(req)), ctx));
     if ((raw as { type?: unknown })?.type === 'error') throw anthropicStreamError(raw, [ctx.apiKey]);
     return fromAnthropicResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const body = toAnthropicRequest(req, true);
-    const res = await callStream(this.call('messages', body, true, this.headers(ctx), ctx));
+    const res = await callStream(this.call('messages', body, true, this.headers(ctx, betas(req)), ctx));
     const secrets = [ctx.apiKey];
     const mapper = new AnthropicStreamMapper(
       req.model,

@@ -18,7 +18,7 @@ import type {
   EmbeddingsResponse,
 } from '../../formats/chat.js';
 import type { ErrorShape } from '../errors.js';
-import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
+import { type ApiCall, callJson, callStream, getJson, joinUrl, sseEvents } from '../http.js';
 import { forwardJson, forwardStream } from '../lane.js';
 import {
   type CallContext,
@@ -67,6 +67,17 @@ const TRAITS: Record<OpenAiFlavor, ProviderTraits> = {
   },
 };
 
+/**
+ * The caller's provider headers meant for this wire: another vendor's (`anthropic-beta`, which a
+ * Chat Completions or Responses caller may send for an Anthropic model) are not sent (the route
+ * lists them as dropped).
+ */
+function ownHeaders(caller: Record<string, string>): Record<string, string> {
+  if (!('anthropic-beta' in caller)) return caller;
+  const { 'anthropic-beta': _, ...own } = caller;
+  return own;
+}
+
 export class OpenAiWireProvider implements Provider {
   readonly traits: ProviderTraits;
 
@@ -107,7 +118,7 @@ export class OpenAiWireProvider implements Provider {
   private call(path: string, body: unknown, ctx: CallContext, caller?: Record<string, string>): ApiCall {
     return {
       ...this.target(path, body),
-      headers: this.headers(ctx, caller),
+      headers: this.headers(ctx, caller && ownHeaders(caller)),
       signal: ctx.signal,
       secrets: [ctx.apiKey],
       idleTimeoutMs: ctx.idleTimeoutMs,
@@ -169,6 +180,20 @@ export class OpenAiWireProvider implements Provider {
       call,
       req.wire === 'openai-responses' ? responsesStreamTap(secrets) : chatStreamTap(secrets),
     );
+  }
+
+  /** A stored response's input items, where this provider's Responses route keeps them. */
+  inputItems(responseId: string, query: string, ctx: CallContext): Promise<unknown> {
+    if (!this.traits.natives.has('openai-responses'))
+      throw new UpstreamError(404, `${this.config.slug} stores no responses`, { retryable: false });
+    const { url, errors } = this.target('/responses', {});
+    return getJson({
+      url: `${url.replace(/\?.*$/, '')}/${encodeURIComponent(responseId)}/input_items${query}`,
+      headers: this.headers(ctx),
+      signal: ctx.signal,
+      secrets: [ctx.apiKey],
+      errors,
+    });
   }
 
   private path(wire: NativeWire): string {
