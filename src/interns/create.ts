@@ -117,7 +117,11 @@ export async function createIntern(
       return { status: 201, row: await finish(deps, row, body, scope, key, signal) };
     }
 
-    if (await store.nameTaken(db, caller.workspaceId, userId, body.name)) throw nameTakenError(body.name);
+    if (await store.nameTaken(db, caller.workspaceId, userId, body.name)) {
+      // Taken by a concurrent create with this very key (it committed after our lookup): replay it.
+      if (await store.findCreateOp(db, scope, key)) continue;
+      throw nameTakenError(body.name);
+    }
     if ((await store.countOwned(db, userId)) >= config.perMemberLimit) {
       throw codedError(
         409,
@@ -159,7 +163,10 @@ export async function createIntern(
       intern_id: intern.id,
       created_at: now,
     });
-    if (inserted === 'name_taken') throw nameTakenError(body.name);
+    if (inserted === 'name_taken') {
+      if (await store.findCreateOp(db, scope, key)) continue; // as above: our key's create won the name
+      throw nameTakenError(body.name);
+    }
     if (inserted === 'op_exists') continue; // a concurrent create with this key won: replay it
     return {
       status: 201,
