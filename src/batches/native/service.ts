@@ -282,8 +282,10 @@ export class NativeBatches {
         native_until_ms: Date.now() + config.nativePollMs,
       });
       // Another worker took the submission over meanwhile (this one was too slow): its batch stands.
-      if (!recorded) await api.cancel(id).catch(() => {});
-      else
+      // Bedrock answers a resubmission with the job the first made (same token): that one is kept.
+      if (!recorded) {
+        if ((await this.nativeIdOf(b.id)) !== id) await api.cancel(id).catch(() => {});
+      } else
         log.info(
           { batch_id: b.id, provider: entry.config.slug, native_id: id, requests: lines.length },
           'batch submitted to the provider',
@@ -291,6 +293,15 @@ export class NativeBatches {
     } finally {
       clearInterval(hold);
     }
+  }
+
+  private async nativeIdOf(id: string): Promise<string | null | undefined> {
+    const row = await this.deps.db
+      .selectFrom('batches')
+      .select('native_id')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row?.native_id;
   }
 
   private async currentStatus(id: string): Promise<string | undefined> {
