@@ -205,7 +205,13 @@ describe.each(databases)('Bedrock batch inference as a native batch (%s)', (db) 
 
     // The job: the model, the role, the S3 locations, the batch's own idempotency token.
     const name = `gatehouse-${id.replace(/_/g, '-')}`;
-    expect(job).toMatchObject({ modelId: MODEL, roleArn: ROLE, jobName: name, clientRequestToken: name });
+    expect(job).toMatchObject({
+      modelId: MODEL,
+      roleArn: ROLE,
+      jobName: name,
+      clientRequestToken: name,
+      timeoutDurationInHours: 24,
+    });
     expect(job.inputUri).toBe(`s3://${BUCKET}/gatehouse/jobs/${id}/input.jsonl`);
     expect(job.outputUri).toBe(`s3://${BUCKET}/gatehouse/jobs/${id}/output/`);
     // The input object in S3 has every record with the InvokeModel body: no model, Bedrock's version.
@@ -330,6 +336,44 @@ describe.each(databases)('Bedrock batch inference as a native batch (%s)', (db) 
     await control.finish(job.jobId);
     const done = await waitStatus(id, ['completed']);
     expect(control.jobs.length).toBe(jobs);
+    expect(done.request_counts).toEqual({ total: 100, completed: 100, failed: 0 });
+    expect(done.usage.cost).toBeCloseTo(100 * HALF, 10);
+    expect(workerTexts()).toEqual([]);
+  });
+
+  it('submits again with the same clientRequestToken when the job is not listed yet: Bedrock answers the same job', async () => {
+    const { id, job } = await submitNative(messagesBatch('test/claude', texts(100, 'i')));
+    await until('the job id stored', async () => {
+      const row = await gw.services.db
+        .selectFrom('batches')
+        .select('native_state')
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return row?.native_state === 'submitted';
+    });
+    const jobs = control.jobs.length;
+    control.listsNothing = true;
+    try {
+      await gw.services.db
+        .updateTable('batches')
+        .set({ native_state: 'submitting', native_id: null, native_until_ms: 0 })
+        .where('id', '=', id)
+        .execute();
+      await until('the resubmission', () => job.creates === 2);
+    } finally {
+      control.listsNothing = false;
+    }
+    await until('the same job recorded', async () => {
+      const row = await gw.services.db
+        .selectFrom('batches')
+        .select(['native_state', 'native_id'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      return row.native_state === 'submitted' && row.native_id === job.jobArn;
+    });
+    expect(control.jobs.length).toBe(jobs);
+    await control.finish(job.jobId);
+    const done = await waitStatus(id, ['completed']);
     expect(done.request_counts).toEqual({ total: 100, completed: 100, failed: 0 });
     expect(done.usage.cost).toBeCloseTo(100 * HALF, 10);
     expect(workerTexts()).toEqual([]);

@@ -35,6 +35,9 @@ export interface MockJob {
   modelId: string;
   roleArn: string;
   clientRequestToken: string | null;
+  timeoutDurationInHours: number | null;
+  /** CreateModelInvocationJob calls that named this job's token (1: no resubmission). */
+  creates: number;
   status: string;
   message?: string;
   inputUri: string;
@@ -51,6 +54,8 @@ export interface MockBedrockBatch {
   requests: { method: string; path: string; signatureValid: boolean; service: string | null }[];
   /** The next CreateModelInvocationJob is refused with this status and message. */
   refuseNext: { status: number; type: string; message: string } | null;
+  /** ListModelInvocationJobs answers no job (as it may, shortly after a job was created). */
+  listsNothing: boolean;
   /** Sets a job's status (Validating, Scheduled, InProgress …). */
   advance(jobId: string, status: string): MockJob;
   /** Writes the job's output to S3 and ends it `Completed` (or `PartiallyCompleted`, `Stopped`). */
@@ -99,6 +104,7 @@ export async function startMockBedrockBatch(opts: {
     jobs,
     requests,
     refuseNext: null,
+    listsNothing: false,
     advance(jobId, status) {
       const job = byId(jobId);
       job.status = status;
@@ -197,7 +203,10 @@ export async function startMockBedrockBatch(opts: {
       return json(res, 400, { message: 'mock: s3InputFormat must be JSONL' }, 'ValidationException');
     const token = typeof body.clientRequestToken === 'string' ? body.clientRequestToken : null;
     const same = token ? jobs.find((j) => j.clientRequestToken === token) : undefined;
-    if (same) return json(res, 200, { jobArn: same.jobArn });
+    if (same) {
+      same.creates++;
+      return json(res, 200, { jobArn: same.jobArn });
+    }
     let text: string;
     try {
       const obj = await s3.send(new GetObjectCommand(s3Parts(inputUri)));
@@ -222,6 +231,9 @@ export async function startMockBedrockBatch(opts: {
       modelId: body.modelId,
       roleArn: body.roleArn,
       clientRequestToken: token,
+      timeoutDurationInHours:
+        typeof body.timeoutDurationInHours === 'number' ? body.timeoutDurationInHours : null,
+      creates: 1,
       status: 'Submitted',
       inputUri,
       outputUri,
@@ -259,7 +271,9 @@ export async function startMockBedrockBatch(opts: {
     if (req.method === 'GET' && u.pathname === '/model-invocation-jobs') {
       const contains = u.searchParams.get('nameContains') ?? '';
       return json(res, 200, {
-        invocationJobSummaries: jobs.filter((j) => j.jobName.includes(contains)).map(describe),
+        invocationJobSummaries: mock.listsNothing
+          ? []
+          : jobs.filter((j) => j.jobName.includes(contains)).map(describe),
       });
     }
     const m = /^\/model-invocation-job\/([^/]+)(\/stop)?$/.exec(u.pathname);

@@ -154,6 +154,8 @@ export class BedrockBatches implements NativeBatchApi {
       // The Gatehouse batch's own token: a submission started over after a crash gets the job
       // the first one created instead of a second job (Bedrock's idempotency).
       clientRequestToken: name,
+      // As OpenAI's and Anthropic's: done (or expired, its rest run by the worker) within a day.
+      timeoutDurationInHours: 24,
       inputDataConfig: {
         s3InputDataConfig: { s3Uri: `s3://${base.bucket}/${inputKey}`, s3InputFormat: 'JSONL' },
       },
