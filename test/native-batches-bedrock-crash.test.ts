@@ -24,6 +24,7 @@ import {
   startProcess,
   waitFor,
 } from './support/processes.js';
+import { registerSecret } from './support/secrets-audit.js';
 
 interface S3rverInstance {
   run(): Promise<AddressInfo>;
@@ -37,6 +38,9 @@ const S3rver = require('s3rver') as new (opts: Record<string, unknown>) => S3rve
     DUMMY_ACCOUNT: { createKeyPair(id: string, secret: string): void };
   }
 ).DUMMY_ACCOUNT.createKeyPair(BEDROCK_TEST_KEYS.accessKeyId, BEDROCK_TEST_KEYS.secretAccessKey);
+
+// The audit checks that the AWS secret reaches no response and no log line (S3 and job calls included).
+registerSecret('provider-key', BEDROCK_TEST_KEYS.secretAccessKey);
 
 const BUCKET = 'gatehouse-batches';
 const MODEL = 'anthropic.claude-test-v1:0';

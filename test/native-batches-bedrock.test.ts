@@ -11,6 +11,7 @@ import { client } from './support/http.js';
 import { ITEM_USAGE } from './support/mock-batches.js';
 import { BEDROCK_TEST_KEYS, type MockBedrock, startMockBedrock } from './support/mock-bedrock.js';
 import { type MockBedrockBatch, type MockJob, startMockBedrockBatch } from './support/mock-bedrock-batch.js';
+import { registerSecret } from './support/secrets-audit.js';
 
 /*
  * Bedrock batch inference as a provider-native batch, end to end over real sockets: the batch's
@@ -35,6 +36,9 @@ const S3rver = require('s3rver') as new (opts: Record<string, unknown>) => S3rve
     DUMMY_ACCOUNT: { createKeyPair(id: string, secret: string): void };
   }
 ).DUMMY_ACCOUNT.createKeyPair(BEDROCK_TEST_KEYS.accessKeyId, BEDROCK_TEST_KEYS.secretAccessKey);
+
+// The audit checks that the AWS secret reaches no response and no log line (S3 and job calls included).
+registerSecret('provider-key', BEDROCK_TEST_KEYS.secretAccessKey);
 
 const BUCKET = 'gatehouse-batches';
 const ROLE = 'arn:aws:iam::123456789012:role/BedrockBatchRole';
