@@ -21,7 +21,8 @@ import {
  * `{…, error: {errorCode, errorMessage}}` per line).
  *
  * Only Anthropic models (the InvokeModel body Gatehouse builds) go this way; a job takes at least
- * MIN_RECORDS records (AWS's default quota), so a smaller batch is refused here and runs on the worker.
+ * BEDROCK_MIN_RECORDS records (AWS's default quota): a smaller batch is refused here, and runs on
+ * the worker.
  */
 export const BEDROCK_MIN_RECORDS = 100;
 /** AWS's default quota of records per job. */
@@ -195,7 +196,9 @@ export class BedrockBatches implements NativeBatchApi {
     const input = job.inputDataConfig?.s3InputDataConfig?.s3Uri;
     if (!out || !input) return;
     // `{output uri}/{job id}/{input file name}.out`; the job id is the ARN's last segment.
-    const jobId = job.jobArn.split('/').pop() as string;
+    const jobId = String(job.jobArn ?? id)
+      .split('/')
+      .pop() as string;
     const loc = s3Location(out);
     const key = join(loc.key, jobId, `${input.split('/').pop()}.out`);
     let body: { transformToWebStream(): ReadableStream } | undefined;
