@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { fileProviders } from '../src/routing/catalog-config.js';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { client } from './support/http.js';
 import { ITEM_USAGE } from './support/mock-batches.js';
@@ -397,52 +396,5 @@ describe.each(databases)('Bedrock batch inference as a native batch (%s)', (db) 
     // Anthropic models through InvokeModel, the other through Converse.
     expect(workerTexts()).toHaveLength(105);
     expect(runtime.requests.filter((r) => r.operation === 'converse')).toHaveLength(100);
-  });
-});
-
-describe('Bedrock batch inference settings', () => {
-  const entry = (extra: Record<string, unknown>) =>
-    fileProviders(
-      {
-        providers: [{ slug: 'bedrock', kind: 'bedrock', region: 'us-east-1', ...keys, ...extra } as never],
-      },
-      {},
-    )[0]!;
-
-  it('takes the S3 location, the role and the optional endpoints', () => {
-    const e = entry({
-      batch_s3_uri: 's3://my-bucket/gatehouse/',
-      batch_role_arn: ROLE,
-      batch_s3_endpoint: 'http://127.0.0.1:4569/',
-    });
-    expect(e.config.bedrock?.batch).toEqual({
-      s3Uri: 's3://my-bucket/gatehouse',
-      roleArn: ROLE,
-      endpoint: 'https://bedrock.us-east-1.amazonaws.com',
-      s3Endpoint: 'http://127.0.0.1:4569',
-    });
-    expect(entry({}).config.bedrock?.batch).toBeUndefined();
-  });
-
-  it.each([
-    [{ batch_s3_uri: 's3://my-bucket/p' }, /batch_role_arn.*required with batch_s3_uri/],
-    [{ batch_role_arn: ROLE }, /batch_s3_uri.*required with batch_role_arn/],
-    [
-      { batch_s3_uri: 'https://my-bucket.s3.amazonaws.com/p', batch_role_arn: ROLE },
-      /batch_s3_uri.*not an S3 location/,
-    ],
-    [{ batch_s3_uri: 's3://My_Bucket/p', batch_role_arn: ROLE }, /batch_s3_uri/],
-    [
-      { batch_s3_uri: 's3://my-bucket/p', batch_role_arn: 'BedrockBatchRole' },
-      /batch_role_arn.*not an IAM role ARN/,
-    ],
-    [
-      { batch_s3_uri: 's3://my-bucket/p', batch_role_arn: ROLE, batch_s3_endpoint: 'ftp://x' },
-      /batch_s3_endpoint.*not an http\(s\) URL/,
-    ],
-    [{ batch_s3_endpoint: 'http://127.0.0.1:4569' }, /batch_s3_endpoint.*needs batch_s3_uri/],
-    [{ native_batches: true }, /batch_s3_uri.*required for native_batches/],
-  ])('refuses %j naming the field', (extra, message) => {
-    expect(() => entry(extra)).toThrow(message);
   });
 });
