@@ -277,9 +277,12 @@ describe.each(databases)('Bedrock batch inference as a native batch (%s)', (db) 
     }
   });
 
-  it('runs the batch on the worker when the job fails', async () => {
-    const { id, job } = await submitNative(messagesBatch('test/claude', texts(100, 'f')));
-    control.end(job.jobId, 'Failed', 'mock: the role cannot read the bucket');
+  it.each([
+    'Failed',
+    'Expired',
+  ] as const)('runs the batch on the worker when the job ends %s', async (status) => {
+    const { id, job } = await submitNative(messagesBatch('test/claude', texts(100, status)));
+    control.end(job.jobId, status, 'mock: the role cannot read the bucket');
     const done = await waitStatus(id, ['completed']);
     expect(done.request_counts).toEqual({ total: 100, completed: 100, failed: 0 });
     expect(workerTexts()).toHaveLength(100);
