@@ -57,6 +57,20 @@ export interface BedrockSettings {
   profile?: string;
   /** Upstream model id (or catalog model id) → Bedrock model id; unlisted models use their own id. */
   modelIds: Record<string, string>;
+  /** Bedrock batch inference (native batches); absent: the entry's batches run on the worker. */
+  batch?: BedrockBatchSettings;
+}
+
+/** Where Bedrock batch inference jobs read and write, and as whom (`batch_*` fields of the entry). */
+export interface BedrockBatchSettings {
+  /** `s3://bucket/prefix`: each batch's input and output go under `<prefix>/<batch id>/`. */
+  s3Uri: string;
+  /** The IAM service role Bedrock assumes to read the input and write the output. */
+  roleArn: string;
+  /** The control plane (`https://bedrock.{region}.amazonaws.com`, or `batch_endpoint`). */
+  endpoint: string;
+  /** An S3-compatible endpoint instead of AWS's (`batch_s3_endpoint`: a VPC endpoint, a test server). */
+  s3Endpoint?: string;
 }
 
 /** An IAM access key (and a session token for temporary credentials). Never logged. */

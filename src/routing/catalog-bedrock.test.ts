@@ -79,3 +79,49 @@ describe('AWS Bedrock entries', () => {
     }
   });
 });
+
+describe('Bedrock batch inference settings', () => {
+  const ROLE = 'arn:aws:iam::123456789012:role/BedrockBatchRole';
+  const batchEntry = (extra: Record<string, unknown>) =>
+    loadCatalog(config([{ slug: 'aws', kind: 'bedrock', region: 'us-east-1', ...extra }])).providers.get(
+      'aws',
+    )!;
+
+  it('takes the S3 location, the role and the optional endpoints', () => {
+    const e = batchEntry({
+      batch_s3_uri: 's3://my-bucket/gatehouse/',
+      batch_role_arn: ROLE,
+      batch_s3_endpoint: 'http://127.0.0.1:4569/',
+    });
+    expect(e.config.bedrock?.batch).toEqual({
+      s3Uri: 's3://my-bucket/gatehouse',
+      roleArn: ROLE,
+      endpoint: 'https://bedrock.us-east-1.amazonaws.com',
+      s3Endpoint: 'http://127.0.0.1:4569',
+    });
+    expect(batchEntry({}).config.bedrock?.batch).toBeUndefined();
+  });
+
+  it.each([
+    [{ batch_s3_uri: 's3://my-bucket/p' }, /batch_role_arn.*required with batch_s3_uri/],
+    [{ batch_role_arn: ROLE }, /batch_s3_uri.*required with batch_role_arn/],
+    [
+      { batch_s3_uri: 'https://my-bucket.s3.amazonaws.com/p', batch_role_arn: ROLE },
+      /batch_s3_uri.*not an S3 location/,
+    ],
+    [{ batch_s3_uri: 's3://My_Bucket/p', batch_role_arn: ROLE }, /batch_s3_uri/],
+    [
+      { batch_s3_uri: 's3://my-bucket/p', batch_role_arn: 'BedrockBatchRole' },
+      /batch_role_arn.*not an IAM role ARN/,
+    ],
+    [
+      { batch_s3_uri: 's3://my-bucket/p', batch_role_arn: ROLE, batch_s3_endpoint: 'ftp://x' },
+      /batch_s3_endpoint.*not an http\(s\) URL/,
+    ],
+    [{ batch_s3_endpoint: 'http://127.0.0.1:4569' }, /batch_s3_endpoint.*needs batch_s3_uri/],
+    [{ native_batches: true }, /batch_s3_uri.*required for native_batches/],
+  ])('refuses %j naming the field', (extra, message) => {
+    expect(() => batchEntry(extra)).toThrow(CatalogError);
+    expect(() => batchEntry(extra)).toThrow(message);
+  });
+});

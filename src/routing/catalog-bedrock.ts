@@ -5,7 +5,7 @@
  * entry refuses to start with the field named instead of failing on the first call.
  */
 import { bedrockRuntimeUrl } from '../providers/bedrock/signer.js';
-import type { AwsKeys, BedrockSettings } from '../providers/types.js';
+import type { AwsKeys, BedrockBatchSettings, BedrockSettings } from '../providers/types.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
 import { CatalogError } from './catalog-error.js';
 
@@ -21,6 +21,11 @@ export interface BedrockFileFields {
   api_key?: unknown;
   api_key_env?: unknown;
   byok?: unknown;
+  native_batches?: unknown;
+  batch_s3_uri?: unknown;
+  batch_role_arn?: unknown;
+  batch_s3_endpoint?: unknown;
+  batch_endpoint?: unknown;
 }
 
 /** The checked endpoint (no trailing slash) and settings of a Bedrock entry; CatalogError naming the bad field. */
@@ -35,16 +40,18 @@ export function bedrockSettings(
   if (typeof p.region !== 'string' || !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(p.region))
     fail('region', `not an AWS region: ${JSON.stringify(p.region)} (e.g. us-east-1)`);
   const region = p.region as string;
-  let endpoint = bedrockRuntimeUrl(region);
-  if (p.endpoint !== undefined) {
+  const httpUrl = (field: 'endpoint' | 'batch_endpoint' | 'batch_s3_endpoint'): string | undefined => {
+    const v = p[field];
+    if (v === undefined) return undefined;
     let url: URL | null = null;
     try {
-      url = new URL(String(p.endpoint));
+      url = new URL(String(v));
     } catch {}
     if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash)
-      fail('endpoint', `not an http(s) URL: ${JSON.stringify(p.endpoint)}`);
-    endpoint = String(p.endpoint).replace(/\/+$/, '');
-  }
+      fail(field, `not an http(s) URL: ${JSON.stringify(v)}`);
+    return String(v).replace(/\/+$/, '');
+  };
+  const endpoint = httpUrl('endpoint') ?? bedrockRuntimeUrl(region);
   // Calls are signed with AWS credentials: a Gatehouse key (or an organization's) has no place here.
   if (p.api_key !== undefined || p.api_key_env !== undefined)
     fail(
@@ -84,9 +91,56 @@ export function bedrockSettings(
       modelIds[model] = id;
     }
   }
+  const batch = batchSettings(p, region, fail, httpUrl);
   return {
     endpoint,
-    bedrock: { region, modelIds, ...(credentials ? { credentials } : {}), ...(profile ? { profile } : {}) },
+    bedrock: {
+      region,
+      modelIds,
+      ...(credentials ? { credentials } : {}),
+      ...(profile ? { profile } : {}),
+      ...(batch ? { batch } : {}),
+    },
+  };
+}
+
+/**
+ * Batch inference (native batches), only where configured: the S3 location and the service role
+ * go together; `native_batches: true` without them is refused rather than silently ignored.
+ */
+function batchSettings(
+  p: BedrockFileFields,
+  region: string,
+  fail: (field: string, why: string) => never,
+  httpUrl: (field: 'batch_endpoint' | 'batch_s3_endpoint') => string | undefined,
+): BedrockBatchSettings | undefined {
+  const s3Endpoint = httpUrl('batch_s3_endpoint');
+  const endpoint = httpUrl('batch_endpoint');
+  if (p.batch_s3_uri === undefined && p.batch_role_arn === undefined) {
+    if (p.native_batches === true)
+      fail('batch_s3_uri', 'required for native_batches on kind bedrock (with batch_role_arn)');
+    if (s3Endpoint || endpoint)
+      fail(s3Endpoint ? 'batch_s3_endpoint' : 'batch_endpoint', 'needs batch_s3_uri and batch_role_arn');
+    return undefined;
+  }
+  if (p.batch_s3_uri === undefined) fail('batch_s3_uri', 'required with batch_role_arn');
+  if (p.batch_role_arn === undefined) fail('batch_role_arn', 'required with batch_s3_uri');
+  // Bucket names: 3–63 lowercase letters, digits, dots and hyphens.
+  if (
+    typeof p.batch_s3_uri !== 'string' ||
+    !/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^?#]*)?$/.test(p.batch_s3_uri)
+  )
+    fail('batch_s3_uri', `not an S3 location: ${JSON.stringify(p.batch_s3_uri)} (s3://bucket/prefix)`);
+  if (
+    typeof p.batch_role_arn !== 'string' ||
+    !/^arn:aws(-[a-z]+)*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/.test(p.batch_role_arn)
+  )
+    fail('batch_role_arn', 'not an IAM role ARN (arn:aws:iam::123456789012:role/name)');
+  return {
+    s3Uri: (p.batch_s3_uri as string).replace(/\/+$/, ''),
+    roleArn: p.batch_role_arn as string,
+    endpoint: endpoint ?? `https://bedrock.${region}.amazonaws.com`,
+    ...(s3Endpoint ? { s3Endpoint } : {}),
   };
 }
 

@@ -164,6 +164,11 @@ export interface FileConfig {
     session_token?: string;
     profile?: string;
     model_ids?: Record<string, string>;
+    /** AWS Bedrock batch inference: the S3 location, the service role, optional endpoints. */
+    batch_s3_uri?: string;
+    batch_role_arn?: string;
+    batch_s3_endpoint?: string;
+    batch_endpoint?: string;
     /** Azure OpenAI: Microsoft Entra ID client credentials instead of a key. */
     auth?: {
       tenant_id: string;

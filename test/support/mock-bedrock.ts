@@ -200,7 +200,7 @@ const amzDate = (s: string): Date =>
     `${s.slice(0, 4)}-${s.slice(4, 6)}-${s.slice(6, 8)}T${s.slice(9, 11)}:${s.slice(11, 13)}:${s.slice(13, 15)}Z`,
   );
 
-type Verdict =
+export type Verdict =
   | { ok: true; secret: string; region: string; service: string }
   | {
       ok: false;
@@ -211,7 +211,7 @@ type Verdict =
       message: string;
     };
 
-async function verify(
+export async function verify(
   req: IncomingMessage,
   rawPath: string,
   raw: string,

@@ -71,8 +71,10 @@ export async function call(
   const text = await res.text().catch(() => '');
   let message = text.slice(0, 300);
   try {
-    const j = JSON.parse(text) as { error?: { message?: string } };
+    // OpenAI and Anthropic: `{error: {message}}`; AWS: `{message}`.
+    const j = JSON.parse(text) as { error?: { message?: string }; message?: string };
     if (typeof j.error?.message === 'string') message = j.error.message;
+    else if (typeof j.message === 'string') message = j.message;
   } catch {}
   throw new NativeApiError(res.status, redact(`batch API answered ${res.status}: ${message}`, secrets));
 }

@@ -16,6 +16,7 @@ import type { BatchRow, LeaseRef } from '../store.js';
 import type { WorkerLog } from '../worker.js';
 import { AnthropicBatches } from './anthropic.js';
 import { NativeApiError, type NativeBatchApi, type NativeResult, type NativeStatus } from './api.js';
+import { BEDROCK_MAX_RECORDS, BEDROCK_MIN_RECORDS, BedrockBatches, bedrockBatchable } from './bedrock.js';
 import { OpenAiBatches } from './openai.js';
 import * as nstore from './store.js';
 
@@ -23,7 +24,16 @@ import * as nstore from './store.js';
 const SUPPORTED = {
   openai: { endpoints: ['/v1/chat/completions', '/v1/responses', '/v1/embeddings'], maxRequests: 50_000 },
   anthropic: { endpoints: ['/v1/messages'], maxRequests: 100_000 },
-} as const satisfies Record<string, { endpoints: readonly BatchEndpoint[]; maxRequests: number }>;
+  // Anthropic models' InvokeModel bodies (the lane of /messages); a job has a minimum size.
+  bedrock: {
+    endpoints: ['/v1/messages'],
+    maxRequests: BEDROCK_MAX_RECORDS,
+    minRequests: BEDROCK_MIN_RECORDS,
+  },
+} as const satisfies Record<
+  string,
+  { endpoints: readonly BatchEndpoint[]; maxRequests: number; minRequests?: number }
+>;
 
 /** Both OpenAI and Anthropic bill batches at half price; `batch_discount` overrides it per provider. */
 export const DEFAULT_BATCH_DISCOUNT = 0.5;
@@ -32,13 +42,42 @@ const PROVIDER_WINDOW_S = 86_400;
 /** Answers replayed per claim at collection. */
 const COLLECT_CHUNK = 200;
 
-/** Whether a provider's batches go to its batch API: openai and anthropic kinds, unless `native_batches: false`. */
+/**
+ * Whether a provider's batches go to its batch API: openai and anthropic kinds, and bedrock
+ * entries with batch inference configured (`batch_s3_uri`, `batch_role_arn`), unless `native_batches: false`.
+ */
 export function nativeBatchesOn(entry: ProviderEntry): entry is ProviderEntry & {
   config: { kind: keyof typeof SUPPORTED };
 } {
   const kind = entry.config.kind;
-  return (kind === 'openai' || kind === 'anthropic') && entry.nativeBatches !== false;
+  const offered =
+    kind === 'openai' || kind === 'anthropic' || (kind === 'bedrock' && !!entry.config.bedrock?.batch);
+  return offered && entry.nativeBatches !== false;
 }
+
+/**
+ * The batch API of a provider entry, one per configuration (Bedrock's holds an AWS credential
+ * chain and an S3 client: built once, not at every poll; a reloaded entry gets its own).
+ */
+const apis = new WeakMap<object, NativeBatchApi>();
+function nativeApi(entry: ProviderEntry): NativeBatchApi | null {
+  const known = apis.get(entry.config);
+  if (known) return known;
+  const kind = entry.config.kind;
+  const api =
+    kind === 'openai'
+      ? new OpenAiBatches(entry.config)
+      : kind === 'anthropic'
+        ? new AnthropicBatches(entry.config)
+        : kind === 'bedrock' && entry.config.bedrock?.batch
+          ? new BedrockBatches(entry.config)
+          : null;
+  if (api) apis.set(entry.config, api);
+  return api;
+}
+
+/** Bedrock signs with AWS credentials (never an organization's): there is no API key to check. */
+const signsWithAws = (entry: ProviderEntry) => entry.config.kind === 'bedrock';
 
 export interface NativeDeps {
   db: Db;
@@ -148,10 +187,7 @@ export class NativeBatches {
 
   private api(b: Pick<BatchRow, 'native_provider'>): NativeBatchApi | null {
     const entry = this.provider(b);
-    if (!entry) return null;
-    return entry.config.kind === 'openai'
-      ? new OpenAiBatches(entry.config)
-      : new AnthropicBatches(entry.config);
+    return entry ? nativeApi(entry) : null;
   }
 
   /** The provider the batch goes to natively, or null (the worker runs it). */
@@ -167,12 +203,18 @@ export class NativeBatches {
       return null; // refused now: the worker gives each request its error
     }
     // BYOK credentials stay on the worker: the batch would be billed to the organization's account.
-    if (!first || first.credential.isByok || !first.provider.config.apiKey) return null;
+    if (!first || first.credential.isByok) return null;
     const entry = first.provider;
+    if (!entry.config.apiKey && !signsWithAws(entry)) return null;
     if (!nativeBatchesOn(entry)) return null;
-    const supported = SUPPORTED[entry.config.kind];
-    if (!(supported.endpoints as readonly string[]).includes(endpoint)) return null;
+    const supported: { endpoints: readonly string[]; maxRequests: number; minRequests?: number } =
+      SUPPORTED[entry.config.kind];
+    if (!supported.endpoints.includes(endpoint)) return null;
     if (b.request_count > supported.maxRequests) return null;
+    // Below a provider's minimum job size (Bedrock's), the worker is the only way.
+    if (b.request_count < (supported.minRequests ?? 1)) return null;
+    if (entry.config.kind === 'bedrock' && !bedrockBatchable(entry.config, first.endpoint.upstreamModel))
+      return null;
     return entry.config.slug;
   }
 
@@ -240,8 +282,10 @@ export class NativeBatches {
         native_until_ms: Date.now() + config.nativePollMs,
       });
       // Another worker took the submission over meanwhile (this one was too slow): its batch stands.
-      if (!recorded) await api.cancel(id).catch(() => {});
-      else
+      // Bedrock answers a resubmission with the job the first made (same token): that one is kept.
+      if (!recorded) {
+        if ((await this.nativeIdOf(b.id)) !== id) await api.cancel(id).catch(() => {});
+      } else
         log.info(
           { batch_id: b.id, provider: entry.config.slug, native_id: id, requests: lines.length },
           'batch submitted to the provider',
@@ -249,6 +293,15 @@ export class NativeBatches {
     } finally {
       clearInterval(hold);
     }
+  }
+
+  private async nativeIdOf(id: string): Promise<string | null | undefined> {
+    const row = await this.deps.db
+      .selectFrom('batches')
+      .select('native_id')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row?.native_id;
   }
 
   private async currentStatus(id: string): Promise<string | undefined> {
@@ -282,8 +335,8 @@ export class NativeBatches {
         upstream: async (provider, req, ctx) => {
           // Any of the operator's keys (weighted keys spread the calls): the batch is the operator's.
           const operatorKeys = entry.config.keys?.map((k) => k.apiKey) ?? [entry.config.apiKey];
-          if (provider === entry.config.slug && req && ctx.apiKey && operatorKeys.includes(ctx.apiKey))
-            captured = req.body;
+          const operators = signsWithAws(entry) || (!!ctx.apiKey && operatorKeys.includes(ctx.apiKey));
+          if (provider === entry.config.slug && req && operators) captured = req.body;
           stop.abort(new Error('captured for the provider batch'));
           throw stop.signal.reason;
         },

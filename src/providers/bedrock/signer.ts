@@ -28,6 +28,8 @@ export const bedrockRuntimeUrl = (region: string): string =>
 
 /** What a request needs signed: the exact bytes and headers that go on the wire. */
 export interface Signable {
+  /** POST unless said (batch inference's control plane also has GETs). */
+  method?: 'GET' | 'POST';
   url: string;
   body: string;
   headers: Record<string, string>;
@@ -63,6 +65,11 @@ export class BedrockSigner {
     if (c.sessionToken) this.seen.add(c.sessionToken);
   }
 
+  /** The same credentials for other AWS clients (batch inference's S3 client). */
+  credentialProvider(): AwsCredentialIdentityProvider {
+    return () => this.current();
+  }
+
   /** The current credentials (cached by the chain); a chain that finds none → UpstreamError. */
   private async current(): Promise<AwsCredentialIdentity> {
     try {
@@ -83,7 +90,7 @@ export class BedrockSigner {
   async sign(req: Signable, signal: CallSignal): Promise<Record<string, string>> {
     const u = new URL(req.url);
     const signed = await this.signer.sign({
-      method: 'POST',
+      method: req.method ?? 'POST',
       protocol: u.protocol,
       hostname: u.hostname,
       ...(u.port ? { port: Number(u.port) } : {}),
