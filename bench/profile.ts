@@ -5,6 +5,7 @@
  *
  *   npx tsx bench/profile.ts <file.cpuprofile> [top=30] [--skip=<seconds of start-up to leave out>]
  *     [--callers=<function name>]  (the call paths, 5 frames up, that spend self time in it)
+ *     (also: time by the innermost Gatehouse file on the stack — what each part of a call costs)
  *     [--window=<from>-<to>]  (only samples between these CLOCK_MONOTONIC times in µs — the clock of
  *       the profile's timestamps and of process.hrtime() — as bench/batches.ts logs for each phase)
  */
@@ -63,13 +64,31 @@ const where = (n: Node) => {
 const label = (n: Node) =>
   `${n.callFrame.functionName || '(anonymous)'} ${where(n)}${n.callFrame.url ? `:${n.callFrame.lineNumber + 1}` : ''}`;
 
+/**
+ * The innermost Gatehouse source file on the stack (`dist/…`, not its packages), or the package
+ * running the sample when there is none (undici's socket work, Fastify's request handling): which
+ * part of Gatehouse a package's time is spent for (the budget of a call, NOTES.md §10).
+ */
+const owner = (id: number) => {
+  let pkg: string | null = null;
+  for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+    const w = where(byId.get(cur) as Node);
+    if (w.startsWith('dist/')) return w;
+    if (pkg === null && w !== '(native)' && !w.startsWith('node:')) pkg = `${w} (no Gatehouse frame)`;
+  }
+  return pkg ?? '(runtime)';
+};
+
 const callers = new Map<string, number>();
 const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
 const selfByFn = new Map<string, number>();
 const selfByPlace = new Map<string, number>();
 const inclusive = new Map<string, number>();
+const byOwner = new Map<string, number>();
 for (const [id, t] of self) {
   const n = byId.get(id) as Node;
+  const fn = n.callFrame.functionName;
+  if (fn !== '(idle)') add(byOwner, fn === '(garbage collector)' ? '(garbage collector)' : owner(id), t);
   add(selfByFn, label(n), t);
   add(selfByPlace, where(n), t);
   if (callersArg && n.callFrame.functionName === callersArg) {
@@ -99,4 +118,5 @@ process.stdout.write(`${file}: ${(total / 1e6).toFixed(2)} s sampled\n`);
 print('self time by package / file', selfByPlace, top);
 print('self time by function', selfByFn, top);
 print('inclusive time by function', inclusive, top);
+print('time by innermost Gatehouse file (idle left out; shares of all samples)', byOwner, top);
 if (callersArg) print(`callers of ${callersArg}`, callers, top);

@@ -303,7 +303,7 @@ export class Engine {
       prefs.require_parameters ? (chatRequest() ?? null) : null,
       prefs,
       checks,
-      this.deps.credentials?.preferred(call, model.id),
+      this.deps.credentials?.preferred(call, model),
     );
 
     const attempts: Attempt[] = [];
