@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { TranslationError } from '../formats/chat.js';
 import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
 import { UpstreamError } from '../providers/types.js';
@@ -13,6 +14,7 @@ import {
   openAttempt,
   type Prepared,
   routeWithFallbacks,
+  Untranslatable,
   upstreamToApiError,
 } from './fallback.js';
 
@@ -68,13 +70,14 @@ const callWith = (over: Partial<InferenceCall> = {}): InferenceCall =>
 
 afterEach(() => vi.useRealTimers());
 
+const at = (isLast: boolean, retried = false, timedOut = false) => ({
+  isLast,
+  retried,
+  timedOut,
+  maxRetryWaitMs: 2_000,
+});
+
 describe('decide: what follows a failed attempt', () => {
-  const at = (isLast: boolean, retried = false, timedOut = false) => ({
-    isLast,
-    retried,
-    timedOut,
-    maxRetryWaitMs: 2_000,
-  });
   it('moves on after a retryable failure while attempts remain', () => {
     expect(decide(new UpstreamError(503, 'down'), at(false))).toEqual({ kind: 'next' });
     expect(decide(new UpstreamError(0, 'reset'), at(false))).toEqual({ kind: 'next' });
@@ -106,6 +109,17 @@ describe('classify: what an attempt threw', () => {
       message: 'timed out after 800 ms',
     });
     expect(classify(new Error('socket hang up'), false, 800)).toMatchObject({ status: 0, retryable: true });
+  });
+  it('makes an adapter’s TranslationError an Untranslatable 400: the next provider, never the same again', () => {
+    const err = classify(new TranslationError('image_url must be a data: URL'), false, 800);
+    expect(err).toBeInstanceOf(Untranslatable);
+    expect(err.status).toBe(400);
+    expect(decide(err, at(false))).toEqual({ kind: 'next' });
+    expect(decide(err, at(true))).toEqual({ kind: 'stop' });
+    expect(upstreamToApiError({ err, provider: 'anthropic', lane: false })).toMatchObject({
+      status: 400,
+      message: 'The request cannot be sent to anthropic: image_url must be a data: URL',
+    });
   });
 });
 

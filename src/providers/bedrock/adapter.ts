@@ -13,13 +13,12 @@
  * foundation model ids (`anthropic.claude-…-v1:0`), cross-region inference profiles
  * (`us.`/`eu.`/`apac.`/`global.` prefixed) and ARNs alike.
  */
-import {
-  type ChatChunk,
-  type ChatRequest,
-  type ChatResponse,
-  type EmbeddingsRequest,
-  type EmbeddingsResponse,
-  TranslationError,
+import type {
+  ChatChunk,
+  ChatRequest,
+  ChatResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
 } from '../../formats/chat.js';
 import { encodeSse } from '../../formats/sse.js';
 import type { CallSignal } from '../../lib/call-abort.js';
@@ -201,16 +200,11 @@ export class BedrockProvider implements Provider {
   }
 
   /**
-   * The Converse body; what Converse cannot carry (an image URL) is a 400 that still lets another
-   * provider of the model try (no request was sent).
+   * The Converse body. What Converse cannot carry (an image URL) throws a TranslationError: the
+   * fallback loop lets another provider of the model try, else answers the caller's 400.
    */
   private converse(req: ChatRequest): Record<string, unknown> {
-    try {
-      return toConverseRequest(req, { anthropic: isAnthropicModel(this.modelId(req.model)) });
-    } catch (err) {
-      if (err instanceof TranslationError) throw new UpstreamError(400, err.message, { retryable: true });
-      throw err;
-    }
+    return toConverseRequest(req, { anthropic: isAnthropicModel(this.modelId(req.model)) });
   }
 
   /** One InvokeModel call's JSON answer and its input token count header. */
