@@ -95,6 +95,11 @@ describe('decide: what follows a failed attempt', () => {
     });
     expect(decide(new UpstreamError(503, 'down'), at(true, true))).toEqual({ kind: 'stop' });
   });
+  it('moves on after a failure the provider marks retryable, but never asks the same again for it', () => {
+    const missing = new UpstreamError(404, 'deployment not found', { retryable: true });
+    expect(decide(missing, at(false))).toEqual({ kind: 'next' });
+    expect(decide(missing, at(true))).toEqual({ kind: 'stop' });
+  });
   it('never retries an attempt that spent its whole deadline', () => {
     expect(decide(new UpstreamError(0, 'timed out'), at(true, false, true))).toEqual({ kind: 'stop' });
   });

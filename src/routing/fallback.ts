@@ -208,10 +208,14 @@ export function classify(raw: unknown, timedOut: boolean, timeoutMs: number): Up
 
 export type Next = { kind: 'next' } | { kind: 'retry'; waitMs: number } | { kind: 'stop' };
 
+/** A failure that may pass if the same attempt is made again: 408, 429, 5xx, no answer. */
+const transient = (status: number) => status === 0 || status === 408 || status === 429 || status >= 500;
+
 /**
  * decide: after a failure, the next attempt when there is one and the failure is retryable (429,
- * 5xx, timeouts, connection errors); the last attempt once more after its Retry-After when that is
- * short enough — but not after a timeout (it already spent the whole deadline: the caller of a
+ * 5xx, timeouts, connection errors, or what the provider marks so: Azure's DeploymentNotFound);
+ * the last attempt once more after its Retry-After when that is short enough and the failure is
+ * transient (a missing deployment stays missing) — but not after a timeout (it already spent the whole deadline: the caller of a
  * stalled provider would wait twice as long for the same answer); otherwise stop.
  */
 export function decide(
@@ -225,7 +229,8 @@ export function decide(
   if (!err.retryable) return { kind: 'stop' };
   if (!s.isLast) return { kind: 'next' };
   const waitMs = err.retryAfterMs ?? 0;
-  if (!s.retried && !s.timedOut && waitMs <= s.maxRetryWaitMs) return { kind: 'retry', waitMs };
+  if (transient(err.status) && !s.retried && !s.timedOut && waitMs <= s.maxRetryWaitMs)
+    return { kind: 'retry', waitMs };
   return { kind: 'stop' };
 }
 
