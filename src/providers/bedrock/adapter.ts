@@ -61,15 +61,22 @@ import { EVENT_STREAM_TYPE, eventStreamMessages, type StreamMessage } from './ev
 import { invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
 import { BedrockSigner } from './signer.js';
 
-/** Every model through Converse, which carries what Anthropic's Messages API carries (no logprobs, n, seed). */
+/**
+ * Every model through Converse, which carries what Anthropic's Messages API carries (no logprobs,
+ * n, seed) — but Anthropic's betas only for Claude: another model's call drops them.
+ */
 const CONVERSE: ProviderTraits = {
   natives: new Set(),
   target: 'anthropic',
   // Calls are signed with AWS credentials, never with a Gatehouse-configured key.
   keyOptional: true,
+  drops: ['anthropic-beta'],
 };
-/** Anthropic models also take `/messages` bodies as they are, through InvokeModel (a lane). */
-const ANTHROPIC: ProviderTraits = { ...CONVERSE, natives: new Set(['anthropic-messages']) };
+/**
+ * Anthropic models also take `/messages` bodies as they are, through InvokeModel (a lane), and
+ * betas on Converse (`additionalModelRequestFields.anthropic_beta`).
+ */
+const ANTHROPIC: ProviderTraits = { ...CONVERSE, natives: new Set(['anthropic-messages']), drops: [] };
 
 type Operation = 'converse' | 'converse-stream' | 'invoke' | 'invoke-with-response-stream';
 
