@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from './config.js';
 import { createLog } from './lib/log.js';
 import type { MediaHandle } from './media/server.js';
+import type { Catalog } from './routing/catalog.js';
 import type { buildServices } from './services.js';
 
 const usage = `Usage: gatehouse <command>
@@ -36,6 +37,30 @@ function announceKeysFile(keysFile: string | null) {
 }
 
 const isOff = (v: string | undefined) => ['off', 'false', '0'].includes((v ?? '').toLowerCase());
+
+interface ReloadLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/**
+ * SIGHUP reloads the model catalog (model data, GATEHOUSE_CONFIG, OpenAI-compatible servers) and
+ * rebuilds the provider adapters with it — on `serve` and on a separate `worker` alike, which
+ * would otherwise keep running batches on the providers it started with (and Node's default for
+ * SIGHUP is to exit). A refused reload keeps the catalog in use.
+ */
+async function reloadOnSighup(catalog: Catalog, env: Record<string, string | undefined>, log: ReloadLog) {
+  const { refreshCatalog } = await import('./catalog/refresh.js');
+  process.on('SIGHUP', () => {
+    refreshCatalog({ catalog, env, log }).catch((err) =>
+      log.error(
+        { error: (err as Error).message },
+        'model catalog not reloaded; the previous one stays in use',
+      ),
+    );
+  });
+}
 
 /**
  * The gateway's modules (database drivers, services, the HTTP app), imported on demand: `gatehouse
@@ -85,17 +110,7 @@ async function serve() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  // SIGHUP reloads the model catalog (model data, GATEHOUSE_CONFIG, OpenAI-compatible servers).
-  const { refreshCatalog } = await import('./catalog/refresh.js');
-  process.on('SIGHUP', () => {
-    const log = gateway.app.log;
-    refreshCatalog({ catalog: gateway.services.catalog, env: config.env, log }).catch((err) =>
-      log.error(
-        { error: (err as Error).message },
-        'model catalog not reloaded; the previous one stays in use',
-      ),
-    );
-  });
+  await reloadOnSighup(gateway.services.catalog, config.env, gateway.app.log);
 }
 
 /** The batch worker alone: claims and runs batch requests until SIGTERM/SIGINT. */
@@ -107,6 +122,8 @@ async function worker() {
   await migrateToLatest(handle);
   const services = buildServices(handle, config, log);
   await services.cluster.ready();
+  // Before the worker starts (and says so): a SIGHUP from then on reloads, never ends the process.
+  await reloadOnSighup(services.catalog, config.env, log);
   const w = services.createWorker();
   w.start();
   log.info({ worker: w.id }, 'batch worker started');

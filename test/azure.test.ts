@@ -33,13 +33,27 @@ describe('Azure OpenAI provider', () => {
           endpoint: `${mock.url}/res/`,
           api_key_env: 'TEST_AZURE_KEY',
           // Keyed by the catalog model id: its upstream id `gpt-4o` goes to deployment prod-4o.
-          deployments: { 'test/azure-gpt': 'prod-4o' },
+          deployments: { 'test/azure-gpt': 'prod-4o', 'test/azure-two': 'gone-4o' },
+        },
+        {
+          // A second resource serving the same model (its deployment named like the upstream id).
+          slug: 'other-azure',
+          kind: 'azure',
+          endpoint: `${mock.url}/res2`,
+          api_key_env: 'TEST_AZURE_KEY',
         },
       ],
       models: [
         {
           id: 'test/azure-gpt',
           endpoints: [{ provider: 'my-azure', upstream_model: 'gpt-4o', pricing: price }],
+        },
+        {
+          id: 'test/azure-two',
+          endpoints: [
+            { provider: 'my-azure', upstream_model: 'gpt-4o-two', pricing: price },
+            { provider: 'other-azure', upstream_model: 'gpt-4o', pricing: price },
+          ],
         },
         {
           id: 'test/azure-embed',
@@ -213,6 +227,102 @@ describe('Azure OpenAI provider', () => {
       .catch((e) => e);
     expect(err.status).toBe(404);
     expect(err.message).toContain('deployment "prod-4o"');
+    // Asked once: a missing deployment stays missing (no retry of the same).
+    expect(mock.requests).toHaveLength(1);
+  });
+
+  it("a missing deployment lets the model's next provider (another resource) serve the call", async () => {
+    const notFound = {
+      status: 404,
+      body: {
+        error: {
+          code: 'DeploymentNotFound',
+          message: 'The API deployment for this resource does not exist.',
+        },
+      },
+      match: { path: /^\/res\// },
+    };
+    mock.enqueue(notFound, { reply: { text: 'from the other resource' }, match: { path: /^\/res2\// } });
+    const res = await openai.chat.completions.create({
+      model: 'test/azure-two',
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(res.choices[0]!.message.content).toBe('from the other resource');
+    expect(mock.requests.map((r) => r.path)).toEqual([
+      '/res/openai/deployments/gone-4o/chat/completions',
+      '/res2/openai/deployments/gpt-4o/chat/completions',
+    ]);
+    expect((res as any).provider).toBe('other-azure');
+  });
+
+  /** A stream whose first chunk gets through, then Azure's content filter stops it with an error event. */
+  const filteredMidStream = () =>
+    mock.enqueue({
+      stream: [
+        {
+          data: {
+            id: 'chatcmpl-az',
+            object: 'chat.completion.chunk',
+            created: 1,
+            model: 'gpt-4o',
+            choices: [{ index: 0, delta: { role: 'assistant', content: 'Once upon' }, finish_reason: null }],
+          },
+        },
+        {
+          data: {
+            error: {
+              code: 'content_filter',
+              status: 400,
+              message: "The response was filtered due to Azure OpenAI's content management policy.",
+              innererror: {
+                code: 'ResponsibleAIPolicyViolation',
+                content_filter_result: {
+                  violence: { filtered: true, severity: 'medium' },
+                  hate: { filtered: false, severity: 'safe' },
+                },
+              },
+            },
+          },
+        },
+      ],
+    });
+
+  it("a content-filter error mid-stream reads as Azure's, naming the category (translated /messages)", async () => {
+    filteredMidStream();
+    const anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
+    const stream = await anthropic.messages.create({
+      model: 'test/azure-gpt',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'tell me a story' }],
+      stream: true,
+    });
+    let text = '';
+    const err = await (async () => {
+      for await (const ev of stream)
+        if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta') text += ev.delta.text;
+    })().catch((e) => e);
+    expect(text).toBe('Once upon');
+    expect(err).toBeInstanceOf(Error);
+    expect(String(err.message)).toContain('Azure content filter');
+    expect(String(err.message)).toContain('violence (medium)');
+    expect(String(err.message)).not.toContain('hate');
+  });
+
+  it("a content-filter error mid-stream reads as Azure's on the pass-through lane too", async () => {
+    filteredMidStream();
+    const res = await fetch(`${gw.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.apiKey}` },
+      body: JSON.stringify({
+        model: 'test/azure-gpt',
+        messages: [{ role: 'user', content: 'tell me a story' }],
+        stream: true,
+      }),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toContain('Once upon');
+    expect(text).toContain('violence (medium)');
   });
 
   it('an unlisted model whose name is no Azure deployment name is a 400, and nothing is sent', async () => {

@@ -304,6 +304,60 @@ describe('AWS Bedrock provider', () => {
     expect(gen).toMatchObject({ tokens_prompt: 30, tokens_completion: 7 });
   });
 
+  it('a translated call to Claude sends the caller’s anthropic-beta as additionalModelRequestFields.anthropic_beta', async () => {
+    const betas = 'interleaved-thinking-2025-05-14, token-efficient-tools-2025-02-19';
+    const list = ['interleaved-thinking-2025-05-14', 'token-efficient-tools-2025-02-19'];
+    mock.enqueue({ reply: { text: 'whole' } });
+    const { data, response } = await openai.chat.completions
+      .create(
+        { model: 'test/claude', messages: [{ role: 'user', content: 'hi' }] },
+        { headers: { 'anthropic-beta': betas } },
+      )
+      .withResponse();
+    expect(data.choices[0]!.message.content).toBe('whole');
+    expect(response.headers.get('x-gatehouse-dropped-fields')).toBeNull();
+    const whole = bedrockRequest();
+    expect(whole.operation).toBe('converse');
+    expect(whole.body.additionalModelRequestFields).toEqual({ anthropic_beta: list });
+    expect(whole.headers['anthropic-beta']).toBeUndefined();
+    mock.reset();
+    mock.enqueue({ reply: { text: 'streamed' } });
+    const stream = await openai.chat.completions.create(
+      { model: 'test/claude', messages: [{ role: 'user', content: 'hi' }], stream: true },
+      { headers: { 'anthropic-beta': betas } },
+    );
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('streamed');
+    const streamed = bedrockRequest();
+    expect(streamed.operation).toBe('converse-stream');
+    expect(streamed.body.additionalModelRequestFields).toEqual({ anthropic_beta: list });
+  });
+
+  it('a call to a non-Anthropic model drops the caller’s anthropic-beta and lists it (any caller format)', async () => {
+    mock.enqueue({ reply: { text: 'llama' } });
+    const { response } = await openai.chat.completions
+      .create(
+        { model: 'test/llama', messages: [{ role: 'user', content: 'hi' }] },
+        { headers: { 'anthropic-beta': 'interleaved-thinking-2025-05-14' } },
+      )
+      .withResponse();
+    expect(response.headers.get('x-gatehouse-dropped-fields')).toBe('anthropic-beta');
+    const req = bedrockRequest();
+    expect(req.body.additionalModelRequestFields).toBeUndefined();
+    expect(req.raw).not.toContain('interleaved-thinking');
+    mock.reset();
+    mock.enqueue({ reply: { text: 'llama again' } });
+    const { response: viaMessages } = await anthropic.messages
+      .create(
+        { model: 'test/llama', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] },
+        { headers: { 'anthropic-beta': 'interleaved-thinking-2025-05-14' } },
+      )
+      .withResponse();
+    expect(viaMessages.headers.get('x-gatehouse-dropped-fields')).toContain('anthropic-beta');
+    expect(bedrockRequest().raw).not.toContain('interleaved-thinking');
+  });
+
   it('/messages to a non-Anthropic model is translated to Converse (streaming and not)', async () => {
     mock.enqueue({ reply: { text: 'llama here' } });
     const { data, response } = await anthropic.messages

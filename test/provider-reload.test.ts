@@ -16,6 +16,7 @@ import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 import { type MockUpstream, startMockUpstream } from './support/mock-upstream.js';
 import {
+  GiveUp,
   killAll,
   newKeys,
   type SharedDatabase,
@@ -256,5 +257,57 @@ describe('provider adapters rebuilt on a catalog reload', () => {
       expect(gw.output()).not.toContain(KEY_A);
       expect(gw.hasExited()).toBe(false);
     });
+
+    it('a separate worker process reloads too: its next batch request reaches the new upstream', async () => {
+      first.reset();
+      second.reset();
+      write(configFor(`${first.url}/v1`, KEY_A));
+      const keys = newKeys();
+      const env = { GATEHOUSE_CONFIG: file };
+      const gw = await startProcess('serve', {
+        name: 'gateway',
+        db,
+        keys,
+        env: { ...env, GATEHOUSE_WORKER: 'off' },
+        readyMs: 50_000,
+      });
+      const worker = await startProcess('worker', { name: 'worker', db, keys, env, readyMs: 50_000 });
+      const admin = adminClient(gw.url);
+      const orgs = await admin('GET', '/admin/organizations');
+      await admin('POST', '/admin/credits', { organization_id: orgs.body.data[0].id, amount_usd: 10 });
+
+      write(configFor(`${second.url}/v1`, KEY_B));
+      worker.kill('SIGHUP');
+      await waitFor('the worker to reload its catalog', () => {
+        if (worker.hasExited()) throw new GiveUp(`the worker exited on SIGHUP\n${worker.output()}`);
+        return worker.output().includes('model catalog reloaded');
+      });
+      expect(worker.hasExited()).toBe(false);
+
+      const api = client(gw.url, keys.apiKey);
+      const batch = await api('POST', '/batches', {
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+        requests: [{ custom_id: 'one', body: chat }],
+      });
+      expect(batch.status, batch.text).toBe(202);
+      const done = await waitFor(
+        'the batch to finish',
+        async () => {
+          const b = await api('GET', `/batches/${batch.body.id}?results_limit=0`);
+          return ['completed', 'failed', 'expired', 'cancelled'].includes(b.body.status) ? b.body : null;
+        },
+        { timeoutMs: 30_000, everyMs: 100 },
+      );
+      expect(done.status, JSON.stringify(done)).toBe('completed');
+      expect(done.request_counts).toMatchObject({ completed: 1, failed: 0 });
+      // The gateway process was not reloaded: only the worker's own providers say where calls go.
+      expect(first.requests).toHaveLength(0);
+      // (An OpenAI provider is first asked to take the batch natively: this mock has no Files API.)
+      const calls = second.requests.filter((r) => r.path === '/v1/chat/completions');
+      expect(calls).toHaveLength(1);
+      for (const r of second.requests) expect(r.headers.authorization).toBe(`Bearer ${KEY_B}`);
+      expect(worker.output()).not.toContain(KEY_B);
+    }, 120_000);
   });
 });

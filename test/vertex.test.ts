@@ -217,6 +217,46 @@ describe('Google Vertex AI provider', () => {
     expect(req.body.stream).toBe(true);
   });
 
+  it('a translated call to Claude carries the caller’s anthropic-beta as the header, streamed or not', async () => {
+    const betas = 'interleaved-thinking-2025-05-14,context-1m-2025-08-07';
+    mock.enqueue({ reply: { text: 'whole' } }, { reply: { text: 'streamed' } });
+    const { data, response } = await openai.chat.completions
+      .create(
+        { model: 'test/claude', messages: [{ role: 'user', content: 'hi' }] },
+        { headers: { 'anthropic-beta': betas } },
+      )
+      .withResponse();
+    expect(data.choices[0]!.message.content).toBe('whole');
+    expect(response.headers.get('x-gatehouse-route')).toBe('translated');
+    expect(response.headers.get('x-gatehouse-dropped-fields')).toBeNull();
+    const whole = vertexRequest('anthropic', CLAUDE, 'rawPredict');
+    expect(whole.headers['anthropic-beta']).toBe(betas);
+    expect(JSON.stringify(whole.body)).not.toContain('beta');
+    mock.requests.length = 0;
+    const stream = await openai.chat.completions.create(
+      { model: 'test/claude', messages: [{ role: 'user', content: 'hi' }], stream: true },
+      { headers: { 'anthropic-beta': betas } },
+    );
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('streamed');
+    expect(vertexRequest('anthropic', CLAUDE, 'streamRawPredict').headers['anthropic-beta']).toBe(betas);
+  });
+
+  it('a call to Gemini drops the caller’s anthropic-beta and lists it', async () => {
+    mock.enqueue({ reply: { text: 'gemini' } });
+    const { response } = await openai.chat.completions
+      .create(
+        { model: 'test/gemini', messages: [{ role: 'user', content: 'hi' }] },
+        { headers: { 'anthropic-beta': 'context-1m-2025-08-07' } },
+      )
+      .withResponse();
+    expect(response.headers.get('x-gatehouse-dropped-fields')).toContain('anthropic-beta');
+    const req = vertexRequest('google', GEMINI, 'generateContent');
+    expect(req.headers['anthropic-beta']).toBeUndefined();
+    expect(JSON.stringify(req.body)).not.toContain('context-1m');
+  });
+
   it('/messages on Claude is a pass-through lane: the body as sent, anthropic-beta forwarded', async () => {
     mock.enqueue({ reply: { text: 'lane answer', usage } });
     const { data, response } = await anthropic.messages

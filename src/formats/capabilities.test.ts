@@ -139,6 +139,13 @@ describe('droppedFields', () => {
     expect(droppedFields(hinted, kind)).toEqual(fields);
   });
 
+  it('also drops the hints a provider lists for a model (when set), though its kind keeps them', () => {
+    const beta: ChatRequest = { ...base, anthropic_beta: 'interleaved-thinking-2025-05-14' };
+    expect(droppedFields(beta, 'anthropic')).toEqual([]);
+    expect(droppedFields(beta, 'anthropic', ['anthropic-beta'])).toEqual(['anthropic-beta']);
+    expect(droppedFields(base, 'anthropic', ['anthropic-beta'])).toEqual([]);
+  });
+
   it('drops nothing from a request without hints, and keeps no-op values', () => {
     const plain: ChatRequest = { ...base, store: false, metadata: {}, parallel_tool_calls: false };
     for (const kind of [...KINDS, 'openai-compatible'] as const)

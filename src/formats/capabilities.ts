@@ -232,10 +232,18 @@ export const HINT_RULES: readonly HintRule[] = [
 /**
  * The fields dropped when `req` is sent to a provider of kind `target`: the caller-side parser's
  * own list (`req.dropped`, fields the canonical request cannot carry) followed by the hints that
- * kind has no equivalent for. Empty when nothing was lost.
+ * kind has no equivalent for, and those of `alsoDrops` (hints the kind carries but the provider
+ * does not, for this model) that the request sets. Empty when nothing was lost.
  */
-export function droppedFields(req: ChatRequest, target: TargetKind): string[] {
+export function droppedFields(
+  req: ChatRequest,
+  target: TargetKind,
+  alsoDrops: readonly string[] = [],
+): string[] {
   const out = [...(req.dropped ?? [])];
-  for (const rule of HINT_RULES) if (rule.dropped(req, target)) out.push(rule.field);
+  // The development kind keeps no hint: a rule drops for it exactly when the request sets it.
+  for (const rule of HINT_RULES)
+    if (rule.dropped(req, target) || (alsoDrops.includes(rule.field) && rule.dropped(req, 'dev')))
+      out.push(rule.field);
   return [...new Set(out)];
 }

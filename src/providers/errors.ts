@@ -8,6 +8,12 @@ export interface ErrorShape {
   message(body: unknown): string | undefined;
   /** A retry delay the body itself carries (Gemini's RetryInfo), in ms. */
   retryAfterMs?(body: unknown): number | undefined;
+  /**
+   * Whether another provider of the model may serve the call after this error, when the body says
+   * more than the status (Azure's DeploymentNotFound: this resource's setup, not the request);
+   * undefined leaves it to the status (408, 429, 5xx).
+   */
+  retryable?(status: number, body: unknown): boolean | undefined;
 }
 
 export type Obj = Record<string, unknown>;

@@ -513,8 +513,10 @@ export function upstreamErrorFrom(
     (body !== undefined && typeof body === 'object' ? errors.message(body) : undefined) ??
     (raw ? raw.slice(0, 500) : `upstream responded with HTTP ${status}`);
   const retryAfterMs = parseRetryAfter(headers) ?? errors.retryAfterMs?.(body);
+  const retryable = errors.retryable?.(status, body);
   return new UpstreamError(status, msg, {
     body,
+    ...(retryable !== undefined ? { retryable } : {}),
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
   });
 }

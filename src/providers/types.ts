@@ -196,6 +196,11 @@ export interface ProviderTraits {
   /** Calls work without any key (local OpenAI-compatible servers, the development provider). */
   keyOptional: boolean;
   /**
+   * Hints `target`'s kind carries that this provider (for this model) has no field for: dropped,
+   * and listed when the request sets them (`anthropic-beta` to a Llama on Bedrock's Converse).
+   */
+  drops?: readonly string[];
+  /**
    * The traits of one upstream model when they differ by model (Vertex AI serves Claude, natively
    * on /messages, and Gemini under one entry); absent: these traits hold for every model.
    */

@@ -451,8 +451,8 @@ export class Engine {
 
   private info(call: InferenceCall, prep: Prepared, routed: Routed<unknown>, sent: unknown): RouteInfo {
     const served = routed.served.candidate;
-    const target =
-      traitsOf(this.deps.provider(served.endpoint.provider), served.endpoint.upstreamModel).target ?? 'dev';
+    const traits = traitsOf(this.deps.provider(served.endpoint.provider), served.endpoint.upstreamModel);
+    const target = traits.target ?? 'dev';
     return {
       generationId: this.deps.newGenerationId(),
       requested: call.model,
@@ -484,7 +484,7 @@ export class Engine {
           ...(routed.served.lane
             ? (call.wire.laneDropped?.(prep.body, call.headers) ?? [])
             : call.wire.kind === 'chat'
-              ? droppedFields(sent as ChatRequest, target)
+              ? droppedFields(sent as ChatRequest, target, traits.drops)
               : []),
           ...this.rejected(call, prep, routed.served),
         ]),

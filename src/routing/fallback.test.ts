@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { TranslationError } from '../formats/chat.js';
 import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
 import { UpstreamError } from '../providers/types.js';
@@ -13,6 +14,7 @@ import {
   openAttempt,
   type Prepared,
   routeWithFallbacks,
+  Untranslatable,
   upstreamToApiError,
 } from './fallback.js';
 
@@ -68,13 +70,14 @@ const callWith = (over: Partial<InferenceCall> = {}): InferenceCall =>
 
 afterEach(() => vi.useRealTimers());
 
+const at = (isLast: boolean, retried = false, timedOut = false) => ({
+  isLast,
+  retried,
+  timedOut,
+  maxRetryWaitMs: 2_000,
+});
+
 describe('decide: what follows a failed attempt', () => {
-  const at = (isLast: boolean, retried = false, timedOut = false) => ({
-    isLast,
-    retried,
-    timedOut,
-    maxRetryWaitMs: 2_000,
-  });
   it('moves on after a retryable failure while attempts remain', () => {
     expect(decide(new UpstreamError(503, 'down'), at(false))).toEqual({ kind: 'next' });
     expect(decide(new UpstreamError(0, 'reset'), at(false))).toEqual({ kind: 'next' });
@@ -92,6 +95,11 @@ describe('decide: what follows a failed attempt', () => {
     });
     expect(decide(new UpstreamError(503, 'down'), at(true, true))).toEqual({ kind: 'stop' });
   });
+  it('moves on after a failure the provider marks retryable, but never asks the same again for it', () => {
+    const missing = new UpstreamError(404, 'deployment not found', { retryable: true });
+    expect(decide(missing, at(false))).toEqual({ kind: 'next' });
+    expect(decide(missing, at(true))).toEqual({ kind: 'stop' });
+  });
   it('never retries an attempt that spent its whole deadline', () => {
     expect(decide(new UpstreamError(0, 'timed out'), at(true, false, true))).toEqual({ kind: 'stop' });
   });
@@ -106,6 +114,17 @@ describe('classify: what an attempt threw', () => {
       message: 'timed out after 800 ms',
     });
     expect(classify(new Error('socket hang up'), false, 800)).toMatchObject({ status: 0, retryable: true });
+  });
+  it('makes an adapter’s TranslationError an Untranslatable 400: the next provider, never the same again', () => {
+    const err = classify(new TranslationError('image_url must be a data: URL'), false, 800);
+    expect(err).toBeInstanceOf(Untranslatable);
+    expect(err.status).toBe(400);
+    expect(decide(err, at(false))).toEqual({ kind: 'next' });
+    expect(decide(err, at(true))).toEqual({ kind: 'stop' });
+    expect(upstreamToApiError({ err, provider: 'anthropic', lane: false })).toMatchObject({
+      status: 400,
+      message: 'The request cannot be sent to anthropic: image_url must be a data: URL',
+    });
   });
 });
 

@@ -1,3 +1,4 @@
+import { TranslationError } from '../formats/chat.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
 import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
@@ -184,37 +185,60 @@ export function openAttempt(callSignal: CallSignal, timeoutMs: number): AttemptS
   };
 }
 
+/**
+ * An attempt whose adapter could not translate the request for its provider (an image form it
+ * cannot take, …): nothing was sent. Another provider of the model may still take the request;
+ * when none does it is the caller's 400 naming the field — not an upstream failure, and no mark
+ * against the credential's health.
+ */
+export class Untranslatable extends UpstreamError {
+  constructor(message: string) {
+    super(400, message, { retryable: false });
+    this.name = 'Untranslatable';
+  }
+}
+
 /** classify: what an attempt threw, as an UpstreamError (a timeout and a transport error are status 0). */
 export function classify(raw: unknown, timedOut: boolean, timeoutMs: number): UpstreamError {
   if (raw instanceof UpstreamError) return raw;
+  if (raw instanceof TranslationError) return new Untranslatable(raw.message);
   if (timedOut) return new UpstreamError(0, `timed out after ${timeoutMs} ms`);
   return new UpstreamError(0, (raw as Error)?.message || 'upstream call failed');
 }
 
 export type Next = { kind: 'next' } | { kind: 'retry'; waitMs: number } | { kind: 'stop' };
 
+/** A failure that may pass if the same attempt is made again: 408, 429, 5xx, no answer. */
+const transient = (status: number) => status === 0 || status === 408 || status === 429 || status >= 500;
+
 /**
  * decide: after a failure, the next attempt when there is one and the failure is retryable (429,
- * 5xx, timeouts, connection errors); the last attempt once more after its Retry-After when that is
- * short enough — but not after a timeout (it already spent the whole deadline: the caller of a
+ * 5xx, timeouts, connection errors, or what the provider marks so: Azure's DeploymentNotFound);
+ * the last attempt once more after its Retry-After when that is short enough and the failure is
+ * transient (a missing deployment stays missing) — but not after a timeout (it already spent the whole deadline: the caller of a
  * stalled provider would wait twice as long for the same answer); otherwise stop.
  */
 export function decide(
   err: UpstreamError,
   s: { isLast: boolean; retried: boolean; timedOut: boolean; maxRetryWaitMs: number },
 ): Next {
-  // A refused credential (401/403) is that credential's failure: the next one may serve the call.
+  // A refused credential (401/403) is that credential's failure: the next one may serve the call;
+  // a request one provider's adapter cannot carry may still go to the next (never the same again).
+  if (err instanceof Untranslatable) return s.isLast ? { kind: 'stop' } : { kind: 'next' };
   if (err.status === 401 || err.status === 403) return s.isLast ? { kind: 'stop' } : { kind: 'next' };
   if (!err.retryable) return { kind: 'stop' };
   if (!s.isLast) return { kind: 'next' };
   const waitMs = err.retryAfterMs ?? 0;
-  if (!s.retried && !s.timedOut && waitMs <= s.maxRetryWaitMs) return { kind: 'retry', waitMs };
+  if (transient(err.status) && !s.retried && !s.timedOut && waitMs <= s.maxRetryWaitMs)
+    return { kind: 'retry', waitMs };
   return { kind: 'stop' };
 }
 
 /** An upstream failure as the caller's error: 429 stays 429 (with its Retry-After), 5xx and unreachable are 502. */
 export function upstreamToApiError(last: Failure): ApiError {
   const { err, provider } = last;
+  if (err instanceof Untranslatable)
+    return new ApiError(400, `The request cannot be sent to ${provider}: ${err.message}`);
   const where = `Upstream provider ${provider}`;
   // On a lane the caller speaks the provider's format: its own error body can go back as it is.
   const native = last.lane && err.body !== undefined ? { upstream_error: err.body } : undefined;
@@ -337,11 +361,19 @@ export async function routeWithFallbacks<T>(
       }
       scope.unlink();
       const err = classify(raw, scope.timedOut(), ctx.upstreamTimeoutMs);
-      gate?.settle(a.candidate, err);
-      attempted(err.status || null);
-      ctx.metrics.upstreamErrors.inc({ provider, status: String(err.status) });
-      ctx.metrics.upstreamLatency.observe({ provider, outcome: 'error' }, (performance.now() - t0) / 1000);
-      last = { err, provider, model: a.candidate.model.id, lane: a.lane };
+      if (err instanceof Untranslatable) {
+        // Nothing went upstream: no verdict on the credential, no upstream metrics, and a real
+        // upstream failure before it stays the one the caller is told of.
+        gate?.release(a.candidate);
+        attempted(null);
+        if (!last) last = { err, provider, model: a.candidate.model.id, lane: a.lane };
+      } else {
+        gate?.settle(a.candidate, err);
+        attempted(err.status || null);
+        ctx.metrics.upstreamErrors.inc({ provider, status: String(err.status) });
+        ctx.metrics.upstreamLatency.observe({ provider, outcome: 'error' }, (performance.now() - t0) / 1000);
+        last = { err, provider, model: a.candidate.model.id, lane: a.lane };
+      }
       const next = decide(err, {
         isLast,
         retried,

@@ -35,5 +35,10 @@ export function azureErrors(deployment: string | null): ErrorShape {
         return `Azure deployment "${deployment}" was not found on this resource${upstream ? ` (${upstream})` : ''}`;
       return upstream;
     },
+    // A deployment missing on this resource says nothing of the request: another resource (the
+    // model's next provider) may have it.
+    retryable(status, body) {
+      return status === 404 && obj(obj(body).error).code === 'DeploymentNotFound' ? true : undefined;
+    },
   };
 }

@@ -13,13 +13,12 @@
  * foundation model ids (`anthropic.claude-…-v1:0`), cross-region inference profiles
  * (`us.`/`eu.`/`apac.`/`global.` prefixed) and ARNs alike.
  */
-import {
-  type ChatChunk,
-  type ChatRequest,
-  type ChatResponse,
-  type EmbeddingsRequest,
-  type EmbeddingsResponse,
-  TranslationError,
+import type {
+  ChatChunk,
+  ChatRequest,
+  ChatResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
 } from '../../formats/chat.js';
 import { encodeSse } from '../../formats/sse.js';
 import type { CallSignal } from '../../lib/call-abort.js';
@@ -62,15 +61,22 @@ import { EVENT_STREAM_TYPE, eventStreamMessages, type StreamMessage } from './ev
 import { invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
 import { BedrockSigner } from './signer.js';
 
-/** Every model through Converse, which carries what Anthropic's Messages API carries (no logprobs, n, seed). */
+/**
+ * Every model through Converse, which carries what Anthropic's Messages API carries (no logprobs,
+ * n, seed) — but Anthropic's betas only for Claude: another model's call drops them.
+ */
 const CONVERSE: ProviderTraits = {
   natives: new Set(),
   target: 'anthropic',
   // Calls are signed with AWS credentials, never with a Gatehouse-configured key.
   keyOptional: true,
+  drops: ['anthropic-beta'],
 };
-/** Anthropic models also take `/messages` bodies as they are, through InvokeModel (a lane). */
-const ANTHROPIC: ProviderTraits = { ...CONVERSE, natives: new Set(['anthropic-messages']) };
+/**
+ * Anthropic models also take `/messages` bodies as they are, through InvokeModel (a lane), and
+ * betas on Converse (`additionalModelRequestFields.anthropic_beta`).
+ */
+const ANTHROPIC: ProviderTraits = { ...CONVERSE, natives: new Set(['anthropic-messages']), drops: [] };
 
 type Operation = 'converse' | 'converse-stream' | 'invoke' | 'invoke-with-response-stream';
 
@@ -201,16 +207,11 @@ export class BedrockProvider implements Provider {
   }
 
   /**
-   * The Converse body; what Converse cannot carry (an image URL) is a 400 that still lets another
-   * provider of the model try (no request was sent).
+   * The Converse body. What Converse cannot carry (an image URL) throws a TranslationError: the
+   * fallback loop lets another provider of the model try, else answers the caller's 400.
    */
   private converse(req: ChatRequest): Record<string, unknown> {
-    try {
-      return toConverseRequest(req, { anthropic: isAnthropicModel(this.modelId(req.model)) });
-    } catch (err) {
-      if (err instanceof TranslationError) throw new UpstreamError(400, err.message, { retryable: true });
-      throw err;
-    }
+    return toConverseRequest(req, { anthropic: isAnthropicModel(this.modelId(req.model)) });
   }
 
   /** One InvokeModel call's JSON answer and its input token count header. */

@@ -10,9 +10,11 @@
  * and stop → `inferenceConfig`; tools → `toolConfig` (tool_choice auto/required/named →
  * auto/any/tool; `none` sends the tools without a choice: Converse has no "none", and history with
  * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. For Claude,
- * `reasoning` → `additionalModelRequestFields.thinking` (Anthropic's budget rules), and thinking
+ * `reasoning` → `additionalModelRequestFields.thinking` (Anthropic's budget rules), the caller's
+ * `anthropic-beta` → `additionalModelRequestFields.anthropic_beta` (a list), and thinking
  * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
- * `reasoningContent`; other models get no thinking and no default max tokens. Seed, penalties,
+ * `reasoningContent`; other models get no thinking, no betas (listed as dropped) and no default
+ * max tokens. Seed, penalties,
  * logprobs and JSON modes have no Converse field: the engine refuses them before the call (the
  * `anthropic` capability rows).
  *
@@ -145,6 +147,14 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   }
   const additional: Record<string, unknown> = {};
   if (a.thinking) additional.thinking = a.thinking;
+  // Claude takes the caller's betas as a list beside the request (as InvokeModel's body has them).
+  const betas = opts.anthropic
+    ? (req.anthropic_beta ?? '')
+        .split(',')
+        .map((b) => b.trim())
+        .filter(Boolean)
+    : [];
+  if (betas.length) additional.anthropic_beta = betas;
   if (a.top_k !== undefined) additional.top_k = a.top_k;
   if (Object.keys(additional).length) body.additionalModelRequestFields = additional;
   return body;

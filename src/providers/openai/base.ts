@@ -127,15 +127,18 @@ export class OpenAiWireProvider implements Provider {
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
     const body = toOpenAiRequest(req, this.flavor, false);
-    const raw = await callJson(this.call('/chat/completions', body, ctx));
-    throwIfErrorPayload(raw, [ctx.apiKey]);
+    const call = this.call('/chat/completions', body, ctx);
+    const raw = await callJson(call);
+    throwIfErrorPayload(raw, call.secrets, false, call.errors);
     return this.fromResponse(raw, req.model);
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const secrets = [ctx.apiKey];
     const body = toOpenAiRequest(req, this.flavor, true);
-    const res = await callStream(this.call('/chat/completions', body, ctx));
+    const call = this.call('/chat/completions', body, ctx);
+    const res = await callStream(call);
+    const { errors } = call;
     const model = req.model;
     const fromChunk = (raw: unknown) => this.fromChunk(raw, model);
     return (async function* () {
@@ -150,7 +153,8 @@ export class OpenAiWireProvider implements Provider {
         } catch {
           throw new UpstreamError(502, 'upstream sent an invalid stream event', { retryable: true });
         }
-        throwIfErrorPayload(parsed, secrets, ev.event === 'error');
+        // An error event mid-stream reads in the provider's shape (Azure's content filter).
+        throwIfErrorPayload(parsed, secrets, ev.event === 'error', errors);
         const chunk = fromChunk(parsed);
         if (chunk.choices.some((c) => c.finish_reason)) finished = true;
         yield chunk;
@@ -163,22 +167,24 @@ export class OpenAiWireProvider implements Provider {
 
   async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
     const body = toOpenAiEmbeddingsRequest(req);
-    const raw = await callJson(this.call('/embeddings', body, ctx));
-    throwIfErrorPayload(raw, [ctx.apiKey]);
+    const call = this.call('/embeddings', body, ctx);
+    const raw = await callJson(call);
+    throwIfErrorPayload(raw, call.secrets, false, call.errors);
     return fromOpenAiEmbeddings(raw, req.model);
   }
 
   forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
     const call = this.call(this.path(req.wire), req.body, ctx, req.headers);
-    return forwardJson(call, req.wire === 'openai-responses' ? tapResponse : tapChat);
+    const tap = req.wire === 'openai-responses' ? tapResponse : tapChat;
+    return forwardJson(call, (json, secrets) => tap(json, secrets, call.errors));
   }
 
   forwardStream(req: ForwardRequest, ctx: CallContext): Promise<AsyncIterable<RelayFrame>> {
     const call = this.call(this.path(req.wire), req.body, ctx, req.headers);
-    const secrets = call.secrets;
+    const { secrets, errors } = call;
     return forwardStream(
       call,
-      req.wire === 'openai-responses' ? responsesStreamTap(secrets) : chatStreamTap(secrets),
+      req.wire === 'openai-responses' ? responsesStreamTap(secrets, errors) : chatStreamTap(secrets, errors),
     );
   }
 

@@ -16,12 +16,14 @@ export const openAiErrors: ErrorShape = {
 
 /**
  * An error reported with a 200 status (in a stream, or by servers that always answer 200):
- * `{error: {message, code?}}` → UpstreamError (status from a numeric `code`, else 502).
+ * `{error: {message, code?}}` → UpstreamError (status from a numeric `code`, else 502), its message
+ * read with the provider's error shape (Azure's names the content-filter categories).
  */
 export function throwIfErrorPayload(
   raw: unknown,
   secrets: (string | null | undefined)[],
   isErrorEvent = false,
+  shape: ErrorShape = openAiErrors,
 ): void {
   if (!raw || typeof raw !== 'object') return;
   const err = (raw as { error?: unknown }).error;
@@ -30,6 +32,6 @@ export function throwIfErrorPayload(
   const code =
     typeof e.code === 'number' ? e.code : typeof e.status === 'number' ? e.status : Number(e.code) || 502;
   const status = code >= 400 && code <= 599 ? code : 502;
-  const msg = redact(openAiErrors.message(raw) ?? 'upstream reported an error', secrets);
+  const msg = redact(shape.message(raw) ?? 'upstream reported an error', secrets);
   throw new UpstreamError(status, msg, { body: raw });
 }

@@ -4,10 +4,10 @@
  */
 import type { Usage } from '../../formats/chat.js';
 import type { SseEvent } from '../../formats/sse.js';
-import { nonEmpty, obj } from '../errors.js';
+import { type ErrorShape, nonEmpty, obj } from '../errors.js';
 import { type EventTap, eventJson, type TapRead } from '../lane.js';
 import type { Tapped } from '../types.js';
-import { throwIfErrorPayload } from './errors.js';
+import { openAiErrors, throwIfErrorPayload } from './errors.js';
 import { mapResponsesUsage, mapUsage } from './wire.js';
 
 type Secrets = (string | null | undefined)[];
@@ -26,8 +26,8 @@ function responsesUsage(response: Record<string, unknown>): Usage | null {
 }
 
 /** A whole Chat Completions (or Embeddings) answer. */
-export function tapChat(json: unknown, secrets: Secrets): Tapped {
-  throwIfErrorPayload(json, secrets);
+export function tapChat(json: unknown, secrets: Secrets, shape: ErrorShape = openAiErrors): Tapped {
+  throwIfErrorPayload(json, secrets, false, shape);
   const r = obj(json);
   const choice = obj(Array.isArray(r.choices) ? r.choices[0] : undefined);
   const usage = mapUsage(r.usage) ?? null;
@@ -44,14 +44,14 @@ export function tapChat(json: unknown, secrets: Secrets): Tapped {
  * in any of them); `[DONE]` ends it. Servers that close without `[DONE]` end it with a finish
  * reason seen (the hub's rule).
  */
-export function chatStreamTap(secrets: Secrets): EventTap {
+export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors): EventTap {
   let finished = false;
   const tap = (ev: SseEvent): TapRead => {
     const data = ev.data.trim();
     if (data === '[DONE]') return { done: true };
     if (!data) return undefined;
     const chunk = eventJson(ev);
-    throwIfErrorPayload(chunk, secrets, ev.event === 'error');
+    throwIfErrorPayload(chunk, secrets, ev.event === 'error', shape);
     const r = obj(chunk);
     const out: NonNullable<TapRead> = {};
     const usage = mapUsage(r.usage);
@@ -81,8 +81,8 @@ export function chatStreamTap(secrets: Secrets): EventTap {
 }
 
 /** A whole Responses answer. */
-export function tapResponse(json: unknown, secrets: Secrets): Tapped {
-  throwIfErrorPayload(json, secrets);
+export function tapResponse(json: unknown, secrets: Secrets, shape: ErrorShape = openAiErrors): Tapped {
+  throwIfErrorPayload(json, secrets, false, shape);
   const r = obj(json);
   const usage = responsesUsage(r);
   return {
@@ -98,7 +98,7 @@ export function tapResponse(json: unknown, secrets: Secrets): Tapped {
  * terminal event (`response.completed` / `response.incomplete`); `response.failed` and `error`
  * events are failures. Deltas are measured, not parsed.
  */
-export function responsesStreamTap(secrets: Secrets): EventTap {
+export function responsesStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors): EventTap {
   return (ev: SseEvent): TapRead => {
     const type = ev.event ?? '';
     if (type.endsWith('.delta')) return { outputChars: ev.data.length };
@@ -120,11 +120,16 @@ export function responsesStreamTap(secrets: Secrets): EventTap {
       }
       case 'response.failed': {
         const response = obj(obj(eventJson(ev)).response);
-        throwIfErrorPayload({ error: response.error ?? { message: 'the response failed' } }, secrets);
+        throwIfErrorPayload(
+          { error: response.error ?? { message: 'the response failed' } },
+          secrets,
+          false,
+          shape,
+        );
         return undefined;
       }
       case 'error':
-        throwIfErrorPayload({ error: eventJson(ev) }, secrets, true);
+        throwIfErrorPayload({ error: eventJson(ev) }, secrets, true, shape);
         return undefined;
       default:
         return undefined;
