@@ -144,6 +144,10 @@ export interface CallContext {
   idleTimeoutMs?: number;
 }
 
+/** A status that may pass if the same call is made again: 408, 429, 5xx, or 0 (no answer: timeout, connection). */
+export const isTransientStatus = (status: number): boolean =>
+  status === 0 || status === 408 || status === 429 || status >= 500;
+
 /**
  * A failed upstream call. `status` is the upstream HTTP status, or 0 for a connection error /
  * timeout before any response. `retryable` marks what the router may fall back on (429, 5xx,
@@ -164,7 +168,7 @@ export class UpstreamError extends Error {
     super(message);
     this.name = 'UpstreamError';
     this.status = status;
-    this.retryable = opts.retryable ?? (status === 0 || status === 408 || status === 429 || status >= 500);
+    this.retryable = opts.retryable ?? isTransientStatus(status);
     this.retryAfterMs = opts.retryAfterMs;
     this.body = opts.body;
   }

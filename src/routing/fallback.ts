@@ -2,7 +2,7 @@ import { TranslationError } from '../formats/chat.js';
 import type { SafeguardResult } from '../guardrails/content-filters.js';
 import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
-import { UpstreamError } from '../providers/types.js';
+import { isTransientStatus, UpstreamError } from '../providers/types.js';
 import type { Body, CallChecks, CallHold, InferenceCall } from './call.js';
 import type { ModelEntry } from './catalog.js';
 import type { CredentialGate } from './credentials/service.js';
@@ -208,9 +208,6 @@ export function classify(raw: unknown, timedOut: boolean, timeoutMs: number): Up
 
 export type Next = { kind: 'next' } | { kind: 'retry'; waitMs: number } | { kind: 'stop' };
 
-/** A failure that may pass if the same attempt is made again: 408, 429, 5xx, no answer. */
-const transient = (status: number) => status === 0 || status === 408 || status === 429 || status >= 500;
-
 /**
  * decide: after a failure, the next attempt when there is one and the failure is retryable (429,
  * 5xx, timeouts, connection errors, or what the provider marks so: Azure's DeploymentNotFound);
@@ -229,7 +226,7 @@ export function decide(
   if (!err.retryable) return { kind: 'stop' };
   if (!s.isLast) return { kind: 'next' };
   const waitMs = err.retryAfterMs ?? 0;
-  if (transient(err.status) && !s.retried && !s.timedOut && waitMs <= s.maxRetryWaitMs)
+  if (isTransientStatus(err.status) && !s.retried && !s.timedOut && waitMs <= s.maxRetryWaitMs)
     return { kind: 'retry', waitMs };
   return { kind: 'stop' };
 }

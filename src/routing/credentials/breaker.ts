@@ -4,6 +4,8 @@
  * failure re-opens it with a doubled cooldown. disabled (401/403): skipped until the credential
  * changes (a new breaker is made for it then).
  */
+import { isTransientStatus } from '../../providers/types.js';
+
 export type BreakerState = 'closed' | 'open' | 'half-open' | 'disabled';
 
 export interface BreakerSettings {
@@ -17,8 +19,7 @@ export interface BreakerSettings {
 export const isAuthFailure = (status: number): boolean => status === 401 || status === 403;
 
 /** Whether an upstream status counts against the credential's health (0: timeout or connection error). */
-export const isHealthFailure = (status: number): boolean =>
-  status === 0 || status === 408 || status === 429 || status >= 500;
+export const isHealthFailure = isTransientStatus;
 
 export class Breaker {
   state: BreakerState = 'closed';
