@@ -3,7 +3,7 @@
  * with the ratios the issue's targets are stated in, then each target, met or not, from this run.
  */
 import type { FrameCheck, LaneCell, LanesResult } from './lanes.js';
-import { useCells } from './processes.js';
+import { processCells } from './processes.js';
 
 const fmt = (v: number) =>
   Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: 0 }) : '–';
@@ -54,7 +54,7 @@ function table(cells: LaneCell[], skipped: LanesResult['skipped']): string[] {
     const r = ratios(x, cells);
     const cell = (v: number | null) => (v === null ? '' : times(v));
     lines.push(
-      `| ${x.lane} | ${modeName(x.mode)} | ${x.concurrency} | ${x.row} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${x.added ? fmt(x.added.p50) : ''} | ${x.added ? fmt(x.added.p99) : ''} | ${toEnd} | ${fmt(x.rps)} | ${useCells(x)} | ${cell(r.vsFloor)} | ${cell(r.vsPortkey)} | ${cell(r.cpuVsTranslated)} | ${x.errors} |`,
+      `| ${x.lane} | ${modeName(x.mode)} | ${x.concurrency} | ${x.row} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${x.added ? fmt(x.added.p50) : ''} | ${x.added ? fmt(x.added.p99) : ''} | ${toEnd} | ${fmt(x.rps)} | ${processCells(x)} | ${cell(r.vsFloor)} | ${cell(r.vsPortkey)} | ${cell(r.cpuVsTranslated)} | ${x.errors} |`,
     );
   }
   for (const x of skipped)

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { request } from 'undici';
 import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
-import { log, measuring, type ProcessUse, poolUse, post, useCells } from './processes.js';
+import { log, measuring, type ProcessUse, poolUse, post, processCells } from './processes.js';
 
 export const SCENARIO_NAMES = ['chat', 'lanes', 'messages', 'policy', 'mgmt-read'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
@@ -281,7 +281,7 @@ export function otherScenariosTable(cells: OtherCell[]): string[] {
   for (const x of cells) {
     const a = (k: 'p50' | 'p90' | 'p99') => (x.added ? fmt(x.added[k]) : '');
     lines.push(
-      `| ${x.scenario} | ${x.concurrency} | ${x.target} | ${fmt(x.total.p50)} | ${fmt(x.total.p90)} | ${fmt(x.total.p99)} | ${a('p50')} | ${a('p90')} | ${a('p99')} | ${fmt(x.rps)} | ${useCells(x)} | ${x.errors} |`,
+      `| ${x.scenario} | ${x.concurrency} | ${x.target} | ${fmt(x.total.p50)} | ${fmt(x.total.p90)} | ${fmt(x.total.p99)} | ${a('p50')} | ${a('p90')} | ${a('p99')} | ${fmt(x.rps)} | ${processCells(x)} | ${x.errors} |`,
     );
   }
   lines.push('');

@@ -181,7 +181,7 @@ export function poolUse(uses: (ProcessUse | null)[], rps: number) {
 }
 
 /** The CPU and memory cells of a report row. */
-export const useCells = (x: {
+export const processCells = (x: {
   cpuCores: number | null;
   cpuUsPerRequest: number | null;
   peakRssMB: number | null;

@@ -66,6 +66,7 @@ import {
   type ProcessUse,
   poolUse,
   post,
+  processCells,
   ROOT,
   gitCommit as readGitCommit,
   runBenchmark,
@@ -74,7 +75,6 @@ import {
   startMock,
   startScriptProcess,
   stopChildren,
-  useCells,
   waitFor,
   writeJson,
 } from './processes.js';
@@ -386,7 +386,7 @@ function report(
         const ds = d ? (mode === 'stream' ? d.ttfb : d.total) : null;
         const added = (k: 'p50' | 'p99') => (ds && x.target !== 'direct' ? fmt(s[k] - ds[k]) : '');
         lines.push(
-          `| ${mode === 'stream' ? 'streaming (TTFB)' : 'non-streaming'} | ${c} | ${x.target} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${added('p50')} | ${added('p99')} | ${fmt(x.rps)} | ${d && x.target !== 'direct' ? ratio(x.rps, d.rps) : ''} | ${pk && x.target.startsWith('gatehouse') ? ratio(x.rps, pk.rps) : ''} | ${useCells(x)} | ${x.errors} |`,
+          `| ${mode === 'stream' ? 'streaming (TTFB)' : 'non-streaming'} | ${c} | ${x.target} | ${fmt(s.p50)} | ${fmt(s.p99)} | ${added('p50')} | ${added('p99')} | ${fmt(x.rps)} | ${d && x.target !== 'direct' ? ratio(x.rps, d.rps) : ''} | ${pk && x.target.startsWith('gatehouse') ? ratio(x.rps, pk.rps) : ''} | ${processCells(x)} | ${x.errors} |`,
         );
       }
     }
