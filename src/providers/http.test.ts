@@ -9,7 +9,9 @@ import {
   parseRetryAfter,
   postJson,
   postJsonWhole,
+  postStream,
   readJson,
+  sseEvents,
   toUpstreamError,
   upstreamErrorFrom,
 } from './http.js';
@@ -128,6 +130,7 @@ describe('toUpstreamError', () => {
 describe.each([
   ['postJson', postJson],
   ['postJsonWhole', postJsonWhole],
+  ['postStream', postStream],
 ] as const)('%s against a real server', (_name, post) => {
   let mock: MockUpstream;
   beforeAll(async () => {
@@ -196,5 +199,78 @@ describe.each([
     expect(err.name).toBe('TimeoutError');
     expect(isAbortError(err)).toBe(true);
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('postStream: a streamed body as it arrives', () => {
+  let mock: MockUpstream;
+  beforeAll(async () => {
+    mock = await startMockUpstream();
+  });
+  afterAll(() => mock.close());
+  const url = () => `${mock.url}/v1/chat/completions`;
+
+  it('yields every event in order, across reads spread over time', async () => {
+    const stream = Array.from({ length: 5 }, (_, i) => ({ data: { i } }));
+    mock.enqueue({ stream, eventDelayMs: 20 });
+    const res = await postStream(url(), { stream: true }, {}, live());
+    const seen: unknown[] = [];
+    for await (const ev of sseEvents(res, live())) seen.push(JSON.parse(ev.data));
+    expect(seen).toEqual([0, 1, 2, 3, 4].map((i) => ({ i })));
+  });
+
+  it('holds a large body under backpressure and still delivers all of it', async () => {
+    const big = 'y'.repeat(8 * 1024);
+    const stream = Array.from({ length: 40 }, (_, i) => ({ data: { i, big } }));
+    mock.enqueue({ stream });
+    const res = await postStream(url(), { stream: true }, {}, live());
+    // Nothing read for a while: the body buffers up to its high-water mark, then pauses the socket.
+    await new Promise((r) => setTimeout(r, 100));
+    let n = 0;
+    for await (const ev of sseEvents(res, live())) expect(JSON.parse(ev.data).i).toBe(n++);
+    expect(n).toBe(40);
+  });
+
+  it('a stream cut off mid-way fails its reader with UpstreamError(0)', async () => {
+    mock.enqueue({ stream: [{ data: { a: 1 } }, { data: { a: 2 } }, { data: { a: 3 } }], dieAfterEvents: 1 });
+    const res = await postStream(url(), { stream: true }, {}, live());
+    const seen: unknown[] = [];
+    const err = await (async () => {
+      for await (const ev of sseEvents(res, live())) seen.push(JSON.parse(ev.data));
+    })().catch((e) => e);
+    expect(seen).toEqual([{ a: 1 }]);
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect(err.status).toBe(0);
+  });
+
+  it('a stream that goes silent past the body timeout fails with UpstreamError(0)', async () => {
+    mock.enqueue({ stream: [{ data: { a: 1 } }, { data: { a: 2 } }], stallAfterEvents: 1 });
+    const res = await postStream(url(), { stream: true }, {}, live(), { bodyTimeoutMs: 150 });
+    const err = await (async () => {
+      for await (const _ of sseEvents(res, live()));
+    })().catch((e) => e);
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect(err.message).toContain('timed out');
+  });
+
+  it("the caller's abort mid-stream ends the reader with the abort reason", async () => {
+    mock.enqueue({ stream: Array.from({ length: 20 }, (_, i) => ({ data: { i } })), eventDelayMs: 50 });
+    const ac = new AbortController();
+    const res = await postStream(url(), { stream: true }, {}, ac.signal);
+    const err = await (async () => {
+      for await (const ev of sseEvents(res, ac.signal))
+        if (JSON.parse(ev.data).i === 1) ac.abort(new DOMException('gone', 'AbortError'));
+    })().catch((e) => e);
+    expect(err.name).toBe('AbortError');
+    expect(isAbortError(err)).toBe(true);
+  });
+
+  it('a reader that stops early releases the body, and the connection serves the next call', async () => {
+    mock.enqueue({ stream: [{ data: { a: 1 } }, { data: { a: 2 } }, { data: { a: 3 } }] });
+    const res = await postStream(url(), { stream: true }, {}, live());
+    for await (const ev of sseEvents(res, live())) if (JSON.parse(ev.data).a === 1) break;
+    mock.enqueue({ body: { ok: 1 } });
+    const next = await postJsonWhole(url(), {}, {}, live());
+    expect(await readJson(next, live())).toEqual({ ok: 1 });
   });
 });

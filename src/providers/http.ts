@@ -18,6 +18,7 @@
 import { Agent, type Dispatcher, util } from 'undici';
 import { parseSse, parseSseChunks, type SseEvent } from '../formats/sse.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import { ArrivingBody } from './arriving-body.js';
 import type { ErrorShape } from './errors.js';
 import { redact } from './redact.js';
 import { UpstreamError } from './types.js';
@@ -212,6 +213,60 @@ export async function postJsonWhole(
   }
 }
 
+/**
+ * POSTs `body` as JSON for a streamed answer, through undici's `dispatch`: resolves at the response
+ * headers with the body as an `ArrivingBody` (its chunks as they arrive, backpressure on the socket)
+ * — `request()`'s Readable body is a stream machine the relay does not need. Failures as
+ * `postJson`'s; a body cut off or timed out later fails its reader (`UpstreamError(0)` once mapped
+ * by `sseEvents`), a caller abort ends it with the abort reason.
+ */
+export async function postStream(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  signal: CallSignal,
+  opts: PostOptions = {},
+): Promise<UpstreamResponse<ArrivingBody>> {
+  throwIfAborted(signal);
+  try {
+    return await new Promise<UpstreamResponse<ArrivingBody>>((resolve, reject) => {
+      let abort: ((reason: Error) => void) | null = null;
+      const onAbort = () => abort?.(abortReason(signal) as Error);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const settle = () => signal.removeEventListener('abort', onAbort);
+      let arriving: ArrivingBody | null = null;
+      let resume: () => void = () => {};
+      const handler: Dispatcher.DispatchHandler = {
+        onConnect(abortRequest) {
+          abort = abortRequest;
+          if (signal.aborted) onAbort();
+        },
+        onHeaders(statusCode, rawHeaders, resumeSocket) {
+          resume = resumeSocket;
+          arriving = new ArrivingBody((reason) => abort?.(reason));
+          resolve({ status: statusCode, headers: util.parseHeaders(rawHeaders), body: arriving });
+          return true;
+        },
+        onData(chunk) {
+          return arriving ? arriving.push(chunk, resume) : true;
+        },
+        onComplete() {
+          settle();
+          arriving?.end();
+        },
+        onError(err) {
+          settle();
+          if (arriving) arriving.fail(err);
+          else reject(err);
+        },
+      };
+      upstreamAgent().dispatch(postOptions(url, body, headers, opts), handler);
+    });
+  } catch (err) {
+    throw toUpstreamError(err, signal, opts.secrets);
+  }
+}
+
 /** One upstream call, by name: where, what, with which headers, and how its errors read. */
 export interface ApiCall {
   url: string;
@@ -266,12 +321,18 @@ export async function getJson(call: Omit<ApiCall, 'body' | 'idleTimeoutMs'>): Pr
  * A streamed call: POSTs `body` asking for an event stream and returns the response once it is
  * known to be one (UpstreamError for ≥ 400 or another body).
  */
-export async function callStream(call: ApiCall): Promise<UpstreamResponse> {
+export async function callStream(call: ApiCall): Promise<UpstreamResponse<ArrivingBody>> {
   const { signal, secrets, errors } = call;
-  const res = await postJson(call.url, call.body, { ...call.headers, accept: 'text/event-stream' }, signal, {
-    secrets,
-    ...(call.idleTimeoutMs ? { bodyTimeoutMs: call.idleTimeoutMs } : {}),
-  });
+  const res = await postStream(
+    call.url,
+    call.body,
+    { ...call.headers, accept: 'text/event-stream' },
+    signal,
+    {
+      secrets,
+      ...(call.idleTimeoutMs ? { bodyTimeoutMs: call.idleTimeoutMs } : {}),
+    },
+  );
   return ensureEventStream(await ensureOk(res, signal, errors, secrets), signal, errors, secrets);
 }
 
@@ -302,12 +363,12 @@ export async function ensureOk<R extends UpstreamResponse<TextBody>>(
  * so the router can still fall back; its JSON message is kept. Other or missing content types
  * pass (lenient servers that send SSE as text/plain).
  */
-export async function ensureEventStream(
-  res: UpstreamResponse,
+export async function ensureEventStream<R extends UpstreamResponse<TextBody>>(
+  res: R,
   signal: CallSignal,
   errors: ErrorShape,
   secrets?: (string | null | undefined)[],
-): Promise<UpstreamResponse> {
+): Promise<R> {
   const type = (header(res.headers, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (!/^(text\/html|text\/xml|application\/(json|xml|problem\+json))$/.test(type)) return res;
   let text: string;
@@ -352,57 +413,37 @@ export async function readJson<T = unknown>(
 /**
  * The SSE events of a streamed response. Transport failures while reading (socket closed mid-way,
  * body timeout) → `UpstreamError(0)`; a caller abort → the abort reason. Returning early (break)
- * releases the body.
+ * releases the body (`ArrivingBody.release`: the rest is drained, not torn down).
  */
 export async function* sseEvents(
-  res: UpstreamResponse,
+  res: UpstreamResponse<ArrivingBody>,
   signal: CallSignal,
   secrets?: (string | null | undefined)[],
 ): AsyncGenerator<SseEvent> {
   const body = res.body;
   try {
-    // Not destroyed when the reader stops early: see releaseBody.
-    yield* parseSse(body.iterator({ destroyOnReturn: false }));
+    yield* parseSse(body);
   } catch (err) {
     throw toUpstreamError(err, signal, secrets);
   } finally {
-    releaseBody(body);
+    body.release();
   }
 }
 
 /** As `sseEvents`, the events of each chunk of the body together (`parseSseChunks`). */
 export async function* sseEventBatches(
-  res: UpstreamResponse,
+  res: UpstreamResponse<ArrivingBody>,
   signal: CallSignal,
   secrets?: (string | null | undefined)[],
 ): AsyncGenerator<SseEvent[]> {
   const body = res.body;
   try {
-    yield* parseSseChunks(body.iterator({ destroyOnReturn: false }));
+    yield* parseSseChunks(body);
   } catch (err) {
     throw toUpstreamError(err, signal, secrets);
   } finally {
-    releaseBody(body);
+    body.release();
   }
-}
-
-/** How long the rest of a stream read past its last event may take before it is cut off. */
-const DRAIN_AFTER_LAST_EVENT_MS = 1_000;
-
-/**
- * Lets go of a stream body its reader stopped reading — usually at `data: [DONE]` (or Anthropic's
- * `message_stop`), a few bytes before the body's own end (the chunked terminator). Destroying it
- * there would make Node and undici build an AbortError with a stack trace per stream (5 % of the
- * streaming hot path in a profile); the rest is drained instead, and the body destroyed only if it
- * has not ended within a second. A caller that went away aborts the request through its signal.
- */
-function releaseBody(body: UpstreamResponse['body']): void {
-  if (body.destroyed || body.readableEnded) return;
-  body.on('error', () => {});
-  const timer = setTimeout(() => body.destroy(), DRAIN_AFTER_LAST_EVENT_MS);
-  timer.unref();
-  body.once('close', () => clearTimeout(timer));
-  body.resume();
 }
 
 // ---------------------------------------------------------------------------------------------
