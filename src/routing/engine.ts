@@ -303,7 +303,7 @@ export class Engine {
       prefs.require_parameters ? (chatRequest() ?? null) : null,
       prefs,
       checks,
-      this.deps.credentials?.preferred(call, model),
+      () => this.deps.credentials?.preferred(call, model),
     );
 
     const attempts: Attempt[] = [];
@@ -352,7 +352,7 @@ export class Engine {
     request: ChatRequest | null,
     prefs: ProviderPreferences,
     checks: CallChecks,
-    sticky?: StickyRoute,
+    sticky?: () => StickyRoute | undefined,
   ): Promise<{ candidates: Candidate[]; excluded: Exclusion[] }> {
     const byokCache = new Map<string, ByokChoice>();
     for (const e of model.endpoints)

@@ -54,8 +54,11 @@ export interface SelectInput {
   keyOptional: (providerSlug: string) => boolean;
   /** Orders one tier of a provider's credentials (weighted, the sticky one first); absent: as listed. */
   arrange?: (tier: Credential[], prefer: string | null | undefined) => Credential[];
-  /** The route that served this conversation's previous turn (credentials/sticky.ts). */
-  sticky?: { provider: string; credential: string | null };
+  /**
+   * The route that served this conversation's previous turn (credentials/sticky.ts). Asked only
+   * when the call has more than one route to choose from: looking it up hashes the conversation.
+   */
+  sticky?: () => { provider: string; credential: string | null } | undefined;
 }
 
 /** The capabilities a request needs from an endpoint. */
@@ -146,28 +149,33 @@ export function selectCandidates(input: SelectInput): { candidates: Candidate[];
     };
     eligible.sort((a, b) => rank(a.endpoint.provider) - rank(b.endpoint.provider)); // stable
   }
-  // A conversation goes back to the provider of its previous turn (its prompt cache), unless the
-  // caller ordered the providers itself; health still decides (an open breaker is passed over).
-  const sticky = input.sticky;
-  if (sticky && !sort && !prefs.order?.length) {
-    const i = eligible.findIndex((e) => e.endpoint.provider === sticky.provider);
-    if (i > 0) eligible.unshift(...eligible.splice(i, 1));
-  }
-
-  const candidates: Candidate[] = [];
-  for (const { endpoint, provider } of eligible) {
-    // BYOK only where the operator allows it: elsewhere the call goes out (and is billed) as theirs.
+  // Each eligible endpoint's credential tiers: BYOK only where the operator allows it (elsewhere
+  // the call goes out, and is billed, as theirs), BYOK primaries, the operator's keys, fallbacks.
+  let routes = 0;
+  const tiered = eligible.map(({ endpoint, provider }) => {
     const creds = provider.byok ? input.byok(endpoint.provider) : NO_BYOK;
     const operator: Credential[] =
       creds.byokOnly || (provider.config.apiKey === null && !input.keyOptional(endpoint.provider))
         ? []
         : (provider.credentials ?? [{ apiKey: provider.config.apiKey, isByok: false }]);
-    // Each tier in weighted random order (BYOK first, the operator's keys, fallback BYOK last).
+    routes += creds.primary.length + operator.length + creds.fallback.length;
+    return { endpoint, provider, tiers: [creds.primary, operator, creds.fallback] };
+  });
+
+  // A conversation goes back to the provider of its previous turn (its prompt cache), unless the
+  // caller ordered the providers itself; health still decides (an open breaker is passed over).
+  const sticky = routes > 1 ? input.sticky?.() : undefined;
+  if (sticky && !sort && !prefs.order?.length) {
+    const i = tiered.findIndex((e) => e.endpoint.provider === sticky.provider);
+    if (i > 0) tiered.unshift(...tiered.splice(i, 1));
+  }
+
+  const candidates: Candidate[] = [];
+  for (const { endpoint, provider, tiers } of tiered) {
+    // Each tier in weighted random order, the sticky credential first.
     const arrange = input.arrange;
     const prefer = sticky?.provider === endpoint.provider ? sticky.credential : null;
-    const all = arrange
-      ? [...arrange(creds.primary, prefer), ...arrange(operator, prefer), ...arrange(creds.fallback, prefer)]
-      : [...creds.primary, ...operator, ...creds.fallback];
+    const all = arrange ? tiers.flatMap((tier) => arrange(tier, prefer)) : tiers.flat();
     if (all.length === 0) {
       excluded.push({
         provider: endpoint.provider,

@@ -210,19 +210,19 @@ describe('selection: weighted tiers and sticky routes', () => {
   });
 
   it('puts the sticky provider and credential first', () => {
-    const sticky = { provider: 'one', credential: 'o1' };
+    const sticky = () => ({ provider: 'one', credential: 'o1' });
     expect(names(selectCandidates(base({ sticky })).candidates)).toEqual([
       'one:b1',
       'one:o1',
       'one:o2',
       'two:t1',
     ]);
-    const moved = selectCandidates(base({ sticky: { provider: 'two', credential: 't1' } }));
+    const moved = selectCandidates(base({ sticky: () => ({ provider: 'two', credential: 't1' }) }));
     expect(names(moved.candidates)).toEqual(['two:t1', 'one:b1', 'one:o2', 'one:o1']);
   });
 
   it('yields to provider.order, sort and provider.only', () => {
-    const sticky = { provider: 'two', credential: 't1' };
+    const sticky = () => ({ provider: 'two', credential: 't1' });
     expect(names(selectCandidates(base({ sticky, prefs: { order: ['one'] } })).candidates)[0]).toBe('one:b1');
     expect(names(selectCandidates(base({ sticky, prefs: { sort: 'price' } })).candidates)[0]).toBe('one:b1');
     expect(names(selectCandidates(base({ sticky, prefs: { only: ['one'] } })).candidates)).toEqual([
@@ -230,5 +230,43 @@ describe('selection: weighted tiers and sticky routes', () => {
       'one:o2',
       'one:o1',
     ]);
+  });
+});
+
+describe('the sticky route is looked up only when a call has a choice', () => {
+  it('is not asked for one provider with one credential, and is for two', () => {
+    let asked = 0;
+    const sticky = () => {
+      asked++;
+      return undefined;
+    };
+    const providers = new Map([
+      ['one', { slug: 'one', byok: true, config: { apiKey: 'k1' } }],
+      ['two', { slug: 'two', byok: false, config: { apiKey: 'k2' } }],
+    ]) as unknown as Catalog['providers'];
+    const input = (ids: string[]) => ({
+      catalog: { providers } as unknown as Catalog,
+      model: {
+        id: 'm',
+        endpoints: ids.map((p) => ({
+          provider: p,
+          upstreamModel: 'm',
+          capabilities: [],
+          pricing: { prompt: 0, completion: 0 },
+        })),
+      } as unknown as ModelEntry,
+      request: null,
+      prefs: {},
+      providerAllowed: () => ({ ok: true as const }),
+      byok: () => ({ primary: [], fallback: [], byokOnly: false }),
+      latency: () => 0,
+      keyOptional: () => false,
+      sticky,
+    });
+    // A BYOK-enabled provider whose caller has no BYOK key: one route, nothing hashed.
+    expect(selectCandidates(input(['one'])).candidates).toHaveLength(1);
+    expect(asked).toBe(0);
+    expect(selectCandidates(input(['one', 'two'])).candidates).toHaveLength(2);
+    expect(asked).toBe(1);
   });
 });

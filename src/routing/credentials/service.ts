@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { UpstreamError } from '../../providers/types.js';
 import type { InferenceCall } from '../call.js';
-import type { Catalog, ModelEndpoint, ModelEntry } from '../catalog.js';
+import type { Catalog, ModelEntry } from '../catalog.js';
 import type { Candidate, Credential } from '../select.js';
 import type { BreakerState } from './breaker.js';
 import { CredentialHealth, type HealthEntry } from './health.js';
@@ -123,21 +123,16 @@ export class CredentialRouter implements CredentialGate, CredentialPlanner {
     return key;
   }
 
+  /**
+   * The route of this conversation's previous turn on `model`. Asked by candidate selection only
+   * when the call has more than one route (providers, operator keys, or the caller's BYOK keys):
+   * with one, a conversation's route needs no remembering, and hashing its opening on every call
+   * (~2 % of a lane call's CPU) is skipped.
+   */
   preferred(call: InferenceCall, model: ModelEntry): StickyRoute | undefined {
-    if (!this.sticky || !this.hasChoice(model)) return undefined;
+    if (!this.sticky) return undefined;
     const key = this.conversation(call);
     return key === null ? undefined : this.sticky.get(call.caller.keyHash, key, model.id);
-  }
-
-  /**
-   * Whether a call to `model` can take more than one route (providers, operator keys, or BYOK keys):
-   * with one, a conversation's route needs no remembering, and hashing its opening on every call
-   * (~1.5 % of a lane call's CPU) is skipped.
-   */
-  private hasChoice(model: ModelEntry): boolean {
-    if (model.endpoints.length !== 1) return true;
-    const provider = this.catalog.providers.get((model.endpoints[0] as ModelEndpoint).provider);
-    return !provider || provider.byok || (provider.credentials?.length ?? 1) > 1;
   }
 
   admit(c: Candidate): boolean {
@@ -160,9 +155,9 @@ export class CredentialRouter implements CredentialGate, CredentialPlanner {
   served(call: InferenceCall, c: Candidate): void {
     const provider = c.endpoint.provider;
     this.calls.inc({ provider, credential: this.nameOf(c.credential) });
-    if (!this.sticky || !this.hasChoice(c.model)) return;
-    const key = this.conversation(call);
-    if (key !== null)
+    // Only a call that had a choice of route looked its conversation up (see `preferred`).
+    const key = this.conversations.get(call);
+    if (this.sticky && key)
       this.sticky.set(call.caller.keyHash, key, c.model.id, {
         provider,
         credential: c.credential.name ?? null,
