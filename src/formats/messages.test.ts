@@ -421,11 +421,12 @@ describe('messagesRequestToChat', () => {
       'speed',
       'diagnostics',
       'tools[0].eager_input_streaming',
-      'tools[1]',
+      'tools[1].defer_loading',
     ]);
     // The header rides along: an Anthropic-format provider sends it, another lists it as dropped.
     expect(req.anthropic_beta).toBe('context-management-2025-06-27');
-    expect(req.tools?.map((t) => t.function.name)).toEqual(['f']);
+    // A deferred tool is offered up front: no other provider loads tools on demand.
+    expect(req.tools?.map((t) => t.function.name)).toEqual(['f', 'later']);
     // Nothing to drop: no list at all.
     expect(
       messagesRequestToChat({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }),

@@ -393,7 +393,7 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
   return m;
 }
 
-/** The tools the model is offered up front: a deferred one (`defer_loading`) is left out, and listed. */
+/** The tools, as functions; a deferred one (`defer_loading`) is offered up front, the flag listed. */
 function tools(v: unknown, dropped: string[]): ToolDefinition[] {
   return arr(v, 'tools').flatMap((t, i): ToolDefinition[] => {
     const p = `tools[${i}]`;
@@ -404,10 +404,7 @@ function tools(v: unknown, dropped: string[]): ToolDefinition[] {
     if (Array.isArray(tool.input_examples) && tool.input_examples.length) {
       fail(`${p}.input_examples`, 'tool input examples are not supported');
     }
-    if (tool.defer_loading === true) {
-      dropped.push(p);
-      return [];
-    }
+    if (tool.defer_loading === true) dropped.push(`${p}.defer_loading`);
     if (
       given(tool.allowed_callers) &&
       strArray(tool.allowed_callers, `${p}.allowed_callers`).some((c) => c !== 'direct')
