@@ -8,11 +8,12 @@
  * never without asking. Public (the console asks for a key itself), and not in the OpenAPI document.
  */
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
+import { sendError } from './errors.js';
 
 /** No inline script or style, nothing from another origin, never framed. */
 export const CONSOLE_CSP = [
@@ -55,9 +56,12 @@ export async function installConsole(app: FastifyInstance, config: Config) {
 
     scope.get('/console/assets/*', { schema }, (req, reply) => {
       if (!built) return notBuilt(reply);
-      const file = (req.params as { '*': string })['*'];
+      const assets = join(dir, 'assets');
+      const file = resolve(assets, (req.params as { '*': string })['*']);
+      if (!file.startsWith(assets + sep) || !existsSync(file))
+        return sendError(reply, 404, 'No such console file');
       // Names carry their content hash: a new build makes new names.
-      return reply.sendFile(file, join(dir, 'assets'), { maxAge: '365d', immutable: true });
+      return reply.sendFile(file.slice(assets.length + 1), assets, { maxAge: '365d', immutable: true });
     });
 
     scope.get('/console/*', { schema }, (_req, reply) => {

@@ -71,7 +71,7 @@ export function KeysPage() {
           remove.reset();
         }}
       />
-      {secret && <NewSecret {...secret} onDone={() => setSecret(null)} />}
+      {secret && <NewSecret name={secret.name} secret={secret.key} onDone={() => setSecret(null)} />}
       <CreateKey
         onCreated={(name, key) => {
           setSecret({ name, key });
@@ -128,16 +128,16 @@ export function KeysPage() {
 type UpdateBody = JsonBody<'/keys/{hash}', 'patch'>;
 type CreateBody = JsonBody<'/keys', 'post'>;
 
-function NewSecret({ name, key, onDone }: { name: string; key: string; onDone: () => void }) {
+function NewSecret({ name, secret, onDone }: { name: string; secret: string; onDone: () => void }) {
   return (
     <section className="banner banner-secret" aria-labelledby="new-secret">
       <h2 id="new-secret">Key “{name}” created</h2>
       <p>Copy the key now: it is shown only this once and cannot be shown again.</p>
       <p>
         <code className="secret" data-testid="new-secret">
-          {key}
+          {secret}
         </code>{' '}
-        <CopyButton text={key} label="Copy key" />
+        <CopyButton text={secret} label="Copy key" />
       </p>
       <button type="button" onClick={onDone}>
         I have copied it

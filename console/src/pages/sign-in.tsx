@@ -73,7 +73,7 @@ export function SignInPage() {
           value={token}
           onChange={(e) => setToken(e.target.value)}
         />
-        <button type="submit" disabled={pending || !token.trim()}>
+        <button type="submit" disabled={pending}>
           {pending ? 'Checking…' : 'Sign in'}
         </button>
       </form>
