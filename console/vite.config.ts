@@ -6,6 +6,8 @@ import { defineConfig } from 'vite';
 export default defineConfig({
   base: '/console/',
   plugins: [react()],
+  // `npx vite console`: live reload, the API proxied to a running gateway (GATEHOUSE_URL).
+  server: { proxy: { '/api': process.env.GATEHOUSE_URL ?? 'http://127.0.0.1:8080' } },
   build: {
     outDir: '../dist/console',
     emptyOutDir: true,

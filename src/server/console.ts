@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { sendError } from './errors.js';
 
@@ -55,7 +55,7 @@ export async function installConsole(app: FastifyInstance, config: Config) {
     scope.get('/console', { schema }, (_req, reply) => reply.redirect('/console/', 301));
 
     scope.get('/console/assets/*', { schema }, (req, reply) => {
-      if (!built) return notBuilt(reply);
+      if (!built) return notBuilt(req, reply);
       const assets = join(dir, 'assets');
       const file = resolve(assets, (req.params as { '*': string })['*']);
       if (!file.startsWith(assets + sep) || !existsSync(file))
@@ -64,14 +64,18 @@ export async function installConsole(app: FastifyInstance, config: Config) {
       return reply.sendFile(file.slice(assets.length + 1), assets, { maxAge: '365d', immutable: true });
     });
 
-    scope.get('/console/*', { schema }, (_req, reply) => {
-      if (!built) return notBuilt(reply);
+    scope.get('/console/*', { schema }, (req, reply) => {
+      if (!built) return notBuilt(req, reply);
       reply.header('cache-control', 'no-cache');
       return reply.sendFile('index.html', dir, { cacheControl: false });
     });
   });
 }
 
-function notBuilt(reply: import('fastify').FastifyReply) {
-  return reply.code(503).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(NOT_BUILT);
+/** A page for a browser, the usual error envelope for anything else. */
+function notBuilt(req: FastifyRequest, reply: FastifyReply) {
+  reply.header('cache-control', 'no-store');
+  if (!(req.headers.accept ?? '').includes('text/html'))
+    return sendError(reply, 503, 'The console is not built: run `npm run build`, then restart the gateway');
+  return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT);
 }

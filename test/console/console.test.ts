@@ -29,11 +29,18 @@ describe('console served by the gateway', () => {
       env: { GATEHOUSE_CONSOLE_DIR: '/nonexistent/console' },
     } as unknown as Config);
     for (const url of ['/console/', '/console/keys', '/console/assets/index.js']) {
-      const res = await app.inject({ url });
-      expect(res.statusCode, url).toBe(503);
-      expect(res.headers['content-type']).toMatch(/^text\/html/);
-      expect(res.body).toContain('npm run build');
-      expect(res.headers['content-security-policy']).toBe(CONSOLE_CSP);
+      const page = await app.inject({ url, headers: { accept: 'text/html,*/*' } });
+      expect(page.statusCode, url).toBe(503);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      expect(page.body).toContain('npm run build');
+      expect(page.headers['content-security-policy']).toBe(CONSOLE_CSP);
+      // Anything but a browser gets the API's error envelope.
+      const json = await app.inject({ url });
+      expect(json.statusCode).toBe(503);
+      expect(json.json().error).toMatchObject({
+        code: 503,
+        message: expect.stringContaining('npm run build'),
+      });
     }
     await app.close();
   });
