@@ -74,6 +74,10 @@ describe.skipIf(!hasChromium)('console in headless Chromium', { timeout: 60_000 
     expect(js.status).toBe(200);
     expect(js.headers.get('cache-control')).toContain('immutable');
     expect((await fetch(`${gw.url}/console/assets/missing.js`)).status).toBe(404);
+    // Nothing outside the build is served, however the path is spelled.
+    const outside = await fetch(`${gw.url}/console/assets/..%2f..%2f..%2fpackage.json`);
+    expect(outside.status).toBe(404);
+    expect(await outside.text()).not.toContain('"name": "gatehouse"');
     const bare = await fetch(`${gw.url}/console`, { redirect: 'manual' });
     expect(bare.status).toBe(301);
     expect(bare.headers.get('location')).toBe('/console/');
