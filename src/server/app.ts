@@ -30,6 +30,7 @@ import type { Services } from '../services.js';
 import { storedResponsesRoutes } from '../stored-responses/routes.js';
 import { vaultRoutes } from '../vault/routes.js';
 import { installAuth } from './auth.js';
+import { installConsole } from './console.js';
 import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
 import { installMetrics } from './metrics.js';
 import type { Router } from './router.js';
@@ -137,6 +138,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     }
   });
 
+  await installConsole(app, config);
   await app.register(async (internal) => runtimeCallbackRoutes(internal, services));
   await app.register(
     async (api) => {

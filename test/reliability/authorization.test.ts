@@ -126,6 +126,10 @@ const ROUTES: Record<string, Row> = {
   'GET /docs/': { auth: 'none', ok: 200 },
   'GET /docs/js/scalar.js': { auth: 'none', ok: 200 },
   'GET /api/v1/openapi.json': { auth: 'none', ok: 200 },
+  // The web console's files (test/console/ serves a built one; here it is not built: 503 page).
+  'GET /console': { auth: 'none', ok: 301 }, // → /console/
+  'GET /console/*': { auth: 'none', path: () => '/console/keys', ok: 503 },
+  'GET /console/assets/*': { auth: 'none', path: () => '/console/assets/index.js', ok: 503 },
   'GET /api/v1/models': { auth: 'none', ok: 200 },
   'GET /api/v1/models/count': { auth: 'none', ok: 200 },
   'GET /api/v1/embeddings/models': { auth: 'none', ok: 200 },
@@ -681,7 +685,12 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     gw = await startTestGateway(db, {
       // No worker: the owner's batch stays `validating`, so a cancel by anyone else would show.
       // Slow provisioning: the owner's provision control never starts a runtime before its suspend.
-      env: { GATEHOUSE_WORKER: 'off', GATEHOUSE_INTERNS_STEP_DELAY_MS: '20000' },
+      // No console build, whatever dist/ holds: its routes answer the same 503 on every run.
+      env: {
+        GATEHOUSE_WORKER: 'off',
+        GATEHOUSE_INTERNS_STEP_DELAY_MS: '20000',
+        GATEHOUSE_CONSOLE_DIR: join(tmpdir(), 'gatehouse-no-console'),
+      },
       onRoute: record(routes),
     });
     mediaDir = await mkdtemp(join(tmpdir(), 'authz-media-'));

@@ -1,0 +1,85 @@
+/**
+ * The typed API client: every path, parameter and body is checked against Gatehouse's OpenAPI
+ * document (schema.d.ts is generated from it by `npm run build:console`), so a page that no
+ * longer matches the API fails to build.
+ */
+import createClient, { type Middleware } from 'openapi-fetch';
+import { getSession, signOut } from '../session';
+import type { paths } from './schema';
+
+export type { components, paths } from './schema';
+
+/** The JSON body a route takes, e.g. `JsonBody<'/keys', 'post'>`. */
+export type JsonBody<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
+  requestBody?: { content: { 'application/json': infer B } };
+}
+  ? B
+  : never;
+
+/** The JSON a route answers with on success (200 or 201). */
+export type JsonOk<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
+  responses: infer R;
+}
+  ? R extends { 200: { content: { 'application/json': infer B } } }
+    ? B
+    : R extends { 201: { content: { 'application/json': infer B } } }
+      ? B
+      : never
+  : never;
+
+const auth: Middleware = {
+  onRequest({ request }) {
+    const session = getSession();
+    if (session) request.headers.set('Authorization', `Bearer ${session.token}`);
+    return request;
+  },
+  onResponse({ request, response }) {
+    // The key was revoked, disabled or expired while signed in: back to the sign-in page, saying why.
+    if (response.status === 401 && request.headers.has('Authorization') && getSession()) {
+      signOut('Your key is no longer accepted (invalid, disabled or expired). Sign in again.');
+    }
+    return response;
+  },
+};
+
+export const api = createClient<paths>({ baseUrl: '/api/v1' });
+api.use(auth);
+
+/** An API answer that was not a success, with Gatehouse's own message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** The message of Gatehouse's error envelope `{error:{code,message}}`, or a plain description. */
+function messageOf(body: unknown, status: number): string {
+  const error = (body as { error?: unknown } | null)?.error;
+  if (typeof error === 'string') return error;
+  const message = (error as { message?: unknown } | undefined)?.message;
+  if (typeof message === 'string' && message) return message;
+  return `The gateway answered ${status}`;
+}
+
+/**
+ * The data of an openapi-fetch result, or an ApiError to throw — every page calls the API through
+ * this, so TanStack Query sees failures as errors and <ErrorBanner> shows their message.
+ */
+export async function call<T>(
+  request: Promise<{ data?: T; error?: unknown; response: Response }>,
+): Promise<NonNullable<T>> {
+  let result: { data?: T; error?: unknown; response: Response };
+  try {
+    result = await request;
+  } catch {
+    throw new ApiError(0, 'The gateway could not be reached. Check that it is running and try again.');
+  }
+  if (result.error !== undefined || !result.response.ok) {
+    throw new ApiError(result.response.status, messageOf(result.error, result.response.status));
+  }
+  return result.data as NonNullable<T>;
+}

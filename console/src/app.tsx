@@ -1,0 +1,65 @@
+import { useQueryClient } from '@tanstack/react-query';
+import { Link, Redirect, Route, Router, Switch } from 'wouter';
+import { pagesFor } from './pages';
+import { SignInPage } from './pages/sign-in';
+import { signOut, useSession } from './session';
+
+/** The shell: the sign-in page, or the navigation and the pages the session may open. */
+export function App() {
+  const session = useSession();
+  const client = useQueryClient();
+  if (!session) return <SignInPage />;
+  const pages = pagesFor(session.role);
+  const first = pages[0]?.path ?? '/';
+
+  return (
+    <Router base="/console">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Gatehouse</span>
+        <nav aria-label="Console">
+          <ul>
+            {pages.map((p) => (
+              <li key={p.path}>
+                <Link href={p.path} className={(active) => (active ? 'active' : '')}>
+                  {p.title}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <span className="who">
+          Signed in: <code>{session.label}</code>
+        </span>
+        <button
+          type="button"
+          onClick={() => {
+            signOut();
+            client.clear(); // nothing read with the key stays in memory
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <main id="main">
+        <Switch>
+          {pages.map((p) => (
+            <Route key={p.path} path={p.path} component={p.component} />
+          ))}
+          <Route path="/">
+            <Redirect to={first} />
+          </Route>
+          <Route>
+            <h1>Page not found</h1>
+            <p>
+              There is no such page{session.role === 'operator' ? ' for the operator' : ''}.{' '}
+              <Link href={first}>Go to the first page</Link>.
+            </p>
+          </Route>
+        </Switch>
+      </main>
+    </Router>
+  );
+}
