@@ -12,6 +12,11 @@ export interface Session {
   role: Role;
   /** What the header shows: the key's masked label, or "operator". */
   label: string;
+  /**
+   * An API key for the pages that call models, batches, interns and the vault (a management key
+   * may not): pasted by the user or created by the console for this session. Kept like the token.
+   */
+  apiKey?: { key: string; label: string };
 }
 
 const STORAGE_KEY = 'gatehouse.console.session';
@@ -42,6 +47,15 @@ export function signIn(session: Session) {
   current = session;
   endedBecause = null;
   sessionStorage.setItem(STORAGE_KEY, JSON.stringify(session));
+  emit();
+}
+
+/** Sets (or, with null, forgets) the session's API key. */
+export function setApiKey(apiKey: Session['apiKey'] | null) {
+  if (!current) return;
+  const { apiKey: _old, ...rest } = current;
+  current = apiKey ? { ...rest, apiKey } : rest;
+  sessionStorage.setItem(STORAGE_KEY, JSON.stringify(current));
   emit();
 }
 

@@ -4,7 +4,7 @@
  * longer matches the API fails to build.
  */
 import createClient, { type Middleware } from 'openapi-fetch';
-import { getSession, signOut } from '../session';
+import { getSession, setApiKey, signOut } from '../session';
 import type { paths } from './schema';
 
 export type { components, paths } from './schema';
@@ -44,6 +44,33 @@ const auth: Middleware = {
 
 export const api = createClient<paths>({ baseUrl: '/api/v1' });
 api.use(auth);
+
+/** Why the session's API key was dropped (shown by <ApiKeyGate> when it asks for another). */
+let apiKeyDroppedBecause: string | null = null;
+export const apiKeyDropReason = () => apiKeyDroppedBecause;
+
+const apiKeyAuth: Middleware = {
+  onRequest({ request }) {
+    const key = getSession()?.apiKey?.key;
+    if (key) request.headers.set('Authorization', `Bearer ${key}`);
+    return request;
+  },
+  onResponse({ request, response }) {
+    // The API key was revoked, disabled or expired: ask for another, the session itself stays.
+    if (response.status === 401 && request.headers.has('Authorization') && getSession()?.apiKey) {
+      apiKeyDroppedBecause = 'The API key is no longer accepted (invalid, disabled or expired).';
+      setApiKey(null);
+    }
+    return response;
+  },
+};
+
+/**
+ * The client of the pages that call models, batches, interns and the vault: the same typed API,
+ * authenticated with the session's API key (see <ApiKeyGate>), since a management key may not.
+ */
+export const dataApi = createClient<paths>({ baseUrl: '/api/v1' });
+dataApi.use(apiKeyAuth);
 
 /** An API answer that was not a success, with Gatehouse's own message. */
 export class ApiError extends Error {
