@@ -306,6 +306,7 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
   },
   'GET /api/v1/credits': { auth: 'management', ok: 200 },
+  'GET /api/v1/credits/ledger': { auth: 'management', ok: 200 },
 
   // The operator API.
   'POST /api/v1/admin/organizations': { auth: 'admin', body: () => ({ name: 'Probe' }), ok: 201 },
@@ -321,10 +322,20 @@ const ROUTES: Record<string, Row> = {
     }),
     ok: 201,
   },
+  'GET /api/v1/admin/users': {
+    auth: 'admin',
+    path: (fx) => `/admin/users?organization_id=${fx.otherOrg}`,
+    ok: 200,
+  },
   'POST /api/v1/admin/keys': {
     auth: 'admin',
     body: (fx) => ({ name: 'probe', organization_id: fx.otherOrg }),
     ok: 201,
+  },
+  'GET /api/v1/admin/credits': {
+    auth: 'admin',
+    path: (fx) => `/admin/credits?organization_id=${fx.otherOrg}`,
+    ok: 200,
   },
   'POST /api/v1/admin/credits': {
     auth: 'admin',
