@@ -9,9 +9,14 @@
  */
 import type { ComponentType } from 'react';
 import type { Role } from '../session';
+import { CreditGrantsPage } from './credit-grants';
+import { CreditsPage } from './credits';
+import { InternsPage } from './interns';
 import { KeysPage } from './keys';
 import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
+import { ProviderHealthPage } from './provider-health';
+import { UsersPage } from './users';
 
 export interface PageDef {
   /** Under /console, e.g. '/keys'. */
@@ -26,6 +31,11 @@ export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
   { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
+  { path: '/interns', title: 'Interns', component: InternsPage, access: 'management' },
+  { path: '/credits', title: 'Credits', component: CreditsPage, access: 'management' },
+  { path: '/users', title: 'Users', component: UsersPage, access: 'operator' },
+  { path: '/credit-grants', title: 'Credit grants', component: CreditGrantsPage, access: 'operator' },
+  { path: '/provider-health', title: 'Provider health', component: ProviderHealthPage, access: 'operator' },
 ];
 
 /** The pages a session of this role may open. */
