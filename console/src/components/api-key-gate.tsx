@@ -1,5 +1,5 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
-import { api, apiKeyDropReason, call } from '../api/client';
+import { api, apiKeyDropReason, call, dataApi } from '../api/client';
 import { setApiKey, useSession } from '../session';
 import { ErrorBanner } from './error-banner';
 import { Field } from './field';
@@ -9,7 +9,9 @@ const TEMPORARY_KEY_HOURS = 24;
 
 /** What a pasted secret is: it must be an API key of the signed-in organization's gateway. */
 async function checkApiKey(key: string): Promise<{ key: string; label: string }> {
-  const res = await api.GET('/key', { headers: { Authorization: `Bearer ${key}` } }).catch(() => {
+  // Through dataApi: `api` would replace this Authorization with the session's management key (and
+  // sign the session out on this key's 401); dataApi leaves it while the session has no API key.
+  const res = await dataApi.GET('/key', { headers: { Authorization: `Bearer ${key}` } }).catch(() => {
     throw new Error('The gateway could not be reached. Check that it is running and try again.');
   });
   if (!res.data) throw new Error('This API key was not accepted: it is unknown, disabled or expired.');
