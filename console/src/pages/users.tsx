@@ -26,7 +26,7 @@ export function UsersPage() {
     queryKey: ['admin', 'users', orgId],
     enabled: orgId !== undefined,
     queryFn: () =>
-      call(api.GET('/admin/users', { params: { query: { organization_id: orgId ?? '', limit: 200 } } })),
+      call(api.GET('/admin/users', { params: { query: { organization_id: orgId ?? '', limit: 100 } } })),
   });
   const [secret, setSecret] = useState<{ name: string; key: string } | null>(null);
   const makeKey = useMutation({
