@@ -71,9 +71,10 @@ export function InternChat({ internId, name }: { internId: string; name: string 
   const answerBox = useRef<HTMLInputElement | HTMLButtonElement | null>(null);
 
   // A pause takes the keyboard to its answer; leaving the chat cancels a streaming run.
+  // (The prompt shows once the stream has ended, so focus waits for both.)
   useEffect(() => {
-    if (pause) answerBox.current?.focus();
-  }, [pause]);
+    if (pause && !streaming) answerBox.current?.focus();
+  }, [pause, streaming]);
   useEffect(() => () => abort.current?.abort(), []);
 
   const update = (id: number, f: (t: Turn) => Turn) =>
@@ -166,23 +167,25 @@ export function InternChat({ internId, name }: { internId: string; name: string 
       <ErrorBanner error={error} onDismiss={() => setError(null)} />
       <div className="transcript" role="log" aria-label={`Conversation with ${name}`} aria-live="polite">
         {turns.length === 0 && <p className="hint">No messages yet. Say what the intern should do.</p>}
-        {turns.map((t) => (
-          <div key={t.id} className={`turn turn-${t.role}`}>
-            <span className="who">
-              {t.role === 'intern' ? name : t.role === 'answer' ? 'Your answer' : 'You'}
-            </span>
-            {t.reasoning && <pre className="steps">{t.reasoning}</pre>}
-            {t.text && <p className="text">{t.text}</p>}
-            {t.role === 'intern' && !t.text && !t.reasoning && !t.error && streaming && (
-              <p className="hint">…</p>
-            )}
-            {t.error && (
-              <p className="turn-error" role="alert">
-                {t.error}
-              </p>
-            )}
-          </div>
-        ))}
+        {turns
+          .filter((t) => streaming || t.role !== 'intern' || t.text || t.reasoning || t.error)
+          .map((t) => (
+            <div key={t.id} className={`turn turn-${t.role}`}>
+              <span className="who">
+                {t.role === 'intern' ? name : t.role === 'answer' ? 'Your answer' : 'You'}
+              </span>
+              {t.reasoning && <pre className="steps">{t.reasoning}</pre>}
+              {t.text && <p className="text">{t.text}</p>}
+              {t.role === 'intern' && !t.text && !t.reasoning && !t.error && streaming && (
+                <p className="hint">…</p>
+              )}
+              {t.error && (
+                <p className="turn-error" role="alert">
+                  {t.error}
+                </p>
+              )}
+            </div>
+          ))}
       </div>
       {pause && !streaming && (
         <PauseForm
