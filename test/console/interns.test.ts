@@ -95,7 +95,8 @@ describe.skipIf(!hasChromium)('console: Interns page', { timeout: 90_000 }, () =
     await page.keyboard.type('Paris');
     await page.keyboard.press('Enter');
     const log = page.getByRole('log');
-    await expect.poll(() => log.textContent()).toContain('noted');
+    // The intern's reply (the directive in the user's message holds the same words).
+    await expect.poll(() => log.locator('.turn-intern').last().textContent()).toContain('noted');
     expect(await log.textContent()).toContain('Your answerParis');
     expect(await page.getByLabel('Which city?').count()).toBe(0);
     // The calls were the API key's: the gateway recorded its generations.
@@ -131,7 +132,9 @@ describe.skipIf(!hasChromium)('console: Interns page', { timeout: 90_000 }, () =
     expect(filesUnder(workdir).some((p) => p.endsWith('/note.txt'))).toBe(false);
     await ui.screenshot('interns-chat-permission');
     await page.getByRole('button', { name: 'Allow once' }).click();
-    await expect.poll(() => page.getByRole('log').textContent()).toContain('finished');
+    await expect
+      .poll(() => page.getByRole('log').locator('.turn-intern').last().textContent())
+      .toContain('finished');
     expect(filesUnder(workdir).some((p) => p.endsWith('/note.txt'))).toBe(true);
   });
 
