@@ -17,7 +17,7 @@ import Fastify, {
 } from 'fastify';
 import { AccessLog } from '../lib/access-log.js';
 import { isDatabaseUnavailable } from '../lib/errors.js';
-import { httpServerOptions } from '../lib/http-server.js';
+import { httpServerOptions, listenError } from '../lib/http-server.js';
 import { createLog } from '../lib/log.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
@@ -244,7 +244,10 @@ export async function startMedia(
   opts: Omit<MediaAppOptions, 'config'> = {},
 ): Promise<MediaHandle> {
   const { app, service, store } = await buildMediaApp({ ...opts, config });
-  const address = await app.listen({ port: config.port, host: config.host });
+  const address = await app.listen({ port: config.port, host: config.host }).catch(async (err) => {
+    await app.close();
+    throw listenError(err, 'MEDIA_PORT', config.host, config.port);
+  });
   const port = new URL(address.replace('[::1]', '127.0.0.1').replace('[::]', '127.0.0.1')).port;
   if (!config.publicUrl && store instanceof FilesystemStore) store.setPublicUrl(`http://localhost:${port}`);
   return { app, service, url: `http://127.0.0.1:${port}`, close: () => app.close() };
