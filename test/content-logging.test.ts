@@ -46,7 +46,6 @@ describe.each(databases)('content logging (%s)', (db) => {
 
   /** The kept content of generation `id`, once it was written (polled: it is written after the answer). */
   async function content(id: string, as = api) {
-    // biome-ignore lint/suspicious/noExplicitAny: the wire body as parsed
     const res = await vi.waitFor<{ status: number; body: any; text: string }>(
       async () => {
         await gw.services.contentLog.flush();
