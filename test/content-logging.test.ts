@@ -55,6 +55,8 @@ describe.each(databases)('content logging (%s)', (db) => {
       },
       { timeout: 5000, interval: 20 },
     );
+    // It may have been read from the queue: written now.
+    await gw.services.contentLog.flush();
     return res.body.data;
   }
 
@@ -315,5 +317,20 @@ describe.each(databases)('content logging (%s)', (db) => {
     expect(res.status).toBe(200);
     await gw.services.contentLog.flush();
     expect((await rows(gw.organizationId)).length).toBe(before);
+  });
+
+  it('deleting a workspace deletes its kept content', async () => {
+    const ws = await mgmt('POST', '/workspaces', { name: 'Doomed', slug: 'doomed', content_logging: true });
+    const key = await mgmt('POST', '/keys', { name: 'doomed', workspace_id: ws.body.data.id });
+    const doomed = client(gw.url, key.body.key);
+    const res = await doomed('POST', '/chat/completions', {
+      model: 'gatehouse/echo',
+      messages: [{ role: 'user', content: 'gone soon' }],
+    });
+    await content(generationIdOf(res), doomed);
+    expect((await mgmt('DELETE', `/keys/${key.body.data.hash}`)).status).toBe(200);
+    expect((await mgmt('DELETE', `/workspaces/${ws.body.data.id}`)).status).toBe(200);
+    expect((await rows()).some((r) => r.workspace_id === ws.body.data.id)).toBe(false);
+    expect((await mgmt('GET', `/generation/content?id=${generationIdOf(res)}`)).status).toBe(404);
   });
 });

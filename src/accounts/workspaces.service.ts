@@ -1,4 +1,5 @@
 import type { Updateable } from 'kysely';
+import { deleteWorkspaceContents } from '../content-log/store.js';
 import { fromJsonList, isForeignKeyViolation, isUniqueViolation } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
 import type { WorkspacesTable } from '../db/schema.js';
@@ -317,6 +318,7 @@ export class WorkspacesService {
         const active = await keysStore.countKeysInWorkspace(tx, ws.id, true);
         if (active > 0) throw activeKeys(active);
         await store.deleteDisabledKeysOfWorkspace(tx, ws.id);
+        await deleteWorkspaceContents(tx, ws.id);
         await store.deleteWorkspace(tx, ws.id);
       });
       this.announce(ws.id);

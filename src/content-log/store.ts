@@ -56,3 +56,8 @@ export const workspaceSettings = (db: Db, workspaceId: string) =>
     .select(['content_logging', 'content_retention_days'])
     .where('id', '=', workspaceId)
     .executeTakeFirst();
+
+/** Deletes a workspace's kept content (with the workspace, in its transaction). */
+export async function deleteWorkspaceContents(db: Db, workspaceId: string): Promise<void> {
+  await db.deleteFrom('generation_contents').where('workspace_id', '=', workspaceId).execute();
+}
