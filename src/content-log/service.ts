@@ -139,9 +139,9 @@ export class ContentLog {
     else this.settingsCache.delete(workspaceId);
   }
 
-  /** Queues a generation's content if its workspace keeps content; never throws. */
-  offer(c: Capture): void {
-    this.settings(c.workspaceId)
+  /** Queues a generation's content if its workspace keeps content; never rejects (nobody awaits it but tests). */
+  offer(c: Capture): Promise<void> {
+    return this.settings(c.workspaceId)
       .then((s) => {
         if (!s.enabled || this.closed) return;
         if (this.queue.length >= (this.deps.maxQueue ?? 1000)) {

@@ -29,7 +29,7 @@ function offer(
   output: ContentOutput,
   error: ContentError | null,
 ) {
-  log.offer({
+  void log.offer({
     generationId: info.generationId,
     organizationId: call.caller.organizationId,
     workspaceId: call.caller.workspaceId,
