@@ -278,6 +278,11 @@ describe.each(databases)('content logging (%s)', (db) => {
       const id = generationIdOf(res);
       await content(id);
       expect((await mgmt('GET', `/generation/content?id=${id}`)).status).toBe(200);
+      await gw.services.accountant.flush();
+      // The generation says where its content is, to those who may read it.
+      const link = `/api/v1/generation/content?id=${id}`;
+      expect((await api('GET', `/generation?id=${id}`)).body.data.content_url).toBe(link);
+      expect((await mgmt('GET', `/generation?id=${id}`)).body.data.content_url).toBe(link);
       const otherWs = await mgmt('POST', '/keys', { name: 'other ws', workspace_id: 'logged' });
       const other = await makeOrganization(gw.url, `Other ${db}`);
       for (const key of [otherWs.body.key, other.apiKey, other.managementKey]) {
@@ -285,6 +290,10 @@ describe.each(databases)('content logging (%s)', (db) => {
         expect(r.status).toBe(404);
         expect(r.text).not.toContain('private words');
       }
+      // Workspace "logged" reads the organization's generation, not its content.
+      expect(
+        (await client(gw.url, otherWs.body.key)('GET', `/generation?id=${id}`)).body.data.content_url,
+      ).toBeNull();
       expect((await client(gw.url)('GET', `/generation/content?id=${id}`)).status).toBe(401);
       expect((await api('GET', '/generation/content')).status).toBe(400);
     });

@@ -173,9 +173,17 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req: FastifyRequest<{ Querystring: { id: string } }>, reply: FastifyReply) => {
-      const row = await services.generations.get(req.caller.organizationId, req.query.id);
+      const { caller } = req;
+      const row = await services.generations.get(caller.organizationId, req.query.id);
       if (!row) throw notFound('Generation');
-      return reply.send({ data: row });
+      // Where its kept content is, when its workspace keeps content and the caller may read it.
+      const scope = {
+        organizationId: caller.organizationId,
+        workspaceId: caller.isManagement ? null : caller.workspaceId,
+      };
+      const kept = (await services.contentLog.get(scope, row.id)) !== null;
+      const content_url = kept ? `/api/v1/generation/content?id=${encodeURIComponent(row.id)}` : null;
+      return reply.send({ data: { ...row, content_url } });
     },
   );
 }
