@@ -11,6 +11,7 @@ import { ByokService } from './byok/service.js';
 import { ClusterBus } from './cluster/bus.js';
 import { applyClusterEvent } from './cluster/caches.js';
 import type { Config } from './config.js';
+import { ContentLog } from './content-log/service.js';
 import { BudgetsService } from './credits/budgets.service.js';
 import { mediaBilling } from './credits/media-billing.js';
 import { MemoryReservations, RedisReservations } from './credits/reservations.js';
@@ -163,6 +164,9 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     credentials,
   });
   const generations = new GenerationsService(db, accountant);
+  // Request and response content of the workspaces that keep it, written off the calls' path.
+  const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
+  workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));
   const storedResponses = new StoredResponsesService({
     db,
     retentionMs: config.responsesRetentionMs,
@@ -242,6 +246,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     await engine.drain();
     await interns.close();
     await accountant.close();
+    await contentLog.close();
     await limiter.close();
     await batchLimiter.close();
     await vaultLimiter.close();
@@ -277,6 +282,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     interns,
     mediaBilling: media,
     generations,
+    contentLog,
     storedResponses,
     batches,
     createWorker,
