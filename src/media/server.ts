@@ -19,6 +19,7 @@ import { AccessLog } from '../lib/access-log.js';
 import { isDatabaseUnavailable } from '../lib/errors.js';
 import { httpServerOptions, listenError } from '../lib/http-server.js';
 import { createLog } from '../lib/log.js';
+import { apiReferenceOptions } from '../server/api-reference.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
 import { LocalGenerator } from './generators/local.js';
@@ -218,7 +219,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
       },
     },
   });
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } });
+  await app.register(scalar, apiReferenceOptions('/openapi.json', 'Gatehouse media API reference'));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await mediaRoutes(app, {

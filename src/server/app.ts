@@ -30,6 +30,7 @@ import { credentialRoutes } from '../routing/credentials/routes.js';
 import type { Services } from '../services.js';
 import { storedResponsesRoutes } from '../stored-responses/routes.js';
 import { vaultRoutes } from '../vault/routes.js';
+import { apiReferenceOptions } from './api-reference.js';
 import { installAuth } from './auth.js';
 import { installConsole } from './console.js';
 import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
@@ -115,7 +116,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
       url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) : url,
     }),
   });
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: `${API_PREFIX}/openapi.json` } });
+  await app.register(scalar, apiReferenceOptions(`${API_PREFIX}/openapi.json`, 'Gatehouse API reference'));
   app.addSchema(ErrorBody);
 
   installInternHostProxy(app, services);
