@@ -34,6 +34,7 @@ import { apiReferenceOptions } from './api-reference.js';
 import { installAuth } from './auth.js';
 import { installConsole } from './console.js';
 import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
+import { landingPage } from './landing.js';
 import { installMetrics } from './metrics.js';
 import type { Router } from './router.js';
 import { ErrorBody } from './schemas.js';
@@ -129,6 +130,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     new AdminThrottle(config.adminAuthFailures),
   );
 
+  landingPage(app, config);
   const status = Type.Object({ status: Type.String() });
   app.get('/health', { schema: { hide: true, response: { 200: status } } }, async () => ({ status: 'ok' }));
   app.get('/ready', { schema: { hide: true } }, async (req, reply) => {
