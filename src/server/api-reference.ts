@@ -16,6 +16,8 @@ export function apiReferenceOptions(openapiUrl: string, title: string): FastifyA
       withDefaultFonts: false,
       telemetry: false,
       hideClientButton: true,
+      // Shown on localhost by default: links to Scalar's hosted tools.
+      showDeveloperTools: 'never',
       mcp: { disabled: true },
       // The agent is on by default when the page is opened on localhost; it talks to Scalar's servers.
       agent: { disabled: true },
