@@ -36,6 +36,7 @@ import { installConsole } from './console.js';
 import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
 import { landingPage } from './landing.js';
 import { installMetrics } from './metrics.js';
+import { documentedSchema } from './openapi-only.js';
 import type { Router } from './router.js';
 import { ErrorBody } from './schemas.js';
 
@@ -112,8 +113,8 @@ export async function buildApp(services: Services, opts: AppOptions) {
     // Components are named by their $id (ApiKey, Guardrail …) instead of def-N.
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
     // Paths in the document are relative to the server URL (/api/v1), as the clients see them.
-    transform: ({ schema, url }) => ({
-      schema,
+    transform: ({ schema, url, route }) => ({
+      schema: documentedSchema(schema, route.config),
       url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) : url,
     }),
   });
