@@ -7,10 +7,26 @@ import type { ForwardedJson } from '../providers/types.js';
 import type { Body, InferenceCall, RouteInfo } from '../routing/call.js';
 import type { Streaming } from '../routing/engine.js';
 import { parsePreferences } from '../routing/preferences.js';
+import type { OpenapiOnly } from '../server/openapi-only.js';
 import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { DROPPED_FIELDS_HEADER } from './decorate.js';
+import {
+  AnthropicMessage,
+  ChatCompletion,
+  ChatCompletionRequest,
+  CountTokensRequest,
+  CountTokensResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+  Generation,
+  jsonOrStream,
+  MessagesRequest,
+  OPENAPI_SCHEMAS,
+  ResponseObject,
+  ResponsesRequest,
+} from './openapi-schemas.js';
 import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
@@ -120,9 +136,12 @@ async function serveChat(
 
 export async function inferenceRoutes(app: Router, services: Services) {
   const { engine } = services;
-  const route = (wire: CallerWire<unknown>) => ({
+  for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
+  // `openapi`: the body and answer the document shows; the runtime takes any JSON object (see
+  // openapi-schemas.ts) and sends the answer as it is.
+  const route = (wire: CallerWire<unknown>, openapi: OpenapiOnly) => ({
     // Errors, refusals included, in the caller's own format (Anthropic's on /messages).
-    config: { auth: 'api' as const, verbatim: true, renderError: wire.renderError },
+    config: { auth: 'api' as const, verbatim: true, renderError: wire.renderError, openapi },
     schema: {
       tags,
       summary: wire.summary,
@@ -131,16 +150,32 @@ export async function inferenceRoutes(app: Router, services: Services) {
     },
   });
 
-  for (const wire of [WIRES.chat, WIRES.messages])
-    app.post(wire.path, route(wire), (req, reply) => serveChat(services, wire, req, reply));
-  app.post(WIRES.responses.path, route(WIRES.responses), async (req, reply) => {
+  const chat = route(WIRES.chat, {
+    body: Type.Ref(ChatCompletionRequest),
+    response: { 200: jsonOrStream(ChatCompletion, 'The completion') },
+  });
+  app.post(WIRES.chat.path, chat, (req, reply) => serveChat(services, WIRES.chat, req, reply));
+  const messages = route(WIRES.messages, {
+    body: Type.Ref(MessagesRequest),
+    response: { 200: jsonOrStream(AnthropicMessage, 'The message') },
+  });
+  app.post(WIRES.messages.path, messages, (req, reply) => serveChat(services, WIRES.messages, req, reply));
+  const responses = route(WIRES.responses, {
+    body: Type.Ref(ResponsesRequest),
+    response: { 200: jsonOrStream(ResponseObject, 'The response') },
+  });
+  app.post(WIRES.responses.path, responses, async (req, reply) => {
     const store = await storeAround(services.storedResponses, req);
     return serveChat(services, WIRES.responses, req, reply, store);
   });
 
   // Claude Code and the Anthropic SDK's countTokens: Anthropic counts natively; an estimate
   // (marked as one) for a model no such provider serves.
-  app.post(countTokensWire.path, route(countTokensWire), async (req, reply) => {
+  const counting = route(countTokensWire, {
+    body: Type.Ref(CountTokensRequest),
+    response: { 200: Type.Ref(CountTokensResponse) },
+  });
+  app.post(countTokensWire.path, counting, async (req, reply) => {
     const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
     reply.header('x-gatehouse-provider', counted.provider);
     if ('forwarded' in counted) {
@@ -152,7 +187,11 @@ export async function inferenceRoutes(app: Router, services: Services) {
   });
 
   const embeddings = WIRES.embeddings;
-  app.post(embeddings.path, route(embeddings), async (req, reply) => {
+  const embedding = route(embeddings, {
+    body: Type.Ref(EmbeddingsRequest),
+    response: { 200: Type.Ref(EmbeddingsResponse) },
+  });
+  app.post(embeddings.path, embedding, async (req, reply) => {
     const call = callOf(req, embeddings, callAbort(reply));
     const done = await engine.embed(call);
     describe(reply, done.info);
@@ -164,7 +203,8 @@ export async function inferenceRoutes(app: Router, services: Services) {
   app.get(
     '/generation',
     {
-      config: { auth: 'key' },
+      // Documented only: the serializer would drop the fields the schema does not name.
+      config: { auth: 'key', openapi: { response: { 200: Type.Ref(Generation) } } },
       schema: {
         tags,
         summary: 'One recorded generation',

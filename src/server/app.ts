@@ -30,10 +30,13 @@ import { credentialRoutes } from '../routing/credentials/routes.js';
 import type { Services } from '../services.js';
 import { storedResponsesRoutes } from '../stored-responses/routes.js';
 import { vaultRoutes } from '../vault/routes.js';
+import { apiReferenceOptions } from './api-reference.js';
 import { installAuth } from './auth.js';
 import { installConsole } from './console.js';
 import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
+import { landingPage } from './landing.js';
 import { installMetrics } from './metrics.js';
+import { documentedSchema } from './openapi-only.js';
 import type { Router } from './router.js';
 import { ErrorBody } from './schemas.js';
 
@@ -110,12 +113,12 @@ export async function buildApp(services: Services, opts: AppOptions) {
     // Components are named by their $id (ApiKey, Guardrail …) instead of def-N.
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
     // Paths in the document are relative to the server URL (/api/v1), as the clients see them.
-    transform: ({ schema, url }) => ({
-      schema,
+    transform: ({ schema, url, route }) => ({
+      schema: documentedSchema(schema, route.config),
       url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) : url,
     }),
   });
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: `${API_PREFIX}/openapi.json` } });
+  await app.register(scalar, apiReferenceOptions(`${API_PREFIX}/openapi.json`, 'Gatehouse API reference'));
   app.addSchema(ErrorBody);
 
   installInternHostProxy(app, services);
@@ -128,6 +131,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     new AdminThrottle(config.adminAuthFailures),
   );
 
+  landingPage(app, config);
   const status = Type.Object({ status: Type.String() });
   app.get('/health', { schema: { hide: true, response: { 200: status } } }, async () => ({ status: 'ok' }));
   app.get('/ready', { schema: { hide: true } }, async (req, reply) => {

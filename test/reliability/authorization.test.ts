@@ -120,6 +120,7 @@ const SECRET = 'a1_secret';
 
 const ROUTES: Record<string, Row> = {
   // Public: the same answer with or without (any) credential.
+  'GET /': { auth: 'none', ok: 200 }, // the landing page
   'GET /health': { auth: 'none', ok: 200 },
   'GET /ready': { auth: 'none', ok: 200 },
   'GET /docs': { auth: 'none', ok: 301 }, // → /docs/
