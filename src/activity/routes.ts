@@ -3,11 +3,15 @@ import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import type { GenerationFilter } from './filter.js';
+import { DIMENSIONS, GRANULARITIES, METRICS, parseQuery, sortRows, toRow } from './query.js';
 import {
   ActivityQuery,
   ActivityResponse,
   GenerationPage,
   ListQuery,
+  MetaResponse,
+  QueryBody,
+  QueryResponse,
   SeriesQuery,
   SeriesResponse,
 } from './schemas.js';
@@ -126,5 +130,64 @@ export async function activityRoutes(app: Router, { activity }: Services) {
       ) as GenerationFilter;
       return { data: await activity.activity(filter, q.date, q.group_by === 'workspace') };
     },
+  );
+
+  app.post(
+    '/analytics/query',
+    {
+      config: { auth: 'management' },
+      schema: {
+        tags,
+        summary: 'Query spend, requests, tokens, errors and latency by time and dimension',
+        description:
+          'OpenRouter’s analytics query: the metrics, dimensions and granularities GET /analytics/meta lists.',
+        body: QueryBody,
+        response: { 200: QueryResponse, ...errors(400, 401, 403, 500) },
+      },
+    },
+    async (req: FastifyRequest<{ Body: QueryBody }>) => {
+      const started = performance.now();
+      const q = parseQuery(req.body);
+      const filter = activity.scope(req.caller, defined(q.filter)) as GenerationFilter;
+      const groupBy = q.dimensions.map((d) => DIMENSIONS[d]?.group).filter((g) => g !== undefined);
+      const points = await activity.series(filter, { bucket: q.bucket, groupBy, from: q.from, to: q.to });
+      const rows = sortRows(
+        points.map((p) => toRow(p, q)),
+        q,
+      );
+      return {
+        data: {
+          data: rows.slice(0, q.limit),
+          metadata: {
+            query_time_ms: Math.round(performance.now() - started),
+            row_count: Math.min(rows.length, q.limit),
+            truncated: rows.length > q.limit,
+          },
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/analytics/meta',
+    {
+      config: { auth: 'management' },
+      schema: {
+        tags,
+        summary: 'What POST /analytics/query can measure, slice by and filter on',
+        response: { 200: MetaResponse, ...errors(401, 403, 500) },
+      },
+    },
+    async () => ({
+      data: {
+        dimensions: Object.entries(DIMENSIONS).map(([name, d]) => ({ name, display_label: d.label })),
+        granularities: Object.entries(GRANULARITIES).map(([name, display_label]) => ({
+          name,
+          display_label,
+        })),
+        metrics: Object.entries(METRICS).map(([name, m]) => ({ name, ...m })),
+        operators: [{ name: 'eq', value_type: 'scalar' }],
+      },
+    }),
   );
 }

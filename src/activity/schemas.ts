@@ -176,3 +176,72 @@ export const ActivityResponse = Type.Object({
     }),
   ),
 });
+
+const Scalar = Type.Union([Type.String(), Type.Number()]);
+
+export const QueryBody = Type.Object({
+  metrics: Type.Array(Type.String(), {
+    minItems: 1,
+    maxItems: 20,
+    description: 'Names from GET /analytics/meta',
+  }),
+  dimensions: Type.Optional(Type.Array(Type.String(), { maxItems: 4 })),
+  granularity: Type.Optional(Type.String({ description: 'hour or day; omitted: one total per group' })),
+  time_range: Type.Optional(
+    Type.Object({
+      start: Type.String({ minLength: 1, maxLength: 40 }),
+      end: Type.String({ minLength: 1, maxLength: 40 }),
+    }),
+  ),
+  filters: Type.Optional(
+    Type.Array(
+      Type.Object({
+        field: Type.String(),
+        operator: Type.String(),
+        value: Type.Union([Scalar, Type.Array(Scalar)]),
+        include_unset: Type.Optional(Type.Boolean()),
+      }),
+      { maxItems: 20 },
+    ),
+  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, default: 1000 })),
+  group_limit: Type.Optional(Type.Integer({ minimum: 1 })),
+  order_by: Type.Optional(
+    Type.Object({ field: Type.String(), direction: StringEnum(['asc', 'desc'] as const) }),
+  ),
+});
+export type QueryBody = Static<typeof QueryBody>;
+
+export const QueryResponse = Type.Object({
+  data: Type.Object({
+    data: Type.Array(
+      Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Null()]), {
+        description: 'bucket (with a granularity), the dimensions asked for, then the metrics asked for',
+      }),
+    ),
+    metadata: Type.Object({
+      query_time_ms: Type.Number(),
+      row_count: Type.Integer(),
+      truncated: Type.Boolean({ description: 'More rows matched than limit' }),
+    }),
+  }),
+});
+
+const Labeled = (name: TSchemaLike) => Type.Object({ name, display_label: Type.String() });
+type TSchemaLike = ReturnType<typeof Type.String>;
+
+export const MetaResponse = Type.Object({
+  data: Type.Object({
+    dimensions: Type.Array(Labeled(Type.String())),
+    granularities: Type.Array(Labeled(Type.String())),
+    metrics: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        display_label: Type.String(),
+        display_format: Type.String({ description: 'number, currency or latency' }),
+        is_rate: Type.Boolean(),
+      }),
+    ),
+    operators: Type.Array(Type.Object({ name: Type.String(), value_type: Type.String() })),
+  }),
+});
