@@ -15,7 +15,12 @@ export async function listGenerations(
   limit: number,
   after: Cursor | null,
 ): Promise<GenerationsTable[]> {
+  return listQuery(db, filter, limit, after).execute();
+}
+
+/** The page's query, unexecuted (the plan tests explain it). */
+export function listQuery(db: Db, filter: GenerationFilter, limit: number, after: Cursor | null) {
   let q = applyFilter(db.selectFrom('generations').selectAll(), filter);
   if (after) q = q.where(sql<boolean>`(created_at, id) < (${after.createdAt}, ${after.id})`);
-  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
 }
