@@ -186,8 +186,8 @@ describe.each(databases)('generations list and activity (%s)', (db) => {
     ],
     [`from=${(base + 30 * 60_000) / 1000}`, (g) => g.created_at >= t(base + 30 * 60_000)],
     [
-      'status=error&provider=openai&streamed=false',
-      (g) => g.status === 'error' && g.provider === 'openai' && g.streamed === 0,
+      'status=error&provider=openai&streamed=true',
+      (g) => g.status === 'error' && g.provider === 'openai' && g.streamed === 1,
     ],
   ];
   it.each(filters)('filter %s narrows to exactly its rows', async (query, keep) => {
