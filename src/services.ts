@@ -164,7 +164,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     credentials,
   });
   const generations = new GenerationsService(db, accountant);
-  const activity = new ActivityService(db);
+  const activity = new ActivityService(db, handle.dialect);
   const storedResponses = new StoredResponsesService({
     db,
     retentionMs: config.responsesRetentionMs,

@@ -1,5 +1,5 @@
 import type { Caller } from '../accounts/caller.js';
-import type { Db } from '../db/connection.js';
+import type { Db, Dialect } from '../db/connection.js';
 import { badRequest } from '../lib/errors.js';
 import { generationView } from '../routing/generations.js';
 import { type Bucket, cellKey, type GroupBy, latencies, totals } from './analytics.store.js';
@@ -44,7 +44,10 @@ export interface SeriesPoint {
 
 /** Lists and aggregates an organization's generations (the console's activity pages, /activity). */
 export class ActivityService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: Dialect,
+  ) {}
 
   /**
    * The scope a caller reads: a management key its whole organization; an API key only the
@@ -61,7 +64,7 @@ export class ActivityService {
     const after = cursor === undefined ? null : decodeCursor(cursor);
     if (filter === null) return { data: [], next_cursor: null };
     // One row more than asked says whether another page exists.
-    const rows = await listGenerations(this.db, filter, limit + 1, after);
+    const rows = await listGenerations(this.db, this.dialect, filter, limit + 1, after);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
