@@ -81,18 +81,21 @@ export class ActivityService {
     if (q.bucket && span / (q.bucket === 'hour' ? DAY_MS / 24 : DAY_MS) > MAX_BUCKETS)
       throw badRequest(`Invalid time range: at most ${MAX_BUCKETS} buckets (${q.bucket}) per series`);
     const f = { ...filter, from: q.from, to: q.to };
+    // PostgreSQL computes percentiles with the sums; SQLite has no percentile function, so its
+    // latencies are read as values (a second pass over the range).
+    const inDb = this.dialect === 'postgres';
     const [sums, lat] = await Promise.all([
-      totals(this.db, f, q.bucket, q.groupBy),
-      latencies(this.db, f, q.bucket, q.groupBy),
+      totals(this.db, f, q.bucket, q.groupBy, inDb),
+      inDb ? null : latencies(this.db, f, q.bucket, q.groupBy),
     ]);
-    const points = sums.map((s): SeriesPoint => {
-      const l = (lat.get(cellKey(s.bucket, s.groups)) ?? []).sort((a, b) => a - b);
+    const points = sums.map(({ p50, p95, ...s }): SeriesPoint => {
+      const l = lat ? (lat.get(cellKey(s.bucket, s.groups)) ?? []).sort((a, b) => a - b) : [];
       return {
         ...s,
         bucket: s.bucket === null ? null : bucketStart(s.bucket),
         tokens: s.prompt_tokens + s.completion_tokens,
-        latency_p50_ms: percentile(l, 0.5),
-        latency_p95_ms: percentile(l, 0.95),
+        latency_p50_ms: lat ? percentile(l, 0.5) : (p50 ?? null),
+        latency_p95_ms: lat ? percentile(l, 0.95) : (p95 ?? null),
       };
     });
     return points.sort(
