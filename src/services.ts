@@ -5,6 +5,7 @@ import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
+import { ActivityService } from './activity/service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
@@ -167,6 +168,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   // Request and response content of the workspaces that keep it, written off the calls' path.
   const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
   workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));
+  const activity = new ActivityService(db, handle.dialect);
   const storedResponses = new StoredResponsesService({
     db,
     retentionMs: config.responsesRetentionMs,
@@ -283,6 +285,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     mediaBilling: media,
     generations,
     contentLog,
+    activity,
     storedResponses,
     batches,
     createWorker,
