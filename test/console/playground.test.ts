@@ -148,7 +148,7 @@ describe.skipIf(!hasChromium)('console: Playground', { timeout: 60_000 }, () => 
     expect(await answers().count()).toBe(3);
     await page.getByLabel('Only', { exact: true }).fill('');
     await page.getByRole('button', { name: 'Dismiss' }).click();
-    expect(await page.getByRole('alert').count()).toBe(0);
+    await expect.poll(() => page.getByRole('alert').count()).toBe(0);
   });
 
   it('raised no console error, CSP violation or request to another host', () => {
