@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { client } from '../support/http.js';
+import { adminClient, client } from '../support/http.js';
 import { type ConsoleUi, ensureConsoleBuilt, hasChromium, openConsole, warnIfNoChromium } from './browser.js';
 
 warnIfNoChromium('test/console/vault.test.ts');
@@ -118,6 +118,26 @@ describe.skipIf(!hasChromium)('console: Vault', { timeout: 60_000 }, () => {
     await page.getByRole('button', { name: 'Delete “stripe_key” for good' }).click();
     await expect.poll(() => page.locator('tbody').textContent()).toContain('No secrets yet.');
     expect(await listed()).toEqual([]);
+  });
+
+  it('says who may use the vault when the key’s member is outside the interns programme', async () => {
+    const { page } = ui;
+    const admin = adminClient(gw.url);
+    const user = await admin('POST', '/admin/users', {
+      email: `outsider-${randomBytes(4).toString('hex')}@example.com`,
+      organization_id: gw.organizationId,
+      role: 'member',
+      interns_programme: false,
+    });
+    expect(user.status).toBe(201);
+    const made = await admin('POST', '/admin/keys', { name: 'outsider', user_id: user.body.data.id });
+    await page.getByRole('button', { name: 'Use another' }).click();
+    await page.getByRole('textbox', { name: 'API key' }).fill(made.body.key);
+    await page.getByRole('button', { name: 'Use this key' }).click();
+    await expect.poll(() => page.getByRole('alert').count()).toBe(1);
+    await expect.poll(() => page.locator('main').textContent()).toContain('members in the interns programme');
+    // The page stays usable: the form is there.
+    expect(await page.getByRole('heading', { name: 'Store a secret' }).count()).toBe(1);
   });
 
   it('raised no console error, CSP violation or request to another host', () => {

@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { call, dataApi, type JsonOk } from '../api/client';
+import { ApiError, call, dataApi, type JsonOk } from '../api/client';
 import { ApiKeyGate } from '../components/api-key-gate';
 import { ErrorBanner } from '../components/error-banner';
 import { Field } from '../components/field';
@@ -48,6 +48,12 @@ function Vault() {
   return (
     <>
       <ErrorBanner error={secrets.error} />
+      {secrets.error instanceof ApiError && secrets.error.status === 404 && (
+        <p className="hint">
+          The vault is open to members in the interns programme (an operator enrols them). Use an API key of
+          such a member.
+        </p>
+      )}
       <ErrorBanner error={remove.error} onDismiss={() => remove.reset()} />
       <WriteSecret
         key={replacing?.name ?? 'new'}
