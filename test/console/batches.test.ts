@@ -137,6 +137,23 @@ describe.skipIf(!hasChromium)('console: Batches', { timeout: 60_000 }, () => {
     expect((await key()('GET', '/batches')).body.total_count).toBe(2);
   });
 
+  it('asks for another API key when the upload is refused because the key was disabled', async () => {
+    const { page } = ui;
+    const mgmt = client(gw.url, gw.managementKey);
+    const self = (await key()('GET', '/key')).body.data as { label: string };
+    const listed = (await mgmt('GET', '/keys')).body.data as { hash: string; label: string }[];
+    const hash = listed.find((k) => k.label === self.label)?.hash;
+    expect(hash).toBeDefined();
+    expect((await mgmt('PATCH', `/keys/${hash}`, { disabled: true })).status).toBe(200);
+    await upload('late.jsonl', jsonl(1));
+    await page.getByRole('heading', { name: 'An API key is needed here' }).waitFor();
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toContain('The API key is no longer accepted');
+    // Only the API key was dropped: still signed in.
+    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(1);
+  });
+
   it('raised no console error, CSP violation or request to another host', () => {
     ui.expectClean();
   });

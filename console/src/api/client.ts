@@ -52,6 +52,16 @@ api.use(auth);
 /** Why the session's API key was dropped (shown by <ApiKeyGate> when it asks for another). */
 let apiKeyDroppedBecause: string | null = null;
 export const apiKeyDropReason = () => apiKeyDroppedBecause;
+/** A new API key is in use: the old one's refusal is no longer news. */
+export const clearApiKeyDropReason = () => {
+  apiKeyDroppedBecause = null;
+};
+
+/** Forgets the session's API key because the gateway refused it (<ApiKeyGate> then asks for another). */
+export function dropApiKey() {
+  apiKeyDroppedBecause = 'The API key is no longer accepted (invalid, disabled or expired).';
+  setApiKey(null);
+}
 
 const apiKeyAuth: Middleware = {
   onRequest({ request }) {
@@ -63,8 +73,7 @@ const apiKeyAuth: Middleware = {
     // The API key was revoked, disabled or expired: ask for another, the session itself stays.
     const key = getSession()?.apiKey?.key;
     if (response.status === 401 && key && request.headers.get('Authorization') === `Bearer ${key}`) {
-      apiKeyDroppedBecause = 'The API key is no longer accepted (invalid, disabled or expired).';
-      setApiKey(null);
+      dropApiKey();
     }
     return response;
   },

@@ -65,6 +65,9 @@ function Vault() {
         onCancel={() => setReplacing(null)}
       />
       <h2>Secrets of the workspace</h2>
+      {secrets.data?.has_more && (
+        <p className="hint">Only the first 100 secrets are shown; the API lists the rest (with offset).</p>
+      )}
       {secrets.isPending ? (
         <p>Loading…</p>
       ) : (

@@ -3,7 +3,7 @@
  * the file's lines become its `requests` as they are (the gateway validates each), sent with
  * XMLHttpRequest because fetch reports no upload progress.
  */
-import { ApiError, type JsonOk } from '../../api/client';
+import { ApiError, dropApiKey, type JsonOk } from '../../api/client';
 import { getSession } from '../../session';
 
 export type Batch = JsonOk<'/batches/{id}', 'get'>;
@@ -63,6 +63,8 @@ export function submitBatch(
         onProgress(1);
         resolve(res as Batch);
       } else {
+        // As the typed client does: a refused API key is dropped, and the page asks for another.
+        if (xhr.status === 401 && key) dropApiKey();
         reject(new ApiError(xhr.status, res?.error?.message ?? `The gateway answered ${xhr.status}`));
       }
     };
