@@ -132,6 +132,13 @@ describe.skipIf(!hasChromium)('console: Vault', { timeout: 60_000 }, () => {
     expect(user.status).toBe(201);
     const made = await admin('POST', '/admin/keys', { name: 'outsider', user_id: user.body.data.id });
     await page.getByRole('button', { name: 'Use another' }).click();
+    // A wrong key is refused with a message, and the session stays signed in.
+    await page.getByRole('textbox', { name: 'API key' }).fill(`sk-gh-v1-${'0'.repeat(64)}`);
+    await page.getByRole('button', { name: 'Use this key' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toContain('This API key was not accepted: it is unknown, disabled or expired.');
+    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(1);
     await page.getByRole('textbox', { name: 'API key' }).fill(made.body.key);
     await page.getByRole('button', { name: 'Use this key' }).click();
     await expect.poll(() => page.getByRole('alert').count()).toBe(1);
