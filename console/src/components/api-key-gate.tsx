@@ -1,5 +1,5 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
-import { api, apiKeyDropReason, call } from '../api/client';
+import { api, apiKeyDropReason, call, clearApiKeyDropReason } from '../api/client';
 import { setApiKey, useSession } from '../session';
 import { ErrorBanner } from './error-banner';
 import { Field } from './field';
@@ -28,9 +28,9 @@ export function ApiKeyGate({ children }: { children: ReactNode }) {
   const session = useSession();
   const [pasted, setPasted] = useState('');
   const [pending, setPending] = useState(false);
-  const [error, setError] = useState<unknown>(
-    apiKeyDropReason() ? new Error(apiKeyDropReason() ?? '') : null,
-  );
+  const [error, setError] = useState<unknown>(null);
+  // Read at each render: the key may be dropped while this gate is already showing its page.
+  const dropped = apiKeyDropReason();
 
   if (session?.apiKey)
     return (
@@ -49,7 +49,9 @@ export function ApiKeyGate({ children }: { children: ReactNode }) {
     setPending(true);
     setError(null);
     try {
-      setApiKey(await get());
+      const key = await get();
+      clearApiKeyDropReason();
+      setApiKey(key);
     } catch (err) {
       setError(err);
     } finally {
@@ -78,7 +80,7 @@ export function ApiKeyGate({ children }: { children: ReactNode }) {
         This page calls models (or batches, interns, the vault), which a management key may not do. Paste an
         API key of your organization, or let the console create a temporary one for this session.
       </p>
-      <ErrorBanner error={error} />
+      <ErrorBanner error={error ?? (dropped ? new Error(dropped) : null)} />
       <form onSubmit={submitPasted} className="form-row">
         <Field
           label="API key"

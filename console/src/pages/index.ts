@@ -9,9 +9,12 @@
  */
 import type { ComponentType } from 'react';
 import type { Role } from '../session';
+import { BatchesPage } from './batches';
 import { KeysPage } from './keys';
 import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
+import { PlaygroundPage } from './playground';
+import { VaultPage } from './vault';
 
 export interface PageDef {
   /** Under /console, e.g. '/keys'. */
@@ -25,6 +28,9 @@ export interface PageDef {
 export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
   { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
+  { path: '/playground', title: 'Playground', component: PlaygroundPage, access: 'management' },
+  { path: '/batches', title: 'Batches', component: BatchesPage, access: 'management' },
+  { path: '/vault', title: 'Vault', component: VaultPage, access: 'management' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
 ];
 
