@@ -9,9 +9,12 @@
  */
 import type { ComponentType } from 'react';
 import type { Role } from '../session';
+import { ByokPage } from './byok';
+import { GuardrailsPage } from './guardrails';
 import { KeysPage } from './keys';
 import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
+import { WorkspacesPage } from './workspaces';
 
 export interface PageDef {
   /** Under /console, e.g. '/keys'. */
@@ -24,6 +27,9 @@ export interface PageDef {
 
 export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
+  { path: '/guardrails', title: 'Guardrails', component: GuardrailsPage, access: 'management' },
+  { path: '/byok', title: 'Provider keys', component: ByokPage, access: 'management' },
+  { path: '/workspaces', title: 'Workspaces', component: WorkspacesPage, access: 'management' },
   { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
 ];
