@@ -27,10 +27,10 @@ export interface PageDef {
 
 export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
+  { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
   { path: '/guardrails', title: 'Guardrails', component: GuardrailsPage, access: 'management' },
   { path: '/byok', title: 'Provider keys', component: ByokPage, access: 'management' },
   { path: '/workspaces', title: 'Workspaces', component: WorkspacesPage, access: 'management' },
-  { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
 ];
 
