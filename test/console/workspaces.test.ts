@@ -99,6 +99,14 @@ describe.skipIf(!hasChromium)('console: Workspaces page', { timeout: 90_000 }, (
       ['daily', 5],
       ['monthly', 50],
     ]);
+    // The workspace-wide BYOK flag goes with a budget write.
+    await page.getByLabel('BYOK spend counts against these budgets').click();
+    await expect
+      .poll(async () => (await mgmt()('GET', `/workspaces/${ws.id}/budgets`)).body.include_byok_in_budgets)
+      .toBe(true);
+    await expect
+      .poll(() => page.getByLabel('BYOK spend counts against these budgets').isChecked())
+      .toBe(true);
     // A weekly limit above the monthly one is refused, with the gateway's reason.
     const weekly = page.getByRole('form', { name: 'Weekly budget' });
     await weekly.getByLabel('Weekly limit (USD)').fill('80');

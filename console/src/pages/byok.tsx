@@ -17,7 +17,7 @@ function flags(c: Credential): string {
   const parts = [
     c.is_fallback && "after the gateway's key",
     c.is_byok_only && "never the gateway's key",
-    c.is_required && 'required',
+    c.is_required && 'marked required',
     c.declared_zdr && 'declares ZDR',
   ].filter(Boolean);
   return parts.length ? parts.join(', ') : '—';
@@ -284,7 +284,11 @@ function CredentialFields(props: {
           onChange={setFallback}
         />
         <CheckField label="BYOK only: never use the gateway's own key" checked={only} onChange={setOnly} />
-        <CheckField label="Required" checked={required} onChange={setRequired} />
+        <CheckField
+          label="Marked as required (recorded, not enforced)"
+          checked={required}
+          onChange={setRequired}
+        />
         <CheckField label="Provider account has zero data retention" checked={zdr} onChange={setZdr} />
       </div>
       <span className="actions">

@@ -5,7 +5,12 @@ import { api, call } from '../../api/client';
 import { SelectField } from '../../components/field';
 
 /** A labelled checkbox. */
-export function CheckField(props: { label: string; checked: boolean; onChange: (v: boolean) => void }) {
+export function CheckField(props: {
+  label: string;
+  checked: boolean;
+  onChange: (v: boolean) => void;
+  disabled?: boolean;
+}) {
   const id = useId();
   return (
     <div className="field field-check">

@@ -65,6 +65,9 @@ export function Budgets({ workspace }: { workspace: Workspace }) {
       />
       {budgets.data && (
         <>
+          {budgets.data.data.length === 0 && (
+            <p className="hint">No budget yet: the workspace's spend is not capped.</p>
+          )}
           <div className="table-wrap">
             <table>
               <caption>Budgets of {workspace.name}</caption>
@@ -94,6 +97,7 @@ export function Budgets({ workspace }: { workspace: Workspace }) {
           </div>
           <CheckField
             label="BYOK spend counts against these budgets"
+            disabled={budgets.data.data.length === 0 || put.isPending}
             checked={includeByok}
             onChange={(byok) => {
               // The flag travels with a budget write; without a budget there is nothing it applies to.
