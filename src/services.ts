@@ -23,6 +23,7 @@ import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
 import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
+import { EffectivePolicyService } from './guardrails/effective.service.js';
 import { PolicyService } from './guardrails/policy.js';
 import { GuardrailsService } from './guardrails/service.js';
 import { InternAccess } from './interns/access.js';
@@ -78,6 +79,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   const admin = new AdminService(orgs, keys, credits);
   const guardrails = new GuardrailsService(db, workspaces, policyWrites);
   const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policyWrites);
+  const effectivePolicy = new EffectivePolicyService(keys, policy);
   const catalog = loadCatalog(config.env);
   // Read per call: a catalog reload changes which providers take BYOK credentials.
   const byokAllowed = (slug: string) => catalog.providers.get(slug)?.byok;
@@ -264,6 +266,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     dialect: handle.dialect,
     guardrails,
     guardrailAssignments,
+    effectivePolicy,
     usage,
     credits,
     orgs,

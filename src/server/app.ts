@@ -18,6 +18,7 @@ import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
 import { ping } from '../db/connection.js';
 import { guardrailAssignmentsRoutes } from '../guardrails/assignments.routes.js';
+import { effectivePolicyRoutes } from '../guardrails/effective.routes.js';
 import { guardrailsRoutes } from '../guardrails/routes.js';
 import { inferenceRoutes } from '../inference/routes.js';
 import { runtimeCallbackRoutes } from '../interns/callback.routes.js';
@@ -47,6 +48,7 @@ export const API_PREFIX = '/api/v1';
 const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   guardrailsRoutes,
   guardrailAssignmentsRoutes,
+  effectivePolicyRoutes,
   keysRoutes,
   workspacesRoutes,
   organizationsRoutes,

@@ -227,6 +227,11 @@ const ROUTES: Record<string, Row> = {
   'GET /api/v1/keys': { auth: 'management', ok: 200 },
   'POST /api/v1/keys': { auth: 'management', body: (_fx, as) => ({ name: `k-${tag(as)}` }), ok: 201 },
   'GET /api/v1/keys/:hash': { auth: 'management', path: (fx) => `/keys/${fx.key}`, ok: 200 },
+  'GET /api/v1/keys/:hash/effective-policy': {
+    auth: 'management',
+    path: (fx) => `/keys/${fx.key}/effective-policy`,
+    ok: 200,
+  },
   'PATCH /api/v1/keys/:hash': {
     auth: 'management',
     path: (fx) => `/keys/${fx.key}`,

@@ -10,11 +10,14 @@
 import type { ComponentType } from 'react';
 import type { Role } from '../session';
 import { BatchesPage } from './batches';
+import { ByokPage } from './byok';
+import { GuardrailsPage } from './guardrails';
 import { KeysPage } from './keys';
 import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
 import { PlaygroundPage } from './playground';
 import { VaultPage } from './vault';
+import { WorkspacesPage } from './workspaces';
 
 export interface PageDef {
   /** Under /console, e.g. '/keys'. */
@@ -28,6 +31,9 @@ export interface PageDef {
 export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
   { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
+  { path: '/guardrails', title: 'Guardrails', component: GuardrailsPage, access: 'management' },
+  { path: '/byok', title: 'Provider keys', component: ByokPage, access: 'management' },
+  { path: '/workspaces', title: 'Workspaces', component: WorkspacesPage, access: 'management' },
   { path: '/playground', title: 'Playground', component: PlaygroundPage, access: 'management' },
   { path: '/batches', title: 'Batches', component: BatchesPage, access: 'management' },
   { path: '/vault', title: 'Vault', component: VaultPage, access: 'management' },
