@@ -77,6 +77,11 @@ export interface Config {
    * _CONCURRENCY; unset = no limit).
    */
   keyLimitDefaults: { rpm_limit: number | null; tpm_limit: number | null; concurrency_limit: number | null };
+  /**
+   * The media service's public base URL (GATEHOUSE_MEDIA_PUBLIC_URL, which it also reads), linked
+   * from the landing page at `/`; null when not set (the service's address is not known here).
+   */
+  mediaUrl: string | null;
 }
 
 /** Interns and vaults (README, "Interns"). */
@@ -288,7 +293,16 @@ export function loadConfig(env: Env = process.env): Config {
       tpm_limit: limitFrom(env, 'GATEHOUSE_KEY_TPM'),
       concurrency_limit: limitFrom(env, 'GATEHOUSE_KEY_CONCURRENCY'),
     },
+    mediaUrl: mediaUrlFrom(env),
   };
+}
+
+/** GATEHOUSE_MEDIA_PUBLIC_URL without its trailing slashes, checked as the media service checks it. */
+function mediaUrlFrom(env: Env): string | null {
+  const url = env.GATEHOUSE_MEDIA_PUBLIC_URL?.trim();
+  if (!url) return null;
+  if (!/^https?:\/\/[^/]/i.test(url)) throw new Error('GATEHOUSE_MEDIA_PUBLIC_URL must be an http(s) URL');
+  return url.replace(/\/+$/, '');
 }
 
 /** The interns settings (README, "Configuration"); tests build one from an empty environment. */

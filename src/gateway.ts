@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { type DbHandle, openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
 import { assertShellSandbox } from './interns/runtime/sandbox.js';
+import { listenError } from './lib/http-server.js';
 import { createLog, type LogOptions } from './lib/log.js';
 import { type App, type AppOptions, buildApp } from './server/app.js';
 import { startMetricsListener } from './server/metrics.js';
@@ -98,7 +99,10 @@ export async function startGateway(config: Config, opts: GatewayOptions = {}): P
       })
     : null;
   if (metrics) g.app.addHook('onClose', () => metrics.close());
-  const address = await g.app.listen({ port: config.port, host: config.host });
+  const address = await g.app.listen({ port: config.port, host: config.host }).catch(async (err) => {
+    await g.close();
+    throw listenError(err, 'PORT', config.host, config.port);
+  });
   const url = address.replace('[::1]', '127.0.0.1');
   // Interns' runtimes call back through the gateway's own port; reconcile once it listens.
   g.services.provisioner.setGatewayUrl(`http://127.0.0.1:${new URL(url).port}`);

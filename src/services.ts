@@ -5,12 +5,14 @@ import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
+import { ActivityService } from './activity/service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
 import { ClusterBus } from './cluster/bus.js';
 import { applyClusterEvent } from './cluster/caches.js';
 import type { Config } from './config.js';
+import { ContentLog } from './content-log/service.js';
 import { BudgetsService } from './credits/budgets.service.js';
 import { mediaBilling } from './credits/media-billing.js';
 import { MemoryReservations, RedisReservations } from './credits/reservations.js';
@@ -21,6 +23,7 @@ import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
 import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
+import { EffectivePolicyService } from './guardrails/effective.service.js';
 import { PolicyService } from './guardrails/policy.js';
 import { GuardrailsService } from './guardrails/service.js';
 import { InternAccess } from './interns/access.js';
@@ -76,6 +79,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   const admin = new AdminService(orgs, keys, credits);
   const guardrails = new GuardrailsService(db, workspaces, policyWrites);
   const guardrailAssignments = new GuardrailAssignmentsService(db, guardrails, keys, orgs, policyWrites);
+  const effectivePolicy = new EffectivePolicyService(keys, policy);
   const catalog = loadCatalog(config.env);
   // Read per call: a catalog reload changes which providers take BYOK credentials.
   const byokAllowed = (slug: string) => catalog.providers.get(slug)?.byok;
@@ -163,6 +167,10 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     credentials,
   });
   const generations = new GenerationsService(db, accountant);
+  // Request and response content of the workspaces that keep it, written off the calls' path.
+  const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
+  workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));
+  const activity = new ActivityService(db, handle.dialect);
   const storedResponses = new StoredResponsesService({
     db,
     retentionMs: config.responsesRetentionMs,
@@ -242,6 +250,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     await engine.drain();
     await interns.close();
     await accountant.close();
+    await contentLog.close();
     await limiter.close();
     await batchLimiter.close();
     await vaultLimiter.close();
@@ -257,6 +266,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     dialect: handle.dialect,
     guardrails,
     guardrailAssignments,
+    effectivePolicy,
     usage,
     credits,
     orgs,
@@ -277,6 +287,8 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     interns,
     mediaBilling: media,
     generations,
+    contentLog,
+    activity,
     storedResponses,
     batches,
     createWorker,

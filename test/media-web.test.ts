@@ -230,6 +230,51 @@ describe.skipIf(!hasChromium)('media web page in headless Chromium', { timeout: 
     }
   });
 
+  it('with a wrong API key: shows the error, stops "Generating…" and lets the next try succeed', async () => {
+    const TOKEN = 'media-web-right-token-0123';
+    const guarded = await startMedia(
+      loadMediaConfig({
+        MEDIA_PORT: '0',
+        MEDIA_HOST: '127.0.0.1',
+        GATEHOUSE_MEDIA_STORE_DIR: join(dir, 'wrong-key-objects'),
+        GATEHOUSE_MEDIA_AUTH: 'token',
+        GATEHOUSE_MEDIA_TOKEN: TOKEN,
+      }),
+      { log: false },
+    );
+    const tab = await browser.newPage();
+    try {
+      tab.setDefaultTimeout(20_000);
+      await tab.goto(`${guarded.url}/`);
+      await tab.waitForSelector('body[data-ready="true"]');
+      await tab.click('#auth summary');
+      await tab.fill('#apikey', 'not-the-right-token-000');
+      await tab.fill('#prompt', 'a lighthouse at dusk');
+      const answered = tab.waitForResponse((r) => r.url().endsWith('/api/t2i/model-a'));
+      await tab.click('#generate');
+      expect((await answered).status()).toBe(401);
+      await tab.waitForSelector('#error.shown');
+      expect(await tab.$eval('#error', (el) => el.textContent ?? '')).toBe('Invalid token');
+      // Back to a usable form: nothing spinning, the button enabled, the key field marked.
+      await tab.waitForFunction(
+        () => !/Generating/.test(document.getElementById('progress')?.textContent ?? ''),
+      );
+      expect(await tab.textContent('#progress')).toBe('');
+      expect(await tab.isEnabled('#generate')).toBe(true);
+      expect(await tab.$eval('#apikey', (el) => el.getAttribute('aria-invalid'))).toBe('true');
+      expect(await tab.$$('#result img')).toHaveLength(0);
+
+      await tab.fill('#apikey', TOKEN);
+      await tab.click('#generate');
+      await resultImageLoaded(tab, 20_000);
+      expect(await tab.textContent('#progress')).toMatch(/Generated 1 image/);
+      expect(await tab.$eval('#error', (el) => el.textContent)).toBe('');
+    } finally {
+      await tab.close();
+      await guarded.close();
+    }
+  });
+
   it('uploads a file for i2i/model-b as multipart and sends the API key as a Bearer token', async () => {
     await load();
     await page.click('#auth summary');

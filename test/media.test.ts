@@ -568,6 +568,34 @@ describe('service routes and errors', () => {
     expect(docs.headers.get('content-type')).toMatch(/text\/html/);
   });
 
+  it('/openapi.json names its server URL and the bearer credential the generation routes need', async () => {
+    // Open service, no public URL: a relative server, no credential asked for.
+    const open = (await (await fetch(`${media.url}/openapi.json`)).json()) as any;
+    expect(open.servers).toEqual([{ url: '/', description: 'This media service' }]);
+    expect(open.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(open.paths['/api/t2i/model-a'].post.security).toBeUndefined();
+
+    const guarded = await start({
+      GATEHOUSE_MEDIA_AUTH: 'token',
+      GATEHOUSE_MEDIA_TOKEN: 'openapi-token-0123456789',
+      GATEHOUSE_MEDIA_PUBLIC_URL: 'https://media.example.test/',
+    });
+    const doc = (await (await fetch(`${guarded.url}/openapi.json`)).json()) as any;
+    expect(doc.servers).toEqual([{ url: 'https://media.example.test', description: 'This media service' }]);
+    expect(doc.components.securitySchemes.bearer).toEqual({
+      type: 'http',
+      scheme: 'bearer',
+      description: expect.stringContaining('GATEHOUSE_MEDIA_TOKEN'),
+    });
+    for (const [path, ops] of Object.entries<any>(doc.paths))
+      for (const [method, op] of Object.entries<any>(ops))
+        expect(op.security, `${method} ${path}`).toEqual(
+          method === 'post' && path.startsWith('/api/') ? [{ bearer: [] }] : undefined,
+        );
+    // The token itself is never in the document.
+    expect(JSON.stringify(doc)).not.toContain('openapi-token-0123456789');
+  });
+
   it("a generator's MediaError is surfaced with its status; an unexpected error is a 500 without details", async () => {
     const failing = await start(
       {},

@@ -128,7 +128,19 @@ export async function batchesRoutes(app: Router, services: Services) {
   app.get(
     '/batches/:id/results',
     {
-      config: { auth: 'api' },
+      config: {
+        auth: 'api',
+        // A stream of lines: documented, not serialized.
+        openapi: {
+          response: {
+            200: {
+              description:
+                'One JSON object per line: `{id, custom_id, response: {status_code, request_id, body} | null, error}`',
+              content: { 'application/jsonl': { schema: Type.String() } },
+            },
+          },
+        },
+      },
       schema: {
         tags,
         summary: 'Every finished result as JSON Lines (application/jsonl), in request order',

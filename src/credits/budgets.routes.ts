@@ -14,6 +14,10 @@ export const WorkspaceBudget = Type.Object(
     reset_interval: Nullable(
       StringEnum(['daily', 'weekly', 'monthly'] as const, { description: 'null = lifetime budget' }),
     ),
+    spent_usd: Type.Number({
+      description:
+        "USD the workspace's keys spent in the current window (UTC; lifetime: ever), BYOK included when include_byok_in_budgets",
+    }),
   },
   { $id: 'WorkspaceBudget', title: 'WorkspaceBudget' },
 );

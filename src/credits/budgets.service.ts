@@ -3,7 +3,7 @@ import type { WorkspacesService } from '../accounts/workspaces.service.js';
 import type { Db } from '../db/connection.js';
 import { badRequest, notFound } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
-import { nowIso, type ResetInterval } from '../lib/time.js';
+import { nowIso, type ResetInterval, windowStart } from '../lib/time.js';
 import * as store from './budgets.store.js';
 
 export const BUDGET_INTERVALS = ['daily', 'weekly', 'monthly', 'lifetime'] as const;
@@ -18,8 +18,8 @@ export interface BudgetInput {
   include_byok_in_budgets?: boolean;
 }
 
-/** The WorkspaceBudget wire object (digest §5): a lifetime budget has `reset_interval: null`. */
-export function budgetView(row: store.BudgetRow) {
+/** The WorkspaceBudget wire object: a lifetime budget has `reset_interval: null`. */
+export function budgetView(row: store.BudgetRow, spentUsd: number) {
   return {
     id: row.id,
     workspace_id: row.workspace_id,
@@ -27,6 +27,7 @@ export function budgetView(row: store.BudgetRow) {
     updated_at: row.updated_at,
     limit_usd: row.limit_usd,
     reset_interval: row.interval === 'lifetime' ? null : (row.interval as ResetInterval),
+    spent_usd: spentUsd,
   };
 }
 export type BudgetView = ReturnType<typeof budgetView>;
@@ -69,10 +70,11 @@ export class BudgetsService {
   async list(caller: Pick<Caller, 'organizationId'>, workspaceRef: string) {
     const ws = await this.workspaces.get(caller, workspaceRef);
     const rows = await store.listBudgets(this.db, ws.id);
-    return {
-      data: rows.sort(byShortestFirst).map(budgetView),
-      include_byok_in_budgets: ws.include_byok_in_budgets === 1,
-    };
+    const includeByok = ws.include_byok_in_budgets === 1;
+    const data = await Promise.all(
+      rows.sort(byShortestFirst).map((row) => this.view(this.db, caller, row, includeByok)),
+    );
+    return { data, include_byok_in_budgets: includeByok };
   }
 
   async get(caller: Pick<Caller, 'organizationId'>, workspaceRef: string, interval: string) {
@@ -80,7 +82,8 @@ export class BudgetsService {
     const ws = await this.workspaces.get(caller, workspaceRef);
     const row = await store.findBudget(this.db, ws.id, interval);
     if (!row) throw notFound(`The ${interval} budget of this workspace`);
-    return { data: budgetView(row), include_byok_in_budgets: ws.include_byok_in_budgets === 1 };
+    const includeByok = ws.include_byok_in_budgets === 1;
+    return { data: await this.view(this.db, caller, row, includeByok), include_byok_in_budgets: includeByok };
   }
 
   /** Creates or replaces the budget for `interval` (and sets the workspace-wide BYOK flag if given). */
@@ -113,8 +116,26 @@ export class BudgetsService {
       });
       const row = await store.findBudget(tx, ws.id, interval);
       if (!row) throw new Error('budget vanished after upsert');
-      return { data: budgetView(row), include_byok_in_budgets: includeByok };
+      return { data: await this.view(tx, caller, row, includeByok), include_byok_in_budgets: includeByok };
     });
+  }
+
+  /** The budget with what its workspace spent in the current window (UTC), as the budget counts it. */
+  private async view(
+    db: Db,
+    caller: Pick<Caller, 'organizationId'>,
+    row: store.BudgetRow,
+    includeByok: boolean,
+  ) {
+    const since =
+      row.interval === 'lifetime' ? null : windowStart(row.interval as ResetInterval).toISOString();
+    const spent = await store.workspaceSpend(db, {
+      organizationId: caller.organizationId,
+      workspaceId: row.workspace_id,
+      since,
+      includeByok,
+    });
+    return budgetView(row, spent);
   }
 
   async delete(caller: Pick<Caller, 'organizationId'>, workspaceRef: string, interval: string) {

@@ -37,3 +37,19 @@ export async function deleteBudget(db: Db, workspaceId: string, interval: string
     .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
+
+/** What a workspace spent (USD) since `since` (null: ever), BYOK calls counted only when asked. */
+export async function workspaceSpend(
+  db: Db,
+  w: { organizationId: string; workspaceId: string; since: string | null; includeByok: boolean },
+): Promise<number> {
+  let q = db
+    .selectFrom('usage_events')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('cost_usd'), eb.lit(0)).as('spent'))
+    .where('organization_id', '=', w.organizationId)
+    .where('workspace_id', '=', w.workspaceId);
+  if (w.since !== null) q = q.where('created_at', '>=', w.since);
+  if (!w.includeByok) q = q.where('is_byok', '=', 0);
+  const row = await q.executeTakeFirst();
+  return Number(row?.spent ?? 0);
+}

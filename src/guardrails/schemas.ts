@@ -167,3 +167,69 @@ export const MemberAssignment = Type.Object(
 const Ids = (description: string) => Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description });
 export const KeyHashesBody = Type.Object({ key_hashes: Ids('API key hashes') });
 export const MemberIdsBody = Type.Object({ member_user_ids: Ids('User ids of organization members') });
+
+const Names = (description: string) => Type.Array(Type.String(), { description });
+
+/** What the gateway enforces on one API key: its guardrails, combined (GET /keys/{hash}/effective-policy). */
+export const EffectivePolicy = Type.Object(
+  {
+    key_hash: Type.String(),
+    guardrails: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        name: Type.String(),
+        via: Type.Array(StringEnum(['key', 'member', 'default'] as const), {
+          description:
+            "key: assigned to the key | member: assigned to the key's creator | default: the workspace's default guardrail",
+        }),
+      }),
+      { description: 'The guardrails that apply to the key; empty = no policy' },
+    ),
+    allowed_models: Nullable(Names('Intersection of the allow lists; null = unrestricted')),
+    ignored_models: Names('Union of the ignore lists'),
+    allowed_providers: Nullable(Names('Intersection of the allow lists; null = unrestricted')),
+    ignored_providers: Names('Union of the ignore lists'),
+    allowed_data_regions: Nullable(Names('Intersection; null = unrestricted')),
+    enforce_zdr: Type.Object(
+      Object.fromEntries(ZDR_VENDORS.map((v) => [v, Type.Boolean()])) as Record<
+        (typeof ZDR_VENDORS)[number],
+        ReturnType<typeof Type.Boolean>
+      >,
+      { description: 'Zero data retention required, per model vendor (any guardrail asking for it)' },
+    ),
+    allow_training: Type.Object({ free_models: Type.Boolean(), paid_models: Type.Boolean() }),
+    allow_free_model_publication: Type.Boolean(),
+    budgets: Type.Array(
+      Type.Object({
+        guardrail_id: Type.String(),
+        guardrail_name: Type.String(),
+        limit_usd: Type.Number(),
+        reset_interval: Nullable(StringEnum(RESET_INTERVALS)),
+        include_byok: Type.Boolean(),
+        scope: StringEnum(['key', 'member'] as const, {
+          description: "key: this key's spend | member: its creator's spend over all their keys",
+        }),
+      }),
+    ),
+    usage_limits: Type.Array(
+      Type.Object({
+        guardrail_id: Type.String(),
+        guardrail_name: Type.String(),
+        rpm_limit: Nullable(Type.Integer()),
+        tpm_limit: Nullable(Type.Integer()),
+        concurrency_limit: Nullable(Type.Integer()),
+      }),
+      { description: 'Counted over every key each guardrail covers, together' },
+    ),
+    content_filters: Type.Array(
+      Type.Object({
+        kind: StringEnum(['builtin', 'custom'] as const),
+        label: Type.String(),
+        action: StringEnum(FILTER_ACTIONS),
+        apply_to: StringEnum(APPLY_TO),
+        guardrail_id: Type.String(),
+      }),
+    ),
+  },
+  { $id: 'EffectivePolicy', title: 'EffectivePolicy' },
+);

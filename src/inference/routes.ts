@@ -1,15 +1,32 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { captureWhole, tapStream } from '../content-log/tap.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, notFound } from '../lib/errors.js';
 import type { ForwardedJson } from '../providers/types.js';
 import type { Body, InferenceCall, RouteInfo } from '../routing/call.js';
-import type { Engine, Streaming } from '../routing/engine.js';
+import type { Streaming } from '../routing/engine.js';
 import { parsePreferences } from '../routing/preferences.js';
+import type { OpenapiOnly } from '../server/openapi-only.js';
 import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { DROPPED_FIELDS_HEADER } from './decorate.js';
+import {
+  AnthropicMessage,
+  ChatCompletion,
+  ChatCompletionRequest,
+  CountTokensRequest,
+  CountTokensResponse,
+  EmbeddingsRequest,
+  EmbeddingsResponse,
+  Generation,
+  jsonOrStream,
+  MessagesRequest,
+  OPENAPI_SCHEMAS,
+  ResponseObject,
+  ResponsesRequest,
+} from './openapi-schemas.js';
 import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
@@ -91,7 +108,7 @@ function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown): strin
  * `store` keeps the answer (the /responses endpoint's stored responses).
  */
 async function serveChat(
-  engine: Engine,
+  { engine, contentLog }: Pick<Services, 'engine' | 'contentLog'>,
   wire: ChatWire,
   req: FastifyRequest,
   reply: FastifyReply,
@@ -101,6 +118,7 @@ async function serveChat(
   if (!call.stream) {
     const done = await engine.complete(call);
     describe(reply, done.info);
+    captureWhole(contentLog, call, done, reply);
     if (done.lane) {
       const added = wire.relayJson?.(done, call);
       return relayed(reply, done, store && added !== undefined ? await store.json(added, done.info) : added);
@@ -108,7 +126,7 @@ async function serveChat(
     const body = wire.encodeResponse(done, call);
     return reply.send(store ? await store.json(body, done.info) : body);
   }
-  const s = await engine.stream(call);
+  const s = tapStream(contentLog, call, await engine.stream(call));
   describe(reply, s.info);
   const frames = s.lane
     ? relay(wire, s)
@@ -118,9 +136,12 @@ async function serveChat(
 
 export async function inferenceRoutes(app: Router, services: Services) {
   const { engine } = services;
-  const route = (wire: CallerWire<unknown>) => ({
+  for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
+  // `openapi`: the body and answer the document shows; the runtime takes any JSON object (see
+  // openapi-schemas.ts) and sends the answer as it is.
+  const route = (wire: CallerWire<unknown>, openapi: OpenapiOnly) => ({
     // Errors, refusals included, in the caller's own format (Anthropic's on /messages).
-    config: { auth: 'api' as const, verbatim: true, renderError: wire.renderError },
+    config: { auth: 'api' as const, verbatim: true, renderError: wire.renderError, openapi },
     schema: {
       tags,
       summary: wire.summary,
@@ -129,16 +150,32 @@ export async function inferenceRoutes(app: Router, services: Services) {
     },
   });
 
-  for (const wire of [WIRES.chat, WIRES.messages])
-    app.post(wire.path, route(wire), (req, reply) => serveChat(engine, wire, req, reply));
-  app.post(WIRES.responses.path, route(WIRES.responses), async (req, reply) => {
+  const chat = route(WIRES.chat, {
+    body: Type.Ref(ChatCompletionRequest),
+    response: { 200: jsonOrStream(ChatCompletion, 'The completion') },
+  });
+  app.post(WIRES.chat.path, chat, (req, reply) => serveChat(services, WIRES.chat, req, reply));
+  const messages = route(WIRES.messages, {
+    body: Type.Ref(MessagesRequest),
+    response: { 200: jsonOrStream(AnthropicMessage, 'The message') },
+  });
+  app.post(WIRES.messages.path, messages, (req, reply) => serveChat(services, WIRES.messages, req, reply));
+  const responses = route(WIRES.responses, {
+    body: Type.Ref(ResponsesRequest),
+    response: { 200: jsonOrStream(ResponseObject, 'The response') },
+  });
+  app.post(WIRES.responses.path, responses, async (req, reply) => {
     const store = await storeAround(services.storedResponses, req);
-    return serveChat(engine, WIRES.responses, req, reply, store);
+    return serveChat(services, WIRES.responses, req, reply, store);
   });
 
   // Claude Code and the Anthropic SDK's countTokens: Anthropic counts natively; an estimate
   // (marked as one) for a model no such provider serves.
-  app.post(countTokensWire.path, route(countTokensWire), async (req, reply) => {
+  const counting = route(countTokensWire, {
+    body: Type.Ref(CountTokensRequest),
+    response: { 200: Type.Ref(CountTokensResponse) },
+  });
+  app.post(countTokensWire.path, counting, async (req, reply) => {
     const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
     reply.header('x-gatehouse-provider', counted.provider);
     if ('forwarded' in counted) {
@@ -150,7 +187,11 @@ export async function inferenceRoutes(app: Router, services: Services) {
   });
 
   const embeddings = WIRES.embeddings;
-  app.post(embeddings.path, route(embeddings), async (req, reply) => {
+  const embedding = route(embeddings, {
+    body: Type.Ref(EmbeddingsRequest),
+    response: { 200: Type.Ref(EmbeddingsResponse) },
+  });
+  app.post(embeddings.path, embedding, async (req, reply) => {
     const call = callOf(req, embeddings, callAbort(reply));
     const done = await engine.embed(call);
     describe(reply, done.info);
@@ -162,7 +203,8 @@ export async function inferenceRoutes(app: Router, services: Services) {
   app.get(
     '/generation',
     {
-      config: { auth: 'key' },
+      // Documented only: the serializer would drop the fields the schema does not name.
+      config: { auth: 'key', openapi: { response: { 200: Type.Ref(Generation) } } },
       schema: {
         tags,
         summary: 'One recorded generation',
@@ -171,9 +213,17 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req: FastifyRequest<{ Querystring: { id: string } }>, reply: FastifyReply) => {
-      const row = await services.generations.get(req.caller.organizationId, req.query.id);
+      const { caller } = req;
+      const row = await services.generations.get(caller.organizationId, req.query.id);
       if (!row) throw notFound('Generation');
-      return reply.send({ data: row });
+      // Where its kept content is, when its workspace keeps content and the caller may read it.
+      const scope = {
+        organizationId: caller.organizationId,
+        workspaceId: caller.isManagement ? null : caller.workspaceId,
+      };
+      const kept = (await services.contentLog.get(scope, row.id)) !== null;
+      const content_url = kept ? `/api/v1/generation/content?id=${encodeURIComponent(row.id)}` : null;
+      return reply.send({ data: { ...row, content_url } });
     },
   );
 }

@@ -86,3 +86,24 @@ export function httpServerOptions(t: HttpTimeouts, envelope: (status: number, me
     },
   };
 }
+
+/**
+ * A listen failure as an operator can act on it: a port in use (or not allowed) names the variable
+ * that sets it, instead of Node's bare `listen EADDRINUSE`.
+ */
+export function listenError(err: unknown, variable: string, host: string, port: number): Error {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EADDRINUSE')
+    return new Error(
+      `${variable}: port ${port} on ${host} is already in use; stop what holds it or set ${variable} to another port`,
+    );
+  if (code === 'EACCES')
+    return new Error(
+      `${variable}: not allowed to listen on port ${port} on ${host}; use a port above 1023 or set ${variable}`,
+    );
+  if (code === 'EADDRNOTAVAIL')
+    return new Error(
+      `HOST: ${host} is not an address of this machine (listening on port ${port}, set by ${variable})`,
+    );
+  return err instanceof Error ? err : new Error(String(err));
+}

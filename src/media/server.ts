@@ -17,8 +17,9 @@ import Fastify, {
 } from 'fastify';
 import { AccessLog } from '../lib/access-log.js';
 import { isDatabaseUnavailable } from '../lib/errors.js';
-import { httpServerOptions } from '../lib/http-server.js';
+import { httpServerOptions, listenError } from '../lib/http-server.js';
 import { createLog } from '../lib/log.js';
+import { apiReferenceOptions } from '../server/api-reference.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
 import { LocalGenerator } from './generators/local.js';
@@ -207,6 +208,8 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   }
 
   await app.register(multipart, { throwFileSizeLimit: false });
+  // The generation routes (POST /api/*) need the bearer credential unless the service is open.
+  const guarded = auth.mode !== 'none';
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -216,9 +219,32 @@ export async function buildMediaApp(opts: MediaAppOptions) {
         description:
           'Image and video generation. Every route takes `prompt`; other parameters per route. Outputs are stored and returned as `{url, key}`.',
       },
+      // The public URL when configured, else relative: the host the document was fetched from.
+      servers: [{ url: config.publicUrl ?? '/', description: 'This media service' }],
+      components: {
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              auth.mode === 'keys'
+                ? 'A Gatehouse API key: `Authorization: Bearer <key>`'
+                : auth.mode === 'token'
+                  ? "The service's token (GATEHOUSE_MEDIA_TOKEN): `Authorization: Bearer <token>`"
+                  : 'Not required: this service runs without authentication (GATEHOUSE_MEDIA_AUTH=none)',
+          },
+        },
+      },
     },
+    transform: ({ schema, url, route }) => ({
+      schema:
+        guarded && route.method === 'POST' && url.startsWith('/api/')
+          ? { ...schema, security: [{ bearer: [] }] }
+          : schema,
+      url,
+    }),
   });
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/openapi.json' } });
+  await app.register(scalar, apiReferenceOptions('/openapi.json', 'Gatehouse media API reference'));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await mediaRoutes(app, {
@@ -244,7 +270,10 @@ export async function startMedia(
   opts: Omit<MediaAppOptions, 'config'> = {},
 ): Promise<MediaHandle> {
   const { app, service, store } = await buildMediaApp({ ...opts, config });
-  const address = await app.listen({ port: config.port, host: config.host });
+  const address = await app.listen({ port: config.port, host: config.host }).catch(async (err) => {
+    await app.close();
+    throw listenError(err, 'MEDIA_PORT', config.host, config.port);
+  });
   const port = new URL(address.replace('[::1]', '127.0.0.1').replace('[::]', '127.0.0.1')).port;
   if (!config.publicUrl && store instanceof FilesystemStore) store.setPublicUrl(`http://localhost:${port}`);
   return { app, service, url: `http://127.0.0.1:${port}`, close: () => app.close() };

@@ -284,6 +284,9 @@ const SCRIPT = `
       $('progress').textContent = 'Generating… ' + ((performance.now() - started) / 1000).toFixed(0) + ' s';
     }, 500);
     $('progress').textContent = 'Generating…';
+    // What the progress line says once the request is over: the outcome, or nothing after an error
+    // (which the error box shows).
+    let outcome = '';
     try {
       const req = body(r);
       const res = await fetch(r.path.slice(1), { method: 'POST', body: req.body, headers: { ...req.headers, ...authHeaders() } });
@@ -292,17 +295,15 @@ const SCRIPT = `
       if (res.status === 401) return needKey(answer && answer.message);
       if (!answer || answer.success !== true) {
         const msg = answer && answer.message ? answer.message : 'HTTP ' + res.status;
-        showError(msg, answer && answer.error ? answer.error.field : undefined);
-        $('progress').textContent = '';
-        return;
+        return showError(msg, answer && answer.error ? answer.error.field : undefined);
       }
       showOutputs(answer.data.outputs);
-      $('progress').textContent = answer.message + ' in ' + ((performance.now() - started) / 1000).toFixed(1) + ' s';
+      outcome = answer.message + ' in ' + ((performance.now() - started) / 1000).toFixed(1) + ' s';
     } catch (err) {
       showError('The request failed: ' + err.message);
-      $('progress').textContent = '';
     } finally {
       clearInterval(tick);
+      $('progress').textContent = outcome;
       button.disabled = false;
       refreshStatus();
     }

@@ -9,13 +9,16 @@ import { AdminThrottle } from '../accounts/admin.throttle.js';
 import { keysRoutes } from '../accounts/keys.routes.js';
 import { organizationsRoutes } from '../accounts/organizations.routes.js';
 import { workspacesRoutes } from '../accounts/workspaces.routes.js';
+import { activityRoutes } from '../activity/routes.js';
 import { batchesRoutes } from '../batches/routes.js';
 import { byokRoutes } from '../byok/routes.js';
 import { catalogRoutes } from '../catalog/routes.js';
+import { contentLogRoutes } from '../content-log/routes.js';
 import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
 import { ping } from '../db/connection.js';
 import { guardrailAssignmentsRoutes } from '../guardrails/assignments.routes.js';
+import { effectivePolicyRoutes } from '../guardrails/effective.routes.js';
 import { guardrailsRoutes } from '../guardrails/routes.js';
 import { inferenceRoutes } from '../inference/routes.js';
 import { runtimeCallbackRoutes } from '../interns/callback.routes.js';
@@ -29,10 +32,13 @@ import { credentialRoutes } from '../routing/credentials/routes.js';
 import type { Services } from '../services.js';
 import { storedResponsesRoutes } from '../stored-responses/routes.js';
 import { vaultRoutes } from '../vault/routes.js';
+import { apiReferenceOptions } from './api-reference.js';
 import { installAuth } from './auth.js';
 import { installConsole } from './console.js';
 import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
+import { landingPage } from './landing.js';
 import { installMetrics } from './metrics.js';
+import { documentedSchema } from './openapi-only.js';
 import type { Router } from './router.js';
 import { ErrorBody } from './schemas.js';
 
@@ -42,6 +48,7 @@ export const API_PREFIX = '/api/v1';
 const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   guardrailsRoutes,
   guardrailAssignmentsRoutes,
+  effectivePolicyRoutes,
   keysRoutes,
   workspacesRoutes,
   organizationsRoutes,
@@ -51,12 +58,14 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   adminRoutes,
   credentialRoutes,
   inferenceRoutes,
+  contentLogRoutes,
   catalogRoutes,
   storedResponsesRoutes,
   batchesRoutes,
   internsRoutes,
   internChatRoutes,
   vaultRoutes,
+  activityRoutes,
 ];
 
 export interface AppOptions {
@@ -108,12 +117,12 @@ export async function buildApp(services: Services, opts: AppOptions) {
     // Components are named by their $id (ApiKey, Guardrail …) instead of def-N.
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
     // Paths in the document are relative to the server URL (/api/v1), as the clients see them.
-    transform: ({ schema, url }) => ({
-      schema,
+    transform: ({ schema, url, route }) => ({
+      schema: documentedSchema(schema, route.config),
       url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) : url,
     }),
   });
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: `${API_PREFIX}/openapi.json` } });
+  await app.register(scalar, apiReferenceOptions(`${API_PREFIX}/openapi.json`, 'Gatehouse API reference'));
   app.addSchema(ErrorBody);
 
   installInternHostProxy(app, services);
@@ -126,6 +135,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     new AdminThrottle(config.adminAuthFailures),
   );
 
+  landingPage(app, config);
   const status = Type.Object({ status: Type.String() });
   app.get('/health', { schema: { hide: true, response: { 200: status } } }, async () => ({ status: 'ok' }));
   app.get('/ready', { schema: { hide: true } }, async (req, reply) => {

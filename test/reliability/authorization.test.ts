@@ -21,7 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RouteOptions } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadMediaConfig } from '../../src/media/config.js';
 import { type MediaHandle, startMedia } from '../../src/media/server.js';
 import type { GeneratedOutput, MediaGenerator } from '../../src/media/types.js';
@@ -120,6 +120,7 @@ const SECRET = 'a1_secret';
 
 const ROUTES: Record<string, Row> = {
   // Public: the same answer with or without (any) credential.
+  'GET /': { auth: 'none', ok: 200 }, // the landing page
   'GET /health': { auth: 'none', ok: 200 },
   'GET /ready': { auth: 'none', ok: 200 },
   'GET /docs': { auth: 'none', ok: 301 }, // → /docs/
@@ -156,6 +157,16 @@ const ROUTES: Record<string, Row> = {
     org: 404,
     ws: 200, // generations are the organization's (its management key reads them too)
   },
+  // Kept content: an API key reads its own workspace's, a management key its organization's.
+  'GET /api/v1/generation/content': {
+    auth: 'key',
+    path: (fx) => `/generation/content?id=${fx.generation}`,
+    ok: 200,
+    org: 404,
+    ws: 404,
+  },
+  // An API key lists only its own generations; a management key its organization's.
+  'GET /api/v1/generations': { auth: 'key', ok: 200, org: 200, ws: 200 },
 
   // Management keys.
   'POST /api/v1/guardrails': {
@@ -216,6 +227,11 @@ const ROUTES: Record<string, Row> = {
   'GET /api/v1/keys': { auth: 'management', ok: 200 },
   'POST /api/v1/keys': { auth: 'management', body: (_fx, as) => ({ name: `k-${tag(as)}` }), ok: 201 },
   'GET /api/v1/keys/:hash': { auth: 'management', path: (fx) => `/keys/${fx.key}`, ok: 200 },
+  'GET /api/v1/keys/:hash/effective-policy': {
+    auth: 'management',
+    path: (fx) => `/keys/${fx.key}/effective-policy`,
+    ok: 200,
+  },
   'PATCH /api/v1/keys/:hash': {
     auth: 'management',
     path: (fx) => `/keys/${fx.key}`,
@@ -307,6 +323,10 @@ const ROUTES: Record<string, Row> = {
   },
   'GET /api/v1/credits': { auth: 'management', ok: 200 },
   'GET /api/v1/credits/ledger': { auth: 'management', ok: 200 },
+  'GET /api/v1/activity': { auth: 'management', ok: 200 },
+  'GET /api/v1/analytics/series': { auth: 'management', ok: 200 },
+  'GET /api/v1/analytics/meta': { auth: 'management', ok: 200 },
+  'POST /api/v1/analytics/query': { auth: 'management', body: () => ({ metrics: ['requests'] }), ok: 200 },
 
   // The operator API.
   'POST /api/v1/admin/organizations': { auth: 'admin', body: () => ({ name: 'Probe' }), ok: 201 },
@@ -812,7 +832,14 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     const secret = { value: 'sk-private-intern-secret', hosts: [host] };
     created(await api('PUT', `/vault/interns/${intern.id}/secrets/${SECRET}`, secret), 200);
     created(await api('PUT', `/vault/secrets/${SECRET}`, secret), 200);
+    // Workspace A1 keeps content, so the generation below has some to read.
+    const a1 = created(await api('GET', '/key'), 200).data.workspace_id;
+    created(await mgmt('PATCH', `/workspaces/${a1}`, { content_logging: true }), 200);
     const generation = created(await api('POST', '/chat/completions', chat), 200);
+    await vi.waitFor(async () => {
+      await gw.services.contentLog.flush();
+      expect((await api('GET', `/generation/content?id=${generation.id}`)).status).toBe(200);
+    });
     const storedResponse = () =>
       api('POST', '/responses', { model: 'gatehouse/echo', input: 'a1 private answer' }).then(
         (res) => created(res, 200).id as string,
@@ -1005,6 +1032,9 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
 // objects). Members manage only the API keys they created; every other management write is for
 // owners, admins and keys acting as the organization; nobody attributes a key to another user.
 
+/** Management reads that take their query as a POST body (OpenRouter's analytics query): no write. */
+const READS_BY_POST = new Set(['POST /api/v1/analytics/query']);
+
 describe.each(databases)('organization roles on management writes (%s)', (db) => {
   let gw: TestGateway;
   const writes = new Map<string, RouteOptions>();
@@ -1015,7 +1045,8 @@ describe.each(databases)('organization roles on management writes (%s)', (db) =>
       onRoute: (r) => {
         const auth = (r.config as { auth?: string } | undefined)?.auth;
         for (const m of [r.method].flat())
-          if (auth === 'management' && m !== 'GET' && m !== 'HEAD') writes.set(`${m} ${r.url}`, r);
+          if (auth === 'management' && m !== 'GET' && m !== 'HEAD' && !READS_BY_POST.has(`${m} ${r.url}`))
+            writes.set(`${m} ${r.url}`, r);
       },
     });
   });

@@ -29,13 +29,17 @@ export type JsonOk<P extends keyof paths, M extends keyof paths[P]> = paths[P][M
 
 const auth: Middleware = {
   onRequest({ request }) {
+    // A call that names its own key (a key being checked before it is used) keeps it.
     const session = getSession();
-    if (session) request.headers.set('Authorization', `Bearer ${session.token}`);
+    if (session && !request.headers.has('Authorization'))
+      request.headers.set('Authorization', `Bearer ${session.token}`);
     return request;
   },
   onResponse({ request, response }) {
-    // The key was revoked, disabled or expired while signed in: back to the sign-in page, saying why.
-    if (response.status === 401 && request.headers.has('Authorization') && getSession()) {
+    // The key was revoked, disabled or expired while signed in: back to the sign-in page, saying why
+    // (only when the refused key is the session's: a pasted key being checked is the caller's business).
+    const token = getSession()?.token;
+    if (response.status === 401 && token && request.headers.get('Authorization') === `Bearer ${token}`) {
       signOut('Your key is no longer accepted (invalid, disabled or expired). Sign in again.');
     }
     return response;
@@ -48,6 +52,16 @@ api.use(auth);
 /** Why the session's API key was dropped (shown by <ApiKeyGate> when it asks for another). */
 let apiKeyDroppedBecause: string | null = null;
 export const apiKeyDropReason = () => apiKeyDroppedBecause;
+/** A new API key is in use: the old one's refusal is no longer news. */
+export const clearApiKeyDropReason = () => {
+  apiKeyDroppedBecause = null;
+};
+
+/** Forgets the session's API key because the gateway refused it (<ApiKeyGate> then asks for another). */
+export function dropApiKey() {
+  apiKeyDroppedBecause = 'The API key is no longer accepted (invalid, disabled or expired).';
+  setApiKey(null);
+}
 
 const apiKeyAuth: Middleware = {
   onRequest({ request }) {
@@ -57,9 +71,9 @@ const apiKeyAuth: Middleware = {
   },
   onResponse({ request, response }) {
     // The API key was revoked, disabled or expired: ask for another, the session itself stays.
-    if (response.status === 401 && request.headers.has('Authorization') && getSession()?.apiKey) {
-      apiKeyDroppedBecause = 'The API key is no longer accepted (invalid, disabled or expired).';
-      setApiKey(null);
+    const key = getSession()?.apiKey?.key;
+    if (response.status === 401 && key && request.headers.get('Authorization') === `Bearer ${key}`) {
+      dropApiKey();
     }
     return response;
   },

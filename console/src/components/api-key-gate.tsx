@@ -1,5 +1,5 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
-import { api, apiKeyDropReason, call, dataApi } from '../api/client';
+import { api, apiKeyDropReason, call, clearApiKeyDropReason } from '../api/client';
 import { setApiKey, useSession } from '../session';
 import { ErrorBanner } from './error-banner';
 import { Field } from './field';
@@ -9,9 +9,7 @@ const TEMPORARY_KEY_HOURS = 24;
 
 /** What a pasted secret is: it must be an API key of the signed-in organization's gateway. */
 async function checkApiKey(key: string): Promise<{ key: string; label: string }> {
-  // Through dataApi: `api` would replace this Authorization with the session's management key (and
-  // sign the session out on this key's 401); dataApi leaves it while the session has no API key.
-  const res = await dataApi.GET('/key', { headers: { Authorization: `Bearer ${key}` } }).catch(() => {
+  const res = await api.GET('/key', { headers: { Authorization: `Bearer ${key}` } }).catch(() => {
     throw new Error('The gateway could not be reached. Check that it is running and try again.');
   });
   if (!res.data) throw new Error('This API key was not accepted: it is unknown, disabled or expired.');
@@ -30,9 +28,9 @@ export function ApiKeyGate({ children }: { children: ReactNode }) {
   const session = useSession();
   const [pasted, setPasted] = useState('');
   const [pending, setPending] = useState(false);
-  const [error, setError] = useState<unknown>(
-    apiKeyDropReason() ? new Error(apiKeyDropReason() ?? '') : null,
-  );
+  const [error, setError] = useState<unknown>(null);
+  // Read at each render: the key may be dropped while this gate is already showing its page.
+  const dropped = apiKeyDropReason();
 
   if (session?.apiKey)
     return (
@@ -51,7 +49,9 @@ export function ApiKeyGate({ children }: { children: ReactNode }) {
     setPending(true);
     setError(null);
     try {
-      setApiKey(await get());
+      const key = await get();
+      clearApiKeyDropReason();
+      setApiKey(key);
     } catch (err) {
       setError(err);
     } finally {
@@ -80,7 +80,7 @@ export function ApiKeyGate({ children }: { children: ReactNode }) {
         This page calls models (or batches, interns, the vault), which a management key may not do. Paste an
         API key of your organization, or let the console create a temporary one for this session.
       </p>
-      <ErrorBanner error={error} />
+      <ErrorBanner error={error ?? (dropped ? new Error(dropped) : null)} />
       <form onSubmit={submitPasted} className="form-row">
         <Field
           label="API key"

@@ -9,14 +9,20 @@
  */
 import type { ComponentType } from 'react';
 import type { Role } from '../session';
+import { BatchesPage } from './batches';
+import { ByokPage } from './byok';
 import { CreditGrantsPage } from './credit-grants';
 import { CreditsPage } from './credits';
+import { GuardrailsPage } from './guardrails';
 import { InternsPage } from './interns';
 import { KeysPage } from './keys';
 import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
+import { PlaygroundPage } from './playground';
 import { ProviderHealthPage } from './provider-health';
 import { UsersPage } from './users';
+import { VaultPage } from './vault';
+import { WorkspacesPage } from './workspaces';
 
 export interface PageDef {
   /** Under /console, e.g. '/keys'. */
@@ -30,6 +36,12 @@ export interface PageDef {
 export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
   { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
+  { path: '/guardrails', title: 'Guardrails', component: GuardrailsPage, access: 'management' },
+  { path: '/byok', title: 'Provider keys', component: ByokPage, access: 'management' },
+  { path: '/workspaces', title: 'Workspaces', component: WorkspacesPage, access: 'management' },
+  { path: '/playground', title: 'Playground', component: PlaygroundPage, access: 'management' },
+  { path: '/batches', title: 'Batches', component: BatchesPage, access: 'management' },
+  { path: '/vault', title: 'Vault', component: VaultPage, access: 'management' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
   { path: '/interns', title: 'Interns', component: InternsPage, access: 'management' },
   { path: '/credits', title: 'Credits', component: CreditsPage, access: 'management' },
