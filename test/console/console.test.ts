@@ -168,7 +168,6 @@ describe.skipIf(!hasChromium)('console in headless Chromium', { timeout: 60_000 
       .poll(() => page.getByRole('alert').textContent())
       .toContain('expires_at must be in the future');
     await page.getByRole('button', { name: 'Dismiss' }).click();
-    // (React re-renders after the click returns: wait for the banner to go.)
     await expect.poll(() => page.getByRole('alert').count()).toBe(0);
     await page.getByRole('button', { name: 'Delete console-ci' }).click();
     await page.getByRole('button', { name: 'Delete “console-ci” for good' }).click();
