@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
+import { CreditTotals, LedgerEntry } from '../credits/schemas.js';
 import type { Router } from '../server/router.js';
-import { errors, Nullable, StringEnum } from '../server/schemas.js';
+import { errors, Nullable, PageQuery, StringEnum, toPage } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { ApiKey } from './keys.schemas.js';
 import { ORG_ROLES } from './organizations.service.js';
@@ -11,6 +12,20 @@ const Organization = Type.Object({
   default_workspace_id: Nullable(Type.String()),
   created_at: Type.String(),
 });
+const User = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  first_name: Nullable(Type.String()),
+  last_name: Nullable(Type.String()),
+  organization_id: Type.String(),
+  role: Type.String(),
+  interns_programme: Type.Boolean(),
+  created_at: Type.String(),
+});
+const OrganizationQuery = Type.Composite([
+  Type.Object({ organization_id: Type.String({ minLength: 1, maxLength: 200 }) }),
+  PageQuery,
+]);
 const tags = ['Operator'];
 const config = { auth: 'admin' as const };
 
@@ -59,23 +74,29 @@ export async function adminRoutes(app: Router, { admin }: Services) {
           last_name: Type.Optional(Nullable(Type.String())),
         }),
         response: {
-          201: Type.Object({
-            data: Type.Object({
-              id: Type.String(),
-              email: Type.String(),
-              first_name: Nullable(Type.String()),
-              last_name: Nullable(Type.String()),
-              organization_id: Type.String(),
-              role: Type.String(),
-              interns_programme: Type.Boolean(),
-              created_at: Type.String(),
-            }),
-          }),
+          201: Type.Object({ data: User }),
           ...errors(400, 401, 404, 409),
         },
       },
     },
     async (req, reply) => reply.code(201).send({ data: await admin.createUser(req.body) }),
+  );
+
+  app.get(
+    '/admin/users',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'List the members of an organization (its users), in the order they joined',
+        querystring: OrganizationQuery,
+        response: {
+          200: Type.Object({ data: Type.Array(User), total_count: Type.Integer() }),
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (req) => admin.listUsers(req.query.organization_id, toPage(req.query)),
   );
 
   app.post(
@@ -135,5 +156,25 @@ export async function adminRoutes(app: Router, { admin }: Services) {
       reply
         .code(201)
         .send({ data: await admin.addCredits(req.body.organization_id, req.body.amount_usd, req.body.note) }),
+  );
+
+  app.get(
+    '/admin/credits',
+    {
+      config,
+      schema: {
+        tags,
+        summary: "An organization's credit totals and its ledger, newest first",
+        querystring: OrganizationQuery,
+        response: {
+          200: Type.Composite([
+            CreditTotals,
+            Type.Object({ data: Type.Array(LedgerEntry), total_count: Type.Integer() }),
+          ]),
+          ...errors(400, 401, 404),
+        },
+      },
+    },
+    async (req) => admin.creditsOf(req.query.organization_id, toPage(req.query)),
   );
 }

@@ -22,6 +22,19 @@ export class AdminService {
   createOrganization = (name: string) => this.orgs.create(name);
   listOrganizations = () => this.orgs.list();
   createUser = (input: NewUser) => this.orgs.addUser(input);
+  /** 404 when the organization does not exist. */
+  listUsers = (organizationId: string, page: { offset: number; limit: number }) =>
+    this.orgs.listUsers(organizationId, page);
+
+  /** An organization's credit totals and its ledger page (404 when it does not exist). */
+  async creditsOf(organizationId: string, page: { offset: number; limit: number }) {
+    await this.orgs.get(organizationId);
+    const [totals, ledger] = await Promise.all([
+      this.credits.totals(organizationId),
+      this.credits.ledger(organizationId, page),
+    ]);
+    return { ...ledger, ...totals };
+  }
 
   /**
    * A key for a user (acting as that user in their organization) or for an organization

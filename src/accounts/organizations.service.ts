@@ -135,6 +135,28 @@ export class OrganizationsService {
   membersAmong = (organizationId: string, userIds: string[]) =>
     orgs.membersAmong(this.db, organizationId, userIds);
 
+  /** The operator's view of an organization's members: their stored role and programme flag. */
+  async listUsers(organizationId: string, page: { offset: number; limit: number }) {
+    await this.get(organizationId);
+    const [rows, total] = await Promise.all([
+      orgs.listMembers(this.db, organizationId, page),
+      orgs.countMembers(this.db, organizationId),
+    ]);
+    return {
+      data: rows.map((r) => ({
+        id: r.id,
+        email: r.email,
+        first_name: r.first_name,
+        last_name: r.last_name,
+        organization_id: organizationId,
+        role: r.role,
+        interns_programme: r.interns_programme === 1,
+        created_at: r.created_at,
+      })),
+      total_count: total,
+    };
+  }
+
   async listMembers(organizationId: string, page: { offset: number; limit: number }) {
     const [rows, total] = await Promise.all([
       orgs.listMembers(this.db, organizationId, page),

@@ -52,7 +52,15 @@ export function listMembers(db: Db, organizationId: string, page: { offset: numb
   return db
     .selectFrom('org_members')
     .innerJoin('users', 'users.id', 'org_members.user_id')
-    .select(['users.id', 'users.email', 'users.first_name', 'users.last_name', 'org_members.role'])
+    .select([
+      'users.id',
+      'users.email',
+      'users.first_name',
+      'users.last_name',
+      'users.interns_programme',
+      'org_members.role',
+      'org_members.created_at',
+    ])
     .where('org_members.organization_id', '=', organizationId)
     .orderBy('org_members.created_at')
     .orderBy('users.id')

@@ -17,3 +17,25 @@ export async function totalCredits(db: Db, organizationId: string): Promise<numb
     .executeTakeFirstOrThrow();
   return Number(r.total);
 }
+
+/** One organization's ledger entries, newest first. */
+export function listLedger(db: Db, organizationId: string, page: { offset: number; limit: number }) {
+  return db
+    .selectFrom('credit_ledger')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .offset(page.offset)
+    .limit(page.limit)
+    .execute();
+}
+
+export async function countLedger(db: Db, organizationId: string): Promise<number> {
+  const r = await db
+    .selectFrom('credit_ledger')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}

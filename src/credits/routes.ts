@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
-import { errors } from '../server/schemas.js';
+import type { Router } from '../server/router.js';
+import { errors, PageQuery, toPage } from '../server/schemas.js';
 import type { Services } from '../services.js';
+import { CreditTotals, LedgerEntry } from './schemas.js';
 
-export async function creditsRoutes(app: FastifyInstance, { credits }: Services) {
+export async function creditsRoutes(app: Router, { credits }: Services) {
   app.get(
     '/credits',
     {
@@ -12,14 +13,29 @@ export async function creditsRoutes(app: FastifyInstance, { credits }: Services)
         tags: ['Credits'],
         summary: 'Total credits purchased and used',
         response: {
-          200: Type.Object({
-            data: Type.Object({ total_credits: Type.Number(), total_usage: Type.Number() }),
-          }),
+          200: Type.Object({ data: CreditTotals }),
           ...errors(401, 403, 500),
         },
       },
     },
     async (req) => ({ data: await credits.totals(req.caller.organizationId) }),
+  );
+
+  app.get(
+    '/credits/ledger',
+    {
+      config: { auth: 'management' },
+      schema: {
+        tags: ['Credits'],
+        summary: "The organization's credits ledger (purchases and grants), newest first",
+        querystring: PageQuery,
+        response: {
+          200: Type.Object({ data: Type.Array(LedgerEntry), total_count: Type.Integer() }),
+          ...errors(400, 401, 403, 500),
+        },
+      },
+    },
+    async (req) => credits.ledger(req.caller.organizationId, toPage(req.query)),
   );
 
   app.post(

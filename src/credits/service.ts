@@ -45,6 +45,18 @@ export class CreditsService {
     return { total_credits, total_usage };
   }
 
+  /** The ledger's entries (purchases and grants), newest first, with their count. */
+  async ledger(organizationId: string, page: { offset: number; limit: number }) {
+    const [rows, total] = await Promise.all([
+      ledger.listLedger(this.db, organizationId, page),
+      ledger.countLedger(this.db, organizationId),
+    ]);
+    return {
+      data: rows.map((r) => ({ ...r, amount_usd: Number(r.amount_usd) })),
+      total_count: total,
+    };
+  }
+
   /** Credits left to spend (may be negative after usage that raced a top-up). */
   async balance(organizationId: string): Promise<number> {
     const t = await this.totals(organizationId);

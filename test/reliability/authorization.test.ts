@@ -322,6 +322,7 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
   },
   'GET /api/v1/credits': { auth: 'management', ok: 200 },
+  'GET /api/v1/credits/ledger': { auth: 'management', ok: 200 },
   'GET /api/v1/activity': { auth: 'management', ok: 200 },
   'GET /api/v1/analytics/series': { auth: 'management', ok: 200 },
   'GET /api/v1/analytics/meta': { auth: 'management', ok: 200 },
@@ -341,10 +342,20 @@ const ROUTES: Record<string, Row> = {
     }),
     ok: 201,
   },
+  'GET /api/v1/admin/users': {
+    auth: 'admin',
+    path: (fx) => `/admin/users?organization_id=${fx.otherOrg}`,
+    ok: 200,
+  },
   'POST /api/v1/admin/keys': {
     auth: 'admin',
     body: (fx) => ({ name: 'probe', organization_id: fx.otherOrg }),
     ok: 201,
+  },
+  'GET /api/v1/admin/credits': {
+    auth: 'admin',
+    path: (fx) => `/admin/credits?organization_id=${fx.otherOrg}`,
+    ok: 200,
   },
   'POST /api/v1/admin/credits': {
     auth: 'admin',

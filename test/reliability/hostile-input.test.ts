@@ -595,6 +595,9 @@ function examplePath(t: Target, fx: Fx, override?: { param: string; segment: str
 function exampleQuery(t: Target, fx: Fx): string {
   if (t.id === 'GET /api/v1/generation' || t.id === 'GET /api/v1/generation/content')
     return `?id=${fx.generation}`;
+  // The operator's per-organization reads name an existing organization.
+  if (t.id === 'GET /api/v1/admin/users' || t.id === 'GET /api/v1/admin/credits')
+    return `?organization_id=${fx.otherOrg}`;
   const q = sample(t.querySchema, fx) as Record<string, unknown> | null;
   const entries = Object.entries(q ?? {});
   return entries.length ? `?${entries.map(([k, v]) => `${k}=${encodeBytes(String(v))}`).join('&')}` : '';

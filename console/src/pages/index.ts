@@ -11,11 +11,16 @@ import type { ComponentType } from 'react';
 import type { Role } from '../session';
 import { BatchesPage } from './batches';
 import { ByokPage } from './byok';
+import { CreditGrantsPage } from './credit-grants';
+import { CreditsPage } from './credits';
 import { GuardrailsPage } from './guardrails';
+import { InternsPage } from './interns';
 import { KeysPage } from './keys';
 import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
 import { PlaygroundPage } from './playground';
+import { ProviderHealthPage } from './provider-health';
+import { UsersPage } from './users';
 import { VaultPage } from './vault';
 import { WorkspacesPage } from './workspaces';
 
@@ -38,6 +43,11 @@ export const pages: PageDef[] = [
   { path: '/batches', title: 'Batches', component: BatchesPage, access: 'management' },
   { path: '/vault', title: 'Vault', component: VaultPage, access: 'management' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
+  { path: '/interns', title: 'Interns', component: InternsPage, access: 'management' },
+  { path: '/credits', title: 'Credits', component: CreditsPage, access: 'management' },
+  { path: '/users', title: 'Users', component: UsersPage, access: 'operator' },
+  { path: '/credit-grants', title: 'Credit grants', component: CreditGrantsPage, access: 'operator' },
+  { path: '/provider-health', title: 'Provider health', component: ProviderHealthPage, access: 'operator' },
 ];
 
 /** The pages a session of this role may open. */
