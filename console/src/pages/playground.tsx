@@ -5,11 +5,14 @@ import { ApiKeyGate } from '../components/api-key-gate';
 import { ErrorBanner } from '../components/error-banner';
 import { Field, SelectField } from '../components/field';
 import { Page } from '../components/page';
-import { type AnswerMeta, type ChatMessage, streamChat } from './playground/stream';
+import { type AnswerMeta, type ChatMessage, type ChatRequest, streamChat } from './playground/stream';
 
 interface Turn extends ChatMessage {
   meta?: AnswerMeta;
 }
+
+/** The sorts the gateway takes (`provider.sort`). */
+type Sort = Extract<NonNullable<NonNullable<ChatRequest['provider']>['sort']>, string>;
 
 const SORTS = [
   { value: '', label: 'Default (the catalog order)' },
@@ -50,7 +53,7 @@ function Playground() {
   const [order, setOrder] = useState('');
   const [only, setOnly] = useState('');
   const [ignore, setIgnore] = useState('');
-  const [sort, setSort] = useState('');
+  const [sort, setSort] = useState<Sort | ''>('');
   const [allowFallbacks, setAllowFallbacks] = useState(true);
   const [turns, setTurns] = useState<Turn[]>([]);
   const [input, setInput] = useState('');
@@ -83,7 +86,7 @@ function Playground() {
       ...(sort ? { sort } : {}),
       ...(allowFallbacks ? {} : { allow_fallbacks: false }),
     };
-    const body: Record<string, unknown> = {
+    const body: ChatRequest = {
       model,
       messages,
       stream: true,
@@ -190,7 +193,13 @@ function Playground() {
             onChange={(e) => setIgnore(e.target.value)}
             hint="Never use these providers"
           />
-          <SelectField label="Sort" name="sort" value={sort} onChange={setSort} options={SORTS} />
+          <SelectField
+            label="Sort"
+            name="sort"
+            value={sort}
+            onChange={(v) => setSort(v as Sort | '')}
+            options={SORTS}
+          />
           <div className="field checkbox">
             <label>
               <input

@@ -3,12 +3,16 @@
  * its server-sent events parsed as they arrive (eventsource-parser), so the answer grows on screen.
  */
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { ApiError, call, dataApi } from '../../api/client';
+import { ApiError, call, dataApi, type JsonBody } from '../../api/client';
 
-export interface ChatMessage {
+/** A Chat Completions request, as the gateway's OpenAPI document describes it. */
+export type ChatRequest = JsonBody<'/chat/completions', 'post'>;
+
+/** A type, not an interface: the request's message type has an index signature to match. */
+export type ChatMessage = {
   role: 'system' | 'user' | 'assistant';
   content: string;
-}
+};
 
 /** What the gateway says about one answer. */
 export interface AnswerMeta {
@@ -39,7 +43,7 @@ interface Chunk {
  * the stream reports mid-way.
  */
 export async function streamChat(
-  body: Record<string, unknown>,
+  body: ChatRequest,
   signal: AbortSignal,
   onText: (piece: string) => void,
   onMeta: (meta: AnswerMeta) => void,
