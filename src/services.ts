@@ -5,6 +5,7 @@ import { KeysService } from './accounts/keys.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
+import { ActivityService } from './activity/service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
@@ -163,6 +164,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     credentials,
   });
   const generations = new GenerationsService(db, accountant);
+  const activity = new ActivityService(db);
   const storedResponses = new StoredResponsesService({
     db,
     retentionMs: config.responsesRetentionMs,
@@ -277,6 +279,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     interns,
     mediaBilling: media,
     generations,
+    activity,
     storedResponses,
     batches,
     createWorker,

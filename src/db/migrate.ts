@@ -14,6 +14,7 @@ import * as m0011 from './migrations/0011_generation_attempts.js';
 import * as m0012 from './migrations/0012_usage_limits.js';
 import * as m0013 from './migrations/0013_byok_weights.js';
 import * as m0014 from './migrations/0014_native_batches.js';
+import * as m0015 from './migrations/0015_generation_filters.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '0012_usage_limits': m0012,
   '0013_byok_weights': m0013,
   '0014_native_batches': m0014,
+  '0015_generation_filters': m0015,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

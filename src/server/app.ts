@@ -9,6 +9,7 @@ import { AdminThrottle } from '../accounts/admin.throttle.js';
 import { keysRoutes } from '../accounts/keys.routes.js';
 import { organizationsRoutes } from '../accounts/organizations.routes.js';
 import { workspacesRoutes } from '../accounts/workspaces.routes.js';
+import { activityRoutes } from '../activity/routes.js';
 import { batchesRoutes } from '../batches/routes.js';
 import { byokRoutes } from '../byok/routes.js';
 import { catalogRoutes } from '../catalog/routes.js';
@@ -57,6 +58,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   internsRoutes,
   internChatRoutes,
   vaultRoutes,
+  activityRoutes,
 ];
 
 export interface AppOptions {
