@@ -12,6 +12,7 @@ import { ByokService } from './byok/service.js';
 import { ClusterBus } from './cluster/bus.js';
 import { applyClusterEvent } from './cluster/caches.js';
 import type { Config } from './config.js';
+import { ContentLog } from './content-log/service.js';
 import { BudgetsService } from './credits/budgets.service.js';
 import { mediaBilling } from './credits/media-billing.js';
 import { MemoryReservations, RedisReservations } from './credits/reservations.js';
@@ -165,6 +166,9 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   });
   const generations = new GenerationsService(db, accountant);
   const activity = new ActivityService(db);
+  // Request and response content of the workspaces that keep it, written off the calls' path.
+  const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
+  workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));
   const storedResponses = new StoredResponsesService({
     db,
     retentionMs: config.responsesRetentionMs,
@@ -244,6 +248,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     await engine.drain();
     await interns.close();
     await accountant.close();
+    await contentLog.close();
     await limiter.close();
     await batchLimiter.close();
     await vaultLimiter.close();
@@ -280,6 +285,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     mediaBilling: media,
     generations,
     activity,
+    contentLog,
     storedResponses,
     batches,
     createWorker,

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client, makeOrganization } from './support/http.js';
 
@@ -120,6 +120,24 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       }
     }
     expect(tried.length).toBeGreaterThanOrEqual(20);
+
+    // Kept generation content names its generation in the query: neither of the intruder's keys reads it.
+    const apiWorkspace = (await api('GET', '/key')).body.data.workspace_id;
+    await mine('PATCH', `/workspaces/${apiWorkspace}`, { content_logging: true });
+    const generation = await api('POST', '/chat/completions', {
+      model: 'gatehouse/echo',
+      messages: [{ role: 'user', content: 'private content' }],
+    });
+    const generationId = generation.headers.get('x-gatehouse-generation-id');
+    await vi.waitFor(async () => {
+      await gw.services.contentLog.flush();
+      expect((await api('GET', `/generation/content?id=${generationId}`)).status).toBe(200);
+    });
+    for (const as of [theirs, theirsApi]) {
+      const res = await as('GET', `/generation/content?id=${generationId}`);
+      expect(res.status).toBe(404);
+      expect(res.text).not.toContain('private content');
+    }
 
     // Nothing of the first organization changed.
     expect((await mine('GET', `/guardrails/${guardrail.id}`)).body.data.name).toBe('g');

@@ -107,6 +107,8 @@ describe.each(databases)('Workspaces, members and budgets (%s)', (db) => {
         'is_observability_broadcast_enabled',
         'is_observability_io_logging_enabled',
         'include_byok_in_budgets',
+        'content_logging',
+        'content_retention_days',
       ].sort(),
     );
 

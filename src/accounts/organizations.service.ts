@@ -3,6 +3,7 @@ import { badRequest, conflict, notFound } from '../lib/errors.js';
 import { newId } from '../lib/ids.js';
 import { nowIso } from '../lib/time.js';
 import * as orgs from './organizations.store.js';
+import { DEFAULT_CONTENT_RETENTION_DAYS } from './workspaces.service.js';
 import * as workspaces from './workspaces.store.js';
 
 export const ORG_ROLES = ['owner', 'admin', 'member'] as const;
@@ -45,6 +46,8 @@ export class OrganizationsService {
       is_observability_broadcast_enabled: 0,
       is_observability_io_logging_enabled: 0,
       include_byok_in_budgets: 0,
+      content_logging: 0,
+      content_retention_days: DEFAULT_CONTENT_RETENTION_DAYS,
       created_by: null,
       created_at: now,
       updated_at: now,

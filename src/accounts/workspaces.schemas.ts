@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { Nullable, StringEnum } from '../server/schemas.js';
 import {
+  DEFAULT_CONTENT_RETENTION_DAYS,
+  MAX_CONTENT_RETENTION_DAYS,
   PROVIDER_SORTS,
   SAMPLING_RATE_MIN,
   SLUG_MAX_LENGTH,
@@ -31,6 +33,10 @@ export const Workspace = Type.Object(
     is_observability_broadcast_enabled: Type.Boolean(),
     is_observability_io_logging_enabled: Type.Boolean(),
     include_byok_in_budgets: Type.Boolean(),
+    content_logging: Type.Boolean({
+      description: "Whether the content of the workspace's generations is kept (see GET /generation/content)",
+    }),
+    content_retention_days: Type.Integer({ description: 'Days kept content is served before it is deleted' }),
   },
   { $id: 'Workspace', title: 'Workspace' },
 );
@@ -65,6 +71,16 @@ const optionalFields = {
   is_data_discount_logging_enabled: Type.Optional(Type.Boolean()),
   is_observability_broadcast_enabled: Type.Optional(Type.Boolean()),
   is_observability_io_logging_enabled: Type.Optional(Type.Boolean()),
+  content_logging: Type.Optional(
+    Type.Boolean({ description: 'Keep the request and response content of generations (off by default)' }),
+  ),
+  content_retention_days: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_CONTENT_RETENTION_DAYS,
+      description: `Days content is kept (default ${DEFAULT_CONTENT_RETENTION_DAYS})`,
+    }),
+  ),
 };
 
 const Name = Type.String({ minLength: 1 });

@@ -1,4 +1,5 @@
 import type { Updateable } from 'kysely';
+import { deleteWorkspaceContents } from '../content-log/store.js';
 import { fromJsonList, isForeignKeyViolation, isUniqueViolation } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
 import type { WorkspacesTable } from '../db/schema.js';
@@ -19,6 +20,9 @@ export type WorkspaceMemberRole = (typeof WORKSPACE_MEMBER_ROLES)[number];
 export const SLUG_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$';
 export const SLUG_MAX_LENGTH = 64;
 export const SAMPLING_RATE_MIN = 0.0001;
+/** Content logging's retention: 30 days unless the workspace says otherwise, at most a year. */
+export const DEFAULT_CONTENT_RETENTION_DAYS = 30;
+export const MAX_CONTENT_RETENTION_DAYS = 365;
 
 export interface WorkspaceInput {
   name: string;
@@ -35,6 +39,9 @@ export interface WorkspaceInput {
   is_data_discount_logging_enabled?: boolean;
   is_observability_broadcast_enabled?: boolean;
   is_observability_io_logging_enabled?: boolean;
+  /** Keep the content of the workspace's generations (off by default). */
+  content_logging?: boolean;
+  content_retention_days?: number;
 }
 
 export type WorkspacePatch = Partial<WorkspaceInput>;
@@ -66,6 +73,8 @@ export function workspaceView(row: store.WorkspaceRow) {
     is_observability_broadcast_enabled: row.is_observability_broadcast_enabled === 1,
     is_observability_io_logging_enabled: row.is_observability_io_logging_enabled === 1,
     include_byok_in_budgets: row.include_byok_in_budgets === 1,
+    content_logging: row.content_logging === 1,
+    content_retention_days: row.content_retention_days,
   };
 }
 export type WorkspaceView = ReturnType<typeof workspaceView>;
@@ -146,6 +155,16 @@ function columnsOf(p: WorkspacePatch): Updateable<WorkspacesTable> {
   if (p.is_observability_io_logging_enabled !== undefined) {
     out.is_observability_io_logging_enabled = bool(p.is_observability_io_logging_enabled);
   }
+  if (p.content_logging !== undefined) out.content_logging = bool(p.content_logging);
+  if (p.content_retention_days !== undefined) {
+    const days = p.content_retention_days;
+    if (!Number.isInteger(days) || days < 1 || days > MAX_CONTENT_RETENTION_DAYS) {
+      throw badRequest(
+        `content_retention_days must be a whole number from 1 to ${MAX_CONTENT_RETENTION_DAYS}`,
+      );
+    }
+    out.content_retention_days = days;
+  }
   return out;
 }
 
@@ -154,7 +173,18 @@ const slugConflict = (slug: string) =>
 
 /** Workspaces of an organization, their members and settings. */
 export class WorkspacesService {
+  private readonly changed: ((workspaceId: string) => void)[] = [];
+
   constructor(private readonly db: Db) {}
+
+  /** Called after a workspace's settings changed or it was deleted (caches of them are dropped). */
+  onChange(listener: (workspaceId: string) => void): void {
+    this.changed.push(listener);
+  }
+
+  private announce(workspaceId: string): void {
+    for (const l of this.changed) l(workspaceId);
+  }
 
   view = workspaceView;
 
@@ -213,6 +243,8 @@ export class WorkspacesService {
       is_observability_broadcast_enabled: cols.is_observability_broadcast_enabled ?? 0,
       is_observability_io_logging_enabled: cols.is_observability_io_logging_enabled ?? 0,
       include_byok_in_budgets: 0,
+      content_logging: cols.content_logging ?? 0,
+      content_retention_days: cols.content_retention_days ?? DEFAULT_CONTENT_RETENTION_DAYS,
       created_by: caller.userId,
       created_at: now,
       updated_at: now,
@@ -259,6 +291,7 @@ export class WorkspacesService {
       if (isUniqueViolation(err)) throw slugConflict(cols.slug ?? ws.slug);
       throw err;
     }
+    this.announce(ws.id);
     const next = await store.findWorkspace(this.db, caller.organizationId, ws.id);
     if (!next) throw notFound('Workspace');
     return next;
@@ -285,8 +318,10 @@ export class WorkspacesService {
         const active = await keysStore.countKeysInWorkspace(tx, ws.id, true);
         if (active > 0) throw activeKeys(active);
         await store.deleteDisabledKeysOfWorkspace(tx, ws.id);
+        await deleteWorkspaceContents(tx, ws.id);
         await store.deleteWorkspace(tx, ws.id);
       });
+      this.announce(ws.id);
     } catch (err) {
       // A key created in the workspace while it was being deleted.
       if (isForeignKeyViolation(err)) {

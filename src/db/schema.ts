@@ -47,6 +47,9 @@ export interface WorkspacesTable {
   is_observability_broadcast_enabled: Bool;
   is_observability_io_logging_enabled: Bool;
   include_byok_in_budgets: Bool;
+  /** 1: the content of the workspace's generations is kept (content-log/), for `content_retention_days`. */
+  content_logging: Bool;
+  content_retention_days: number;
   created_by: string | null;
   created_at: string;
   updated_at: string | null;
@@ -238,6 +241,18 @@ export interface GenerationsTable {
   provider_responses: string | null;
 }
 
+/** The content of one generation, kept while its workspace logs content (times in ms). */
+export interface GenerationContentsTable {
+  generation_id: string;
+  organization_id: string;
+  workspace_id: string;
+  input_json: JsonText;
+  output_json: JsonText;
+  error_json: JsonText | null;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface SettingsTable {
   name: string;
   value: string;
@@ -335,6 +350,7 @@ export interface Database {
   credit_ledger: CreditLedgerTable;
   usage_events: UsageEventsTable;
   generations: GenerationsTable;
+  generation_contents: GenerationContentsTable;
   settings: SettingsTable;
   batches: BatchesTable;
   batch_requests: BatchRequestsTable;

@@ -1,10 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { captureWhole, tapStream } from '../content-log/tap.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, notFound } from '../lib/errors.js';
 import type { ForwardedJson } from '../providers/types.js';
 import type { Body, InferenceCall, RouteInfo } from '../routing/call.js';
-import type { Engine, Streaming } from '../routing/engine.js';
+import type { Streaming } from '../routing/engine.js';
 import { parsePreferences } from '../routing/preferences.js';
 import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
@@ -91,7 +92,7 @@ function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown): strin
  * `store` keeps the answer (the /responses endpoint's stored responses).
  */
 async function serveChat(
-  engine: Engine,
+  { engine, contentLog }: Pick<Services, 'engine' | 'contentLog'>,
   wire: ChatWire,
   req: FastifyRequest,
   reply: FastifyReply,
@@ -101,6 +102,7 @@ async function serveChat(
   if (!call.stream) {
     const done = await engine.complete(call);
     describe(reply, done.info);
+    captureWhole(contentLog, call, done, reply);
     if (done.lane) {
       const added = wire.relayJson?.(done, call);
       return relayed(reply, done, store && added !== undefined ? await store.json(added, done.info) : added);
@@ -108,7 +110,7 @@ async function serveChat(
     const body = wire.encodeResponse(done, call);
     return reply.send(store ? await store.json(body, done.info) : body);
   }
-  const s = await engine.stream(call);
+  const s = tapStream(contentLog, call, await engine.stream(call));
   describe(reply, s.info);
   const frames = s.lane
     ? relay(wire, s)
@@ -130,10 +132,10 @@ export async function inferenceRoutes(app: Router, services: Services) {
   });
 
   for (const wire of [WIRES.chat, WIRES.messages])
-    app.post(wire.path, route(wire), (req, reply) => serveChat(engine, wire, req, reply));
+    app.post(wire.path, route(wire), (req, reply) => serveChat(services, wire, req, reply));
   app.post(WIRES.responses.path, route(WIRES.responses), async (req, reply) => {
     const store = await storeAround(services.storedResponses, req);
-    return serveChat(engine, WIRES.responses, req, reply, store);
+    return serveChat(services, WIRES.responses, req, reply, store);
   });
 
   // Claude Code and the Anthropic SDK's countTokens: Anthropic counts natively; an estimate
@@ -171,9 +173,17 @@ export async function inferenceRoutes(app: Router, services: Services) {
       },
     },
     async (req: FastifyRequest<{ Querystring: { id: string } }>, reply: FastifyReply) => {
-      const row = await services.generations.get(req.caller.organizationId, req.query.id);
+      const { caller } = req;
+      const row = await services.generations.get(caller.organizationId, req.query.id);
       if (!row) throw notFound('Generation');
-      return reply.send({ data: row });
+      // Where its kept content is, when its workspace keeps content and the caller may read it.
+      const scope = {
+        organizationId: caller.organizationId,
+        workspaceId: caller.isManagement ? null : caller.workspaceId,
+      };
+      const kept = (await services.contentLog.get(scope, row.id)) !== null;
+      const content_url = kept ? `/api/v1/generation/content?id=${encodeURIComponent(row.id)}` : null;
+      return reply.send({ data: { ...row, content_url } });
     },
   );
 }

@@ -186,6 +186,8 @@ export interface RouteInfo {
   safeguards: SafeguardResult[];
   /** What went upstream: the lane's body, or the canonical request for the provider's adapter. */
   upstreamRequest: unknown;
+  /** The caller's body after the content filters' redactions (what every attempt was made from). */
+  sentBody: Body;
   strategy: string;
   /** Served on a pass-through lane (the caller's own wire) rather than translated. */
   lane: boolean;

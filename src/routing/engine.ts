@@ -475,6 +475,7 @@ export class Engine {
       startedAt: routed.startedAt,
       safeguards: prep.safeguards,
       upstreamRequest: sent,
+      sentBody: prep.body,
       strategy: prep.strategy,
       lane: routed.served.lane,
       // A lane sends every field; a translation lists the hints its target has no equivalent for;

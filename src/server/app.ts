@@ -13,6 +13,7 @@ import { activityRoutes } from '../activity/routes.js';
 import { batchesRoutes } from '../batches/routes.js';
 import { byokRoutes } from '../byok/routes.js';
 import { catalogRoutes } from '../catalog/routes.js';
+import { contentLogRoutes } from '../content-log/routes.js';
 import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
 import { ping } from '../db/connection.js';
@@ -52,6 +53,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   adminRoutes,
   credentialRoutes,
   inferenceRoutes,
+  contentLogRoutes,
   catalogRoutes,
   storedResponsesRoutes,
   batchesRoutes,

@@ -21,7 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RouteOptions } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadMediaConfig } from '../../src/media/config.js';
 import { type MediaHandle, startMedia } from '../../src/media/server.js';
 import type { GeneratedOutput, MediaGenerator } from '../../src/media/types.js';
@@ -158,6 +158,14 @@ const ROUTES: Record<string, Row> = {
   },
   // An API key lists only its own generations; a management key its organization's.
   'GET /api/v1/generations': { auth: 'key', ok: 200, org: 200, ws: 200 },
+  // Kept content: an API key reads its own workspace's, a management key its organization's.
+  'GET /api/v1/generation/content': {
+    auth: 'key',
+    path: (fx) => `/generation/content?id=${fx.generation}`,
+    ok: 200,
+    org: 404,
+    ws: 404,
+  },
 
   // Management keys.
   'POST /api/v1/guardrails': {
@@ -807,7 +815,14 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     const secret = { value: 'sk-private-intern-secret', hosts: [host] };
     created(await api('PUT', `/vault/interns/${intern.id}/secrets/${SECRET}`, secret), 200);
     created(await api('PUT', `/vault/secrets/${SECRET}`, secret), 200);
+    // Workspace A1 keeps content, so the generation below has some to read.
+    const a1 = created(await api('GET', '/key'), 200).data.workspace_id;
+    created(await mgmt('PATCH', `/workspaces/${a1}`, { content_logging: true }), 200);
     const generation = created(await api('POST', '/chat/completions', chat), 200);
+    await vi.waitFor(async () => {
+      await gw.services.contentLog.flush();
+      expect((await api('GET', `/generation/content?id=${generation.id}`)).status).toBe(200);
+    });
     const storedResponse = () =>
       api('POST', '/responses', { model: 'gatehouse/echo', input: 'a1 private answer' }).then(
         (res) => created(res, 200).id as string,
