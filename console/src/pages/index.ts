@@ -9,9 +9,11 @@
  */
 import type { ComponentType } from 'react';
 import type { Role } from '../session';
+import { ActivityPage } from './activity';
 import { KeysPage } from './keys';
 import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
+import { OverviewPage } from './overview';
 
 export interface PageDef {
   /** Under /console, e.g. '/keys'. */
@@ -24,6 +26,8 @@ export interface PageDef {
 
 export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
+  { path: '/overview', title: 'Overview', component: OverviewPage, access: 'management' },
+  { path: '/activity', title: 'Activity', component: ActivityPage, access: 'management' },
   { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
 ];
