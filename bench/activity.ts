@@ -22,38 +22,13 @@ import type { GenerationFilter } from '../src/activity/filter.js';
 import { ActivityService } from '../src/activity/service.js';
 import { type DbHandle, openDatabase } from '../src/db/connection.js';
 import { migrateToLatest } from '../src/db/migrate.js';
+import { seedSql } from './activity-seed.js';
 
 const ROWS = Number(process.argv.find((a) => a.startsWith('rows='))?.slice(5) ?? 1_000_000);
 const REPEAT = 40;
 const PG_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || null;
-const START = Date.UTC(2026, 9, 1);
-const SPAN_MS = 30 * 86_400_000;
-const ORG = 'org-big';
 
-/** One statement that writes every row: the database generates them (SQLite: a recursive CTE). */
-function seedSql(kind: 'sqlite' | 'postgres'): string {
-  const series =
-    kind === 'sqlite'
-      ? `with recursive s(i) as (select 0 union all select i + 1 from s where i < ${ROWS - 1}) `
-      : '';
-  const from = kind === 'sqlite' ? 'from s' : `from generate_series(0, ${ROWS - 1}) as s(i)`;
-  const mod = (a: string, b: number) => `(${a} % ${b})`;
-  const text = (e: string) => (kind === 'sqlite' ? `cast(${e} as text)` : `(${e})::text`);
-  const iso =
-    kind === 'sqlite'
-      ? `strftime('%Y-%m-%dT%H:%M:%fZ', (${START} + i * ${SPAN_MS / ROWS}) / 1000.0, 'unixepoch')`
-      : `to_char(to_timestamp((${START} + i::bigint * ${SPAN_MS / ROWS}) / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-  const org = `case when ${mod('i', 10)} < 6 then '${ORG}' else 'org-' || ${text(mod('i', 99))} end`;
-  return `${series}insert into generations (id, organization_id, workspace_id, key_hash, user_id, endpoint,
-    requested_model, model, provider, status, http_status, streamed, prompt_tokens, completion_tokens,
-    cost_usd, is_byok, latency_ms, created_at, passthrough)
-    select 'gen-' || ${text('i')}, ${org}, 'ws-' || ${text(mod('i', 5))}, 'key-' || ${text(mod('i', 20))},
-      'user-' || ${text(mod('i', 12))}, 'chat', 'm/model-' || ${text(mod('i', 30))},
-      case when ${mod('i', 97)} = 0 then null else 'm/model-' || ${text(mod('i', 30))} end,
-      'p' || ${text(mod('i', 8))}, case when ${mod('i', 40)} = 0 then 'error' else 'success' end,
-      200, ${mod('i', 2)}, 100 + ${mod('i', 500)}, 20 + ${mod('i', 80)}, ${mod('i', 1000)} / 100000.0,
-      0, 200 + ${mod('i', 1800)}, ${iso}, case when ${mod('i', 3)} = 0 then 1 else 0 end ${from}`;
-}
+import { ORG, SPAN_MS, START } from './activity-seed.js';
 
 interface Result {
   name: string;
@@ -112,12 +87,12 @@ async function run(kind: 'sqlite' | 'postgres') {
 async function measure(kind: 'sqlite' | 'postgres', handle: DbHandle) {
   await migrateToLatest(handle);
   const t0 = performance.now();
-  await sql.raw(seedSql(kind)).execute(handle.db);
+  await sql.raw(seedSql(kind, ROWS)).execute(handle.db);
   await sql`analyze`.execute(handle.db);
   const seedSeconds = (performance.now() - t0) / 1000;
   console.log(`${kind}: seeded ${ROWS} rows in ${seedSeconds.toFixed(1)} s`);
 
-  const svc = new ActivityService(handle.db);
+  const svc = new ActivityService(handle.db, handle.dialect);
   const f = (extra: Omit<GenerationFilter, 'organizationId'> = {}): GenerationFilter => ({
     organizationId: ORG,
     ...extra,

@@ -165,7 +165,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     credentials,
   });
   const generations = new GenerationsService(db, accountant);
-  const activity = new ActivityService(db);
+  const activity = new ActivityService(db, handle.dialect);
   // Request and response content of the workspaces that keep it, written off the calls' path.
   const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
   workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));

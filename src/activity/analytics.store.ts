@@ -27,6 +27,9 @@ export interface Totals {
   prompt_tokens: number;
   completion_tokens: number;
   reasoning_tokens: number;
+  /** Nearest-rank latency percentiles, when the database computed them (PostgreSQL). */
+  p50?: number | null;
+  p95?: number | null;
 }
 
 export async function totals(
@@ -34,6 +37,8 @@ export async function totals(
   filter: GenerationFilter,
   bucket: Bucket | null,
   groupBy: GroupBy[],
+  /** PostgreSQL's percentile_disc is the nearest rank: the same answer as latencies() in one pass. */
+  percentiles = false,
 ): Promise<Totals[]> {
   const b: RawBuilder<string | null> = bucket ? bucketOf(bucket) : sql<null>`null`;
   const groups = groupBy.map(groupOf);
@@ -48,6 +53,12 @@ export async function totals(
       sql<number>`coalesce(sum(prompt_tokens), 0)`.as('prompt_tokens'),
       sql<number>`coalesce(sum(completion_tokens), 0)`.as('completion_tokens'),
       sql<number>`coalesce(sum(reasoning_tokens), 0)`.as('reasoning_tokens'),
+      ...(percentiles
+        ? [
+            sql<number>`percentile_disc(0.5) within group (order by latency_ms)`.as('p50'),
+            sql<number>`percentile_disc(0.95) within group (order by latency_ms)`.as('p95'),
+          ]
+        : []),
     ])
     .$if(bucket !== null, (q) => q.groupBy(b))
     .$if(groups.length > 0, (q) => q.groupBy(groups))
@@ -64,6 +75,7 @@ export async function totals(
       prompt_tokens: Number(rec.prompt_tokens),
       completion_tokens: Number(rec.completion_tokens),
       reasoning_tokens: Number(rec.reasoning_tokens),
+      ...(percentiles ? { p50: nullableNumber(rec.p50), p95: nullableNumber(rec.p95) } : {}),
     };
   });
 }
@@ -95,6 +107,8 @@ export async function latencies(
   }
   return out;
 }
+
+const nullableNumber = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
 export const cellKey = (bucket: string | null, groups: (string | null)[]) =>
   JSON.stringify([bucket, ...groups]);

@@ -1,4 +1,5 @@
 import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import type { Dialect } from '../db/connection.js';
 import type { Database } from '../db/schema.js';
 
 /** Which generations a list or an aggregate covers; every bound is optional but the organization. */
@@ -28,6 +29,8 @@ export const shownModel = sql<string>`coalesce(model, requested_model)`;
 export function applyFilter<O>(
   q: SelectQueryBuilder<Database, 'generations', O>,
   f: GenerationFilter,
+  /** The database the query runs on, when it filters on status (see below). */
+  dialect?: Dialect,
 ): SelectQueryBuilder<Database, 'generations', O> {
   let out = q.where('organization_id', '=', f.organizationId);
   if (f.workspaceId !== undefined) out = out.where('workspace_id', '=', f.workspaceId);
@@ -39,8 +42,10 @@ export function applyFilter<O>(
     );
   if (f.provider !== undefined) out = out.where('provider', '=', f.provider);
   if (f.status !== undefined) {
-    // The term the partial index generations_org_status is declared with, so planners pick it.
-    if (f.status !== 'success') out = out.where(sql<boolean>`status <> 'success'`);
+    // SQLite uses the partial index generations_org_status only for a query that repeats its
+    // term; PostgreSQL proves it from status = 'error' itself, and the repeated term would halve
+    // its row estimate (two terms taken as independent) and mislead its plan.
+    if (f.status !== 'success' && dialect === 'sqlite') out = out.where(sql<boolean>`status <> 'success'`);
     out = out.where('status', '=', f.status);
   }
   if (f.streamed !== undefined) out = out.where('streamed', '=', f.streamed ? 1 : 0);

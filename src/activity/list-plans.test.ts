@@ -96,6 +96,7 @@ describe.each(databases)('generations list query plans (%s)', (kind) => {
   async function plan(filter: Omit<GenerationFilter, 'organizationId'>, after = false): Promise<string> {
     const q = listQuery(
       handle.db,
+      handle.dialect,
       { organizationId: 'org-7', ...filter },
       51,
       after ? { createdAt: '2026-01-01T03:00:00.000Z', id: 'gen-7-180' } : null,

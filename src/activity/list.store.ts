@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../db/connection.js';
+import type { Db, Dialect } from '../db/connection.js';
 import type { GenerationsTable } from '../db/schema.js';
 import type { Cursor } from './cursor.js';
 import { applyFilter, type GenerationFilter } from './filter.js';
@@ -11,16 +11,23 @@ import { applyFilter, type GenerationFilter } from './filter.js';
  */
 export async function listGenerations(
   db: Db,
+  dialect: Dialect,
   filter: GenerationFilter,
   limit: number,
   after: Cursor | null,
 ): Promise<GenerationsTable[]> {
-  return listQuery(db, filter, limit, after).execute();
+  return listQuery(db, dialect, filter, limit, after).execute();
 }
 
 /** The page's query, unexecuted (the plan tests explain it). */
-export function listQuery(db: Db, filter: GenerationFilter, limit: number, after: Cursor | null) {
-  let q = applyFilter(db.selectFrom('generations').selectAll(), filter);
+export function listQuery(
+  db: Db,
+  dialect: Dialect,
+  filter: GenerationFilter,
+  limit: number,
+  after: Cursor | null,
+) {
+  let q = applyFilter(db.selectFrom('generations').selectAll(), filter, dialect);
   if (after) q = q.where(sql<boolean>`(created_at, id) < (${after.createdAt}, ${after.id})`);
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
 }

@@ -1,5 +1,5 @@
 import type { Caller } from '../accounts/caller.js';
-import type { Db } from '../db/connection.js';
+import type { Db, Dialect } from '../db/connection.js';
 import { badRequest } from '../lib/errors.js';
 import { generationView } from '../routing/generations.js';
 import { type Bucket, cellKey, type GroupBy, latencies, totals } from './analytics.store.js';
@@ -44,7 +44,10 @@ export interface SeriesPoint {
 
 /** Lists and aggregates an organization's generations (the console's activity pages, /activity). */
 export class ActivityService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: Dialect,
+  ) {}
 
   /**
    * The scope a caller reads: a management key its whole organization; an API key only the
@@ -61,7 +64,7 @@ export class ActivityService {
     const after = cursor === undefined ? null : decodeCursor(cursor);
     if (filter === null) return { data: [], next_cursor: null };
     // One row more than asked says whether another page exists.
-    const rows = await listGenerations(this.db, filter, limit + 1, after);
+    const rows = await listGenerations(this.db, this.dialect, filter, limit + 1, after);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
@@ -78,18 +81,21 @@ export class ActivityService {
     if (q.bucket && span / (q.bucket === 'hour' ? DAY_MS / 24 : DAY_MS) > MAX_BUCKETS)
       throw badRequest(`Invalid time range: at most ${MAX_BUCKETS} buckets (${q.bucket}) per series`);
     const f = { ...filter, from: q.from, to: q.to };
+    // PostgreSQL computes percentiles with the sums; SQLite has no percentile function, so its
+    // latencies are read as values (a second pass over the range).
+    const inDb = this.dialect === 'postgres';
     const [sums, lat] = await Promise.all([
-      totals(this.db, f, q.bucket, q.groupBy),
-      latencies(this.db, f, q.bucket, q.groupBy),
+      totals(this.db, f, q.bucket, q.groupBy, inDb),
+      inDb ? null : latencies(this.db, f, q.bucket, q.groupBy),
     ]);
-    const points = sums.map((s): SeriesPoint => {
-      const l = (lat.get(cellKey(s.bucket, s.groups)) ?? []).sort((a, b) => a - b);
+    const points = sums.map(({ p50, p95, ...s }): SeriesPoint => {
+      const l = lat ? (lat.get(cellKey(s.bucket, s.groups)) ?? []).sort((a, b) => a - b) : [];
       return {
         ...s,
         bucket: s.bucket === null ? null : bucketStart(s.bucket),
         tokens: s.prompt_tokens + s.completion_tokens,
-        latency_p50_ms: percentile(l, 0.5),
-        latency_p95_ms: percentile(l, 0.95),
+        latency_p50_ms: lat ? percentile(l, 0.5) : (p50 ?? null),
+        latency_p95_ms: lat ? percentile(l, 0.95) : (p95 ?? null),
       };
     });
     return points.sort(
