@@ -84,6 +84,16 @@ describe.each(databases)('content logging (%s)', (db) => {
     expect((await mgmt('GET', `/workspaces/${workspaceId}`)).body.data.content_logging).toBe(false);
   });
 
+  it('is described in the OpenAPI document', async () => {
+    const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
+    expect(doc.paths['/generation/content'].get.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'id', in: 'query', required: true })]),
+    );
+    expect(doc.components.schemas.GenerationContent.properties).toHaveProperty('output');
+    expect(doc.components.schemas.Workspace.properties).toHaveProperty('content_logging');
+    expect(doc.components.schemas.Workspace.properties).toHaveProperty('content_retention_days');
+  });
+
   it('keeps nothing while content logging is off', async () => {
     const res = await api('POST', '/chat/completions', {
       model: 'gatehouse/echo',
