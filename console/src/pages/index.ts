@@ -26,9 +26,9 @@ export interface PageDef {
 
 export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
+  { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
   { path: '/overview', title: 'Overview', component: OverviewPage, access: 'management' },
   { path: '/activity', title: 'Activity', component: ActivityPage, access: 'management' },
-  { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
 ];
 
