@@ -189,8 +189,13 @@ describe.skipIf(!hasChromium)('Overview and Activity pages in Chromium', { timeo
     expect(await detail.getByTestId('content-output').textContent()).toBe('Streamed answer');
     expect(await ui.axe()).toEqual([]);
     await ui.screenshot('activity-detail');
+    // The open call is in the address: a reload (or a shared link) opens it again.
+    expect(new URL(page.url()).searchParams.get('id')).toBe(ids.streamed);
+    await page.reload();
+    await expect.poll(() => detail.getByTestId('content-output').textContent()).toBe('Streamed answer');
     await page.getByRole('button', { name: 'Close details' }).click();
     expect(await detail.count()).toBe(0);
+    expect(new URL(page.url()).searchParams.get('id')).toBeNull();
   });
 
   it('says content logging is off for a call made while it was off', async () => {

@@ -1,5 +1,6 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useCallback, useMemo, useState } from 'react';
+import { useSearchParams } from 'wouter';
 import { api, call } from '../api/client';
 import { ErrorBanner } from '../components/error-banner';
 import { Page } from '../components/page';
@@ -12,7 +13,13 @@ const PAGE_SIZE = 50;
 /** Every call through the gateway, newest first: filters, "load more", and one call's detail. */
 export function ActivityPage() {
   const [filter, setFilter] = useState<ListQuery>({});
-  const [open, setOpen] = useState<string | null>(null);
+  // The open generation is in the address (?id=), so a call's detail can be bookmarked or shared.
+  const [search, setSearch] = useSearchParams();
+  const open = search.get('id');
+  const setOpen = useCallback(
+    (id: string | null) => setSearch(id ? { id } : {}, { replace: true }),
+    [setSearch],
+  );
 
   const keys = useQuery({
     queryKey: ['keys', 'names'],
