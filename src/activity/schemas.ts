@@ -75,6 +75,21 @@ export const GenerationView = Type.Object(
   { title: 'Generation' },
 );
 
+/** GET /generation?id=: one generation, and where its kept content is (null when none is kept). */
+export const GenerationDetail = Type.Object({
+  data: Type.Object(
+    {
+      ...GenerationView.properties,
+      content_url: Nullable(
+        Type.String({
+          description: 'GET this for the kept request and response content; null when none is kept',
+        }),
+      ),
+    },
+    { title: 'GenerationDetail' },
+  ),
+});
+
 const Time = (what: string) =>
   Type.String({ minLength: 1, maxLength: 40, description: `${what}: ISO 8601 time or unix seconds` });
 const Id = (description: string) => Type.String({ minLength: 1, maxLength: 200, description });

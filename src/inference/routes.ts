@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GenerationDetail } from '../activity/schemas.js';
 import { captureWhole, tapStream } from '../content-log/tap.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, notFound } from '../lib/errors.js';
@@ -209,7 +210,7 @@ export async function inferenceRoutes(app: Router, services: Services) {
         tags,
         summary: 'One recorded generation',
         querystring: Type.Object({ id: Type.String({ minLength: 1 }) }),
-        response: errors(400, 401, 404, 500),
+        response: { 200: GenerationDetail, ...errors(400, 401, 404, 500) },
       },
     },
     async (req: FastifyRequest<{ Querystring: { id: string } }>, reply: FastifyReply) => {

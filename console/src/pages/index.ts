@@ -9,6 +9,7 @@
  */
 import type { ComponentType } from 'react';
 import type { Role } from '../session';
+import { ActivityPage } from './activity';
 import { BatchesPage } from './batches';
 import { ByokPage } from './byok';
 import { CreditGrantsPage } from './credit-grants';
@@ -18,6 +19,7 @@ import { InternsPage } from './interns';
 import { KeysPage } from './keys';
 import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
+import { OverviewPage } from './overview';
 import { PlaygroundPage } from './playground';
 import { ProviderHealthPage } from './provider-health';
 import { UsersPage } from './users';
@@ -36,6 +38,8 @@ export interface PageDef {
 export const pages: PageDef[] = [
   { path: '/keys', title: 'Keys', component: KeysPage, access: 'management' },
   { path: '/models', title: 'Models', component: ModelsPage, access: 'any' },
+  { path: '/overview', title: 'Overview', component: OverviewPage, access: 'management' },
+  { path: '/activity', title: 'Activity', component: ActivityPage, access: 'management' },
   { path: '/guardrails', title: 'Guardrails', component: GuardrailsPage, access: 'management' },
   { path: '/byok', title: 'Provider keys', component: ByokPage, access: 'management' },
   { path: '/workspaces', title: 'Workspaces', component: WorkspacesPage, access: 'management' },

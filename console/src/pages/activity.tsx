@@ -1,0 +1,112 @@
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { useCallback, useMemo, useState } from 'react';
+import { useSearchParams } from 'wouter';
+import { api, call } from '../api/client';
+import { ErrorBanner } from '../components/error-banner';
+import { Page } from '../components/page';
+import { Table } from '../components/table';
+import { GenerationDetail, usd } from './activity/detail';
+import { Filters, type ListQuery } from './activity/filters';
+
+const PAGE_SIZE = 50;
+
+/** Every call through the gateway, newest first: filters, "load more", and one call's detail. */
+export function ActivityPage() {
+  const [filter, setFilter] = useState<ListQuery>({});
+  // The open generation is in the address (?id=), so a call's detail can be bookmarked or shared.
+  const [search, setSearch] = useSearchParams();
+  const open = search.get('id');
+  const setOpen = useCallback(
+    (id: string | null) => setSearch(id ? { id } : {}, { replace: true }),
+    [setSearch],
+  );
+
+  const keys = useQuery({
+    queryKey: ['keys', 'names'],
+    queryFn: () => call(api.GET('/keys', { params: { query: { include_disabled: true } } })),
+  });
+  const keyNames = useMemo(() => new Map((keys.data?.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);
+  const keyName = useCallback(
+    (hash: string | null) => (hash === null ? '—' : (keyNames.get(hash) ?? `${hash.slice(0, 10)}…`)),
+    [keyNames],
+  );
+
+  const list = useInfiniteQuery({
+    queryKey: ['generations', filter],
+    initialPageParam: undefined as string | undefined,
+    queryFn: ({ pageParam }) =>
+      call(
+        api.GET('/generations', {
+          params: { query: { ...filter, limit: PAGE_SIZE, ...(pageParam ? { cursor: pageParam } : {}) } },
+        }),
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+  });
+  const rows = useMemo(() => list.data?.pages.flatMap((p) => p.data) ?? [], [list.data]);
+
+  return (
+    <Page title="Activity">
+      <Filters
+        keys={keys.data?.data ?? []}
+        onApply={(q) => {
+          setFilter(q);
+          setOpen(null);
+        }}
+      />
+      <ErrorBanner error={list.error} />
+      {open && <GenerationDetail id={open} keyName={keyName} onClose={() => setOpen(null)} />}
+      {list.isPending ? (
+        <p>Loading…</p>
+      ) : (
+        <>
+          <Table
+            caption={`Generations, newest first (${rows.length} shown${list.hasNextPage ? ', more below' : ''})`}
+            rows={rows}
+            rowKey={(g) => g.id}
+            empty="No generations match these filters."
+            columns={[
+              { header: 'Time', cell: (g) => new Date(g.created_at).toLocaleString() },
+              { header: 'Model', cell: (g) => g.model },
+              { header: 'Provider', cell: (g) => g.provider_name ?? '—' },
+              {
+                header: 'Status',
+                cell: (g) => (g.status === 'success' ? 'success' : `${g.status} (${g.http_status})`),
+              },
+              {
+                header: 'Tokens in / out',
+                numeric: true,
+                cell: (g) => `${g.tokens_prompt} / ${g.tokens_completion}`,
+              },
+              { header: 'Cost', numeric: true, cell: (g) => usd(g.total_cost) },
+              { header: 'Latency', numeric: true, cell: (g) => `${g.latency} ms` },
+              { header: 'Streamed', cell: (g) => (g.streamed ? 'yes' : 'no') },
+              { header: 'Lane', cell: (g) => (g.passthrough ? 'passed through' : 'translated') },
+              { header: 'Key', cell: (g) => keyName(g.api_key_hash) },
+              {
+                header: 'Details',
+                cell: (g) => (
+                  <button
+                    type="button"
+                    className="link"
+                    aria-label={`Details of ${g.model} at ${new Date(g.created_at).toLocaleString()}`}
+                    aria-expanded={open === g.id}
+                    onClick={() => setOpen(open === g.id ? null : g.id)}
+                  >
+                    Details
+                  </button>
+                ),
+              },
+            ]}
+          />
+          {list.hasNextPage && (
+            <p>
+              <button type="button" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>
+                {list.isFetchingNextPage ? 'Loading…' : 'Load more'}
+              </button>
+            </p>
+          )}
+        </>
+      )}
+    </Page>
+  );
+}
