@@ -5,9 +5,8 @@
  * loudly without it).
  */
 
-import { existsSync } from 'node:fs';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasChromium, launchChromium, warnIfNoChromium } from './support/chromium.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { client } from './support/http.js';
 
@@ -120,13 +119,7 @@ describe('OpenAPI document', () => {
   });
 });
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium)
-  console.warn(
-    `\n⚠️  ${CHROMIUM} not found: SKIPPING the API reference browser test (test/api-reference.test.ts).\n` +
-      "   Install Debian's chromium (apt-get install -y --no-install-recommends chromium) to run it; CI does.\n",
-  );
+warnIfNoChromium('API reference', 'test/api-reference.test.ts');
 
 declare const document: { querySelector(selector: string): { textContent: string | null } | null };
 
@@ -138,16 +131,7 @@ describe.skipIf(!hasChromium)('API reference page in headless Chromium', { timeo
   afterAll(() => gw?.stop());
 
   it('renders the document from the gateway alone: no font, script or call to another host', async () => {
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       page.setDefaultTimeout(30_000);

@@ -4,10 +4,9 @@
  * loudly without it), that it renders under its own policy and passes axe's accessibility rules.
  */
 
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasChromium, launchChromium, warnIfNoChromium } from './support/chromium.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 
 const hrefs = (html: string) => [...html.matchAll(/<a href="([^"]+)"/g)].map((m) => m[1]);
@@ -116,13 +115,7 @@ describe('landing page', () => {
   });
 });
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium)
-  console.warn(
-    `\n⚠️  ${CHROMIUM} not found: SKIPPING the landing page browser test (test/landing.test.ts).\n` +
-      "   Install Debian's chromium (apt-get install -y --no-install-recommends chromium) to run it; CI does.\n",
-  );
+warnIfNoChromium('landing page', 'test/landing.test.ts');
 
 // The project compiles without the DOM lib: the one browser-side global the axe run uses.
 declare const axe: {
@@ -137,16 +130,7 @@ describe.skipIf(!hasChromium)('landing page in headless Chromium', { timeout: 45
   afterAll(() => gw?.stop());
 
   it('renders under its own policy, requests nothing else, and has no axe violations', async () => {
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       page.setDefaultTimeout(20_000);
