@@ -2,10 +2,10 @@ import { type BootstrapResult, ensureBootstrap } from './accounts/bootstrap.js';
 import type { Config } from './config.js';
 import { type DbHandle, openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
+import { type App, type AppOptions, buildApp } from './http.js';
 import { assertShellSandbox } from './interns/runtime/sandbox.js';
 import { listenError } from './lib/http-server.js';
 import { createLog, type LogOptions } from './lib/log.js';
-import { type App, type AppOptions, buildApp } from './server/app.js';
 import { startMetricsListener } from './server/metrics.js';
 import { buildServices, type Services } from './services.js';
 

@@ -30,7 +30,7 @@ describe('build-if-stale', () => {
     expect(staleParts(root)).toEqual({ server: false, console: true });
     at('dist/console/index.html', 400);
     // A server source changed: both (the console's API types come from the server's routes).
-    at('src/server/app.ts', 500);
+    at('src/http.ts', 500);
     expect(staleParts(root)).toEqual({ server: true, console: true });
   });
 });

@@ -12,7 +12,6 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
 import { sendError } from './errors.js';
 
 /** No inline script or style, nothing from another origin, never framed. */
@@ -37,9 +36,9 @@ const NOT_BUILT = `<!doctype html>
 <code>npm start</code>, which builds first), then restart the gateway.</p></body></html>
 `;
 
-export async function installConsole(app: FastifyInstance, config: Config) {
-  // GATEHOUSE_CONSOLE_DIR: another built console (tests point it elsewhere).
-  const dir = resolve(config.env.GATEHOUSE_CONSOLE_DIR || DEFAULT_DIR);
+/** Serves the built console from `consoleDir` (GATEHOUSE_CONSOLE_DIR: another build; tests point it elsewhere). */
+export async function installConsole(app: FastifyInstance, consoleDir: string | undefined) {
+  const dir = resolve(consoleDir || DEFAULT_DIR);
   const built = existsSync(join(dir, 'index.html'));
 
   await app.register(async (scope) => {

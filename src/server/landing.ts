@@ -7,7 +7,6 @@
 
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
 import type { Router } from './router.js';
 
 /** The paths the page links, also the JSON index's `links` (the media URL when known). */
@@ -116,9 +115,9 @@ function wantsJson(req: FastifyRequest): boolean {
 }
 
 /** Registers `GET /` (public). */
-export function landingPage(app: Router, config: Pick<Config, 'mediaUrl'>): void {
-  const html = renderLanding(config.mediaUrl);
-  const index = { name: 'Gatehouse', links: landingLinks(config.mediaUrl) };
+export function landingPage(app: Router, mediaUrl: string | null): void {
+  const html = renderLanding(mediaUrl);
+  const index = { name: 'Gatehouse', links: landingLinks(mediaUrl) };
   app.get('/', { schema: { hide: true } }, async (req, reply) => {
     reply.header('vary', 'accept').header('cache-control', 'no-cache');
     if (wantsJson(req)) return reply.send(index);

@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
 import { CONSOLE_CSP, installConsole } from '../../src/server/console.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../support/gateway.js';
 import {
@@ -25,9 +24,7 @@ warnIfNoChromium('test/console/console.test.ts');
 describe('console served by the gateway', () => {
   it('answers 503 with a page saying how to build it when the build is missing', async () => {
     const app = Fastify();
-    await installConsole(app, {
-      env: { GATEHOUSE_CONSOLE_DIR: '/nonexistent/console' },
-    } as unknown as Config);
+    await installConsole(app, '/nonexistent/console');
     for (const url of ['/console/', '/console/keys', '/console/assets/index.js']) {
       const page = await app.inject({ url, headers: { accept: 'text/html,*/*' } });
       expect(page.statusCode, url).toBe(503);

@@ -5,7 +5,7 @@
  * another workspace's, the wrong kind of key, the operator token where a key belongs and keys where
  * the operator token belongs — and each answer compared with the one the table states.
  *
- * Expected answers (seeds first, src/server/auth.ts where they are silent): no, malformed, unknown,
+ * Expected answers (seeds first, src/accounts/http-auth.ts where they are silent): no, malformed, unknown,
  * disabled or expired credentials → 401; an API key on a management route → 403 (management seed,
  * "a non-management key on /credits yields 403"); a management key on inference and batches → 403,
  * on interns and vault → 401 (interns seed: "provisioning keys yield 401"), on media → 403; admin

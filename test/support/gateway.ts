@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type Gateway, startGateway } from '../../src/gateway.js';
-import type { AppOptions } from '../../src/server/app.js';
+import type { AppOptions } from '../../src/http.js';
 import { auditLogStream, registerMasterKey, registerSecret } from './secrets-audit.js';
 
 export type DbKind = 'sqlite' | 'postgres';

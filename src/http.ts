@@ -4,43 +4,43 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyBaseLogger, type RouteOptions } from 'fastify';
-import { adminRoutes } from '../accounts/admin.routes.js';
-import { AdminThrottle } from '../accounts/admin.throttle.js';
-import { keysRoutes } from '../accounts/keys.routes.js';
-import { organizationsRoutes } from '../accounts/organizations.routes.js';
-import { workspacesRoutes } from '../accounts/workspaces.routes.js';
-import { activityRoutes } from '../activity/routes.js';
-import { batchesRoutes } from '../batches/routes.js';
-import { byokRoutes } from '../byok/routes.js';
-import { catalogRoutes } from '../catalog/routes.js';
-import { contentLogRoutes } from '../content-log/routes.js';
-import { budgetsRoutes } from '../credits/budgets.routes.js';
-import { creditsRoutes } from '../credits/routes.js';
-import { ping } from '../db/connection.js';
-import { guardrailAssignmentsRoutes } from '../guardrails/assignments.routes.js';
-import { effectivePolicyRoutes } from '../guardrails/effective.routes.js';
-import { guardrailsRoutes } from '../guardrails/routes.js';
-import { inferenceRoutes } from '../inference/routes.js';
-import { runtimeCallbackRoutes } from '../interns/callback.routes.js';
-import { internChatRoutes } from '../interns/chat.routes.js';
-import { installInternHostProxy } from '../interns/host-proxy.js';
-import { internsRoutes } from '../interns/routes.js';
-import { AccessLog } from '../lib/access-log.js';
-import { httpServerOptions } from '../lib/http-server.js';
-import type { Log } from '../lib/log.js';
-import { credentialRoutes } from '../routing/credentials/routes.js';
-import type { Services } from '../services.js';
-import { storedResponsesRoutes } from '../stored-responses/routes.js';
-import { vaultRoutes } from '../vault/routes.js';
-import { apiReferenceOptions } from './api-reference.js';
-import { installAuth } from './auth.js';
-import { installConsole } from './console.js';
-import { frameworkErrors, installErrorHandling, sendError } from './errors.js';
-import { landingPage } from './landing.js';
-import { installMetrics } from './metrics.js';
-import { documentedSchema } from './openapi-only.js';
-import type { Router } from './router.js';
-import { ErrorBody } from './schemas.js';
+import { adminRoutes } from './accounts/admin.routes.js';
+import { AdminThrottle } from './accounts/admin.throttle.js';
+import { installAuth } from './accounts/http-auth.js';
+import { keysRoutes } from './accounts/keys.routes.js';
+import { organizationsRoutes } from './accounts/organizations.routes.js';
+import { workspacesRoutes } from './accounts/workspaces.routes.js';
+import { activityRoutes } from './activity/routes.js';
+import { batchesRoutes } from './batches/routes.js';
+import { byokRoutes } from './byok/routes.js';
+import { catalogRoutes } from './catalog/routes.js';
+import { contentLogRoutes } from './content-log/routes.js';
+import { budgetsRoutes } from './credits/budgets.routes.js';
+import { creditsRoutes } from './credits/routes.js';
+import { ping } from './db/connection.js';
+import { guardrailAssignmentsRoutes } from './guardrails/assignments.routes.js';
+import { effectivePolicyRoutes } from './guardrails/effective.routes.js';
+import { guardrailsRoutes } from './guardrails/routes.js';
+import { inferenceRoutes } from './inference/routes.js';
+import { runtimeCallbackRoutes } from './interns/callback.routes.js';
+import { internChatRoutes } from './interns/chat.routes.js';
+import { installInternHostProxy } from './interns/host-proxy.js';
+import { internsRoutes } from './interns/routes.js';
+import { AccessLog } from './lib/access-log.js';
+import { httpServerOptions } from './lib/http-server.js';
+import type { Log } from './lib/log.js';
+import { credentialRoutes } from './routing/credentials/routes.js';
+import { apiReferenceOptions } from './server/api-reference.js';
+import { installConsole } from './server/console.js';
+import { frameworkErrors, installErrorHandling, sendError } from './server/errors.js';
+import { landingPage } from './server/landing.js';
+import { installMetrics } from './server/metrics.js';
+import { documentedSchema } from './server/openapi-only.js';
+import type { Router } from './server/router.js';
+import { ErrorBody } from './server/schemas.js';
+import type { Services } from './services.js';
+import { storedResponsesRoutes } from './stored-responses/routes.js';
+import { vaultRoutes } from './vault/routes.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -135,7 +135,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     new AdminThrottle(config.adminAuthFailures),
   );
 
-  landingPage(app, config);
+  landingPage(app, config.mediaUrl);
   const status = Type.Object({ status: Type.String() });
   app.get('/health', { schema: { hide: true, response: { 200: status } } }, async () => ({ status: 'ok' }));
   app.get('/ready', { schema: { hide: true } }, async (req, reply) => {
@@ -148,7 +148,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     }
   });
 
-  await installConsole(app, config);
+  await installConsole(app, config.env.GATEHOUSE_CONSOLE_DIR);
   await app.register(async (internal) => runtimeCallbackRoutes(internal, services));
   await app.register(
     async (api) => {

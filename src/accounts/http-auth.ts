@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AdminThrottle } from '../accounts/admin.throttle.js';
-import type { Caller } from '../accounts/caller.js';
-import type { KeysService } from '../accounts/keys.service.js';
-import type { Roles } from '../accounts/roles.js';
 import { credentialTooLong } from '../lib/credentials.js';
 import { safeEqual } from '../lib/crypto.js';
 import { ApiError } from '../lib/errors.js';
-import { sendError } from './errors.js';
+import { sendError } from '../server/errors.js';
+import type { AdminThrottle } from './admin.throttle.js';
+import type { Caller } from './caller.js';
+import type { KeysService } from './keys.service.js';
+import type { Roles } from './roles.js';
 
 /**
  * Per-route authentication, declared in the route's `config.auth`:
