@@ -9,7 +9,13 @@ import {
 } from '../routing/accounting.js';
 import type { ResultError } from './model.js';
 import * as store from './store.js';
-import type { WorkerLog } from './worker.js';
+
+/** The batch worker's logger (pino's shape; tests pass a recorder). */
+export interface WorkerLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
 
 interface Pending {
   outcome: store.Outcome;

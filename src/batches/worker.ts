@@ -12,15 +12,11 @@ import type { Engine } from '../routing/engine.js';
 import { executeRequest } from './execute.js';
 import { closingErrors, type ResultError, resultError } from './model.js';
 import { NativeBatches } from './native/service.js';
-import { failedResult, OutcomeWriter } from './outcomes.js';
+import { failedResult, OutcomeWriter, type WorkerLog } from './outcomes.js';
 import { Semaphore } from './semaphore.js';
 import * as store from './store.js';
 
-export interface WorkerLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
+export type { WorkerLog } from './outcomes.js';
 
 export interface WorkerDeps {
   db: Db;

@@ -5,8 +5,8 @@
  */
 import { AZURE_DEFAULT_API_VERSION } from '../providers/azure/adapter.js';
 import type { AzureSettings, EntraAuth } from '../providers/types.js';
-import type { ModelEntry, ProviderEntry } from './catalog.js';
 import { CatalogError } from './catalog-error.js';
+import type { ModelEntry, ProviderEntry } from './catalog-types.js';
 
 /** What an Azure entry of GATEHOUSE_CONFIG carries besides the common provider fields. */
 export interface AzureFileFields {

@@ -6,8 +6,8 @@
  */
 import { bedrockRuntimeUrl } from '../providers/bedrock/signer.js';
 import type { AwsKeys, BedrockBatchSettings, BedrockSettings } from '../providers/types.js';
-import type { ModelEntry, ProviderEntry } from './catalog.js';
 import { CatalogError } from './catalog-error.js';
+import type { ModelEntry, ProviderEntry } from './catalog-types.js';
 
 /** What a Bedrock entry of GATEHOUSE_CONFIG carries besides the common provider fields. */
 export interface BedrockFileFields {

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { ProviderKind } from '../providers/types.js';
-import type { Capability, ModelEndpoint, ModelEntry, Pricing, ProviderEntry, Vendor } from './catalog.js';
 import { azureSettings } from './catalog-azure.js';
 import { bedrockSettings } from './catalog-bedrock.js';
 import { CatalogError } from './catalog-error.js';
@@ -12,6 +11,14 @@ import {
   presetEntry,
   presetKeyEnv,
 } from './catalog-presets.js';
+import type {
+  Capability,
+  ModelEndpoint,
+  ModelEntry,
+  Pricing,
+  ProviderEntry,
+  Vendor,
+} from './catalog-types.js';
 import { vertexSettings } from './catalog-vertex.js';
 import { parseOperatorKeys } from './credentials/operator-keys.js';
 

@@ -1,6 +1,6 @@
 import { isPresetKind, PRESET_KINDS, type PresetKind, presetOf } from '../providers/presets.js';
 import type { OperatorKey } from '../providers/types.js';
-import type { Capability, ModelEndpoint, ProviderEntry, Vendor } from './catalog.js';
+import type { Capability, ModelEndpoint, ProviderEntry, Vendor } from './catalog-types.js';
 
 export { isPresetKind, PRESET_KINDS };
 

@@ -1,6 +1,6 @@
 import type { ModelInfo, Provider as PriceProvider } from '@pydantic/genai-prices';
-import type { ModelEntry, ProviderEntry } from './catalog.js';
 import { ALL_CAPS } from './catalog-config.js';
+import type { ModelEntry, ProviderEntry } from './catalog-types.js';
 import { pricesText, pricingOf, vendorData, vendorDataForUrl } from './model-data.js';
 
 /** The catalog prefix of the vendors whose native API a provider kind speaks. */

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import type { ModelInfo, ModelPrice, Provider as PriceProvider } from '@pydantic/genai-prices';
 import * as bundled from '@pydantic/genai-prices';
-import type { Pricing } from './catalog.js';
+import type { Pricing } from './catalog-types.js';
 
 /**
  * Model data (ids, names, context windows, prices with cache reads/writes and long-context tiers)

@@ -1,7 +1,7 @@
 import { forbidden } from '../lib/errors.js';
-import type { Catalog, ModelEndpoint, ModelEntry, ProviderEntry } from './catalog.js';
 import { ALL_CAPS } from './catalog-config.js';
 import { servedCapabilities } from './catalog-presets.js';
+import type { Catalog, ModelEndpoint, ModelEntry, ProviderEntry } from './catalog-types.js';
 import { kindOfId, providerData } from './catalog-vendors.js';
 import { matchModel, pricingOf } from './model-data.js';
 

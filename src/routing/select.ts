@@ -1,19 +1,15 @@
 import type { ChatRequest } from '../formats/chat.js';
-import type { Capability, Catalog, ModelEndpoint, ModelEntry, ProviderEntry } from './catalog.js';
+import type {
+  Capability,
+  Catalog,
+  Credential,
+  ModelEndpoint,
+  ModelEntry,
+  ProviderEntry,
+} from './catalog-types.js';
 import type { ProviderPreferences } from './preferences.js';
 
-/** A key to call an endpoint with: the operator's, or a BYOK credential's secret. */
-export interface Credential {
-  apiKey: string | null;
-  isByok: boolean;
-  byokId?: string;
-  /** How metrics and the operator endpoint name it: the operator key's name, or the BYOK credential's id. */
-  name?: string;
-  /** Its share of calls among the credentials of its tier (default 1). */
-  weight?: number;
-  /** Its circuit breaker's key and version (a new secret, a BYOK update: a new version). None: no breaker. */
-  health?: { key: string; version: string };
-}
+export type { Credential } from './catalog-types.js';
 
 const NO_BYOK = { primary: [] as Credential[], fallback: [] as Credential[], byokOnly: false };
 

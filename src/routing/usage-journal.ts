@@ -9,7 +9,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import type { GenerationRow } from './accounting.js';
+import type { GenerationsTable as GenerationRow } from '../db/schema.js';
 
 /**
  * A local write-ahead journal of recorded generations. The accountant writes generations to the

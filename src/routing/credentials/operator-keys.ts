@@ -1,6 +1,6 @@
 import type { OperatorKey, ProviderConfig } from '../../providers/types.js';
 import { CatalogError } from '../catalog-error.js';
-import type { Credential } from '../select.js';
+import type { Credential } from '../catalog-types.js';
 import { fingerprint } from './fingerprint.js';
 
 /** A key's name: shown in /metrics labels and the operator endpoint, so plain and short. */
