@@ -1,0 +1,26 @@
+import { useCallback } from 'react';
+import { useSearchParams } from 'wouter';
+
+/**
+ * The workspace a page shows, kept in the address (`?workspace=<id>`) so that a link reproduces the
+ * view. `''` when none is chosen (the page's default: the default workspace, or all of them).
+ * Other parameters of the address are kept.
+ */
+export function useWorkspaceParam(): [string, (id: string) => void] {
+  const [search, setSearch] = useSearchParams();
+  const workspace = search.get('workspace') ?? '';
+  const setWorkspace = useCallback(
+    (id: string) =>
+      setSearch(
+        (old) => {
+          const next = new URLSearchParams(old);
+          if (id) next.set('workspace', id);
+          else next.delete('workspace');
+          return next;
+        },
+        { replace: true },
+      ),
+    [setSearch],
+  );
+  return [workspace, setWorkspace];
+}
