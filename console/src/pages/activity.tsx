@@ -65,14 +65,7 @@ export function ActivityPage() {
   return (
     <Page title="Activity">
       <div className="toolbar">
-        <WorkspacePicker
-          all
-          value={workspace}
-          onChange={(w) => {
-            setWorkspace(w);
-            setOpen(null);
-          }}
-        />
+        <WorkspacePicker all value={workspace} onChange={(w) => setWorkspace(w, ['id'])} />
       </div>
       <Filters
         keys={keys}
