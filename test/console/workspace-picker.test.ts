@@ -1,7 +1,8 @@
 /**
- * The workspace picker in Chromium against a real gateway on SQLite with a mock upstream: Keys lists
- * and creates keys in the chosen workspace, Activity shows one workspace's calls or all of them (with
- * every key named), and the choice is in the address, so a reload or a shared link shows the same view.
+ * The workspace picker in Chromium against a real gateway on SQLite with a mock upstream: Keys and
+ * Guardrails list and create in the chosen workspace, Activity and Overview show one workspace's calls
+ * or all of them (with every key named), and the choice is in the address on every page that has it,
+ * so a reload or a shared link shows the same view.
  * A workspace the API refuses is shown in words and the page stays usable.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -139,6 +140,27 @@ describe.skipIf(!hasChromium)('console: the workspace picker', { timeout: 90_000
     await page.getByLabel('Workspace').selectOption({ label: 'Research' });
     await expect.poll(() => requests().textContent()).toBe('1');
     expect(picked()).toBe(research.id);
+  });
+
+  it('Guardrails and Provider keys open on the workspace in the address, and create there', async () => {
+    const { page } = ui;
+    await page.goto(`${gw.url}/console/guardrails?workspace=${research.id}`);
+    await expect.poll(() => page.getByLabel('Workspace').inputValue()).toBe(research.id);
+    await page.getByRole('button', { name: 'New guardrail' }).click();
+    const form = page.getByRole('form', { name: 'New guardrail' });
+    await form.getByLabel('Name', { exact: true }).fill('research-only');
+    await form.getByRole('button', { name: 'Create guardrail' }).click();
+    await expect.poll(() => rows().first().textContent()).toContain('research-only');
+    const inResearch = (await mgmt('GET', `/guardrails?workspace_id=${research.id}`)).body.data;
+    expect(inResearch.map((g: { name: string }) => g.name)).toEqual(['research-only']);
+    expect((await mgmt('GET', '/guardrails')).body.data).toEqual([]);
+
+    await ui.goto('/byok');
+    expect(picked()).toBeNull();
+    await page.getByLabel('Workspace').selectOption({ label: 'Research' });
+    expect(picked()).toBe(research.id);
+    await page.reload();
+    await expect.poll(() => page.getByLabel('Workspace').inputValue()).toBe(research.id);
   });
 
   it('shows a workspace the API refuses in words, and the page stays usable', async () => {
