@@ -1,43 +1,61 @@
-import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { useInfiniteQuery } from '@tanstack/react-query';
 import { useCallback, useMemo, useState } from 'react';
 import { useSearchParams } from 'wouter';
 import { api, call } from '../api/client';
 import { ErrorBanner } from '../components/error-banner';
 import { Page } from '../components/page';
 import { Table } from '../components/table';
+import { WorkspacePicker } from '../components/workspace-picker';
+import { useWorkspaceParam } from '../lib/use-workspace';
 import { GenerationDetail, usd } from './activity/detail';
 import { Filters, type ListQuery } from './activity/filters';
+import { useWorkspaceKeys } from './activity/workspace-keys';
 
 const PAGE_SIZE = 50;
 
-/** Every call through the gateway, newest first: filters, "load more", and one call's detail. */
+/** Every call through the gateway, newest first: by workspace, filters, "load more", and one call's detail. */
 export function ActivityPage() {
   const [filter, setFilter] = useState<ListQuery>({});
-  // The open generation is in the address (?id=), so a call's detail can be bookmarked or shared.
+  // The workspace (?workspace=) and the open generation (?id=) are in the address, so a view and a
+  // call's detail can be bookmarked or shared.
+  const [workspace, setWorkspace] = useWorkspaceParam();
   const [search, setSearch] = useSearchParams();
   const open = search.get('id');
   const setOpen = useCallback(
-    (id: string | null) => setSearch(id ? { id } : {}, { replace: true }),
+    (id: string | null) =>
+      setSearch(
+        (old) => {
+          const next = new URLSearchParams(old);
+          if (id) next.set('id', id);
+          else next.delete('id');
+          return next;
+        },
+        { replace: true },
+      ),
     [setSearch],
   );
 
-  const keys = useQuery({
-    queryKey: ['keys', 'names'],
-    queryFn: () => call(api.GET('/keys', { params: { query: { include_disabled: true } } })),
-  });
-  const keyNames = useMemo(() => new Map((keys.data?.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);
+  const keys = useWorkspaceKeys(workspace);
+  const keyNames = useMemo(() => new Map(keys.map((k) => [k.hash, k.name])), [keys]);
   const keyName = useCallback(
     (hash: string | null) => (hash === null ? '—' : (keyNames.get(hash) ?? `${hash.slice(0, 10)}…`)),
     [keyNames],
   );
 
   const list = useInfiniteQuery({
-    queryKey: ['generations', filter],
+    queryKey: ['generations', filter, workspace],
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
       call(
         api.GET('/generations', {
-          params: { query: { ...filter, limit: PAGE_SIZE, ...(pageParam ? { cursor: pageParam } : {}) } },
+          params: {
+            query: {
+              ...filter,
+              ...(workspace ? { workspace } : {}),
+              limit: PAGE_SIZE,
+              ...(pageParam ? { cursor: pageParam } : {}),
+            },
+          },
         }),
       ),
     getNextPageParam: (last) => last.next_cursor ?? undefined,
@@ -46,8 +64,11 @@ export function ActivityPage() {
 
   return (
     <Page title="Activity">
+      <div className="toolbar">
+        <WorkspacePicker all value={workspace} onChange={(w) => setWorkspace(w, ['id'])} />
+      </div>
       <Filters
-        keys={keys.data?.data ?? []}
+        keys={keys}
         onApply={(q) => {
           setFilter(q);
           setOpen(null);

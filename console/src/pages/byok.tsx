@@ -1,11 +1,15 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api, call, type JsonBody, type JsonOk } from '../api/client';
 import { ErrorBanner } from '../components/error-banner';
 import { Field } from '../components/field';
 import { Page } from '../components/page';
+import { RowActions } from '../components/row-actions';
 import { Table } from '../components/table';
-import { CheckField, listText, parseList, WorkspacePicker } from './guardrails/inputs';
+import { WorkspacePicker } from '../components/workspace-picker';
+import { useResource } from '../lib/use-resource';
+import { useWorkspaceParam } from '../lib/use-workspace';
+import { CheckField, listText, parseList } from './guardrails/inputs';
 
 type Credential = JsonOk<'/byok/{id}', 'get'>['data'];
 type UpdateBody = JsonBody<'/byok/{id}', 'patch'>;
@@ -28,30 +32,22 @@ function flags(c: Credential): string {
  * and is never shown again: the list has the masked label the gateway keeps.
  */
 export function ByokPage() {
-  const client = useQueryClient();
-  const [workspace, setWorkspace] = useState('');
+  const [workspace, setWorkspace] = useWorkspaceParam();
   const [editing, setEditing] = useState<string | null>(null);
   const [rotating, setRotating] = useState<string | null>(null);
-  const [confirming, setConfirming] = useState<string | null>(null);
-  const list = useQuery({
+  const credentials = useResource({
     queryKey: [...BYOK, workspace],
-    queryFn: () =>
+    scope: BYOK,
+    list: () =>
       call(api.GET('/byok', { params: { query: { workspace_id: workspace || undefined, limit: 100 } } })),
-  });
-  const invalidate = () => client.invalidateQueries({ queryKey: BYOK });
-  const update = useMutation({
-    mutationFn: ({ id, body }: { id: string; body: UpdateBody }) =>
-      call(api.PATCH('/byok/{id}', { params: { path: { id } }, body })),
-    onSuccess: () => {
+    update: (id, body: UpdateBody) => call(api.PATCH('/byok/{id}', { params: { path: { id } }, body })),
+    remove: (id) => call(api.DELETE('/byok/{id}', { params: { path: { id } } })),
+    onUpdated: () => {
       setEditing(null);
       setRotating(null);
-      return invalidate();
     },
   });
-  const remove = useMutation({
-    mutationFn: (id: string) => call(api.DELETE('/byok/{id}', { params: { path: { id } } })),
-    onSuccess: invalidate,
-  });
+  const { list, update, remove } = credentials;
   const rows = list.data?.data ?? [];
   const edited = rows.find((c) => c.id === editing);
   const rotated = rows.find((c) => c.id === rotating);
@@ -59,17 +55,18 @@ export function ByokPage() {
   return (
     <Page title="Provider keys">
       <ErrorBanner error={list.error} />
-      <ErrorBanner
-        error={update.error ?? remove.error}
-        onDismiss={() => {
-          update.reset();
-          remove.reset();
-        }}
-      />
+      <ErrorBanner error={credentials.actionError} onDismiss={credentials.dismissActionError} />
       <div className="toolbar">
-        <WorkspacePicker value={workspace} onChange={setWorkspace} />
+        <WorkspacePicker
+          value={workspace}
+          onChange={(w) => {
+            setWorkspace(w);
+            setEditing(null);
+            setRotating(null);
+          }}
+        />
       </div>
-      <AddCredential workspace={workspace} onAdded={invalidate} />
+      <AddCredential workspace={workspace} onAdded={credentials.invalidate} />
       <h2>Provider keys of the workspace</h2>
       {list.isPending ? (
         <p>Loading…</p>
@@ -92,22 +89,13 @@ export function ByokPage() {
               header: 'Actions',
               cell: (c) => {
                 const label = c.name ?? c.provider;
-                return confirming === c.id ? (
-                  <span className="actions">
-                    <button
-                      type="button"
-                      className="danger"
-                      disabled={remove.isPending}
-                      onClick={() => remove.mutate(c.id, { onSettled: () => setConfirming(null) })}
-                    >
-                      Delete “{label}” for good
-                    </button>
-                    <button type="button" onClick={() => setConfirming(null)}>
-                      Keep it
-                    </button>
-                  </span>
-                ) : (
-                  <span className="actions">
+                return (
+                  <RowActions
+                    name={label}
+                    confirm={`Delete “${label}” for good`}
+                    busy={remove.isPending}
+                    onDelete={(done) => remove.mutate(c.id, { onSettled: done })}
+                  >
                     <button type="button" onClick={() => setEditing(c.id)} aria-label={`Edit ${label}`}>
                       Edit
                     </button>
@@ -122,15 +110,7 @@ export function ByokPage() {
                     >
                       {c.disabled ? 'Enable' : 'Disable'}
                     </button>
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => setConfirming(c.id)}
-                      aria-label={`Delete ${label}`}
-                    >
-                      Delete
-                    </button>
-                  </span>
+                  </RowActions>
                 );
               },
             },

@@ -1,13 +1,17 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, call } from '../api/client';
 import { ErrorBanner } from '../components/error-banner';
 import { Page } from '../components/page';
+import { RowActions } from '../components/row-actions';
 import { Table } from '../components/table';
+import { WorkspacePicker } from '../components/workspace-picker';
+import { useResource } from '../lib/use-resource';
+import { useWorkspaceParam } from '../lib/use-workspace';
 import { Assignments } from './guardrails/assignments';
 import { EffectivePolicy } from './guardrails/effective';
 import { type Guardrail, type GuardrailBody, GuardrailForm } from './guardrails/form';
-import { usd, WorkspacePicker } from './guardrails/inputs';
+import { usd } from './guardrails/inputs';
 
 const GUARDRAILS = ['guardrails'] as const;
 
@@ -28,39 +32,30 @@ function summary(g: Guardrail): string {
  * applies to, and the policy a chosen key ends up with.
  */
 export function GuardrailsPage() {
-  const client = useQueryClient();
-  const [workspace, setWorkspace] = useState('');
+  const [workspace, setWorkspace] = useWorkspaceParam();
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
   const [assigning, setAssigning] = useState<string | null>(null);
-  const [confirming, setConfirming] = useState<string | null>(null);
-  const list = useQuery({
+  const guardrails = useResource({
     queryKey: [...GUARDRAILS, 'list', workspace],
-    queryFn: () =>
+    scope: GUARDRAILS,
+    list: () =>
       call(
         api.GET('/guardrails', { params: { query: { workspace_id: workspace || undefined, limit: 100 } } }),
       ),
+    update: (id, body: GuardrailBody) =>
+      call(api.PATCH('/guardrails/{id}', { params: { path: { id } }, body })),
+    remove: (id) => call(api.DELETE('/guardrails/{id}', { params: { path: { id } } })),
+    onUpdated: () => setEditing(null),
   });
-  const invalidate = () => client.invalidateQueries({ queryKey: GUARDRAILS });
+  const { list, update, remove } = guardrails;
   const create = useMutation({
     mutationFn: (body: GuardrailBody & { name: string }) =>
       call(api.POST('/guardrails', { body: { ...body, workspace_id: workspace || undefined } })),
     onSuccess: () => {
       setCreating(false);
-      return invalidate();
+      return guardrails.invalidate();
     },
-  });
-  const update = useMutation({
-    mutationFn: ({ id, body }: { id: string; body: GuardrailBody }) =>
-      call(api.PATCH('/guardrails/{id}', { params: { path: { id } }, body })),
-    onSuccess: () => {
-      setEditing(null);
-      return invalidate();
-    },
-  });
-  const remove = useMutation({
-    mutationFn: (id: string) => call(api.DELETE('/guardrails/{id}', { params: { path: { id } } })),
-    onSuccess: invalidate,
   });
   const rows = list.data?.data ?? [];
   const edited = rows.find((g) => g.id === editing);
@@ -70,11 +65,10 @@ export function GuardrailsPage() {
     <Page title="Guardrails">
       <ErrorBanner error={list.error} />
       <ErrorBanner
-        error={create.error ?? update.error ?? remove.error}
+        error={create.error ?? guardrails.actionError}
         onDismiss={() => {
           create.reset();
-          update.reset();
-          remove.reset();
+          guardrails.dismissActionError();
         }}
       />
       <div className="toolbar">
@@ -118,43 +112,25 @@ export function GuardrailsPage() {
             { header: 'Updated', cell: (g) => new Date(g.updated_at ?? g.created_at).toLocaleString() },
             {
               header: 'Actions',
-              cell: (g) =>
-                confirming === g.id ? (
-                  <span className="actions">
-                    <button
-                      type="button"
-                      className="danger"
-                      disabled={remove.isPending}
-                      onClick={() => remove.mutate(g.id, { onSettled: () => setConfirming(null) })}
-                    >
-                      Delete “{g.name}” and its assignments
-                    </button>
-                    <button type="button" onClick={() => setConfirming(null)}>
-                      Keep it
-                    </button>
-                  </span>
-                ) : (
-                  <span className="actions">
-                    <button type="button" onClick={() => setEditing(g.id)} aria-label={`Edit ${g.name}`}>
-                      Edit
-                    </button>
-                    <button
-                      type="button"
-                      onClick={() => setAssigning(g.id)}
-                      aria-label={`Assignments of ${g.name}`}
-                    >
-                      Assignments
-                    </button>
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => setConfirming(g.id)}
-                      aria-label={`Delete ${g.name}`}
-                    >
-                      Delete
-                    </button>
-                  </span>
-                ),
+              cell: (g) => (
+                <RowActions
+                  name={g.name}
+                  confirm={`Delete “${g.name}” and its assignments`}
+                  busy={remove.isPending}
+                  onDelete={(done) => remove.mutate(g.id, { onSettled: done })}
+                >
+                  <button type="button" onClick={() => setEditing(g.id)} aria-label={`Edit ${g.name}`}>
+                    Edit
+                  </button>
+                  <button
+                    type="button"
+                    onClick={() => setAssigning(g.id)}
+                    aria-label={`Assignments of ${g.name}`}
+                  >
+                    Assignments
+                  </button>
+                </RowActions>
+              ),
             },
           ]}
         />

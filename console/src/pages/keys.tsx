@@ -1,11 +1,15 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api, call, type JsonBody, type JsonOk } from '../api/client';
 import { CopyButton } from '../components/copy-button';
 import { ErrorBanner } from '../components/error-banner';
 import { Field, SelectField } from '../components/field';
 import { Page } from '../components/page';
+import { RowActions } from '../components/row-actions';
 import { Table } from '../components/table';
+import { WorkspacePicker } from '../components/workspace-picker';
+import { useResource } from '../lib/use-resource';
+import { useWorkspaceParam } from '../lib/use-workspace';
 
 type ApiKey = JsonOk<'/keys', 'get'>['data'][number];
 type Reset = 'daily' | 'weekly' | 'monthly' | null;
@@ -36,55 +40,55 @@ function rateText(k: ApiKey): string {
   return parts.length ? parts.join(', ') : 'none';
 }
 
-/** The API keys of the default workspace: list, create (secret shown once), edit, disable, delete. */
+/** The API keys of a workspace: list, create (secret shown once), edit, disable, delete. */
 export function KeysPage() {
-  const client = useQueryClient();
-  const keys = useQuery({
-    queryKey: KEYS,
-    queryFn: () => call(api.GET('/keys', { params: { query: { include_disabled: true } } })),
-  });
+  const [workspace, setWorkspace] = useWorkspaceParam();
   // The one-time secret lives only in this component's state: leaving the page drops it for good.
   const [secret, setSecret] = useState<{ name: string; key: string } | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
-  const invalidate = () => client.invalidateQueries({ queryKey: KEYS });
-
-  const update = useMutation({
-    mutationFn: ({ hash, body }: { hash: string; body: UpdateBody }) =>
-      call(api.PATCH('/keys/{hash}', { params: { path: { hash } }, body })),
-    onSuccess: () => {
-      setEditing(null);
-      return invalidate();
-    },
+  const keys = useResource({
+    queryKey: [...KEYS, workspace],
+    scope: KEYS,
+    list: () =>
+      call(
+        api.GET('/keys', {
+          params: { query: { include_disabled: true, workspace_id: workspace || undefined } },
+        }),
+      ),
+    update: (hash, body: UpdateBody) => call(api.PATCH('/keys/{hash}', { params: { path: { hash } }, body })),
+    remove: (hash) => call(api.DELETE('/keys/{hash}', { params: { path: { hash } } })),
+    onUpdated: () => setEditing(null),
   });
-  const remove = useMutation({
-    mutationFn: (hash: string) => call(api.DELETE('/keys/{hash}', { params: { path: { hash } } })),
-    onSuccess: invalidate,
-  });
+  const { list, update, remove } = keys;
 
   return (
     <Page title="Keys">
-      <ErrorBanner error={keys.error} />
-      <ErrorBanner
-        error={update.error ?? remove.error}
-        onDismiss={() => {
-          update.reset();
-          remove.reset();
-        }}
-      />
+      <ErrorBanner error={list.error} />
+      <ErrorBanner error={keys.actionError} onDismiss={keys.dismissActionError} />
+      <div className="toolbar">
+        <WorkspacePicker
+          value={workspace}
+          onChange={(w) => {
+            setWorkspace(w);
+            setEditing(null);
+          }}
+        />
+      </div>
       {secret && <NewSecret name={secret.name} secret={secret.key} onDone={() => setSecret(null)} />}
       <CreateKey
+        workspace={workspace}
         onCreated={(name, key) => {
           setSecret({ name, key });
-          invalidate();
+          keys.invalidate();
         }}
       />
-      <h2>Keys of the default workspace</h2>
-      {keys.isPending ? (
+      <h2>Keys of the workspace</h2>
+      {list.isPending ? (
         <p>Loading…</p>
       ) : (
         <Table
           caption="API keys"
-          rows={keys.data?.data ?? []}
+          rows={list.data?.data ?? []}
           rowKey={(k) => k.hash}
           empty="No API keys yet."
           columns={[
@@ -105,17 +109,33 @@ export function KeysPage() {
                   <EditLimits
                     apiKey={k}
                     pending={update.isPending}
-                    onSave={(body) => update.mutate({ hash: k.hash, body })}
+                    onSave={(body) => update.mutate({ id: k.hash, body })}
                     onCancel={() => setEditing(null)}
                   />
                 ) : (
-                  <KeyActions
-                    apiKey={k}
-                    busy={update.isPending || remove.isPending}
-                    onEdit={() => setEditing(k.hash)}
-                    onToggle={() => update.mutate({ hash: k.hash, body: { disabled: !k.disabled } })}
-                    onDelete={() => remove.mutate(k.hash)}
-                  />
+                  <RowActions
+                    name={k.name}
+                    confirm={`Delete “${k.name}” for good`}
+                    busy={keys.busy}
+                    onDelete={(done) => remove.mutate(k.hash, { onSettled: done })}
+                  >
+                    <button
+                      type="button"
+                      disabled={keys.busy}
+                      onClick={() => setEditing(k.hash)}
+                      aria-label={`Edit limits of ${k.name}`}
+                    >
+                      Edit
+                    </button>
+                    <button
+                      type="button"
+                      disabled={keys.busy}
+                      onClick={() => update.mutate({ id: k.hash, body: { disabled: !k.disabled } })}
+                      aria-label={`${k.disabled ? 'Enable' : 'Disable'} ${k.name}`}
+                    >
+                      {k.disabled ? 'Enable' : 'Disable'}
+                    </button>
+                  </RowActions>
                 ),
             },
           ]}
@@ -146,7 +166,13 @@ function NewSecret({ name, secret, onDone }: { name: string; secret: string; onD
   );
 }
 
-function CreateKey({ onCreated }: { onCreated: (name: string, key: string) => void }) {
+function CreateKey({
+  workspace,
+  onCreated,
+}: {
+  workspace: string;
+  onCreated: (name: string, key: string) => void;
+}) {
   const [name, setName] = useState('');
   const [limit, setLimit] = useState('');
   const [reset, setReset] = useState('');
@@ -169,6 +195,7 @@ function CreateKey({ onCreated }: { onCreated: (name: string, key: string) => vo
       limit_reset: (reset || null) as Reset,
       // datetime-local is the browser's local time; the API wants an instant with its zone.
       expires_at: expires ? new Date(expires).toISOString() : null,
+      ...(workspace ? { workspace_id: workspace } : {}),
     });
   };
   return (
@@ -207,51 +234,6 @@ function CreateKey({ onCreated }: { onCreated: (name: string, key: string) => vo
         </button>
       </form>
     </section>
-  );
-}
-
-function KeyActions(props: {
-  apiKey: ApiKey;
-  busy: boolean;
-  onEdit: () => void;
-  onToggle: () => void;
-  onDelete: () => void;
-}) {
-  const [confirming, setConfirming] = useState(false);
-  const { apiKey: k, busy } = props;
-  if (confirming)
-    return (
-      <span className="actions">
-        <button type="button" className="danger" disabled={busy} onClick={props.onDelete}>
-          Delete “{k.name}” for good
-        </button>
-        <button type="button" onClick={() => setConfirming(false)}>
-          Keep it
-        </button>
-      </span>
-    );
-  return (
-    <span className="actions">
-      <button type="button" disabled={busy} onClick={props.onEdit} aria-label={`Edit limits of ${k.name}`}>
-        Edit
-      </button>
-      <button
-        type="button"
-        disabled={busy}
-        onClick={props.onToggle}
-        aria-label={`${k.disabled ? 'Enable' : 'Disable'} ${k.name}`}
-      >
-        {k.disabled ? 'Enable' : 'Disable'}
-      </button>
-      <button
-        type="button"
-        className="danger"
-        onClick={() => setConfirming(true)}
-        aria-label={`Delete ${k.name}`}
-      >
-        Delete
-      </button>
-    </span>
   );
 }
 

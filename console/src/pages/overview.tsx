@@ -7,6 +7,9 @@ import { ErrorBanner } from '../components/error-banner';
 import { SelectField } from '../components/field';
 import { Page } from '../components/page';
 import { rangeBounds, type TimeRange, TimeRangePicker } from '../components/time-range';
+import { WorkspacePicker } from '../components/workspace-picker';
+import { useWorkspaceParam } from '../lib/use-workspace';
+import { useWorkspaceKeys } from './activity/workspace-keys';
 import { bucketsOf, colorOf, columns, groupsOf, type Metric, type Point } from './overview/series';
 
 type GroupBy = '' | 'model' | 'provider' | 'key';
@@ -33,39 +36,47 @@ const CHARTS: { metric: Metric; title: string; unit: (n: number) => string }[] =
   { metric: 'latency', title: 'Latency (ms)', unit: (n) => `${n} ms` },
 ];
 
-/** Spend, requests, tokens, errors and latency over a time range, in total or per model/provider/key. */
+/** Spend, requests, tokens, errors and latency over a time range (of a workspace or all), in total or per model/provider/key. */
 export function OverviewPage() {
   const [range, setRange] = useState<TimeRange>('24h');
   const [groupBy, setGroupBy] = useState<GroupBy>('');
+  const [workspace, setWorkspace] = useWorkspaceParam();
   // The range's end is fixed when it is picked (or refreshed), so the queries stay the same.
   const [bounds, setBounds] = useState(() => rangeBounds('24h'));
   const bucket = range === '30d' ? 'day' : 'hour';
 
   const series = useQuery({
-    queryKey: ['analytics-series', bounds, bucket, groupBy],
+    queryKey: ['analytics-series', bounds, bucket, groupBy, workspace],
     queryFn: () =>
       call(
         api.GET('/analytics/series', {
-          params: { query: { ...bounds, bucket, ...(groupBy ? { group_by: groupBy } : {}) } },
+          params: {
+            query: {
+              ...bounds,
+              bucket,
+              ...(groupBy ? { group_by: groupBy } : {}),
+              ...(workspace ? { workspace } : {}),
+            },
+          },
         }),
       ),
   });
   const summary = useQuery({
-    queryKey: ['analytics-summary', bounds],
+    queryKey: ['analytics-summary', bounds, workspace],
     queryFn: () =>
       call(
         api.POST('/analytics/query', {
-          body: { metrics: SUMMARY_METRICS, time_range: { start: bounds.from, end: bounds.to } },
+          body: {
+            metrics: SUMMARY_METRICS,
+            time_range: { start: bounds.from, end: bounds.to },
+            ...(workspace ? { filters: [{ field: 'workspace_id', operator: 'eq', value: workspace }] } : {}),
+          },
         }),
       ),
   });
   // Key names for the per-key breakdown (hashes otherwise).
-  const keys = useQuery({
-    queryKey: ['keys', 'names'],
-    queryFn: () => call(api.GET('/keys', { params: { query: { include_disabled: true } } })),
-    enabled: groupBy === 'key',
-  });
-  const keyName = useMemo(() => new Map((keys.data?.data ?? []).map((k) => [k.hash, k.name])), [keys.data]);
+  const keys = useWorkspaceKeys(workspace, groupBy === 'key');
+  const keyName = useMemo(() => new Map(keys.map((k) => [k.hash, k.name])), [keys]);
   const label = useCallback(
     (g: string) => (groupBy === 'key' ? (keyName.get(g) ?? `${g.slice(0, 12)}…`) : g),
     [groupBy, keyName],
@@ -83,6 +94,7 @@ export function OverviewPage() {
           setBounds(rangeBounds(range));
         }}
       >
+        <WorkspacePicker all value={workspace} onChange={setWorkspace} />
         <TimeRangePicker
           value={range}
           onChange={(r) => {

@@ -1,11 +1,13 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { ApiError, call, dataApi, type JsonOk } from '../api/client';
 import { ApiKeyGate } from '../components/api-key-gate';
 import { ErrorBanner } from '../components/error-banner';
 import { Field } from '../components/field';
 import { Page } from '../components/page';
+import { RowActions } from '../components/row-actions';
 import { Table } from '../components/table';
+import { useResource } from '../lib/use-resource';
 
 type Secret = JsonOk<'/vault/secrets', 'get'>['data'][number];
 const SECRETS = ['data', 'vault'] as const;
@@ -32,18 +34,13 @@ export function VaultPage() {
 }
 
 function Vault() {
-  const client = useQueryClient();
-  const secrets = useQuery({
+  const vault = useResource({
     queryKey: SECRETS,
-    queryFn: () => call(dataApi.GET('/vault/secrets', { params: { query: { limit: 100 } } })),
+    list: () => call(dataApi.GET('/vault/secrets', { params: { query: { limit: 100 } } })),
+    remove: (name) => call(dataApi.DELETE('/vault/secrets/{name}', { params: { path: { name } } })),
   });
+  const { list: secrets, remove, invalidate } = vault;
   const [replacing, setReplacing] = useState<Secret | null>(null);
-  const invalidate = () => client.invalidateQueries({ queryKey: SECRETS });
-  const remove = useMutation({
-    mutationFn: (name: string) =>
-      call(dataApi.DELETE('/vault/secrets/{name}', { params: { path: { name } } })),
-    onSuccess: invalidate,
-  });
 
   return (
     <>
@@ -98,12 +95,16 @@ function Vault() {
             {
               header: 'Actions',
               cell: (s) => (
-                <SecretActions
-                  secret={s}
+                <RowActions
+                  name={s.name}
+                  confirm={`Delete “${s.name}” for good`}
                   busy={remove.isPending}
-                  onReplace={() => setReplacing(s)}
-                  onDelete={() => remove.mutate(s.name)}
-                />
+                  onDelete={(done) => remove.mutate(s.name, { onSettled: done })}
+                >
+                  <button type="button" onClick={() => setReplacing(s)} aria-label={`Replace ${s.name}`}>
+                    Replace
+                  </button>
+                </RowActions>
               ),
             },
           ]}
@@ -230,41 +231,5 @@ function WriteSecret({
         )}
       </form>
     </section>
-  );
-}
-
-function SecretActions(props: {
-  secret: Secret;
-  busy: boolean;
-  onReplace: () => void;
-  onDelete: () => void;
-}) {
-  const [confirming, setConfirming] = useState(false);
-  const { secret: s, busy } = props;
-  if (confirming)
-    return (
-      <span className="actions">
-        <button type="button" className="danger" disabled={busy} onClick={props.onDelete}>
-          Delete “{s.name}” for good
-        </button>
-        <button type="button" onClick={() => setConfirming(false)}>
-          Keep it
-        </button>
-      </span>
-    );
-  return (
-    <span className="actions">
-      <button type="button" onClick={props.onReplace} aria-label={`Replace ${s.name}`}>
-        Replace
-      </button>
-      <button
-        type="button"
-        className="danger"
-        onClick={() => setConfirming(true)}
-        aria-label={`Delete ${s.name}`}
-      >
-        Delete
-      </button>
-    </span>
   );
 }

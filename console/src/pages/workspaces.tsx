@@ -1,11 +1,13 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api, call, type JsonBody, type JsonOk } from '../api/client';
 import { ErrorBanner } from '../components/error-banner';
 import { Field, SelectField } from '../components/field';
 import { Page } from '../components/page';
+import { RowActions } from '../components/row-actions';
 import { Table } from '../components/table';
-import { fetchWorkspaces, WORKSPACES } from './guardrails/inputs';
+import { fetchWorkspaces, WORKSPACES } from '../components/workspace-picker';
+import { useResource } from '../lib/use-resource';
 import { Budgets } from './workspaces/budgets';
 import { Members, OrganizationMembers } from './workspaces/members';
 
@@ -22,27 +24,19 @@ const SORTS = [
 
 /** Workspaces of the organization (create, edit, delete), their members and budgets, and the organization's members. */
 export function WorkspacesPage() {
-  const client = useQueryClient();
   const [editing, setEditing] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(null);
-  const [confirming, setConfirming] = useState<string | null>(null);
-  const list = useQuery({ queryKey: WORKSPACES, queryFn: fetchWorkspaces });
-  const invalidate = () => client.invalidateQueries({ queryKey: WORKSPACES });
+  const workspaces = useResource({
+    queryKey: WORKSPACES,
+    list: fetchWorkspaces,
+    update: (id, body: UpdateBody) => call(api.PATCH('/workspaces/{id}', { params: { path: { id } }, body })),
+    remove: (id) => call(api.DELETE('/workspaces/{id}', { params: { path: { id } } })),
+    onUpdated: () => setEditing(null),
+  });
+  const { list, update, remove } = workspaces;
   const create = useMutation({
     mutationFn: (body: JsonBody<'/workspaces', 'post'>) => call(api.POST('/workspaces', { body })),
-    onSuccess: invalidate,
-  });
-  const update = useMutation({
-    mutationFn: ({ id, body }: { id: string; body: UpdateBody }) =>
-      call(api.PATCH('/workspaces/{id}', { params: { path: { id } }, body })),
-    onSuccess: () => {
-      setEditing(null);
-      return invalidate();
-    },
-  });
-  const remove = useMutation({
-    mutationFn: (id: string) => call(api.DELETE('/workspaces/{id}', { params: { path: { id } } })),
-    onSuccess: invalidate,
+    onSuccess: workspaces.invalidate,
   });
   const rows = list.data?.data ?? [];
   const edited = rows.find((w) => w.id === editing);
@@ -51,13 +45,7 @@ export function WorkspacesPage() {
   return (
     <Page title="Workspaces">
       <ErrorBanner error={list.error} />
-      <ErrorBanner
-        error={update.error ?? remove.error}
-        onDismiss={() => {
-          update.reset();
-          remove.reset();
-        }}
-      />
+      <ErrorBanner error={workspaces.actionError} onDismiss={workspaces.dismissActionError} />
       <section aria-labelledby="new-workspace">
         <h2 id="new-workspace">Create a workspace</h2>
         <ErrorBanner error={create.error} onDismiss={() => create.reset()} />
@@ -84,45 +72,26 @@ export function WorkspacesPage() {
             { header: 'Provider order', cell: (w) => w.default_provider_sort ?? 'default' },
             {
               header: 'Actions',
-              cell: (w) =>
-                confirming === w.id ? (
-                  <span className="actions">
-                    <button
-                      type="button"
-                      className="danger"
-                      disabled={remove.isPending}
-                      onClick={() => remove.mutate(w.id, { onSettled: () => setConfirming(null) })}
-                    >
-                      Delete “{w.name}” with its budgets and guardrails
-                    </button>
-                    <button type="button" onClick={() => setConfirming(null)}>
-                      Keep it
-                    </button>
-                  </span>
-                ) : (
-                  <span className="actions">
-                    <button type="button" onClick={() => setEditing(w.id)} aria-label={`Edit ${w.name}`}>
-                      Edit
-                    </button>
-                    <button
-                      type="button"
-                      onClick={() => setOpen(w.id)}
-                      aria-label={`Members and budgets of ${w.name}`}
-                    >
-                      Members and budgets
-                    </button>
-                    {!w.is_default && (
-                      <button
-                        type="button"
-                        className="danger"
-                        onClick={() => setConfirming(w.id)}
-                        aria-label={`Delete ${w.name}`}
-                      >
-                        Delete
-                      </button>
-                    )}
-                  </span>
-                ),
+              cell: (w) => (
+                <RowActions
+                  name={w.name}
+                  confirm={`Delete “${w.name}” with its budgets and guardrails`}
+                  busy={remove.isPending}
+                  deletable={!w.is_default}
+                  onDelete={(done) => remove.mutate(w.id, { onSettled: done })}
+                >
+                  <button type="button" onClick={() => setEditing(w.id)} aria-label={`Edit ${w.name}`}>
+                    Edit
+                  </button>
+                  <button
+                    type="button"
+                    onClick={() => setOpen(w.id)}
+                    aria-label={`Members and budgets of ${w.name}`}
+                  >
+                    Members and budgets
+                  </button>
+                </RowActions>
+              ),
             },
           ]}
         />

@@ -1,9 +1,9 @@
 import { type FormEvent, useState } from 'react';
-import type { JsonOk, paths } from '../../api/client';
+import type { paths } from '../../api/client';
 import { Field, SelectField } from '../../components/field';
+import type { ApiKey } from './workspace-keys';
 
 export type ListQuery = NonNullable<paths['/generations']['get']['parameters']['query']>;
-type ApiKey = JsonOk<'/keys', 'get'>['data'][number];
 
 /** The form's fields as typed (strings), before they become the list's query. */
 interface Draft {

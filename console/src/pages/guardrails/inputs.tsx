@@ -1,8 +1,5 @@
-import { useQuery } from '@tanstack/react-query';
 import './pages.css';
 import { useId } from 'react';
-import { api, call } from '../../api/client';
-import { SelectField } from '../../components/field';
 
 /** A labelled checkbox. */
 export function CheckField(props: {
@@ -41,19 +38,3 @@ export const numberOrNull = (s: string) => (s.trim() === '' ? null : Number(s));
 export const numberText = (n: number | null | undefined) => (n === null || n === undefined ? '' : String(n));
 
 export const usd = (n: number) => `$${n.toFixed(n !== 0 && n < 0.01 ? 4 : 2)}`;
-
-export const WORKSPACES = ['workspaces'] as const;
-export const fetchWorkspaces = () => call(api.GET('/workspaces', { params: { query: { limit: 100 } } }));
-
-/** Picks one of the organization's workspaces ('' = the default workspace). */
-export function WorkspacePicker({ value, onChange }: { value: string; onChange: (id: string) => void }) {
-  const workspaces = useQuery({ queryKey: WORKSPACES, queryFn: fetchWorkspaces });
-  const options = (workspaces.data?.data ?? []).map((w) => ({
-    value: w.is_default ? '' : w.id,
-    label: w.is_default ? `${w.name} (default)` : w.name,
-  }));
-  if (!options.some((o) => o.value === '')) options.unshift({ value: '', label: 'Default workspace' });
-  return (
-    <SelectField label="Workspace" name="workspace" value={value} onChange={onChange} options={options} />
-  );
-}

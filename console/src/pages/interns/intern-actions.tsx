@@ -1,5 +1,5 @@
-import { useState } from 'react';
 import type { JsonOk } from '../../api/client';
+import { RowActions } from '../../components/row-actions';
 
 export type Intern = JsonOk<'/interns', 'get'>['data'][number];
 export type Action = 'provision' | 'suspend' | 'delete' | 'delete-discarding';
@@ -18,30 +18,18 @@ export function InternActions(props: {
   onEdit: () => void;
 }) {
   const { intern: i, busy, onAction } = props;
-  const [confirming, setConfirming] = useState(false);
-  if (confirming) {
-    const discard = i.status === 'destroy_failed';
-    return (
-      <span className="actions">
-        <button
-          type="button"
-          className="danger"
-          disabled={busy}
-          onClick={() => {
-            setConfirming(false);
-            onAction(discard ? 'delete-discarding' : 'delete');
-          }}
-        >
-          {discard ? `Delete “${i.name}” and discard its files` : `Delete “${i.name}” for good`}
-        </button>
-        <button type="button" onClick={() => setConfirming(false)}>
-          Keep it
-        </button>
-      </span>
-    );
-  }
+  const discard = i.status === 'destroy_failed';
   return (
-    <span className="actions">
+    <RowActions
+      name={i.name}
+      confirm={discard ? `Delete “${i.name}” and discard its files` : `Delete “${i.name}” for good`}
+      busy={busy}
+      deletable={canDelete(i.status)}
+      onDelete={(done) => {
+        done();
+        onAction(discard ? 'delete-discarding' : 'delete');
+      }}
+    >
       {i.status === 'running' && (
         <button type="button" onClick={props.onChat} aria-label={`Chat with ${i.name}`}>
           Chat
@@ -72,16 +60,6 @@ export function InternActions(props: {
           Edit
         </button>
       )}
-      {canDelete(i.status) && (
-        <button
-          type="button"
-          className="danger"
-          onClick={() => setConfirming(true)}
-          aria-label={`Delete ${i.name}`}
-        >
-          Delete
-        </button>
-      )}
-    </span>
+    </RowActions>
   );
 }

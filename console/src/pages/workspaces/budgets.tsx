@@ -1,8 +1,8 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, call, type JsonOk } from '../../api/client';
 import { ErrorBanner } from '../../components/error-banner';
 import { Field } from '../../components/field';
+import { useResource } from '../../lib/use-resource';
 import { CheckField, usd } from '../guardrails/inputs';
 
 type Workspace = JsonOk<'/workspaces/{id}', 'get'>['data'];
@@ -18,34 +18,26 @@ const intervalOf = (b: Budget): Interval => b.reset_interval ?? 'lifetime';
 
 /** A workspace's budgets, one per period: limit and current spend; set, change, remove. */
 export function Budgets({ workspace }: { workspace: Workspace }) {
-  const client = useQueryClient();
   const ref = workspace.id;
-  const key = ['workspaces', ref, 'budgets'];
-  const budgets = useQuery({
-    queryKey: key,
-    queryFn: () =>
+  const resource = useResource({
+    queryKey: ['workspaces', ref, 'budgets'],
+    list: () =>
       call(api.GET('/workspaces/{workspace_ref}/budgets', { params: { path: { workspace_ref: ref } } })),
-  });
-  const invalidate = () => client.invalidateQueries({ queryKey: key });
-  const put = useMutation({
-    mutationFn: ({ interval, limit, byok }: { interval: Interval; limit: number; byok?: boolean }) =>
+    update: (interval, { limit, byok }: { limit: number; byok?: boolean }) =>
       call(
         api.PUT('/workspaces/{workspace_ref}/budgets/{interval}', {
-          params: { path: { workspace_ref: ref, interval } },
+          params: { path: { workspace_ref: ref, interval: interval as Interval } },
           body: { limit_usd: limit, ...(byok !== undefined ? { include_byok_in_budgets: byok } : {}) },
         }),
       ),
-    onSuccess: invalidate,
-  });
-  const remove = useMutation({
-    mutationFn: (interval: Interval) =>
+    remove: (interval) =>
       call(
         api.DELETE('/workspaces/{workspace_ref}/budgets/{interval}', {
-          params: { path: { workspace_ref: ref, interval } },
+          params: { path: { workspace_ref: ref, interval: interval as Interval } },
         }),
       ),
-    onSuccess: invalidate,
   });
+  const { list: budgets, update: put, remove } = resource;
   const byInterval = new Map((budgets.data?.data ?? []).map((b) => [intervalOf(b), b]));
   const includeByok = budgets.data?.include_byok_in_budgets ?? false;
   return (
@@ -56,13 +48,7 @@ export function Budgets({ workspace }: { workspace: Workspace }) {
         below a longer one's.
       </p>
       <ErrorBanner error={budgets.error} />
-      <ErrorBanner
-        error={put.error ?? remove.error}
-        onDismiss={() => {
-          put.reset();
-          remove.reset();
-        }}
-      />
+      <ErrorBanner error={resource.actionError} onDismiss={resource.dismissActionError} />
       {budgets.data && (
         <>
           {budgets.data.data.length === 0 && (
@@ -87,8 +73,8 @@ export function Budgets({ workspace }: { workspace: Workspace }) {
                     key={`${interval}-${byInterval.get(interval)?.updated_at ?? 'none'}`}
                     label={label}
                     budget={byInterval.get(interval)}
-                    busy={put.isPending || remove.isPending}
-                    onSave={(limit) => put.mutate({ interval, limit })}
+                    busy={resource.busy}
+                    onSave={(limit) => put.mutate({ id: interval, body: { limit } })}
                     onDelete={() => remove.mutate(interval)}
                   />
                 ))}
@@ -102,7 +88,7 @@ export function Budgets({ workspace }: { workspace: Workspace }) {
             onChange={(byok) => {
               // The flag travels with a budget write; without a budget there is nothing it applies to.
               const any = budgets.data.data[0];
-              if (any) put.mutate({ interval: intervalOf(any), limit: any.limit_usd, byok });
+              if (any) put.mutate({ id: intervalOf(any), body: { limit: any.limit_usd, byok } });
             }}
           />
         </>
