@@ -82,6 +82,13 @@ export interface Config {
    * from the landing page at `/`; null when not set (the service's address is not known here).
    */
   mediaUrl: string | null;
+  /**
+   * Export destinations may be internal addresses (GATEHOUSE_EXPORT_PRIVATE=on): off by default, as
+   * any management key may name a webhook URL.
+   */
+  exportPrivate: boolean;
+  /** Records one export destination may hold waiting (GATEHOUSE_EXPORT_QUEUE_MAX); more are dropped and counted. */
+  exportQueueMax: number;
 }
 
 /** Interns and vaults (README, "Interns"). */
@@ -294,6 +301,8 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency_limit: limitFrom(env, 'GATEHOUSE_KEY_CONCURRENCY'),
     },
     mediaUrl: mediaUrlFrom(env),
+    exportPrivate: isOn(env.GATEHOUSE_EXPORT_PRIVATE),
+    exportQueueMax: intFrom(env, 'GATEHOUSE_EXPORT_QUEUE_MAX', 10_000),
   };
 }
 

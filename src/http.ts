@@ -29,6 +29,7 @@ import { internsRoutes } from './interns/routes.js';
 import { AccessLog } from './lib/access-log.js';
 import { httpServerOptions } from './lib/http-server.js';
 import type { Log } from './lib/log.js';
+import { observabilityRoutes } from './observability/routes.js';
 import { credentialRoutes } from './routing/credentials/routes.js';
 import { apiReferenceOptions } from './server/api-reference.js';
 import { installConsole } from './server/console.js';
@@ -66,6 +67,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   internChatRoutes,
   vaultRoutes,
   activityRoutes,
+  observabilityRoutes,
 ];
 
 export interface AppOptions {

@@ -33,6 +33,8 @@ import { InternsService } from './interns/service.js';
 import type { Log } from './lib/log.js';
 import { MemoryLimitStore, RedisLimitStore } from './limits/store.js';
 import { UsageLimits } from './limits/usage-limits.js';
+import { DEFAULT_DISPATCH, ExportDispatcher } from './observability/dispatcher.js';
+import { DestinationsService } from './observability/service.js';
 import { closeUpstreamHttp } from './providers/http.js';
 import { ProviderRegistry } from './providers/registry.js';
 import type { Provider } from './providers/types.js';
@@ -168,6 +170,14 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   });
   const generations = new GenerationsService(db, accountant);
   // Request and response content of the workspaces that keep it, written off the calls' path.
+  // Export destinations: every accounted generation is matched and queued off the response path.
+  const destinations = new DestinationsService(db, config.masterKey, workspaces);
+  const exports = new ExportDispatcher(destinations, log.child({ component: 'exports' }), metrics, {
+    ...DEFAULT_DISPATCH,
+    allowPrivate: config.exportPrivate,
+    queueMax: config.exportQueueMax,
+  });
+  accountant.onRecord(exports.onRecord);
   const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
   workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));
   const activity = new ActivityService(db, handle.dialect);
@@ -251,6 +261,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     await interns.close();
     await accountant.close();
     await contentLog.close();
+    await exports.close();
     await limiter.close();
     await batchLimiter.close();
     await vaultLimiter.close();
@@ -288,6 +299,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     mediaBilling: media,
     generations,
     contentLog,
+    destinations,
     activity,
     storedResponses,
     batches,

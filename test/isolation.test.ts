@@ -21,6 +21,16 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const key = (await mine('POST', '/keys', { name: 'k' })).body.data;
     const byok = (await mine('POST', '/byok', { provider: 'openai', key: 'sk-private-provider-secret' })).body
       .data;
+    const destination = (
+      await mine('POST', '/observability/destinations', {
+        type: 'webhook',
+        name: 'private',
+        config: {
+          url: 'https://hooks.example.com/private',
+          headers: { authorization: 'sk-private-provider-secret' },
+        },
+      })
+    ).body.data;
     await mine('PUT', `/workspaces/${workspace.id}/budgets/monthly`, { limit_usd: 5 });
     await mine('POST', `/guardrails/${guardrail.id}/assignments/keys`, { key_hashes: [key.hash] });
     await adminClient(gw.url)('POST', '/admin/credits', {
@@ -51,6 +61,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const ids: Record<string, string> = {
       '/guardrails/{id}': guardrail.id,
       '/byok/{id}': byok.id,
+      '/observability/destinations/{id}': destination.id,
       '/workspaces/{id}': workspace.id,
       '/workspaces/{workspace_ref}': workspace.slug,
       '/keys/{hash}': key.hash,
@@ -62,7 +73,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const fill = (path: string) =>
       path
         .replace(
-          /^\/(guardrails|byok|workspaces|keys|batches|interns|vault\/interns|responses)\/\{(\w+)\}/,
+          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|interns|vault\/interns|responses)\/\{(\w+)\}/,
           (m) => (ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m),
         )
         .replace('{interval}', 'monthly')
@@ -74,6 +85,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       'POST /guardrails/{id}/assignments/members': { member_user_ids: [gw.ownerUserId] },
       'POST /guardrails/{id}/assignments/members/remove': { member_user_ids: [gw.ownerUserId] },
       'PATCH /byok/{id}': { name: 'stolen' },
+      'PATCH /observability/destinations/{id}': { name: 'stolen' },
       'PATCH /workspaces/{id}': { name: 'stolen' },
       'POST /workspaces/{id}/members/add': { user_ids: [gw.ownerUserId] },
       'POST /workspaces/{id}/members/remove': { user_ids: [gw.ownerUserId] },

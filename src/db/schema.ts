@@ -253,6 +253,29 @@ export interface GenerationContentsTable {
   expires_at: number;
 }
 
+/** An export destination of a workspace (migration 0020). */
+export interface ObservabilityDestinationsTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  type: string;
+  name: string | null;
+  enabled: Bool;
+  config_json: JsonText;
+  secret_ciphertext: string | null;
+  api_key_hashes: JsonText | null;
+  privacy_mode: Bool;
+  sampling_rate: number;
+  regions: JsonText;
+  filter_rules: JsonText | null;
+  broadcast_cost: Bool;
+  broadcast_identity: Bool;
+  broadcast_request_context: Bool;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
 export interface SettingsTable {
   name: string;
   value: string;
@@ -347,6 +370,7 @@ export interface Database {
   guardrail_key_assignments: GuardrailKeyAssignmentsTable;
   guardrail_member_assignments: GuardrailMemberAssignmentsTable;
   byok_credentials: ByokCredentialsTable;
+  observability_destinations: ObservabilityDestinationsTable;
   credit_ledger: CreditLedgerTable;
   usage_events: UsageEventsTable;
   generations: GenerationsTable;

@@ -79,6 +79,7 @@ interface Fx {
   guardrail: string;
   key: string;
   byok: string;
+  destination: string;
   workspace: string; // W: no keys, a monthly budget
   batch: string;
   intern: string;
@@ -89,6 +90,7 @@ interface Fx {
     guardrail: string;
     key: string;
     byok: string;
+    destination: string;
     workspace: string;
     intern: string;
     response: string;
@@ -319,6 +321,29 @@ const ROUTES: Record<string, Row> = {
     auth: 'management',
     path: (fx) => `/byok/${fx.byok}`,
     ownerPath: (fx) => `/byok/${fx.spare.byok}`,
+    ok: 200,
+  },
+  'GET /api/v1/observability/destinations': { auth: 'management', ok: 200 },
+  'POST /api/v1/observability/destinations': {
+    auth: 'management',
+    body: () => ({ type: 'webhook', name: 'probe', config: { url: 'https://hooks.example.com/probe' } }),
+    ok: 201,
+  },
+  'GET /api/v1/observability/destinations/:id': {
+    auth: 'management',
+    path: (fx) => `/observability/destinations/${fx.destination}`,
+    ok: 200,
+  },
+  'PATCH /api/v1/observability/destinations/:id': {
+    auth: 'management',
+    path: (fx) => `/observability/destinations/${fx.destination}`,
+    body: () => ({ name: 'renamed' }),
+    ok: 200,
+  },
+  'DELETE /api/v1/observability/destinations/:id': {
+    auth: 'management',
+    path: (fx) => `/observability/destinations/${fx.destination}`,
+    ownerPath: (fx) => `/observability/destinations/${fx.spare.destination}`,
     ok: 200,
   },
   'GET /api/v1/credits': { auth: 'management', ok: 200 },
@@ -820,6 +845,16 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     const byok = created(
       await mgmt('POST', '/byok', { provider: 'openai', key: 'sk-private-provider-secret' }),
     ).data;
+    const destination = created(
+      await mgmt('POST', '/observability/destinations', {
+        type: 'webhook',
+        name: 'private',
+        config: {
+          url: 'https://hooks.example.com/a1',
+          headers: { authorization: 'Bearer sk-private-hook-secret' },
+        },
+      }),
+    ).data;
     const workspace = created(await mgmt('POST', '/workspaces', { name: 'Private', slug: 'private' })).data;
     created(await mgmt('PUT', `/workspaces/${workspace.id}/budgets/monthly`, { limit_usd: 5 }), 200);
     const batch = created(
@@ -852,6 +887,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       guardrail: guardrail.id,
       key: key.hash,
       byok: byok.id,
+      destination: destination.id,
       workspace: workspace.id,
       batch: batch.id,
       intern: intern.id,
@@ -862,6 +898,13 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
         key: created(await mgmt('POST', '/keys', { name: 'spare' })).data.hash,
         byok: created(await mgmt('POST', '/byok', { provider: 'openai', key: 'sk-spare-provider-secret' }))
           .data.id,
+        destination: created(
+          await mgmt('POST', '/observability/destinations', {
+            type: 'webhook',
+            name: 'spare',
+            config: { url: 'https://hooks.example.com/spare' },
+          }),
+        ).data.id,
         workspace: created(await mgmt('POST', '/workspaces', { name: 'Spare', slug: 'spare' })).data.id,
         intern: spareIntern.id,
         response: await storedResponse(),
@@ -871,6 +914,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       guardrail.id,
       key.hash,
       byok.id,
+      destination.id,
       workspace.id,
       batch.id,
       intern.id,
@@ -886,6 +930,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       [mgmt, `/guardrails/${guardrail.id}/assignments/members`],
       [mgmt, `/keys/${key.hash}`],
       [mgmt, `/byok/${byok.id}`],
+      [mgmt, `/observability/destinations/${destination.id}`],
       [mgmt, `/workspaces/${workspace.id}`],
       [mgmt, `/workspaces/${workspace.id}/members`],
       [mgmt, `/workspaces/${workspace.id}/budgets`],
