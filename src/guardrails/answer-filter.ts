@@ -28,10 +28,12 @@ export class AnswerScan {
     return new AnswerChannel(this);
   }
 
-  /** A whole text of the answer, filtered at once. */
+  /**
+   * A whole text of the answer, filtered at once (one pass: a pushed text's held-back matches
+   * would otherwise be counted again at its end by a blocking filter, which counts unsettled ones).
+   */
   whole(text: string): string {
-    const ch = this.channel();
-    return ch.push(text) + ch.end();
+    return this.channel().end(text);
   }
 
   /** @internal Counts the matches a channel settled. */
@@ -63,8 +65,9 @@ export class AnswerChannel {
     return this.settle(false);
   }
 
-  /** The text ended: returns the rest (redacted). */
-  end(): string {
+  /** The text ended (with `last`, if given): returns the rest (redacted). */
+  end(last = ''): string {
+    this.pending += last;
     return this.settle(true);
   }
 
