@@ -1,4 +1,11 @@
-import { type CompiledFilter, originalSpans, type SafeguardResult, STATUS } from './content-filters.js';
+import {
+  type CompiledFilter,
+  originalSpans,
+  type SafeguardRecord,
+  type SafeguardResult,
+  STATUS,
+  safeguardRecords,
+} from './content-filters.js';
 
 /**
  * Content filters on the model's answer (filters with `apply_to` `response` or `both`): `flag`
@@ -52,6 +59,11 @@ export class AnswerScan {
       matches: this.counts[i] ?? 0,
       stage: 'response',
     }));
+  }
+
+  /** The results as the generation keeps them (with the guardrail of each filter). */
+  records(): SafeguardRecord[] {
+    return safeguardRecords(this.results(), this.filters, 'response');
   }
 }
 
