@@ -933,7 +933,6 @@ export class Engine {
         metadata: plannedMetadata(call, prep, tried, {
           model: served.model.id,
           provider: served.endpoint.provider,
-          lane: false,
         }),
       },
     );

@@ -51,7 +51,7 @@ export function plannedMetadata(
   call: { model: string },
   prep: Pick<Prepared, 'models' | 'skippedModels' | 'excluded' | 'strategy' | 'primaryModel'>,
   tried: readonly Tried[],
-  served?: { model: string; provider: string; lane: boolean },
+  served?: { model: string; provider: string },
 ): string {
   const considered = prep.models.flatMap((m) =>
     m.endpoints.map((e) => ({
@@ -61,7 +61,8 @@ export function plannedMetadata(
     })),
   );
   return JSON.stringify({
-    route: served === undefined ? null : served.lane ? 'lane' : 'translated',
+    // No answer came: which way it would have gone is not known here.
+    route: null,
     attempt: tried.length,
     requested: call.model,
     strategy: prep.strategy,
