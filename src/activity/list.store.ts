@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Dialect } from '../db/connection.js';
 import type { GenerationsTable } from '../db/schema.js';
+import { LIST_COLUMNS } from '../routing/accounting.js';
 import type { Cursor } from './cursor.js';
 import { applyFilter, type GenerationFilter } from './filter.js';
 
@@ -27,7 +28,7 @@ export function listQuery(
   limit: number,
   after: Cursor | null,
 ) {
-  let q = applyFilter(db.selectFrom('generations').selectAll(), filter, dialect);
+  let q = applyFilter(db.selectFrom('generations').select(LIST_COLUMNS), filter, dialect);
   if (after) q = q.where(sql<boolean>`(created_at, id) < (${after.createdAt}, ${after.id})`);
   return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit);
 }

@@ -75,6 +75,29 @@ export const GenerationView = Type.Object(
   { title: 'Generation' },
 );
 
+/** One check of a generation (src/guardrails/content-filters.ts `SafeguardRecord`): never the matched text. */
+export const SafeguardRecord = Type.Object(
+  {
+    stage: StringEnum(['request', 'response'] as const, {
+      description: "request: the caller's body, before it was sent; response: the model's answer",
+    }),
+    source: StringEnum(['gateway', 'provider'] as const, {
+      description: "gateway: a guardrail's content filter; provider: the provider's own filter (Azure)",
+    }),
+    type: Type.Literal('content_filter'),
+    label: Type.String({
+      description: "The filter's name: a built-in detector's, or a custom filter's label",
+    }),
+    slug: Type.Optional(Type.String({ description: 'The built-in detector (or provider category)' })),
+    action: StringEnum(['passed', 'redacted', 'flagged', 'blocked'] as const, {
+      description: 'What it did: passed (nothing matched), redacted, flagged or blocked',
+    }),
+    matches: Type.Integer({ description: 'How many times it matched' }),
+    guardrail_id: Type.Optional(Type.String({ description: 'The guardrail that brought the filter' })),
+  },
+  { title: 'SafeguardRecord' },
+);
+
 /** GET /generation?id=: one generation, and where its kept content is (null when none is kept). */
 export const GenerationDetail = Type.Object({
   data: Type.Object(
@@ -84,6 +107,22 @@ export const GenerationDetail = Type.Object({
         Type.String({
           description: 'GET this for the kept request and response content; null when none is kept',
         }),
+      ),
+      safeguards: Nullable(
+        Type.Array(SafeguardRecord, {
+          description:
+            'Every content filter that ran on the call and what it did, request then answer (null: recorded before this was kept)',
+        }),
+      ),
+      gateway_metadata: Nullable(
+        Type.Object(
+          {},
+          {
+            additionalProperties: true,
+            description:
+              'How the call was routed: lane or translated, endpoints considered and excluded, models tried and skipped (null: recorded before this was kept)',
+          },
+        ),
       ),
     },
     { title: 'GenerationDetail' },

@@ -16,6 +16,7 @@ import * as m0013 from './migrations/0013_byok_weights.js';
 import * as m0014 from './migrations/0014_native_batches.js';
 import * as m0015 from './migrations/0015_generation_filters.js';
 import * as m0016 from './migrations/0016_generation_content.js';
+import * as m0017 from './migrations/0017_generation_safeguards.js';
 import * as m0020 from './migrations/0020_observability_destinations.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   '0014_native_batches': m0014,
   '0015_generation_filters': m0015,
   '0016_generation_content': m0016,
+  '0017_generation_safeguards': m0017,
   '0020_observability_destinations': m0020,
 };
 

@@ -239,6 +239,10 @@ export interface GenerationsTable {
   web_search_requests: number;
   /** Every attempt made, as a JSON list (null: rows from before it was recorded). */
   provider_responses: string | null;
+  /** The content filters that ran and what each did, as a JSON list (null: rows from before 0017). */
+  safeguards?: string | null;
+  /** How the call was routed, as a JSON object (null: rows from before 0017, calls never routed). */
+  gateway_metadata?: string | null;
 }
 
 /** The content of one generation, kept while its workspace logs content (times in ms). */

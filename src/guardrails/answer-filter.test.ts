@@ -35,6 +35,25 @@ describe('AnswerScan: filters on a streamed answer', () => {
     expect(ch2.end()).toBe(`[REDACTED:SSN] ${'y'.repeat(HOLD_BACK - 5)}`);
   });
 
+  it('counts a blocking match of a whole answer once, and keeps its guardrail', () => {
+    const scan = scanOf('block');
+    scan.whole('yours is 123-45-6789.');
+    expect(scan.blocked?.label).toBe('Social Security numbers');
+    expect(scan.results()[0]).toMatchObject({ status: { type: 'blocked' }, matches: 1 });
+    expect(scan.records()).toEqual([
+      {
+        stage: 'response',
+        source: 'gateway',
+        type: 'content_filter',
+        label: 'Social Security numbers',
+        slug: 'ssn',
+        action: 'blocked',
+        matches: 1,
+        guardrail_id: 'g',
+      },
+    ]);
+  });
+
   it('counts once per match across deltas and reports the stage', () => {
     const scan = scanOf('flag');
     const ch = scan.channel();

@@ -1,4 +1,11 @@
-import { type CompiledFilter, originalSpans, type SafeguardResult, STATUS } from './content-filters.js';
+import {
+  type CompiledFilter,
+  originalSpans,
+  type SafeguardRecord,
+  type SafeguardResult,
+  STATUS,
+  safeguardRecords,
+} from './content-filters.js';
 
 /**
  * Content filters on the model's answer (filters with `apply_to` `response` or `both`): `flag`
@@ -28,10 +35,12 @@ export class AnswerScan {
     return new AnswerChannel(this);
   }
 
-  /** A whole text of the answer, filtered at once. */
+  /**
+   * A whole text of the answer, filtered at once (one pass: a pushed text's held-back matches
+   * would otherwise be counted again at its end by a blocking filter, which counts unsettled ones).
+   */
   whole(text: string): string {
-    const ch = this.channel();
-    return ch.push(text) + ch.end();
+    return this.channel().end(text);
   }
 
   /** @internal Counts the matches a channel settled. */
@@ -51,6 +60,11 @@ export class AnswerScan {
       stage: 'response',
     }));
   }
+
+  /** The results as the generation keeps them (with the guardrail of each filter). */
+  records(): SafeguardRecord[] {
+    return safeguardRecords(this.results(), this.filters, 'response');
+  }
 }
 
 export class AnswerChannel {
@@ -63,8 +77,9 @@ export class AnswerChannel {
     return this.settle(false);
   }
 
-  /** The text ended: returns the rest (redacted). */
-  end(): string {
+  /** The text ended (with `last`, if given): returns the rest (redacted). */
+  end(last = ''): string {
+    this.pending += last;
     return this.settle(true);
   }
 

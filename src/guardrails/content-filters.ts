@@ -102,6 +102,57 @@ export interface SafeguardResult {
   stage?: 'response';
 }
 
+/**
+ * One check's outcome as the generation keeps it (GET /generation's `safeguards`): where it ran
+ * (the request or the answer), whose it is (a guardrail's filter, or the provider's own verdict),
+ * what it did and how often it matched. Names, actions and counts only: never the matched text.
+ */
+export interface SafeguardRecord {
+  stage: 'request' | 'response';
+  source: 'gateway' | 'provider';
+  type: 'content_filter';
+  label: string;
+  slug?: string;
+  action: SafeguardStatus;
+  matches: number;
+  /** The guardrail that brought the filter (gateway filters). */
+  guardrail_id?: string;
+}
+
+/** The records of a filter list's results (`results[i]` is `filters[i]`'s outcome). */
+export function safeguardRecords(
+  results: readonly SafeguardResult[],
+  filters: readonly Pick<CompiledFilter, 'guardrailId'>[],
+  stage: SafeguardRecord['stage'],
+): SafeguardRecord[] {
+  return results.map((r, i) => {
+    const guardrail = filters[i]?.guardrailId;
+    return {
+      stage,
+      source: 'gateway',
+      type: r.type,
+      label: r.label,
+      ...(r.slug !== undefined ? { slug: r.slug } : {}),
+      action: r.status.type,
+      matches: r.matches,
+      ...(guardrail !== undefined ? { guardrail_id: guardrail } : {}),
+    };
+  });
+}
+
+/** The records of a provider's own filter verdicts (Azure's): no `stage` is the prompt's. */
+export function providerSafeguardRecords(results: readonly SafeguardResult[]): SafeguardRecord[] {
+  return results.map((r) => ({
+    stage: r.stage === 'response' ? 'response' : 'request',
+    source: 'provider',
+    type: r.type,
+    label: r.label,
+    ...(r.slug !== undefined ? { slug: r.slug } : {}),
+    action: r.status.type,
+    matches: r.matches,
+  }));
+}
+
 export interface ContentFilterOutcome {
   /** The messages to send on: redactions applied (unchanged messages keep their identity). */
   messages: ChatMessage[];

@@ -1,7 +1,10 @@
 import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
 import type { ResponsesCost } from '../formats/responses.js';
 import type { RouteInfo } from '../routing/call.js';
+import { gatewayMetadata } from '../routing/gateway-metadata.js';
 import type { Cost } from '../routing/pricing.js';
+
+export { gatewayMetadata };
 
 /**
  * What a call charged to credits and what its BYOK provider charged: a BYOK call costs no credits
@@ -56,33 +59,6 @@ export function responsesCost(cost: Cost, isByok: boolean): ResponsesCost {
 
 /** The response header listing what translation dropped (comma-separated field paths). */
 export const DROPPED_FIELDS_HEADER = 'x-gatehouse-dropped-fields';
-
-/** `gateway_metadata`: how the call was routed (attempts, timing, endpoints considered). */
-export function gatewayMetadata(info: RouteInfo) {
-  const served = info.served;
-  return {
-    attempt: info.attempts,
-    generation_time: Date.now() - info.startedAt,
-    is_byok: served.credential.isByok,
-    region: served.provider.region,
-    requested: info.requested,
-    strategy: info.strategy,
-    summary:
-      `${info.model.id} served by ${served.endpoint.provider}` +
-      (info.attempts > 1 ? ` after ${info.attempts - 1} failed attempt(s)` : '') +
-      (info.model.id !== info.primaryModel ? ` in place of ${info.primaryModel}` : '') +
-      (info.excluded.length
-        ? `; excluded: ${info.excluded.map((e) => `${e.provider} (${e.reason})`).join(', ')}`
-        : ''),
-    endpoints: { total: info.considered.length, available: info.considered },
-    dropped_fields: info.dropped,
-    // The model list (`models`, configured fallbacks): which models were tried, which were passed over.
-    models_tried: info.modelsTried,
-    ...(info.skippedModels.length ? { models_skipped: info.skippedModels } : {}),
-    // An unlisted model with no known price, served at cost 0 (GATEHOUSE_UNPRICED_MODELS=allow).
-    ...(info.model.priced === false ? { pricing_unknown: true } : {}),
-  };
-}
 
 /** `message.reasoning_details` only when the provider gave some (the seed's response body). */
 function withoutEmptyDetails(choices: ChatResponse['choices']): ChatResponse['choices'] {

@@ -7,7 +7,8 @@
  * They name the main fields of each format, not every one; `additionalProperties` stays open.
  */
 
-import { type TSchema, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { SafeguardRecord } from '../activity/schemas.js';
 import { StringEnum } from '../server/schemas.js';
 
 const open = { additionalProperties: true };
@@ -458,6 +459,18 @@ export const Generation = Type.Object(
               "Where the call's kept content is (`GET /generation/content`), when the caller may read it",
           }),
         ),
+        safeguards: Type.Unsafe<Static<typeof SafeguardRecord>[] | null>({
+          type: ['array', 'null'],
+          items: SafeguardRecord,
+          description:
+            "Every content filter that ran on the call (request, then answer; the provider's own too) and what it did: names, actions and counts, never the matched text. Null on generations recorded before this was kept.",
+        }),
+        gateway_metadata: Type.Unsafe<Record<string, unknown> | null>({
+          type: ['object', 'null'],
+          additionalProperties: true,
+          description:
+            'How the call was routed: `route` (lane or translated), `endpoints` considered, `endpoints_excluded`, `models_tried`, `models_skipped`, `strategy`, `dropped_fields`, a `summary`. Null on generations recorded before this was kept.',
+        }),
       },
       open,
     ),

@@ -44,7 +44,15 @@ const GENERATION_COLUMNS = [
   'upstream_id',
   'web_search_requests',
   'provider_responses',
+  'safeguards',
+  'gateway_metadata',
 ] as const satisfies readonly (keyof GenerationsTable)[];
+
+/** The columns a generations list reads: all but the detail's JSON (see generationDetailView). */
+export const LIST_COLUMNS = GENERATION_COLUMNS.filter(
+  (c): c is Exclude<(typeof GENERATION_COLUMNS)[number], 'safeguards' | 'gateway_metadata'> =>
+    c !== 'safeguards' && c !== 'gateway_metadata',
+);
 
 const USAGE_COLUMNS = [
   'id',

@@ -3,18 +3,18 @@ import { sseJson } from '../formats/sse.js';
 import type { AnswerChannel, AnswerScan } from '../guardrails/answer-filter.js';
 import { chatAnswerSlots, chatChunkSlots } from '../inference/wires/texts.js';
 import { forbidden } from '../lib/errors.js';
-import type { RelayFrame } from '../providers/types.js';
+import type { ForwardedJson, RelayFrame } from '../providers/types.js';
 import type { AnswerSlot, CallWire } from './call.js';
-import type { Completed, Streaming } from './engine.js';
 
 /**
- * Content filters on the model's answer, applied by the engine after the provider answered (the
- * call is recorded and billed first: the provider did the work). A lane's answer is read through
+ * Content filters on the model's answer, applied by the engine after the provider answered and
+ * before the generation is recorded (with the filters' results); a blocked answer is still recorded
+ * and billed: the provider did the work. A lane's answer is read through
  * its wire's walkers, a translated one in the canonical chat shape. `block` becomes a 403 in the
  * caller's format (a whole answer) or the stream's error event (a stream).
  */
 
-const blockedBy = (scan: AnswerScan) => forbidden(`Blocked by content filter: ${scan.blocked?.label}`);
+export const blockedBy = (scan: AnswerScan) => forbidden(`Blocked by content filter: ${scan.blocked?.label}`);
 
 /** Filters every text of `slots` whole; true when one changed. */
 function filterWhole(scan: AnswerScan, slots: readonly AnswerSlot[]): boolean {
@@ -29,23 +29,23 @@ function filterWhole(scan: AnswerScan, slots: readonly AnswerSlot[]): boolean {
   return changed;
 }
 
-/** A whole answer, its texts filtered and the response filters' results added to its safeguards. */
-export function filterCompleted(
-  wire: CallWire,
-  scan: AnswerScan,
-  done: Completed<ChatResponse>,
-): Completed<ChatResponse> {
-  let out: Completed<ChatResponse>;
-  if (done.lane) {
-    const json = structuredClone(done.forwarded.json);
+/** An answer as the engine holds it before it is recorded: the lane's forwarded JSON, or a translated response. */
+export type WholeAnswer = { lane: true; forwarded: ForwardedJson } | { lane: false; response: ChatResponse };
+
+/**
+ * A whole answer with its texts filtered. It does not refuse a blocked answer: the engine records
+ * the generation with the filters' results first, then refuses it (`blockedBy`).
+ */
+export function filterAnswer<A extends WholeAnswer>(wire: CallWire, scan: AnswerScan, answer: A): A {
+  if (answer.lane) {
+    const json = structuredClone(answer.forwarded.json);
     const changed = filterWhole(scan, wire.answerTexts?.(json) ?? []);
-    out = changed ? { ...done, forwarded: { ...done.forwarded, json, text: JSON.stringify(json) } } : done;
-  } else {
-    const response = structuredClone(done.response);
-    out = filterWhole(scan, chatAnswerSlots(response)) ? { ...done, response } : done;
+    return changed
+      ? { ...answer, forwarded: { ...answer.forwarded, json, text: JSON.stringify(json) } }
+      : answer;
   }
-  if (scan.blocked) throw blockedBy(scan);
-  return { ...out, info: { ...out.info, safeguards: [...out.info.safeguards, ...scan.results()] } };
+  const response = structuredClone(answer.response);
+  return filterWhole(scan, chatAnswerSlots(response)) ? { ...answer, response } : answer;
 }
 
 /**
@@ -137,23 +137,26 @@ function dataOf(f: RelayFrame): unknown {
   }
 }
 
-/** A streamed answer with its texts filtered (lane frames through the wire's walker). */
-export function filterStreaming(wire: CallWire, scan: AnswerScan, s: Streaming): Streaming {
-  if (s.lane) {
-    const frameTexts = wire.frameTexts;
-    if (!frameTexts) return s;
-    const frames = filterItems<RelayFrame>(
-      (async function* () {
-        // Each event's JSON is a copy the walkers may rewrite (a joined frame's events one by one).
-        for await (const f of s.frames)
-          for (const e of f.parts ?? [f]) yield { ...e, json: structuredClone(dataOf(e)) };
-      })(),
-      scan,
-      (f) => frameTexts(f.json),
-      (f, changed) => (changed ? { ...f, frame: sseJson(f.json, eventOf(f.frame)) } : f),
-    );
-    return { ...s, frames };
-  }
-  const chunks = filterItems<ChatChunk>(s.chunks, scan, chatChunkSlots, (c) => c);
-  return { ...s, chunks };
+/** A lane's streamed frames with their texts filtered (through the wire's walker). */
+export function filterFrames(
+  wire: CallWire,
+  scan: AnswerScan,
+  source: AsyncIterable<RelayFrame>,
+): AsyncIterable<RelayFrame> {
+  const frameTexts = wire.frameTexts;
+  if (!frameTexts) return source;
+  return filterItems<RelayFrame>(
+    (async function* () {
+      // Each event's JSON is a copy the walkers may rewrite (a joined frame's events one by one).
+      for await (const f of source)
+        for (const e of f.parts ?? [f]) yield { ...e, json: structuredClone(dataOf(e)) };
+    })(),
+    scan,
+    (f) => frameTexts(f.json),
+    (f, changed) => (changed ? { ...f, frame: sseJson(f.json, eventOf(f.frame)) } : f),
+  );
 }
+
+/** A translated stream's chunks with their texts filtered. */
+export const filterChunks = (scan: AnswerScan, source: AsyncIterable<ChatChunk>): AsyncIterable<ChatChunk> =>
+  filterItems<ChatChunk>(source, scan, chatChunkSlots, (c) => c);

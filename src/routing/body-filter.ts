@@ -1,5 +1,5 @@
 import type { ChatMessage } from '../formats/chat.js';
-import type { SafeguardResult } from '../guardrails/content-filters.js';
+import type { SafeguardRecord, SafeguardResult } from '../guardrails/content-filters.js';
 import { forbidden } from '../lib/errors.js';
 import type { Body, CallChecks, InferenceCall, TextSlot } from './call.js';
 import type { Prepared } from './fallback.js';
@@ -11,8 +11,8 @@ import type { Prepared } from './fallback.js';
 export function filterBody(
   call: InferenceCall,
   checks: CallChecks,
-): { body: Body; safeguards: SafeguardResult[] } {
-  if (!checks.filtering) return { body: call.body, safeguards: [] };
+): { body: Body; safeguards: SafeguardResult[]; records: SafeguardRecord[] } {
+  if (!checks.filtering) return { body: call.body, safeguards: [], records: [] };
   const body = structuredClone(call.body);
   const groups = grouped(call.wire.texts(body));
   const messages: ChatMessage[] = groups.map((g) => ({
@@ -28,7 +28,7 @@ export function filterBody(
       if (slot && part.type === 'text' && part.text !== slot.text) slot.set(part.text);
     }
   }
-  return { body, safeguards: out.results };
+  return { body, safeguards: out.results, records: out.records };
 }
 
 /** Slots as the messages filters see: consecutive slots of one group together (see TextSlot). */

@@ -1,7 +1,7 @@
 import type { Caller } from '../accounts/caller.js';
 import type { ChatMessage, ChatRequest, EmbeddingsRequest } from '../formats/chat.js';
 import type { AnswerScan } from '../guardrails/answer-filter.js';
-import type { SafeguardResult } from '../guardrails/content-filters.js';
+import type { SafeguardRecord, SafeguardResult } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import type { CallContext, ForwardedJson, ForwardRequest, NativeWire } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
@@ -106,6 +106,8 @@ export interface CallChecks {
     messages: ChatMessage[];
     blocked: string | null;
     results: SafeguardResult[];
+    /** The results as the generation keeps them. */
+    records: SafeguardRecord[];
   };
   /** Content filters on the model's answer (`apply_to` response or both); null when none applies. */
   answerScan(): AnswerScan | null;
@@ -184,6 +186,8 @@ export interface RouteInfo {
   excluded: Exclusion[];
   startedAt: number;
   safeguards: SafeguardResult[];
+  /** What the generation keeps of the checks (the request's; the answer's are added when it is recorded). */
+  safeguardRecords: SafeguardRecord[];
   /** What went upstream: the lane's body, or the canonical request for the provider's adapter. */
   upstreamRequest: unknown;
   /** The caller's body after the content filters' redactions (what every attempt was made from). */

@@ -8,6 +8,8 @@ import type {
   EmbeddingsResponse,
   Usage,
 } from '../formats/chat.js';
+import type { AnswerScan } from '../guardrails/answer-filter.js';
+import { providerSafeguardRecords } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import { randomHex } from '../lib/random-pool.js';
@@ -24,7 +26,7 @@ import {
   UpstreamError,
 } from '../providers/types.js';
 import type { GenerationRow } from './accounting.js';
-import { filterCompleted, filterStreaming } from './answer-filter.js';
+import { blockedBy, filterAnswer, filterChunks, filterFrames, type WholeAnswer } from './answer-filter.js';
 import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
@@ -44,6 +46,7 @@ import {
   type Tried,
   upstreamToApiError,
 } from './fallback.js';
+import { plannedMetadata, storedMetadata } from './gateway-metadata.js';
 import { type Meter, readChunk, readFrame, responseChars } from './metering.js';
 import type { RoutingMetrics } from './metrics.js';
 import { modelChain, type SkippedModel } from './model-chain.js';
@@ -196,7 +199,7 @@ export class Engine {
       allowed: (m) => checks.modelAllowed(m),
       promptTokens: estimateTokens(promptChars(call, call)),
     });
-    const { body, safeguards } = filterBody(call, checks);
+    const { body, safeguards, records } = filterBody(call, checks);
     const { skipped, ...planned } = await this.plan(call, chain.models, body, checks);
     const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
     const model = (planned.attempts[0] as Attempt).candidate.model;
@@ -208,6 +211,7 @@ export class Engine {
       body,
       ...planned,
       safeguards,
+      safeguardRecords: records,
       strategy,
       checks,
     };
@@ -474,6 +478,7 @@ export class Engine {
       excluded: prep.excluded,
       startedAt: routed.startedAt,
       safeguards: prep.safeguards,
+      safeguardRecords: prep.safeguardRecords,
       upstreamRequest: sent,
       sentBody: prep.body,
       strategy: prep.strategy,
@@ -521,8 +526,15 @@ export class Engine {
     return { result: routed.result, info: this.info(call, prep, routed, sent) };
   }
 
-  /** A non-streaming chat call (chat, messages or responses wire), as the provider answered it. */
-  private async completePrepared(call: InferenceCall, prep: Prepared): Promise<Completed<ChatResponse>> {
+  /**
+   * A non-streaming chat call (chat, messages or responses wire), its answer through `scan` (the
+   * content filters that apply to responses) when there is one.
+   */
+  private async completePrepared(
+    call: InferenceCall,
+    prep: Prepared,
+    scan: AnswerScan | null,
+  ): Promise<Completed<ChatResponse>> {
     const { result, info } = await this.held(prep, () =>
       this.whole(call, prep, (provider, sent, ctx) =>
         provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
@@ -537,6 +549,7 @@ export class Engine {
         result.usage,
         result.outputChars,
         result.finishReason,
+        scan,
       );
     const finish = result.choices[0]?.finish_reason ?? null;
     return this.served(
@@ -547,15 +560,14 @@ export class Engine {
       result.usage ?? null,
       responseChars(result),
       finish,
+      scan,
     );
   }
 
   /** A non-streaming chat call, its answer through the content filters that apply to responses. */
   async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
     const prep = await this.prepare(call);
-    const done = await this.completePrepared(call, prep);
-    const scan = prep.checks.answerScan();
-    return scan ? filterCompleted(call.wire, scan, done) : done;
+    return this.completePrepared(call, prep, prep.checks.answerScan());
   }
 
   /** An embeddings call (content filters apply to string inputs). */
@@ -580,20 +592,38 @@ export class Engine {
     return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null);
   }
 
-  /** Prices and records a whole answer (its usage estimated when the upstream reported none). */
+  /**
+   * Prices and records a whole answer (its usage estimated when the upstream reported none). A
+   * chat answer goes through `scan` first, so that the generation keeps what the answer's filters
+   * did; one they block is recorded and billed (the provider did the work), then refused.
+   */
   private async served<R>(
     call: InferenceCall,
     prep: Prepared,
     info: RouteInfo,
-    answer: { lane: true; forwarded: ForwardedJson } | { lane: false; response: R },
+    raw: { lane: true; forwarded: ForwardedJson } | { lane: false; response: R },
     reported: Usage | null,
     outputChars: number,
     finishReason: string | null,
+    scan: AnswerScan | null = null,
   ): Promise<Completed<R>> {
     const checked =
       reported && this.checked(info, reported, () => this.estimate(call, prep, outputChars, false));
     const usage = checked?.usage ?? this.estimate(call, prep, outputChars, false);
     const cost = costOf(info.served.endpoint.pricing, usage);
+    // Only chat answers meet a scan (complete()); embeddings never do.
+    const answer = scan ? (filterAnswer(call.wire, scan, raw as WholeAnswer) as typeof raw) : raw;
+    const provider = answer.lane ? undefined : (answer.response as ChatResponse).provider_safeguards;
+    if (scan || provider)
+      info = {
+        ...info,
+        safeguards: scan ? [...info.safeguards, ...scan.results()] : info.safeguards,
+        safeguardRecords: [
+          ...info.safeguardRecords,
+          ...(scan?.records() ?? []),
+          ...providerSafeguardRecords(provider ?? []),
+        ],
+      };
     await this.recordSuccess(call, prep, info, usage, cost, {
       streamed: false,
       finishReason,
@@ -601,6 +631,7 @@ export class Engine {
       error: checked?.invalid ?? null,
       upstreamId: answer.lane ? answer.forwarded.responseId : null,
     });
+    if (scan?.blocked) throw blockedBy(scan);
     return { ...answer, info, usage, cost };
   }
 
@@ -612,12 +643,14 @@ export class Engine {
    */
   async stream(call: InferenceCall): Promise<Streaming> {
     const prep = await this.prepare(call);
-    const s = await this.streamPrepared(call, prep);
-    const scan = prep.checks.answerScan();
-    return scan ? filterStreaming(call.wire, scan, s) : s;
+    return this.streamPrepared(call, prep, prep.checks.answerScan());
   }
 
-  private async streamPrepared(call: InferenceCall, prep: Prepared): Promise<Streaming> {
+  private async streamPrepared(
+    call: InferenceCall,
+    prep: Prepared,
+    scan: AnswerScan | null,
+  ): Promise<Streaming> {
     let sent: unknown;
     const routed = await this.held(prep, () =>
       routeWithFallbacks(
@@ -657,6 +690,7 @@ export class Engine {
         routed.result as AsyncIterable<RelayFrame>,
         readFrame,
         settle,
+        scan && { scan, filter: (frames) => filterFrames(call.wire, scan, frames) },
       );
       return { lane: true, frames, info, final: () => final };
     }
@@ -667,13 +701,17 @@ export class Engine {
       routed.result as AsyncIterable<ChatChunk>,
       readChunk,
       settle,
+      scan && { scan, filter: (chunks) => filterChunks(scan, chunks) },
     );
     return { lane: false, chunks, info, final: () => final };
   }
 
   /**
    * Relays a stream while reading what it says of usage; when it ends — completely, failed, or cut
-   * by the caller — prices and records it before the stream's last frames go out.
+   * by the caller — prices and records it before the stream's last frames go out. Usage is read
+   * from the provider's items as they come; `answer` filters them on their way to the caller, and
+   * the generation is recorded once it has seen the whole answer (its results complete). A stream
+   * it blocks is recorded and billed as one the caller left (the provider did the work).
    */
   private async *metered<T>(
     call: InferenceCall,
@@ -682,20 +720,34 @@ export class Engine {
     source: AsyncIterable<T>,
     read: (item: T, m: Meter) => void,
     settle: (f: { usage: Usage; cost: Cost }) => void,
+    answer: { scan: AnswerScan; filter: (items: AsyncIterable<T>) => AsyncIterable<T> } | null = null,
   ): AsyncGenerator<T> {
     this.streaming++;
     prep.onStreamStart?.();
-    const m: Meter = { usage: null, responseId: null, chars: 0, finishReason: null };
-    let failure: unknown = null;
-    try {
+    const m: Meter = { usage: null, responseId: null, chars: 0, finishReason: null, safeguards: [] };
+    const tapped = (async function* () {
       for await (const item of source) {
         read(item, m);
         yield item;
       }
+    })();
+    let failure: unknown = null;
+    try {
+      yield* answer ? answer.filter(tapped) : tapped;
     } catch (err) {
-      failure = err;
+      // The answer filters' refusal is not the upstream failing (recorded as before they refused).
+      if (!answer?.scan.blocked) failure = err;
       throw err;
     } finally {
+      if (answer || m.safeguards.length)
+        info = {
+          ...info,
+          safeguardRecords: [
+            ...info.safeguardRecords,
+            ...(answer?.scan.records() ?? []),
+            ...providerSafeguardRecords(m.safeguards),
+          ],
+        };
       let invalid: string | null = null;
       if (m.usage) {
         const checked = this.checked(info, m.usage, () => this.estimate(call, prep, m.chars, false));
@@ -834,7 +886,10 @@ export class Engine {
     this.deps.metrics.tokens.inc({ model, kind: 'prompt' }, usage.prompt_tokens);
     this.deps.metrics.tokens.inc({ model, kind: 'completion' }, usage.completion_tokens);
     if (cost.total > 0) this.deps.metrics.cost.inc({ model }, cost.total);
-    const row = servedRow(call, info, usage, cost, outcome);
+    const row = servedRow(call, info, usage, cost, outcome, {
+      safeguards: info.safeguardRecords,
+      metadata: storedMetadata(info),
+    });
     if (!outcome.estimated && row.completion_tokens > 0 && !call.hooks?.upstream) {
       const perSecond = (row.completion_tokens / Math.max(row.generation_time_ms, 1)) * 1000;
       const provider = info.served.endpoint.provider;
@@ -867,12 +922,20 @@ export class Engine {
       lane: false,
       tried,
     };
-    const row = servedRow(call, info, usage, costOf(served.endpoint.pricing, usage), {
-      streamed: call.stream,
-      finishReason: null,
-      estimated: true,
-      status: 'cancelled',
-    });
+    const row = servedRow(
+      call,
+      info,
+      usage,
+      costOf(served.endpoint.pricing, usage),
+      { streamed: call.stream, finishReason: null, estimated: true, status: 'cancelled' },
+      {
+        safeguards: prep.safeguardRecords,
+        metadata: plannedMetadata(call, prep, tried, {
+          model: served.model.id,
+          provider: served.endpoint.provider,
+        }),
+      },
+    );
     // 499: the client closed the request before an answer (no status was ever sent).
     void this.write(call, prep, { ...row, http_status: 499 });
   }
@@ -889,15 +952,20 @@ export class Engine {
     void this.write(
       call,
       prep,
-      failedRow(call, this.deps.newGenerationId(), {
-        model: last.model ?? prep.model.id,
-        provider: last.provider,
-        status: mapped.status,
-        message: mapped.message,
-        attempts,
-        startedAt,
-        tried,
-      }),
+      failedRow(
+        call,
+        this.deps.newGenerationId(),
+        {
+          model: last.model ?? prep.model.id,
+          provider: last.provider,
+          status: mapped.status,
+          message: mapped.message,
+          attempts,
+          startedAt,
+          tried,
+        },
+        { safeguards: prep.safeguardRecords, metadata: plannedMetadata(call, prep, tried) },
+      ),
     );
   }
 }

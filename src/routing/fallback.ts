@@ -1,5 +1,5 @@
 import { TranslationError } from '../formats/chat.js';
-import type { SafeguardResult } from '../guardrails/content-filters.js';
+import type { SafeguardRecord, SafeguardResult } from '../guardrails/content-filters.js';
 import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
 import { isTransientStatus, UpstreamError } from '../providers/types.js';
@@ -41,6 +41,8 @@ export interface Prepared {
   attempts: Attempt[];
   excluded: Exclusion[];
   safeguards: SafeguardResult[];
+  /** The request's checks as the generation keeps them. */
+  safeguardRecords: SafeguardRecord[];
   strategy: string;
   checks: CallChecks;
   /** The call's spend reservation (a billed call; none for count_tokens). */

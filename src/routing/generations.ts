@@ -79,6 +79,19 @@ export function generationView(r: GenerationRow) {
   };
 }
 
+/**
+ * One generation as GET /generation shows it: the list's fields, then what the call kept of its
+ * checks (`safeguards`) and its routing (`gateway_metadata`); null on rows from before they were
+ * kept. The list (GET /generations) leaves both out: they are the bulk of a row.
+ */
+export function generationDetailView(r: GenerationRow) {
+  return {
+    ...generationView(r),
+    safeguards: fromJsonList<Record<string, unknown>>(r.safeguards ?? null),
+    gateway_metadata: r.gateway_metadata ? (JSON.parse(r.gateway_metadata) as Record<string, unknown>) : null,
+  };
+}
+
 /** Reads generations: written ones from the database, queued ones from the accountant. */
 export class GenerationsService {
   constructor(
@@ -97,6 +110,6 @@ export class GenerationsService {
         .where('upstream_id', '=', id)
         .where('organization_id', '=', organizationId)
         .executeTakeFirst());
-    return row && row.organization_id === organizationId ? generationView(row) : null;
+    return row && row.organization_id === organizationId ? generationDetailView(row) : null;
   }
 }

@@ -4,7 +4,7 @@ import type { KeyRow } from '../accounts/keys.store.js';
 import type { SpendTracker } from '../credits/spend.js';
 import type { SpendAdmission } from '../credits/spend-admission.js';
 import { AnswerScan } from '../guardrails/answer-filter.js';
-import { applyContentFilters } from '../guardrails/content-filters.js';
+import { applyContentFilters, safeguardRecords } from '../guardrails/content-filters.js';
 import {
   type EffectivePolicy,
   modelAllowed,
@@ -128,7 +128,12 @@ export class PolicyGuard implements CallGuard {
         const blocked = b?.broken
           ? `${b.label} (its pattern is not supported by this gateway; an administrator must update the guardrail)`
           : (b?.label ?? null);
-        return { messages: out.messages, blocked, results: out.results };
+        return {
+          messages: out.messages,
+          blocked,
+          results: out.results,
+          records: safeguardRecords(out.results, requestFilters, 'request'),
+        };
       },
       async reserve(worstUsd) {
         const row = await keys.row(caller.keyHash);

@@ -1,4 +1,5 @@
 import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
+import type { SafeguardResult } from '../guardrails/content-filters.js';
 import type { RelayFrame } from '../providers/types.js';
 
 /**
@@ -15,10 +16,13 @@ export interface Meter {
   /** Characters of output (an estimate's input when no usage came). */
   chars: number;
   finishReason: string | null;
+  /** The provider's own filter verdicts (Azure's), as its chunks carry them. */
+  safeguards: SafeguardResult[];
 }
 
 export const readChunk = (chunk: ChatChunk, m: Meter) => {
   if (chunk.usage) m.usage = chunk.usage;
+  if (chunk.provider_safeguards) m.safeguards.push(...chunk.provider_safeguards);
   for (const ch of chunk.choices) {
     m.chars += (ch.delta.content?.length ?? 0) + (ch.delta.reasoning?.length ?? 0);
     for (const tc of ch.delta.tool_calls ?? [])

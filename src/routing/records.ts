@@ -1,5 +1,6 @@
 import type { Caller } from '../accounts/caller.js';
 import type { Usage } from '../formats/chat.js';
+import type { SafeguardRecord } from '../guardrails/content-filters.js';
 import type { GenerationRow } from './accounting.js';
 import type { InferenceCall, RouteInfo } from './call.js';
 import type { Tried } from './fallback.js';
@@ -71,8 +72,22 @@ export function baseRow(ref: RowRef, id: string): GenerationRow {
     upstream_id: null,
     web_search_requests: 0,
     provider_responses: null,
+    safeguards: null,
+    gateway_metadata: null,
   };
 }
+
+/** What a generation keeps of its checks and its routing (JSON columns, see migration 0017). */
+export interface Kept {
+  safeguards: readonly SafeguardRecord[];
+  /** The routing story, as JSON text (gateway-metadata.ts). */
+  metadata: string | null;
+}
+
+const keptColumns = (k: Kept) => ({
+  safeguards: JSON.stringify(k.safeguards),
+  gateway_metadata: k.metadata,
+});
 
 /** The attempts of a call as the generation keeps them (OpenRouter's `provider_responses`). */
 export const attemptsJson = (tried: readonly Tried[]): string =>
@@ -93,6 +108,7 @@ export function servedRow(
   usage: Usage,
   cost: Cost,
   o: Outcome,
+  kept: Kept,
 ): GenerationRow {
   const elapsed = Date.now() - info.startedAt;
   return {
@@ -123,6 +139,7 @@ export function servedRow(
     upstream_id: o.upstreamId ?? null,
     web_search_requests: usage.server_tool_use?.web_search_requests ?? 0,
     provider_responses: attemptsJson(info.tried),
+    ...keptColumns(kept),
   };
 }
 
@@ -139,6 +156,7 @@ export function failedRow(
     startedAt: number;
     tried: readonly Tried[];
   },
+  kept: Kept,
 ): GenerationRow {
   return {
     ...baseRow(refOf(call), id),
@@ -150,5 +168,6 @@ export function failedRow(
     latency_ms: Date.now() - f.startedAt,
     error_message: f.message,
     provider_responses: attemptsJson(f.tried),
+    ...keptColumns(kept),
   };
 }

@@ -3,8 +3,9 @@
  * through the gateway to a mock upstream: the calls are listed with their cost, filtered (by model,
  * lane, a bad filter refused in words), paged with "load more", opened in detail with their kept
  * content (or the note that content logging is off); the Overview's charts are drawn and its totals
- * are the API's.
+ * are the API's. The detail shows how the call was routed and the safeguards that ran on it.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { adminClient, client } from '../support/http.js';
@@ -60,13 +61,23 @@ describe.skipIf(!hasChromium)('Overview and Activity pages in Chromium', { timeo
     // Content logging on: a streamed translated call and a passed-through one to test/claude.
     const on = await mgmt('PATCH', `/workspaces/${workspaceId}`, { content_logging: true });
     expect(on.status, on.text).toBe(200);
+    // A guardrail on the key from here on: emails redacted on the request, "Streamed" flagged in answers.
+    const guardrail = await mgmt('POST', '/guardrails', {
+      name: 'activity filters',
+      content_filter_builtins: [{ slug: 'email', action: 'redact', apply_to: 'request' }],
+      content_filters: [{ pattern: 'Streamed', action: 'flag', label: 'stream word', apply_to: 'response' }],
+    });
+    expect(guardrail.status, guardrail.text).toBe(201);
+    ids.guardrail = guardrail.body.data.id;
+    const keyHash = createHash('sha256').update(gw.apiKey).digest('hex');
+    await mgmt('POST', `/guardrails/${ids.guardrail}/assignments/keys`, { key_hashes: [keyHash] });
     mock.enqueue({
       reply: { text: 'Streamed answer', usage: { prompt_tokens: 2000, completion_tokens: 1000 } },
     });
     const b = await apiCall('POST', '/chat/completions', {
       model: 'test/claude',
       stream: true,
-      messages: [{ role: 'user', content: 'What is the capital of France?' }],
+      messages: [{ role: 'user', content: 'What is the capital of France? Answer to jo@example.com' }],
     });
     expect(b.status, b.text).toBe(200);
     ids.streamed = genId(b);
@@ -181,11 +192,29 @@ describe.skipIf(!hasChromium)('Overview and Activity pages in Chromium', { timeo
     expect(text).toContain(ids.streamed);
     expect(text).toContain('anthropic');
     // The attempts table: one attempt, anthropic, answering 200.
-    const attempts = detail.getByRole('table');
+    const attempts = detail.getByRole('table', { name: /Every provider tried/ });
     expect(await attempts.locator('tbody tr').count()).toBe(1);
     expect(await attempts.locator('tbody tr').textContent()).toContain('200');
+    // The routing story: translated, the endpoint considered and selected.
+    expect(g.gateway_metadata).toMatchObject({ route: 'translated', requested: 'test/claude' });
+    const routing = detail.getByTestId('routing');
+    expect(await routing.textContent()).toContain('translated');
+    const endpoints = detail.getByRole('table', { name: /Endpoints considered/ });
+    expect(await endpoints.locator('tbody tr').first().textContent()).toBe('test/claudeanthropicyes');
+    // The safeguards: the request's email redacted, the answer's word flagged, both kept.
+    expect(g.safeguards).toEqual([
+      expect.objectContaining({ stage: 'request', label: 'Email addresses', action: 'redacted', matches: 1 }),
+      expect.objectContaining({ stage: 'response', label: 'stream word', action: 'flagged', matches: 1 }),
+    ]);
+    const safeguards = detail.getByRole('table', { name: /Content filters that ran/ });
+    const rows = await safeguards.locator('tbody tr').allTextContents();
+    expect(rows).toEqual([
+      `requestEmail addressesredacted1 match · email · guardrail ${ids.guardrail}`,
+      `answerstream wordflagged1 match · guardrail ${ids.guardrail}`,
+    ]);
     // Content logging was on: the request and the streamed answer, assembled.
     await expect.poll(() => detail.getByTestId('content-input').textContent()).toContain('capital of France');
+    expect(await detail.getByTestId('content-input').textContent()).not.toContain('jo@example.com');
     expect(await detail.getByTestId('content-output').textContent()).toBe('Streamed answer');
     expect(await ui.axe()).toEqual([]);
     await ui.screenshot('activity-detail');

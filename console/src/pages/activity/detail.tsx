@@ -5,6 +5,20 @@ import { ErrorBanner } from '../../components/error-banner';
 import { Table } from '../../components/table';
 
 type Generation = JsonOk<'/generation', 'get'>['data'];
+type Safeguard = NonNullable<Generation['safeguards']>[number];
+/** The routing story the generation kept (src/routing/gateway-metadata.ts); absent fields: older rows. */
+interface Routing {
+  route?: 'lane' | 'translated' | null;
+  requested?: string;
+  strategy?: string;
+  summary?: string;
+  region?: string;
+  endpoints?: { total: number; available: { model: string; provider: string; selected: boolean }[] };
+  endpoints_excluded?: { provider: string; reason: string }[];
+  models_tried?: string[];
+  models_skipped?: { model: string; reason: string }[];
+  dropped_fields?: string[];
+}
 interface Attempt {
   model_permaslug?: string;
   provider_name?: string;
@@ -30,7 +44,7 @@ function Pairs({ rows }: { rows: [string, ReactNode][] }) {
   );
 }
 
-/** One generation: tokens, cost, latency, attempts, routing, and its kept content. */
+/** One generation: tokens, cost, latency, attempts, routing, safeguards, and its kept content. */
 export function GenerationDetail({
   id,
   keyName,
@@ -155,6 +169,8 @@ function Body({ g, keyName }: { g: Generation; keyName: (hash: string | null) =>
           { header: 'BYOK', cell: (a) => yesNo(Boolean(a.is_byok)) },
         ]}
       />
+      <Routing g={g} />
+      <Safeguards list={g.safeguards} />
       <h3>Gateway metadata</h3>
       <pre data-testid="gateway-metadata">
         {JSON.stringify(
@@ -168,6 +184,7 @@ function Body({ g, keyName }: { g: Generation; keyName: (hash: string | null) =>
             usage_estimated: g.usage_estimated,
             pricing_unknown: g.pricing_unknown,
             web_search_requests: g.web_search_requests,
+            ...(g.gateway_metadata ?? {}),
           },
           null,
           2,
@@ -175,6 +192,111 @@ function Body({ g, keyName }: { g: Generation; keyName: (hash: string | null) =>
       </pre>
       <Content g={g} />
     </>
+  );
+}
+
+const list = (items: string[] | undefined) => (items?.length ? items.join(', ') : 'none');
+
+/** How the call was routed: the lane or translation, the endpoints considered and left out. */
+function Routing({ g }: { g: Generation }) {
+  const m = (g.gateway_metadata ?? null) as Routing | null;
+  if (!m) return null;
+  return (
+    <section aria-labelledby="generation-routing" data-testid="routing">
+      <h3 id="generation-routing">Routing</h3>
+      <Pairs
+        rows={[
+          ['Summary', m.summary],
+          [
+            'Route',
+            m.route === 'lane'
+              ? "passed through (the provider speaks the caller's format)"
+              : m.route === 'translated'
+                ? 'translated'
+                : 'no endpoint answered',
+          ],
+          ['Model asked for', m.requested],
+          ['Strategy', m.strategy],
+          ['Models tried', list(m.models_tried)],
+          ...(m.models_skipped?.length
+            ? [
+                ['Models skipped', m.models_skipped.map((x) => `${x.model} (${x.reason})`).join(', ')] as [
+                  string,
+                  ReactNode,
+                ],
+              ]
+            : []),
+          ...(m.endpoints_excluded?.length
+            ? [
+                [
+                  'Endpoints excluded',
+                  m.endpoints_excluded.map((x) => `${x.provider} (${x.reason})`).join(', '),
+                ] as [string, ReactNode],
+              ]
+            : []),
+          ['Fields translation dropped', list(m.dropped_fields)],
+        ]}
+      />
+      <Table
+        caption="Endpoints considered (the selected one served the call)"
+        rows={m.endpoints?.available ?? []}
+        rowKey={(e) => `${e.model} ${e.provider}`}
+        empty="No endpoint was considered."
+        columns={[
+          { header: 'Model', cell: (e) => e.model },
+          { header: 'Provider', cell: (e) => e.provider },
+          { header: 'Selected', cell: (e) => yesNo(e.selected) },
+        ]}
+      />
+    </section>
+  );
+}
+
+const ACTIONS: Record<Safeguard['action'], string> = {
+  passed: 'passed',
+  redacted: 'redacted',
+  flagged: 'flagged',
+  blocked: 'blocked',
+};
+
+/** The content filters that ran on the call, on the request then on the answer, and what each did. */
+function Safeguards({ list: items }: { list: Generation['safeguards'] }) {
+  return (
+    <section aria-labelledby="generation-safeguards">
+      <h3 id="generation-safeguards">Safeguards</h3>
+      {items === null ? (
+        <p>This call was recorded before Gatehouse kept its safeguard results.</p>
+      ) : (
+        <Table
+          caption="Content filters that ran on the call and what each did (never the matched text)"
+          rows={items.map((x, i) => ({ ...x, n: i }))}
+          rowKey={(x) => String(x.n)}
+          empty="No guardrail content filter applies to this key."
+          columns={[
+            { header: 'Stage', cell: (x) => (x.stage === 'request' ? 'request' : 'answer') },
+            { header: 'Check', cell: (x) => x.label },
+            { header: 'Action', cell: (x) => ACTIONS[x.action] },
+            {
+              header: 'Detail',
+              cell: (x) => (
+                <>
+                  {x.matches === 1 ? '1 match' : `${x.matches} matches`}
+                  {x.slug ? <> · {x.slug}</> : null}
+                  {x.source === 'provider' ? (
+                    " · the provider's own filter"
+                  ) : x.guardrail_id ? (
+                    <>
+                      {' '}
+                      · guardrail <code>{x.guardrail_id}</code>
+                    </>
+                  ) : null}
+                </>
+              ),
+            },
+          ]}
+        />
+      )}
+    </section>
   );
 }
 
