@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import { applyFilter, type GenerationFilter, shownModel } from './filter.js';
-import { type Cell, cellOf, rawHistogram } from './hours.store.js';
+import { type Cell, cellOf, histogramText, rawHistogram } from './hours.store.js';
 
 export type Bucket = 'hour' | 'day';
 export type GroupBy = 'model' | 'provider' | 'key' | 'workspace';
@@ -104,7 +104,7 @@ export async function rawCells(
       sql<number>`sum(prompt_tokens)`.as('prompt_tokens'),
       sql<number>`sum(completion_tokens)`.as('completion_tokens'),
       sql<number>`sum(reasoning_tokens)`.as('reasoning_tokens'),
-      ...rawHistogram().map((h, j) => h.as(`h${j}`)),
+      histogramText(rawHistogram()).as('histogram'),
     ])
     .$if(bucket !== null, (q) => q.groupBy(b))
     .$if(groups.length > 0, (q) => q.groupBy(groups))

@@ -164,7 +164,8 @@ export async function hourCells(
     .select([
       b.as('bucket'),
       ...groups.map((g, i) => g.as(`g${i}`)),
-      ...ADDED.map((c) => sql<number>`sum(${sql.ref(c)})`.as(c)),
+      ...SUMS.map((c) => sql<number>`sum(${sql.ref(c)})`.as(c)),
+      histogramText(HISTOGRAM_COLUMNS.map((c) => sql<number>`sum(${sql.ref(c)})`)).as('histogram'),
     ])
     .$if(bucket !== null, (x) => x.groupBy(b))
     .$if(groups.length > 0, (x) => x.groupBy(groups))
@@ -186,6 +187,14 @@ export const rawHistogram = (): RawBuilder<number>[] =>
     return sql<number>`sum(case when ${cond} then 1 else 0 end)`;
   });
 
+/**
+ * A cell's histogram sums as one text ('3,0,12,…'): a row of one column instead of 77, which the
+ * driver turns into a JavaScript object several times faster (the cost of a week's series by
+ * hour and model is building its thousands of result rows).
+ */
+export const histogramText = (sums: RawBuilder<number>[]): RawBuilder<string | null> =>
+  sql`${sql.join(sums, sql` || ',' || `)}`;
+
 /** A row of sums (rollup or raw: the same column names) as a cell. */
 export function cellOf(r: Record<string, unknown>, groups: number): Cell {
   const n = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
@@ -199,7 +208,8 @@ export function cellOf(r: Record<string, unknown>, groups: number): Cell {
     prompt_tokens: n(r.prompt_tokens),
     completion_tokens: n(r.completion_tokens),
     reasoning_tokens: n(r.reasoning_tokens),
-    histogram: HISTOGRAM_COLUMNS.map((h) => n(r[h])),
+    // Null: an ungrouped sum over no rows.
+    histogram: typeof r.histogram === 'string' ? r.histogram.split(',').map(Number) : [],
   };
 }
 
