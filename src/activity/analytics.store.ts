@@ -90,6 +90,7 @@ export async function rawCells(
   filter: GenerationFilter,
   bucket: Bucket | null,
   groupBy: GroupBy[],
+  latency = true,
 ): Promise<Cell[]> {
   const b: RawBuilder<string | null> = bucket ? bucketOf(bucket) : sql<null>`null`;
   const groups = groupBy.map(groupOf);
@@ -104,7 +105,7 @@ export async function rawCells(
       sql<number>`sum(prompt_tokens)`.as('prompt_tokens'),
       sql<number>`sum(completion_tokens)`.as('completion_tokens'),
       sql<number>`sum(reasoning_tokens)`.as('reasoning_tokens'),
-      histogramText(rawHistogram()).as('histogram'),
+      ...(latency ? [histogramText(rawHistogram()).as('histogram')] : []),
     ])
     .$if(bucket !== null, (q) => q.groupBy(b))
     .$if(groups.length > 0, (q) => q.groupBy(groups))

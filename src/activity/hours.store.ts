@@ -146,6 +146,8 @@ export async function hourCells(
   toHour: string,
   bucket: Bucket | null,
   groupBy: GroupBy[],
+  /** false: no latency histogram (the caller reports no percentiles). */
+  latency = true,
 ): Promise<Cell[]> {
   const b: RawBuilder<string | null> =
     bucket === 'hour' ? sql`hour` : bucket === 'day' ? sql`substr(hour, 1, 10)` : sql`null`;
@@ -165,7 +167,9 @@ export async function hourCells(
       b.as('bucket'),
       ...groups.map((g, i) => g.as(`g${i}`)),
       ...SUMS.map((c) => sql<number>`sum(${sql.ref(c)})`.as(c)),
-      histogramText(HISTOGRAM_COLUMNS.map((c) => sql<number>`sum(${sql.ref(c)})`)).as('histogram'),
+      ...(latency
+        ? [histogramText(HISTOGRAM_COLUMNS.map((c) => sql<number>`sum(${sql.ref(c)})`)).as('histogram')]
+        : []),
     ])
     .$if(bucket !== null, (x) => x.groupBy(b))
     .$if(groups.length > 0, (x) => x.groupBy(groups))

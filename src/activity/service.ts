@@ -76,6 +76,8 @@ export interface SeriesQuery {
   groupBy: GroupBy[];
   from: string;
   to: string;
+  /** false: no latency percentiles (null), and none of the work to compute them. */
+  latency?: boolean;
 }
 
 export interface SeriesPoint {
@@ -143,16 +145,19 @@ export class ActivityService {
     filter: GenerationFilter,
     bucket: Bucket | null,
     groupBy: GroupBy[],
+    latency = true,
   ): Promise<Cell[] | null> {
     const { from, to } = filter;
     if (from === undefined || to === undefined || !rollupServes(filter)) return null;
     const hours = wholeHours(from, to);
     if (!hours) return null;
     const parts = [
-      hourCells(this.db, filter, hours.start.slice(0, 13), hours.end.slice(0, 13), bucket, groupBy),
+      hourCells(this.db, filter, hours.start.slice(0, 13), hours.end.slice(0, 13), bucket, groupBy, latency),
     ];
-    if (from < hours.start) parts.push(rawCells(this.db, { ...filter, to: hours.start }, bucket, groupBy));
-    if (hours.end < to) parts.push(rawCells(this.db, { ...filter, from: hours.end }, bucket, groupBy));
+    if (from < hours.start)
+      parts.push(rawCells(this.db, { ...filter, to: hours.start }, bucket, groupBy, latency));
+    if (hours.end < to)
+      parts.push(rawCells(this.db, { ...filter, from: hours.end }, bucket, groupBy, latency));
     return merge(await Promise.all(parts), bucket, groupBy);
   }
 
@@ -167,7 +172,7 @@ export class ActivityService {
     if (q.bucket && span / (q.bucket === 'hour' ? DAY_MS / 24 : DAY_MS) > MAX_BUCKETS)
       throw badRequest(`Invalid time range: at most ${MAX_BUCKETS} buckets (${q.bucket}) per series`);
     const f = { ...filter, from: q.from, to: q.to };
-    const cells = await this.rollupCells(f, q.bucket, q.groupBy);
+    const cells = await this.rollupCells(f, q.bucket, q.groupBy, q.latency !== false);
     if (!cells) return this.rawSeries(f, q);
     return ordered(
       cells.map(
@@ -186,10 +191,11 @@ export class ActivityService {
   async rawSeries(f: GenerationFilter, q: SeriesQuery): Promise<SeriesPoint[]> {
     // PostgreSQL computes percentiles with the sums; SQLite has no percentile function, so its
     // latencies are read as values (a second pass over the range).
+    const want = q.latency !== false;
     const inDb = this.dialect === 'postgres';
     const [sums, lat] = await Promise.all([
-      totals(this.db, f, q.bucket, q.groupBy, inDb),
-      inDb ? null : latencies(this.db, f, q.bucket, q.groupBy),
+      totals(this.db, f, q.bucket, q.groupBy, inDb && want),
+      inDb || !want ? null : latencies(this.db, f, q.bucket, q.groupBy),
     ]);
     const points = sums.map(({ p50, p95, ...s }): SeriesPoint => {
       const l = lat ? (lat.get(cellKey(s.bucket, s.groups)) ?? []).sort((a, b) => a - b) : [];
@@ -221,7 +227,8 @@ export class ActivityService {
     }
     const groupBy: GroupBy[] = byWorkspace ? ['model', 'provider', 'workspace'] : ['model', 'provider'];
     const f = { ...filter, from, to };
-    const rows = (await this.rollupCells(f, 'day', groupBy)) ?? (await totals(this.db, f, 'day', groupBy));
+    const rows =
+      (await this.rollupCells(f, 'day', groupBy, false)) ?? (await totals(this.db, f, 'day', groupBy));
     return rows
       .map((r) => {
         const [model, provider, workspace] = r.groups;
