@@ -8,7 +8,9 @@
  *
  * Seeds inside the database with one INSERT … SELECT over a generated series (no round trip per
  * row), the 0015 indexes in place: 60 % of rows belong to one large organization, the rest to 99
- * small ones, over 30 days. Times the service (query + generation view), not HTTP.
+ * small ones, over 30 days, then the hourly rollup built from them (as migration 0018's backfill
+ * does). Times the service (query + generation view), not HTTP; the series also once without the
+ * rollup, for comparison.
  * Writes bench/results/<date>-activity.{json,md}.
  */
 import { randomBytes } from 'node:crypto';
@@ -19,6 +21,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import type { GroupBy } from '../src/activity/analytics.store.js';
 import type { GenerationFilter } from '../src/activity/filter.js';
+import { rebuildHours } from '../src/activity/hours.store.js';
 import { ActivityService } from '../src/activity/service.js';
 import { type DbHandle, openDatabase } from '../src/db/connection.js';
 import { migrateToLatest } from '../src/db/migrate.js';
@@ -26,6 +29,7 @@ import { seedSql } from './activity-seed.js';
 
 const ROWS = Number(process.argv.find((a) => a.startsWith('rows='))?.slice(5) ?? 1_000_000);
 const REPEAT = 40;
+const RAW_REPEAT = 3;
 const PG_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || null;
 
 import { ORG, SPAN_MS, START } from './activity-seed.js';
@@ -37,10 +41,10 @@ interface Result {
   rows: number;
 }
 
-async function time(fn: () => Promise<number>): Promise<Result & { name: '' }> {
+async function time(fn: () => Promise<number>, repeat = REPEAT): Promise<Result & { name: '' }> {
   const ms: number[] = [];
   let rows = 0;
-  for (let i = 0; i < REPEAT; i++) {
+  for (let i = 0; i < repeat; i++) {
     const t = performance.now();
     rows = await fn();
     ms.push(performance.now() - t);
@@ -91,6 +95,17 @@ async function measure(kind: 'sqlite' | 'postgres', handle: DbHandle) {
   await sql`analyze`.execute(handle.db);
   const seedSeconds = (performance.now() - t0) / 1000;
   console.log(`${kind}: seeded ${ROWS} rows in ${seedSeconds.toFixed(1)} s`);
+  // The seed bypasses the writers, so the hourly rollup is built once from the rows (as 0018's
+  // backfill does for a database upgraded with generations in it).
+  const t1 = performance.now();
+  await rebuildHours(handle.db);
+  await sql`analyze`.execute(handle.db);
+  const rollupSeconds = (performance.now() - t1) / 1000;
+  const cells = await handle.db
+    .selectFrom('generation_hours')
+    .select(sql<number>`count(*)`.as('n'))
+    .executeTakeFirstOrThrow();
+  console.log(`${kind}: rolled up into ${cells.n} hour cells in ${rollupSeconds.toFixed(1)} s`);
 
   const svc = new ActivityService(handle.db, handle.dialect);
   const f = (extra: Omit<GenerationFilter, 'organizationId'> = {}): GenerationFilter => ({
@@ -130,25 +145,54 @@ async function measure(kind: 'sqlite' | 'postgres', handle: DbHandle) {
   }
   const weekFrom = new Date(START + SPAN_MS - 7 * 86_400_000).toISOString();
   const end = new Date(START + SPAN_MS).toISOString();
-  const series: [string, 'hour' | 'day', GroupBy[], string][] = [
-    ['series: last 24 h by hour', 'hour', [], new Date(START + SPAN_MS - 86_400_000).toISOString()],
+  // The console asks up to now: a range whose first and last hours are partial (read raw).
+  const ragged = {
+    from: new Date(START + SPAN_MS - 7 * 86_400_000 + 17 * 60_000).toISOString(),
+    to: new Date(START + SPAN_MS - 23 * 60_000).toISOString(),
+  };
+  const series: [string, 'hour' | 'day', GroupBy[], string, string][] = [
+    ['series: last 24 h by hour', 'hour', [], new Date(START + SPAN_MS - 86_400_000).toISOString(), end],
     [
       'series: last 24 h by hour and model',
       'hour',
       ['model'],
       new Date(START + SPAN_MS - 86_400_000).toISOString(),
+      end,
     ],
-    ['series: last 7 days by day and provider', 'day', ['provider'], weekFrom],
+    ['series: last 7 days by day and provider', 'day', ['provider'], weekFrom, end],
+    ['series: last 7 days by hour', 'hour', [], weekFrom, end],
+    ['series: last 7 days by hour and model', 'hour', ['model'], weekFrom, end],
+    ['series: 7 days by hour, partial edge hours', 'hour', [], ragged.from, ragged.to],
   ];
-  for (const [name, bucket, groupBy, from] of series) {
-    const r = await time(async () => (await svc.series(f(), { bucket, groupBy, from, to: end })).length);
+  for (const [name, bucket, groupBy, from, to] of series) {
+    const r = await time(async () => (await svc.series(f(), { bucket, groupBy, from, to })).length);
     results.push({ ...r, name });
   }
+  // The same week without the rollup (every generation read), for comparison: a few runs only.
+  const raw = await time(
+    async () =>
+      (
+        await svc.rawSeries(
+          { ...f(), from: weekFrom, to: end },
+          { bucket: 'hour', groupBy: [], from: weekFrom, to: end },
+        )
+      ).length,
+    RAW_REPEAT,
+  );
+  results.push({ ...raw, name: `series without rollup: 7 days by hour (${RAW_REPEAT} runs)` });
   for (const r of results)
     console.log(
       `${kind}  ${r.name.padEnd(44)} p50 ${r.p50.toFixed(2).padStart(8)} ms  p95 ${r.p95.toFixed(2).padStart(8)} ms  (${r.rows} rows)`,
     );
-  return { db: kind, rows: ROWS, seedSeconds, repeat: REPEAT, results };
+  return {
+    db: kind,
+    rows: ROWS,
+    seedSeconds,
+    rollupSeconds,
+    cells: Number(cells.n),
+    repeat: REPEAT,
+    results,
+  };
 }
 
 const runs = [await run('sqlite')];
@@ -171,7 +215,7 @@ const md = [
       `| ${r.name} | ${runs.map((x) => `${x.results[i]?.p50.toFixed(1)} | ${x.results[i]?.p95.toFixed(1)}`).join(' | ')} |`,
   ),
   '',
-  `Seeding: ${runs.map((r) => `${r.db} ${r.seedSeconds.toFixed(0)} s`).join(', ')}.`,
+  `Seeding: ${runs.map((r) => `${r.db} ${r.seedSeconds.toFixed(0)} s`).join(', ')}. Rolling up: ${runs.map((r) => `${r.db} ${r.rollupSeconds.toFixed(0)} s into ${r.cells.toLocaleString('en')} hour cells`).join(', ')}.`,
   '',
 ];
 writeFileSync(join(out, `${date}-activity.md`), md.join('\n'));

@@ -22,6 +22,7 @@ const usage = `Usage: gatehouse <command>
   user create --email E --org ID --role owner|admin|member [--interns]
   key create --name N (--user ID | --org ID) [--workspace ID] [--management]
   credits add --org ID --amount USD [--note TEXT]
+  analytics rebuild [--org ID]       rebuild the hourly analytics rollup from the generations and exit
 
 Configuration comes from the environment; see the README.`;
 
@@ -195,6 +196,27 @@ async function migrate() {
   }
 }
 
+/**
+ * Rebuilds the hourly analytics rollup from the generations (all, or one organization's): after
+ * generations were deleted or written by hand, which the rollup does not see.
+ */
+async function rebuildAnalytics(organizationId: string | undefined) {
+  const { openDatabase, migrateToLatest } = await loadGatewayModules();
+  const { rebuildHours } = await import('./activity/hours.store.js');
+  const handle = openDatabase(loadConfig().databaseUrl);
+  try {
+    await migrateToLatest(handle);
+    const started = performance.now();
+    await rebuildHours(handle.db, organizationId);
+    print({
+      rebuilt: organizationId ?? 'all',
+      seconds: Math.round((performance.now() - started) / 100) / 10,
+    });
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Runs `fn` against a migrated database with the services wired, then closes it. */
 async function withServices<T>(fn: (s: ReturnType<typeof buildServices>) => Promise<T>): Promise<T> {
   const { openDatabase, migrateToLatest, buildServices } = await loadGatewayModules();
@@ -260,6 +282,8 @@ async function main(argv: string[]) {
         print({ organization_id: r.organizationId, owner_user_id: r.ownerUserId });
         announceKeysFile(r.keysFile);
       });
+    case 'analytics rebuild':
+      return rebuildAnalytics(values.org);
     case 'org create':
       return withServices(async (s) =>
         print({ data: await s.admin.createOrganization(need(values.name, 'name')) }),

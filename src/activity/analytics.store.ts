@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import { applyFilter, type GenerationFilter, shownModel } from './filter.js';
+import { type Cell, cellOf, histogramText, rawHistogram } from './hours.store.js';
 
 export type Bucket = 'hour' | 'day';
 export type GroupBy = 'model' | 'provider' | 'key' | 'workspace';
@@ -78,6 +79,38 @@ export async function totals(
       ...(percentiles ? { p50: nullableNumber(rec.p50), p95: nullableNumber(rec.p95) } : {}),
     };
   });
+}
+
+/**
+ * The sums of raw generations with the rollup's latency histogram, cell by cell: the partial hours
+ * at a range's edges, added to the rollup's whole hours.
+ */
+export async function rawCells(
+  db: Db,
+  filter: GenerationFilter,
+  bucket: Bucket | null,
+  groupBy: GroupBy[],
+  latency = true,
+): Promise<Cell[]> {
+  const b: RawBuilder<string | null> = bucket ? bucketOf(bucket) : sql<null>`null`;
+  const groups = groupBy.map(groupOf);
+  const rows = await applyFilter(db.selectFrom('generations'), filter)
+    .select([
+      b.as('bucket'),
+      ...groups.map((g, i) => g.as(`g${i}`)),
+      sql<number>`sum(cost_usd)`.as('spend'),
+      sql<number>`sum(case when is_byok = 1 then cost_usd else 0 end)`.as('byok_spend'),
+      sql<number>`count(*)`.as('requests'),
+      sql<number>`sum(case when status = 'success' then 0 else 1 end)`.as('errors'),
+      sql<number>`sum(prompt_tokens)`.as('prompt_tokens'),
+      sql<number>`sum(completion_tokens)`.as('completion_tokens'),
+      sql<number>`sum(reasoning_tokens)`.as('reasoning_tokens'),
+      ...(latency ? [histogramText(rawHistogram()).as('histogram')] : []),
+    ])
+    .$if(bucket !== null, (q) => q.groupBy(b))
+    .$if(groups.length > 0, (q) => q.groupBy(groups))
+    .execute();
+  return rows.map((r) => cellOf(r as unknown as Record<string, unknown>, groups.length));
 }
 
 /**

@@ -150,7 +150,14 @@ export async function activityRoutes(app: Router, { activity }: Services) {
       const q = parseQuery(req.body);
       const filter = activity.scope(req.caller, defined(q.filter)) as GenerationFilter;
       const groupBy = q.dimensions.map((d) => DIMENSIONS[d]?.group).filter((g) => g !== undefined);
-      const points = await activity.series(filter, { bucket: q.bucket, groupBy, from: q.from, to: q.to });
+      const latency = q.metrics.some((m) => m === 'latency_p50_ms' || m === 'latency_p95_ms');
+      const points = await activity.series(filter, {
+        bucket: q.bucket,
+        groupBy,
+        from: q.from,
+        to: q.to,
+        latency,
+      });
       const rows = sortRows(
         points.map((p) => toRow(p, q)),
         q,

@@ -185,8 +185,17 @@ const Metrics = {
   completion_tokens: Type.Integer(),
   reasoning_tokens: Type.Integer(),
   tokens: Type.Integer({ description: 'prompt_tokens + completion_tokens' }),
-  latency_p50_ms: NInt,
-  latency_p95_ms: NInt,
+  latency_p50_ms: Nullable(
+    Type.Integer({
+      description: 'Nearest-rank median latency, ms; from a latency histogram: within 9.1 % (+0.5 ms)',
+    }),
+  ),
+  latency_p95_ms: Nullable(
+    Type.Integer({
+      description:
+        'Nearest-rank 95th percentile latency, ms; from a latency histogram: within 9.1 % (+0.5 ms)',
+    }),
+  ),
 };
 
 export const SeriesResponse = Type.Object({

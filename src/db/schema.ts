@@ -245,6 +245,33 @@ export interface GenerationsTable {
   gateway_metadata?: string | null;
 }
 
+/**
+ * The hourly rollup of generations (0018): one row per organization, hour, workspace, key, user,
+ * model and provider; '' for a generation without a key, user or provider. h0 … h76 count latencies
+ * per bucket of src/activity/latency-buckets.ts.
+ */
+export type GenerationHoursTable = {
+  organization_id: string;
+  /** `created_at`'s first 13 characters: 2026-11-26T13 (UTC). */
+  hour: string;
+  workspace_id: string;
+  key_hash: string;
+  user_id: string;
+  /** The model the generation view shows: the served one, else the one asked for. */
+  model: string;
+  provider: string;
+  requests: number;
+  /** Generations that did not succeed (errors and cancellations). */
+  errors: number;
+  spend: number;
+  byok_spend: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  reasoning_tokens: number;
+  /** The sum of the generations' latencies. */
+  latency_ms: number;
+} & { [bucket: `h${number}`]: number };
+
 /** The content of one generation, kept while its workspace logs content (times in ms). */
 export interface GenerationContentsTable {
   generation_id: string;
@@ -378,6 +405,7 @@ export interface Database {
   credit_ledger: CreditLedgerTable;
   usage_events: UsageEventsTable;
   generations: GenerationsTable;
+  generation_hours: GenerationHoursTable;
   generation_contents: GenerationContentsTable;
   settings: SettingsTable;
   batches: BatchesTable;

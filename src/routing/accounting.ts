@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
+import { addToHours, sqliteHoursUpsert } from '../activity/hours.store.js';
 import type { Db } from '../db/connection.js';
 import type { GenerationsTable, UsageEventsTable } from '../db/schema.js';
 import type { Log } from '../lib/log.js';
@@ -231,8 +232,11 @@ export class Accountant {
         .returning('id')
         .execute();
       const ids = new Set(fresh.map((r) => r.id));
-      const billed = fresh.length === rows.length ? usage : usageEventsOf(rows.filter((r) => ids.has(r.id)));
+      const inserted = fresh.length === rows.length ? rows : rows.filter((r) => ids.has(r.id));
+      const billed = inserted === rows ? usage : usageEventsOf(inserted);
       if (billed.length > 0) await tx.insertInto('usage_events').values(billed).execute();
+      // The hourly rollup counts each generation once, with its insert.
+      await addToHours(tx, inserted);
       return fresh.length;
     });
   }
@@ -276,7 +280,10 @@ export function usageEventsOf(rows: GenerationRow[]): UsageEventsTable[] {
     }));
 }
 
-/** Inserts generations and their usage events with `db` (a transaction the caller holds). */
+/**
+ * Inserts generations, their usage events and their share of the hourly rollup with `db` (a
+ * transaction the caller holds).
+ */
 export async function insertGenerations(
   db: Db,
   rows: GenerationRow[],
@@ -284,18 +291,22 @@ export async function insertGenerations(
 ): Promise<void> {
   if (rows.length > 0) await db.insertInto('generations').values(rows).execute();
   if (usage.length > 0) await db.insertInto('usage_events').values(usage).execute();
+  await addToHours(db, rows);
 }
 
 /**
- * Inserts generations and usage events through statements prepared once on `sqlite`; run it inside
- * a better-sqlite3 transaction (the batch worker's outcome writes do, with their own statements).
+ * Inserts generations, usage events and the rollup's share through statements prepared once on
+ * `sqlite`; run it inside a better-sqlite3 transaction (the batch worker's outcome writes do, with
+ * their own statements).
  */
 export function sqliteGenerationInserts(sqlite: SQLite.Database) {
   const generations = sqlite.prepare(insertSql('generations', GENERATION_COLUMNS));
   const usageEvents = sqlite.prepare(insertSql('usage_events', USAGE_COLUMNS));
+  const hours = sqliteHoursUpsert(sqlite);
   return (rows: GenerationRow[], usage: UsageEventsTable[]) => {
     for (const r of rows) generations.run(valuesOf(r, GENERATION_COLUMNS));
     for (const u of usage) usageEvents.run(valuesOf(u, USAGE_COLUMNS));
+    hours(rows);
   };
 }
 
