@@ -16,6 +16,7 @@ import * as m0013 from './migrations/0013_byok_weights.js';
 import * as m0014 from './migrations/0014_native_batches.js';
 import * as m0015 from './migrations/0015_generation_filters.js';
 import * as m0016 from './migrations/0016_generation_content.js';
+import * as m0019 from './migrations/0019_audit_events.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '0014_native_batches': m0014,
   '0015_generation_filters': m0015,
   '0016_generation_content': m0016,
+  '0019_audit_events': m0019,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -10,6 +10,8 @@ import { keysRoutes } from '../accounts/keys.routes.js';
 import { organizationsRoutes } from '../accounts/organizations.routes.js';
 import { workspacesRoutes } from '../accounts/workspaces.routes.js';
 import { activityRoutes } from '../activity/routes.js';
+import { installAudit } from '../audit/hook.js';
+import { auditRoutes } from '../audit/routes.js';
 import { batchesRoutes } from '../batches/routes.js';
 import { byokRoutes } from '../byok/routes.js';
 import { catalogRoutes } from '../catalog/routes.js';
@@ -66,6 +68,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   internChatRoutes,
   vaultRoutes,
   activityRoutes,
+  auditRoutes,
 ];
 
 export interface AppOptions {
@@ -134,6 +137,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     config.adminToken,
     new AdminThrottle(config.adminAuthFailures),
   );
+  installAudit(app, services.audit);
 
   landingPage(app, config);
   const status = Type.Object({ status: Type.String() });
