@@ -56,6 +56,12 @@ describe.each(databases)('audit log (%s)', (db) => {
       status: 200,
     });
     expect(byokCreate).toMatchObject({ action: 'byok.create', request: { key: '[redacted]' } });
+    // The before-reads are no requests of anyone's: not in the metrics (nor the access log).
+    const metrics = await (await fetch(`${gw.metricsUrl}/metrics`)).text();
+    expect(metrics).not.toMatch(/method="GET",route="\/api\/v1\/keys\/:hash"/);
+    expect(metrics).toMatch(/method="PATCH",route="\/api\/v1\/keys\/:hash",status_code="200"\} 1/);
+    expect(metrics).toMatch(/gatehouse_audit_events_total [1-9]/);
+    expect(metrics).toMatch(/gatehouse_audit_write_failures_total 0/);
     expect(del).toMatchObject({
       action: 'byok.delete',
       resource: { type: 'byok', id: byok.body.data.id },

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AUDIT_READ_ADDRESS } from '../lib/audit-read.js';
 import { AUDITED, type AuditedRoute } from './actions.js';
 import type { AuditLog } from './service.js';
 
@@ -60,6 +61,7 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
       method: 'GET',
       url: `/api/v1${fill(spec.before, req.params as Record<string, string>)}`,
       headers,
+      remoteAddress: AUDIT_READ_ADDRESS,
     });
     req.auditBefore = res.statusCode === 200 ? objectOf(res.payload) : null;
   });
