@@ -57,13 +57,19 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
       const v = req.headers[h];
       if (typeof v === 'string') headers[h] = v;
     }
-    const res = await app.inject({
-      method: 'GET',
-      url: `/api/v1${fill(spec.before, req.params as Record<string, string>)}`,
-      headers,
-      remoteAddress: AUDIT_READ_ADDRESS,
-    });
-    req.auditBefore = res.statusCode === 200 ? objectOf(res.payload) : null;
+    // A failed read leaves no before state; it never fails the write.
+    const res = await app
+      .inject({
+        method: 'GET',
+        url: `/api/v1${fill(spec.before, req.params as Record<string, string>)}`,
+        headers,
+        remoteAddress: AUDIT_READ_ADDRESS,
+      })
+      .catch((err) => {
+        req.log.warn({ err }, 'audit: reading the state before a write failed');
+        return null;
+      });
+    req.auditBefore = res?.statusCode === 200 ? objectOf(res.payload) : null;
   });
 
   app.addHook('onSend', async (req, reply, payload) => {
