@@ -68,6 +68,8 @@ export interface Config {
    * (GATEHOUSE_RESPONSES_RETENTION_DAYS; 0 stores none).
    */
   responsesRetentionMs: number;
+  /** How long audit events are kept, ms (GATEHOUSE_AUDIT_RETENTION_DAYS; 0 keeps them forever). */
+  auditRetentionMs: number;
   batches: BatchConfig;
   interns: InternsConfig;
   /** Spend reservations of calls in flight (credits/spend-admission.ts). */
@@ -274,6 +276,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: intFrom(env, 'GATEHOUSE_SHUTDOWN_GRACE_MS', 20_000),
     http: loadHttpTimeouts(env),
     responsesRetentionMs: intFrom(env, 'GATEHOUSE_RESPONSES_RETENTION_DAYS', 30) * 86_400_000,
+    auditRetentionMs: Math.max(0, intFrom(env, 'GATEHOUSE_AUDIT_RETENTION_DAYS', 365)) * 86_400_000,
     batches: {
       worker: !isOff(env.GATEHOUSE_WORKER),
       drainMs: intFrom(env, 'GATEHOUSE_WORKER_DRAIN_MS', 10_000),

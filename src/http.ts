@@ -11,6 +11,8 @@ import { keysRoutes } from './accounts/keys.routes.js';
 import { organizationsRoutes } from './accounts/organizations.routes.js';
 import { workspacesRoutes } from './accounts/workspaces.routes.js';
 import { activityRoutes } from './activity/routes.js';
+import { installAudit } from './audit/hook.js';
+import { auditRoutes } from './audit/routes.js';
 import { batchesRoutes } from './batches/routes.js';
 import { byokRoutes } from './byok/routes.js';
 import { catalogRoutes } from './catalog/routes.js';
@@ -68,6 +70,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   vaultRoutes,
   activityRoutes,
   observabilityRoutes,
+  auditRoutes,
 ];
 
 export interface AppOptions {
@@ -136,6 +139,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     config.adminToken,
     new AdminThrottle(config.adminAuthFailures),
   );
+  installAudit(app, services.audit);
 
   landingPage(app, config.mediaUrl);
   const status = Type.Object({ status: Type.String() });

@@ -6,6 +6,7 @@ import { OrganizationsService } from './accounts/organizations.service.js';
 import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import { ActivityService } from './activity/service.js';
+import { AuditLog } from './audit/service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
@@ -179,6 +180,12 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   });
   accountant.onRecord(exports.onRecord);
   const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
+  const audit = new AuditLog({
+    db,
+    log: log.child({ component: 'audit' }),
+    metrics,
+    retentionMs: config.auditRetentionMs,
+  });
   workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));
   const activity = new ActivityService(db, handle.dialect);
   const storedResponses = new StoredResponsesService({
@@ -302,6 +309,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     destinations,
     activity,
     storedResponses,
+    audit,
     batches,
     createWorker,
     shutdown,

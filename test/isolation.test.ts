@@ -187,5 +187,21 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       for (const id of [guardrail.id, byok.id, workspace.id, key.hash, gw.ownerUserId])
         expect(text, path).not.toContain(id);
     }
+
+    // The audit log: the other organization's holds its own refused attempts above (with the ids it
+    // sent) and none of the first organization's events; and the first's holds none of those.
+    const theirLog = (await theirs('GET', '/audit-log?limit=200')).body.data as any[];
+    expect(theirLog.length).toBeGreaterThan(0);
+    for (const e of theirLog) {
+      expect(e.organization_id).toBe(other.organizationId);
+      expect(e.actor.user_id).not.toBe(gw.ownerUserId);
+    }
+    expect(theirLog.some((e) => e.status === 404 && e.resource.id === guardrail.id)).toBe(true);
+    expect(JSON.stringify(theirLog)).not.toContain('sk-private-provider-secret');
+    expect(theirLog.map((e) => e.action)).not.toContain('byok.create');
+    const myLog = (await mine('GET', '/audit-log?limit=200')).body.data as any[];
+    expect(myLog.map((e) => e.organization_id)).toEqual(myLog.map(() => gw.organizationId));
+    expect(myLog.some((e) => e.action === 'byok.create')).toBe(true);
+    expect(myLog.some((e) => e.request?.name === 'stolen')).toBe(false);
   });
 });

@@ -28,8 +28,13 @@ declare module 'fastify' {
     role?: 'admin';
   }
   interface FastifyRequest {
-    /** Set on every route whose auth mode is key, api or management. */
+    /**
+     * Set on every route whose auth mode is key, api or management — also when the caller's role
+     * is then refused (403), so the audit log records the attempt.
+     */
     caller: Caller;
+    /** True once the operator token was accepted (admin routes). */
+    operator: boolean;
   }
 }
 
@@ -53,6 +58,7 @@ export function installAuth(
   adminThrottle: AdminThrottle,
 ): void {
   app.decorateRequest('caller', null as unknown as Caller);
+  app.decorateRequest('operator', false);
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const mode = request.routeOptions.config?.auth ?? 'none';
@@ -75,6 +81,7 @@ export function installAuth(
     if (mode === 'management' && !caller.isManagement) {
       return sendError(reply, 403, 'Only management keys can perform this operation');
     }
+    request.caller = caller;
     if (request.routeOptions.config?.role === 'admin') {
       try {
         await roles.requireAdmin(caller);
@@ -83,7 +90,6 @@ export function installAuth(
         throw err;
       }
     }
-    request.caller = caller;
   });
 }
 
@@ -104,7 +110,10 @@ async function checkAdmin(
     reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
     return sendError(reply, 429, 'Too many failed operator authentications from this address; retry later');
   }
-  if (token && safeEqual(token, adminToken)) return;
+  if (token && safeEqual(token, adminToken)) {
+    request.operator = true;
+    return;
+  }
   if (token) {
     const route = request.routeOptions.url;
     request.log.warn({ ip: request.ip, route }, 'operator authentication failed');

@@ -18,6 +18,7 @@ import * as m0015 from './migrations/0015_generation_filters.js';
 import * as m0016 from './migrations/0016_generation_content.js';
 import * as m0017 from './migrations/0017_generation_safeguards.js';
 import * as m0018 from './migrations/0018_generation_hours.js';
+import * as m0019 from './migrations/0019_audit_events.js';
 import * as m0020 from './migrations/0020_observability_destinations.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
@@ -40,6 +41,7 @@ const migrations: Record<string, Migration> = {
   '0016_generation_content': m0016,
   '0017_generation_safeguards': m0017,
   '0018_generation_hours': m0018,
+  '0019_audit_events': m0019,
   '0020_observability_destinations': m0020,
 };
 

@@ -389,6 +389,26 @@ export interface BatchRequestsTable {
   finished_by: string | null;
 }
 
+/** One management write, made or refused (migration 0019; see audit/). */
+export interface AuditEventsTable {
+  id: string;
+  organization_id: string | null;
+  workspace_id: string | null;
+  at: string;
+  actor_kind: 'management_key' | 'api_key' | 'operator' | 'system';
+  actor_id: string | null;
+  actor_user_id: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  before_json: JsonText | null;
+  after_json: JsonText | null;
+  request_json: JsonText | null;
+  request_id: string | null;
+  remote_address: string | null;
+  status: number;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -416,6 +436,7 @@ export interface Database {
   vault_secrets: VaultSecretsTable;
   stored_responses: StoredResponsesTable;
   stored_response_items: StoredResponseItemsTable;
+  audit_events: AuditEventsTable;
 }
 
 export type InternStatus =

@@ -1,4 +1,5 @@
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import { isAuditRead } from './audit-read.js';
 
 const ADDRESS = Symbol('remoteAddress');
 type AddressKept = FastifyRequest & { [ADDRESS]?: string };
@@ -37,7 +38,7 @@ export class AccessLog extends LogController {
       super.requestCompleted(error, request, reply, metadata);
       return;
     }
-    if (!this.enabled(request)) return;
+    if (!this.enabled(request) || isAuditRead(request)) return;
     // Through Fastify's `req` serializer, which reads these fields (method, url, host, ip).
     reply.log.info(
       {

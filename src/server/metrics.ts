@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Histogram, type Registry } from 'prom-client';
+import { isAuditRead } from '../lib/audit-read.js';
 
 /**
  * Prometheus metrics: requests by route and status, and a latency histogram. Counted on the API's
@@ -24,6 +25,8 @@ export function installMetrics(app: FastifyInstance, registry: Registry): Regist
   });
 
   app.addHook('onResponse', (request, reply, done) => {
+    // The audit log's reads of a resource before a write are not requests anyone made.
+    if (isAuditRead(request)) return done();
     // The route pattern, not the concrete URL, keeps label cardinality bounded.
     const labels = {
       method: request.method,

@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { AUDITED, NOT_AUDITED } from '../../src/audit/actions.js';
 import { loadMediaConfig } from '../../src/media/config.js';
 import { type MediaHandle, startMedia } from '../../src/media/server.js';
 import type { GeneratedOutput, MediaGenerator } from '../../src/media/types.js';
@@ -351,6 +352,14 @@ const ROUTES: Record<string, Row> = {
   'GET /api/v1/activity': { auth: 'management', ok: 200 },
   'GET /api/v1/analytics/series': { auth: 'management', ok: 200 },
   'GET /api/v1/analytics/meta': { auth: 'management', ok: 200 },
+  // The caller's organization's events. Another organization's log holds the owner's ids its own
+  // refused calls sent (its attempts are audited too), so it is read narrowed to its creations;
+  // test/audit.test.ts and the audit sweep below check that no event crosses organizations.
+  'GET /api/v1/audit-log': {
+    auth: 'management',
+    path: () => '/audit-log?action=guardrail.create',
+    ok: 200,
+  },
   'POST /api/v1/analytics/query': { auth: 'management', body: () => ({ metrics: ['requests'] }), ok: 200 },
 
   // The operator API.
@@ -377,6 +386,7 @@ const ROUTES: Record<string, Row> = {
     body: (fx) => ({ name: 'probe', organization_id: fx.otherOrg }),
     ok: 201,
   },
+  'GET /api/v1/admin/audit-log': { auth: 'admin', ok: 200 },
   'GET /api/v1/admin/credits': {
     auth: 'admin',
     path: (fx) => `/admin/credits?organization_id=${fx.otherOrg}`,
@@ -1070,6 +1080,75 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       'objects changed by other tenants',
     ).toEqual([]);
   }, 60_000);
+
+  // The audit sweep, over the calls the matrix above just made: every management, operator and
+  // vault write route is in src/audit/actions.ts, and the owner's call of each left its event —
+  // the right action, actor and status — with no secret of any call in any event.
+  it('left an audit event for the owner’s call of every write route, with every secret masked', async () => {
+    const audited = (id: string, r: RouteOptions) => {
+      const auth = (r.config as { auth?: string } | undefined)?.auth;
+      return (
+        !id.startsWith('GET ') &&
+        (auth === 'management' || auth === 'admin' || r.url.startsWith('/api/v1/vault/'))
+      );
+    };
+    const writes = [...routes].filter(([id, r]) => audited(id, r)).map(([id]) => id);
+    expect(writes.length).toBeGreaterThanOrEqual(30);
+    expect(
+      writes.filter((id) => !AUDITED[id] && !NOT_AUDITED[id]),
+      'write routes missing from src/audit/actions.ts',
+    ).toEqual([]);
+    expect(
+      Object.keys({ ...AUDITED, ...NOT_AUDITED }).filter((id) => !routes.has(id)),
+      'src/audit/actions.ts entries without a route',
+    ).toEqual([]);
+
+    const rows = await gw.services.db.selectFrom('audit_events').selectAll().execute();
+    const actors = {
+      management: { kind: 'management_key', id: sha256(gw.managementKey) },
+      admin: { kind: 'operator', id: null },
+      api: { kind: 'api_key', id: sha256(gw.apiKey) },
+    } as const;
+    const missing: string[] = [];
+    for (const id of writes.filter((w) => AUDITED[w])) {
+      const spec = AUDITED[id]!;
+      const row = ROUTES[id]!;
+      const status = typeof row.ok === 'number' ? row.ok : row.ok.status;
+      const actor = actors[row.auth as keyof typeof actors];
+      const found = rows.some(
+        (e) =>
+          e.action === spec.action &&
+          e.resource_type === spec.resource &&
+          e.actor_kind === actor.kind &&
+          e.actor_id === actor.id &&
+          e.status === status,
+      );
+      if (!found) missing.push(`${id}: no ${spec.action} event by ${actor.kind} with status ${status}`);
+    }
+    expect(missing).toEqual([]);
+
+    // Secrets sent or answered by any call (keys, provider keys, vault values, the operator token).
+    const text = JSON.stringify(rows);
+    for (const secret of [
+      'sk-private-provider-secret',
+      'sk-spare-provider-secret',
+      'sk-private-intern-secret',
+      'v-probe-value',
+      'overwritten',
+      ADMIN_TOKEN,
+      gw.managementKey,
+      gw.apiKey,
+    ])
+      expect(text, 'a secret in the audit log').not.toContain(secret);
+    expect(text).not.toMatch(/sk-gh-v1-[0-9a-f]{8}/);
+    // Masked, not merely absent: the vault values and provider keys were there to mask.
+    const requests = rows.map((e) => JSON.parse(e.request_json ?? 'null'));
+    expect(requests.filter((r) => r?.value === '[redacted]').length).toBeGreaterThan(0);
+    expect(requests.filter((r) => r?.key === '[redacted]').length).toBeGreaterThan(0);
+    // No event of one organization names the other's actor.
+    const orgOf = (hash: string) => rows.filter((e) => e.actor_id === hash).map((e) => e.organization_id);
+    expect(new Set(orgOf(sha256(gw.managementKey)))).toEqual(new Set([gw.organizationId]));
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 import type { ComponentType } from 'react';
 import type { Role } from '../session';
 import { ActivityPage } from './activity';
+import { AuditLogPage } from './audit-log';
 import { BatchesPage } from './batches';
 import { ByokPage } from './byok';
 import { CreditGrantsPage } from './credit-grants';
@@ -52,6 +53,7 @@ export const pages: PageDef[] = [
   { path: '/users', title: 'Users', component: UsersPage, access: 'operator' },
   { path: '/credit-grants', title: 'Credit grants', component: CreditGrantsPage, access: 'operator' },
   { path: '/provider-health', title: 'Provider health', component: ProviderHealthPage, access: 'operator' },
+  { path: '/audit-log', title: 'Audit log', component: AuditLogPage, access: 'any' },
 ];
 
 /** The pages a session of this role may open. */
