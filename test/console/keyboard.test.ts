@@ -6,7 +6,8 @@
  * - every interactive element was reached: links, buttons, fields, summaries, [tabindex], and
  *   anything with a click handler or a pointer cursor (a clickable table row that Tab skips fails);
  * - each one shows where the focus is (its outline or box-shadow changes under :focus-visible);
- * - an open dialog closes with Escape.
+ * - an open dialog closes with Escape;
+ * - axe-core finds no serious or critical violation.
  * And the key actions: Enter submits a form, Enter on a call's "Details" opens it with the focus in
  * it, Escape closes it and gives the focus back.
  *
@@ -209,7 +210,12 @@ describe.skipIf(!hasChromium)('console: every page by keyboard', { timeout: 300_
         await page.keyboard.press('Escape');
         dialogStaysOpen = ((await page.evaluate(dialogs)) as number) > 0;
       }
+      // And axe-core on the page as the sweep found it (with data in its tables).
+      const axe = (await ui.axe()).map(
+        (v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+      );
       const problems = {
+        ...(axe.length ? { axe } : {}),
         ...(cycled ? {} : { focusNeverCameBack: true }),
         ...(report.unreached.length ? { unreached: report.unreached } : {}),
         ...(report.noIndicator.length ? { noFocusIndicator: report.noIndicator } : {}),
@@ -232,7 +238,7 @@ describe.skipIf(!hasChromium)('console: every page by keyboard', { timeout: 300_
     expect(await page.getByLabel('API key', { exact: true }).count()).toBe(0);
   });
 
-  it('management session: every page reached by Tab, each focus visible', async () => {
+  it('management session: every page reached by Tab, each focus visible, axe clean', async () => {
     expect(await sweep('management')).toEqual({});
     ui.expectClean();
   });
@@ -289,7 +295,7 @@ describe.skipIf(!hasChromium)('console: every page by keyboard', { timeout: 300_
     }
   });
 
-  it('operator session: every page reached by Tab, each focus visible', async () => {
+  it('operator session: every page reached by Tab, each focus visible, axe clean', async () => {
     await ui.signOut();
     await ui.signIn(ADMIN_TOKEN);
     expect(await sweep('operator')).toEqual({});
