@@ -9,7 +9,8 @@
  * - an open dialog closes with Escape;
  * - axe-core finds no serious or critical violation.
  * And the key actions: Enter submits a form, Enter on a call's "Details" opens it with the focus in
- * it, Escape closes it and gives the focus back.
+ * it, Escape closes it and gives the focus back; a chart's lines toggle from the keyboard; a
+ * Delete swapped for its confirmation (and back) keeps the focus in the row.
  *
  * The pages come from the registry, not from a list here: a page added later is swept too.
  */
@@ -293,6 +294,30 @@ describe.skipIf(!hasChromium)('console: every page by keyboard', { timeout: 300_
         .textContent();
       expect(words).toMatch(/ to .*: highest .*, latest /);
     }
+  });
+
+  it('Guardrails: Delete by keyboard puts the focus on its confirmation, and Keep it back on the row', async () => {
+    const { page } = ui;
+    const active = () =>
+      page.evaluate(
+        'document.activeElement.getAttribute("aria-label") ?? document.activeElement.textContent',
+      );
+    await ui.goto('/guardrails');
+    await settled(page);
+    await page.getByRole('button', { name: 'Delete kb guardrail' }).focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(active).toBe('Keep it');
+    await page.keyboard.press('Shift+Tab'); // the confirmation, just before
+    expect(await active()).toBe('Delete “kb guardrail” and its assignments');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter'); // Keep it
+    // Still in the row (on whichever of its buttons React kept in place), not back at the top.
+    await expect.poll(active).toMatch(/ kb guardrail$/);
+    expect(await page.evaluate('document.activeElement.closest("tr")?.textContent')).toContain(
+      'kb guardrail',
+    );
+    const kept = await client(gw.url, gw.managementKey)('GET', '/guardrails');
+    expect(kept.body.data.map((g: { name: string }) => g.name)).toContain('kb guardrail');
   });
 
   it('operator session: every page reached by Tab, each focus visible, axe clean', async () => {
