@@ -5,15 +5,15 @@
  * installed (CI installs it: .ci/run).
  */
 
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMediaConfig } from '../src/media/config.js';
 import { type MediaHandle, startMedia } from '../src/media/server.js';
+import { hasChromium, launchChromium, warnIfNoChromium } from './support/chromium.js';
 
 // The project compiles without the DOM lib: the few browser-side shapes the page callbacks use.
 type Img = { complete: boolean; naturalWidth: number; naturalHeight: number; src: string };
@@ -41,13 +41,7 @@ function resultImageLoaded(page: Page, timeout: number) {
   );
 }
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium)
-  console.warn(
-    `\n⚠️  ${CHROMIUM} not found: SKIPPING the media web page browser test (test/media-web.test.ts).\n` +
-      "   Install Debian's chromium (apt-get install -y --no-install-recommends chromium) to run it; CI does.\n",
-  );
+warnIfNoChromium('media web page', 'test/media-web.test.ts');
 
 describe.skipIf(!hasChromium)('media web page in headless Chromium', { timeout: 45_000 }, () => {
   let media: MediaHandle;
@@ -64,21 +58,7 @@ describe.skipIf(!hasChromium)('media web page in headless Chromium', { timeout: 
       GATEHOUSE_MEDIA_STORE_DIR: join(dir, 'objects'),
     });
     media = await startMedia(config, { log: false });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        // No --user-data-dir: launch() always starts on a fresh temporary profile of its own.
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage();
     // Fail with Playwright's own message (what it waited for) before vitest's test timeout.
     page.setDefaultTimeout(20_000);

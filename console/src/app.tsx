@@ -1,5 +1,6 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { Link, Redirect, Route, Router, Switch } from 'wouter';
+import { useFocusKeeper } from './components/focus-keeper';
 import { pagesFor } from './pages';
 import { SignInPage } from './pages/sign-in';
 import { signOut, useSession } from './session';
@@ -8,6 +9,7 @@ import { signOut, useSession } from './session';
 export function App() {
   const session = useSession();
   const client = useQueryClient();
+  useFocusKeeper();
   if (!session) return <SignInPage />;
   const pages = pagesFor(session.role);
   const first = pages[0]?.path ?? '/';

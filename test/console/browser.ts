@@ -1,7 +1,7 @@
 /**
  * Shared helper for the console's browser tests (test/console/*.test.ts): builds the console when
- * its build is missing or older than its sources, drives Debian's Chromium (/usr/bin/chromium, never
- * a downloaded browser) through playwright-core, signs in, runs axe-core and takes screenshots.
+ * its build is missing or older than its sources, drives Debian's Chromium (launched by
+ * test/support/chromium.ts), signs in, runs axe-core and takes screenshots.
  *
  * A page's test:
  *
@@ -17,22 +17,18 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { expect } from 'vitest';
+import { hasChromium, launchChromium, warnIfNoChromium as warn } from '../support/chromium.js';
 import type { TestGateway } from '../support/gateway.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CONSOLE_DIST = join(ROOT, 'dist/console');
-const CHROMIUM = '/usr/bin/chromium';
-export const hasChromium = existsSync(CHROMIUM);
+export { hasChromium };
 
 /** Call at the top of a console test file: says loudly that the file is skipped without Chromium. */
 export function warnIfNoChromium(file: string) {
-  if (!hasChromium)
-    console.warn(
-      `\n⚠️  ${CHROMIUM} not found: SKIPPING the console browser test (${file}).\n` +
-        "   Install Debian's chromium (apt-get install -y --no-install-recommends chromium) to run it; CI does.\n",
-    );
+  warn('console', file);
 }
 
 /** The newest modification time under `path` (files only). */
@@ -120,20 +116,7 @@ export interface ConsoleUi {
 const REFUSED = /^Failed to load resource: the server responded with a status of 4\d\d/;
 
 export async function openConsole(gw: TestGateway): Promise<ConsoleUi> {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);

@@ -55,23 +55,38 @@ export function GenerationDetail({
   onClose: () => void;
 }) {
   const heading = useRef<HTMLHeadingElement>(null);
+  const opener = useRef<Element | null>(null);
   const generation = useQuery({
     queryKey: ['generation', id],
     queryFn: () => call(api.GET('/generation', { params: { query: { id } } })),
   });
-  // Keyboard and screen-reader users land on the detail they opened.
+  // Keyboard and screen-reader users land on the detail they opened (another row's too), and go
+  // back to the control that opened it when they close it.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs again for each generation opened
   useEffect(() => {
+    opener.current = document.activeElement;
     heading.current?.focus();
-  }, []);
+  }, [id]);
+  const close = () => {
+    onClose();
+    if (opener.current instanceof HTMLElement && opener.current.isConnected) opener.current.focus();
+  };
   const g = generation.data?.data;
 
   return (
-    <section className="detail" aria-labelledby="generation-detail">
+    // Escape anywhere in the detail closes it, as it would a dialog.
+    <section
+      className="detail"
+      aria-labelledby="generation-detail"
+      onKeyDown={(e) => {
+        if (e.key === 'Escape') close();
+      }}
+    >
       <div className="page-head">
         <h2 id="generation-detail" ref={heading} tabIndex={-1}>
           Generation <code>{id}</code>
         </h2>
-        <button type="button" onClick={onClose}>
+        <button type="button" onClick={close}>
           Close details
         </button>
       </div>
