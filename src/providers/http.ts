@@ -18,6 +18,7 @@
 import { Agent, type Dispatcher, util } from 'undici';
 import { parseSse, parseSseChunks, type SseEvent } from '../formats/sse.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import { withTraceparent } from '../telemetry/spans.js';
 import { ArrivingBody } from './arriving-body.js';
 import type { ErrorShape } from './errors.js';
 import { redact } from './redact.js';
@@ -126,7 +127,8 @@ function postOptions(url: string, body: unknown, headers: Record<string, string>
     origin,
     path,
     method: 'POST' as const,
-    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    // The attempt's span as the upstream's parent (W3C traceparent) when tracing is on.
+    headers: withTraceparent({ 'content-type': 'application/json', accept: 'application/json', ...headers }),
     body: JSON.stringify(body),
     ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
     ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
