@@ -322,12 +322,21 @@ export class BatchWorker {
     this.inflight.set(key, flight);
     const rows: GenerationRow[] = [];
     try {
-      const out = await traceBatchRequest(batch, c, caller.keyHash, () =>
-        executeRequest(this.deps.engine, batch, caller, c.item, flight.controller.signal, {
-          record: (row) => rows.push(row),
-          acquire: (provider) => this.gate(provider),
-          rateLimit: false,
-        }),
+      const out = await traceBatchRequest(batch, c, caller.keyHash, (trace) =>
+        executeRequest(
+          this.deps.engine,
+          batch,
+          caller,
+          c.item,
+          flight.controller.signal,
+          {
+            record: (row) => rows.push(row),
+            acquire: (provider) => this.gate(provider),
+            rateLimit: false,
+          },
+          undefined,
+          trace,
+        ),
       );
       if (out.kind === 'served') {
         this.writer.add({ ref, kind: 'done', result: out.result }, rows);

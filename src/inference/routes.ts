@@ -12,7 +12,7 @@ import type { OpenapiOnly } from '../server/openapi-only.js';
 import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
-import { serveTraced } from '../telemetry/spans.js';
+import { requestTrace, serveTraced } from '../telemetry/spans.js';
 import { DROPPED_FIELDS_HEADER } from './decorate.js';
 import {
   AnthropicMessage,
@@ -68,6 +68,7 @@ export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: C
     prefs: parsePreferences(body.provider),
     echoUpstream: isObj(body.debug) && body.debug.echo_upstream_body === true,
     signal,
+    trace: requestTrace(req),
   };
 }
 
@@ -140,7 +141,7 @@ async function serveChat(
 export const traced =
   <R extends FastifyRequest>(handler: (req: R, reply: FastifyReply) => Promise<unknown>) =>
   (req: R, reply: FastifyReply) =>
-    serveTraced(req, reply.raw, req.routeOptions.url ?? req.url, () => handler(req, reply));
+    serveTraced(req, reply, req.routeOptions.url ?? req.url, () => handler(req, reply));
 
 export async function inferenceRoutes(app: Router, services: Services) {
   const { engine } = services;

@@ -7,7 +7,7 @@ import { parsePreferences } from '../routing/preferences.js';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
-import { annotate, serveTraced } from '../telemetry/spans.js';
+import { annotate, requestTrace, serveTraced } from '../telemetry/spans.js';
 import { sendEgress } from './egress.js';
 import type { RunGrant } from './run-grants.js';
 import { CALLBACK_PATHS, RUN_GRANT_HEADER } from './runtime-protocol.js';
@@ -61,10 +61,10 @@ export async function runtimeCallbackRoutes(app: Router, services: Services): Pr
       // A model call of the run: traced under the run's request (the grant carries its context).
       return serveTraced(
         request,
-        reply.raw,
+        reply,
         CALLBACK_PATHS.chat,
         () => {
-          annotate(() => ({ 'gen_ai.agent.id': internId }));
+          annotate(requestTrace(request), () => ({ 'gen_ai.agent.id': internId }));
           return runCallback(services, request, reply, internId, grant);
         },
         grant?.trace,
@@ -132,6 +132,7 @@ async function runCallback(
     prefs: parsePreferences(body.provider),
     echoUpstream: false,
     signal: callController(reply).signal,
+    trace: requestTrace(request),
   };
   const done = await services.engine.complete(call);
   if (done.lane) return reply.type('application/json').send(done.forwarded.text);

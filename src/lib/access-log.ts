@@ -1,5 +1,4 @@
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import { responseTrace } from '../telemetry/spans.js';
 
 const ADDRESS = Symbol('remoteAddress');
 type AddressKept = FastifyRequest & { [ADDRESS]?: string };
@@ -50,8 +49,6 @@ export class AccessLog extends LogController {
         },
         res: { statusCode: reply.statusCode },
         responseTime: reply.elapsedTime,
-        // The request's span (inference, interns), when tracing is on.
-        ...responseTrace(reply.raw),
       },
       'request completed',
     );

@@ -1,5 +1,4 @@
 import pino from 'pino';
-import { traceFields } from '../telemetry/spans.js';
 import { redactUrl } from './redact-url.js';
 
 /**
@@ -58,8 +57,6 @@ export function createLog(opts: LogOptions): Log {
     level: opts.level,
     redact: REDACT_PATHS,
     serializers: logSerializers,
-    // trace_id and span_id of the active span (a request's, an attempt's) when tracing is on.
-    mixin: traceFields,
     ...(opts.base ? { base: opts.base } : {}),
   };
   return opts.stream ? pino(options, opts.stream) : pino(options);

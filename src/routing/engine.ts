@@ -613,7 +613,7 @@ export class Engine {
         responseModel: body?.model,
         responseId: answer.lane ? answer.forwarded.responseId : null,
       });
-      annotate(() => callAttributes(info, usage, cost));
+      annotate(call.trace, () => callAttributes(info, usage, cost));
     }
     return { ...answer, info, usage, cost };
   }
@@ -750,7 +750,7 @@ export class Engine {
           status,
           ...(failure !== null ? { error: failure } : {}),
         });
-        annotate(() => callAttributes(info, usage, cost));
+        annotate(call.trace, () => callAttributes(info, usage, cost));
       }
       if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
       // The stream's last frames ([DONE]) follow once the generation is journaled.

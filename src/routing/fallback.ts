@@ -343,7 +343,8 @@ export async function routeWithFallbacks<T>(
         isByok: a.candidate.credential.isByok,
       });
     try {
-      const result = span ? await span.run(() => run(a, scope.signal)) : await run(a, scope.signal);
+      span?.bindSignal(scope.signal);
+      const result = await run(a, scope.signal);
       const seconds = (performance.now() - t0) / 1000;
       // An answer a hook stood in for (a provider batch's, replayed) says nothing of the provider's speed.
       if (!call.hooks?.upstream) {

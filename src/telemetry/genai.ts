@@ -61,23 +61,28 @@ export function attemptSpan(
   // Off: nothing built. A provider batch's capture and replay stand in for the upstream: no span.
   if (!tracingOn() || call.hooks?.upstream) return null;
   const upstreamModel = a.candidate.endpoint.upstreamModel;
-  return startSpan(`${operation(call)} ${upstreamModel}`, SpanKind.CLIENT, () => {
-    const name = providerName(a);
-    return {
-      'gen_ai.operation.name': operation(call),
-      'gen_ai.provider.name': name,
-      'gen_ai.system': name,
-      'gen_ai.request.model': upstreamModel,
-      ...requestParams(prep.body),
-      'gatehouse.provider': a.candidate.endpoint.provider,
-      'gatehouse.model': a.candidate.model.id,
-      'gatehouse.route': a.lane ? 'lane' : 'translated',
-      'gatehouse.fallback_index': index,
-      'gatehouse.byok': a.candidate.credential.isByok,
-      'gatehouse.stream': call.stream,
-      'gatehouse.key_hash_prefix': call.caller.keyHash.slice(0, 12),
-    };
-  });
+  return startSpan(
+    `${operation(call)} ${upstreamModel}`,
+    SpanKind.CLIENT,
+    () => {
+      const name = providerName(a);
+      return {
+        'gen_ai.operation.name': operation(call),
+        'gen_ai.provider.name': name,
+        'gen_ai.system': name,
+        'gen_ai.request.model': upstreamModel,
+        ...requestParams(prep.body),
+        'gatehouse.provider': a.candidate.endpoint.provider,
+        'gatehouse.model': a.candidate.model.id,
+        'gatehouse.route': a.lane ? 'lane' : 'translated',
+        'gatehouse.fallback_index': index,
+        'gatehouse.byok': a.candidate.credential.isByok,
+        'gatehouse.stream': call.stream,
+        'gatehouse.key_hash_prefix': call.caller.keyHash.slice(0, 12),
+      };
+    },
+    call.trace,
+  );
 }
 
 /** Ends the attempt that served a call, with its usage, cost and how it ended. */

@@ -94,7 +94,9 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       resource,
       spanProcessors: [new BatchSpanProcessor(new exporter.OTLPTraceExporter())],
     });
-    provider.register();
+    // No context manager: the trace context is passed explicitly (spans.ts), and AsyncLocalStorage
+    // would hook every promise of the process on Node 20. The W3C propagators are registered.
+    provider.register({ contextManager: null });
     setTracing(true);
     running = {
       users: 0,

@@ -2,8 +2,6 @@ import type { ServerResponse } from 'node:http';
 import {
   type Attributes,
   type Context,
-  context,
-  isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -17,6 +15,10 @@ import {
  * The one door of Gatehouse to OpenTelemetry's API: spans for requests, attempts, batch items and
  * intern runs, the trace context of log lines and of upstream requests. Every function returns at
  * once while tracing is off (the SDK was not started: sdk.ts), before building any attribute.
+ *
+ * The trace context travels explicitly — on the request, the call (`InferenceCall.trace`), the
+ * attempt's signal — not through an async context manager: on Node 20 AsyncLocalStorage hooks
+ * every promise of the process, a cost every request would pay (sdk.ts registers none).
  */
 
 let on = false;
@@ -39,18 +41,12 @@ const getTracer = (): Tracer => {
 /** A trace context to parent spans on later, opaque to the callers (an intern run's, for its callbacks). */
 export type TraceParent = Context;
 
-/** The active trace context, to parent later work on (undefined while tracing is off). */
-export const currentTrace = (): TraceParent | undefined => (on ? context.active() : undefined);
-
-/**
- * One span of Gatehouse's: `run` makes it the active span (what upstream requests and log lines
- * carry), and it ends once — served, failed or as it is.
- */
+/** One span of Gatehouse's: `context` parents spans under it; it ends once — served, failed or as it is. */
 export class TracedSpan {
   private ended = false;
   constructor(
     readonly span: Span,
-    private readonly ctx: Context,
+    readonly context: Context,
   ) {}
 
   /** Whether attributes are kept (sampled in): build them only then. */
@@ -58,8 +54,12 @@ export class TracedSpan {
     return !this.ended && this.span.isRecording();
   }
 
-  run<T>(fn: () => T): T {
-    return context.with(this.ctx, fn);
+  /**
+   * The span is the parent of the upstream request made with `signal` (its traceparent header):
+   * the attempt's own signal reaches the HTTP layer through every adapter.
+   */
+  bindSignal(signal: object): void {
+    signalTraces.set(signal, this.context);
   }
 
   set(attributes: Attributes): void {
@@ -86,9 +86,12 @@ export class TracedSpan {
   }
 }
 
+/** The trace context of an attempt's upstream request, by the attempt's signal. */
+const signalTraces = new WeakMap<object, Context>();
+
 /**
- * Starts a span under `parent` (default: the active context); `attributes` is called only when the
- * span records. Null while tracing is off.
+ * Starts a span under `parent` (none: a new trace); `attributes` is called only when the span
+ * records. Null while tracing is off.
  */
 export function startSpan(
   name: string,
@@ -97,7 +100,7 @@ export function startSpan(
   parent?: TraceParent,
 ): TracedSpan | null {
   if (!on) return null;
-  const parentCtx = parent ?? context.active();
+  const parentCtx = parent ?? ROOT_CONTEXT;
   const span = getTracer().startSpan(name, { kind }, parentCtx);
   if (span.isRecording()) span.setAttributes(attributes());
   return new TracedSpan(span, trace.setSpan(parentCtx, span));
@@ -114,7 +117,7 @@ export async function inSpan<T>(
   const s = startSpan(name, kind, attributes, parent);
   if (!s) return fn(null);
   try {
-    const out = await s.run(() => fn(s));
+    const out = await fn(s);
     s.end();
     return out;
   } catch (err) {
@@ -131,18 +134,35 @@ export interface TracedRequest {
   headers: Record<string, string | string[] | undefined>;
 }
 
+/** What a server span needs of Fastify's request and reply (its logger gets the span's ids). */
+interface TracedExchange {
+  req: TracedRequest & { log: LogLike; [REQUEST_TRACE]?: Context };
+  reply: { raw: ServerResponse; log: LogLike };
+}
+interface LogLike {
+  child(bindings: Record<string, unknown>): LogLike;
+}
+const REQUEST_TRACE = Symbol('trace');
+
+/** The trace context of the request's SERVER span (undefined: not traced). */
+export const requestTrace = (req: object): TraceParent | undefined =>
+  (req as { [REQUEST_TRACE]?: Context })[REQUEST_TRACE];
+
 /**
  * Runs an HTTP handler in a SERVER span: the caller's `traceparent` (W3C) is its parent unless
  * `parent` is given; it ends when the response is over (a stream's last frame), with its status.
+ * `requestTrace(req)` is its context for the spans under it, and the request's log lines (the
+ * access line included) carry its trace_id and span_id.
  */
 export function serveTraced<T>(
-  req: TracedRequest,
-  res: ServerResponse,
+  req: TracedExchange['req'],
+  reply: TracedExchange['reply'],
   route: string,
   handle: () => Promise<T>,
   parent?: TraceParent,
 ): Promise<T> {
   if (!on) return handle();
+  const res = reply.raw;
   const parentCtx = parent ?? propagation.extract(ROOT_CONTEXT, req.headers);
   const s = startSpan(
     `${req.method} ${route}`,
@@ -161,15 +181,18 @@ export function serveTraced<T>(
     },
     parentCtx,
   ) as TracedSpan;
+  req[REQUEST_TRACE] = s.context;
   const sc = s.span.spanContext();
-  (res as TracedResponse)[RESPONSE_TRACE] = { trace_id: sc.traceId, span_id: sc.spanId };
+  const log = req.log.child({ trace_id: sc.traceId, span_id: sc.spanId });
+  req.log = log;
+  reply.log = log;
   res.once('close', () => {
     const status = res.statusCode;
     // A response cut before it was complete (the client left) keeps its status; 5xx is an error.
     if (status >= 500) s.fail(new Error(`HTTP ${status}`), { 'http.response.status_code': status });
     else s.end({ 'http.response.status_code': status });
   });
-  return s.run(handle).catch((err: unknown) => {
+  return handle().catch((err: unknown) => {
     // A refusal (4xx) is the caller's error, not the server's: no exception event for it.
     const status =
       (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
@@ -182,36 +205,20 @@ export function serveTraced<T>(
 }
 
 /**
- * The trace and span ids of log lines written inside a span (none outside one): pino's mixin. A new
- * object every time: pino merges the line's own fields into it.
+ * Adds the `traceparent` of the attempt whose signal `signal` is to an upstream request's headers
+ * (a new object of the caller's), when that attempt is traced.
  */
-export function traceFields(): Record<string, string> {
-  if (!on) return {};
-  const span = trace.getSpan(context.active());
-  if (!span) return {};
-  const sc = span.spanContext();
-  return isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
-}
-
-const RESPONSE_TRACE = Symbol('trace');
-type TracedResponse = ServerResponse & { [RESPONSE_TRACE]?: { trace_id: string; span_id: string } };
-
-/**
- * The ids of the SERVER span a response was served in, for the access line (written once the
- * response is over, outside the span). Undefined when the request was not traced.
- */
-export const responseTrace = (res: ServerResponse) => (res as TracedResponse)[RESPONSE_TRACE];
-
-/** Adds the active span's `traceparent` to an upstream request's headers (a new object of the caller's). */
-export function withTraceparent<H extends Record<string, string>>(headers: H): H {
-  if (on) propagation.inject(context.active(), headers);
+export function withTraceparent<H extends Record<string, string>>(headers: H, signal: object): H {
+  if (!on) return headers;
+  const ctx = signalTraces.get(signal);
+  if (ctx) propagation.inject(ctx, headers);
   return headers;
 }
 
-/** Sets attributes on the active span (the request's or the batch item's), when it records. */
-export function annotate(attributes: () => Attributes): void {
-  if (!on) return;
-  const span = trace.getSpan(context.active());
+/** Sets attributes on the span of `parent` (a request's, a batch item's), when it records. */
+export function annotate(parent: TraceParent | undefined, attributes: () => Attributes): void {
+  if (!on || !parent) return;
+  const span = trace.getSpan(parent);
   if (span?.isRecording()) span.setAttributes(attributes());
 }
 
