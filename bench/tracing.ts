@@ -9,7 +9,8 @@
  *
  * Results: bench/results/<date>-<machine>-tracing.md and .json. Every address is 127.0.0.1.
  * Knobs: BENCH_ROUNDS, BENCH_WARMUP_MS, BENCH_DURATION_MS, BENCH_CONCURRENCY, BENCH_SKIP_BUILD (0),
- * BENCH_MACHINE, BENCH_OUT (bench/results).
+ * BENCH_START_WARMUP_MS (4000), BENCH_SAMPLER (always_on), BENCH_TRACED_NODE_ARGS (Node options of the
+ * traced gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MACHINE, BENCH_OUT (bench/results).
  *
  *   npm run bench:tracing
  */
@@ -25,6 +26,7 @@ import {
   gitCommit,
   log,
   machineInfo,
+  nodeArgsFromEnv,
   ROOT,
   runBenchmark,
   startGatehouse,
@@ -95,6 +97,8 @@ async function main() {
     const gateways = {
       untraced: await startGatehouse('untraced', mock.baseUrl, workDir, 'warn'),
       traced: await startGatehouse('traced', mock.baseUrl, workDir, 'warn', undefined, {
+        // e.g. BENCH_TRACED_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (written on exit).
+        nodeArgs: nodeArgsFromEnv('BENCH_TRACED_NODE_ARGS'),
         env: {
           OTEL_EXPORTER_OTLP_ENDPOINT: sinkOrigin,
           OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
