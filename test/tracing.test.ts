@@ -164,6 +164,7 @@ describe('tracing over OTLP/HTTP JSON', () => {
         authorization: `Bearer ${gw.apiKey}`,
         'content-type': 'application/json',
         traceparent: `00-${traceId}-${callerSpan}-01`,
+        baggage: 'user.id=someone',
       },
       body: JSON.stringify({
         model: 'test/multi',
@@ -244,6 +245,8 @@ describe('tracing over OTLP/HTTP JSON', () => {
     // Each upstream request carried its own attempt's span as parent.
     const sent = mock.requests.map((r) => String(r.headers.traceparent));
     expect(sent).toEqual([`00-${traceId}-${failed.spanId}-01`, `00-${traceId}-${served.spanId}-01`]);
+    // The caller's baggage is not passed on to providers.
+    expect(mock.requests.map((r) => r.headers.baggage)).toEqual([undefined, undefined]);
 
     // The access line of the request names its trace.
     const access = logs.lines.find(
@@ -274,6 +277,31 @@ describe('tracing over OTLP/HTTP JSON', () => {
       expect(a.status.code).toBe(ERROR);
       expect(a.parentSpanId).toBe(server.spanId);
     }
+  });
+
+  it('a stream that breaks after it started: its attempt span is an error, with the usage so far', async () => {
+    mock.reset();
+    mock.enqueue({ reply: { text: 'a long answer cut short' }, dieAfterEvents: 2 });
+    const traceId = newTraceId();
+    const res = await fetch(`${gw.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${gw.apiKey}`,
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-${newSpanId()}-01`,
+      },
+      body: JSON.stringify({ model: 'test/gpt', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status).toBe(200);
+    await res.text().catch(() => '');
+    const attempt = await until('the attempt span', () =>
+      traceOf(rx, traceId).find((s) => s.kind === CLIENT),
+    );
+    expect(attempt.status.code).toBe(ERROR);
+    expect(attempt.events.map((e) => e.name)).toContain('exception');
+    expect(attempt.attributes['gatehouse.status']).toBe('error');
+    expect(attempt.attributes['gatehouse.generation_id']).toBe(res.headers.get('x-gatehouse-generation-id'));
+    expect(attempt.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
   });
 
   it('a request without traceparent starts a trace of its own; a non-streamed translated call has its usage', async () => {

@@ -56,17 +56,17 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
   const settings = tracingSettings(env);
   if (!settings) return null;
   if (!running) {
-    const [{ NodeTracerProvider, BatchSpanProcessor }, resources, semconv, api, exporter] = await Promise.all(
-      [
+    const [{ NodeTracerProvider, BatchSpanProcessor }, resources, semconv, api, core, exporter] =
+      await Promise.all([
         import('@opentelemetry/sdk-trace-node'),
         import('@opentelemetry/resources'),
         import('@opentelemetry/semantic-conventions'),
         import('@opentelemetry/api'),
+        import('@opentelemetry/core'),
         settings.protocol === 'http/json'
           ? import('@opentelemetry/exporter-trace-otlp-http')
           : import('@opentelemetry/exporter-trace-otlp-proto'),
-      ],
-    );
+      ]);
     // Export failures reach the log (rate-limited by the SDK's own retries), nothing else of its chatter.
     api.diag.setLogger(
       {
@@ -95,8 +95,9 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       spanProcessors: [new BatchSpanProcessor(new exporter.OTLPTraceExporter())],
     });
     // No context manager: the trace context is passed explicitly (spans.ts), and AsyncLocalStorage
-    // would hook every promise of the process on Node 20. The W3C propagators are registered.
-    provider.register({ contextManager: null });
+    // would hook every promise of the process on Node 20. W3C Trace Context only: a caller's
+    // `baggage` is not passed on to providers (its headers reach them only when allow-listed).
+    provider.register({ contextManager: null, propagator: new core.W3CTraceContextPropagator() });
     setTracing(true);
     running = {
       users: 0,
