@@ -119,6 +119,8 @@ async function worker() {
   const { openDatabase, migrateToLatest, buildServices } = await loadGatewayModules();
   const config = loadConfig();
   const log = createLog({ level: config.logLevel, base: { process: 'worker' } });
+  const { startTracing } = await import('./telemetry/sdk.js');
+  const tracing = await startTracing(log);
   const handle = openDatabase(config.databaseUrl, { backgroundCheckpoints: true });
   await migrateToLatest(handle);
   const services = buildServices(handle, config, log);
@@ -138,6 +140,7 @@ async function worker() {
     await w.stop(config.batches.drainMs);
     await services.shutdown();
     await handle.close();
+    await tracing?.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

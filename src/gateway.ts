@@ -8,6 +8,7 @@ import { listenError } from './lib/http-server.js';
 import { createLog, type LogOptions } from './lib/log.js';
 import { startMetricsListener } from './server/metrics.js';
 import { buildServices, type Services } from './services.js';
+import { startTracing } from './telemetry/sdk.js';
 
 export interface Gateway {
   app: App;
@@ -41,6 +42,8 @@ export async function prepareGateway(
   if (config.interns.shell && config.interns.runtimes) assertShellSandbox();
   // The logger first: every component below logs through it.
   const log = createLog(opts.log ?? { level: config.logLevel });
+  // Traces when the OTEL_* variables ask for them (the SDK is not even loaded otherwise).
+  const tracing = await startTracing(log);
   const handle = openDatabase(config.databaseUrl, { schema: opts.schema, backgroundCheckpoints: true });
   try {
     await migrateToLatest(handle);
@@ -64,10 +67,13 @@ export async function prepareGateway(
       await worker?.stop(config.batches.drainMs);
       await services.shutdown();
       await handle.close();
+      // Last: the spans of the requests that drained above are exported before the process ends.
+      await tracing?.close();
     });
     return { app, services, bootstrap, handle, close: () => closeWithin(app, config.shutdownGraceMs) };
   } catch (err) {
     await handle.close();
+    await tracing?.close();
     throw err;
   }
 }

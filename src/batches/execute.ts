@@ -7,6 +7,7 @@ import type { CallHooks, InferenceCall } from '../routing/call.js';
 import type { Completed, Engine, Served } from '../routing/engine.js';
 import { parsePreferences } from '../routing/preferences.js';
 import type { Cost } from '../routing/pricing.js';
+import type { TraceParent } from '../telemetry/spans.js';
 import { BATCH_ENDPOINTS, type BatchEndpoint, type BatchProviderPrefs } from './model.js';
 import type { BatchRow, RequestResult } from './store.js';
 
@@ -29,6 +30,8 @@ export async function executeRequest(
   hooks: CallHooks,
   /** Provider-native batches: served by this provider only, priced at `discount` off. */
   native?: { provider: string; discount: number },
+  /** The batch item's span (its attempts go under it). */
+  trace?: TraceParent,
 ): Promise<Execution> {
   const wire = WIRES[BATCH_ENDPOINTS[batch.endpoint as BatchEndpoint]];
   const sent = (JSON.parse(item) as { body: Record<string, unknown> }).body;
@@ -52,6 +55,7 @@ export async function executeRequest(
       echoUpstream: isObj(body.debug) && body.debug.echo_upstream_body === true,
       signal,
       hooks,
+      ...(trace ? { trace } : {}),
     };
     // The body of each answer is exactly what the synchronous endpoint would have answered.
     if (wire === WIRES.embeddings) {

@@ -9,6 +9,7 @@ import { isDatabaseUnavailable } from '../lib/errors.js';
 import type { Accountant, GenerationRow } from '../routing/accounting.js';
 import { type Catalog, findModel } from '../routing/catalog.js';
 import type { Engine } from '../routing/engine.js';
+import { traceBatchRequest } from '../telemetry/work.js';
 import { executeRequest } from './execute.js';
 import { closingErrors, type ResultError, resultError } from './model.js';
 import { NativeBatches } from './native/service.js';
@@ -317,11 +318,22 @@ export class BatchWorker {
     this.inflight.set(key, flight);
     const rows: GenerationRow[] = [];
     try {
-      const out = await executeRequest(this.deps.engine, batch, caller, c.item, flight.controller.signal, {
-        record: (row) => rows.push(row),
-        acquire: (provider) => this.gate(provider),
-        rateLimit: false,
-      });
+      const out = await traceBatchRequest(batch, c, caller.keyHash, (trace) =>
+        executeRequest(
+          this.deps.engine,
+          batch,
+          caller,
+          c.item,
+          flight.controller.signal,
+          {
+            record: (row) => rows.push(row),
+            acquire: (provider) => this.gate(provider),
+            rateLimit: false,
+          },
+          undefined,
+          trace,
+        ),
+      );
       if (out.kind === 'served') {
         this.writer.add({ ref, kind: 'done', result: out.result }, rows);
       } else if (RETRYABLE.has(out.status) && c.attempts < this.deps.config.maxAttempts) {

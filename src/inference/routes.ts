@@ -12,6 +12,7 @@ import type { OpenapiOnly } from '../server/openapi-only.js';
 import type { Router } from '../server/router.js';
 import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
+import { requestTrace, serveTraced } from '../telemetry/spans.js';
 import { DROPPED_FIELDS_HEADER } from './decorate.js';
 import {
   AnthropicMessage,
@@ -67,6 +68,7 @@ export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: C
     prefs: parsePreferences(body.provider),
     echoUpstream: isObj(body.debug) && body.debug.echo_upstream_body === true,
     signal,
+    trace: requestTrace(req),
   };
 }
 
@@ -135,6 +137,12 @@ async function serveChat(
   return sendSse(req, reply, store ? store.frames(frames, s.info) : frames);
 }
 
+/** A handler run in the request's SERVER span (the parent of its attempts' spans) when tracing is on. */
+export const traced =
+  <R extends FastifyRequest>(handler: (req: R, reply: FastifyReply) => Promise<unknown>) =>
+  (req: R, reply: FastifyReply) =>
+    serveTraced(req, reply, req.routeOptions.url ?? req.url, () => handler(req, reply));
+
 export async function inferenceRoutes(app: Router, services: Services) {
   const { engine } = services;
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
@@ -155,20 +163,32 @@ export async function inferenceRoutes(app: Router, services: Services) {
     body: Type.Ref(ChatCompletionRequest),
     response: { 200: jsonOrStream(ChatCompletion, 'The completion') },
   });
-  app.post(WIRES.chat.path, chat, (req, reply) => serveChat(services, WIRES.chat, req, reply));
+  app.post(
+    WIRES.chat.path,
+    chat,
+    traced((req, reply) => serveChat(services, WIRES.chat, req, reply)),
+  );
   const messages = route(WIRES.messages, {
     body: Type.Ref(MessagesRequest),
     response: { 200: jsonOrStream(AnthropicMessage, 'The message') },
   });
-  app.post(WIRES.messages.path, messages, (req, reply) => serveChat(services, WIRES.messages, req, reply));
+  app.post(
+    WIRES.messages.path,
+    messages,
+    traced((req, reply) => serveChat(services, WIRES.messages, req, reply)),
+  );
   const responses = route(WIRES.responses, {
     body: Type.Ref(ResponsesRequest),
     response: { 200: jsonOrStream(ResponseObject, 'The response') },
   });
-  app.post(WIRES.responses.path, responses, async (req, reply) => {
-    const store = await storeAround(services.storedResponses, req);
-    return serveChat(services, WIRES.responses, req, reply, store);
-  });
+  app.post(
+    WIRES.responses.path,
+    responses,
+    traced(async (req, reply) => {
+      const store = await storeAround(services.storedResponses, req);
+      return serveChat(services, WIRES.responses, req, reply, store);
+    }),
+  );
 
   // Claude Code and the Anthropic SDK's countTokens: Anthropic counts natively; an estimate
   // (marked as one) for a model no such provider serves.
@@ -176,30 +196,38 @@ export async function inferenceRoutes(app: Router, services: Services) {
     body: Type.Ref(CountTokensRequest),
     response: { 200: Type.Ref(CountTokensResponse) },
   });
-  app.post(countTokensWire.path, counting, async (req, reply) => {
-    const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
-    reply.header('x-gatehouse-provider', counted.provider);
-    if ('forwarded' in counted) {
-      reply.header('x-gatehouse-route', 'passthrough');
-      return relayed(reply, counted, undefined);
-    }
-    reply.header('x-gatehouse-route', 'estimated');
-    return { input_tokens: counted.estimate, estimated: true };
-  });
+  app.post(
+    countTokensWire.path,
+    counting,
+    traced(async (req, reply) => {
+      const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
+      reply.header('x-gatehouse-provider', counted.provider);
+      if ('forwarded' in counted) {
+        reply.header('x-gatehouse-route', 'passthrough');
+        return relayed(reply, counted, undefined);
+      }
+      reply.header('x-gatehouse-route', 'estimated');
+      return { input_tokens: counted.estimate, estimated: true };
+    }),
+  );
 
   const embeddings = WIRES.embeddings;
   const embedding = route(embeddings, {
     body: Type.Ref(EmbeddingsRequest),
     response: { 200: Type.Ref(EmbeddingsResponse) },
   });
-  app.post(embeddings.path, embedding, async (req, reply) => {
-    const call = callOf(req, embeddings, callAbort(reply));
-    const done = await engine.embed(call);
-    describe(reply, done.info);
-    if (done.lane)
-      return reply.code(done.forwarded.status).type('application/json').send(done.forwarded.text);
-    return reply.send(embeddings.encodeResponse(done, call));
-  });
+  app.post(
+    embeddings.path,
+    embedding,
+    traced(async (req, reply) => {
+      const call = callOf(req, embeddings, callAbort(reply));
+      const done = await engine.embed(call);
+      describe(reply, done.info);
+      if (done.lane)
+        return reply.code(done.forwarded.status).type('application/json').send(done.forwarded.text);
+      return reply.send(embeddings.encodeResponse(done, call));
+    }),
+  );
 
   app.get(
     '/generation',

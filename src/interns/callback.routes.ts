@@ -7,7 +7,9 @@ import { parsePreferences } from '../routing/preferences.js';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
+import { annotate, requestTrace, serveTraced } from '../telemetry/spans.js';
 import { sendEgress } from './egress.js';
+import type { RunGrant } from './run-grants.js';
 import { CALLBACK_PATHS, RUN_GRANT_HEADER } from './runtime-protocol.js';
 
 declare module 'fastify' {
@@ -52,47 +54,21 @@ export async function runtimeCallbackRoutes(app: Router, services: Services): Pr
       bodyLimit: CALLBACK_BODY_LIMIT,
       schema: { hide: true, body: AnyBody },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const internId = request.runtimeIntern;
       const token = request.headers[RUN_GRANT_HEADER];
       const grant = typeof token === 'string' ? services.interns.grants.lookup(token, internId) : null;
-      if (!grant) {
-        return sendError(reply, 401, 'No valid run grant: model calls are made only for a chat request');
-      }
-      const caller = await services.interns.grantCaller(grant);
-      if (!caller) {
-        return sendError(reply, 401, 'The calling key is disabled or expired: the run cannot be billed');
-      }
-      const row = await services.db
-        .selectFrom('interns')
-        .select(['provisioned_model', 'model'])
-        .where('id', '=', internId)
-        .executeTakeFirst();
-      if (!row) return sendError(reply, 401, 'The intern no longer exists');
-      const model =
-        row.provisioned_model ??
-        services.provisioner.modelOf(internId) ??
-        row.model ??
-        services.config.interns.defaultModel;
-      const body: Record<string, unknown> = {
-        ...(request.body as Record<string, unknown>),
-        model,
-        stream: false,
-      };
-      const call: InferenceCall = {
-        caller,
-        wire: WIRES.chat,
-        body,
-        model,
-        stream: false,
-        headers: {},
-        prefs: parsePreferences(body.provider),
-        echoUpstream: false,
-        signal: callController(reply).signal,
-      };
-      const done = await services.engine.complete(call);
-      if (done.lane) return reply.type('application/json').send(done.forwarded.text);
-      return reply.send(WIRES.chat.encodeResponse(done, call));
+      // A model call of the run: traced under the run's request (the grant carries its context).
+      return serveTraced(
+        request,
+        reply,
+        CALLBACK_PATHS.chat,
+        () => {
+          annotate(requestTrace(request), () => ({ 'gen_ai.agent.id': internId }));
+          return runCallback(services, request, reply, internId, grant);
+        },
+        grant?.trace,
+      );
     },
   );
 
@@ -113,4 +89,52 @@ export async function runtimeCallbackRoutes(app: Router, services: Services): Pr
       return reply.code(result.status).send(result.body);
     },
   );
+}
+
+/** A runtime's model call, run as the key whose chat request issued `grant`. */
+async function runCallback(
+  services: Services,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  internId: string,
+  grant: RunGrant | null,
+) {
+  if (!grant) {
+    return sendError(reply, 401, 'No valid run grant: model calls are made only for a chat request');
+  }
+  const caller = await services.interns.grantCaller(grant);
+  if (!caller) {
+    return sendError(reply, 401, 'The calling key is disabled or expired: the run cannot be billed');
+  }
+  const row = await services.db
+    .selectFrom('interns')
+    .select(['provisioned_model', 'model'])
+    .where('id', '=', internId)
+    .executeTakeFirst();
+  if (!row) return sendError(reply, 401, 'The intern no longer exists');
+  const model =
+    row.provisioned_model ??
+    services.provisioner.modelOf(internId) ??
+    row.model ??
+    services.config.interns.defaultModel;
+  const body: Record<string, unknown> = {
+    ...(request.body as Record<string, unknown>),
+    model,
+    stream: false,
+  };
+  const call: InferenceCall = {
+    caller,
+    wire: WIRES.chat,
+    body,
+    model,
+    stream: false,
+    headers: {},
+    prefs: parsePreferences(body.provider),
+    echoUpstream: false,
+    signal: callController(reply).signal,
+    trace: requestTrace(request),
+  };
+  const done = await services.engine.complete(call);
+  if (done.lane) return reply.type('application/json').send(done.forwarded.text);
+  return reply.send(WIRES.chat.encodeResponse(done, call));
 }

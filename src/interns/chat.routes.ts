@@ -6,6 +6,7 @@ import { ApiError } from '../lib/errors.js';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
+import { annotate, requestTrace, serveTraced } from '../telemetry/spans.js';
 import { InternChatBody, SteeredResponse } from './chat.schemas.js';
 import { ChatChunks, type StreamError } from './chat-stream.js';
 import { clearDeadline, installInternsGuards } from './guards.js';
@@ -83,7 +84,16 @@ export async function internChatRoutes(app: Router, services: Services): Promise
           response: { 202: SteeredResponse },
         },
       },
-      async (request, reply) => chatWith(services, request, reply),
+      // The run's SERVER span: its model calls (the runtime's callbacks) are traced under it.
+      async (request, reply) =>
+        serveTraced(request, reply, request.routeOptions.url ?? request.url, () => {
+          annotate(requestTrace(request), () => ({
+            'gen_ai.operation.name': 'invoke_agent',
+            'gen_ai.agent.id': (request.params as { internId: string }).internId,
+            'gatehouse.key_hash_prefix': request.caller.keyHash.slice(0, 12),
+          }));
+          return chatWith(services, request, reply);
+        }),
     );
   });
 }
@@ -123,9 +133,13 @@ async function chatWith(services: Services, request: FastifyRequest, reply: Fast
     throw chatError(502, 'intern_unreachable', 'The intern’s runtime is not reachable from this node');
 
   const sessionId = body.session_id ?? `sess_${randomUUID().replace(/-/g, '')}`;
+  annotate(requestTrace(request), () => ({
+    'gen_ai.conversation.id': sessionId,
+    'gen_ai.agent.name': intern.name,
+  }));
   // The run's model calls are billed and guarded as this request's key, for as long as it streams.
   const grants = services.interns.grants;
-  const grant = grants.issue(intern.id, request.caller);
+  const grant = grants.issue(intern.id, request.caller, requestTrace(request));
   const turn: TurnRequest = {
     session_id: sessionId,
     approval_mode: body.approval_mode ?? 'self-drive',

@@ -1,10 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Caller } from '../accounts/caller.js';
+import type { TraceParent } from '../telemetry/spans.js';
 
 /** What a run grant stands for: model calls of this intern's runtime, billed to this key. */
 export interface RunGrant {
   internId: string;
   keyHash: string;
+  /** The run's request span: its model calls' spans are children of it (absent: not traced). */
+  trace?: TraceParent;
 }
 
 /**
@@ -18,9 +21,9 @@ export interface RunGrant {
 export class RunGrants {
   private readonly grants = new Map<string, RunGrant>();
 
-  issue(internId: string, caller: Caller): string {
+  issue(internId: string, caller: Caller, trace?: TraceParent): string {
     const token = randomBytes(24).toString('base64url');
-    this.grants.set(token, { internId, keyHash: caller.keyHash });
+    this.grants.set(token, { internId, keyHash: caller.keyHash, ...(trace ? { trace } : {}) });
     return token;
   }
 

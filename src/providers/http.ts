@@ -18,6 +18,7 @@
 import { Agent, type Dispatcher, util } from 'undici';
 import { parseSse, parseSseChunks, type SseEvent } from '../formats/sse.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import { withTraceparent } from '../telemetry/spans.js';
 import { ArrivingBody } from './arriving-body.js';
 import type { ErrorShape } from './errors.js';
 import { redact } from './redact.js';
@@ -120,13 +121,23 @@ function splitUrl(url: string): { origin: string; path: string } {
 }
 
 /** The dispatch options of a JSON POST to `url` (both postJson and postJsonWhole send these). */
-function postOptions(url: string, body: unknown, headers: Record<string, string>, opts: PostOptions) {
+function postOptions(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  signal: CallSignal,
+  opts: PostOptions,
+) {
   const { origin, path } = splitUrl(url);
   return {
     origin,
     path,
     method: 'POST' as const,
-    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    // The attempt's span as the upstream's parent (W3C traceparent) when tracing is on.
+    headers: withTraceparent(
+      { 'content-type': 'application/json', accept: 'application/json', ...headers },
+      signal,
+    ),
     body: JSON.stringify(body),
     ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
     ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
@@ -148,7 +159,7 @@ export async function postJson(
   throwIfAborted(signal);
   try {
     const res = await upstreamAgent().request({
-      ...postOptions(url, body, headers, opts),
+      ...postOptions(url, body, headers, signal, opts),
       // undici takes any EventTarget-like signal (it only listens for 'abort' and reads `reason`);
       // its types name AbortSignal and EventEmitter only.
       signal: signal as AbortSignal,
@@ -206,7 +217,7 @@ export async function postJsonWhole(
           reject(err);
         },
       };
-      upstreamAgent().dispatch(postOptions(url, body, headers, opts), handler);
+      upstreamAgent().dispatch(postOptions(url, body, headers, signal, opts), handler);
     });
   } catch (err) {
     throw toUpstreamError(err, signal, opts.secrets);
@@ -260,7 +271,7 @@ export async function postStream(
           else reject(err);
         },
       };
-      upstreamAgent().dispatch(postOptions(url, body, headers, opts), handler);
+      upstreamAgent().dispatch(postOptions(url, body, headers, signal, opts), handler);
     });
   } catch (err) {
     throw toUpstreamError(err, signal, opts.secrets);

@@ -4,6 +4,7 @@ import type { AnswerScan } from '../guardrails/answer-filter.js';
 import type { SafeguardRecord, SafeguardResult } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import type { CallContext, ForwardedJson, ForwardRequest, NativeWire } from '../providers/types.js';
+import type { TraceParent } from '../telemetry/spans.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
 import type { Tried } from './fallback.js';
@@ -145,6 +146,8 @@ export interface InferenceCall {
   /** Cancelled when the caller goes away (an AbortSignal fits). */
   signal: CallSignal;
   hooks?: CallHooks;
+  /** The span the call's attempt spans go under (the request's, a batch item's); absent: not traced. */
+  trace?: TraceParent;
 }
 
 /** How a caller other than the HTTP endpoints (the batch worker) takes part in a call. */

@@ -25,6 +25,8 @@ import {
   type TranslationTarget,
   UpstreamError,
 } from '../providers/types.js';
+import { attemptServed, callAttributes } from '../telemetry/genai.js';
+import { annotate, type TracedSpan } from '../telemetry/spans.js';
 import type { GenerationRow } from './accounting.js';
 import { blockedBy, filterAnswer, filterChunks, filterFrames, type WholeAnswer } from './answer-filter.js';
 import { filterBody, promptChars } from './body-filter.js';
@@ -506,7 +508,7 @@ export class Engine {
     call: InferenceCall,
     prep: Prepared,
     translated: (provider: Provider, sent: unknown, ctx: CallContext, a: Attempt) => Promise<R>,
-  ): Promise<{ result: ForwardedJson | R; info: RouteInfo }> {
+  ): Promise<{ result: ForwardedJson | R; info: RouteInfo; span: TracedSpan | null }> {
     let sent: unknown;
     const routed = await routeWithFallbacks<ForwardedJson | R>(this.fallback, call, prep, (a, signal) => {
       const provider = this.deps.provider(a.candidate.endpoint.provider);
@@ -523,7 +525,7 @@ export class Engine {
       if (!a.lane) return translated(provider, sent, ctx, a);
       return (provider.forward as NonNullable<Provider['forward']>)(req, ctx);
     });
-    return { result: routed.result, info: this.info(call, prep, routed, sent) };
+    return { result: routed.result, info: this.info(call, prep, routed, sent), span: routed.span };
   }
 
   /**
@@ -535,7 +537,7 @@ export class Engine {
     prep: Prepared,
     scan: AnswerScan | null,
   ): Promise<Completed<ChatResponse>> {
-    const { result, info } = await this.held(prep, () =>
+    const { result, info, span } = await this.held(prep, () =>
       this.whole(call, prep, (provider, sent, ctx) =>
         provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
       ),
@@ -550,6 +552,7 @@ export class Engine {
         result.outputChars,
         result.finishReason,
         scan,
+        span,
       );
     const finish = result.choices[0]?.finish_reason ?? null;
     return this.served(
@@ -561,6 +564,7 @@ export class Engine {
       responseChars(result),
       finish,
       scan,
+      span,
     );
   }
 
@@ -573,7 +577,7 @@ export class Engine {
   /** An embeddings call (content filters apply to string inputs). */
   async embed(call: InferenceCall): Promise<Completed<EmbeddingsResponse>> {
     const prep = await this.prepare(call);
-    const { result, info } = await this.held(prep, () =>
+    const { result, info, span } = await this.held(prep, () =>
       this.whole(call, prep, (provider, sent, ctx, a) => {
         if (!provider.embeddings)
           throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
@@ -583,13 +587,23 @@ export class Engine {
       }),
     );
     if (isForwarded(result))
-      return this.served(call, prep, info, { lane: true, forwarded: result }, result.usage, 0, null);
+      return this.served(
+        call,
+        prep,
+        info,
+        { lane: true, forwarded: result },
+        result.usage,
+        0,
+        null,
+        null,
+        span,
+      );
     const usage: Usage = {
       prompt_tokens: result.usage.prompt_tokens,
       completion_tokens: 0,
       total_tokens: result.usage.total_tokens,
     };
-    return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null);
+    return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null, null, span);
   }
 
   /**
@@ -605,7 +619,8 @@ export class Engine {
     reported: Usage | null,
     outputChars: number,
     finishReason: string | null,
-    scan: AnswerScan | null = null,
+    scan: AnswerScan | null,
+    span: TracedSpan | null,
   ): Promise<Completed<R>> {
     const checked =
       reported && this.checked(info, reported, () => this.estimate(call, prep, outputChars, false));
@@ -631,6 +646,15 @@ export class Engine {
       error: checked?.invalid ?? null,
       upstreamId: answer.lane ? answer.forwarded.responseId : null,
     });
+    if (span) {
+      const body = (answer.lane ? answer.forwarded.json : answer.response) as { model?: unknown } | null;
+      attemptServed(span, info, usage, cost, {
+        finishReason,
+        responseModel: body?.model,
+        responseId: answer.lane ? answer.forwarded.responseId : null,
+      });
+      annotate(call.trace, () => callAttributes(info, usage, cost));
+    }
     if (scan?.blocked) throw blockedBy(scan);
     return { ...answer, info, usage, cost };
   }
@@ -691,6 +715,7 @@ export class Engine {
         readFrame,
         settle,
         scan && { scan, filter: (frames) => filterFrames(call.wire, scan, frames) },
+        routed.span,
       );
       return { lane: true, frames, info, final: () => final };
     }
@@ -702,6 +727,7 @@ export class Engine {
       readChunk,
       settle,
       scan && { scan, filter: (chunks) => filterChunks(scan, chunks) },
+      routed.span,
     );
     return { lane: false, chunks, info, final: () => final };
   }
@@ -720,7 +746,8 @@ export class Engine {
     source: AsyncIterable<T>,
     read: (item: T, m: Meter) => void,
     settle: (f: { usage: Usage; cost: Cost }) => void,
-    answer: { scan: AnswerScan; filter: (items: AsyncIterable<T>) => AsyncIterable<T> } | null = null,
+    answer: { scan: AnswerScan; filter: (items: AsyncIterable<T>) => AsyncIterable<T> } | null,
+    span: TracedSpan | null,
   ): AsyncGenerator<T> {
     this.streaming++;
     prep.onStreamStart?.();
@@ -760,22 +787,33 @@ export class Engine {
         : costOf(info.served.endpoint.pricing, usage);
       settle({ usage, cost });
       const cutShort = failure !== null || (m.finishReason === null && call.signal.aborted);
+      // The caller going away (or the shutdown grace closing its connection) is a cancellation.
+      const status =
+        call.signal.aborted && m.finishReason === null
+          ? 'cancelled'
+          : failure !== null
+            ? 'error'
+            : cutShort || m.finishReason === null
+              ? 'cancelled'
+              : 'success';
       const recorded = this.recordSuccess(call, prep, info, usage, cost, {
         streamed: true,
         finishReason: m.finishReason,
         estimated: estimated || invalid !== null,
-        // The caller going away (or the shutdown grace closing its connection) is a cancellation.
-        status:
-          call.signal.aborted && m.finishReason === null
-            ? 'cancelled'
-            : failure !== null
-              ? 'error'
-              : cutShort || m.finishReason === null
-                ? 'cancelled'
-                : 'success',
+        status,
         error: failure ? (failure as Error).message : invalid,
         upstreamId: m.responseId,
       });
+      // The serving attempt's span ends with the stream, with its usage (an error if it broke).
+      if (span) {
+        attemptServed(span, info, usage, cost, {
+          finishReason: m.finishReason,
+          responseId: m.responseId,
+          status,
+          ...(failure !== null ? { error: failure } : {}),
+        });
+        annotate(call.trace, () => callAttributes(info, usage, cost));
+      }
       if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
       // The stream's last frames ([DONE]) follow once the generation is journaled.
       await recorded;

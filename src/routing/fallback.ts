@@ -3,6 +3,8 @@ import type { SafeguardRecord, SafeguardResult } from '../guardrails/content-fil
 import { CallAbort, type CallSignal } from '../lib/call-abort.js';
 import { ApiError } from '../lib/errors.js';
 import { isTransientStatus, UpstreamError } from '../providers/types.js';
+import { attemptFailed, attemptSpan } from '../telemetry/genai.js';
+import type { TracedSpan } from '../telemetry/spans.js';
 import type { Body, CallChecks, CallHold, InferenceCall } from './call.js';
 import type { ModelEntry } from './catalog.js';
 import type { CredentialGate } from './credentials/service.js';
@@ -111,6 +113,8 @@ export interface Routed<T> {
   /** Every attempt made, in order (the serving one last). */
   tried: Tried[];
   startedAt: number;
+  /** The serving attempt's span, left open: the engine ends it with the call's usage (null: not traced). */
+  span: TracedSpan | null;
 }
 
 /**
@@ -330,6 +334,8 @@ export async function routeWithFallbacks<T>(
     const scope = openAttempt(call.signal, ctx.upstreamTimeoutMs);
     const release = call.hooks?.acquire ? await call.hooks.acquire(provider) : null;
     const t0 = performance.now();
+    // One span per attempt, siblings under the request's: a fallback shows as the next one.
+    const span = attemptSpan(call, prep, a, i);
     const attempted = (status: number | null) =>
       tried.push({
         model: a.candidate.model.id,
@@ -339,6 +345,7 @@ export async function routeWithFallbacks<T>(
         isByok: a.candidate.credential.isByok,
       });
     try {
+      span?.bindSignal(scope.signal);
       const result = await run(a, scope.signal);
       const seconds = (performance.now() - t0) / 1000;
       // An answer a hook stood in for (a provider batch's, replayed) says nothing of the provider's speed.
@@ -350,11 +357,12 @@ export async function routeWithFallbacks<T>(
       attempted(200);
       gate?.settle(a.candidate, null);
       gate?.served(call, a.candidate);
-      return { result, served: a, attempts, tried, startedAt };
+      return { result, served: a, attempts, tried, startedAt, span };
     } catch (raw) {
       if (call.signal.aborted) {
         gate?.release(a.candidate);
         attempted(null);
+        attemptFailed(span, raw, null);
         ctx.onCancelled(call, prep, a.candidate, attempts, startedAt, tried);
         throw raw;
       }
@@ -373,6 +381,7 @@ export async function routeWithFallbacks<T>(
         ctx.metrics.upstreamLatency.observe({ provider, outcome: 'error' }, (performance.now() - t0) / 1000);
         last = { err, provider, model: a.candidate.model.id, lane: a.lane };
       }
+      attemptFailed(span, err, err.status || null);
       const next = decide(err, {
         isLast,
         retried,
