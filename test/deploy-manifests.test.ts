@@ -4,6 +4,7 @@
  * references (ConfigMap, Secret, volumes, selectors, images) that resolve, and every Gatehouse
  * variable they set is one Gatehouse reads (a renamed variable fails here), with values it accepts.
  */
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -90,6 +91,10 @@ function containerPort(d: Doc, port: string | number): number {
   if (!p) throw new Error(`${d.metadata.name} has no container port ${port}`);
   return p.containerPort;
 }
+
+const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+if (!hasKubectl)
+  console.warn('\n!!! kubectl not found: SKIPPING the kustomize build of deploy/kubernetes !!!\n');
 
 describe('Kubernetes manifests', () => {
   it('are what kustomization.yaml lists, each parsing', () => {
@@ -219,6 +224,20 @@ describe('Kubernetes manifests', () => {
       expect(k).not.toMatch(/KEY|TOKEN|PASSWORD|DATABASE_URL|REDIS_URL/);
   });
 
+  it.skipIf(!hasKubectl)(
+    'build with kustomize (kubectl kustomize) into the image kustomization.yaml names',
+    () => {
+      const r = spawnSync('kubectl', ['kustomize', K8S], { encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      const built = parseAllDocuments(r.stdout).map((d) => d.toJS() as Doc);
+      expect(built).toHaveLength(resources.length);
+      for (const d of built) expect(d.metadata.labels['app.kubernetes.io/part-of']).toBe('gatehouse');
+      const image = `${kustomization.images[0].name}:${kustomization.images[0].newTag}`;
+      for (const d of built.filter((x) => x.kind === 'Deployment'))
+        expect(d.spec.template.spec.containers[0].image).toBe(image);
+    },
+  );
+
   it('hold settings Gatehouse accepts, and a Secret template it refuses to start on', () => {
     const env = { ...configMap.data, ...secret.stringData };
     // The template's placeholders stop the start: they cannot be deployed by mistake.
@@ -234,6 +253,51 @@ describe('Kubernetes manifests', () => {
     expect(config.batches.worker).toBe(false);
     const media = loadMediaConfig(filled);
     expect(media).toMatchObject({ port: 8081, auth: 'keys' });
+  });
+});
+
+/** The base image argument, as the Dockerfile's FROM lines name it. */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's syntax, not a template
+const NODE_IMAGE_ARG = '${NODE_IMAGE}';
+
+describe('the Dockerfile', () => {
+  it('gets what the build reads, and no local data or keys, in its build context', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
+    for (const needed of [
+      'src',
+      'console',
+      'scripts',
+      'package.json',
+      'package-lock.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+    ])
+      expect(ignored, needed).not.toContain(needed);
+    for (const kept of ['node_modules', 'dist', 'data', '.env', '.git']) expect(ignored).toContain(kept);
+  });
+
+  it('installs with the lock file and runs the package it built', () => {
+    const build = stage(dockerfile, 'build');
+    expect(build.from).toBe(NODE_IMAGE_ARG);
+    expect(argsOf(stage(dockerfile, 'global'), 'ARG')).toEqual(['NODE_IMAGE=node:20-bookworm-slim']);
+    expect(argsOf(build, 'RUN')).toContain('npm ci --no-audit --no-fund');
+    expect(argsOf(stage(dockerfile, 'deps'), 'RUN')).toEqual([
+      'npm ci --omit=dev --no-audit --no-fund --prefer-offline',
+    ]);
+    expect(runtime.from).toBe(NODE_IMAGE_ARG);
+    expect(argsOf(runtime, 'COPY')).toEqual(['--from=deps /app /app']);
+    expect(imageEnv).toMatchObject({ NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' });
+    // The flag `npm start` runs with (package.json), as the image's entry point.
+    const start = JSON.parse(read('package.json')).scripts.start as string;
+    expect(start).toContain('MALLOC_ARENA_MAX=2 node --max-semi-space-size=32 dist/cli.js serve');
+    expect(execForm(onlyArgs(runtime, 'ENTRYPOINT'))).toEqual([
+      'node',
+      '--max-semi-space-size=32',
+      'dist/cli.js',
+    ]);
+    expect(execForm(onlyArgs(runtime, 'CMD'))).toEqual(['serve']);
   });
 });
 
