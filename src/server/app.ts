@@ -13,6 +13,7 @@ import { activityRoutes } from '../activity/routes.js';
 import { batchesRoutes } from '../batches/routes.js';
 import { byokRoutes } from '../byok/routes.js';
 import { catalogRoutes } from '../catalog/routes.js';
+import { workerIndex } from '../cluster/ipc.js';
 import { contentLogRoutes } from '../content-log/routes.js';
 import { budgetsRoutes } from '../credits/budgets.routes.js';
 import { creditsRoutes } from '../credits/routes.js';
@@ -132,7 +133,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     services.keys,
     services.roles,
     config.adminToken,
-    new AdminThrottle(config.adminAuthFailures),
+    new AdminThrottle(config.adminAuthFailures, 60, workerIndex() !== null),
   );
 
   landingPage(app, config);
