@@ -101,7 +101,10 @@ export async function startGateway(config: Config, opts: GatewayOptions = {}): P
   const g = await prepareGateway(config, opts);
   // Metrics first: a port in use stops the start before the API accepts anything. A worker of
   // `serve --workers N` answers the primary instead, which serves them all aggregated.
-  if (workerIndex() !== null) AggregatorRegistry.setRegistries([g.services.metrics]);
+  if (workerIndex() !== null) {
+    new AggregatorRegistry(); // installs the listener answering the primary's requests
+    AggregatorRegistry.setRegistries([g.services.metrics]);
+  }
   const metrics =
     config.metrics && workerIndex() === null
       ? await startMetricsListener(g.services.metrics, config.metrics).catch(async (err) => {
