@@ -18,7 +18,10 @@ describe('SharedState (the primary of serve --workers)', () => {
     expect(await s.handle(2, 'limits.acquire', ['k:a', 'c3', 2, 60_000, now])).toBe(false);
     const checks = [{ pool: 'key:a', headroom: 1 }];
     expect(await s.handle(1, 'resv.reserve', ['r1', checks, 0.6, 60_000])).toBeNull();
-    expect(await s.handle(2, 'resv.reserve', ['r2', checks, 0.6, 60_000])).toEqual({ index: 0, reserved: 0.6 });
+    expect(await s.handle(2, 'resv.reserve', ['r2', checks, 0.6, 60_000])).toEqual({
+      index: 0,
+      reserved: 0.6,
+    });
 
     expect(s.forgetWorker(1)).toEqual({ slots: 1, reservations: 1 });
     expect(await s.handle(2, 'limits.acquire', ['k:a', 'c3', 2, 60_000, now])).toBe(true);
