@@ -29,11 +29,15 @@ export type IpcMessage =
 export const isIpcMessage = (m: unknown): m is IpcMessage =>
   !!m && typeof m === 'object' && typeof (m as { gh?: unknown }).gh === 'string';
 
-/** The index (0…N-1) of this cluster worker, null outside `serve --workers N`. */
+/**
+ * The index (0…N-1) of this worker of `serve --workers N`, null otherwise — a cluster worker of
+ * another supervisor (pm2's cluster mode) included: its primary would answer none of our messages.
+ */
 export function workerIndex(): number | null {
-  if (!cluster.isWorker) return null;
   const n = Number(process.env.GATEHOUSE_WORKER_INDEX);
-  return Number.isInteger(n) && n >= 0 ? n : 0;
+  if (!cluster.isWorker || process.env.GATEHOUSE_WORKER_INDEX === undefined || !Number.isInteger(n) || n < 0)
+    return null;
+  return n;
 }
 
 interface Pending {
