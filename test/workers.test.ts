@@ -12,7 +12,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN } from './support/gateway.js';
+import { ADMIN_TOKEN, databases } from './support/gateway.js';
 import { type MockUpstream, startMockUpstream } from './support/mock-upstream.js';
 import {
   type GatehouseProcess,
@@ -244,7 +244,7 @@ const recorded = (db: SharedDatabase, ids: string[]) =>
 
 afterAll(killAll);
 
-describe('serve --workers 2 on SQLite, without Redis', () => {
+describe.each(databases)('serve --workers 2 on %s, without Redis', (kind) => {
   let db: SharedDatabase;
   let mock: MockUpstream;
   let gw: GatehouseProcess;
@@ -254,12 +254,12 @@ describe('serve --workers 2 on SQLite, without Redis', () => {
 
   beforeAll(async () => {
     mock = await startMockUpstream();
-    db = await sharedDatabase('sqlite');
+    db = await sharedDatabase(kind);
     ({
       p: gw,
       log,
       metricsUrl,
-    } = await startWorkers('workers', db, keys, {
+    } = await startWorkers(`workers-${kind}`, db, keys, {
       GATEHOUSE_CONFIG: configFile(mock.url),
       // The node-wide per-key limiter (rate-limiter-flexible): 60 requests an hour for each key.
       GATEHOUSE_RATE_LIMIT_REQUESTS: '60',
