@@ -19,7 +19,7 @@ import { request } from 'undici';
 import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js';
 import { log, measuring, type ProcessUse, poolUse, post, processCells } from './processes.js';
 
-export const SCENARIO_NAMES = ['chat', 'lanes', 'messages', 'policy', 'mgmt-read'] as const;
+export const SCENARIO_NAMES = ['chat', 'lanes', 'messages', 'policy', 'mgmt-read', 'workers'] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 export const MANAGEMENT_KEY = `sk-gh-v1-${randomBytes(32).toString('hex')}`;
@@ -273,7 +273,7 @@ export function otherScenariosTable(cells: OtherCell[]): string[] {
   const lines = [
     '## Other scenarios',
     '',
-    'Gatehouse only, non-streaming, latency in µs (request to end of body). `direct` is the plain non-streaming OpenAI call to the mock at the same concurrency, measured interleaved with the rows below it; "added" = the row\'s percentile minus direct\'s. `messages`: `POST /api/v1/messages` (Anthropic format) served by the OpenAI-compatible mock (translation both ways). `policy`: chat completions with a key whose guardrail has allowed_models and a content filter (builtin email + a custom pattern, redact) on a prompt containing both. `mgmt-read`: `GET /api/v1/guardrails/{id}` with the management key.',
+    'Gatehouse only, non-streaming, latency in µs (request to end of body). `direct` is the plain non-streaming OpenAI call to the mock at the same concurrency, measured interleaved with the rows below it; "added" = the row\'s percentile minus direct\'s. `messages`: `POST /api/v1/messages` (Anthropic format) served by the OpenAI-compatible mock (translation both ways). `policy`: chat completions with a key whose guardrail has allowed_models and a content filter (builtin email + a custom pattern, redact) on a prompt containing both. `mgmt-read`: `GET /api/v1/guardrails/{id}` with the management key. `workers`: chat completions on the pass-through lane through `serve` (one process) and `serve --workers 2` (CPU and peak RSS summed over the primary and its workers).',
     '',
     '| scenario | conc. | target | p50 µs | p90 µs | p99 µs | p50 added µs | p90 added µs | p99 added µs | req/s | CPU cores | CPU µs/req | peak RSS MB | errors |',
     '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, hostname, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -187,17 +187,49 @@ export const processCells = (x: {
   peakRssMB: number | null;
 }) => `${x.cpuCores ?? '–'} | ${x.cpuUsPerRequest ?? '–'} | ${x.peakRssMB ?? '–'}`;
 
-/** Runs `fn` while measuring one process's CPU and peak memory. */
+/**
+ * Runs `fn` while measuring one process's CPU and peak memory — with its child processes' (the
+ * workers of `serve --workers N`: cores summed, peak RSS summed over the processes).
+ */
 export async function measuring<T>(
   pid: number | undefined,
   fn: () => Promise<T>,
 ): Promise<[T, ProcessUse | null]> {
   if (!pid) return [await fn(), null];
-  resetPeak(pid);
-  const meter = cpuMeter({ target: pid });
+  const tree = [pid, ...descendants(pid)];
+  for (const p of tree) resetPeak(p);
+  const meter = cpuMeter(Object.fromEntries(tree.map((p) => [String(p), p])));
   const r = await fn();
   const use = meter();
-  return [r, { cores: use.cores.target ?? 0, peakKiB: procMem(pid).hwmKiB }];
+  return [
+    r,
+    {
+      cores: Object.values(use.cores).reduce((n, c) => n + c, 0),
+      peakKiB: tree.reduce((n, p) => n + procMem(p).hwmKiB, 0),
+    },
+  ];
+}
+
+/** The processes below `pid` (from /proc: each one's parent). */
+export function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parentOf.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {}
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, parent] of parentOf)
+      if (parent === p) {
+        out.push(child);
+        walk(child);
+      }
+  };
+  walk(pid);
+  return out;
 }
 
 export const API_KEY = `sk-gh-v1-bench-${randomBytes(16).toString('hex')}`;
@@ -210,6 +242,8 @@ export interface GatehouseExtra {
   nodeArgs?: string[];
   /** Write the gateway's stdout and stderr to `<data dir>/gateway.log` (e.g. for --trace-gc). */
   log?: boolean;
+  /** Arguments after `serve`, e.g. `--workers 2`. */
+  args?: string[];
 }
 
 /** Space-separated Node options from an environment variable (BENCH_NODE_ARGS and the like). */
@@ -270,7 +304,7 @@ export async function startGatehouse(
   const configFile = writeBenchCatalog(dataDir, mockBaseUrl);
   const port = await freePort();
   const logFile = extra.log ? join(dataDir, 'gateway.log') : undefined;
-  const nodeArgs = [...GATEHOUSE_NODE_FLAGS, ...(extra.nodeArgs ?? []), cli, 'serve'];
+  const nodeArgs = [...GATEHOUSE_NODE_FLAGS, ...(extra.nodeArgs ?? []), cli, 'serve', ...(extra.args ?? [])];
   const { child, tail } = startChild(
     name,
     process.execPath,

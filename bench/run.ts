@@ -29,7 +29,8 @@
  * above, `lanes` the pass-through lanes beside translations, the floor and Portkey (bench/lanes.ts),
  * the others are Gatehouse-only, see bench/other-scenarios.ts), BENCH_PG_URL (the PostgreSQL server
  * for the `mgmt-read` PostgreSQL row, postgres://postgres@127.0.0.1:5432/test; a fresh database is
- * created on it and dropped afterwards).
+ * created on it and dropped afterwards). `workers` (not in the default set: it starts a third
+ * gateway) compares `serve --workers 2` with one process at concurrency 64.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -105,7 +106,7 @@ const OPTS = {
   baseline: env.BENCH_BASELINE ? resolve(env.BENCH_BASELINE) : null,
   /** Node flags added to the baseline's (a repeated V8 flag's last value wins): A/B of a flag. */
   baselineNodeArgs: nodeArgsFromEnv('BENCH_BASELINE_NODE_ARGS'),
-  scenarios: (env.BENCH_SCENARIOS ?? SCENARIO_NAMES.join(','))
+  scenarios: (env.BENCH_SCENARIOS ?? SCENARIO_NAMES.filter((s) => s !== 'workers').join(','))
     .split(',')
     .map((x) => x.trim())
     .filter(Boolean) as ScenarioName[],
@@ -706,6 +707,39 @@ async function main() {
       }
       for (const t of reads) await checkTarget(t);
       others.push(...(await measureGroup(reads, [64], opts)));
+    }
+    if (has('workers')) {
+      // The same lane through one process and through `serve --workers 2` (a primary and two
+      // workers sharing the port), interleaved; the load generator shares the machine with them.
+      const ghW = await startGatehouseProcess('gatehouse-workers', mock.baseUrl, workDir, 'warn', undefined, {
+        args: ['--workers', '2'],
+        env: { GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY: MANAGEMENT_KEY },
+      });
+      log(`gatehouse-workers at ${ghW.origin} (serve --workers 2)`);
+      const lane = (target: string, origin: string, pid: number | undefined): LoadTarget => ({
+        scenario: 'workers',
+        target,
+        origin,
+        path: '/api/v1/chat/completions',
+        method: 'POST',
+        headers: ghHeaders,
+        body: bodyFor('bench/fast', 'json'),
+        pid,
+      });
+      const group = [
+        { ...directJson, scenario: 'workers' },
+        lane('gatehouse (1 process)', gh.origin, gh.pid),
+        lane('gatehouse --workers 2', ghW.origin, ghW.pid),
+      ];
+      for (const t of group) await checkTarget(t);
+      const measured = await measureGroup(group, [64], opts);
+      others.push(...measured);
+      const one = measured.find((c) => c.target === 'gatehouse (1 process)');
+      const two = measured.find((c) => c.target === 'gatehouse --workers 2');
+      if (one && two && one.rps > 0)
+        notes.push(
+          `workers: \`serve --workers 2\` served ${(two.rps / one.rps).toFixed(2)}× the requests per second of one process at concurrency 64 (${two.rps} vs ${one.rps} req/s; CPU ${two.cpuUsPerRequest ?? '–'} vs ${one.cpuUsPerRequest ?? '–'} µs per request).`,
+        );
     }
 
     const date = new Date().toISOString().slice(0, 10);

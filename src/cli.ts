@@ -3,6 +3,7 @@
 // the default semi-space and get promoted (then collected by full GCs). 64 MB measured up to 1.2×
 // throughput at concurrency 64–256 on one VM but a 200 MB batch upload then peaked at 330 MB of RSS,
 // above its 300 MB bound (bench/NOTES.md §8). `npm start` passes it too.
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config.js';
 import { createLog } from './lib/log.js';
@@ -12,7 +13,8 @@ import type { buildServices } from './services.js';
 
 const usage = `Usage: gatehouse <command>
 
-  serve                              run the gateway (default), batch worker and media service included
+  serve [--workers N|auto]           run the gateway (default), batch worker and media service included;
+                                     --workers: N processes share the port (auto: one per core)
   media                              run only the media service (GATEHOUSE_MEDIA=off on the gateways)
   worker                             run only the batch worker (GATEHOUSE_WORKER=off on the gateways)
   migrate                            bring the database schema up to date and exit
@@ -112,6 +114,14 @@ async function serve() {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
   await reloadOnSighup(gateway.services.catalog, config.env, gateway.app.log);
+  // A worker of `serve --workers N`: the primary counts the workers that serve.
+  if (cluster.isWorker) (await import('./cluster/ipc.js')).clusterLink()?.ready();
+}
+
+/** `serve --workers N` (N > 1): the primary forks the workers, which run `serve` each. */
+async function serveWorkers(workers: number) {
+  const { runPrimary } = await import('./cluster/primary.js');
+  await runPrimary({ workers, announceKeysFile });
 }
 
 /** The batch worker alone: claims and runs batch requests until SIGTERM/SIGINT. */
@@ -259,6 +269,7 @@ async function main(argv: string[]) {
       note: { type: 'string' },
       interns: { type: 'boolean' },
       management: { type: 'boolean' },
+      workers: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -270,8 +281,13 @@ async function main(argv: string[]) {
   if (values.help) return void process.stdout.write(`${usage}\n`);
 
   switch (`${command}${sub ? ` ${sub}` : ''}`) {
-    case 'serve':
-      return serve();
+    case 'serve': {
+      // The workers are forked with the primary's arguments: they serve.
+      if (cluster.isWorker) return serve();
+      const { parseWorkers } = await import('./cluster/primary.js');
+      const workers = parseWorkers(values.workers ?? process.env.GATEHOUSE_WORKERS);
+      return workers > 1 ? serveWorkers(workers) : serve();
+    }
     case 'worker':
       return worker();
     case 'media':

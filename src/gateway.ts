@@ -1,4 +1,6 @@
+import { AggregatorRegistry } from 'prom-client';
 import { type BootstrapResult, ensureBootstrap } from './accounts/bootstrap.js';
+import { workerIndex } from './cluster/ipc.js';
 import type { Config } from './config.js';
 import { type DbHandle, openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -44,9 +46,15 @@ export async function prepareGateway(
   const log = createLog(opts.log ?? { level: config.logLevel });
   // Traces when the OTEL_* variables ask for them (the SDK is not even loaded otherwise).
   const tracing = await startTracing(log);
-  const handle = openDatabase(config.databaseUrl, { schema: opts.schema, backgroundCheckpoints: true });
+  // A worker of `serve --workers N`: the primary migrated before forking, and one worker (the
+  // first) checkpoints the SQLite WAL for all of them.
+  const clusterWorker = workerIndex();
+  const handle = openDatabase(config.databaseUrl, {
+    schema: opts.schema,
+    backgroundCheckpoints: (clusterWorker ?? 0) === 0,
+  });
   try {
-    await migrateToLatest(handle);
+    if (clusterWorker === null) await migrateToLatest(handle);
     const services = buildServices(handle, config, log);
     const bootstrap = await ensureBootstrap(services);
     // Usage a killed process answered for but had not written yet (its local journal).
@@ -97,13 +105,19 @@ async function closeWithin(app: App, graceMs: number): Promise<void> {
 
 export async function startGateway(config: Config, opts: GatewayOptions = {}): Promise<Gateway> {
   const g = await prepareGateway(config, opts);
-  // Metrics first: a port in use stops the start before the API accepts anything.
-  const metrics = config.metrics
-    ? await startMetricsListener(g.services.metrics, config.metrics).catch(async (err) => {
-        await g.close();
-        throw err;
-      })
-    : null;
+  // Metrics first: a port in use stops the start before the API accepts anything. A worker of
+  // `serve --workers N` answers the primary instead, which serves them all aggregated.
+  if (workerIndex() !== null) {
+    new AggregatorRegistry(); // installs the listener answering the primary's requests
+    AggregatorRegistry.setRegistries([g.services.metrics]);
+  }
+  const metrics =
+    config.metrics && workerIndex() === null
+      ? await startMetricsListener(g.services.metrics, config.metrics).catch(async (err) => {
+          await g.close();
+          throw err;
+        })
+      : null;
   if (metrics) g.app.addHook('onClose', () => metrics.close());
   const address = await g.app.listen({ port: config.port, host: config.host }).catch(async (err) => {
     await g.close();

@@ -16,6 +16,7 @@ import { auditRoutes } from './audit/routes.js';
 import { batchesRoutes } from './batches/routes.js';
 import { byokRoutes } from './byok/routes.js';
 import { catalogRoutes } from './catalog/routes.js';
+import { workerIndex } from './cluster/ipc.js';
 import { contentLogRoutes } from './content-log/routes.js';
 import { budgetsRoutes } from './credits/budgets.routes.js';
 import { creditsRoutes } from './credits/routes.js';
@@ -137,7 +138,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
     services.keys,
     services.roles,
     config.adminToken,
-    new AdminThrottle(config.adminAuthFailures),
+    new AdminThrottle(config.adminAuthFailures, 60, workerIndex() !== null),
   );
   installAudit(app, services.audit);
 

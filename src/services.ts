@@ -12,6 +12,7 @@ import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
 import { ClusterBus } from './cluster/bus.js';
 import { applyClusterEvent } from './cluster/caches.js';
+import { clusterLink, IpcLimitStore, IpcReservations } from './cluster/ipc.js';
 import type { Config } from './config.js';
 import { ContentLog } from './content-log/service.js';
 import { BudgetsService } from './credits/budgets.service.js';
@@ -60,8 +61,11 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   // Hot-path caches of the routing engine: effective policies and spend counters.
   const policy = new PolicyService(db);
   const spend = new SpendTracker(db, { credits: config.credits });
-  // Other nodes hear of this node's writes and spend at once through Redis (no-op without REDIS_URL).
-  const cluster = new ClusterBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger: log });
+  // A worker of `serve --workers N` without Redis: the shared state is in the primary process.
+  const ipc = config.redisUrl ? null : clusterLink();
+  // Other nodes (or workers) hear of this one's writes and spend at once through Redis, or the
+  // primary process (a no-op on a single process without REDIS_URL).
+  const cluster = new ClusterBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger: log, ipc });
   const policyWrites = {
     invalidate: () => {
       policy.invalidate();
@@ -107,6 +111,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:rl`,
     logger: log,
+    cluster: ipc !== null,
   });
   // Journaled on local disk until written: a killed process loses no answered call's usage.
   const journal = new UsageJournal(join(config.dataDir, 'journal'));
@@ -133,16 +138,20 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
       cluster.publish({ kind: 'spend', event });
     }
   });
-  // Worst-case costs of calls in flight: shared through Redis by the nodes when there is one.
+  // Worst-case costs of calls in flight: shared through Redis by the nodes when there is one, by
+  // the primary process between the workers of `serve --workers N` otherwise.
   const reservations = config.redisUrl
     ? new RedisReservations({
         redisUrl: config.redisUrl,
         prefix: config.redisPrefix,
         logger: log.child({ component: 'spend-reservations' }),
       })
-    : new MemoryReservations();
+    : ipc
+      ? new IpcReservations(ipc, log.child({ component: 'spend-reservations' }))
+      : new MemoryReservations();
   const admission = new SpendAdmission(spend, reservations, config.spendReservations.ttlMs);
-  // Usage limits of keys (rpm, tpm, calls in flight): shared through Redis by the nodes when there is one.
+  // Usage limits of keys (rpm, tpm, calls in flight): shared through Redis by the nodes when there
+  // is one, by the primary process between the workers of `serve --workers N` otherwise.
   const usageLimits = new UsageLimits(
     config.redisUrl
       ? new RedisLimitStore({
@@ -150,7 +159,9 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
           prefix: config.redisPrefix,
           logger: log.child({ component: 'usage-limits' }),
         })
-      : new MemoryLimitStore(),
+      : ipc
+        ? new IpcLimitStore(ipc, log.child({ component: 'usage-limits' }))
+        : new MemoryLimitStore(),
     config.spendReservations.ttlMs,
   );
   const guard = new PolicyGuard(policy, spend, keys, limiter, admission, usageLimits);
@@ -199,6 +210,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:batches`,
     logger: log,
+    cluster: ipc !== null,
   });
   const batches = new BatchesService({
     db,
@@ -218,6 +230,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:vault`,
     logger: log,
+    cluster: ipc !== null,
   });
   const internAccess = new InternAccess(db);
   const vault = new VaultService({

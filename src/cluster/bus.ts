@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import type { SpendEvent } from '../credits/spend.js';
+import type { IpcLink } from './ipc.js';
 
 /**
  * The cluster bus: what one node must tell the others at once, over Redis pub/sub (REDIS_URL).
@@ -20,7 +21,11 @@ import type { SpendEvent } from '../credits/spend.js';
  * caches fall back to their TTLs: the outage is logged once, messages are dropped, and once Redis
  * is back each node drops its caches and reloads its counters (a `resync`, delivered locally when
  * its subscription is re-established and broadcast by a node that dropped messages), so nothing
- * missed during the outage outlives it. Without a Redis URL the bus does nothing.
+ * missed during the outage outlives it.
+ *
+ * Without a Redis URL, a worker of `serve --workers N` sends its messages to the primary process
+ * over the cluster's IPC channel, and the primary relays them to the other workers (`ipc`); the
+ * same envelopes, one message per synchronous run. Otherwise the bus does nothing.
  *
  * Channel: `<prefix>:cluster` (GATEHOUSE_REDIS_PREFIX keeps deployments or test runs apart on one
  * Redis). Payload: `{"v":1,"node":"…","events":[…]}`.
@@ -53,6 +58,8 @@ export interface ClusterBusOptions {
   logger?: ClusterLogger;
   /** Longest wait between reconnection attempts, ms (tests shorten it). */
   retryMaxMs?: number;
+  /** Without Redis: the link to the primary of `serve --workers N`, which relays to the other workers. */
+  ipc?: IpcLink | null;
 }
 
 interface Envelope {
@@ -111,6 +118,7 @@ export class ClusterBus {
 
   private readonly pub: Redis | null = null;
   private readonly sub: Redis | null = null;
+  private readonly ipc: IpcLink | null = null;
   private readonly log: ClusterLogger;
   private readonly handlers: ((e: ClusterEvent) => void)[] = [];
   private queue: ClusterEvent[] = [];
@@ -127,7 +135,13 @@ export class ClusterBus {
   constructor(opts: ClusterBusOptions) {
     this.log = opts.logger ?? consoleLogger;
     this.channel = `${opts.prefix ?? 'gatehouse'}:cluster`;
-    if (!opts.redisUrl) return;
+    if (!opts.redisUrl) {
+      if (opts.ipc) {
+        this.ipc = opts.ipc;
+        opts.ipc.onBus((text) => this.receive(this.channel, text));
+      }
+      return;
+    }
     const retryMaxMs = opts.retryMaxMs ?? 5_000;
     const common = {
       connectTimeout: 2_000,
@@ -164,13 +178,14 @@ export class ClusterBus {
     this.sub.on('message', (channel: string, text: string) => this.receive(channel, text));
   }
 
-  /** Whether a Redis URL was given (the bus is live, even while Redis is down). */
+  /** Whether a Redis URL was given, or an IPC link (the bus is live, even while Redis is down). */
   get enabled(): boolean {
-    return this.pub !== null;
+    return this.pub !== null || this.ipc !== null;
   }
 
   /** Subscribed and able to publish right now. */
   get connected(): boolean {
+    if (this.ipc) return this.ipc.connected;
     return this.pub?.status === 'ready' && this.subscribed;
   }
 
@@ -181,7 +196,7 @@ export class ClusterBus {
 
   /** Tells the other nodes (no-op without Redis). Returns at once; never throws. */
   publish(event: ClusterEvent): void {
-    if (!this.pub || this.closed) return;
+    if ((!this.pub && !this.ipc) || this.closed) return;
     if (this.queue.length >= MAX_QUEUED) this.drop();
     this.queue.push(event);
     this.schedule();
@@ -204,6 +219,11 @@ export class ClusterBus {
 
   /** Sends what is queued (waiting up to 1 s for a first connection: one-shot CLI commands), then disconnects. */
   async close(): Promise<void> {
+    if (this.ipc && !this.closed) {
+      await this.flush();
+      this.closed = true;
+      return;
+    }
     if (!this.pub || !this.sub || this.closed) return;
     if (this.queue.length > 0 && !this.connectedOnce) {
       const deadline = Date.now() + 1_000;
@@ -236,6 +256,14 @@ export class ClusterBus {
   }
 
   private async flush(): Promise<void> {
+    if (this.ipc) {
+      if (this.queue.length === 0) return;
+      const envelope: Envelope = { v: 1, node: this.nodeId, events: this.queue };
+      this.queue = [];
+      this.ipc.sendBus(JSON.stringify(envelope));
+      this.stats.published += envelope.events.length;
+      return;
+    }
     const pub = this.pub;
     if (!pub || (this.queue.length === 0 && !this.lost)) return;
     if (pub.status !== 'ready') {

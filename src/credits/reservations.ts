@@ -107,6 +107,23 @@ export class MemoryReservations implements ReservationStore {
     this.releaseNow(id, pools);
   }
 
+  /**
+   * Keeps a settled call's actual cost counted for `holdMs` (the reservations of `serve --workers`,
+   * held for all workers by the primary: as RedisReservations' settled hold, until the cluster bus
+   * brought the other workers the call's spend).
+   */
+  holdNow(id: string, pools: string[], amountUsd: number, holdMs: number): void {
+    if (amountUsd <= 0) {
+      this.releaseNow(id, pools);
+      return;
+    }
+    const expiresAt = this.now() + holdMs;
+    for (const pool of pools) {
+      const held = this.pools.get(pool);
+      if (held?.has(id)) held.set(id, { amount: amountUsd, expiresAt });
+    }
+  }
+
   async close(): Promise<void> {}
 }
 

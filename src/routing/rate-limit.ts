@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import {
   type RateLimiterAbstract,
+  RateLimiterCluster,
   RateLimiterMemory,
   RateLimiterRedis,
   RateLimiterRes,
@@ -18,6 +19,11 @@ import { failFastRedis } from '../lib/redis.js';
  * serving and keeps limiting, but an N-node deployment then admits up to N times the limit per key
  * until Redis is back. We fail open to the insurance limiter rather than closed because a
  * rate-limit store outage should not take inference down. The switch is logged once per outage.
+ *
+ * Without Redis, the workers of `serve --workers N` share counters held by the primary process
+ * (rate-limiter-flexible's RateLimiterCluster over the cluster's IPC channel; the primary runs
+ * its RateLimiterClusterMaster). Should the primary not answer within a second, the request is let
+ * through (logged), as when the limiter itself fails.
  *
  * `points` or `durationSeconds` of 0 turns rate limiting off.
  */
@@ -40,6 +46,8 @@ export interface RateLimiterOptions {
   /** Redis command timeout before the in-memory insurance takes over, ms. */
   redisTimeoutMs?: number;
   logger?: RateLimiterLogger;
+  /** Without Redis: count in the primary process of `serve --workers N` (this is one of its workers). */
+  cluster?: boolean;
 }
 
 const consoleLogger: RateLimiterLogger = {
@@ -75,7 +83,9 @@ export class RateLimiter {
     }
     const limits = { points: opts.points, duration: opts.durationSeconds, keyPrefix };
     if (!opts.redisUrl) {
-      this.limiter = new RateLimiterMemory(limits);
+      this.limiter = opts.cluster
+        ? new RateLimiterCluster({ ...limits, timeoutMs: 1_000 })
+        : new RateLimiterMemory(limits);
       return;
     }
     // Fails fast while disconnected: the insurance limiter answers meanwhile.

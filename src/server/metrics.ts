@@ -53,7 +53,8 @@ export interface MetricsListener {
  * routes, hooks or logging of its own) answering only GET/HEAD /metrics; anything else is 404.
  */
 export async function startMetricsListener(
-  registry: Registry,
+  /** A registry, or what `serve --workers N`'s primary serves: every worker's metrics aggregated. */
+  registry: { metrics(): Promise<string>; contentType: string },
   opts: { host: string; port: number },
 ): Promise<MetricsListener> {
   const server = createServer((req, res) => {

@@ -189,7 +189,15 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
  */
 export async function startProcess(
   command: 'serve' | 'worker',
-  opts: { name: string; db: SharedDatabase; keys: Keys; env?: Record<string, string>; readyMs?: number },
+  opts: {
+    name: string;
+    db: SharedDatabase;
+    keys: Keys;
+    env?: Record<string, string>;
+    readyMs?: number;
+    /** Arguments after the command (e.g. `--workers 2`). */
+    args?: string[];
+  },
 ): Promise<GatehouseProcess> {
   const port = command === 'serve' ? await freePort() : 0;
   const env = childEnv({
@@ -208,7 +216,7 @@ export async function startProcess(
     GATEHOUSE_METRICS_PORT: '0',
     ...opts.env,
   });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command, ...(opts.args ?? [])], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
