@@ -1,10 +1,9 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import { applyFilter, type GenerationFilter, shownModel } from './filter.js';
-import { type Cell, cellOf, histogramText, rawHistogram } from './hours.store.js';
+import { type Bucket, type Cell, cellOf, type GroupBy, histogramText, rawHistogram } from './hours.store.js';
 
-export type Bucket = 'hour' | 'day';
-export type GroupBy = 'model' | 'provider' | 'key' | 'workspace';
+export type { Bucket, GroupBy } from './hours.store.js';
 
 /** created_at is ISO 8601 text: its first 13 characters are the hour, its first 10 the day. */
 const bucketOf = (b: Bucket): RawBuilder<string> =>

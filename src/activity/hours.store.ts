@@ -2,9 +2,12 @@ import type SQLite from 'better-sqlite3';
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/connection.js';
 import type { GenerationsTable } from '../db/schema.js';
-import type { Bucket, GroupBy } from './analytics.store.js';
 import type { GenerationFilter } from './filter.js';
 import { BOUNDS, bucketOf, HISTOGRAM_COLUMNS } from './latency-buckets.js';
+
+/** A series' time bucket, and what its lines are grouped by (the analytics routes' parameters). */
+export type Bucket = 'hour' | 'day';
+export type GroupBy = 'model' | 'provider' | 'key' | 'workspace';
 
 /**
  * The hourly rollup (generation_hours, migration 0018): what the analytics read for whole hours

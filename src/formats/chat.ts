@@ -10,7 +10,7 @@
  * request), `top_k`, and a tool's `origin` (how a Responses caller declared it).
  */
 
-import type { SafeguardResult } from '../guardrails/content-filters.js';
+import type { SafeguardResult } from './safeguards.js';
 
 export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 

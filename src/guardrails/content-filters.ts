@@ -1,5 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { ChatMessage, ContentPart } from '../formats/chat.js';
+import type { SafeguardResult, SafeguardStatus } from '../formats/safeguards.js';
 import { compileCustomPattern, re2Spans } from './custom-patterns.js';
 import {
   type ApplyTo,
@@ -11,6 +12,8 @@ import {
   type StoredBuiltinFilter,
 } from './fields.js';
 import { findSpans, type PreparedText, prepareText, redactSpans, type Span, toOriginal } from './matching.js';
+
+export type { SafeguardResult, SafeguardStatus } from '../formats/safeguards.js';
 
 /**
  * Guardrail content filters: custom regular expressions and the built-in detectors, compiled once
@@ -87,19 +90,6 @@ export interface CompiledFilter {
    * RE2): the filter fails closed, refusing every call it applies to until the guardrail is fixed.
    */
   broken?: string;
-}
-
-export type SafeguardStatus = 'redacted' | 'blocked' | 'flagged' | 'passed';
-
-/** One filter's outcome (the seed's `safeguard_results` item, loosely). Never carries matched text. */
-export interface SafeguardResult {
-  type: 'content_filter';
-  status: { type: SafeguardStatus };
-  label: string;
-  slug?: string;
-  matches: number;
-  /** Present on the results of filters applied to the model's answer. */
-  stage?: 'response';
 }
 
 /**

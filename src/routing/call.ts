@@ -7,7 +7,6 @@ import type { CallContext, ForwardedJson, ForwardRequest, NativeWire } from '../
 import type { TraceParent } from '../telemetry/spans.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
-import type { Tried } from './fallback.js';
 import type { ProviderPreferences } from './preferences.js';
 import type { Candidate, Credential, Exclusion } from './select.js';
 
@@ -200,4 +199,21 @@ export interface RouteInfo {
   lane: boolean;
   /** The caller's fields the translation could not carry (hints without an equivalent); [] on a lane. */
   dropped: string[];
+}
+
+/** One attempt made, as the generation lists it: which model on which provider, and how it ended. */
+export interface Tried {
+  model: string;
+  provider: string;
+  /** The upstream's HTTP status (200 for the one that served); null when none came. */
+  status: number | null;
+  latencyMs: number;
+  isByok: boolean;
+}
+
+/** One planned attempt: an endpoint with a credential, served on a lane or translated. */
+export interface Attempt {
+  candidate: Candidate;
+  /** The provider speaks the caller's wire: the body goes as it is (a pass-through lane). */
+  lane: boolean;
 }

@@ -5,7 +5,7 @@ import { ApiError } from '../lib/errors.js';
 import { isTransientStatus, UpstreamError } from '../providers/types.js';
 import { attemptFailed, attemptSpan } from '../telemetry/genai.js';
 import type { TracedSpan } from '../telemetry/spans.js';
-import type { Body, CallChecks, CallHold, InferenceCall } from './call.js';
+import type { Attempt, Body, CallChecks, CallHold, InferenceCall, Tried } from './call.js';
 import type { ModelEntry } from './catalog.js';
 import type { CredentialGate } from './credentials/service.js';
 import type { RoutingMetrics } from './metrics.js';
@@ -18,13 +18,6 @@ import type { Candidate, Exclusion } from './select.js';
  * then on failure classify (what kind of failure) and decide (next attempt, one retry of the last,
  * or stop). Each step is a small function of its own, tested on fake dependencies and timers.
  */
-
-/** One planned attempt: an endpoint with a credential, served on a lane or translated. */
-export interface Attempt {
-  candidate: Candidate;
-  /** The provider speaks the caller's wire: the body goes as it is (a pass-through lane). */
-  lane: boolean;
-}
 
 /** A call checked and planned: the filtered body, its translation if needed, what to try. */
 export interface Prepared {
@@ -91,15 +84,7 @@ export interface FallbackContext {
   ) => void;
 }
 
-/** One attempt made, as the generation lists it: which model on which provider, and how it ended. */
-export interface Tried {
-  model: string;
-  provider: string;
-  /** The upstream's HTTP status (200 for the one that served); null when none came. */
-  status: number | null;
-  latencyMs: number;
-  isByok: boolean;
-}
+export type { Attempt, Tried } from './call.js';
 
 /** The models of the attempts made, in order, each once. */
 export const modelsTried = (tried: readonly Tried[]): string[] =>

@@ -1,7 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { Usage } from '../formats/chat.js';
-import type { Body, InferenceCall, RouteInfo } from '../routing/call.js';
-import type { Attempt } from '../routing/fallback.js';
+import type { Attempt, Body, InferenceCall, RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
 import { SpanKind, startSpan, type TracedSpan, tracingOn } from './spans.js';
 
