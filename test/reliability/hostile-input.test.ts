@@ -421,6 +421,7 @@ interface Fx {
   key: string;
   workspace: string;
   byok: string;
+  destination: string;
   batch: string;
   intern: string;
   generation: string;
@@ -461,6 +462,13 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
     workspace_id: fx.workspace,
   }),
   'PATCH /api/v1/byok/:id': () => ({ name: 'renamed' }),
+  'POST /api/v1/observability/destinations': (fx) => ({
+    type: 'webhook',
+    name: 'fuzz',
+    config: { url: 'https://hooks.example.com/fuzz' },
+    workspace_id: fx.workspace,
+  }),
+  'PATCH /api/v1/observability/destinations/:id': () => ({ name: 'renamed', sampling_rate: 0.5 }),
   'POST /api/v1/admin/organizations': () => ({ name: 'Fuzz' }),
   'POST /api/v1/admin/users': (fx) => ({
     email: `fuzz-${randomBytes(4).toString('hex')}@example.com`,
@@ -528,6 +536,7 @@ function paramValue(t: Target, name: string, fx: Fx): string {
     guardrails: fx.guardrail,
     workspaces: fx.workspace,
     byok: fx.byok,
+    observability: fx.destination,
     batches: fx.batch,
     responses: fx.response,
   };
@@ -747,6 +756,15 @@ describe('hostile input: property-based requests on every route', () => {
       workspace: workspace.data.id,
       byok: (ok(await mgmt('POST', '/byok', { provider: 'openai', key: 'sk-fuzz-provider-secret' })) as any)
         .data.id,
+      destination: (
+        ok(
+          await mgmt('POST', '/observability/destinations', {
+            type: 'webhook',
+            name: 'fuzz',
+            config: { url: 'https://hooks.example.com/fixture' },
+          }),
+        ) as any
+      ).data.id,
       batch: (ok(await api('POST', '/batches', EXAMPLES['POST /api/v1/batches']!({} as Fx))) as any).id,
       intern: intern.id,
       generation: (ok(await api('POST', '/chat/completions', chat)) as any).id,
