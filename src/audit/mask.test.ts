@@ -22,6 +22,18 @@ describe('maskSecrets', () => {
     expect(JSON.stringify(masked)).not.toMatch(/sk-|vault-value|"t"|"p"|pem/);
   });
 
+  it('redacts every value of a headers object, whatever the header is called', () => {
+    const masked = maskSecrets({
+      config: {
+        url: 'https://hooks.example.com',
+        headers: { Authorization: 'Bearer hook-credential', 'X-Api': 'x1' },
+      },
+    });
+    expect(masked).toEqual({
+      config: { url: 'https://hooks.example.com', headers: { Authorization: REDACTED, 'X-Api': REDACTED } },
+    });
+  });
+
   it('keeps identifiers, flags and nulls that only look like secrets', () => {
     const v = {
       key_hashes: ['h1'],

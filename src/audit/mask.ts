@@ -16,6 +16,12 @@ const NOT_SECRET = /(_|^)(hash|hashes|id|ids|label|name)$|^is_/i;
 const isSecretName = (name: string) => SECRET_NAME.test(name) && !NOT_SECRET.test(name);
 
 /**
+ * Objects whose every value is a secret whatever its name: HTTP headers a caller configures (a
+ * webhook's `Authorization`, an API key under any header name).
+ */
+const ALL_SECRET = /^headers$/i;
+
+/**
  * A copy of `value` with every secret field's value replaced by "[redacted]", at any depth (arrays
  * and nested objects included). The one masking function of the audit log: every before, after and
  * request body goes through it before it is stored. Booleans and nulls stay (they disclose nothing
@@ -28,6 +34,10 @@ export function maskSecrets(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
   for (const [name, v] of Object.entries(value)) {
+    if (ALL_SECRET.test(name) && v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      out[name] = Object.fromEntries(Object.keys(v).map((h) => [h, REDACTED]));
+      continue;
+    }
     out[name] =
       isSecretName(name) && v !== null && typeof v !== 'boolean' ? REDACTED : maskSecrets(v, depth + 1);
   }
