@@ -134,7 +134,7 @@ function webhookConfig(
  */
 export class DestinationsService {
   static readonly CACHE_TTL_MS = 10_000;
-  private readonly cache = new LRUCache<string, { live: LiveDestination[] }>({
+  private readonly cache = new LRUCache<string, { live: Promise<LiveDestination[]> }>({
     max: 10_000,
     ttl: DestinationsService.CACHE_TTL_MS,
   });
@@ -247,12 +247,23 @@ export class DestinationsService {
   }
 
   /** The enabled destinations of a workspace, secrets opened (for delivery only). */
-  async forWorkspace(organizationId: string, workspaceId: string): Promise<LiveDestination[]> {
+  forWorkspace(organizationId: string, workspaceId: string): Promise<LiveDestination[]> {
     const key = `${organizationId}:${workspaceId}`;
     const hit = this.cache.get(key);
     if (hit) return hit.live;
+    // The pending read is what is cached: the records of a busy workspace that arrive while it
+    // runs share it instead of each reading the table.
+    const live = this.load(organizationId, workspaceId);
+    this.cache.set(key, { live });
+    live.catch(() => {
+      if (this.cache.get(key)?.live === live) this.cache.delete(key);
+    });
+    return live;
+  }
+
+  private async load(organizationId: string, workspaceId: string): Promise<LiveDestination[]> {
     const rows = await store.enabledDestinations(this.db, organizationId, workspaceId);
-    const live = rows.map((row): LiveDestination => {
+    return rows.map((row): LiveDestination => {
       const plain = JSON.parse(row.config_json) as PlainConfig;
       const sealed = this.sealed(row);
       return {
@@ -271,8 +282,6 @@ export class DestinationsService {
         requestContext: row.broadcast_request_context === 1,
       };
     });
-    this.cache.set(key, { live });
-    return live;
   }
 
   private sealed(row: store.DestinationRow): SealedConfig {
