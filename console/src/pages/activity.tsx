@@ -3,6 +3,7 @@ import { useCallback, useMemo, useState } from 'react';
 import { useSearchParams } from 'wouter';
 import { api, call } from '../api/client';
 import { ErrorBanner } from '../components/error-banner';
+import { LoadMore } from '../components/load-more';
 import { Page } from '../components/page';
 import { Table } from '../components/table';
 import { WorkspacePicker } from '../components/workspace-picker';
@@ -119,13 +120,7 @@ export function ActivityPage() {
               },
             ]}
           />
-          {list.hasNextPage && (
-            <p>
-              <button type="button" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-                {list.isFetchingNextPage ? 'Loading…' : 'Load more'}
-              </button>
-            </p>
-          )}
+          <LoadMore list={list} />
         </>
       )}
     </Page>

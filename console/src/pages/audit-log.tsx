@@ -3,6 +3,7 @@ import { type FormEvent, useEffect, useMemo, useRef, useState } from 'react';
 import { api, call, type JsonOk, type paths } from '../api/client';
 import { ErrorBanner } from '../components/error-banner';
 import { Field, SelectField } from '../components/field';
+import { LoadMore } from '../components/load-more';
 import { Page } from '../components/page';
 import { Table } from '../components/table';
 import { useSession } from '../session';
@@ -84,13 +85,7 @@ export function AuditLogPage() {
               },
             ]}
           />
-          {list.hasNextPage && (
-            <p>
-              <button type="button" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-                {list.isFetchingNextPage ? 'Loading…' : 'Load more'}
-              </button>
-            </p>
-          )}
+          <LoadMore list={list} />
         </>
       )}
     </Page>
