@@ -48,7 +48,11 @@ import { vaultRoutes } from './vault/routes.js';
 
 export const API_PREFIX = '/api/v1';
 
-/** Every route plugin under /api/v1, in one list so a new domain is one line. */
+/**
+ * Every route plugin under /api/v1, in one list so a new domain is one line. Each module's second
+ * parameter names the services it uses (`Pick<Services, …>` or its own deps interface); all are
+ * handed `services`, which that type narrows to what the module may touch.
+ */
 const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   guardrailsRoutes,
   guardrailAssignmentsRoutes,

@@ -30,7 +30,7 @@ const tags = ['Operator'];
 const config = { auth: 'admin' as const };
 
 /** The operator API under /admin, enabled by GATEHOUSE_ADMIN_TOKEN (404 when unset). */
-export async function adminRoutes(app: Router, { admin }: Services) {
+export async function adminRoutes(app: Router, { admin }: Pick<Services, 'admin'>) {
   app.post(
     '/admin/organizations',
     {

@@ -7,7 +7,7 @@ import { ApiKey, CreateKeyBody, CurrentKey, UpdateKeyBody } from './keys.schemas
 const HashParams = Type.Object({ hash: Type.String() });
 const tags = ['API keys'];
 
-export async function keysRoutes(app: Router, { keys }: Services) {
+export async function keysRoutes(app: Router, { keys }: Pick<Services, 'keys'>) {
   app.addSchema(ApiKey);
   const KeyRef = Type.Ref(ApiKey);
 

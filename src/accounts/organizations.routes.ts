@@ -15,7 +15,7 @@ const OrganizationMember = Type.Object(
   { $id: 'OrganizationMember', title: 'OrganizationMember' },
 );
 
-export async function organizationsRoutes(app: Router, { orgs }: Services) {
+export async function organizationsRoutes(app: Router, { orgs }: Pick<Services, 'orgs'>) {
   app.addSchema(OrganizationMember);
 
   app.get(

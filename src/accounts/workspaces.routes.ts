@@ -16,7 +16,7 @@ const config = { auth: 'management' as const };
 const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 const Params = Type.Object({ id: Type.String({ minLength: 1, description: 'Workspace UUID or slug' }) });
 
-export async function workspacesRoutes(app: Router, { workspaces }: Services) {
+export async function workspacesRoutes(app: Router, { workspaces }: Pick<Services, 'workspaces'>) {
   app.addSchema(Workspace);
   app.addSchema(WorkspaceMember);
   const WorkspaceRef = Type.Ref(Workspace);

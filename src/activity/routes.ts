@@ -42,7 +42,7 @@ function listFilter(q: ListQuery): Omit<GenerationFilter, 'organizationId'> {
 const defined = <T extends object>(o: T): T =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
-export async function activityRoutes(app: Router, { activity }: Services) {
+export async function activityRoutes(app: Router, { activity }: Pick<Services, 'activity'>) {
   app.get(
     '/generations',
     {

@@ -21,7 +21,7 @@ function filterOf(q: AuditQuery): Omit<AuditFilter, 'organizationId'> {
   };
 }
 
-export async function auditRoutes(app: Router, { audit }: Services) {
+export async function auditRoutes(app: Router, { audit }: Pick<Services, 'audit'>) {
   app.addSchema(AuditEvent);
   const Page = Type.Object({
     data: Type.Array(Type.Ref(AuditEvent)),

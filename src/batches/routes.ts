@@ -40,8 +40,7 @@ function apiCaller(req: FastifyRequest) {
   return req.caller;
 }
 
-export async function batchesRoutes(app: Router, services: Services) {
-  const { batches } = services;
+export async function batchesRoutes(app: Router, { batches }: Pick<Services, 'batches'>) {
   app.addSchema(BatchUsage);
   app.addSchema(BatchResultItem);
   app.addSchema(Batch);

@@ -11,7 +11,7 @@ const config = { auth: 'management' as const };
 const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 
 /** Bring-your-own-key provider credentials (metadata only; the secret is write-only). */
-export async function byokRoutes(app: Router, { byok }: Services) {
+export async function byokRoutes(app: Router, { byok }: Pick<Services, 'byok'>) {
   app.addSchema(ByokKey);
   const KeyRef = Type.Ref(ByokKey);
 

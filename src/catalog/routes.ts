@@ -1,4 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
+import type { Config } from '../config.js';
 import { ApiError, notFound } from '../lib/errors.js';
 import type { Catalog, ModelEntry } from '../routing/catalog.js';
 import type { Router } from '../server/router.js';
@@ -144,13 +145,17 @@ function listed(catalog: Catalog, author: string, slug: string): ModelEntry {
   return model;
 }
 
+/** What the catalog routes use: the catalog, the keys' guardrail policies, and discovery's settings. */
+export interface CatalogRouteDeps extends Pick<Services, 'catalog' | 'policy'> {
+  config: Pick<Config, 'env' | 'modelDiscoveryIntervalMs'>;
+}
+
 /**
  * The catalog API (the official client's `models`, `endpoints`, `providers` and
  * `embeddings.listModels` operations), the operator's reload, and the discovery of the models of
  * OpenAI-compatible servers while the gateway runs.
  */
-export async function catalogRoutes(app: Router, services: Services) {
-  const { catalog, config } = services;
+export async function catalogRoutes(app: Router, { catalog, policy, config }: CatalogRouteDeps) {
   const models = (q: ListQuery, path: string, outputs: string[] = []) => {
     const selected = queryModels(catalog, q, outputs);
     const p = page(selected, path, q.offset, q.limit);
@@ -201,8 +206,8 @@ export async function catalogRoutes(app: Router, services: Services) {
     },
     async (req) => {
       const q = req.query as ListQuery;
-      const policy = await services.policy.forKey(req.caller);
-      const allowed = modelsForPolicy(catalog, queryModels(catalog, q, ['text']), policy);
+      const keyPolicy = await policy.forKey(req.caller);
+      const allowed = modelsForPolicy(catalog, queryModels(catalog, q, ['text']), keyPolicy);
       const p = page(allowed, '/api/v1/models/user', q.offset, q.limit);
       return { ...p, data: p.data.map((m) => modelView(catalog, m)) };
     },

@@ -6,7 +6,10 @@ import { errors } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { GenerationContent } from './schemas.js';
 
-export async function contentLogRoutes(app: Router, { contentLog, generations }: Services) {
+export async function contentLogRoutes(
+  app: Router,
+  { contentLog, generations }: Pick<Services, 'contentLog' | 'generations'>,
+) {
   app.addSchema(GenerationContent);
 
   app.get(

@@ -37,7 +37,7 @@ const IncludeByok = Type.Boolean({
   description: 'Workspace-wide: whether BYOK spend counts against budgets',
 });
 
-export async function budgetsRoutes(app: Router, { budgets }: Services) {
+export async function budgetsRoutes(app: Router, { budgets }: Pick<Services, 'budgets'>) {
   app.addSchema(WorkspaceBudget);
   const BudgetRef = Type.Ref(WorkspaceBudget);
   const One = Type.Object({ data: BudgetRef, include_byok_in_budgets: IncludeByok });

@@ -4,7 +4,7 @@ import { errors, PageQuery, toPage } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { CreditTotals, LedgerEntry } from './schemas.js';
 
-export async function creditsRoutes(app: Router, { credits }: Services) {
+export async function creditsRoutes(app: Router, { credits }: Pick<Services, 'credits'>) {
   app.get(
     '/credits',
     {

@@ -16,7 +16,7 @@ const Envelope = (item: TSchema) => Type.Object({ data: Type.Array(item), total_
  */
 export async function guardrailAssignmentsRoutes(
   app: Router,
-  { guardrailAssignments: assignments }: Services,
+  { guardrailAssignments: assignments }: Pick<Services, 'guardrailAssignments'>,
 ) {
   app.addSchema(KeyAssignment);
   app.addSchema(MemberAssignment);

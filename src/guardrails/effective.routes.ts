@@ -5,7 +5,10 @@ import type { Services } from '../services.js';
 import { EffectivePolicy } from './schemas.js';
 
 /** The effective policy of an API key: readable by every management key of its organization. */
-export async function effectivePolicyRoutes(app: Router, { effectivePolicy }: Services) {
+export async function effectivePolicyRoutes(
+  app: Router,
+  { effectivePolicy }: Pick<Services, 'effectivePolicy'>,
+) {
   app.addSchema(EffectivePolicy);
   app.get(
     '/keys/:hash/effective-policy',

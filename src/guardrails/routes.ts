@@ -10,7 +10,7 @@ const config = { auth: 'management' as const };
 /** Writes: organization owners and admins only (members read). */
 const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 
-export async function guardrailsRoutes(app: Router, { guardrails }: Services) {
+export async function guardrailsRoutes(app: Router, { guardrails }: Pick<Services, 'guardrails'>) {
   app.addSchema(Guardrail);
   const GuardrailRef = Type.Ref(Guardrail);
   const One = Type.Object({ data: GuardrailRef });

@@ -143,7 +143,10 @@ export const traced =
   (req: R, reply: FastifyReply) =>
     serveTraced(req, reply, req.routeOptions.url ?? req.url, () => handler(req, reply));
 
-export async function inferenceRoutes(app: Router, services: Services) {
+export async function inferenceRoutes(
+  app: Router,
+  services: Pick<Services, 'engine' | 'contentLog' | 'storedResponses' | 'generations'>,
+) {
   const { engine } = services;
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
   // `openapi`: the body and answer the document shows; the runtime takes any JSON object (see

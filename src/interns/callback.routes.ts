@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
 import { callController } from '../inference/stream.js';
 import { WIRES } from '../inference/wires/index.js';
 import type { InferenceCall } from '../routing/call.js';
@@ -29,6 +30,15 @@ function bearer(request: FastifyRequest): string | null {
 }
 
 /**
+ * What the runtimes' callbacks use: the runtimes' tokens, the run grants, the vault for egress, and
+ * the routing engine (with the database for the calling key) for model calls.
+ */
+export interface RuntimeCallbackDeps
+  extends Pick<Services, 'provisioner' | 'interns' | 'vault' | 'db' | 'engine'> {
+  config: Pick<Config, 'interns'>;
+}
+
+/**
  * The runtimes' callbacks (runtime-protocol.ts CALLBACK_PATHS), outside /api/v1. A runtime
  * authenticates with its own token (`Authorization: Bearer <token>`), which names its intern.
  * - chat: an OpenAI chat body run through the routing engine as the key whose chat request issued
@@ -37,7 +47,7 @@ function bearer(request: FastifyRequest): string | null {
  *   model forced to the one the intern was provisioned with. No valid grant, no model call;
  * - egress: the http_request tool's requests, with vault secrets filled in for their hosts (egress.ts).
  */
-export async function runtimeCallbackRoutes(app: Router, services: Services): Promise<void> {
+export async function runtimeCallbackRoutes(app: Router, services: RuntimeCallbackDeps): Promise<void> {
   if (!app.hasRequestDecorator('runtimeIntern')) app.decorateRequest('runtimeIntern', '');
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -93,7 +103,7 @@ export async function runtimeCallbackRoutes(app: Router, services: Services): Pr
 
 /** A runtime's model call, run as the key whose chat request issued `grant`. */
 async function runCallback(
-  services: Services,
+  services: RuntimeCallbackDeps,
   request: FastifyRequest,
   reply: FastifyReply,
   internId: string,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
 import { callController, sendSse } from '../inference/stream.js';
 import { ApiError } from '../lib/errors.js';
 import { sendError } from '../server/errors.js';
@@ -31,13 +32,18 @@ const chatError = (status: number, reason: string, message: string, retryable = 
 const text = (content: InternChatBody['messages'][number]['content']): string =>
   typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => p.text).join('') : '';
 
+/** What an intern's chat route uses: the interns and their runtimes, the programme, the interns settings. */
+export interface InternChatRouteDeps extends Pick<Services, 'interns' | 'provisioner' | 'programme'> {
+  config: Pick<Config, 'interns'>;
+}
+
 /**
  * POST /interns/{id}/chat/completions: the chat route of one intern (digest §6.3). The intern's
  * runtime runs the turn; this route checks the request, hands the last message to the runtime
  * (runtime-client.ts) and turns its events into chat-completion chunks (chat-stream.ts), with a
  * `: keepalive` comment whenever the stream has been idle for GATEHOUSE_INTERNS_KEEPALIVE_MS.
  */
-export async function internChatRoutes(app: Router, services: Services): Promise<void> {
+export async function internChatRoutes(app: Router, services: InternChatRouteDeps): Promise<void> {
   await app.register(async (chat) => {
     // Management ("provisioning") keys do not chat with interns: 401 like a missing key (interns seed).
     chat.addHook('onRequest', async (request, reply) => {
@@ -98,7 +104,7 @@ export async function internChatRoutes(app: Router, services: Services): Promise
   });
 }
 
-async function chatWith(services: Services, request: FastifyRequest, reply: FastifyReply) {
+async function chatWith(services: InternChatRouteDeps, request: FastifyRequest, reply: FastifyReply) {
   const { internId } = request.params as { internId: string };
   const body = request.body as InternChatBody;
   if (body.stream !== true)

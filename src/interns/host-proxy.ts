@@ -1,5 +1,6 @@
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
 import { RUNTIME_TOKEN_HEADER } from './runtime-protocol.js';
@@ -47,14 +48,18 @@ function notFound(reply: FastifyReply, message: string) {
     .send({ error: { code: 404, message } });
 }
 
+/** What the host proxy uses: the interns domain, and the runtimes' hostnames and endpoints. */
+export interface InternHostProxyDeps extends Pick<Services, 'provisioner'> {
+  config: Pick<Config, 'interns'>;
+}
+
 /**
  * Proxies requests whose Host is an intern's hostname (`*.<GATEHOUSE_INTERNS_DOMAIN>`) to that
  * intern's runtime, streamed both ways; the runtime's `/_runtime/` side is never reachable this
  * way. Requests for other hosts go on to the gateway's own routes untouched.
  */
-export function installInternHostProxy(app: Router, services: Services): void {
-  const suffix = `.${services.config.interns.domain.replace(/^\.+/, '')}`;
-  const provisioner = services.provisioner;
+export function installInternHostProxy(app: Router, { config, provisioner }: InternHostProxyDeps): void {
+  const suffix = `.${config.interns.domain.replace(/^\.+/, '')}`;
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const host = hostOf(request.headers.host);

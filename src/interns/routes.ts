@@ -2,6 +2,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { Value } from '@sinclair/typebox/value';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
 import { ApiError } from '../lib/errors.js';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
@@ -62,13 +63,18 @@ function typeboxValidator({ schema, httpPart }: { schema: unknown; httpPart?: st
   };
 }
 
+/** What the interns lifecycle API uses: the interns service, the programme, and the interns settings. */
+export interface InternsRouteDeps extends Pick<Services, 'interns' | 'programme'> {
+  config: Pick<Config, 'interns'>;
+}
+
 /**
  * The interns lifecycle API (digest §6.2): every route authenticates an API key, passes the
  * interns guards (regional host 403, programme 404, route deadline 408) and answers errors as
  * InternLifecycleError — named string codes, integer codes for transport errors (401, 408).
  */
-export async function internsRoutes(app: Router, services: Services): Promise<void> {
-  const { interns, config } = services;
+export async function internsRoutes(app: Router, deps: InternsRouteDeps): Promise<void> {
+  const { interns, config } = deps;
   await app.register(async (api: Router) => {
     // Bodies are JSON only (415 otherwise); an empty body is no body (DELETE defaults, provision).
     api.removeAllContentTypeParsers();
@@ -91,7 +97,7 @@ export async function internsRoutes(app: Router, services: Services): Promise<vo
         return sendError(reply, 401, 'Management keys cannot use the interns API; use an API key');
       }
     });
-    installInternsGuards(api, { config: config.interns, programme: services.programme }, { codes: 'named' });
+    installInternsGuards(api, { config: config.interns, programme: deps.programme }, { codes: 'named' });
 
     api.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       if (err instanceof ApiError) {

@@ -16,7 +16,7 @@ const config = { auth: 'management' as const };
 const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 
 /** Export destinations: where a workspace's generation records are sent (OpenRouter's observability). */
-export async function observabilityRoutes(app: Router, { destinations }: Services) {
+export async function observabilityRoutes(app: Router, { destinations }: Pick<Services, 'destinations'>) {
   app.addSchema(Destination);
   const Ref = Type.Ref(Destination);
 

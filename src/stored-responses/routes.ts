@@ -50,9 +50,10 @@ function apiCaller(req: FastifyRequest) {
 }
 
 /** `GET` and `DELETE /responses/{id}`: another workspace's response is a 404, as an unknown one. */
-export async function storedResponsesRoutes(app: Router, services: Services) {
-  const { storedResponses } = services;
-
+export async function storedResponsesRoutes(
+  app: Router,
+  { storedResponses }: Pick<Services, 'storedResponses'>,
+) {
   app.get(
     '/responses/:id',
     {

@@ -2,6 +2,7 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import { TypeCompiler, type ValueError } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
 import { installInternsGuards } from '../interns/guards.js';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
@@ -109,13 +110,18 @@ async function settled<T, R>(reply: FastifyReply, work: Promise<T>, answer: (val
   }
 }
 
+/** What the vault API uses: the vault, and the programme and interns settings of the interns guards. */
+export interface VaultRouteDeps extends Pick<Services, 'vault' | 'programme'> {
+  config: Pick<Config, 'interns'>;
+}
+
 /**
  * The vault API (digest §7): a workspace's secrets and each intern's private vault. API keys only;
  * the interns guards apply (regional host 403, programme 404, route deadline 408); writes answer
  * 503 while GATEHOUSE_VAULT_WRITES=off. Responses carry metadata, never values.
  */
-export async function vaultRoutes(app: Router, services: Services): Promise<void> {
-  const { vault } = services;
+export async function vaultRoutes(app: Router, deps: VaultRouteDeps): Promise<void> {
+  const { vault } = deps;
   await app.register(async (api: Router) => {
     api.setValidatorCompiler(validatorFor as Parameters<typeof api.setValidatorCompiler>[0]);
     api.addSchema(VaultSecret);
@@ -131,7 +137,7 @@ export async function vaultRoutes(app: Router, services: Services): Promise<void
     });
     installInternsGuards(
       api,
-      { config: services.config.interns, programme: services.programme },
+      { config: deps.config.interns, programme: deps.programme },
       { codes: 'status' },
     );
     /** Writes switched off answer 503, and writes past the member's rate 429, before their body is looked at. */

@@ -23,7 +23,7 @@ const CredentialHealth = Type.Object({
 });
 
 /** The operator's view of the provider credentials' circuit breakers (this node's). */
-export async function credentialRoutes(app: Router, { credentials }: Services) {
+export async function credentialRoutes(app: Router, { credentials }: Pick<Services, 'credentials'>) {
   app.get(
     '/admin/credentials',
     {
