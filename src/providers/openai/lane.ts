@@ -4,6 +4,7 @@
  */
 import type { Usage } from '../../formats/chat.js';
 import type { SseEvent } from '../../formats/sse.js';
+import { hasKeyWith, stringValuesLength, utf16Length } from '../../formats/sse-bytes.js';
 import { type ErrorShape, nonEmpty, obj } from '../errors.js';
 import { type EventTap, eventJson, type TapRead } from '../lane.js';
 import type { Tapped } from '../types.js';
@@ -46,6 +47,7 @@ export function tapChat(json: unknown, secrets: Secrets, shape: ErrorShape = ope
  */
 export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors): EventTap {
   let finished = false;
+  let idSeen = false;
   const tap = (ev: SseEvent): TapRead => {
     const data = ev.data.trim();
     if (data === '[DONE]') return { done: true };
@@ -74,11 +76,37 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
       }
       if (chars > 0) out.outputChars = chars;
     }
-    if (typeof r.id === 'string') out.responseId = r.id;
+    if (typeof r.id === 'string') {
+      out.responseId = r.id;
+      idSeen = true;
+    }
     return out;
   };
-  return Object.assign(tap, { finished: () => finished });
+  // A content chunk is measured from its bytes; a chunk that may carry anything else the tap reads
+  // (the answer's id, usage, a finish reason, tool calls, an error; a named event, `[DONE]`) is
+  // parsed. A key's quotes match only where it is a key: inside a JSON string they are escaped.
+  const skim = (name: string | undefined, data: Buffer): TapRead | null => {
+    if (!idSeen || name !== undefined || data.length < 16) return null;
+    if (
+      hasKeyWith(data, USAGE, OBJECT) ||
+      hasKeyWith(data, FINISH_REASON, STRING) ||
+      data.includes(ERROR) ||
+      data.includes(TOOL_CALLS)
+    )
+      return null;
+    const chars = stringValuesLength(data, CONTENT);
+    return chars > 0 ? { outputChars: chars } : undefined;
+  };
+  return Object.assign(tap, { finished: () => finished, skim });
 }
+
+const USAGE = Buffer.from('"usage"');
+const FINISH_REASON = Buffer.from('"finish_reason"');
+const ERROR = Buffer.from('"error"');
+const TOOL_CALLS = Buffer.from('"tool_calls"');
+const CONTENT = Buffer.from('"content"');
+const OBJECT = 0x7b;
+const STRING = 0x22;
 
 /** A whole Responses answer. */
 export function tapResponse(json: unknown, secrets: Secrets, shape: ErrorShape = openAiErrors): Tapped {
@@ -99,7 +127,7 @@ export function tapResponse(json: unknown, secrets: Secrets, shape: ErrorShape =
  * events are failures. Deltas are measured, not parsed.
  */
 export function responsesStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors): EventTap {
-  return (ev: SseEvent): TapRead => {
+  const tap = (ev: SseEvent): TapRead => {
     const type = ev.event ?? '';
     if (type.endsWith('.delta')) return { outputChars: ev.data.length };
     switch (type) {
@@ -135,4 +163,20 @@ export function responsesStreamTap(secrets: Secrets, shape: ErrorShape = openAiE
         return undefined;
     }
   };
+  // Deltas are measured from their bytes; the events the tap parses are read whole.
+  const skim = (name: string | undefined, data: Buffer): TapRead | null => {
+    if (name?.endsWith('.delta')) return { outputChars: utf16Length(data) };
+    return name !== undefined && PARSED.has(name) ? null : undefined;
+  };
+  return Object.assign(tap, { skim });
 }
+
+/** The Responses events its tap parses. */
+const PARSED = new Set([
+  'response.created',
+  'response.in_progress',
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+  'error',
+]);
