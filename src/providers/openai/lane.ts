@@ -78,7 +78,8 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
     }
     if (typeof r.id === 'string') {
       out.responseId = r.id;
-      idSeen = true;
+      // Azure's first chunk (its prompt filter results) has an empty id: the next one is read too.
+      if (r.id) idSeen = true;
     }
     return out;
   };
