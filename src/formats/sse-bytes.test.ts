@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type SseEvent, sseEventsOf } from './sse.js';
-import { hasKeyWith, SseByteSplitter, stringValuesLength, utf16Length } from './sse-bytes.js';
+import { hasKeyWith, SseByteSplitter, stringValue, stringValuesLength, utf16Length } from './sse-bytes.js';
 
 /** Every event the splitter found over the given cuts of `text`, and the bytes it let through. */
 function split(bytes: Buffer, cuts: number[]) {
@@ -77,5 +77,16 @@ describe('byte readers', () => {
     expect(hasKeyWith(Buffer.from('{"usage":null}'), usage, 0x7b)).toBe(false);
     expect(hasKeyWith(Buffer.from('{"usage": {"prompt_tokens":1}}'), usage, 0x7b)).toBe(true);
     expect(hasKeyWith(Buffer.from('{"content":"\\"usage\\":{"}'), usage, 0x7b)).toBe(false);
+  });
+
+  it("read a key's string value, the first or the last", () => {
+    const chunk = Buffer.from(
+      '{"id":"chatcmpl-\\"1\\"","choices":[{"finish_reason":null,"delta":{"content":"\\"finish_reason\\":\\"x\\""}},{"finish_reason" : "stop"}]}',
+    );
+    expect(stringValue(chunk, Buffer.from('"id"'))).toBe('chatcmpl-"1"');
+    expect(stringValue(chunk, Buffer.from('"finish_reason"'), true)).toBe('stop');
+    expect(
+      stringValue(Buffer.from('{"finish_reason":null}'), Buffer.from('"finish_reason"'), true),
+    ).toBeUndefined();
   });
 });

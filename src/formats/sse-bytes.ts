@@ -161,6 +161,24 @@ export function stringValuesLength(json: Buffer, key: Buffer): number {
   }
 }
 
+/**
+ * The string values of `key` in a JSON text, in order (decoded), without parsing the rest of it:
+ * `last` the last one, else the first. Undefined when the key has no string value.
+ */
+export function stringValue(json: Buffer, key: Buffer, last = false): string | undefined {
+  let found: string | undefined;
+  let from = 0;
+  for (;;) {
+    const at = valueAt(json, key, from, QUOTE);
+    if (at === -1) return found;
+    let i = at + 1;
+    while (i < json.length && json[i] !== QUOTE) i += json[i] === BACKSLASH ? 2 : 1;
+    found = JSON.parse(json.toString('utf8', at, i + 1)) as string;
+    if (!last) return found;
+    from = i + 1;
+  }
+}
+
 /** The offset of the value of the next `key` from `from` whose first byte is `first` (-1: none). */
 function valueAt(json: Buffer, key: Buffer, from: number, first: number): number {
   let at = json.indexOf(key, from);

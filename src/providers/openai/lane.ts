@@ -4,7 +4,7 @@
  */
 import type { Usage } from '../../formats/chat.js';
 import type { SseEvent } from '../../formats/sse.js';
-import { hasKeyWith, stringValuesLength, utf16Length } from '../../formats/sse-bytes.js';
+import { hasKeyWith, stringValue, stringValuesLength, utf16Length } from '../../formats/sse-bytes.js';
 import { type ErrorShape, nonEmpty, obj } from '../errors.js';
 import { type EventTap, eventJson, type TapRead } from '../lane.js';
 import type { Tapped } from '../types.js';
@@ -83,31 +83,47 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
     }
     return out;
   };
-  // A content chunk is measured from its bytes; a chunk that may carry anything else the tap reads
-  // (the answer's id, usage, a finish reason, tool calls, an error; a named event, `[DONE]`) is
-  // parsed. A key's quotes match only where it is a key: inside a JSON string they are escaped.
+  // A chunk is read from its bytes (its id, finish reason and content's length); a chunk that may
+  // carry anything else the tap reads (usage, tool calls, an error; a named event) is parsed. A key's
+  // quotes match only where it is a key: inside a JSON string they are escaped.
   const skim = (name: string | undefined, data: Buffer): TapRead | null => {
-    if (!idSeen || name !== undefined || data.length < 16) return null;
+    if (name !== undefined) return null;
+    if (data.length === DONE.length && data.equals(DONE)) return { done: true };
     if (
+      data.length < 16 ||
       hasKeyWith(data, USAGE, OBJECT) ||
-      hasKeyWith(data, FINISH_REASON, STRING) ||
       data.includes(ERROR) ||
       data.includes(TOOL_CALLS)
     )
       return null;
+    const out: NonNullable<TapRead> = {};
+    if (!idSeen) {
+      // Without tool calls, a chunk's only `"id"` is its own.
+      const id = stringValue(data, ID);
+      if (!id) return null;
+      out.responseId = id;
+      idSeen = true;
+    }
+    const reason = stringValue(data, FINISH_REASON, true);
+    if (reason) {
+      out.finishReason = reason;
+      finished = true;
+    }
     const chars = stringValuesLength(data, CONTENT);
-    return chars > 0 ? { outputChars: chars } : undefined;
+    if (chars > 0) out.outputChars = chars;
+    return out;
   };
   return Object.assign(tap, { finished: () => finished, skim });
 }
 
+const DONE = Buffer.from('[DONE]');
+const ID = Buffer.from('"id"');
 const USAGE = Buffer.from('"usage"');
 const FINISH_REASON = Buffer.from('"finish_reason"');
 const ERROR = Buffer.from('"error"');
 const TOOL_CALLS = Buffer.from('"tool_calls"');
 const CONTENT = Buffer.from('"content"');
 const OBJECT = 0x7b;
-const STRING = 0x22;
 
 /** A whole Responses answer. */
 export function tapResponse(json: unknown, secrets: Secrets, shape: ErrorShape = openAiErrors): Tapped {
