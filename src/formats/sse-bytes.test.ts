@@ -56,6 +56,9 @@ describe('SseByteSplitter', () => {
 });
 
 describe('byte readers', () => {
+  /** Bytes as the readers take them: one latin1 character per byte. */
+  const l1 = (text: string) => Buffer.from(text).toString('latin1');
+
   it('count characters as JavaScript does', () => {
     for (const t of ['plain', 'é', '漢字', '🎉 party', ''])
       expect(utf16Length(Buffer.from(t))).toBe(t.length);
@@ -64,29 +67,27 @@ describe('byte readers', () => {
   it('measure string values without parsing', () => {
     for (const content of ['hi', 'a "quoted" \\ line\nbreak', 'é 漢 🎉', '\u0001']) {
       const json = JSON.stringify({ choices: [{ delta: { content } }, { delta: { content } }] });
-      expect(stringValuesLength(Buffer.from(json), Buffer.from('"content"'))).toBe(2 * content.length);
+      expect(stringValuesLength(l1(json), '"content"')).toBe(2 * content.length);
     }
     // Escaped non-ASCII, spaced keys; an array value and a key inside a string are not counted.
     const spaced =
       '{"content" : "\\u00e9\\ud83c\\udf89", "logprobs": {"content": []}, "x": "\\"content\\":\\"no\\""}';
-    expect(stringValuesLength(Buffer.from(spaced), Buffer.from('"content"'))).toBe('é🎉'.length);
+    expect(stringValuesLength(l1(spaced), '"content"')).toBe('é🎉'.length);
   });
 
   it('find a key by the first byte of its value', () => {
-    const usage = Buffer.from('"usage"');
-    expect(hasKeyWith(Buffer.from('{"usage":null}'), usage, 0x7b)).toBe(false);
-    expect(hasKeyWith(Buffer.from('{"usage": {"prompt_tokens":1}}'), usage, 0x7b)).toBe(true);
-    expect(hasKeyWith(Buffer.from('{"content":"\\"usage\\":{"}'), usage, 0x7b)).toBe(false);
+    const usage = '"usage"';
+    expect(hasKeyWith(l1('{"usage":null}'), usage, 0x7b)).toBe(false);
+    expect(hasKeyWith(l1('{"usage": {"prompt_tokens":1}}'), usage, 0x7b)).toBe(true);
+    expect(hasKeyWith(l1('{"content":"\\"usage\\":{"}'), usage, 0x7b)).toBe(false);
   });
 
   it("read a key's string value, the first or the last", () => {
-    const chunk = Buffer.from(
+    const chunk = l1(
       '{"id":"chatcmpl-\\"1\\"","choices":[{"finish_reason":null,"delta":{"content":"\\"finish_reason\\":\\"x\\""}},{"finish_reason" : "stop"}]}',
     );
-    expect(stringValue(chunk, Buffer.from('"id"'))).toBe('chatcmpl-"1"');
-    expect(stringValue(chunk, Buffer.from('"finish_reason"'), true)).toBe('stop');
-    expect(
-      stringValue(Buffer.from('{"finish_reason":null}'), Buffer.from('"finish_reason"'), true),
-    ).toBeUndefined();
+    expect(stringValue(chunk, '"id"')).toBe('chatcmpl-"1"');
+    expect(stringValue(chunk, '"finish_reason"', true)).toBe('stop');
+    expect(stringValue(l1('{"finish_reason":null}'), '"finish_reason"', true)).toBeUndefined();
   });
 });

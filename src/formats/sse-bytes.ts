@@ -128,8 +128,12 @@ export function utf16Length(bytes: Buffer): number {
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
+// The readers below take a JSON text's bytes as a latin1 string (`buf.toString('latin1')`: one
+// character per byte, made without decoding UTF-8): its `indexOf` runs inside V8, where a Buffer's
+// crosses into C++ per call — more than a small chunk's `JSON.parse` when a chunk needs several.
+
 /** Whether a JSON text has `"key": <a value starting with the byte `first`>` (whitespace allowed). */
-export function hasKeyWith(json: Buffer, key: Buffer, first: number): boolean {
+export function hasKeyWith(json: string, key: string, first: number): boolean {
   return valueAt(json, key, 0, first) !== -1;
 }
 
@@ -138,7 +142,7 @@ export function hasKeyWith(json: Buffer, key: Buffer, first: number): boolean {
  * (a quoted name, e.g. `"content"`) anywhere in a JSON text, without parsing it. A key name can
  * only match where it is a key: inside a JSON string its quotes are escaped.
  */
-export function stringValuesLength(json: Buffer, key: Buffer): number {
+export function stringValuesLength(json: string, key: string): number {
   let n = 0;
   let from = 0;
   for (;;) {
@@ -146,11 +150,11 @@ export function stringValuesLength(json: Buffer, key: Buffer): number {
     if (at === -1) return n;
     let i = at + 1;
     while (i < json.length) {
-      const b = json[i] as number;
+      const b = json.charCodeAt(i);
       if (b === QUOTE) break;
       if (b === BACKSLASH) {
         // An escape is one code unit (`\uD83D\uDE00` is two escapes, two units, as in the string).
-        i += json[i + 1] === 0x75 ? 6 : 2;
+        i += json.charCodeAt(i + 1) === 0x75 ? 6 : 2;
         n++;
         continue;
       }
@@ -162,41 +166,45 @@ export function stringValuesLength(json: Buffer, key: Buffer): number {
 }
 
 /**
- * The string values of `key` in a JSON text, in order (decoded), without parsing the rest of it:
- * `last` the last one, else the first. Undefined when the key has no string value.
+ * A string value of `key` in a JSON text (decoded), without parsing the rest of it: the first, or
+ * with `last` the last. Undefined when the key has no string value.
  */
-export function stringValue(json: Buffer, key: Buffer, last = false): string | undefined {
+export function stringValue(json: string, key: string, last = false): string | undefined {
   let found: string | undefined;
   let from = 0;
   for (;;) {
     const at = valueAt(json, key, from, QUOTE);
     if (at === -1) return found;
     let i = at + 1;
-    while (i < json.length && json[i] !== QUOTE) i += json[i] === BACKSLASH ? 2 : 1;
-    found = JSON.parse(json.toString('utf8', at, i + 1)) as string;
+    while (i < json.length && json.charCodeAt(i) !== QUOTE) i += json.charCodeAt(i) === BACKSLASH ? 2 : 1;
+    const quoted = json.slice(at, i + 1);
+    // Bytes above ASCII are UTF-8: decoded before the JSON string is read.
+    found = JSON.parse(
+      /[\u0080-\u00ff]/.test(quoted) ? Buffer.from(quoted, 'latin1').toString('utf8') : quoted,
+    );
     if (!last) return found;
     from = i + 1;
   }
 }
 
 /** The offset of the value of the next `key` from `from` whose first byte is `first` (-1: none). */
-function valueAt(json: Buffer, key: Buffer, from: number, first: number): number {
+function valueAt(json: string, key: string, from: number, first: number): number {
   let at = json.indexOf(key, from);
   while (at !== -1) {
     let i = skipSpace(json, at + key.length);
-    if (json[i] === COLON) {
+    if (json.charCodeAt(i) === COLON) {
       i = skipSpace(json, i + 1);
-      if (json[i] === first) return i;
+      if (json.charCodeAt(i) === first) return i;
     }
     at = json.indexOf(key, at + key.length);
   }
   return -1;
 }
 
-function skipSpace(json: Buffer, i: number): number {
+function skipSpace(json: string, i: number): number {
   let j = i;
   for (;;) {
-    const b = json[j];
+    const b = json.charCodeAt(j);
     if (b === SPACE || b === LF || b === CR || b === 0x09) j++;
     else return j;
   }

@@ -88,28 +88,23 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
   // quotes match only where it is a key: inside a JSON string they are escaped.
   const skim = (name: string | undefined, data: Buffer): TapRead | null => {
     if (name !== undefined) return null;
-    if (data.length === DONE.length && data.equals(DONE)) return { done: true };
-    if (
-      data.length < 16 ||
-      hasKeyWith(data, USAGE, OBJECT) ||
-      data.includes(ERROR) ||
-      data.includes(TOOL_CALLS)
-    )
-      return null;
+    if (data.length < 16) return data.equals(DONE) ? { done: true } : null;
+    const text = data.toString('latin1');
+    if (hasKeyWith(text, USAGE, OBJECT) || text.includes(ERROR) || text.includes(TOOL_CALLS)) return null;
     const out: NonNullable<TapRead> = {};
     if (!idSeen) {
       // Without tool calls, a chunk's only `"id"` is its own.
-      const id = stringValue(data, ID);
+      const id = stringValue(text, ID);
       if (!id) return null;
       out.responseId = id;
       idSeen = true;
     }
-    const reason = stringValue(data, FINISH_REASON, true);
+    const reason = stringValue(text, FINISH_REASON, true);
     if (reason) {
       out.finishReason = reason;
       finished = true;
     }
-    const chars = stringValuesLength(data, CONTENT);
+    const chars = stringValuesLength(text, CONTENT);
     if (chars > 0) out.outputChars = chars;
     return out;
   };
@@ -117,12 +112,12 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
 }
 
 const DONE = Buffer.from('[DONE]');
-const ID = Buffer.from('"id"');
-const USAGE = Buffer.from('"usage"');
-const FINISH_REASON = Buffer.from('"finish_reason"');
-const ERROR = Buffer.from('"error"');
-const TOOL_CALLS = Buffer.from('"tool_calls"');
-const CONTENT = Buffer.from('"content"');
+const ID = '"id"';
+const USAGE = '"usage"';
+const FINISH_REASON = '"finish_reason"';
+const ERROR = '"error"';
+const TOOL_CALLS = '"tool_calls"';
+const CONTENT = '"content"';
 const OBJECT = 0x7b;
 
 /** A whole Responses answer. */
