@@ -68,10 +68,20 @@ export async function forwardStream(
   tap: EventTap,
   bytes = false,
 ): Promise<AsyncIterable<RelayFrame>> {
-  const res = await callStream(call);
-  return bytes && tap.skim
-    ? relayBytes(res, call.signal, call.secrets, tap)
-    : relay(res, call.signal, call.secrets, tap);
+  return relayStream(await callStream(call), call.signal, call.secrets, tap, bytes);
+}
+
+type Answer = Awaited<ReturnType<typeof callStream>>;
+
+/** The relay of a stream whose answer arrived (`forwardStream`'s; bench/lane-relay.ts times it alone). */
+export function relayStream(
+  res: Answer,
+  signal: CallSignal,
+  secrets: Secrets,
+  tap: EventTap,
+  bytes: boolean,
+): AsyncIterable<RelayFrame> {
+  return bytes && tap.skim ? relayBytes(res, signal, secrets, tap) : relay(res, signal, secrets, tap);
 }
 
 /**
@@ -83,7 +93,7 @@ export async function forwardStream(
  * frame of its own, as on the event path. An error event ends the stream after the events before it.
  */
 async function* relayBytes(
-  res: Awaited<ReturnType<typeof callStream>>,
+  res: Answer,
   signal: CallSignal,
   secrets: Secrets,
   tap: EventTap,
@@ -138,7 +148,7 @@ async function* relayBytes(
 }
 
 async function* relay(
-  res: Awaited<ReturnType<typeof callStream>>,
+  res: Answer,
   signal: CallSignal,
   secrets: Secrets,
   tap: EventTap,
