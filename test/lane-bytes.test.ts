@@ -256,4 +256,80 @@ describe('lane streams relayed as bytes', () => {
     const gen = await generation(res.headers.get('x-gatehouse-generation-id') as string);
     expect(gen).toMatchObject({ status: 'error', passthrough: true });
   });
+
+  it('relays /responses deltas as they came and rewrites only the events carrying the response', async () => {
+    const response = (status: string, usage: unknown) => ({
+      id: 'resp_bytes',
+      object: 'response',
+      created_at: 1,
+      status,
+      model: 'gpt-x',
+      output: [],
+      usage,
+    });
+    const ev = (type: string, data: object) => `event: ${type}\r\ndata: ${json({ type, ...data })}\r\n\r\n`;
+    const deltas = [
+      ev('response.output_item.added', {
+        output_index: 0,
+        item: { type: 'message', id: 'msg_1', role: 'assistant', content: [] },
+      }),
+      ': processing\r\n\r\n',
+      ev('response.output_text.delta', {
+        item_id: 'msg_1',
+        output_index: 0,
+        content_index: 0,
+        delta: 'Grüße 🎉',
+      }),
+      ev('response.output_text.delta', {
+        item_id: 'msg_1',
+        output_index: 0,
+        content_index: 0,
+        delta: ' done',
+      }),
+    ].join('');
+    const usage = {
+      input_tokens: 300,
+      input_tokens_details: { cached_tokens: 100 },
+      output_tokens: 50,
+      output_tokens_details: { reasoning_tokens: 20 },
+      total_tokens: 350,
+    };
+    const upstream = [
+      ev('response.created', { response: response('in_progress', null) }),
+      deltas,
+      ev('response.completed', { response: response('completed', usage) }),
+    ].join('');
+    const bytes = Buffer.from(upstream);
+    const emoji = bytes.indexOf(Buffer.from('🎉'));
+    mock.enqueue({ stream: pieces(bytes, [emoji + 1]), eventDelayMs: 5 });
+    const res = await post(
+      '/responses',
+      { model: 'test/gpt', stream: true, input: 'x' },
+      { authorization: `Bearer ${gw.apiKey}` },
+    );
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    // The deltas byte for byte, between the two rewritten snapshots.
+    expect(text).toContain(deltas);
+    const snapshots = text.replace(deltas, '').split('\n\n').filter(Boolean);
+    expect(snapshots.map((f) => f.split('\n')[0])).toEqual([
+      'event: response.created',
+      'event: response.completed',
+    ]);
+    const completed = JSON.parse((snapshots[1] as string).split('\n')[1]?.slice('data: '.length) as string);
+    const cost = (200 * 1 + 100 * 0.5 + 50 * 2) / 1e6;
+    expect(completed.response).toMatchObject({ id: 'resp_bytes', usage: { ...usage, is_byok: false } });
+    expect(completed.response.usage.cost).toBeCloseTo(cost, 12);
+    const gen = await generation(res.headers.get('x-gatehouse-generation-id') as string);
+    expect(gen).toMatchObject({
+      status: 'success',
+      passthrough: true,
+      tokens_prompt: 300,
+      tokens_completion: 50,
+      native_tokens_cached: 100,
+      native_tokens_reasoning: 20,
+      upstream_id: 'resp_bytes',
+    });
+    expect(gen.total_cost).toBeCloseTo(cost, 12);
+  });
 });
