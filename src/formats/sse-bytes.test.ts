@@ -24,7 +24,8 @@ function split(bytes: Buffer, cuts: number[]) {
 
 describe('SseByteSplitter', () => {
   const odd = [
-    ': a comment first\r\n\r\n',
+    'event: first\ndata: {}\n\n',
+    ': a comment\r\n\r\n',
     'event: message_start\r\ndata: {"a":"é"}\r\n\r\n',
     'event:ping\ndata:{"type":"ping"}\n\n',
     ':keep-alive\n\n',
@@ -36,13 +37,18 @@ describe('SseByteSplitter', () => {
   const expected = sseEventsOf(odd);
 
   it('finds the events eventsource-parser finds, however the bytes are cut', () => {
-    expect(expected).toHaveLength(5);
+    expect(expected).toHaveLength(6);
     expect(split(bytes, [])).toEqual({ events: expected, out: bytes });
     // Every single cut, then every byte on its own (multi-byte characters and CRLFs split).
     for (let i = 1; i < bytes.length; i++)
       expect(split(bytes, [i])).toEqual({ events: expected, out: bytes });
     const each = Array.from({ length: bytes.length - 1 }, (_, i) => i + 1);
     expect(split(bytes, each)).toEqual({ events: expected, out: bytes });
+  });
+
+  it('reads the first field after a byte order mark, and relays the mark', () => {
+    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes]);
+    for (const cut of [1, 2, 3, 5]) expect(split(bom, [cut])).toEqual({ events: expected, out: bom });
   });
 
   it('lets through only whole blocks: an event cut off is held back', () => {

@@ -23,6 +23,7 @@ export interface ByteBatch {
   events: ByteEvent[];
 }
 
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
@@ -35,6 +36,7 @@ const SPACE = 0x20;
  */
 export class SseByteSplitter {
   private carry: Buffer | null = null;
+  private started = false;
 
   push(chunk: Buffer): ByteBatch | null {
     const buf = this.carry ? Buffer.concat([this.carry, chunk]) : chunk;
@@ -43,6 +45,14 @@ export class SseByteSplitter {
     // CR line ends are rare: without one, each line end is one native search.
     const cr = buf.indexOf(CR) !== -1;
     let pos = 0;
+    if (!this.started) {
+      // A byte order mark opening the stream is no part of its first field (it is relayed).
+      if (len < 3 && BOM.subarray(0, len).equals(buf)) {
+        this.carry = Buffer.from(buf);
+        return null;
+      }
+      if (buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) pos = 3;
+    }
     let blockStart = 0;
     let boundary = 0;
     let name: string | undefined;
@@ -82,6 +92,8 @@ export class SseByteSplitter {
       }
       pos = next;
     }
+    // Until a block has passed, the carried bytes still open the stream (its mark included).
+    if (boundary > 0) this.started = true;
     this.carry = boundary < len ? Buffer.from(buf.subarray(boundary)) : null;
     return boundary === 0 ? null : { bytes: buf.subarray(0, boundary), events };
   }
