@@ -43,7 +43,7 @@ const completion = (model: string) =>
 const chunk = (model: string, extra: Record<string, unknown>) =>
   `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: CREATED, model, ...extra })}\n\n`;
 
-const streamFrames = (model: string) =>
+export const streamFrames = (model: string) =>
   [
     chunk(model, { choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] }),
     chunk(model, { choices: [{ index: 0, delta: { content: 'Hello from ' }, finish_reason: null }] }),
@@ -70,7 +70,7 @@ const message = (model: string) =>
 const event = (type: string, data: Record<string, unknown>) =>
   `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
-const messageFrames = (model: string) =>
+export const messageFrames = (model: string) =>
   [
     event('message_start', {
       message: {

@@ -1,4 +1,5 @@
 import type { ChatChunk, ChatResponse } from '../formats/chat.js';
+import { frameEvents } from '../providers/lane.js';
 import type { NativeWire, RelayFrame } from '../providers/types.js';
 import type { Body } from '../routing/call.js';
 
@@ -250,7 +251,7 @@ export function laneOutput(native: NativeWire, json: unknown): ContentOutput {
 /** The JSON data of an SSE event (the tap's parse when it made one). */
 function dataOf(f: RelayFrame): unknown {
   if (f.json !== undefined) return f.json;
-  const data = f.frame
+  const data = (f.frame as string)
     .split('\n')
     .filter((l) => l.startsWith('data:'))
     .map((l) => l.slice(5).trimStart())
@@ -284,7 +285,7 @@ export function frameReader(native: NativeWire): StreamReader<RelayFrame> {
         : (j: unknown) => a.chatChunk(j);
   return {
     read: (f) => {
-      for (const e of f.parts ?? [f]) event(dataOf(e));
+      for (const e of frameEvents(f)) event(dataOf(e));
     },
     output: () => a.output(),
   };

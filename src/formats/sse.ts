@@ -16,6 +16,13 @@ export function encodeSse(e: SseEvent): string {
 export const sseJson = (data: unknown, event?: string): string =>
   `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
 
+/** The events of a complete SSE text (a frame relayed as bytes, decoded for a reader of its events). */
+export function sseEventsOf(text: string): SseEvent[] {
+  const out: SseEvent[] = [];
+  createParser({ onEvent: (m: EventSourceMessage) => out.push({ event: m.event, data: m.data }) }).feed(text);
+  return out;
+}
+
 /**
  * Parses a byte stream of SSE into events as they arrive (comments and retry fields are skipped).
  * Works on undici/fetch bodies (async-iterable Uint8Array chunks).

@@ -90,7 +90,10 @@ function relayed(reply: FastifyReply, done: { forwarded: ForwardedJson }, added:
 }
 
 /** A lane's stream, relayed frame by frame; a failure after it started ends it in the caller's format. */
-async function* relay(wire: CallerWire<unknown>, s: Streaming & { lane: true }): AsyncGenerator<string> {
+async function* relay(
+  wire: CallerWire<unknown>,
+  s: Streaming & { lane: true },
+): AsyncGenerator<string | Buffer> {
   try {
     const { relayFrame } = wire;
     if (relayFrame) for await (const f of s.frames) yield relayFrame(f, s.info);

@@ -13,7 +13,7 @@ import { isObj } from './wires/texts.js';
  */
 export interface AnswerStore {
   json(body: unknown, info: RouteInfo): Promise<unknown>;
-  frames(frames: AsyncIterable<string>, info: RouteInfo): AsyncIterable<string>;
+  frames(frames: AsyncIterable<string | Buffer>, info: RouteInfo): AsyncIterable<string | Buffer>;
 }
 
 export async function storeAround(stored: StoredResponsesService, req: FastifyRequest): Promise<AnswerStore> {
@@ -47,13 +47,14 @@ const parsed = (json: string): unknown => {
 async function* storedFrames(
   stored: StoredResponsesService,
   turn: Turn,
-  frames: AsyncIterable<string>,
+  frames: AsyncIterable<string | Buffer>,
   info: RouteInfo,
   upstreamStored: boolean,
-): AsyncGenerator<string> {
+): AsyncGenerator<string | Buffer> {
   async function* events() {
     for await (const text of frames) {
-      const m = SNAPSHOT.exec(text);
+      // A frame of bytes holds no snapshot: those are frames of their own (wires/responses.ts).
+      const m = typeof text === 'string' ? SNAPSHOT.exec(text) : null;
       const data = m ? parsed(m[2] as string) : undefined;
       yield data === undefined ? { event: '', data: {}, text } : { event: m?.[1] as string, data, text };
     }

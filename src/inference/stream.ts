@@ -10,14 +10,18 @@ const SSE_HEADERS = {
 };
 
 /**
- * Sends an SSE body built by `frames` (already-encoded SSE text), written straight to the socket
+ * Sends an SSE body built by `frames` (already-encoded SSE text, or a lane's bytes), written straight to the socket
  * with backpressure. Frames produced in the same tick (the events of one upstream read) leave in
  * one write: the response is corked at the first and uncorked on the next tick, instead of one
  * syscall per frame. Once the stream has started, failures are the generator's to report as an
  * in-band error event. The caller going away aborts the call's `callController`, which cancels the
  * upstream call and so ends `frames`.
  */
-export async function sendSse(request: FastifyRequest, reply: FastifyReply, frames: AsyncIterable<string>) {
+export async function sendSse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  frames: AsyncIterable<string | Buffer>,
+) {
   const res = reply.raw;
   // Fastify's onSend hooks do not run for a hijacked reply: its headers (x-request-id) go here.
   reply.hijack();

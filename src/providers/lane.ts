@@ -3,9 +3,10 @@
  * stream of upstream SSE events into relay frames with what a tap reads from each. Each adapter's
  * `lane.ts` says which events carry what.
  */
-import { encodeSse, type SseEvent } from '../formats/sse.js';
+import { encodeSse, type SseEvent, sseEventsOf } from '../formats/sse.js';
+import { type ByteEvent, SseByteSplitter } from '../formats/sse-bytes.js';
 import type { CallSignal } from '../lib/call-abort.js';
-import { type ApiCall, callStream, callWhole, sseEventBatches } from './http.js';
+import { type ApiCall, callStream, callWhole, sseEventBatches, toUpstreamError } from './http.js';
 import { redact } from './redact.js';
 import { type ForwardedJson, type RelayFrame, type Tapped, UpstreamError } from './types.js';
 
@@ -45,6 +46,12 @@ export type TapRead = (Omit<RelayFrame, 'frame'> & { done?: boolean }) | undefin
 export interface EventTap {
   (event: SseEvent): TapRead;
   finished?: () => boolean;
+  /**
+   * For a stream relayed as bytes: what the tap reads of an event from its name and data bytes
+   * alone, or null when it must read the event itself (decoded, through the tap). Without it a
+   * stream is relayed event by event.
+   */
+  skim?: (name: string | undefined, data: Buffer) => TapRead | null;
 }
 
 /**
@@ -56,13 +63,92 @@ export interface EventTap {
  * A stream that ends before the tap saw it complete was cut short → UpstreamError(502), which the
  * engine reports to the caller in its own format.
  */
-export async function forwardStream(call: ApiCall, tap: EventTap): Promise<AsyncIterable<RelayFrame>> {
-  const res = await callStream(call);
-  return relay(res, call.signal, call.secrets, tap);
+export async function forwardStream(
+  call: ApiCall,
+  tap: EventTap,
+  bytes = false,
+): Promise<AsyncIterable<RelayFrame>> {
+  return relayStream(await callStream(call), call.signal, call.secrets, tap, bytes);
+}
+
+type Answer = Awaited<ReturnType<typeof callStream>>;
+
+/** The relay of a stream whose answer arrived (`forwardStream`'s; bench/lane-relay.ts times it alone). */
+export function relayStream(
+  res: Answer,
+  signal: CallSignal,
+  secrets: Secrets,
+  tap: EventTap,
+  bytes: boolean,
+): AsyncIterable<RelayFrame> {
+  return bytes && tap.skim ? relayBytes(res, signal, secrets, tap) : relay(res, signal, secrets, tap);
+}
+
+/**
+ * A lane's stream relayed as the upstream's bytes (`ForwardRequest.bytes`: nothing above reads its
+ * events one by one): each read's bytes up to its last complete event leave as one frame, a Buffer
+ * — not decoded, parsed and re-encoded. The tap skims each event (its name, its data's bytes) and
+ * reads whole only those that carry what it needs (usage, the finish reason, an error); an event
+ * it parsed for a wire to rewrite (`json`: the chat usage chunk, a Responses snapshot) leaves as a
+ * frame of its own, as on the event path. An error event ends the stream after the events before it.
+ */
+async function* relayBytes(
+  res: Answer,
+  signal: CallSignal,
+  secrets: Secrets,
+  tap: EventTap,
+): AsyncGenerator<RelayFrame> {
+  const skim = tap.skim as NonNullable<EventTap['skim']>;
+  const splitter = new SseByteSplitter();
+  const body = res.body;
+  let done = false;
+  let tapFailed = false;
+  try {
+    for await (const chunk of body) {
+      const batch = splitter.push(chunk);
+      if (!batch) continue;
+      const { bytes, events } = batch;
+      const out: RelayFrame[] = [];
+      let from = 0;
+      let seen: RelayFrame = { frame: bytes };
+      let ev: ByteEvent | undefined;
+      try {
+        for (ev of events) {
+          const read =
+            typeof ev.data === 'string' ? tap(decoded(ev)) : (skim(ev.name, ev.data) ?? tap(decoded(ev)));
+          if (!read) continue;
+          const { done: last, ...what } = read;
+          if (last) done = true;
+          if (what.json === undefined) {
+            merge(seen, what);
+            continue;
+          }
+          if (ev.start > from) out.push({ ...seen, frame: bytes.subarray(from, ev.start) });
+          out.push({ frame: encodeSse(decoded(ev)), ...what });
+          from = ev.end;
+          seen = { frame: bytes };
+        }
+      } catch (err) {
+        // An error event: the events before it still go out, then the failure.
+        tapFailed = true;
+        if (ev && ev.start > from) out.push({ ...seen, frame: bytes.subarray(from, ev.start) });
+        yield* out;
+        throw err;
+      }
+      if (bytes.length > from) out.push({ ...seen, frame: from === 0 ? bytes : bytes.subarray(from) });
+      yield* out;
+    }
+  } catch (err) {
+    throw tapFailed ? err : toUpstreamError(err, signal, secrets);
+  } finally {
+    body.release();
+  }
+  if (!done && !tap.finished?.())
+    throw new UpstreamError(502, 'upstream stream ended before its last event', { retryable: true });
 }
 
 async function* relay(
-  res: Awaited<ReturnType<typeof callStream>>,
+  res: Answer,
   signal: CallSignal,
   secrets: Secrets,
   tap: EventTap,
@@ -106,16 +192,42 @@ async function* relay(
 function joined(frames: RelayFrame[]): RelayFrame {
   if (frames.length === 1) return frames[0] as RelayFrame;
   const out: RelayFrame = { frame: '', parts: frames };
+  let text = '';
   let chars = 0;
   for (const f of frames) {
-    out.frame += f.frame;
+    text += f.frame as string;
     if (f.usage) out.usage = f.usage;
     if (f.finishReason) out.finishReason = f.finishReason;
     if (f.responseId) out.responseId = f.responseId;
     if (f.outputChars) chars += f.outputChars;
   }
+  out.frame = text;
   if (chars > 0) out.outputChars = chars;
   return out;
+}
+
+/** A byte event as the tap reads it. */
+const decoded = (ev: ByteEvent): SseEvent => ({
+  event: ev.name,
+  data: typeof ev.data === 'string' ? ev.data : ev.data.toString('utf8'),
+});
+
+/** What a tap read of one more event, into what a frame carries (the latest of each, the characters summed). */
+function merge(into: RelayFrame, read: Omit<RelayFrame, 'frame'>): void {
+  if (read.usage) into.usage = read.usage;
+  if (read.finishReason) into.finishReason = read.finishReason;
+  if (read.responseId) into.responseId = read.responseId;
+  if (read.outputChars) into.outputChars = (into.outputChars ?? 0) + read.outputChars;
+}
+
+/**
+ * A frame's events one by one: a joined frame's parts, a frame relayed as bytes decoded and split
+ * (for the readers that need each event: the content filters, the content log).
+ */
+export function frameEvents(f: RelayFrame): RelayFrame[] {
+  if (f.parts) return f.parts;
+  if (typeof f.frame === 'string') return [f];
+  return sseEventsOf(f.frame.toString('utf8')).map((ev) => ({ frame: encodeSse(ev) }));
 }
 
 /** JSON.parse of an event's data; invalid → UpstreamError (a broken stream, as the hub treats it). */

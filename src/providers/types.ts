@@ -219,6 +219,12 @@ export interface ForwardRequest {
   /** The caller's provider headers (anthropic-beta, …), already allow-listed; never credentials. */
   headers: Record<string, string>;
   stream: boolean;
+  /**
+   * A stream may be relayed as the upstream's bytes (frames are Buffers of whole events, not one
+   * event each): nothing above reads or rewrites its events one by one (no content filter on the
+   * answer). Adapters without a byte relay ignore it.
+   */
+  bytes?: boolean;
 }
 
 /** What a lane reads of an answer on its way through (the usage tap). */
@@ -244,8 +250,12 @@ export interface ForwardedJson extends Tapped {
 
 /** One event of a lane's stream: the SSE frame to relay and what the tap read from it. */
 export interface RelayFrame {
-  /** The event as SSE text, ready to write (several events' when `parts` lists them). */
-  frame: string;
+  /**
+   * The event as SSE text, ready to write (several events' when `parts` lists them); a Buffer when
+   * the stream is relayed as the upstream's bytes (`ForwardRequest.bytes`): whole events as they
+   * came, one or more.
+   */
+  frame: string | Buffer;
   /**
    * The events of a joined frame (lane.ts joins the events of one upstream read that carry no
    * parsed `json`), each as a frame of its own: for readers that need one event at a time (the

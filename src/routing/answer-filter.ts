@@ -3,6 +3,7 @@ import { sseJson } from '../formats/sse.js';
 import type { AnswerChannel, AnswerScan } from '../guardrails/answer-filter.js';
 import { chatAnswerSlots, chatChunkSlots } from '../inference/wires/texts.js';
 import { forbidden } from '../lib/errors.js';
+import { frameEvents } from '../providers/lane.js';
 import type { ForwardedJson, RelayFrame } from '../providers/types.js';
 import type { AnswerSlot, CallWire } from './call.js';
 
@@ -125,7 +126,7 @@ const eventOf = (frame: string) => /^event: ?(.*)$/m.exec(frame)?.[1]?.trim();
 /** The JSON data of an SSE frame, when the tap did not parse it. */
 function dataOf(f: RelayFrame): unknown {
   if (f.json !== undefined) return f.json;
-  const data = f.frame
+  const data = (f.frame as string)
     .split('\n')
     .filter((l) => l.startsWith('data:'))
     .map((l) => l.slice(5).trimStart())
@@ -149,11 +150,11 @@ export function filterFrames(
     (async function* () {
       // Each event's JSON is a copy the walkers may rewrite (a joined frame's events one by one).
       for await (const f of source)
-        for (const e of f.parts ?? [f]) yield { ...e, json: structuredClone(dataOf(e)) };
+        for (const e of frameEvents(f)) yield { ...e, json: structuredClone(dataOf(e)) };
     })(),
     scan,
     (f) => frameTexts(f.json),
-    (f, changed) => (changed ? { ...f, frame: sseJson(f.json, eventOf(f.frame)) } : f),
+    (f, changed) => (changed ? { ...f, frame: sseJson(f.json, eventOf(f.frame as string)) } : f),
   );
 }
 

@@ -676,6 +676,8 @@ export class Engine {
     scan: AnswerScan | null,
   ): Promise<Streaming> {
     let sent: unknown;
+    // A lane stream is relayed as the upstream's bytes unless a content filter reads its events.
+    const bytes = !(scan && call.wire.frameTexts);
     const routed = await this.held(prep, () =>
       routeWithFallbacks(
         this.fallback,
@@ -686,7 +688,7 @@ export class Engine {
           sent = this.upstreamRequest(call, prep, a);
           if (a.lane)
             return (provider.forwardStream as NonNullable<Provider['forwardStream']>)(
-              { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true },
+              { wire: call.wire.native, body: sent as Body, headers: call.headers, stream: true, bytes },
               this.ctx(a, signal, true),
             );
           return provider.chatStream(

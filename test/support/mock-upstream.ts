@@ -87,8 +87,8 @@ export interface MockReply {
   argPieces?: number;
 }
 
-/** A raw SSE event: `data` objects are JSON-encoded; `raw` is written verbatim. */
-export type MockStreamEvent = { event?: string; data: unknown } | { raw: string };
+/** A raw SSE event: `data` objects are JSON-encoded; `raw` is written verbatim (bytes: any cut of them). */
+export type MockStreamEvent = { event?: string; data: unknown } | { raw: string | Uint8Array };
 
 export interface MockStep {
   /** Only requests matching all given fields take this step (others take later/unmatched ones). */
@@ -1096,7 +1096,7 @@ function matches(step: MockStep, req: RecordedRequest): boolean {
   return true;
 }
 
-function encodeEvent(e: MockStreamEvent): string {
+function encodeEvent(e: MockStreamEvent): string | Uint8Array {
   if ('raw' in e) return e.raw;
   const data = typeof e.data === 'string' ? e.data : JSON.stringify(e.data);
   return `${e.event ? `event: ${e.event}\n` : ''}${data
@@ -1129,7 +1129,7 @@ function wait(ms: number, res: ServerResponse): Promise<boolean> {
   });
 }
 
-const write = (res: ServerResponse, s: string): Promise<void> =>
+const write = (res: ServerResponse, s: string | Uint8Array): Promise<void> =>
   new Promise((resolve) => {
     if (res.destroyed) return resolve();
     res.write(s, () => resolve());

@@ -27,6 +27,31 @@ import {
 } from './wire.js';
 
 const NULL_USAGE = /,"usage":null|"usage":null,/g;
+const NULL_USAGE_BYTES = Buffer.from('"usage":null');
+
+/** A frame's text without `"usage":null` (a Buffer's bytes spliced, not decoded). */
+function withoutNullUsage(frame: string | Buffer): string | Buffer {
+  if (typeof frame === 'string')
+    return frame.includes('"usage":null') ? frame.replace(NULL_USAGE, '') : frame;
+  let at = frame.indexOf(NULL_USAGE_BYTES);
+  if (at === -1) return frame;
+  const kept: Buffer[] = [];
+  let from = 0;
+  const n = NULL_USAGE_BYTES.length;
+  while (at !== -1) {
+    // As NULL_USAGE: the comma before it, else the one after it, goes with it.
+    if (frame[at - 1] === 0x2c && at - 1 >= from) {
+      kept.push(frame.subarray(from, at - 1));
+      from = at + n;
+    } else if (frame[at + n] === 0x2c) {
+      kept.push(frame.subarray(from, at));
+      from = at + n + 1;
+    }
+    at = frame.indexOf(NULL_USAGE_BYTES, at + n);
+  }
+  kept.push(frame.subarray(from));
+  return Buffer.concat(kept);
+}
 
 /** OpenRouter's request extensions a provider's Chat Completions API does not take. */
 const DROPPED = [...GATEHOUSE_FIELDS, 'usage', 'reasoning'] as const;
@@ -188,7 +213,7 @@ export const chatWire: ChatWire = {
         usage: { ...prior, ...usage },
       });
     }
-    return frame.frame.includes('"usage":null') ? frame.frame.replace(NULL_USAGE, '') : frame.frame;
+    return withoutNullUsage(frame.frame);
   },
   streamError: (info, message, status = 502) => errorFrames(info, status, message),
   renderError: envelope,

@@ -34,9 +34,10 @@ export interface CallerWire<R = ChatResponse> extends CallWire {
   /**
    * A lane's stream event as the caller gets it (absent: as it came). Called for every frame: it
    * must not re-serialize an event it leaves as it is. A frame without `json` may hold several
-   * events (RelayFrame.parts): only text edits that hold for each of them apply to it.
+   * events (RelayFrame.parts, or a Buffer of the upstream's bytes): only text edits that hold for
+   * each of them apply to it.
    */
-  relayFrame?(frame: RelayFrame, info: RouteInfo): string;
+  relayFrame?(frame: RelayFrame, info: RouteInfo): string | Buffer;
   /**
    * The frames that end a stream which failed after it started (`status`: the failure's, 502 for
    * an upstream's; 403 for an answer a content filter blocked).

@@ -142,6 +142,6 @@ export class AnthropicProvider implements Provider {
 
   forwardStream(req: ForwardRequest, ctx: CallContext): Promise<AsyncIterable<RelayFrame>> {
     const call = this.call('messages', req.body, true, this.headers(ctx, req.headers), ctx);
-    return forwardStream(call, messagesStreamTap(call.secrets));
+    return forwardStream(call, messagesStreamTap(call.secrets), req.bytes);
   }
 }

@@ -4,6 +4,7 @@
  * cache reads + cache writes, as `mapAnthropicUsage` counts it for translated calls).
  */
 import type { SseEvent } from '../../formats/sse.js';
+import { utf16Length } from '../../formats/sse-bytes.js';
 import { obj } from '../errors.js';
 import { type EventTap, eventJson, type TapRead } from '../lane.js';
 import type { Tapped } from '../types.js';
@@ -35,7 +36,7 @@ export function tapMessage(json: unknown, secrets: (string | null | undefined)[]
  */
 export function messagesStreamTap(secrets: (string | null | undefined)[]): EventTap {
   let raw: Record<string, unknown> = {};
-  return (ev: SseEvent): TapRead => {
+  const tap = (ev: SseEvent): TapRead => {
     switch (ev.event) {
       case 'content_block_delta':
         return { outputChars: ev.data.length };
@@ -61,4 +62,12 @@ export function messagesStreamTap(secrets: (string | null | undefined)[]): Event
         return undefined;
     }
   };
+  // Only the events carrying usage, the stop reason or an error are decoded; deltas are measured.
+  const skim = (name: string | undefined, data: Buffer): TapRead | null => {
+    if (name === 'content_block_delta') return { outputChars: utf16Length(data) };
+    if (name === 'message_start' || name === 'message_delta' || name === 'message_stop' || name === 'error')
+      return null;
+    return undefined;
+  };
+  return Object.assign(tap, { skim });
 }

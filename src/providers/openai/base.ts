@@ -185,6 +185,7 @@ export class OpenAiWireProvider implements Provider {
     return forwardStream(
       call,
       req.wire === 'openai-responses' ? responsesStreamTap(secrets, errors) : chatStreamTap(secrets, errors),
+      req.bytes,
     );
   }
 

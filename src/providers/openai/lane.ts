@@ -4,6 +4,7 @@
  */
 import type { Usage } from '../../formats/chat.js';
 import type { SseEvent } from '../../formats/sse.js';
+import { hasKeyWith, stringValue, stringValuesLength, utf16Length } from '../../formats/sse-bytes.js';
 import { type ErrorShape, nonEmpty, obj } from '../errors.js';
 import { type EventTap, eventJson, type TapRead } from '../lane.js';
 import type { Tapped } from '../types.js';
@@ -46,6 +47,7 @@ export function tapChat(json: unknown, secrets: Secrets, shape: ErrorShape = ope
  */
 export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors): EventTap {
   let finished = false;
+  let idSeen = false;
   const tap = (ev: SseEvent): TapRead => {
     const data = ev.data.trim();
     if (data === '[DONE]') return { done: true };
@@ -74,11 +76,49 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
       }
       if (chars > 0) out.outputChars = chars;
     }
-    if (typeof r.id === 'string') out.responseId = r.id;
+    if (typeof r.id === 'string') {
+      out.responseId = r.id;
+      // Azure's first chunk (its prompt filter results) has an empty id: the next one is read too.
+      if (r.id) idSeen = true;
+    }
     return out;
   };
-  return Object.assign(tap, { finished: () => finished });
+  // A chunk is read from its bytes (its id, finish reason and content's length); a chunk that may
+  // carry anything else the tap reads (usage, tool calls, an error; a named event) is parsed. A key's
+  // quotes match only where it is a key: inside a JSON string they are escaped.
+  const skim = (name: string | undefined, data: Buffer): TapRead | null => {
+    if (name !== undefined) return null;
+    if (data.length < 16) return data.equals(DONE) ? { done: true } : null;
+    const text = data.toString('latin1');
+    if (hasKeyWith(text, USAGE, OBJECT) || text.includes(ERROR) || text.includes(TOOL_CALLS)) return null;
+    const out: NonNullable<TapRead> = {};
+    if (!idSeen) {
+      // Without tool calls, a chunk's only `"id"` is its own.
+      const id = stringValue(text, ID);
+      if (!id) return null;
+      out.responseId = id;
+      idSeen = true;
+    }
+    const reason = stringValue(text, FINISH_REASON, true);
+    if (reason) {
+      out.finishReason = reason;
+      finished = true;
+    }
+    const chars = stringValuesLength(text, CONTENT);
+    if (chars > 0) out.outputChars = chars;
+    return out;
+  };
+  return Object.assign(tap, { finished: () => finished, skim });
 }
+
+const DONE = Buffer.from('[DONE]');
+const ID = '"id"';
+const USAGE = '"usage"';
+const FINISH_REASON = '"finish_reason"';
+const ERROR = '"error"';
+const TOOL_CALLS = '"tool_calls"';
+const CONTENT = '"content"';
+const OBJECT = 0x7b;
 
 /** A whole Responses answer. */
 export function tapResponse(json: unknown, secrets: Secrets, shape: ErrorShape = openAiErrors): Tapped {
@@ -99,7 +139,7 @@ export function tapResponse(json: unknown, secrets: Secrets, shape: ErrorShape =
  * events are failures. Deltas are measured, not parsed.
  */
 export function responsesStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors): EventTap {
-  return (ev: SseEvent): TapRead => {
+  const tap = (ev: SseEvent): TapRead => {
     const type = ev.event ?? '';
     if (type.endsWith('.delta')) return { outputChars: ev.data.length };
     switch (type) {
@@ -135,4 +175,20 @@ export function responsesStreamTap(secrets: Secrets, shape: ErrorShape = openAiE
         return undefined;
     }
   };
+  // Deltas are measured from their bytes; the events the tap parses are read whole.
+  const skim = (name: string | undefined, data: Buffer): TapRead | null => {
+    if (name?.endsWith('.delta')) return { outputChars: utf16Length(data) };
+    return name !== undefined && PARSED.has(name) ? null : undefined;
+  };
+  return Object.assign(tap, { skim });
 }
+
+/** The Responses events its tap parses. */
+const PARSED = new Set([
+  'response.created',
+  'response.in_progress',
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+  'error',
+]);
