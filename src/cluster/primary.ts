@@ -6,7 +6,7 @@ import type { BootstrapResult } from '../accounts/bootstrap.js';
 import { loadConfig } from '../config.js';
 import { createLog } from '../lib/log.js';
 import { startMetricsListener } from '../server/metrics.js';
-import { type IpcMessage, isIpcMessage } from './ipc.js';
+import { Batcher, type IpcMessage, unbatch } from './ipc.js';
 import { SharedState } from './shared-state.js';
 
 /**
@@ -102,15 +102,26 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
     indexOf.set(worker.id, index);
   };
 
+  // What goes to a worker in one turn of the loop (replies, relayed bus messages) goes as one message.
+  const outbox = new Map<number, Batcher>();
   const send = (worker: Worker, m: IpcMessage) => {
     if (!worker.isConnected()) return;
-    try {
-      worker.send(m);
-    } catch {}
+    let out = outbox.get(worker.id);
+    if (!out) {
+      out = new Batcher((batch) => {
+        if (!worker.isConnected()) return null;
+        try {
+          worker.send(batch);
+        } catch {}
+        return null;
+      });
+      outbox.set(worker.id, out);
+    }
+    out.push(m);
   };
 
-  cluster.on('message', (worker, m: unknown) => {
-    if (!isIpcMessage(m)) return;
+  cluster.on('message', (worker, message: unknown) => unbatch(message, (m) => receive(worker, m)));
+  const receive = (worker: Worker, m: IpcMessage) => {
     if (m.gh === 'ready') {
       const index = indexOf.get(worker.id);
       const slot = index === undefined ? undefined : slots[index];
@@ -121,7 +132,11 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
         log.info({ workers: opts.workers, shared: state ? 'primary' : 'redis' }, 'all workers serving');
       }
     } else if (m.gh === 'bus') {
-      for (const other of Object.values(cluster.workers ?? {})) if (other && other !== worker) send(other, m);
+      for (const other of Object.values(cluster.workers ?? {}))
+        if (other && other !== worker) {
+          send(other, m);
+          if (m.now) outbox.get(other.id)?.flush();
+        }
     } else if (m.gh === 'call') {
       if (!state)
         return send(worker, { gh: 'reply', id: m.id, ok: false, value: 'no shared state (Redis in use)' });
@@ -130,11 +145,12 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
         (err: Error) => send(worker, { gh: 'reply', id: m.id, ok: false, value: err.message }),
       );
     }
-  });
+  };
 
   cluster.on('exit', (worker, code, signal) => {
     const index = indexOf.get(worker.id);
     indexOf.delete(worker.id);
+    outbox.delete(worker.id);
     const freed = state?.forgetWorker(worker.id);
     const slot = index === undefined ? undefined : slots[index];
     if (index === undefined || !slot) return;
