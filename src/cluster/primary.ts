@@ -20,9 +20,8 @@ import { SharedState } from './shared-state.js';
  *
  * It counts the failed operator authentications of all workers (the throttle of each node).
  * Without Redis it also holds what the workers must share (src/cluster/shared-state.ts): the rate
- * limiters' counters (RateLimiterClusterMaster), the usage limits' counters and the spend
- * reservations; and it relays the cluster bus's messages (invalidations, spend) from one worker to
- * the others. With REDIS_URL the workers use Redis as separate nodes do, and it only supervises.
+ * limiters' windows, the usage limits' counters and the spend reservations; and it relays the
+ * cluster bus's messages (invalidations, spend) from one worker to the others. With REDIS_URL the workers use Redis as separate nodes do, and it only supervises.
  *
  * GET /metrics (GATEHOUSE_METRICS_PORT) is served by the primary: the workers' metrics summed.
  *
@@ -57,7 +56,7 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
   opts.announceKeysFile((await prepareOnce(config, log)).keysFile);
 
   const state = config.redisUrl ? null : new SharedState();
-  // The rate limiters' counters without Redis, and the operator authentication throttle's always.
+  // The operator authentication throttle's counters (RateLimiterCluster in the workers).
   new RateLimiterClusterMaster();
   // GET /metrics: every worker's metrics, summed (prom-client asks each worker over IPC).
   if (config.metrics) {
