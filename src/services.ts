@@ -12,7 +12,7 @@ import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
 import { ClusterBus } from './cluster/bus.js';
 import { applyClusterEvent } from './cluster/caches.js';
-import { clusterLink, IpcLimitStore, IpcReservations } from './cluster/ipc.js';
+import { clusterLink, IpcLimitStore, IpcReservations, IpcWindows } from './cluster/ipc.js';
 import type { Config } from './config.js';
 import { ContentLog } from './content-log/service.js';
 import { BudgetsService } from './credits/budgets.service.js';
@@ -63,6 +63,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   const spend = new SpendTracker(db, { credits: config.credits });
   // A worker of `serve --workers N` without Redis: the shared state is in the primary process.
   const ipc = config.redisUrl ? null : clusterLink();
+  const windows = ipc ? new IpcWindows(ipc, log.child({ component: 'rate-limits' })) : null;
   // Other nodes (or workers) hear of this one's writes and spend at once through Redis, or the
   // primary process (a no-op on a single process without REDIS_URL).
   const cluster = new ClusterBus({ redisUrl: config.redisUrl, prefix: config.redisPrefix, logger: log, ipc });
@@ -111,7 +112,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:rl`,
     logger: log,
-    cluster: ipc !== null,
+    shared: windows,
   });
   // Journaled on local disk until written: a killed process loses no answered call's usage.
   const journal = new UsageJournal(join(config.dataDir, 'journal'));
@@ -210,7 +211,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:batches`,
     logger: log,
-    cluster: ipc !== null,
+    shared: windows,
   });
   const batches = new BatchesService({
     db,
@@ -230,7 +231,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     redisUrl: config.redisUrl,
     keyPrefix: `${config.redisPrefix}:vault`,
     logger: log,
-    cluster: ipc !== null,
+    shared: windows,
   });
   const internAccess = new InternAccess(db);
   const vault = new VaultService({

@@ -221,6 +221,7 @@ export class ClusterBus {
   async close(): Promise<void> {
     if (this.ipc && !this.closed) {
       await this.flush();
+      this.ipc.flush();
       this.closed = true;
       return;
     }
@@ -260,7 +261,11 @@ export class ClusterBus {
       if (this.queue.length === 0) return;
       const envelope: Envelope = { v: 1, node: this.nodeId, events: this.queue };
       this.queue = [];
-      this.ipc.sendBus(JSON.stringify(envelope));
+      // Spend can wait for the batch of this turn; an invalidation goes before its write is answered.
+      this.ipc.sendBus(
+        JSON.stringify(envelope),
+        envelope.events.some((e) => e.kind !== 'spend'),
+      );
       this.stats.published += envelope.events.length;
       return;
     }

@@ -6,7 +6,7 @@ import type { BootstrapResult } from '../accounts/bootstrap.js';
 import { loadConfig } from '../config.js';
 import { createLog } from '../lib/log.js';
 import { startMetricsListener } from '../server/metrics.js';
-import { type IpcMessage, isIpcMessage } from './ipc.js';
+import { Batcher, type IpcMessage, unbatch } from './ipc.js';
 import { SharedState } from './shared-state.js';
 
 /**
@@ -20,9 +20,8 @@ import { SharedState } from './shared-state.js';
  *
  * It counts the failed operator authentications of all workers (the throttle of each node).
  * Without Redis it also holds what the workers must share (src/cluster/shared-state.ts): the rate
- * limiters' counters (RateLimiterClusterMaster), the usage limits' counters and the spend
- * reservations; and it relays the cluster bus's messages (invalidations, spend) from one worker to
- * the others. With REDIS_URL the workers use Redis as separate nodes do, and it only supervises.
+ * limiters' windows, the usage limits' counters and the spend reservations; and it relays the
+ * cluster bus's messages (invalidations, spend) from one worker to the others. With REDIS_URL the workers use Redis as separate nodes do, and it only supervises.
  *
  * GET /metrics (GATEHOUSE_METRICS_PORT) is served by the primary: the workers' metrics summed.
  *
@@ -57,7 +56,7 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
   opts.announceKeysFile((await prepareOnce(config, log)).keysFile);
 
   const state = config.redisUrl ? null : new SharedState();
-  // The rate limiters' counters without Redis, and the operator authentication throttle's always.
+  // The operator authentication throttle's counters (RateLimiterCluster in the workers).
   new RateLimiterClusterMaster();
   // GET /metrics: every worker's metrics, summed (prom-client asks each worker over IPC).
   if (config.metrics) {
@@ -102,15 +101,26 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
     indexOf.set(worker.id, index);
   };
 
+  // What goes to a worker in one turn of the loop (replies, relayed bus messages) goes as one message.
+  const outbox = new Map<number, Batcher>();
   const send = (worker: Worker, m: IpcMessage) => {
     if (!worker.isConnected()) return;
-    try {
-      worker.send(m);
-    } catch {}
+    let out = outbox.get(worker.id);
+    if (!out) {
+      out = new Batcher((batch) => {
+        if (!worker.isConnected()) return null;
+        try {
+          worker.send(batch);
+        } catch {}
+        return null;
+      });
+      outbox.set(worker.id, out);
+    }
+    out.push(m);
   };
 
-  cluster.on('message', (worker, m: unknown) => {
-    if (!isIpcMessage(m)) return;
+  cluster.on('message', (worker, message: unknown) => unbatch(message, (m) => receive(worker, m)));
+  const receive = (worker: Worker, m: IpcMessage) => {
     if (m.gh === 'ready') {
       const index = indexOf.get(worker.id);
       const slot = index === undefined ? undefined : slots[index];
@@ -121,7 +131,11 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
         log.info({ workers: opts.workers, shared: state ? 'primary' : 'redis' }, 'all workers serving');
       }
     } else if (m.gh === 'bus') {
-      for (const other of Object.values(cluster.workers ?? {})) if (other && other !== worker) send(other, m);
+      for (const other of Object.values(cluster.workers ?? {}))
+        if (other && other !== worker) {
+          send(other, m);
+          if (m.now) outbox.get(other.id)?.flush();
+        }
     } else if (m.gh === 'call') {
       if (!state)
         return send(worker, { gh: 'reply', id: m.id, ok: false, value: 'no shared state (Redis in use)' });
@@ -130,11 +144,12 @@ export async function runPrimary(opts: PrimaryOptions): Promise<void> {
         (err: Error) => send(worker, { gh: 'reply', id: m.id, ok: false, value: err.message }),
       );
     }
-  });
+  };
 
   cluster.on('exit', (worker, code, signal) => {
     const index = indexOf.get(worker.id);
     indexOf.delete(worker.id);
+    outbox.delete(worker.id);
     const freed = state?.forgetWorker(worker.id);
     const slot = index === undefined ? undefined : slots[index];
     if (index === undefined || !slot) return;

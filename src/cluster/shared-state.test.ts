@@ -49,3 +49,36 @@ describe('SharedState (the primary of serve --workers)', () => {
     await expect(s.handle(1, 'eval', [])).rejects.toThrow(/unknown operation/);
   });
 });
+
+describe('SharedState: request-rate windows and a call reserving twice', () => {
+  it('counts every worker against one window, per prefix and limits', async () => {
+    const s = new SharedState();
+    const ok = [];
+    for (let i = 0; i < 5; i++)
+      ok.push(((await s.handle(1 + (i % 2), 'rl.consume', ['rl', 3, 60, 'k'])) as { ok: boolean }).ok);
+    expect(ok).toEqual([true, true, true, false, false]);
+    const refused = (await s.handle(1, 'rl.consume', ['rl', 3, 60, 'k'])) as {
+      ok: false;
+      retryAfterMs: number;
+    };
+    expect(refused.retryAfterMs).toBeGreaterThan(0);
+    // Another key, another prefix: their own windows.
+    expect(await s.handle(2, 'rl.consume', ['rl', 3, 60, 'k2'])).toMatchObject({ ok: true, remaining: 2 });
+    expect(await s.handle(2, 'rl.consume', ['batches', 3, 60, 'k'])).toMatchObject({ ok: true });
+    await expect(s.handle(1, 'rl.consume', ['rl', 0, 60, 'k'])).rejects.toThrow(/positive/);
+    await expect(s.handle(1, 'rl.consume', ['rl', 3, 60, 42])).rejects.toThrow(/string/);
+  });
+
+  it("a dead worker's call that reserved its limits then its credits under one id frees both", async () => {
+    const s = new SharedState();
+    expect(await s.handle(1, 'resv.reserve', ['r1', [{ pool: 'k:a', headroom: 1 }], 0.6, 60_000])).toBeNull();
+    expect(
+      await s.handle(1, 'resv.reserve', ['r1', [{ pool: 'o:org', headroom: 1 }], 0.6, 60_000]),
+    ).toBeNull();
+    expect(s.forgetWorker(1)).toEqual({ slots: 0, reservations: 1 });
+    expect(await s.handle(2, 'resv.reserve', ['r2', [{ pool: 'k:a', headroom: 1 }], 0.6, 60_000])).toBeNull();
+    expect(
+      await s.handle(2, 'resv.reserve', ['r2', [{ pool: 'o:org', headroom: 1 }], 0.6, 60_000]),
+    ).toBeNull();
+  });
+});

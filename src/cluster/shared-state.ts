@@ -1,5 +1,7 @@
+import type { RateLimiterMemory } from 'rate-limiter-flexible';
 import { MemoryReservations, type PoolCheck } from '../credits/reservations.js';
 import { MemoryLimitStore } from '../limits/store.js';
+import { consumeWindow } from './ipc.js';
 
 /**
  * What the primary process of `serve --workers N` holds for its workers when there is no Redis:
@@ -13,6 +15,8 @@ import { MemoryLimitStore } from '../limits/store.js';
 export class SharedState {
   readonly limits = new MemoryLimitStore();
   readonly reservations = new MemoryReservations();
+  /** The request-rate windows (RateLimiter), one limiter per prefix and limits. */
+  private readonly windows = new Map<string, RateLimiterMemory>();
   /** worker → slot `scope\0id` / reservation id → pools. */
   private readonly slots = new Map<number, Set<string>>();
   private readonly reserved = new Map<number, Map<string, string[]>>();
@@ -26,6 +30,11 @@ export class SharedState {
   async handle(worker: number, op: string, args: unknown[]): Promise<unknown> {
     const a = args;
     switch (op) {
+      case 'rl.consume': {
+        const [points, duration] = [num(a[1]), num(a[2])];
+        if (!(points > 0 && duration > 0)) throw new Error('points and duration: positive numbers expected');
+        return consumeWindow(this.windows, str(a[0]), points, duration, str(a[3]));
+      }
       case 'limits.hit':
         return this.limits.hit(str(a[0]), num(a[1]), num(a[2]));
       case 'limits.tokens':
@@ -48,10 +57,11 @@ export class SharedState {
         const checks = a[1] as PoolCheck[];
         if (!Array.isArray(checks)) throw new Error('checks: an array expected');
         const misfit = this.reservations.reserveNow(id, checks, num(a[2]), num(a[3]));
-        if (!misfit)
-          of(this.reserved, worker, () => new Map<string, string[]>()).set(id, [
-            ...new Set(checks.map((c) => c.pool)),
-          ]);
+        if (!misfit) {
+          // One call reserves twice under one id (its limits, then its organization's credits).
+          const mine = of(this.reserved, worker, () => new Map<string, string[]>());
+          mine.set(id, [...new Set([...(mine.get(id) ?? []), ...checks.map((c) => c.pool)])]);
+        }
         return misfit;
       }
       case 'resv.settle': {

@@ -21,14 +21,19 @@ import { failFastRedis } from '../lib/redis.js';
  * rate-limit store outage should not take inference down. The switch is logged once per outage.
  *
  * Without Redis, the workers of `serve --workers N` share counters held by the primary process
- * (rate-limiter-flexible's RateLimiterCluster over the cluster's IPC channel; the primary runs
- * its RateLimiterClusterMaster). Should the primary not answer within a second, the request is let
- * through (logged), as when the limiter itself fails.
+ * (`shared`: src/cluster/ipc.ts's IpcWindows, whose calls travel batched with the worker's other
+ * calls to the primary). Should the primary not answer within a second, the worker counts in its
+ * own memory meanwhile (logged).
  *
  * `points` or `durationSeconds` of 0 turns rate limiting off.
  */
 
 export type RateLimitVerdict = { ok: true; remaining: number } | { ok: false; retryAfterMs: number };
+
+/** Windows counted elsewhere for several processes (the primary of `serve --workers N`). */
+export interface SharedWindows {
+  consume(keyPrefix: string, points: number, durationSeconds: number, key: string): Promise<RateLimitVerdict>;
+}
 
 export interface RateLimiterLogger {
   warn(msg: string): void;
@@ -48,6 +53,8 @@ export interface RateLimiterOptions {
   logger?: RateLimiterLogger;
   /** Without Redis: count in the primary process of `serve --workers N` (this is one of its workers). */
   cluster?: boolean;
+  /** Without Redis: count in these shared windows instead (the workers' batched link to the primary). */
+  shared?: SharedWindows | null;
 }
 
 const consoleLogger: RateLimiterLogger = {
@@ -57,6 +64,12 @@ const consoleLogger: RateLimiterLogger = {
 
 export class RateLimiter {
   private readonly limiter: RateLimiterAbstract | null;
+  private readonly shared: {
+    windows: SharedWindows;
+    prefix: string;
+    points: number;
+    duration: number;
+  } | null = null;
   private readonly redis: Redis | null = null;
   private readonly log: RateLimiterLogger;
   /** Whether Redis is known to be down (to log transitions once). */
@@ -82,6 +95,16 @@ export class RateLimiter {
       return;
     }
     const limits = { points: opts.points, duration: opts.durationSeconds, keyPrefix };
+    if (!opts.redisUrl && opts.shared) {
+      this.limiter = null;
+      this.shared = {
+        windows: opts.shared,
+        prefix: keyPrefix,
+        points: opts.points,
+        duration: opts.durationSeconds,
+      };
+      return;
+    }
     if (!opts.redisUrl) {
       this.limiter = opts.cluster
         ? new RateLimiterCluster({ ...limits, timeoutMs: 1_000 })
@@ -132,6 +155,15 @@ export class RateLimiter {
 
   /** Counts one request of the key; refuses with the time until its window resets. */
   async consume(keyHash: string): Promise<RateLimitVerdict> {
+    const s = this.shared;
+    if (s) {
+      try {
+        return await s.windows.consume(s.prefix, s.points, s.duration, keyHash);
+      } catch (err) {
+        this.log.warn(`Rate limiter failed, request let through: ${(err as Error)?.message ?? err}`);
+        return { ok: true, remaining: 0 };
+      }
+    }
     if (!this.limiter) return { ok: true, remaining: Number.POSITIVE_INFINITY };
     try {
       const res = await this.limiter.consume(keyHash);
