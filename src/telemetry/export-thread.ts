@@ -155,6 +155,8 @@ export class ExportThreadSpanExporter implements SpanExporter {
   private readonly pending = new Map<number, (m: { code?: number; error?: string }) => void>();
   private nextId = 0;
   private stopped: Promise<void> | null = null;
+  /** The thread is gone (it failed): what is sent after fails at once instead of waiting. */
+  private exited = false;
 
   constructor(opts: ExportThreadOptions) {
     const require = createRequire(import.meta.url);
@@ -183,7 +185,10 @@ export class ExportThreadSpanExporter implements SpanExporter {
       opts.warn('export thread failed', err.message);
       this.failAll(err.message);
     });
-    this.worker.on('exit', () => this.failAll('export thread stopped'));
+    this.worker.on('exit', () => {
+      this.exited = true;
+      this.failAll('export thread stopped');
+    });
   }
 
   private failAll(message: string): void {
@@ -193,6 +198,7 @@ export class ExportThreadSpanExporter implements SpanExporter {
 
   private send(message: Record<string, unknown>): Promise<{ code?: number; error?: string }> {
     const id = this.nextId++;
+    if (this.exited) return Promise.resolve({ code: 1, error: 'export thread stopped' });
     return new Promise((resolve) => {
       this.pending.set(id, resolve);
       this.worker.postMessage({ ...message, id });
