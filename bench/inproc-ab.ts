@@ -15,11 +15,20 @@
  *   BENCH_K=8 BENCH_N=8000 npx tsx bench/inproc-ab.ts dist bench/.base/dist
  *
  * A build outside the repository cannot resolve its packages: copy it inside (and .gitignore it).
+ *
+ * Tracing: a side named `<dist>@traced` runs with every call sampled (OTEL_TRACES_SAMPLER=always_on)
+ * and its spans exported over OTLP/HTTP protobuf to a sink in this process that reads and discards
+ * them (a collector's receive), so the child's CPU holds all of tracing's cost (spans, batching,
+ * serialization, the export's HTTP) and none of the receiver's:
+ *
+ *   BENCH_K=6 npx tsx bench/inproc-ab.ts dist@traced dist
  */
 
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -36,6 +45,20 @@ const CONCURRENCY = Number(process.env.BENCH_C ?? 64);
  */
 const CALL = process.env.BENCH_CALL === 'messages' ? 'messages' : 'chat';
 const STREAM = process.env.BENCH_STREAM === '1';
+
+/**
+ * CPU µs of the event loop's thread alone (Linux: /proc, 10 ms ticks), beside process.cpuUsage's
+ * all threads (GC helpers, a tracing export thread): what bounds a single loop's throughput.
+ */
+function loopThreadCpuUs(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 /** Child mode: `--measure <dist> <mock base URL> <n>` prints `{cpu_us_per_call}`. */
 async function measure(dist: string, mockBaseUrl: string, n: number): Promise<void> {
@@ -92,10 +115,15 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
   };
   await calls(3_000);
   const before = process.cpuUsage();
+  const loopBefore = loopThreadCpuUs();
   await calls(n);
-  const used = process.cpuUsage(before);
-  process.stdout.write(`${JSON.stringify({ cpu_us_per_call: (used.user + used.system) / n })}\n`);
+  // Closing sends the spans still buffered (traced): their cost is the calls' too.
   await g.close();
+  const used = process.cpuUsage(before);
+  const loop = loopThreadCpuUs() - loopBefore;
+  process.stdout.write(
+    `${JSON.stringify({ cpu_us_per_call: (used.user + used.system) / n, loop_us_per_call: loop / n })}\n`,
+  );
   rmSync(dir, { recursive: true, force: true });
   process.exit(0);
 }
@@ -108,30 +136,68 @@ async function main(): Promise<void> {
   const k = Number(process.env.BENCH_K ?? 8);
   const n = Number(process.env.BENCH_N ?? 8000);
   const mock = await startMockUpstream();
-  const run = async (dist: string): Promise<number> => {
+  const exported = { requests: 0, bytes: 0 };
+  const sink = createServer((req, res) => {
+    exported.requests++;
+    req.on('data', (c: Buffer) => {
+      exported.bytes += c.length;
+    });
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((done) => sink.listen(0, '127.0.0.1', done));
+  const traceEnv = {
+    ...process.env,
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_TRACES_SAMPLER: 'always_on',
+  };
+  const run = async (side: string): Promise<{ cpu: number; loop: number }> => {
+    const traced = side.endsWith('@traced');
+    const dist = traced ? side.slice(0, -'@traced'.length) : side;
     // Asynchronously: the mock answers from this process's event loop.
     return new Promise((done, fail) =>
       execFile(
         process.execPath,
-        ['--import', 'tsx', import.meta.filename, '--measure', resolve(dist), mock.baseUrl, String(n)],
-        (err, stdout) =>
-          err ? fail(err) : done(JSON.parse(stdout.trim().split('\n').at(-1) as string).cpu_us_per_call),
+        [
+          ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+          '--import',
+          'tsx',
+          import.meta.filename,
+          '--measure',
+          resolve(dist),
+          mock.baseUrl,
+          String(n),
+        ],
+        { env: traced ? traceEnv : process.env, maxBuffer: 1 << 24 },
+        (err, stdout) => {
+          if (err) return fail(err);
+          const m = JSON.parse(stdout.trim().split('\n').at(-1) as string);
+          done({ cpu: m.cpu_us_per_call, loop: m.loop_us_per_call });
+        },
       ),
     );
   };
   const ratios: number[] = [];
+  const loopRatios: number[] = [];
   for (let i = 0; i < k; i++) {
     const x = await run(a);
     const y = await run(b);
-    ratios.push(x / y);
+    ratios.push(x.cpu / y.cpu);
+    loopRatios.push(x.loop / y.loop);
     process.stdout.write(
-      `pair ${i + 1}: A ${x.toFixed(1)} µs, B ${y.toFixed(1)} µs, A/B ${(x / y).toFixed(3)}\n`,
+      `pair ${i + 1}: A ${x.cpu.toFixed(1)} µs (loop thread ${x.loop.toFixed(1)}), B ${y.cpu.toFixed(1)} µs (loop thread ${y.loop.toFixed(1)}), A/B ${(x.cpu / y.cpu).toFixed(3)} (loop thread ${(x.loop / y.loop).toFixed(3)})\n`,
     );
   }
-  const sorted = [...ratios].sort((p, q) => p - q);
-  const median = sorted[sorted.length >> 1] as number;
-  process.stdout.write(`median A/B CPU per call over ${k} pairs: ${median.toFixed(3)}\n`);
+  const median = (v: number[]) => ([...v].sort((p, q) => p - q)[v.length >> 1] as number).toFixed(3);
+  process.stdout.write(
+    `median A/B CPU per call over ${k} pairs: ${median(ratios)} (the event loop's thread alone: ${median(loopRatios)})\n`,
+  );
+  if (exported.requests)
+    process.stdout.write(
+      `OTLP sink: ${exported.requests} exports, ${(exported.bytes / 1e6).toFixed(1)} MB (${Math.round(exported.bytes / (k * (n + 3000)))} B a call)\n`,
+    );
   await mock.close();
+  sink.close();
 }
 
 await main();

@@ -5,7 +5,10 @@
  * bench/otlp-sink.ts), each serving `bench/fast` chat completions non-streaming and streaming at
  * concurrency BENCH_CONCURRENCY (64). The two targets alternate round by round (BENCH_ROUNDS, 3),
  * BENCH_WARMUP_MS (700) + BENCH_DURATION_MS (3000) each, so drift on the machine hits both alike.
- * Reported: req/s of each and traced ÷ untraced (target ≥ 0.90), p50/p99, and what the sink received.
+ * Reported: req/s of each and traced ÷ untraced (target ≥ 0.90), p50/p99, and what the sink received;
+ * and each gateway's CPU per call over the measured windows (Linux /proc: the whole process, and its
+ * event loop's thread alone), whose traced ÷ untraced ratio survives a loaded machine better than
+ * throughput does (each round's warm-up is a load of its own, outside the CPU reading).
  *
  * Results: bench/results/<date>-<machine>-tracing.md and .json. Every address is 127.0.0.1.
  * Knobs: BENCH_ROUNDS, BENCH_WARMUP_MS, BENCH_DURATION_MS, BENCH_CONCURRENCY, BENCH_SKIP_BUILD (0),
@@ -14,7 +17,7 @@
  *
  *   npm run bench:tracing
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { request } from 'undici';
@@ -68,6 +71,16 @@ const chatBody = (stream: boolean) =>
     ...(stream ? { stream: true } : {}),
   });
 
+/** CPU µs used so far by process `pid` (all threads) and by its main thread (Linux; 10 ms ticks). */
+function cpuOf(pid: number): { process: number; loop: number } {
+  const ticks = (file: string) => {
+    const stat = readFileSync(file, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10_000;
+  };
+  return { process: ticks(`/proc/${pid}/stat`), loop: ticks(`/proc/${pid}/task/${pid}/stat`) };
+}
+
 interface Cell {
   mode: Mode;
   target: Target;
@@ -78,6 +91,9 @@ interface Cell {
   total: Summary;
   ttfb: Summary;
   roundsRps: number[];
+  /** CPU µs per call over the measured windows: the gateway process, its event loop's thread. */
+  cpuUsPerCall: number;
+  loopUsPerCall: number;
 }
 
 async function sinkStats(origin: string): Promise<{ requests: number; bytes: number }> {
@@ -121,14 +137,24 @@ async function main() {
     for (const target of TARGETS)
       for (const mode of MODES) await load(target, mode, 0, OPTS.startWarmupMs / MODES.length);
     const samples = new Map<string, LoadResult[]>();
+    const cpu = new Map<string, { process: number; loop: number }>();
     for (let round = 1; round <= OPTS.rounds; round++) {
       for (const mode of MODES) {
         // Alternate which goes first, so neither always runs right after the other's load.
         const order = round % 2 ? TARGETS : [...TARGETS].reverse();
         for (const target of order) {
-          const r = await load(target, mode, OPTS.warmupMs, OPTS.durationMs);
+          await load(target, mode, 0, OPTS.warmupMs);
+          const pid = gateways[target].pid as number;
+          const before = cpuOf(pid);
+          const r = await load(target, mode, 0, OPTS.durationMs);
+          const after = cpuOf(pid);
           log(`round ${round} ${mode} ${target}: ${Math.round(r.rps)} req/s, ${r.errors} errors`);
           const key = `${mode}/${target}`;
+          const used = cpu.get(key) ?? { process: 0, loop: 0 };
+          cpu.set(key, {
+            process: used.process + after.process - before.process,
+            loop: used.loop + after.loop - before.loop,
+          });
           samples.set(key, [...(samples.get(key) ?? []), r]);
         }
       }
@@ -160,11 +186,19 @@ async function main() {
           total: pool((r) => r.samples.total),
           ttfb: pool((r) => r.samples.ttfb),
           roundsRps: runs.map((r) => Math.round(r.rps)),
+          cpuUsPerCall: (cpu.get(`${mode}/${target}`)?.process ?? 0) / Math.max(requests, 1),
+          loopUsPerCall: (cpu.get(`${mode}/${target}`)?.loop ?? 0) / Math.max(requests, 1),
         });
       }
     const ratios = MODES.map((mode) => {
       const of = (t: Target) => cells.find((c) => c.mode === mode && c.target === t)?.rps ?? 0;
-      return { mode, ratio: of('untraced') > 0 ? of('traced') / of('untraced') : 0 };
+      const cell = (t: Target) => cells.find((c) => c.mode === mode && c.target === t) as Cell;
+      return {
+        mode,
+        ratio: of('untraced') > 0 ? of('traced') / of('untraced') : 0,
+        cpuRatio: cell('traced').cpuUsPerCall / cell('untraced').cpuUsPerCall,
+        loopRatio: cell('traced').loopUsPerCall / cell('untraced').loopUsPerCall,
+      };
     });
 
     const date = new Date().toISOString().slice(0, 10);
@@ -181,19 +215,20 @@ async function main() {
       '',
       `Gatehouse with OpenTelemetry tracing (sampler ${OPTS.sampler}; OTLP/HTTP protobuf to a local sink) beside the same build without (no OTEL_* variables), \`bench/fast\` chat completions at concurrency ${OPTS.concurrency}, ${OPTS.rounds} rounds × ${OPTS.durationMs} ms per target and mode, interleaved. Commit ${meta.gitCommit}.`,
       '',
-      '| mode | target | req/s | rounds req/s | p50 ms | p99 ms | errors |',
-      '| --- | --- | ---: | --- | ---: | ---: | ---: |',
+      '| mode | target | req/s | rounds req/s | p50 ms | p99 ms | CPU µs/call | loop thread µs/call | errors |',
+      '| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |',
       ...cells.map((c) => {
         const s = c.mode === 'stream' ? c.ttfb : c.total;
-        return `| ${c.mode} | ${c.target} | ${Math.round(c.rps)} | ${c.roundsRps.join(', ')} | ${ms(s.p50)} | ${ms(s.p99)} | ${c.errors}${c.firstError ? ` (${c.firstError})` : ''} |`;
+        return `| ${c.mode} | ${c.target} | ${Math.round(c.rps)} | ${c.roundsRps.join(', ')} | ${ms(s.p50)} | ${ms(s.p99)} | ${Math.round(c.cpuUsPerCall)} | ${Math.round(c.loopUsPerCall)} | ${c.errors}${c.firstError ? ` (${c.firstError})` : ''} |`;
       }),
       '',
       'Streams: p50/p99 to the first body byte.',
       '',
-      '| mode | traced ÷ untraced req/s | target ≥ 0.90 |',
-      '| --- | ---: | --- |',
+      '| mode | traced ÷ untraced req/s | target ≥ 0.90 | CPU per call traced ÷ untraced | loop thread |',
+      '| --- | ---: | --- | ---: | ---: |',
       ...ratios.map(
-        (r) => `| ${r.mode} | ${r.ratio.toFixed(3)} | ${r.ratio >= TARGET_RATIO ? 'met' : '**NOT met**'} |`,
+        (r) =>
+          `| ${r.mode} | ${r.ratio.toFixed(3)} | ${r.ratio >= TARGET_RATIO ? 'met' : '**NOT met**'} | ${r.cpuRatio.toFixed(3)} | ${r.loopRatio.toFixed(3)} |`,
       ),
       '',
       `The sink received ${exported.requests} export requests, ${(exported.bytes / 1e6).toFixed(1)} MB.`,

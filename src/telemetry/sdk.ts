@@ -6,7 +6,7 @@ import { setTracing } from './spans.js';
  * packages are never loaded: the API's no-op tracer stands in and the spans module returns before
  * building anything. The SDK reads its own variables (endpoint, headers, timeout, compression,
  * sampler, batch processor, resource); only the choice of exporter is made here, as the SDK
- * leaves that to its Node bundle (not a dependency).
+ * leaves that to its Node bundle (not a dependency), and it runs on a thread of its own.
  */
 
 type Env = Record<string, string | undefined>;
@@ -56,17 +56,21 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
   const settings = tracingSettings(env);
   if (!settings) return null;
   if (!running) {
-    const [{ NodeTracerProvider, BatchSpanProcessor }, resources, semconv, api, core, exporter] =
-      await Promise.all([
-        import('@opentelemetry/sdk-trace-node'),
-        import('@opentelemetry/resources'),
-        import('@opentelemetry/semantic-conventions'),
-        import('@opentelemetry/api'),
-        import('@opentelemetry/core'),
-        settings.protocol === 'http/json'
-          ? import('@opentelemetry/exporter-trace-otlp-http')
-          : import('@opentelemetry/exporter-trace-otlp-proto'),
-      ]);
+    const [
+      { NodeTracerProvider, BatchSpanProcessor },
+      resources,
+      semconv,
+      api,
+      core,
+      { ExportThreadSpanExporter },
+    ] = await Promise.all([
+      import('@opentelemetry/sdk-trace-node'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/semantic-conventions'),
+      import('@opentelemetry/api'),
+      import('@opentelemetry/core'),
+      import('./export-thread.js'),
+    ]);
     // Export failures reach the log (rate-limited by the SDK's own retries), nothing else of its chatter.
     api.diag.setLogger(
       {
@@ -89,11 +93,13 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       )
       .merge(resources.detectResources({ detectors: [resources.envDetector] }));
     // The sampler (OTEL_TRACES_SAMPLER, _ARG), the batch processor's OTEL_BSP_* and the exporter's
-    // OTEL_EXPORTER_OTLP_* are read by the SDK itself.
-    const provider = new NodeTracerProvider({
-      resource,
-      spanProcessors: [new BatchSpanProcessor(new exporter.OTLPTraceExporter())],
+    // OTEL_EXPORTER_OTLP_* are read by the SDK itself (the exporter's on its thread: export-thread.ts).
+    const exporter = new ExportThreadSpanExporter({
+      protocol: settings.protocol,
+      resource: { attributes: resource.attributes, schemaUrl: resource.schemaUrl },
+      warn: (msg, detail) => log.warn({ otel: detail }, `tracing: ${msg}`),
     });
+    const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
     // No context manager: the trace context is passed explicitly (spans.ts), and AsyncLocalStorage
     // would hook every promise of the process on Node 20. W3C Trace Context only: a caller's
     // `baggage` is not passed on to providers (its headers reach them only when allow-listed).
