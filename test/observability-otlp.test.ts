@@ -199,6 +199,13 @@ describe.each(databases)('otlp and langfuse export destinations (%s)', (db) => {
     });
     expect(privacy.status, privacy.text).toBe(201);
 
+    const withContent = await mgmt('POST', '/observability/destinations', {
+      type: 'otlp',
+      name: 'collector with content',
+      config: { url: `${otlp.url}/content/v1/traces` },
+    });
+    expect(withContent.status, withContent.text).toBe(201);
+
     // Off: no content.
     const before = await chat('secret plan code-1234 before');
     // On, with a redacting content filter on the key.
@@ -251,18 +258,25 @@ describe.each(databases)('otlp and langfuse export destinations (%s)', (db) => {
     expect(input).not.toContain('code-1234');
     expect(output).not.toContain('code-1234');
     expect(JSON.parse(output)[0]).toMatchObject({ role: 'assistant', parts: [{ type: 'text' }] });
-    expect(lfAfter.attributes['gen_ai.input.messages']).toBe(input);
-    expect(lfAfter.attributes['gen_ai.output.messages']).toBe(output);
+    expect(lfAfter.attributes).not.toHaveProperty('gen_ai.input.messages'); // sent once, as Langfuse's
     expect(JSON.parse(input).messages[0]).toMatchObject({ role: 'user' });
+
+    // An otlp destination: the conventions' attributes.
+    const otlpAfter = await vi.waitFor(() => {
+      const s = otlp.spans.find(
+        (x) => x.attributes['gatehouse.generation.id'] === after && x.path === '/content/v1/traces',
+      );
+      expect(s).toBeDefined();
+      return s as NonNullable<typeof s>;
+    }, wait);
+    expect(otlpAfter.attributes['gen_ai.input.messages']).toBe(input);
+    expect(otlpAfter.attributes['gen_ai.output.messages']).toBe(output);
 
     // Privacy mode: the same call, never its content.
     const priv = await vi.waitFor(() => {
-      const r = otlp.requests.filter((x) => x.path === '/private/v1/traces' && x.status === 200);
       const s = otlp.spans.find(
-        (x) =>
-          x.attributes['gatehouse.generation.id'] === after && !x.attributes['langfuse.observation.type'],
+        (x) => x.attributes['gatehouse.generation.id'] === after && x.path === '/private/v1/traces',
       );
-      expect(r.length).toBeGreaterThan(0);
       expect(s).toBeDefined();
       return s;
     }, wait);
@@ -270,7 +284,8 @@ describe.each(databases)('otlp and langfuse export destinations (%s)', (db) => {
     expect(priv?.attributes).not.toHaveProperty('gen_ai.input.messages');
 
     await mgmt('PATCH', `/workspaces/${workspaceId}`, { content_logging: false });
-    for (const d of [lfId, privacy.body.data.id]) await mgmt('DELETE', `/observability/destinations/${d}`);
+    for (const d of [lfId, privacy.body.data.id, withContent.body.data.id])
+      await mgmt('DELETE', `/observability/destinations/${d}`);
   }, 30_000);
 });
 

@@ -82,7 +82,8 @@ function attributes(r: ExportRecord, langfuse: boolean): Attributes {
   }
   const input = r.content ? JSON.stringify(r.content.input) : undefined;
   const output = r.content ? JSON.stringify(outputMessages(r.content.output, r.finish_reason)) : undefined;
-  if (input !== undefined && output !== undefined) {
+  // Langfuse gets content once, under its own names (it is most of a span's bytes).
+  if (input !== undefined && output !== undefined && !langfuse) {
     a['gen_ai.input.messages'] = input;
     a['gen_ai.output.messages'] = output;
   }

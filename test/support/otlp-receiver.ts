@@ -20,6 +20,8 @@ export interface ReceivedSpan {
   status: { code: number; message?: string };
   events: { name: string; attributes: Record<string, unknown> }[];
   resource: Record<string, unknown>;
+  /** The path of the export request that carried it. */
+  path?: string;
 }
 
 export interface OtlpReceiver {
@@ -58,6 +60,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       const got = type.startsWith('application/json')
         ? fromJson(JSON.parse(body.toString('utf8')))
         : fromProtobuf(body);
+      for (const span of got) span.path = req.url;
       requests.push({ path: req.url, headers: req.headers, spans: got.length, status: 200 });
       if (type.startsWith('application/json')) {
         spans.push(...got);
