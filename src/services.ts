@@ -184,14 +184,21 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   const generations = new GenerationsService(db, accountant);
   // Request and response content of the workspaces that keep it, written off the calls' path.
   // Export destinations: every accounted generation is matched and queued off the response path.
-  const destinations = new DestinationsService(db, config.masterKey, workspaces);
-  const exports = new ExportDispatcher(destinations, log.child({ component: 'exports' }), metrics, {
-    ...DEFAULT_DISPATCH,
-    allowPrivate: config.exportPrivate,
-    queueMax: config.exportQueueMax,
-  });
-  accountant.onRecord(exports.onRecord);
   const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
+  const destinations = new DestinationsService(db, config.masterKey, workspaces);
+  const exports = new ExportDispatcher(
+    destinations,
+    log.child({ component: 'exports' }),
+    metrics,
+    { ...DEFAULT_DISPATCH, allowPrivate: config.exportPrivate, queueMax: config.exportQueueMax },
+    // Records carry content only while their workspace logs it, as content logging kept it (redacted).
+    async ({ organizationId, workspaceId, generationId }) => {
+      if (!(await contentLog.settings(workspaceId)).enabled) return null;
+      const kept = await contentLog.get({ organizationId, workspaceId }, generationId);
+      return kept ? { input: kept.input, output: kept.output } : null;
+    },
+  );
+  accountant.onRecord(exports.onRecord);
   const audit = new AuditLog({
     db,
     log: log.child({ component: 'audit' }),

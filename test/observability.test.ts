@@ -105,7 +105,7 @@ describe.each(databases)('export destinations (%s)', (db) => {
 
   it('refuses what it cannot deliver, with a message saying why', async () => {
     const cases: [object, number, string][] = [
-      [{ type: 'langfuse', name: 'x', config: {} }, 400, 'not supported'],
+      [{ type: 'datadog', name: 'x', config: {} }, 400, 'not supported'],
       [{ type: 'webhook', name: 'x', config: { url: 'ftp://example.com' } }, 400, 'http(s)'],
       [{ type: 'webhook', name: 'x', config: { url: 'not a url' } }, 400, 'config.url'],
       [{ type: 'webhook', name: 'x', config: { url: receiver.url, method: 'GET' } }, 400, 'config.method'],
@@ -272,6 +272,42 @@ describe.each(databases)('export destinations (%s)', (db) => {
     expect(byDelivery.size).toBeLessThan(attempts.length);
     await mgmt('DELETE', `/observability/destinations/${created.body.data.id}`);
   }, 30_000);
+
+  it('carries the content content logging kept, unless in privacy mode', async () => {
+    const workspaceId = (await api('GET', '/key')).body.data.workspace_id as string;
+    const open = await mgmt('POST', '/observability/destinations', {
+      type: 'webhook',
+      name: 'with content',
+      config: { url: `${receiver.url}&dest=content` },
+    });
+    const closed = await mgmt('POST', '/observability/destinations', {
+      type: 'webhook',
+      name: 'private',
+      privacy_mode: true,
+      config: { url: `${receiver.url}&dest=private` },
+    });
+    expect((await mgmt('PATCH', `/workspaces/${workspaceId}`, { content_logging: true })).status).toBe(200);
+    const id = (await chat('kept words')).headers.get('x-gatehouse-generation-id') as string;
+    const delivered = (dest: string) =>
+      vi.waitFor(
+        () => {
+          const d = receiver.deliveries.find(
+            (x) => x.status === 200 && x.body.includes(dest) && x.body.includes(id),
+          );
+          expect(d).toBeDefined();
+          return JSON.parse(d?.body as string).data.find((r: { id: string }) => r.id === id);
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+    const withContent = await delivered(open.body.data.id);
+    expect(withContent.content.input.messages[0]).toMatchObject({ role: 'user', content: 'kept words' });
+    expect(withContent.content.output.completion).toEqual(expect.any(String));
+    const without = await delivered(closed.body.data.id);
+    expect(without).not.toHaveProperty('content');
+    expect(JSON.stringify(without)).not.toContain('kept words');
+    await mgmt('PATCH', `/workspaces/${workspaceId}`, { content_logging: false });
+    for (const d of [open, closed]) await mgmt('DELETE', `/observability/destinations/${d.body.data.id}`);
+  });
 
   it('never lets one organization read or change another’s destinations', async () => {
     const created = await mgmt('POST', '/observability/destinations', {

@@ -10,10 +10,28 @@ import { Counter, type Registry } from 'prom-client';
 import type { GenerationsTable } from '../db/schema.js';
 import type { Log } from '../lib/log.js';
 import { redactUrl } from '../lib/redact-url.js';
-import { type ExportRecord, exportRecord } from './records.js';
+import type { Sender } from './delivery.js';
+import { deliverOtlp } from './otlp.js';
+import { type ExportContent, type ExportRecord, exportRecord } from './records.js';
 import { passesRules } from './rules.js';
 import type { DestinationsService, LiveDestination } from './service.js';
 import { deliverWebhook } from './webhook.js';
+
+const SENDERS: Record<LiveDestination['type'], Sender> = {
+  webhook: deliverWebhook,
+  otlp: deliverOtlp,
+  langfuse: deliverOtlp,
+};
+
+/**
+ * A generation's kept content, or null when its workspace does not log content (or kept none).
+ * Read when a batch is sent, a second after the call: by then content logging has it.
+ */
+export type ContentSource = (g: {
+  organizationId: string;
+  workspaceId: string;
+  generationId: string;
+}) => Promise<ExportContent | null>;
 
 export interface DispatchOptions {
   /** Records a destination may hold waiting (default 10,000). */
@@ -39,9 +57,14 @@ export const DEFAULT_DISPATCH: DispatchOptions = {
   allowPrivate: false,
 };
 
+interface Item {
+  record: ExportRecord;
+  organizationId: string;
+}
+
 interface Queue {
   dest: LiveDestination;
-  records: ExportRecord[];
+  records: Item[];
   timer: NodeJS.Timeout | null;
   sending: Promise<void> | null;
 }
@@ -58,6 +81,7 @@ export class ExportDispatcher {
     private readonly log: Log,
     metrics: Registry,
     private readonly opts: DispatchOptions = DEFAULT_DISPATCH,
+    private readonly content: ContentSource = async () => null,
   ) {
     this.counted = new Counter({
       name: 'gatehouse_export_records_total',
@@ -72,7 +96,9 @@ export class ExportDispatcher {
     if (this.closed) return;
     this.destinations.forWorkspace(row.organization_id, row.workspace_id).then(
       (list) => {
-        for (const d of list) if (this.wants(d, row)) this.enqueue(d, exportRecord(row, d));
+        for (const d of list)
+          if (this.wants(d, row))
+            this.enqueue(d, { record: exportRecord(row, d), organizationId: row.organization_id });
       },
       (err) => this.log.warn({ err }, 'could not read export destinations; record not exported'),
     );
@@ -84,7 +110,7 @@ export class ExportDispatcher {
     return passesRules(row, d.filterRules);
   }
 
-  private enqueue(dest: LiveDestination, record: ExportRecord): void {
+  private enqueue(dest: LiveDestination, record: Item): void {
     let q = this.queues.get(dest.id);
     if (!q) {
       q = { dest, records: [], timer: null, sending: null };
@@ -119,10 +145,30 @@ export class ExportDispatcher {
     });
   }
 
-  private async send(d: LiveDestination, batch: ExportRecord[]): Promise<void> {
+  /** The batch's records with their content, unless the destination is in privacy mode. */
+  private async withContent(d: LiveDestination, items: Item[]): Promise<ExportRecord[]> {
+    if (d.privacyMode) return items.map((i) => i.record);
+    return Promise.all(
+      items.map(async ({ record, organizationId }) => {
+        const content = await this.content({
+          organizationId,
+          workspaceId: record.workspace_id,
+          generationId: record.id,
+        }).catch((err) => {
+          this.log.warn({ err, destination: d.id }, 'could not read generation content; sent without');
+          return null;
+        });
+        return content ? { ...record, content } : record;
+      }),
+    );
+  }
+
+  private async send(d: LiveDestination, items: Item[]): Promise<void> {
+    const batch = await this.withContent(d, items);
     const deliveryId = randomUUID(); // the same on every retry: receivers can drop duplicates
+    const deliver = SENDERS[d.type];
     for (let attempt = 1; ; attempt++) {
-      const out = await deliverWebhook(d, deliveryId, batch, this.opts);
+      const out = await deliver(d, deliveryId, batch, this.opts);
       if (out.ok) {
         this.counted.inc({ result: 'sent', reason: '' }, batch.length);
         return;

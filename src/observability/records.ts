@@ -52,4 +52,13 @@ export function exportRecord(row: GenerationsTable, d: LiveDestination) {
   };
 }
 
-export type ExportRecord = ReturnType<typeof exportRecord>;
+/**
+ * A generation's content as content logging kept it (after the content filters' redactions): the
+ * request's messages (or prompt) and the answer. Added when the batch is sent, never in privacy mode.
+ */
+export interface ExportContent {
+  input: unknown;
+  output: unknown;
+}
+
+export type ExportRecord = ReturnType<typeof exportRecord> & { content?: ExportContent };

@@ -43,12 +43,15 @@ export async function observabilityRoutes(app: Router, { destinations }: Pick<Se
       config: adminConfig,
       schema: {
         tags,
-        summary: 'Create an export destination (webhook); its signing secret is returned once',
+        summary:
+          'Create an export destination (webhook, otlp or langfuse); a webhook’s signing secret is returned once',
         body: CreateDestinationBody,
         response: {
           201: Type.Object({
             data: Ref,
-            signing_secret: Type.String({ description: 'Verifies x-gatehouse-signature; shown only here' }),
+            signing_secret: Type.Optional(
+              Type.String({ description: 'Webhooks: verifies x-gatehouse-signature; shown only here' }),
+            ),
           }),
           ...errors(400, 401, 403, 409, 500),
         },
@@ -56,7 +59,9 @@ export async function observabilityRoutes(app: Router, { destinations }: Pick<Se
     },
     async (req, reply) => {
       const { row, signingSecret } = await destinations.create(req.caller, req.body);
-      return reply.code(201).send({ data: destinationView(row), signing_secret: signingSecret });
+      return reply
+        .code(201)
+        .send({ data: destinationView(row), ...(signingSecret ? { signing_secret: signingSecret } : {}) });
     },
   );
 

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { Nullable, PageQuery, StringEnum } from '../server/schemas.js';
 
 /** The destination types Gatehouse delivers to. Others the SDK names are refused with a 400. */
-export const DESTINATION_TYPES = ['webhook'] as const;
+export const DESTINATION_TYPES = ['webhook', 'otlp', 'langfuse'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
 
 export const FILTER_FIELDS = [
@@ -69,14 +69,23 @@ export const Destination = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
     workspace_id: Type.String(),
-    type: Type.String({ description: 'webhook' }),
+    type: Type.String({ description: DESTINATION_TYPES.join(', ') }),
     name: Nullable(Type.String()),
     enabled: Type.Boolean(),
-    config: Type.Object({
-      url: Type.String(),
-      method: Type.String(),
-      headers: Type.Record(Type.String(), Type.String(), { description: 'Values masked' }),
-    }),
+    config: Type.Object(
+      {
+        url: Type.Optional(Type.String({ description: 'webhook, otlp' })),
+        method: Type.Optional(Type.String({ description: 'webhook' })),
+        encoding: Type.Optional(Type.String({ description: 'otlp: protobuf or json' })),
+        headers: Type.Optional(
+          Type.Record(Type.String(), Type.String(), { description: 'webhook, otlp; values masked' }),
+        ),
+        base_url: Type.Optional(Type.String({ description: 'langfuse' })),
+        public_key: Type.Optional(Type.String({ description: 'langfuse' })),
+        secret_key: Type.Optional(Type.String({ description: 'langfuse; masked' })),
+      },
+      { description: 'The type’s configuration, secrets masked' },
+    ),
     api_key_hashes: Nullable(Type.Array(Type.String())),
     privacy_mode: Type.Boolean(),
     sampling_rate: Type.Number(),
@@ -97,7 +106,9 @@ const common = {
   api_key_hashes: Type.Optional(
     Nullable(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'null = every key' })),
   ),
-  privacy_mode: Type.Optional(Type.Boolean()),
+  privacy_mode: Type.Optional(
+    Type.Boolean({ description: 'Never send content or upstream error messages (default false)' }),
+  ),
   sampling_rate: Type.Optional(Type.Number({ minimum: 0.0001, maximum: 1, description: 'Default 1' })),
   regions: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
   filter_rules: Type.Optional(Nullable(FilterRules)),
@@ -113,8 +124,11 @@ const common = {
 };
 
 export const CreateDestinationBody = Type.Object({
-  type: Type.String({ minLength: 1, description: 'webhook' }),
-  config: Type.Record(Type.String(), Type.Unknown(), { description: 'The type’s configuration' }),
+  type: Type.String({ minLength: 1, description: DESTINATION_TYPES.join(', ') }),
+  config: Type.Record(Type.String(), Type.Unknown(), {
+    description:
+      'The type’s configuration. webhook: url, method (POST/PUT), headers. otlp: url (the OTLP/HTTP traces endpoint), encoding (protobuf/json), headers. langfuse: base_url (default https://cloud.langfuse.com), public_key, secret_key',
+  }),
   workspace_id: Type.Optional(Type.String({ description: 'UUID or slug; default workspace if omitted' })),
   ...common,
   name: Type.String({ minLength: 1, maxLength: 200 }),

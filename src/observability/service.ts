@@ -7,14 +7,20 @@ import { decrypt, encrypt } from '../lib/crypto.js';
 import { ApiError, badRequest, conflict, notFound } from '../lib/errors.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { nowIso } from '../lib/time.js';
+import {
+  checkConfig,
+  configView,
+  type PlainConfig,
+  type SealedConfig,
+  type Target,
+  target,
+} from './configs.js';
 import { checkRules, type FilterRules } from './rules.js';
-import { DESTINATION_TYPES } from './schemas.js';
+import { DESTINATION_TYPES, type DestinationType } from './schemas.js';
 import * as store from './store.js';
 
 /** At most this many destinations of one type per workspace. */
 const MAX_PER_TYPE = 5;
-/** Header names Gatehouse sets itself on a delivery. */
-const RESERVED_HEADERS = /^(host|content-type|content-length|connection|transfer-encoding|x-gatehouse-.*)$/i;
 
 export interface DestinationInput {
   type?: string;
@@ -32,23 +38,11 @@ export interface DestinationInput {
   broadcast_generation_request_context?: boolean;
 }
 
-interface PlainConfig {
-  url: string;
-  method: 'POST' | 'PUT';
-  header_names: string[];
-}
-interface SealedConfig {
-  headers: Record<string, string>;
-  signing_secret: string;
-}
-
 /** A destination as delivery needs it: secrets opened. Never leaves the process. */
-export interface LiveDestination {
+export interface LiveDestination extends Target {
   id: string;
-  type: 'webhook';
-  url: string;
-  method: 'POST' | 'PUT';
-  headers: Record<string, string>;
+  type: DestinationType;
+  /** Webhooks only ('' for the others). */
   signingSecret: string;
   apiKeyHashes: string[] | null;
   privacyMode: boolean;
@@ -62,7 +56,7 @@ export interface LiveDestination {
 const bit = (b: boolean) => (b ? 1 : 0);
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
-/** The wire view: header values masked, the signing secret never shown (only once, on create). */
+/** The wire view: secrets masked, the signing secret never shown (only once, on create). */
 export function destinationView(row: store.DestinationRow) {
   const plain = JSON.parse(row.config_json) as PlainConfig;
   return {
@@ -71,11 +65,7 @@ export function destinationView(row: store.DestinationRow) {
     type: row.type,
     name: row.name,
     enabled: row.enabled === 1,
-    config: {
-      url: plain.url,
-      method: plain.method,
-      headers: Object.fromEntries(plain.header_names.map((h) => [h, '********'])),
-    },
+    config: configView(row.type, plain),
     api_key_hashes: parse<string[]>(row.api_key_hashes),
     privacy_mode: row.privacy_mode === 1,
     sampling_rate: row.sampling_rate,
@@ -87,44 +77,6 @@ export function destinationView(row: store.DestinationRow) {
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
-}
-
-/** Checks a webhook configuration; `previous` keeps header values the caller sent back masked. */
-function webhookConfig(
-  config: Record<string, unknown>,
-  previous?: SealedConfig,
-): { plain: PlainConfig; headers: Record<string, string> } {
-  const unknown = Object.keys(config).filter((k) => !['url', 'method', 'headers'].includes(k));
-  if (unknown.length > 0)
-    throw badRequest(`config.${unknown[0]} is not a webhook setting (url, method, headers)`);
-  let url: URL;
-  try {
-    url = new URL(String(config.url ?? ''));
-  } catch {
-    throw badRequest('config.url must be an absolute http(s) URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw badRequest('config.url must be an http(s) URL');
-  if (url.username || url.password)
-    throw badRequest('config.url must not carry credentials; use config.headers');
-  const method = config.method ?? 'POST';
-  if (method !== 'POST' && method !== 'PUT') throw badRequest('config.method must be POST or PUT');
-  const raw = config.headers ?? {};
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    throw badRequest('config.headers must be an object');
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(raw)) {
-    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name))
-      throw badRequest(`config.headers: ${name} is not a header name`);
-    if (RESERVED_HEADERS.test(name)) throw badRequest(`config.headers: ${name} is set by Gatehouse`);
-    if (typeof value !== 'string' || /[\r\n]/.test(value) || value.length > 4096)
-      throw badRequest(`config.headers.${name} must be a single-line string`);
-    // A value sent back as shown (masked) keeps the stored one.
-    const kept = value === '********' ? previous?.headers[name] : value;
-    if (kept === undefined) throw badRequest(`config.headers.${name} is masked; send its value`);
-    headers[name] = kept;
-  }
-  return { plain: { url: url.toString(), method, header_names: Object.keys(headers) }, headers };
 }
 
 /**
@@ -146,7 +98,7 @@ export class DestinationsService {
   ) {}
 
   async create(caller: Caller, input: DestinationInput) {
-    const type = String(input.type);
+    const type = String(input.type) as DestinationType;
     if (!(DESTINATION_TYPES as readonly string[]).includes(type))
       throw badRequest(
         `Destination type ${type} is not supported by this gateway; supported: ${DESTINATION_TYPES.join(', ')}`,
@@ -155,10 +107,11 @@ export class DestinationsService {
     checkRules(input.filter_rules);
     if ((await store.countDestinations(this.db, caller.organizationId, workspace.id, type)) >= MAX_PER_TYPE)
       throw conflict(`A workspace has at most ${MAX_PER_TYPE} ${type} destinations`);
-    const { plain, headers } = webhookConfig(input.config ?? {});
+    const { plain, sealed } = checkConfig(type, input.config ?? {});
     const id = newId();
     const now = nowIso();
-    const signingSecret = `whsec_${randomBytes(24).toString('base64url')}`;
+    const signingSecret = type === 'webhook' ? `whsec_${randomBytes(24).toString('base64url')}` : null;
+    if (signingSecret) sealed.signing_secret = signingSecret;
     const row: store.DestinationRow = {
       id,
       organization_id: caller.organizationId,
@@ -167,11 +120,7 @@ export class DestinationsService {
       name: input.name ?? null,
       enabled: bit(input.enabled ?? true),
       config_json: JSON.stringify(plain),
-      secret_ciphertext: encrypt(
-        this.masterKey,
-        JSON.stringify({ headers, signing_secret: signingSecret }),
-        id,
-      ),
+      secret_ciphertext: encrypt(this.masterKey, JSON.stringify(sealed), id),
       api_key_hashes: input.api_key_hashes ? JSON.stringify(input.api_key_hashes) : null,
       privacy_mode: bit(input.privacy_mode ?? false),
       sampling_rate: input.sampling_rate ?? 1,
@@ -211,14 +160,11 @@ export class DestinationsService {
     checkRules(input.filter_rules);
     const patch: Partial<store.DestinationRow> = { updated_at: nowIso() };
     if (input.config !== undefined) {
-      const sealed = this.sealed(row);
-      const { plain, headers } = webhookConfig(input.config, sealed);
+      const previous = this.sealed(row);
+      const { plain, sealed } = checkConfig(row.type as DestinationType, input.config, previous);
+      if (previous.signing_secret) sealed.signing_secret = previous.signing_secret;
       patch.config_json = JSON.stringify(plain);
-      patch.secret_ciphertext = encrypt(
-        this.masterKey,
-        JSON.stringify({ headers, signing_secret: sealed.signing_secret }),
-        row.id,
-      );
+      patch.secret_ciphertext = encrypt(this.masterKey, JSON.stringify(sealed), row.id);
     }
     if (input.name !== undefined) patch.name = input.name;
     if (input.enabled !== undefined) patch.enabled = bit(input.enabled);
@@ -268,11 +214,9 @@ export class DestinationsService {
       const sealed = this.sealed(row);
       return {
         id: row.id,
-        type: 'webhook',
-        url: plain.url,
-        method: plain.method,
-        headers: sealed.headers,
-        signingSecret: sealed.signing_secret,
+        type: row.type as DestinationType,
+        ...target(row.type, plain, sealed),
+        signingSecret: sealed.signing_secret ?? '',
         apiKeyHashes: parse<string[]>(row.api_key_hashes),
         privacyMode: row.privacy_mode === 1,
         samplingRate: row.sampling_rate,
@@ -285,7 +229,7 @@ export class DestinationsService {
   }
 
   private sealed(row: store.DestinationRow): SealedConfig {
-    if (!row.secret_ciphertext) return { headers: {}, signing_secret: '' };
+    if (!row.secret_ciphertext) return {};
     return JSON.parse(decrypt(this.masterKey, row.secret_ciphertext, row.id)) as SealedConfig;
   }
 

@@ -2,8 +2,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
- * An OTLP/HTTP trace receiver (POST /v1/traces) on a loopback port: decodes what an exporter sends,
- * in JSON (`application/json`) or protobuf (`application/x-protobuf`), into plain spans.
+ * An OTLP/HTTP trace receiver (POST …/v1/traces, any prefix: Langfuse's is /api/public/otel) on a
+ * loopback port: decodes what an exporter sends, in JSON (`application/json`) or protobuf
+ * (`application/x-protobuf`), into plain spans. `failFor(n)` answers the next n exports with 503.
  */
 
 export interface ReceivedSpan {
@@ -19,6 +20,8 @@ export interface ReceivedSpan {
   status: { code: number; message?: string };
   events: { name: string; attributes: Record<string, unknown> }[];
   resource: Record<string, unknown>;
+  /** The path of the export request that carried it. */
+  path?: string;
 }
 
 export interface OtlpReceiver {
@@ -26,12 +29,17 @@ export interface OtlpReceiver {
   spans: ReceivedSpan[];
   /** Content types of the export requests received. */
   contentTypes: string[];
+  /** Each export request: its path, headers, how many spans it carried, the status answered. */
+  requests: { path: string; headers: Record<string, unknown>; spans: number; status: number }[];
+  failFor(n: number): void;
   close(): Promise<void>;
 }
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const contentTypes: string[] = [];
+  const requests: OtlpReceiver['requests'] = [];
+  let failNext = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -39,15 +47,26 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       const body = Buffer.concat(chunks);
       const type = String(req.headers['content-type'] ?? '');
       contentTypes.push(type);
-      if (req.method !== 'POST' || req.url !== '/v1/traces') {
+      if (req.method !== 'POST' || !req.url?.endsWith('/v1/traces')) {
         res.writeHead(404).end();
         return;
       }
+      if (failNext > 0) {
+        failNext--;
+        requests.push({ path: req.url, headers: req.headers, spans: 0, status: 503 });
+        res.writeHead(503).end();
+        return;
+      }
+      const got = type.startsWith('application/json')
+        ? fromJson(JSON.parse(body.toString('utf8')))
+        : fromProtobuf(body);
+      for (const span of got) span.path = req.url;
+      requests.push({ path: req.url, headers: req.headers, spans: got.length, status: 200 });
       if (type.startsWith('application/json')) {
-        spans.push(...fromJson(JSON.parse(body.toString('utf8'))));
+        spans.push(...got);
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       } else {
-        spans.push(...fromProtobuf(body));
+        spans.push(...got);
         // An empty ExportTraceServiceResponse.
         res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
       }
@@ -58,6 +77,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans,
     contentTypes,
+    requests,
+    failFor: (n) => {
+      failNext = n;
+    },
     close: () => new Promise((r) => server.close(() => r())),
   };
 }
