@@ -450,6 +450,8 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
   'POST /api/v1/guardrails/:id/assignments/members': (fx) => ({ member_user_ids: [fx.member] }),
   'POST /api/v1/guardrails/:id/assignments/members/remove': (fx) => ({ member_user_ids: [fx.member] }),
   'POST /api/v1/keys': () => ({ name: 'fuzz', limit: 10, limit_reset: 'daily' }),
+  // Takes no body; the fixtures' management key is no sign-in's, so it stays (409).
+  'POST /api/v1/auth/sign-out': () => ({}),
   'PATCH /api/v1/keys/:hash': () => ({ name: 'renamed', limit: 3 }),
   'POST /api/v1/workspaces': () => ({ name: 'Fuzz', slug: `fuzz-${randomBytes(4).toString('hex')}` }),
   'PATCH /api/v1/workspaces/:id': () => ({ name: 'renamed', description: 'd' }),
