@@ -133,10 +133,10 @@ export async function authRoutes(app: Router, { oidc, db, keys }: Pick<Services,
   app.get(
     '/auth/config',
     {
+      config: { auth: 'none' },
       schema: {
         tags,
         summary: 'How the console may sign in (public)',
-        security: [],
         response: { 200: AuthConfig },
       },
     },

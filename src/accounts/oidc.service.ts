@@ -245,7 +245,14 @@ export class OidcSignIn {
       interns_programme: 0,
       created_at: nowIso(),
     };
-    await orgs.insertUser(this.deps.db, user);
+    try {
+      await orgs.insertUser(this.deps.db, user);
+    } catch (err) {
+      // The same person's sign-in in another tab or process created them first.
+      const raced = await orgs.findUserByEmail(this.deps.db, email);
+      if (raced) return raced;
+      throw err;
+    }
     await this.record(meta, organizationId, user.id, 'user.create', 'user', user.id, null, {
       id: user.id,
       email,
@@ -256,12 +263,18 @@ export class OidcSignIn {
   }
 
   private async addMember(organizationId: string, userId: string, role: orgs.OrgRole, meta: AuditMeta) {
-    await orgs.insertMember(this.deps.db, {
-      organization_id: organizationId,
-      user_id: userId,
-      role,
-      created_at: nowIso(),
-    });
+    try {
+      await orgs.insertMember(this.deps.db, {
+        organization_id: organizationId,
+        user_id: userId,
+        role,
+        created_at: nowIso(),
+      });
+    } catch (err) {
+      // A concurrent sign-in added the membership first (with this rule's role).
+      if (await orgs.findMember(this.deps.db, organizationId, userId)) return;
+      throw err;
+    }
     await this.record(meta, organizationId, userId, 'membership.create', 'membership', userId, null, {
       user_id: userId,
       role,
