@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { adminTokenWeakness } from './accounts/admin.token.js';
+import { type OidcSettings, oidcSettings } from './accounts/oidc.settings.js';
 import { type HttpTimeouts, loadHttpTimeouts } from './lib/http-server.js';
 import { type CredentialSettings, credentialSettings } from './routing/credentials/settings.js';
 
@@ -91,6 +92,8 @@ export interface Config {
   exportPrivate: boolean;
   /** Records one export destination may hold waiting (GATEHOUSE_EXPORT_QUEUE_MAX); more are dropped and counted. */
   exportQueueMax: number;
+  /** Console sign-in with an OpenID Connect provider (GATEHOUSE_OIDC_*); null when not configured. */
+  oidc: OidcSettings | null;
 }
 
 /** Interns and vaults (README, "Interns"). */
@@ -306,6 +309,7 @@ export function loadConfig(env: Env = process.env): Config {
     mediaUrl: mediaUrlFrom(env),
     exportPrivate: isOn(env.GATEHOUSE_EXPORT_PRIVATE),
     exportQueueMax: intFrom(env, 'GATEHOUSE_EXPORT_QUEUE_MAX', 10_000),
+    oidc: oidcSettings(env),
   };
 }
 

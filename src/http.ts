@@ -8,6 +8,7 @@ import { adminRoutes } from './accounts/admin.routes.js';
 import { AdminThrottle } from './accounts/admin.throttle.js';
 import { installAuth } from './accounts/http-auth.js';
 import { keysRoutes } from './accounts/keys.routes.js';
+import { authRoutes, oidcBrowserRoutes } from './accounts/oidc.routes.js';
 import { organizationsRoutes } from './accounts/organizations.routes.js';
 import { workspacesRoutes } from './accounts/workspaces.routes.js';
 import { activityRoutes } from './activity/routes.js';
@@ -76,6 +77,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   activityRoutes,
   observabilityRoutes,
   auditRoutes,
+  authRoutes,
 ];
 
 export interface AppOptions {
@@ -160,6 +162,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
   });
 
   await installConsole(app, config.env.GATEHOUSE_CONSOLE_DIR);
+  await app.register(async (browser) => oidcBrowserRoutes(browser, services));
   await app.register(async (internal) => runtimeCallbackRoutes(internal, services));
   await app.register(
     async (api) => {

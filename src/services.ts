@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { AdminService } from './accounts/admin.service.js';
 import { KeysService } from './accounts/keys.service.js';
+import { OidcSignIn } from './accounts/oidc.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
@@ -206,6 +207,17 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     retentionMs: config.auditRetentionMs,
   });
   workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));
+  // Console sign-in with the operator's identity provider (null when not configured).
+  const oidc = config.oidc
+    ? new OidcSignIn({
+        db,
+        settings: config.oidc,
+        masterKey: config.masterKey,
+        keys,
+        audit,
+        log: log.child({ component: 'oidc' }),
+      })
+    : null;
   const activity = new ActivityService(db, handle.dialect);
   const storedResponses = new StoredResponsesService({
     db,
@@ -331,6 +343,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     activity,
     storedResponses,
     audit,
+    oidc,
     batches,
     createWorker,
     shutdown,

@@ -1,5 +1,6 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { Link, Redirect, Route, Router, Switch } from 'wouter';
+import { api } from './api/client';
 import { useFocusKeeper } from './components/focus-keeper';
 import { pagesFor } from './pages';
 import { SignInPage } from './pages/sign-in';
@@ -38,6 +39,8 @@ export function App() {
         <button
           type="button"
           onClick={() => {
+            // A provider sign-in's key is deleted, not merely forgotten (a pasted key stays).
+            if (session.via === 'oidc') void api.POST('/auth/sign-out').catch(() => {});
             signOut();
             client.clear(); // nothing read with the key stays in memory
           }}

@@ -3,6 +3,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ApiError } from './api/client';
 import { App } from './app';
+import { takeProviderSignIn } from './session';
 import './styles.css';
 
 const queryClient = new QueryClient({
@@ -15,6 +16,8 @@ const queryClient = new QueryClient({
     },
   },
 });
+
+takeProviderSignIn();
 
 const root = document.getElementById('root');
 if (root)

@@ -17,6 +17,8 @@ export interface Session {
    * may not): pasted by the user or created by the console for this session. Kept like the token.
    */
   apiKey?: { key: string; label: string };
+  /** `oidc`: the key was made by a sign-in with the identity provider, and sign-out deletes it. */
+  via?: 'oidc';
 }
 
 const STORAGE_KEY = 'gatehouse.console.session';
@@ -65,6 +67,24 @@ export function signOut(reason: string | null = null) {
   endedBecause = reason;
   sessionStorage.removeItem(STORAGE_KEY);
   emit();
+}
+
+/**
+ * A sign-in with the identity provider ends with the gateway sending the browser to
+ * /console/#oidc_key=…&email=…&role=…: the key is taken from the fragment (which no server ever
+ * receives) and removed from the address bar and the history entry at once.
+ */
+export function takeProviderSignIn(): void {
+  const params = new URLSearchParams(window.location.hash.slice(1));
+  const key = params.get('oidc_key');
+  if (!key) return;
+  window.history.replaceState(null, '', window.location.pathname + window.location.search);
+  signIn({
+    token: key,
+    role: 'management',
+    label: `${params.get('email') ?? 'signed in'} (${params.get('role') ?? 'member'})`,
+    via: 'oidc',
+  });
 }
 
 export function signOutReason(): string | null {

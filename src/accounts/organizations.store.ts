@@ -77,3 +77,25 @@ export async function countMembers(db: Db, organizationId: string): Promise<numb
     .executeTakeFirstOrThrow();
   return Number(r.n);
 }
+
+export async function updateMemberRole(db: Db, organizationId: string, userId: string, role: OrgRole) {
+  await db
+    .updateTable('org_members')
+    .set({ role })
+    .where('organization_id', '=', organizationId)
+    .where('user_id', '=', userId)
+    .execute();
+}
+
+export const findOrganizationsByName = (db: Db, name: string) =>
+  db.selectFrom('organizations').selectAll().where('name', '=', name).execute();
+
+/** The user's memberships, oldest first. */
+export const membershipsOf = (db: Db, userId: string) =>
+  db
+    .selectFrom('org_members')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .orderBy('created_at')
+    .orderBy('organization_id')
+    .execute();

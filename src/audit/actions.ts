@@ -106,6 +106,9 @@ export const AUDITED: Record<string, AuditedRoute> = {
     before: '/observability/destinations/:id',
   },
 
+  // Console sign-in: sign-out deletes the session's key (sign-ins record their own events).
+  [`POST ${P}/auth/sign-out`]: { action: 'console.sign_out', resource: 'key' },
+
   // Operator API (GATEHOUSE_ADMIN_TOKEN).
   [`POST ${P}/admin/organizations`]: { action: 'organization.create', resource: 'organization' },
   [`POST ${P}/admin/users`]: { action: 'user.create', resource: 'user' },

@@ -134,6 +134,10 @@ const ROUTES: Record<string, Row> = {
   'GET /console': { auth: 'none', ok: 301 }, // → /console/
   'GET /console/*': { auth: 'none', path: () => '/console/keys', ok: 503 },
   'GET /console/assets/*': { auth: 'none', path: () => '/console/assets/index.js', ok: 503 },
+  // Console sign-in with an identity provider: not configured here (test/oidc.test.ts configures it).
+  'GET /console/oidc/login': { auth: 'none', ok: 404 },
+  'GET /console/oidc/callback': { auth: 'none', ok: 404 },
+  'GET /api/v1/auth/config': { auth: 'none', ok: 200 },
   'GET /api/v1/models': { auth: 'none', ok: 200 },
   'GET /api/v1/models/count': { auth: 'none', ok: 200 },
   'GET /api/v1/embeddings/models': { auth: 'none', ok: 200 },
@@ -228,6 +232,8 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
   },
   'GET /api/v1/keys': { auth: 'management', ok: 200 },
+  // Deletes the calling key only when a console sign-in created it: the fixtures' keys stay (409).
+  'POST /api/v1/auth/sign-out': { auth: 'management', ok: 409 },
   'POST /api/v1/keys': { auth: 'management', body: (_fx, as) => ({ name: `k-${tag(as)}` }), ok: 201 },
   'GET /api/v1/keys/:hash': { auth: 'management', path: (fx) => `/keys/${fx.key}`, ok: 200 },
   'GET /api/v1/keys/:hash/effective-policy': {
@@ -1197,6 +1203,8 @@ describe.each(databases)('organization roles on management writes (%s)', (db) =>
   it('declares every management write other than /keys as owners and admins only', () => {
     const open = [...writes]
       .filter(([id]) => !id.includes('/keys') || id.includes('/assignments/'))
+      // Sign-out deletes only the calling key, a console sign-in's: every role signs out.
+      .filter(([id]) => id !== 'POST /api/v1/auth/sign-out')
       .filter(([, r]) => (r.config as { role?: string }).role !== 'admin')
       .map(([id]) => id);
     expect(writes.size).toBeGreaterThan(15);

@@ -450,6 +450,7 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
   'POST /api/v1/guardrails/:id/assignments/members': (fx) => ({ member_user_ids: [fx.member] }),
   'POST /api/v1/guardrails/:id/assignments/members/remove': (fx) => ({ member_user_ids: [fx.member] }),
   'POST /api/v1/keys': () => ({ name: 'fuzz', limit: 10, limit_reset: 'daily' }),
+  'POST /api/v1/auth/sign-out': () => ({}), // takes no body
   'PATCH /api/v1/keys/:hash': () => ({ name: 'renamed', limit: 3 }),
   'POST /api/v1/workspaces': () => ({ name: 'Fuzz', slug: `fuzz-${randomBytes(4).toString('hex')}` }),
   'PATCH /api/v1/workspaces/:id': () => ({ name: 'renamed', description: 'd' }),
@@ -512,6 +513,8 @@ const REFUSED: Record<string, number> = {
   'POST /internal/runtime/chat/completions': 401,
   'POST /internal/runtime/egress': 401,
   'POST /api/v1/interns/:internId/chat/completions': 409,
+  // The fixtures' management key is no console sign-in's: sign-out leaves it (409).
+  'POST /api/v1/auth/sign-out': 409,
   'POST /api/:kind/:model': 404,
   'GET /files/*': 404,
 };

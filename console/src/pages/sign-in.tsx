@@ -32,7 +32,20 @@ async function identify(token: string): Promise<Session> {
   throw new Error('This key was not accepted: it is unknown, disabled or expired.');
 }
 
+/** The identity provider the gateway offers, if any (GET /auth/config). */
+function useProvider() {
+  const [provider, setProvider] = useState<{ name: string; login_url: string } | null>(null);
+  useEffect(() => {
+    api
+      .GET('/auth/config')
+      .then((r) => setProvider(r.data?.oidc ?? null))
+      .catch(() => setProvider(null));
+  }, []);
+  return provider;
+}
+
 export function SignInPage() {
+  const provider = useProvider();
   const [token, setToken] = useState('');
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<unknown>(signOutReason() ? new Error(signOutReason() ?? '') : null);
@@ -62,6 +75,13 @@ export function SignInPage() {
         close the tab.
       </p>
       <ErrorBanner error={error} />
+      {provider && (
+        <p>
+          <a className="button" href={provider.login_url}>
+            Sign in with {provider.name}
+          </a>
+        </p>
+      )}
       <form onSubmit={submit}>
         <Field
           label="Management key or operator token"
