@@ -161,28 +161,60 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
     expect(g.body.data.safeguards).toEqual(expected(guardrailId, 'flagged'));
   });
 
-  it('an answer blocked by a filter is refused, and recorded as the provider served it, its block kept', async () => {
+  /**
+   * A blocked answer is recorded as the caller got it — an error, 403 and the block's message, the
+   * `content_filter` finish reason — billed (the provider did the work), with its block kept; the
+   * Activity filters find it among the errors.
+   */
+  async function expectBlocked(keyHash: string, guardrailId: string, streamed: boolean) {
+    // The caller has no id for it: it is the key's newest generation.
+    const [row] = await newest(keyHash);
+    const recorded = {
+      streamed,
+      status: 'error',
+      http_status: 403,
+      error_message: 'Blocked by content filter: codename',
+      finish_reason: 'content_filter',
+      cancelled: false,
+      api_key_hash: keyHash,
+    };
+    expect(row).toMatchObject(recorded);
+    expect(row?.total_cost).toBeGreaterThan(0);
+    const g = await detail(row?.id as string);
+    expect(g).toMatchObject(recorded);
+    expect(g.safeguards).toEqual(expected(guardrailId, 'blocked'));
+
+    const filtered = async (status: string) => {
+      const res = await mgmt('GET', `/generations?key=${keyHash}&status=${status}`);
+      expect(res.status, res.text).toBe(200);
+      return (res.body.data as Array<{ id: string }>).map((r) => r.id);
+    };
+    expect(await filtered('error')).toEqual([row?.id]);
+    expect(await filtered('success')).toEqual([]);
+    expect(await filtered('cancelled')).toEqual([]);
+  }
+
+  it('a whole answer blocked by a filter is refused with 403, and recorded as refused', async () => {
     const { call, keyHash, guardrailId } = await keyWith('block');
     mock.enqueue(answer);
     const res = await call('POST', '/chat/completions', ask('test/gpt'));
     expect(res.status).toBe(403);
     expect(res.body.error.message).toBe('Blocked by content filter: codename');
     expect(res.text).not.toContain('falcon');
+    await expectBlocked(keyHash, guardrailId, false);
+  });
 
-    // The caller has no id for it: it is the key's newest generation.
-    const [row] = await newest(keyHash);
-    expect(row).toMatchObject({ status: 'success', http_status: 200, api_key_hash: keyHash });
-    expect(row?.total_cost).toBeGreaterThan(0);
-    const g = await detail(row?.id as string);
-    expect(g.safeguards).toEqual(expected(guardrailId, 'blocked'));
-
-    // A blocked stream ends with an error event; its generation is recorded as one cut short.
+  it('a stream blocked by a filter ends with a 403 error event, and is recorded as refused the same way', async () => {
+    const { call, keyHash, guardrailId } = await keyWith('block');
     mock.enqueue(answer);
-    const streamed = await call('POST', '/chat/completions', ask('test/claude', { stream: true }));
-    expect(streamed.text).toContain('Blocked by content filter: codename');
-    const [cut] = await newest(keyHash);
-    expect(cut).toMatchObject({ streamed: true, status: 'cancelled', http_status: 200 });
-    expect((await detail(cut?.id as string)).safeguards).toEqual(expected(guardrailId, 'blocked'));
+    const res = await call('POST', '/chat/completions', ask('test/claude', { stream: true }));
+    const events = res.text
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)));
+    expect(events.at(-1)?.error).toMatchObject({ code: 403, message: 'Blocked by content filter: codename' });
+    expect(res.text).not.toContain('falcon');
+    await expectBlocked(keyHash, guardrailId, true);
   });
 
   it('a request refused by a filter is sent nowhere and records no generation', async () => {
