@@ -32,8 +32,9 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
   /** A fresh API key with one guardrail: emails redacted on the request, a codename on the answer. */
   async function keyWith(answerAction: 'redact' | 'flag' | 'block') {
     const key = await mgmt('POST', '/keys', { name: `k-${Math.random()}` });
+    const name = `filters ${Math.random()}`;
     const g = await mgmt('POST', '/guardrails', {
-      name: `filters ${Math.random()}`,
+      name,
       content_filter_builtins: [{ slug: 'email', action: 'redact', apply_to: 'request' }],
       content_filters: [
         { pattern: 'project falcon', action: answerAction, label: 'codename', apply_to: 'response' },
@@ -47,6 +48,7 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
       call: client(gw.url, key.body.key),
       keyHash: key.body.data.hash as string,
       guardrailId: g.body.data.id as string,
+      guardrailName: name,
     };
   }
 
@@ -57,7 +59,7 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
   });
   const answer = { reply: { text: 'we call it project falcon internally' } };
 
-  const expected = (guardrailId: string, answerAction: string) => [
+  const expected = (guardrailId: string, answerAction: string, guardrailName: string | null) => [
     {
       stage: 'request',
       source: 'gateway',
@@ -67,6 +69,7 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
       action: 'redacted',
       matches: 1,
       guardrail_id: guardrailId,
+      guardrail_name: guardrailName,
     },
     {
       stage: 'response',
@@ -76,6 +79,7 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
       action: answerAction,
       matches: 1,
       guardrail_id: guardrailId,
+      guardrail_name: guardrailName,
     },
   ];
 
@@ -98,7 +102,7 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
   }
 
   it('a whole answer keeps the request and the answer filters, and the route it took', async () => {
-    const { call, keyHash, guardrailId } = await keyWith('redact');
+    const { call, keyHash, guardrailId, guardrailName } = await keyWith('redact');
     mock.enqueue(answer);
     const res = await call('POST', '/chat/completions', ask('test/gpt'));
     expect(res.status, res.text).toBe(200);
@@ -106,7 +110,7 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
     expect(JSON.stringify(mock.requests[0]?.body)).not.toContain('jane@example.com');
 
     const g = await detail(res.body.id);
-    expect(g.safeguards).toEqual(expected(guardrailId, 'redacted'));
+    expect(g.safeguards).toEqual(expected(guardrailId, 'redacted', guardrailName));
     expect(g.gateway_metadata).toMatchObject({
       route: 'lane',
       requested: 'test/gpt',
@@ -129,11 +133,11 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
     expect(rows[0]).not.toHaveProperty('safeguards');
     expect(rows[0]).not.toHaveProperty('gateway_metadata');
     // Written, the detail reads the same from the database.
-    expect((await detail(res.body.id)).safeguards).toEqual(expected(guardrailId, 'redacted'));
+    expect((await detail(res.body.id)).safeguards).toEqual(expected(guardrailId, 'redacted', guardrailName));
   });
 
   it('a translated stream keeps the answer filters of its whole text (its end included)', async () => {
-    const { call, guardrailId } = await keyWith('redact');
+    const { call, guardrailId, guardrailName } = await keyWith('redact');
     mock.enqueue(answer);
     const res = await call('POST', '/chat/completions', ask('test/claude', { stream: true }));
     expect(res.status).toBe(200);
@@ -147,42 +151,94 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
     const g = await detail(id);
     expect(g.streamed).toBe(true);
     expect(g.status).toBe('success');
-    expect(g.safeguards).toEqual(expected(guardrailId, 'redacted'));
+    expect(g.safeguards).toEqual(expected(guardrailId, 'redacted', guardrailName));
     expect(g.gateway_metadata).toMatchObject({ route: 'translated', requested: 'test/claude' });
   });
 
+  it("the safeguards name each filter's guardrail as it is now: renamed, then deleted (its id left)", async () => {
+    const { call, guardrailId } = await keyWith('redact');
+    mock.enqueue(answer);
+    const res = await call('POST', '/chat/completions', ask('test/gpt'));
+    expect(res.status, res.text).toBe(200);
+    await gw.services.accountant.flush();
+
+    const renamed = `renamed ${Math.random()}`;
+    expect((await mgmt('PATCH', `/guardrails/${guardrailId}`, { name: renamed })).status).toBe(200);
+    expect((await detail(res.body.id)).safeguards).toEqual(expected(guardrailId, 'redacted', renamed));
+
+    expect((await mgmt('DELETE', `/guardrails/${guardrailId}`)).status).toBe(200);
+    expect((await detail(res.body.id)).safeguards).toEqual(expected(guardrailId, 'redacted', null));
+  });
+
   it('flag lets the answer through and is kept as flagged', async () => {
-    const { call, guardrailId } = await keyWith('flag');
+    const { call, guardrailId, guardrailName } = await keyWith('flag');
     mock.enqueue(answer);
     const res = await call('POST', '/chat/completions', ask('test/claude'));
     expect(res.status).toBe(200);
     expect(res.body.choices[0].message.content).toContain('project falcon');
     const g = await mgmt('GET', `/generation?id=${res.body.id}`);
-    expect(g.body.data.safeguards).toEqual(expected(guardrailId, 'flagged'));
+    expect(g.body.data.safeguards).toEqual(expected(guardrailId, 'flagged', guardrailName));
   });
 
-  it('an answer blocked by a filter is refused, and recorded as the provider served it, its block kept', async () => {
-    const { call, keyHash, guardrailId } = await keyWith('block');
+  /**
+   * A blocked answer is recorded as the caller got it — an error, 403 and the block's message, the
+   * `content_filter` finish reason — billed (the provider did the work), with its block kept; the
+   * Activity filters find it among the errors.
+   */
+  async function expectBlocked(
+    keyHash: string,
+    guardrailId: string,
+    guardrailName: string,
+    streamed: boolean,
+  ) {
+    // The caller has no id for it: it is the key's newest generation.
+    const [row] = await newest(keyHash);
+    const recorded = {
+      streamed,
+      status: 'error',
+      http_status: 403,
+      error_message: 'Blocked by content filter: codename',
+      finish_reason: 'content_filter',
+      cancelled: false,
+      api_key_hash: keyHash,
+    };
+    expect(row).toMatchObject(recorded);
+    expect(row?.total_cost).toBeGreaterThan(0);
+    const g = await detail(row?.id as string);
+    expect(g).toMatchObject(recorded);
+    expect(g.safeguards).toEqual(expected(guardrailId, 'blocked', guardrailName));
+
+    const filtered = async (status: string) => {
+      const res = await mgmt('GET', `/generations?key=${keyHash}&status=${status}`);
+      expect(res.status, res.text).toBe(200);
+      return (res.body.data as Array<{ id: string }>).map((r) => r.id);
+    };
+    expect(await filtered('error')).toEqual([row?.id]);
+    expect(await filtered('success')).toEqual([]);
+    expect(await filtered('cancelled')).toEqual([]);
+  }
+
+  it('a whole answer blocked by a filter is refused with 403, and recorded as refused', async () => {
+    const { call, keyHash, guardrailId, guardrailName } = await keyWith('block');
     mock.enqueue(answer);
     const res = await call('POST', '/chat/completions', ask('test/gpt'));
     expect(res.status).toBe(403);
     expect(res.body.error.message).toBe('Blocked by content filter: codename');
     expect(res.text).not.toContain('falcon');
+    await expectBlocked(keyHash, guardrailId, guardrailName, false);
+  });
 
-    // The caller has no id for it: it is the key's newest generation.
-    const [row] = await newest(keyHash);
-    expect(row).toMatchObject({ status: 'success', http_status: 200, api_key_hash: keyHash });
-    expect(row?.total_cost).toBeGreaterThan(0);
-    const g = await detail(row?.id as string);
-    expect(g.safeguards).toEqual(expected(guardrailId, 'blocked'));
-
-    // A blocked stream ends with an error event; its generation is recorded as one cut short.
+  it('a stream blocked by a filter ends with a 403 error event, and is recorded as refused the same way', async () => {
+    const { call, keyHash, guardrailId, guardrailName } = await keyWith('block');
     mock.enqueue(answer);
-    const streamed = await call('POST', '/chat/completions', ask('test/claude', { stream: true }));
-    expect(streamed.text).toContain('Blocked by content filter: codename');
-    const [cut] = await newest(keyHash);
-    expect(cut).toMatchObject({ streamed: true, status: 'cancelled', http_status: 200 });
-    expect((await detail(cut?.id as string)).safeguards).toEqual(expected(guardrailId, 'blocked'));
+    const res = await call('POST', '/chat/completions', ask('test/claude', { stream: true }));
+    const events = res.text
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)));
+    expect(events.at(-1)?.error).toMatchObject({ code: 403, message: 'Blocked by content filter: codename' });
+    expect(res.text).not.toContain('falcon');
+    await expectBlocked(keyHash, guardrailId, guardrailName, true);
   });
 
   it('a request refused by a filter is sent nowhere and records no generation', async () => {
@@ -202,14 +258,14 @@ describe.each(databases)('generation safeguards and routing (%s)', (db) => {
   });
 
   it('a call no endpoint served keeps its request filters and what was tried', async () => {
-    const { call, keyHash, guardrailId } = await keyWith('redact');
+    const { call, keyHash, guardrailId, guardrailName } = await keyWith('redact');
     mock.enqueue({ status: 500, body: { error: { message: 'down' } }, times: 10 });
     const res = await call('POST', '/chat/completions', ask('test/gpt'));
     expect(res.status).toBeGreaterThanOrEqual(500);
     const [row] = await newest(keyHash);
     expect(row?.status).toBe('error');
     const g = await detail(row?.id as string);
-    expect(g.safeguards).toEqual([expected(guardrailId, 'redacted')[0]]);
+    expect(g.safeguards).toEqual([expected(guardrailId, 'redacted', guardrailName)[0]]);
     expect(g.gateway_metadata).toMatchObject({
       route: null,
       requested: 'test/gpt',

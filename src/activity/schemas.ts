@@ -94,6 +94,13 @@ export const SafeguardRecord = Type.Object(
     }),
     matches: Type.Integer({ description: 'How many times it matched' }),
     guardrail_id: Type.Optional(Type.String({ description: 'The guardrail that brought the filter' })),
+    guardrail_name: Type.Optional(
+      Nullable(
+        Type.String({
+          description: "The guardrail's name as it is now (null: the guardrail was deleted since)",
+        }),
+      ),
+    ),
   },
   { title: 'SafeguardRecord' },
 );

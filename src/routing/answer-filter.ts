@@ -6,6 +6,7 @@ import { forbidden } from '../lib/errors.js';
 import { frameEvents } from '../providers/lane.js';
 import type { ForwardedJson, RelayFrame } from '../providers/types.js';
 import type { AnswerSlot, CallWire } from './call.js';
+import type { Outcome } from './records.js';
 
 /**
  * Content filters on the model's answer, applied by the engine after the provider answered and
@@ -16,6 +17,17 @@ import type { AnswerSlot, CallWire } from './call.js';
  */
 
 export const blockedBy = (scan: AnswerScan) => forbidden(`Blocked by content filter: ${scan.blocked?.label}`);
+
+/**
+ * How a blocked answer is recorded, whole or streamed alike: what the caller got (the 403 and its
+ * message, a stream's error event carrying them) and OpenAI's `content_filter` finish reason.
+ */
+export function blockedOutcome(
+  scan: AnswerScan,
+): Pick<Outcome, 'status' | 'httpStatus' | 'error' | 'finishReason'> {
+  const err = blockedBy(scan);
+  return { status: 'error', httpStatus: err.status, error: err.message, finishReason: 'content_filter' };
+}
 
 /** Filters every text of `slots` whole; true when one changed. */
 function filterWhole(scan: AnswerScan, slots: readonly AnswerSlot[]): boolean {

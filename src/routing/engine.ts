@@ -28,7 +28,14 @@ import {
 import { attemptServed, callAttributes } from '../telemetry/genai.js';
 import { annotate, type TracedSpan } from '../telemetry/spans.js';
 import type { GenerationRow } from './accounting.js';
-import { blockedBy, filterAnswer, filterChunks, filterFrames, type WholeAnswer } from './answer-filter.js';
+import {
+  blockedBy,
+  blockedOutcome,
+  filterAnswer,
+  filterChunks,
+  filterFrames,
+  type WholeAnswer,
+} from './answer-filter.js';
 import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
@@ -609,7 +616,7 @@ export class Engine {
   /**
    * Prices and records a whole answer (its usage estimated when the upstream reported none). A
    * chat answer goes through `scan` first, so that the generation keeps what the answer's filters
-   * did; one they block is recorded and billed (the provider did the work), then refused.
+   * did; one they block is billed (the provider did the work), recorded as refused, then refused.
    */
   private async served<R>(
     call: InferenceCall,
@@ -645,6 +652,7 @@ export class Engine {
       estimated: !checked || checked.invalid !== null,
       error: checked?.invalid ?? null,
       upstreamId: answer.lane ? answer.forwarded.responseId : null,
+      ...(scan?.blocked ? blockedOutcome(scan) : {}),
     });
     if (span) {
       const body = (answer.lane ? answer.forwarded.json : answer.response) as { model?: unknown } | null;
@@ -739,7 +747,7 @@ export class Engine {
    * by the caller — prices and records it before the stream's last frames go out. Usage is read
    * from the provider's items as they come; `answer` filters them on their way to the caller, and
    * the generation is recorded once it has seen the whole answer (its results complete). A stream
-   * it blocks is recorded and billed as one the caller left (the provider did the work).
+   * it blocks is billed as one the caller left (the provider did the work) and recorded as refused.
    */
   private async *metered<T>(
     call: InferenceCall,
@@ -798,6 +806,8 @@ export class Engine {
             : cutShort || m.finishReason === null
               ? 'cancelled'
               : 'success';
+      // A block is recorded as the caller got it (as a whole answer's), not as the stream's end.
+      const blocked = answer?.scan.blocked ? blockedOutcome(answer.scan) : null;
       const recorded = this.recordSuccess(call, prep, info, usage, cost, {
         streamed: true,
         finishReason: m.finishReason,
@@ -805,6 +815,7 @@ export class Engine {
         status,
         error: failure ? (failure as Error).message : invalid,
         upstreamId: m.responseId,
+        ...blocked,
       });
       // The serving attempt's span ends with the stream, with its usage (an error if it broke).
       if (span) {

@@ -110,6 +110,29 @@ export class GenerationsService {
         .where('upstream_id', '=', id)
         .where('organization_id', '=', organizationId)
         .executeTakeFirst());
-    return row && row.organization_id === organizationId ? generationDetailView(row) : null;
+    if (!row || row.organization_id !== organizationId) return null;
+    const view = generationDetailView(row);
+    return { ...view, safeguards: view.safeguards && (await this.named(organizationId, view.safeguards)) };
+  }
+
+  /**
+   * The safeguards with the current name of each filter's guardrail, read now (a renamed guardrail
+   * shows its new name); `guardrail_name` null: the guardrail was deleted since.
+   */
+  private async named(organizationId: string, safeguards: Record<string, unknown>[]) {
+    const ids = [
+      ...new Set(safeguards.map((s) => s.guardrail_id).filter((id): id is string => typeof id === 'string')),
+    ];
+    if (ids.length === 0) return safeguards;
+    const rows = await this.db
+      .selectFrom('guardrails')
+      .select(['id', 'name'])
+      .where('organization_id', '=', organizationId)
+      .where('id', 'in', ids)
+      .execute();
+    const names = new Map(rows.map((r) => [r.id, r.name]));
+    return safeguards.map((s) =>
+      typeof s.guardrail_id === 'string' ? { ...s, guardrail_name: names.get(s.guardrail_id) ?? null } : s,
+    );
   }
 }

@@ -12,8 +12,13 @@ export interface Outcome {
   finishReason: string | null;
   /** Usage was estimated because the upstream reported none. */
   estimated: boolean;
-  /** success (default) | error (the upstream failed mid-stream) | cancelled (the caller left) */
+  /**
+   * success (default) | error (the upstream failed mid-stream, or a content filter refused the
+   * answer) | cancelled (the caller left)
+   */
   status?: 'success' | 'error' | 'cancelled';
+  /** The status the caller got (default: 502 for an error, else 200). */
+  httpStatus?: number;
   error?: string | null;
   /** The provider's id of the answer (a lane's callers see it instead of the generation id). */
   upstreamId?: string | null;
@@ -117,7 +122,7 @@ export function servedRow(
     provider: info.served.endpoint.provider,
     upstream_model: info.served.endpoint.upstreamModel,
     status: o.status ?? 'success',
-    http_status: o.status === 'error' ? 502 : 200,
+    http_status: o.httpStatus ?? (o.status === 'error' ? 502 : 200),
     streamed: o.streamed ? 1 : 0,
     finish_reason: o.finishReason,
     prompt_tokens: usage.prompt_tokens,

@@ -209,8 +209,8 @@ describe.skipIf(!hasChromium)('Overview and Activity pages in Chromium', { timeo
     const safeguards = detail.getByRole('table', { name: /Content filters that ran/ });
     const rows = await safeguards.locator('tbody tr').allTextContents();
     expect(rows).toEqual([
-      `requestEmail addressesredacted1 match · email · guardrail ${ids.guardrail}`,
-      `answerstream wordflagged1 match · guardrail ${ids.guardrail}`,
+      'requestEmail addressesredactedactivity filters1 match · email',
+      'answerstream wordflaggedactivity filters1 match',
     ]);
     // Content logging was on: the request and the streamed answer, assembled.
     await expect.poll(() => detail.getByTestId('content-input').textContent()).toContain('capital of France');
@@ -222,6 +222,12 @@ describe.skipIf(!hasChromium)('Overview and Activity pages in Chromium', { timeo
     expect(new URL(page.url()).searchParams.get('id')).toBe(ids.streamed);
     await page.reload();
     await expect.poll(() => detail.getByTestId('content-output').textContent()).toBe('Streamed answer');
+    // A guardrail deleted since is shown by its id.
+    expect((await mgmt('DELETE', `/guardrails/${ids.guardrail}`)).status).toBe(200);
+    await page.reload();
+    await expect
+      .poll(() => safeguards.locator('tbody tr').first().textContent())
+      .toBe(`requestEmail addressesredacted${ids.guardrail} (deleted)1 match · email`);
     await page.getByRole('button', { name: 'Close details' }).click();
     expect(await detail.count()).toBe(0);
     expect(new URL(page.url()).searchParams.get('id')).toBeNull();

@@ -75,6 +75,7 @@ describe.skipIf(!hasChromium)('console: the workspace picker', { timeout: 90_000
     await expect.poll(() => rows().first().textContent()).toContain('research-bot');
     expect(await rows().count()).toBe(1);
     expect(await ui.axe()).toEqual([]);
+    await ui.screenshot('workspace-picker');
 
     await page.getByLabel('Name').fill('lab-key');
     await page.getByRole('button', { name: 'Create key' }).click();

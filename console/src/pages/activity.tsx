@@ -2,6 +2,7 @@ import { useInfiniteQuery } from '@tanstack/react-query';
 import { useCallback, useMemo, useState } from 'react';
 import { useSearchParams } from 'wouter';
 import { api, call } from '../api/client';
+import { detailsColumn } from '../components/details-toggle';
 import { ErrorBanner } from '../components/error-banner';
 import { LoadMore } from '../components/load-more';
 import { Page } from '../components/page';
@@ -104,20 +105,12 @@ export function ActivityPage() {
               { header: 'Streamed', cell: (g) => (g.streamed ? 'yes' : 'no') },
               { header: 'Lane', cell: (g) => (g.passthrough ? 'passed through' : 'translated') },
               { header: 'Key', cell: (g) => keyName(g.api_key_hash) },
-              {
-                header: 'Details',
-                cell: (g) => (
-                  <button
-                    type="button"
-                    className="link"
-                    aria-label={`Details of ${g.model} at ${new Date(g.created_at).toLocaleString()}`}
-                    aria-expanded={open === g.id}
-                    onClick={() => setOpen(open === g.id ? null : g.id)}
-                  >
-                    Details
-                  </button>
-                ),
-              },
+              detailsColumn<(typeof rows)[number]>({
+                idOf: (g) => g.id,
+                label: (g) => `Details of ${g.model} at ${new Date(g.created_at).toLocaleString()}`,
+                open,
+                setOpen,
+              }),
             ]}
           />
           <LoadMore list={list} />

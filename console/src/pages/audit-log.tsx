@@ -1,8 +1,10 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useMemo, useRef, useState } from 'react';
 import { api, call, type JsonOk, type paths } from '../api/client';
+import { detailsColumn } from '../components/details-toggle';
 import { ErrorBanner } from '../components/error-banner';
 import { Field, SelectField } from '../components/field';
+import { FilterActions, FilterProblem } from '../components/filter-actions';
 import { LoadMore } from '../components/load-more';
 import { Page } from '../components/page';
 import { Table } from '../components/table';
@@ -69,20 +71,12 @@ export function AuditLogPage() {
                 ? [{ header: 'Organization', cell: (e: AuditEvent) => e.organization_id ?? 'operator' }]
                 : []),
               { header: 'Status', numeric: true, cell: (e) => e.status },
-              {
-                header: 'Details',
-                cell: (e) => (
-                  <button
-                    type="button"
-                    className="link"
-                    aria-label={`Details of ${e.action} at ${new Date(e.at).toLocaleString()}`}
-                    aria-expanded={open === e.id}
-                    onClick={() => setOpen(open === e.id ? null : e.id)}
-                  >
-                    Details
-                  </button>
-                ),
-              },
+              detailsColumn<AuditEvent>({
+                idOf: (e) => e.id,
+                label: (e) => `Details of ${e.action} at ${new Date(e.at).toLocaleString()}`,
+                open,
+                setOpen,
+              }),
             ]}
           />
           <LoadMore list={list} />
@@ -158,19 +152,15 @@ function AuditFilters({ operator, onApply }: { operator: boolean; onApply: (q: Q
           <Field label="Action" placeholder="e.g. key.update" {...input('action')} />
           <Field label="Resource type" placeholder="e.g. guardrail" {...input('resource_type')} />
           <Field label="Resource id" {...input('resource_id')} />
-          <button type="submit">Apply filters</button>
-          <button
-            type="button"
-            onClick={() => {
+          <FilterActions
+            onClear={() => {
               setD(EMPTY);
               setProblem(null);
               onApply({});
             }}
-          >
-            Clear
-          </button>
+          />
         </div>
-        {problem && <p role="alert">{problem}</p>}
+        <FilterProblem problem={problem} />
       </fieldset>
     </form>
   );

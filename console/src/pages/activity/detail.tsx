@@ -274,6 +274,19 @@ const ACTIONS: Record<Safeguard['action'], string> = {
   blocked: 'blocked',
 };
 
+/** Whose filter it was: the guardrail by its current name (its id once deleted), or the provider. */
+function GuardrailOf({ x }: { x: Safeguard }) {
+  if (x.source === 'provider') return <>the provider's own filter</>;
+  if (x.guardrail_name) return <>{x.guardrail_name}</>;
+  if (x.guardrail_id)
+    return (
+      <>
+        <code>{x.guardrail_id}</code> (deleted)
+      </>
+    );
+  return <>—</>;
+}
+
 /** The content filters that ran on the call, on the request then on the answer, and what each did. */
 function Safeguards({ list: items }: { list: Generation['safeguards'] }) {
   return (
@@ -291,20 +304,13 @@ function Safeguards({ list: items }: { list: Generation['safeguards'] }) {
             { header: 'Stage', cell: (x) => (x.stage === 'request' ? 'request' : 'answer') },
             { header: 'Check', cell: (x) => x.label },
             { header: 'Action', cell: (x) => ACTIONS[x.action] },
+            { header: 'Guardrail', cell: (x) => <GuardrailOf x={x} /> },
             {
               header: 'Detail',
               cell: (x) => (
                 <>
                   {x.matches === 1 ? '1 match' : `${x.matches} matches`}
                   {x.slug ? <> · {x.slug}</> : null}
-                  {x.source === 'provider' ? (
-                    " · the provider's own filter"
-                  ) : x.guardrail_id ? (
-                    <>
-                      {' '}
-                      · guardrail <code>{x.guardrail_id}</code>
-                    </>
-                  ) : null}
                 </>
               ),
             },

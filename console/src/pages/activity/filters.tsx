@@ -1,6 +1,7 @@
 import { type FormEvent, useState } from 'react';
 import type { paths } from '../../api/client';
 import { Field, SelectField } from '../../components/field';
+import { FilterActions, FilterProblem } from '../../components/filter-actions';
 import type { ApiKey } from './workspace-keys';
 
 export type ListQuery = NonNullable<paths['/generations']['get']['parameters']['query']>;
@@ -130,23 +131,15 @@ export function Filters({ keys, onApply }: { keys: ApiKey[]; onApply: (q: ListQu
           />
           <Field label="Min cost (USD)" type="number" min="0" step="any" {...input('min_cost')} />
           <Field label="Max cost (USD)" type="number" min="0" step="any" {...input('max_cost')} />
-          <button type="submit">Apply filters</button>
-          <button
-            type="button"
-            onClick={() => {
+          <FilterActions
+            onClear={() => {
               setD(EMPTY);
               setProblem(null);
               onApply({});
             }}
-          >
-            Clear
-          </button>
+          />
         </div>
-        {problem && (
-          <p className="banner banner-error" role="alert">
-            {problem}
-          </p>
-        )}
+        <FilterProblem problem={problem} />
       </fieldset>
     </form>
   );
