@@ -502,6 +502,26 @@ describe.each(databases)('console sign-in with an OpenID provider (%s)', (db) =>
     expect((await client(gw.url, live)('GET', '/key')).status).toBe(200);
   });
 
+  it('deletes a person’s expired sign-in keys and their kept tokens when they sign in again', async () => {
+    const old = sha256Hex(fragmentOf((await signIn('erin')).location).get('oidc_key')!);
+    const past = new Date(Date.now() - 60_000).toISOString();
+    await gw.services.db.updateTable('api_keys').set({ expires_at: past }).where('hash', '=', old).execute();
+    await gw.services.db
+      .updateTable('console_sign_ins')
+      .set({ expires_at: past })
+      .where('key_hash', '=', old)
+      .execute();
+    const fresh = sha256Hex(fragmentOf((await signIn('erin')).location).get('oidc_key')!);
+    const keyRows = (hash: string) =>
+      gw.services.db.selectFrom('api_keys').select('hash').where('hash', '=', hash).execute();
+    const tokenRows = (hash: string) =>
+      gw.services.db.selectFrom('console_sign_ins').select('key_hash').where('key_hash', '=', hash).execute();
+    expect(await keyRows(old)).toEqual([]);
+    expect(await tokenRows(old)).toEqual([]);
+    expect(await keyRows(fresh)).toHaveLength(1);
+    expect(await tokenRows(fresh)).toHaveLength(1);
+  });
+
   it('never shows the client secret in an answer or a log line', async () => {
     const b = new Browser();
     await signIn('alice', b);

@@ -93,7 +93,9 @@ export async function dropExpiredSignIns(
   for (const { hash } of stale) {
     await keyStore.deleteKey(db, hash);
     keys.invalidate(hash);
+    if (only) await db.deleteFrom('console_sign_ins').where('key_hash', '=', hash).execute();
   }
+  // Also the tokens of sign-in keys deleted another way (DELETE /keys, an organization deleted).
   if (!only) await db.deleteFrom('console_sign_ins').where('expires_at', '<=', now).execute();
   return stale.length;
 }
