@@ -92,6 +92,11 @@ export interface Config {
   exportPrivate: boolean;
   /** Records one export destination may hold waiting (GATEHOUSE_EXPORT_QUEUE_MAX); more are dropped and counted. */
   exportQueueMax: number;
+  /**
+   * The size cap of a record's content in exports, per field (input, output), bytes of UTF-8
+   * (GATEHOUSE_EXPORT_CONTENT_MAX_BYTES; 0: no cap); larger fields are truncated with a marker.
+   */
+  exportContentMaxBytes: number;
   /** Console sign-in with an OpenID Connect provider (GATEHOUSE_OIDC_*); null when not configured. */
   oidc: OidcSettings | null;
 }
@@ -191,6 +196,14 @@ function intFrom(env: Env, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+  return n;
+}
+
+/** GATEHOUSE_EXPORT_CONTENT_MAX_BYTES: 0 (no cap), or at least 1 KiB (room for the marker and some text). */
+function exportContentMaxBytes(env: Env): number {
+  const n = intFrom(env, 'GATEHOUSE_EXPORT_CONTENT_MAX_BYTES', 64 * 1024);
+  if (n !== 0 && n < 1024)
+    throw new Error('GATEHOUSE_EXPORT_CONTENT_MAX_BYTES must be 0 (no cap) or at least 1024');
   return n;
 }
 
@@ -309,6 +322,7 @@ export function loadConfig(env: Env = process.env): Config {
     mediaUrl: mediaUrlFrom(env),
     exportPrivate: isOn(env.GATEHOUSE_EXPORT_PRIVATE),
     exportQueueMax: intFrom(env, 'GATEHOUSE_EXPORT_QUEUE_MAX', 10_000),
+    exportContentMaxBytes: exportContentMaxBytes(env),
     oidc: oidcSettings(env),
   };
 }

@@ -191,12 +191,19 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     destinations,
     log.child({ component: 'exports' }),
     metrics,
-    { ...DEFAULT_DISPATCH, allowPrivate: config.exportPrivate, queueMax: config.exportQueueMax },
+    {
+      ...DEFAULT_DISPATCH,
+      allowPrivate: config.exportPrivate,
+      queueMax: config.exportQueueMax,
+      contentMaxBytes: config.exportContentMaxBytes,
+    },
     // Records carry content only while their workspace logs it, as content logging kept it (redacted).
-    async ({ organizationId, workspaceId, generationId }) => {
-      if (!(await contentLog.settings(workspaceId)).enabled) return null;
-      const kept = await contentLog.get({ organizationId, workspaceId }, generationId);
-      return kept ? { input: kept.input, output: kept.output } : null;
+    async (scope, generationIds) => {
+      const content = new Map<string, { input: unknown; output: unknown }>();
+      if (!(await contentLog.settings(scope.workspaceId)).enabled) return content;
+      for (const [id, kept] of await contentLog.getMany(scope, generationIds))
+        content.set(id, { input: kept.input, output: kept.output });
+      return content;
     },
   );
   accountant.onRecord(exports.onRecord);

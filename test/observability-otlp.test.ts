@@ -290,6 +290,81 @@ describe.each(databases)('otlp and langfuse export destinations (%s)', (db) => {
 });
 
 /**
+ * The content cap, on OTLP and Langfuse destinations of a gateway capped at 4 KiB per field: a long
+ * call's input and output attributes are the start of their JSON and a marker, and the span says
+ * which were cut; a short call's are whole.
+ */
+describe.each(databases)('otlp export content cap (%s)', (db) => {
+  let gw: TestGateway;
+  let otlp: OtlpReceiver;
+  beforeAll(async () => {
+    otlp = await startOtlpReceiver();
+    gw = await startTestGateway(db, {
+      env: { GATEHOUSE_EXPORT_PRIVATE: 'on', GATEHOUSE_EXPORT_CONTENT_MAX_BYTES: '4096' },
+    });
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: gw.organizationId,
+      amount_usd: 100,
+    });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await otlp?.close();
+  });
+
+  it('cuts content larger than the cap, with a marker, and names the cut fields', async () => {
+    const mgmt = client(gw.url, gw.managementKey);
+    const api = client(gw.url, gw.apiKey);
+    const workspaceId = (await api('GET', '/key')).body.data.workspace_id as string;
+    expect((await mgmt('PATCH', `/workspaces/${workspaceId}`, { content_logging: true })).status).toBe(200);
+    for (const [name, type, config] of [
+      ['collector', 'otlp', { url: `${otlp.url}/cap/v1/traces` }],
+      ['langfuse', 'langfuse', { base_url: `${otlp.url}/lf`, public_key: 'pk-lf', secret_key: 'sk-lf' }],
+    ] as const) {
+      const res = await mgmt('POST', '/observability/destinations', { type, name, config });
+      expect(res.status, res.text).toBe(201);
+    }
+    const chat = async (content: string) => {
+      const res = await api('POST', '/chat/completions', {
+        model: 'gatehouse/echo',
+        messages: [{ role: 'user', content }],
+      });
+      expect(res.status, res.text).toBe(200);
+      return res.headers.get('x-gatehouse-generation-id') as string;
+    };
+    const [long, short] = await Promise.all([chat(`${'ü'.repeat(8000)} the end`), chat('short words')]);
+    const span = (id: string, path: string) =>
+      vi.waitFor(() => {
+        const s = otlp.spans.find((x) => x.attributes['gatehouse.generation.id'] === id && x.path === path);
+        expect(s).toBeDefined();
+        return s as NonNullable<typeof s>;
+      }, wait);
+    const marker = /…\[truncated by Gatehouse: \d+ bytes\]$/;
+    const cut = (await span(long, '/cap/v1/traces')).attributes;
+    expect(cut['gatehouse.content.truncated']).toEqual(['input', 'output']);
+    for (const name of ['gen_ai.input.messages', 'gen_ai.output.messages']) {
+      const v = String(cut[name]);
+      expect(Buffer.byteLength(v), name).toBeLessThanOrEqual(4096);
+      expect(v, name).toMatch(marker);
+      expect(v, name).not.toContain('the end');
+    }
+    expect(String(cut['gen_ai.input.messages']).startsWith('{"messages":[{"role":"user","content":"üü')).toBe(
+      true,
+    );
+    const lf = (await span(long, '/lf/api/public/otel/v1/traces')).attributes;
+    expect(lf['gatehouse.content.truncated']).toEqual(['input', 'output']);
+    expect(Buffer.byteLength(String(lf['langfuse.observation.input']))).toBeLessThanOrEqual(4096);
+    expect(String(lf['langfuse.observation.output'])).toMatch(marker);
+
+    const whole = (await span(short, '/cap/v1/traces')).attributes;
+    expect(whole).not.toHaveProperty('gatehouse.content.truncated');
+    expect(JSON.parse(String(whole['gen_ai.input.messages'])).messages[0]).toMatchObject({
+      content: 'short words',
+    });
+  });
+});
+
+/**
  * The queue bound, on the dispatcher itself: an OTLP destination whose receiver is down holds at
  * most `queueMax` records; the others are dropped and counted, not held in memory.
  */
@@ -323,6 +398,7 @@ describe('export queue bound', () => {
       maxAttempts: 2,
       backoffMs: 10,
       allowPrivate: true,
+      contentMaxBytes: 0,
     });
     const row = (i: number) =>
       ({

@@ -48,7 +48,11 @@ describe.each(databases)('export destinations (%s)', (db) => {
   beforeAll(async () => {
     receiver = await startReceiver();
     gw = await startTestGateway(db, {
-      env: { GATEHOUSE_EXPORT_PRIVATE: 'on', GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' },
+      env: {
+        GATEHOUSE_EXPORT_PRIVATE: 'on',
+        GATEHOUSE_RATE_LIMIT_REQUESTS: '1000',
+        GATEHOUSE_EXPORT_CONTENT_MAX_BYTES: '4096',
+      },
     });
     await adminClient(gw.url)('POST', '/admin/credits', {
       organization_id: gw.organizationId,
@@ -307,6 +311,74 @@ describe.each(databases)('export destinations (%s)', (db) => {
     expect(JSON.stringify(without)).not.toContain('kept words');
     await mgmt('PATCH', `/workspaces/${workspaceId}`, { content_logging: false });
     for (const d of [open, closed]) await mgmt('DELETE', `/observability/destinations/${d.body.data.id}`);
+  });
+
+  it('caps each content field, saying so, and reads a batch’s content in one query', async () => {
+    const workspaceId = (await api('GET', '/key')).body.data.workspace_id as string;
+    const dest = await mgmt('POST', '/observability/destinations', {
+      type: 'webhook',
+      name: 'capped',
+      config: { url: `${receiver.url}&dest=capped` },
+    });
+    expect((await mgmt('PATCH', `/workspaces/${workspaceId}`, { content_logging: true })).status).toBe(200);
+    // Count the content reads: the calls to the content log and the queries they make.
+    const contentLog = gw.services.contentLog;
+    const deps = (contentLog as unknown as { deps: { db: typeof gw.services.db } }).deps;
+    const realDb = deps.db;
+    let queries = 0;
+    deps.db = new Proxy(realDb, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver);
+        if (prop !== 'selectFrom') return typeof v === 'function' ? v.bind(target) : v;
+        return (table: string) => {
+          if (table === 'generation_contents') queries++;
+          return target.selectFrom(table as 'generation_contents');
+        };
+      },
+    });
+    const reads = vi.spyOn(contentLog, 'getMany');
+    try {
+      const long = `${'é'.repeat(6000)} the end`;
+      const ids = (await Promise.all([chat('first short'), chat(long), chat('third short')])).map(
+        (r) => r.headers.get('x-gatehouse-generation-id') as string,
+      );
+      const delivery = await vi.waitFor(
+        () => {
+          const d = receiver.deliveries.find(
+            (x) =>
+              x.status === 200 &&
+              x.body.includes(dest.body.data.id) &&
+              ids.every((id) => x.body.includes(id)),
+          );
+          expect(d).toBeDefined();
+          return JSON.parse(d?.body as string).data as { id: string; content: any }[];
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+      const [first, big, third] = ids.map((id) => delivery.find((r) => r.id === id)!);
+      expect(first!.content.input.messages[0]).toMatchObject({ content: 'first short' });
+      expect(first!.content).not.toHaveProperty('truncated');
+      expect(third!.content.input.messages[0]).toMatchObject({ content: 'third short' });
+      // The long one: each field is the start of its JSON, at most the cap, and a marker with its size.
+      expect(big!.content.truncated).toEqual(['input', 'output']);
+      const input = big!.content.input as string;
+      expect(Buffer.byteLength(input)).toBeLessThanOrEqual(4096);
+      expect(input.startsWith('{"messages":[{"role":"user","content":"éé')).toBe(true);
+      expect(input).toMatch(/…\[truncated by Gatehouse: \d{5} bytes\]$/);
+      expect(input).not.toContain('the end');
+      expect(Buffer.byteLength(big!.content.output as string)).toBeLessThanOrEqual(4096);
+      // One read for the batch (all three ids), one query for it.
+      const ours = reads.mock.calls.filter(([, asked]) => asked.some((id) => ids.includes(id)));
+      expect(ours).toHaveLength(1);
+      expect([...ours[0]![1]].sort()).toEqual([...ids].sort());
+      expect(queries).toBeGreaterThan(0);
+      expect(queries).toBeLessThanOrEqual(reads.mock.calls.length);
+    } finally {
+      reads.mockRestore();
+      deps.db = realDb;
+      await mgmt('PATCH', `/workspaces/${workspaceId}`, { content_logging: false });
+      await mgmt('DELETE', `/observability/destinations/${dest.body.data.id}`);
+    }
   });
 
   it('never lets one organization read or change another’s destinations', async () => {

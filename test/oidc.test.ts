@@ -6,7 +6,8 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIGN_IN_KEY_PREFIX } from '../src/accounts/oidc.service.js';
-import { decrypt, encrypt } from '../src/lib/crypto.js';
+import { SignInSweeper } from '../src/accounts/oidc.sessions.js';
+import { decrypt, encrypt, sha256Hex } from '../src/lib/crypto.js';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 import { freePort, startOidcProvider, type TestProvider } from './support/oidc-provider.js';
@@ -50,7 +51,28 @@ class Browser {
     const location = res.headers.get('location');
     return { status: res.status, location: location ? new URL(location, url).href : null, text };
   }
+
+  /** Submits a form (a urlencoded POST), as a browser would. */
+  async post(url: string, form: Record<string, string>) {
+    const res = await fetch(url, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        accept: 'text/html,*/*',
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+      },
+      body: new URLSearchParams(form),
+    });
+    const text = await res.text();
+    const location = res.headers.get('location');
+    return { status: res.status, location: location ? new URL(location, url).href : null, text };
+  }
 }
+
+/** The payload of a JWT (not verified: the provider's own token, read to see whose it is). */
+const jwtPayload = (jwt: string) =>
+  JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
 describe.each(databases)('console sign-in with an OpenID provider (%s)', (db) => {
   let gw: TestGateway;
@@ -72,6 +94,7 @@ describe.each(databases)('console sign-in with an OpenID provider (%s)', (db) =>
       clientId: CLIENT_ID,
       clientSecret: CLIENT_SECRET,
       redirectUri: redirect,
+      postLogoutRedirectUri: `http://127.0.0.1:${port}/console/`,
       accounts: ACCOUNTS,
     });
     gw = await startTestGateway(db, {
@@ -133,6 +156,20 @@ describe.each(databases)('console sign-in with an OpenID provider (%s)', (db) =>
       at = res.location!;
     }
     throw new Error('the provider never sent the browser back');
+  }
+
+  /** Whether the provider asks the browser to log in (false: its session signs the browser in at once). */
+  async function providerAsksToLogIn(b: Browser): Promise<boolean> {
+    let at = (await b.get(`${gw.url}/console/oidc/login`)).location!;
+    for (let hops = 0; hops < 10; hops++) {
+      if (new URL(at).pathname.startsWith('/interaction/')) return true;
+      if (at.startsWith(`${gw.url}/console/oidc/callback`)) {
+        await b.get(at); // finish it, so no login cookie lingers
+        return false;
+      }
+      at = (await b.get(at)).location!;
+    }
+    throw new Error('the provider never answered');
   }
 
   async function signIn(account: string, b = new Browser()) {
@@ -335,7 +372,7 @@ describe.each(databases)('console sign-in with an OpenID provider (%s)', (db) =>
     expect((await client(gw.url, key)('GET', '/key')).status).toBe(200);
     const out = await client(gw.url, key)('POST', '/auth/sign-out');
     expect(out.status, out.text).toBe(200);
-    expect(out.body).toEqual({ signed_out: true });
+    expect(out.body).toEqual({ signed_out: true, end_session_url: expect.stringMatching(/^http:/) });
     expect((await client(gw.url, key)('GET', '/key')).status).toBe(401);
 
     const operatorKey = await client(gw.url, gw.managementKey)('POST', '/auth/sign-out');
@@ -343,6 +380,146 @@ describe.each(databases)('console sign-in with an OpenID provider (%s)', (db) =>
     expect((await client(gw.url, gw.managementKey)('GET', '/key')).status).toBe(200);
     const apiKey = await client(gw.url, gw.apiKey)('POST', '/auth/sign-out');
     expect(apiKey.status).toBe(403);
+  });
+
+  it('ends the provider session too: sign-out answers its end_session_endpoint with the sign-in’s ID token', async () => {
+    const b = new Browser();
+    const key = fragmentOf((await signIn('alice', b)).location).get('oidc_key')!;
+    const hash = sha256Hex(key);
+    // The ID token is kept on the server, sealed (not readable in the row).
+    const kept = await gw.services.db
+      .selectFrom('console_sign_ins')
+      .selectAll()
+      .where('key_hash', '=', hash)
+      .executeTakeFirst();
+    expect(kept?.id_token_ciphertext).toMatch(/^v1\./);
+    // The provider's session signs the browser in again without asking.
+    expect(await providerAsksToLogIn(b)).toBe(false);
+
+    const out = await client(gw.url, key)('POST', '/auth/sign-out');
+    expect(out.status, out.text).toBe(200);
+    expect(out.headers.get('cache-control')).toBe('no-store');
+    const discovery = (await (await fetch(`${idp.issuer}/.well-known/openid-configuration`)).json()) as {
+      end_session_endpoint: string;
+    };
+    const end = new URL(out.body.end_session_url);
+    expect(`${end.origin}${end.pathname}`).toBe(discovery.end_session_endpoint);
+    expect(end.searchParams.get('client_id')).toBe(CLIENT_ID);
+    expect(end.searchParams.get('post_logout_redirect_uri')).toBe(`${gw.url}/console/`);
+    const hint = end.searchParams.get('id_token_hint')!;
+    expect(jwtPayload(hint)).toMatchObject({ sub: 'alice', aud: CLIENT_ID, iss: idp.issuer });
+    expect(kept!.id_token_ciphertext).not.toContain(hint.split('.')[1]);
+    // The key and its kept token are gone.
+    expect((await client(gw.url, key)('GET', '/key')).status).toBe(401);
+    expect(
+      await gw.services.db.selectFrom('console_sign_ins').selectAll().where('key_hash', '=', hash).execute(),
+    ).toEqual([]);
+
+    // The browser follows it: the provider confirms, ends its session and sends it back to the console.
+    const confirm = await b.get(end.href);
+    expect(confirm.status, confirm.text).toBe(200);
+    const action = /<form[^>]*action="([^"]+)"/.exec(confirm.text)![1]!;
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(confirm.text)![1]!;
+    const done = await b.post(new URL(action, end).href, { xsrf, logout: 'yes' });
+    expect([302, 303]).toContain(done.status);
+    expect(done.location).toBe(`${gw.url}/console/`);
+    expect(await providerAsksToLogIn(b)).toBe(true);
+  });
+
+  it('ends the provider session by client_id alone when no ID token was kept, and not at all when turned off', async () => {
+    const key = fragmentOf((await signIn('alice')).location).get('oidc_key')!;
+    await gw.services.db.deleteFrom('console_sign_ins').where('key_hash', '=', sha256Hex(key)).execute();
+    const out = await client(gw.url, key)('POST', '/auth/sign-out');
+    expect(out.status, out.text).toBe(200);
+    const end = new URL(out.body.end_session_url);
+    expect(end.searchParams.get('client_id')).toBe(CLIENT_ID);
+    expect(end.searchParams.get('post_logout_redirect_uri')).toBe(`${gw.url}/console/`);
+    expect(end.searchParams.has('id_token_hint')).toBe(false);
+    // The provider accepts it and sends the browser back to the console.
+    const b = new Browser();
+    const confirm = await b.get(end.href);
+    expect(confirm.status, confirm.text).toBe(200);
+    const action = /<form[^>]*action="([^"]+)"/.exec(confirm.text)![1]!;
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(confirm.text)![1]!;
+    const done = await b.post(new URL(action, end).href, { xsrf, logout: 'yes' });
+    expect(done.location).toBe(`${gw.url}/console/`);
+
+    const { loadConfig } = await import('../src/config.js');
+    const off = loadConfig({
+      GATEHOUSE_MASTER_KEY: 'a'.repeat(64),
+      GATEHOUSE_OIDC_ISSUER: 'https://idp.example.com',
+      GATEHOUSE_OIDC_CLIENT_ID: 'x',
+      GATEHOUSE_OIDC_CLIENT_SECRET: 's',
+      GATEHOUSE_OIDC_REDIRECT_URL: 'https://gw.example.com/console/oidc/callback',
+      GATEHOUSE_OIDC_END_SESSION: 'off',
+    });
+    expect(off.oidc?.endSession).toBe(false);
+  });
+
+  it('deletes expired sign-in keys and their kept tokens periodically, and nothing else', async () => {
+    const expired = fragmentOf((await signIn('alice')).location).get('oidc_key')!;
+    const live = fragmentOf((await signIn('erin')).location).get('oidc_key')!;
+    const past = new Date(Date.now() - 60_000).toISOString();
+    await gw.services.db
+      .updateTable('api_keys')
+      .set({ expires_at: past })
+      .where('hash', '=', sha256Hex(expired))
+      .execute();
+    await gw.services.db
+      .updateTable('console_sign_ins')
+      .set({ expires_at: past })
+      .where('key_hash', '=', sha256Hex(expired))
+      .execute();
+    // An expired key that no sign-in made stays (its owner's business).
+    const other = await client(gw.url, gw.managementKey)('POST', '/keys', { name: 'expired by hand' });
+    expect(other.status, other.text).toBe(201);
+    const otherHash = sha256Hex(other.body.key);
+    await gw.services.db
+      .updateTable('api_keys')
+      .set({ expires_at: past })
+      .where('hash', '=', otherHash)
+      .execute();
+
+    const keyRow = (hash: string) =>
+      gw.services.db.selectFrom('api_keys').select('hash').where('hash', '=', hash).executeTakeFirst();
+    const tokenRow = (hash: string) =>
+      gw.services.db
+        .selectFrom('console_sign_ins')
+        .select('key_hash')
+        .where('key_hash', '=', hash)
+        .executeTakeFirst();
+    const sweeper = new SignInSweeper({ db: gw.services.db, keys: gw.services.keys, log: gw.services.log });
+    sweeper.start(25);
+    try {
+      await expect.poll(() => keyRow(sha256Hex(expired)), { timeout: 5_000 }).toBeUndefined();
+    } finally {
+      sweeper.stop();
+    }
+    expect(await tokenRow(sha256Hex(expired))).toBeUndefined();
+    expect(await keyRow(sha256Hex(live))).toBeDefined();
+    expect(await tokenRow(sha256Hex(live))).toBeDefined();
+    expect(await keyRow(otherHash)).toBeDefined();
+    expect((await client(gw.url, live)('GET', '/key')).status).toBe(200);
+  });
+
+  it('deletes a person’s expired sign-in keys and their kept tokens when they sign in again', async () => {
+    const old = sha256Hex(fragmentOf((await signIn('erin')).location).get('oidc_key')!);
+    const past = new Date(Date.now() - 60_000).toISOString();
+    await gw.services.db.updateTable('api_keys').set({ expires_at: past }).where('hash', '=', old).execute();
+    await gw.services.db
+      .updateTable('console_sign_ins')
+      .set({ expires_at: past })
+      .where('key_hash', '=', old)
+      .execute();
+    const fresh = sha256Hex(fragmentOf((await signIn('erin')).location).get('oidc_key')!);
+    const keyRows = (hash: string) =>
+      gw.services.db.selectFrom('api_keys').select('hash').where('hash', '=', hash).execute();
+    const tokenRows = (hash: string) =>
+      gw.services.db.selectFrom('console_sign_ins').select('key_hash').where('key_hash', '=', hash).execute();
+    expect(await keyRows(old)).toEqual([]);
+    expect(await tokenRows(old)).toEqual([]);
+    expect(await keyRows(fresh)).toHaveLength(1);
+    expect(await tokenRows(fresh)).toHaveLength(1);
   });
 
   it('never shows the client secret in an answer or a log line', async () => {

@@ -38,11 +38,15 @@ export function App() {
         </span>
         <button
           type="button"
-          onClick={() => {
-            // A provider sign-in's key is deleted, not merely forgotten (a pasted key stays).
-            if (session.via === 'oidc') void api.POST('/auth/sign-out').catch(() => {});
+          onClick={async () => {
+            // A provider sign-in's key is deleted, not merely forgotten (a pasted key stays); the
+            // gateway may also name the provider's sign-out page, which ends the session there too.
+            const ended =
+              session.via === 'oidc' ? await api.POST('/auth/sign-out').catch(() => undefined) : undefined;
             signOut();
             client.clear(); // nothing read with the key stays in memory
+            const endSession = ended?.data?.end_session_url;
+            if (endSession) window.location.assign(endSession);
           }}
         >
           Sign out

@@ -5,13 +5,8 @@ import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import { errors, Nullable } from '../server/schemas.js';
 import type { Services } from '../services.js';
-import {
-  LOGIN_COOKIE,
-  LOGIN_TTL_SECONDS,
-  type OidcSignIn,
-  SignInRefused,
-  signOutKey,
-} from './oidc.service.js';
+import { LOGIN_COOKIE, LOGIN_TTL_SECONDS, type OidcSignIn, SignInRefused } from './oidc.service.js';
+import { SignInSweeper, signOutKey } from './oidc.sessions.js';
 
 export interface OidcRouteDeps {
   /** null when GATEHOUSE_OIDC_ISSUER is not set: the browser routes answer 404. */
@@ -128,8 +123,15 @@ const AuthConfig = Type.Object({
 });
 
 /** The JSON side: what the console's sign-in page offers, and sign-out. */
-export async function authRoutes(app: Router, { oidc, db, keys }: Pick<Services, 'oidc' | 'db' | 'keys'>) {
+export async function authRoutes(
+  app: Router,
+  { oidc, db, keys, config, log }: Pick<Services, 'oidc' | 'db' | 'keys' | 'config' | 'log'>,
+) {
   const tags = ['Console sign-in'];
+  // Expired sign-in keys go even when no one signs in again (and when OIDC was turned off since).
+  const sweeper = new SignInSweeper({ db, keys, log: log.child({ component: 'oidc' }) });
+  sweeper.start();
+  app.addHook('onClose', async () => sweeper.stop());
   app.get(
     '/auth/config',
     {
@@ -150,13 +152,28 @@ export async function authRoutes(app: Router, { oidc, db, keys }: Pick<Services,
       schema: {
         tags,
         summary: 'End a console sign-in: deletes the calling key, which must be one a sign-in created',
-        response: { 200: Type.Object({ signed_out: Type.Literal(true) }), ...errors(401, 403, 409) },
+        response: {
+          200: Type.Object({
+            signed_out: Type.Literal(true),
+            end_session_url: Nullable(
+              Type.String({
+                description:
+                  "Where to send the browser to end the session at the identity provider too (its end_session_endpoint, which sends it back to the console); null when the provider has none, or this gateway's sign-out stands alone",
+              }),
+            ),
+          }),
+          ...errors(401, 403, 409),
+        },
       },
     },
-    async (req) => {
-      if (!(await signOutKey(db, keys, req.caller)))
-        throw conflict('This key was not created by a console sign-in; it stays');
-      return { signed_out: true as const };
+    async (req, reply) => {
+      const out = await signOutKey(db, keys, config.masterKey, req.caller);
+      if (!out) throw conflict('This key was not created by a console sign-in; it stays');
+      reply.header('cache-control', 'no-store'); // the URL carries the sign-in's ID token
+      return {
+        signed_out: true as const,
+        end_session_url: oidc ? await oidc.endSessionUrl(out.idToken) : null,
+      };
     },
   );
 }

@@ -14,15 +14,13 @@ import { decrypt, encrypt } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
 import type { Log } from '../lib/log.js';
 import { nowIso } from '../lib/time.js';
-import type { Caller } from './caller.js';
 import type { KeysService } from './keys.service.js';
-import * as keyStore from './keys.store.js';
 import { type Claims, ruleMatches } from './oidc.rules.js';
+import { dropExpiredSignIns, rememberIdToken, SIGN_IN_KEY_PREFIX } from './oidc.sessions.js';
 import type { OidcSettings, RoleRule } from './oidc.settings.js';
 import * as orgs from './organizations.store.js';
 
-/** Names of the management keys console sign-ins create (sign-out deletes only those). */
-export const SIGN_IN_KEY_PREFIX = 'console sign-in: ';
+export { SIGN_IN_KEY_PREFIX } from './oidc.sessions.js';
 export const LOGIN_COOKIE = 'gatehouse_oidc';
 /** How long a sign-in may take at the provider, seconds. */
 export const LOGIN_TTL_SECONDS = 600;
@@ -146,6 +144,7 @@ export class OidcSignIn {
     const current = new URL(this.deps.settings.redirectUrl.href);
     current.search = params.toString();
     let claims: Claims;
+    let idToken: string | undefined;
     try {
       const tokens = await client.authorizationCodeGrant(config, current, {
         pkceCodeVerifier: login.verifier,
@@ -154,6 +153,7 @@ export class OidcSignIn {
         idTokenExpected: true,
       });
       claims = { ...(tokens.claims() ?? {}) };
+      idToken = tokens.id_token;
       // Many providers put email and groups only in userinfo (checked to be the ID token's subject).
       if (config.serverMetadata().userinfo_endpoint && tokens.access_token) {
         const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub as string);
@@ -163,7 +163,28 @@ export class OidcSignIn {
       this.deps.log.warn({ err: errSummary(err) }, 'oidc: sign-in response refused');
       throw new SignInRefused(400, 'The sign-in could not be verified. Start again from the console.');
     }
-    return this.admit(claims, meta);
+    return this.admit(claims, idToken, meta);
+  }
+
+  /**
+   * Where to send the browser to end the person's session at the provider too, or null when the
+   * provider advertises no `end_session_endpoint` (or cannot be reached: the gateway's sign-out
+   * stands alone then). With the sign-in's ID token as `id_token_hint` when it was kept; back to the
+   * console afterwards (a post-logout redirect URI the provider must have registered).
+   */
+  async endSessionUrl(idToken: string | null): Promise<string | null> {
+    if (!this.deps.settings.endSession) return null;
+    let config: client.Configuration;
+    try {
+      config = await this.provider();
+    } catch (err) {
+      this.deps.log.warn({ err: errSummary(err) }, 'oidc: the provider could not be discovered for sign-out');
+      return null;
+    }
+    if (!config.serverMetadata().end_session_endpoint) return null;
+    const params: Record<string, string> = { post_logout_redirect_uri: this.consoleUrl() };
+    if (idToken) params.id_token_hint = idToken;
+    return client.buildEndSessionUrl(config, params).href;
   }
 
   private openCookie(cookie: string | undefined): LoginState {
@@ -183,7 +204,11 @@ export class OidcSignIn {
   }
 
   /** The user, organization and role for these claims, then the session's key. */
-  private async admit(claims: Claims, meta: { requestId: string; ip: string }): Promise<SignedIn> {
+  private async admit(
+    claims: Claims,
+    idToken: string | undefined,
+    meta: { requestId: string; ip: string },
+  ): Promise<SignedIn> {
     const { settings, db } = this.deps;
     const email = typeof claims.email === 'string' ? claims.email.trim().toLowerCase() : '';
     if (!/^[^@\s]+@[^@\s]+$/.test(email))
@@ -218,7 +243,7 @@ export class OidcSignIn {
         `${email} has no access to this gateway. Ask your operator to add you to an organization.`,
       );
     }
-    const key = await this.mintKey(user.id, email, placed, meta);
+    const key = await this.mintKey(user.id, email, placed, idToken, meta);
     return { key, email, ...placed };
   }
 
@@ -305,15 +330,21 @@ export class OidcSignIn {
     userId: string,
     email: string,
     placed: { organizationId: string; role: orgs.OrgRole },
+    idToken: string | undefined,
     meta: AuditMeta,
   ): Promise<string> {
-    await this.dropExpiredKeys(placed.organizationId, userId);
+    // Expired sign-in keys of this user in this organization: they would only pile up.
+    await dropExpiredSignIns(this.deps.db, this.deps.keys, nowIso(), {
+      organizationId: placed.organizationId,
+      userId,
+    });
     const expires = new Date(Date.now() + this.deps.settings.sessionHours * 3_600_000).toISOString();
     const { row, key } = await this.deps.keys.create(
       placed.organizationId,
       { name: `${SIGN_IN_KEY_PREFIX}${email}`, creator_user_id: userId, expires_at: expires },
       { management: true },
     );
+    if (idToken) await rememberIdToken(this.deps.db, this.deps.masterKey, row.hash, idToken, expires);
     await this.record(meta, placed.organizationId, userId, 'console.sign_in', 'key', row.hash, null, {
       hash: row.hash,
       name: row.name,
@@ -322,24 +353,6 @@ export class OidcSignIn {
       expires_at: row.expires_at,
     });
     return key;
-  }
-
-  /** Expired sign-in keys of this user in this organization: they would only pile up. */
-  private async dropExpiredKeys(organizationId: string, userId: string) {
-    const now = nowIso();
-    const stale = await this.deps.db
-      .selectFrom('api_keys')
-      .select('hash')
-      .where('organization_id', '=', organizationId)
-      .where('creator_user_id', '=', userId)
-      .where('is_management', '=', 1)
-      .where('name', 'like', `${SIGN_IN_KEY_PREFIX}%`)
-      .where('expires_at', '<=', now)
-      .execute();
-    for (const { hash } of stale) {
-      await keyStore.deleteKey(this.deps.db, hash);
-      this.deps.keys.invalidate(hash);
-    }
   }
 
   private record(
@@ -377,16 +390,4 @@ type AuditMeta = { requestId: string; ip: string };
 function errSummary(err: unknown) {
   const e = err as { name?: string; code?: string; message?: string; error?: string };
   return { name: e?.name, code: e?.code, error: e?.error, message: e?.message?.slice(0, 300) };
-}
-
-/**
- * Sign-out: deletes the calling key when a console sign-in created it (false for any other key,
- * which stays). Works with the provider's settings gone too: the keys outlive a configuration change.
- */
-export async function signOutKey(db: Db, keys: KeysService, caller: Caller): Promise<boolean> {
-  const row = await keyStore.findKey(db, caller.keyHash);
-  if (row?.is_management !== 1 || !row.name.startsWith(SIGN_IN_KEY_PREFIX)) return false;
-  await keyStore.deleteKey(db, row.hash);
-  keys.invalidate(row.hash);
-  return true;
 }

@@ -38,6 +38,11 @@ export interface OidcSettings {
   requireVerifiedEmail: boolean;
   /** How long the management key of a console sign-in lasts, hours. */
   sessionHours: number;
+  /**
+   * Sign-out also ends the session at the provider when it has an `end_session_endpoint`
+   * (GATEHOUSE_OIDC_END_SESSION=off: sign-out ends the gateway's session only).
+   */
+  endSession: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -139,5 +144,6 @@ export function oidcSettings(env: Env): OidcSettings | null {
     rules: rulesFrom(env),
     requireVerifiedEmail: !['on', 'true', '1'].includes(allowUnverified),
     sessionHours,
+    endSession: !['off', 'false', '0'].includes((env.GATEHOUSE_OIDC_END_SESSION ?? '').trim().toLowerCase()),
   };
 }

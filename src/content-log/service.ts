@@ -6,6 +6,7 @@ import {
   type ContentRow,
   type ContentScope,
   findContent,
+  findContents,
   insertContents,
   purgeExpired,
   workspaceSettings,
@@ -211,6 +212,23 @@ export class ContentLog {
     const queued = this.queue.find((r) => r.generation_id === generationId && inScope(r));
     const row = queued ?? (await findContent(this.deps.db, scope, generationId, this.now()));
     return row ? contentView(row) : null;
+  }
+
+  /** Several generations' kept content in the caller's scope, by id: the queued ones, the rest in one query. */
+  async getMany(scope: ContentScope, generationIds: string[]) {
+    const wanted = new Set(generationIds);
+    const found = new Map<string, ReturnType<typeof contentView>>();
+    for (const r of this.queue)
+      if (
+        wanted.has(r.generation_id) &&
+        r.organization_id === scope.organizationId &&
+        (scope.workspaceId === null || r.workspace_id === scope.workspaceId)
+      )
+        found.set(r.generation_id, contentView(r));
+    const rest = generationIds.filter((id) => !found.has(id));
+    for (const row of await findContents(this.deps.db, scope, rest, this.now()))
+      found.set(row.generation_id, contentView(row));
+    return found;
   }
 
   /** Deletes every row expired at `now` (in batches); returns how many. */

@@ -32,6 +32,19 @@ export function findContent(db: Db, scope: ContentScope, generationId: string, n
   return q.executeTakeFirst();
 }
 
+/** The rows of several generations in one query (export batches: up to their batch size). */
+export function findContents(db: Db, scope: ContentScope, generationIds: string[], now: number) {
+  if (generationIds.length === 0) return Promise.resolve([] as ContentRow[]);
+  let q = db
+    .selectFrom('generation_contents')
+    .selectAll()
+    .where('generation_id', 'in', generationIds)
+    .where('organization_id', '=', scope.organizationId)
+    .where('expires_at', '>', now);
+  if (scope.workspaceId !== null) q = q.where('workspace_id', '=', scope.workspaceId);
+  return q.execute();
+}
+
 /** Deletes up to `limit` expired rows; returns how many. */
 export async function purgeExpired(db: Db, now: number, limit: number): Promise<number> {
   const result = await db

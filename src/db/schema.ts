@@ -284,6 +284,14 @@ export interface GenerationContentsTable {
   expires_at: number;
 }
 
+/** The sealed ID token of a console sign-in, for sign-out at the provider (migration 0021). */
+export interface ConsoleSignInsTable {
+  key_hash: string;
+  id_token_ciphertext: string;
+  expires_at: string;
+  created_at: string;
+}
+
 /** An export destination of a workspace (migration 0020). */
 export interface ObservabilityDestinationsTable {
   id: string;
@@ -422,6 +430,7 @@ export interface Database {
   guardrail_member_assignments: GuardrailMemberAssignmentsTable;
   byok_credentials: ByokCredentialsTable;
   observability_destinations: ObservabilityDestinationsTable;
+  console_sign_ins: ConsoleSignInsTable;
   credit_ledger: CreditLedgerTable;
   usage_events: UsageEventsTable;
   generations: GenerationsTable;

@@ -10,6 +10,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { GenerationsTable } from '../db/schema.js';
 import type { Log } from '../lib/log.js';
 import { redactUrl } from '../lib/redact-url.js';
+import { CONTENT_MAX_BYTES, capContent } from './content-cap.js';
 import type { Sender } from './delivery.js';
 import { deliverOtlp } from './otlp.js';
 import { type ExportContent, type ExportRecord, exportRecord } from './records.js';
@@ -24,14 +25,14 @@ const SENDERS: Record<LiveDestination['type'], Sender> = {
 };
 
 /**
- * A generation's kept content, or null when its workspace does not log content (or kept none).
- * Read when a batch is sent, a second after the call: by then content logging has it.
+ * The kept content of a workspace's generations, by id (none when the workspace does not log
+ * content, or kept none for a generation). Read once per batch when it is sent, a second after the
+ * calls: by then content logging has it.
  */
-export type ContentSource = (g: {
-  organizationId: string;
-  workspaceId: string;
-  generationId: string;
-}) => Promise<ExportContent | null>;
+export type ContentSource = (
+  scope: { organizationId: string; workspaceId: string },
+  generationIds: string[],
+) => Promise<Map<string, ExportContent>>;
 
 export interface DispatchOptions {
   /** Records a destination may hold waiting (default 10,000). */
@@ -45,6 +46,8 @@ export interface DispatchOptions {
   backoffMs: number;
   /** Whether destinations may resolve to loopback, private or link-local addresses. */
   allowPrivate: boolean;
+  /** The size cap of a record's content, per field (input, output), bytes; 0: none. */
+  contentMaxBytes: number;
 }
 
 export const DEFAULT_DISPATCH: DispatchOptions = {
@@ -55,6 +58,7 @@ export const DEFAULT_DISPATCH: DispatchOptions = {
   maxAttempts: 6,
   backoffMs: 1_000,
   allowPrivate: false,
+  contentMaxBytes: CONTENT_MAX_BYTES,
 };
 
 interface Item {
@@ -81,7 +85,7 @@ export class ExportDispatcher {
     private readonly log: Log,
     metrics: Registry,
     private readonly opts: DispatchOptions = DEFAULT_DISPATCH,
-    private readonly content: ContentSource = async () => null,
+    private readonly content: ContentSource = async () => new Map(),
   ) {
     this.counted = new Counter({
       name: 'gatehouse_export_records_total',
@@ -145,22 +149,31 @@ export class ExportDispatcher {
     });
   }
 
-  /** The batch's records with their content, unless the destination is in privacy mode. */
+  /**
+   * The batch's records with their content (capped), unless the destination is in privacy mode:
+   * one read per workspace in the batch (a destination has one), not one per record.
+   */
   private async withContent(d: LiveDestination, items: Item[]): Promise<ExportRecord[]> {
     if (d.privacyMode) return items.map((i) => i.record);
-    return Promise.all(
-      items.map(async ({ record, organizationId }) => {
-        const content = await this.content({
-          organizationId,
-          workspaceId: record.workspace_id,
-          generationId: record.id,
-        }).catch((err) => {
-          this.log.warn({ err, destination: d.id }, 'could not read generation content; sent without');
-          return null;
-        });
-        return content ? { ...record, content } : record;
-      }),
-    );
+    const groups = new Map<string, { organizationId: string; workspaceId: string; ids: string[] }>();
+    for (const { record, organizationId } of items) {
+      const at = `${organizationId}/${record.workspace_id}`;
+      const g = groups.get(at) ?? { organizationId, workspaceId: record.workspace_id, ids: [] };
+      g.ids.push(record.id);
+      groups.set(at, g);
+    }
+    const found = new Map<string, ExportContent>();
+    for (const { organizationId, workspaceId, ids } of groups.values()) {
+      try {
+        for (const [id, c] of await this.content({ organizationId, workspaceId }, ids)) found.set(id, c);
+      } catch (err) {
+        this.log.warn({ err, destination: d.id }, 'could not read generation content; sent without');
+      }
+    }
+    return items.map(({ record }) => {
+      const content = found.get(record.id);
+      return content ? { ...record, content: capContent(content, this.opts.contentMaxBytes) } : record;
+    });
   }
 
   private async send(d: LiveDestination, items: Item[]): Promise<void> {

@@ -80,8 +80,14 @@ function attributes(r: ExportRecord, langfuse: boolean): Attributes {
     a['gatehouse.streamed'] = r.request.streamed;
     a['gatehouse.route'] = r.request.route;
   }
-  const input = r.content ? JSON.stringify(r.content.input) : undefined;
-  const output = r.content ? JSON.stringify(outputMessages(r.content.output, r.finish_reason)) : undefined;
+  // A field cut to the size cap is already a string (the start of its JSON and a marker): sent as is.
+  const asText = (v: unknown, json: () => string) => (typeof v === 'string' ? v : json());
+  const content = r.content;
+  const input = content ? asText(content.input, () => JSON.stringify(content.input)) : undefined;
+  const output = content
+    ? asText(content.output, () => JSON.stringify(outputMessages(content.output, r.finish_reason)))
+    : undefined;
+  if (content?.truncated?.length) a['gatehouse.content.truncated'] = content.truncated;
   // Langfuse gets content once, under its own names (it is most of a span's bytes).
   if (input !== undefined && output !== undefined && !langfuse) {
     a['gen_ai.input.messages'] = input;

@@ -59,6 +59,8 @@ export function exportRecord(row: GenerationsTable, d: LiveDestination) {
 export interface ExportContent {
   input: unknown;
   output: unknown;
+  /** The fields cut to the size cap (each then a string: the start of its JSON and a marker). */
+  truncated?: ('input' | 'output')[];
 }
 
 export type ExportRecord = ReturnType<typeof exportRecord> & { content?: ExportContent };

@@ -24,6 +24,7 @@ describe.skipIf(!hasChromium)('console: sign-in with an identity provider', { ti
       clientId: 'gatehouse-console',
       clientSecret: `console-test-secret-${'c0ffee'.repeat(5)}`,
       redirectUri: redirect,
+      postLogoutRedirectUri: `http://127.0.0.1:${port}/console/`,
       accounts: { alice: { email: 'alice@acme.test', email_verified: true, given_name: 'Alice' } },
     });
     gw = await startTestGateway('sqlite', {
@@ -49,7 +50,7 @@ describe.skipIf(!hasChromium)('console: sign-in with an identity provider', { ti
     await idp?.close();
   });
 
-  it('goes from the button to the provider and back, signed in as a member; sign-out deletes the key', async () => {
+  it('goes from the button to the provider and back, signed in as a member; sign-out deletes the key and ends the provider session', async () => {
     const { page } = ui;
     await page.goto(`${gw.url}/console/`);
     await page.getByRole('link', { name: 'Sign in with Acme SSO' }).waitFor();
@@ -72,9 +73,16 @@ describe.skipIf(!hasChromium)('console: sign-in with an identity provider', { ti
     expect((await client(gw.url, key)('POST', '/workspaces', { name: 'X', slug: 'x' })).status).toBe(403);
     expect(await ui.axe()).toEqual([]);
 
-    await ui.signOut();
+    // Sign-out goes through the provider's sign-out page, which sends the browser back to the console.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Yes, sign me out' }).click();
+    await page.getByLabel('Management key or operator token').waitFor();
+    expect(new URL(page.url()).href).toBe(`${gw.url}/console/`);
     expect(await ui.storage()).toEqual({ session: {}, local: {} });
-    await expect.poll(async () => (await client(gw.url, key)('GET', '/key')).status).toBe(401);
+    expect((await client(gw.url, key)('GET', '/key')).status).toBe(401);
+    // The provider's session ended: signing in again asks for the account.
+    await page.getByRole('link', { name: 'Sign in with Acme SSO' }).click();
+    await page.getByLabel('Account').waitFor();
     expect(ui.errors).toEqual([]);
     // Only the provider was visited besides the gateway.
     expect(ui.foreignRequests.filter((u) => !u.startsWith(idp.issuer))).toEqual([]);

@@ -34,6 +34,8 @@ export async function startOidcProvider(opts: {
   clientId: string;
   clientSecret: string;
   redirectUri: string;
+  /** Where the provider may send the browser after sign-out (the console). */
+  postLogoutRedirectUri?: string;
   accounts: Record<string, TestAccount>;
 }): Promise<TestProvider> {
   let provider: Provider | null = null;
@@ -79,6 +81,7 @@ export async function startOidcProvider(opts: {
         client_id: opts.clientId,
         client_secret: opts.clientSecret,
         redirect_uris: [opts.redirectUri],
+        ...(opts.postLogoutRedirectUri ? { post_logout_redirect_uris: [opts.postLogoutRedirectUri] } : {}),
         grant_types: ['authorization_code'],
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',
@@ -100,7 +103,23 @@ export async function startOidcProvider(opts: {
       Interaction: 600,
       Session: 600,
     },
-    features: { devInteractions: { enabled: false } },
+    features: {
+      devInteractions: { enabled: false },
+      rpInitiatedLogout: {
+        enabled: true,
+        // The default pages load web fonts: these load nothing (the browser tests count requests).
+        async logoutSource(ctx: { body: unknown }, form: string) {
+          ctx.body =
+            '<!doctype html><html lang="en"><head><title>Test provider sign-out</title></head><body>' +
+            `${form}<button type="submit" form="op.logoutForm" name="logout" value="yes">Yes, sign me out</button>` +
+            '</body></html>';
+        },
+        async postLogoutSuccessSource(ctx: { body: unknown }) {
+          ctx.body =
+            '<!doctype html><html lang="en"><head><title>Signed out</title></head><body>Signed out</body></html>';
+        },
+      },
+    },
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
     async findAccount(_ctx: unknown, id: string) {
       const account = opts.accounts[id];
