@@ -107,6 +107,9 @@ export function startGenerationWriter(path: string, onError: (message: string) =
     stop() {
       stopping ??= new Promise<void>((resolve) => {
         void exited.then(resolve);
+        // Held until it has exited: an unref'd thread would let a process with nothing else left
+        // to do end in the middle of its shutdown.
+        worker.ref();
         worker.postMessage({ stop: true });
         // A thread that does not answer (stuck on a dead disk) is ended anyway.
         setTimeout(() => void worker.terminate(), 2_000).unref();
