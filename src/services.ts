@@ -45,6 +45,7 @@ import { Accountant } from './routing/accounting.js';
 import { loadCatalog } from './routing/catalog.js';
 import { CredentialRouter } from './routing/credentials/service.js';
 import { Engine, newGenerationId } from './routing/engine.js';
+import { startGenerationWriter } from './routing/generation-writer.js';
 import { GenerationsService } from './routing/generations.js';
 import { PolicyGuard } from './routing/guard.js';
 import { routingMetrics } from './routing/metrics.js';
@@ -123,6 +124,14 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     { intervalMs: config.accountingIntervalMs, maxBatch: 500 },
     handle.sqlite ?? null,
     journal,
+    handle.sqlite && !handle.sqlite.memory
+      ? startGenerationWriter(handle.sqlite.name, (message) =>
+          log.error(
+            { component: 'accounting', message },
+            'generation writer thread failed; writing on the event loop',
+          ),
+        )
+      : null,
   );
   usage.settleWith(() => accountant.flush());
   accountant.onRecord((g) => {

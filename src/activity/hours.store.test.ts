@@ -12,6 +12,7 @@ import * as m0018 from '../db/migrations/0018_generation_hours.js';
 import type { GenerationsTable } from '../db/schema.js';
 import { silentLog } from '../lib/log.js';
 import { Accountant, insertGenerations, sqliteGenerationInserts } from '../routing/accounting.js';
+import { startGenerationWriter } from '../routing/generation-writer.js';
 import type { GroupBy } from './analytics.store.js';
 import { totals } from './analytics.store.js';
 import type { GenerationFilter } from './filter.js';
@@ -21,8 +22,8 @@ import { ActivityService, type SeriesPoint } from './service.js';
 
 /**
  * The hourly rollup answers as the generations themselves do: random generations written through
- * every writer (the accountant's group commits, its replay of rows already written, the batch
- * worker's inserts), then random series — partial edge hours, hourly and daily buckets, groups,
+ * every writer (the accountant's group commits — on SQLite also through its writer thread —, its
+ * replay of rows already written, the batch worker's inserts), then random series — partial edge hours, hourly and daily buckets, groups,
  * filters — computed from the rollup and from the raw rows. Counts and tokens equal, spend equal to
  * rounding, percentiles within the histogram's bound. The migration's backfill and a rebuild give
  * the table the writers built.
@@ -138,6 +139,19 @@ describe.each(databases)('hourly analytics rollup (%s)', (kind) => {
     const viaAccountant = Array.from({ length: 1500 }, gen);
     for (const r of viaAccountant) void accountant.record(r);
     await accountant.close();
+    if (handle.sqlite) {
+      // The gateway's accountant on a SQLite file: group commits on the writer thread.
+      const threaded = new Accountant(
+        handle.db,
+        silentLog,
+        { intervalMs: 5, maxBatch: 97 },
+        handle.sqlite,
+        null,
+        startGenerationWriter(handle.sqlite.name, () => {}),
+      );
+      for (const r of Array.from({ length: 1000 }, gen)) void threaded.record(r);
+      await threaded.close();
+    }
     // Its replay of a journal: rows already written are skipped, and not counted twice.
     const replay = [...viaAccountant.slice(0, 40), ...Array.from({ length: 60 }, gen)];
     const insertMissing = (

@@ -102,9 +102,16 @@ const UPSERT_SQL = `insert into generation_hours (${COLUMNS.map((c) => `"${c}"`)
 export function sqliteHoursUpsert(sqlite: SQLite.Database) {
   const upsert = sqlite.prepare(UPSERT_SQL);
   return (rows: readonly GenerationsTable[]) => {
-    for (const c of hourRowsOf(rows)) upsert.run(COLUMNS.map((col) => c[col]));
+    for (const values of sqliteHoursValues(rows)) upsert.run(values);
   };
 }
+
+/** The SQLite upsert of one rollup cell, positional (`sqliteHoursValues` gives its values). */
+export const SQLITE_HOURS_UPSERT = UPSERT_SQL;
+
+/** The rollup cells `rows` add to, as the positional values of `SQLITE_HOURS_UPSERT`. */
+export const sqliteHoursValues = (rows: readonly GenerationsTable[]): (string | number)[][] =>
+  hourRowsOf(rows).map((c) => COLUMNS.map((col) => c[col] as string | number));
 
 /** One (bucket, groups) cell of an aggregate: sums and the latency histogram. */
 export interface Cell {

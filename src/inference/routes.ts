@@ -137,7 +137,7 @@ async function serveChat(
   const frames = s.lane
     ? relay(wire, s)
     : (wire.encodeStream as NonNullable<ChatWire['encodeStream']>)(s, call);
-  return sendSse(req, reply, store ? store.frames(frames, s.info) : frames);
+  return sendSse(req, reply, store ? store.frames(frames, s.info) : frames, () => s.final() !== null);
 }
 
 /** A handler run in the request's SERVER span (the parent of its attempts' spans) when tracing is on. */

@@ -13,14 +13,18 @@ const SSE_HEADERS = {
  * Sends an SSE body built by `frames` (already-encoded SSE text, or a lane's bytes), written straight to the socket
  * with backpressure. Frames produced in the same tick (the events of one upstream read) leave in
  * one write: the response is corked at the first and uncorked on the next tick, instead of one
- * syscall per frame. Once the stream has started, failures are the generator's to report as an
- * in-band error event. The caller going away aborts the call's `callController`, which cancels the
- * upstream call and so ends `frames`.
+ * syscall per frame. `settled` says the upstream stream is over and only its recording (the usage
+ * journal's write, at the end of this loop turn) stands between the frames written and the end:
+ * then the frames wait for it (at most to the end of this turn), so the last frames and the end of
+ * the response leave in one write rather than two. Once the stream has started, failures are the
+ * generator's to report as an in-band error event. The caller going away aborts the call's
+ * `callController`, which cancels the upstream call and so ends `frames`.
  */
 export async function sendSse(
   request: FastifyRequest,
   reply: FastifyReply,
   frames: AsyncIterable<string | Buffer>,
+  settled?: () => boolean,
 ) {
   const res = reply.raw;
   // Fastify's onSend hooks do not run for a hijacked reply: its headers (x-request-id) go here.
@@ -31,7 +35,14 @@ export async function sendSse(
     ...SSE_HEADERS,
   });
   request.log.debug('streaming response');
-  const uncork = () => res.uncork();
+  // After `end` the socket may carry the next request's response: only this one's cork is undone.
+  const uncorkLater = () => {
+    if (!res.writableEnded) res.uncork();
+  };
+  const uncork = () => {
+    if (settled?.()) setImmediate(uncorkLater);
+    else res.uncork();
+  };
   try {
     for await (const frame of frames) {
       if (res.destroyed) break;

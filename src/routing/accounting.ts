@@ -1,9 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
-import { addToHours, sqliteHoursUpsert } from '../activity/hours.store.js';
+import {
+  addToHours,
+  SQLITE_HOURS_UPSERT,
+  sqliteHoursUpsert,
+  sqliteHoursValues,
+} from '../activity/hours.store.js';
 import type { Db } from '../db/connection.js';
 import type { GenerationsTable, UsageEventsTable } from '../db/schema.js';
 import type { Log } from '../lib/log.js';
+import type { GenerationWriter } from './generation-writer.js';
 import type { UsageJournal } from './usage-journal.js';
 
 export type GenerationRow = GenerationsTable;
@@ -116,6 +122,8 @@ export class Accountant {
     private readonly sqlite: SQLite.Database | null = null,
     /** Rows are journaled on local disk until written, so a killed process loses none. */
     private readonly journal: UsageJournal | null = null,
+    /** SQLite: group commits on a thread of their own (generation-writer.ts), off the event loop. */
+    private readonly writer: GenerationWriter | null = null,
   ) {}
 
   /**
@@ -209,6 +217,12 @@ export class Accountant {
 
   private async write(rows: GenerationRow[]): Promise<void> {
     const usage = usageEventsOf(rows);
+    if (this.writer?.alive) return this.writer.write(groupCommitValues(rows, usage));
+    // A writer thread that died may have committed the batch it was answering: skip what is there.
+    if (this.writer) {
+      await this.insertMissing(rows, usage);
+      return;
+    }
     const sqlite = this.sqlite;
     if (sqlite) {
       this.sqliteInsert ??= prepareSqliteInsert(sqlite);
@@ -252,11 +266,13 @@ export class Accountant {
       } catch (err) {
         if (attempt >= 5) {
           this.log.error({ err, lost: this.queue.length }, 'could not write generations before shutdown');
+          await this.writer?.stop();
           return;
         }
         await new Promise((r) => setTimeout(r, 200 * attempt));
       }
     }
+    await this.writer?.stop();
     this.journal?.close();
   }
 }
@@ -313,3 +329,23 @@ export function sqliteGenerationInserts(sqlite: SQLite.Database) {
 function prepareSqliteInsert(sqlite: SQLite.Database) {
   return sqlite.transaction(sqliteGenerationInserts(sqlite));
 }
+
+/** The statements of a group commit on SQLite, positional (`groupCommitValues` gives their values). */
+export const SQLITE_GROUP_COMMIT = {
+  generations: insertSql('generations', GENERATION_COLUMNS),
+  usageEvents: insertSql('usage_events', USAGE_COLUMNS),
+  hours: SQLITE_HOURS_UPSERT,
+};
+
+/** A group commit as plain values: what the writer thread (generation-writer.ts) inserts. */
+export interface GroupCommitValues {
+  generations: unknown[][];
+  usageEvents: unknown[][];
+  hours: unknown[][];
+}
+
+export const groupCommitValues = (rows: GenerationRow[], usage: UsageEventsTable[]): GroupCommitValues => ({
+  generations: rows.map((r) => valuesOf(r, GENERATION_COLUMNS)),
+  usageEvents: usage.map((u) => valuesOf(u, USAGE_COLUMNS)),
+  hours: sqliteHoursValues(rows),
+});
