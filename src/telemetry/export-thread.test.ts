@@ -5,6 +5,7 @@ import { BatchSpanProcessor, NodeTracerProvider, type ReadableSpan } from '@open
 import { afterEach, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, startOtlpReceiver } from '../../test/support/otlp-receiver.js';
 import { ExportThreadSpanExporter } from './export-thread.js';
+import { PackingSpanProcessor } from './span-packing.js';
 
 /** The exporter's thread reads the standard OTEL_EXPORTER_OTLP_* variables when it starts. */
 let rx: OtlpReceiver | null = null;
@@ -25,11 +26,12 @@ function provider(protocol: 'http/protobuf' | 'http/json', warnings: string[] = 
     resource: { attributes: resource.attributes },
     warn: (msg, detail) => warnings.push(`${msg} ${detail}`),
   });
-  // A long schedule: only full batches (100) and the shutdown send anything.
-  const processor = new BatchSpanProcessor(exporter, {
-    maxExportBatchSize: 100,
-    scheduledDelayMillis: 60_000,
-  });
+  // As sdk.ts builds it: spans packed as they end, then batched. A long schedule: only full
+  // batches (100) and the shutdown send anything.
+  const processor = new PackingSpanProcessor(
+    new BatchSpanProcessor(exporter, { maxExportBatchSize: 100, scheduledDelayMillis: 60_000 }),
+    exporter.packer,
+  );
   return new NodeTracerProvider({ resource, spanProcessors: [processor] });
 }
 
@@ -41,6 +43,7 @@ describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () 
       const p = provider(protocol);
       const tracer = p.getTracer('gatehouse');
       const ids: string[] = [];
+      const linked = { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8), traceFlags: 1 };
       for (let i = 0; i < 250; i++) {
         const parent = tracer.startSpan('POST /x', { kind: SpanKind.SERVER }, ROOT_CONTEXT);
         const child = tracer.startSpan(
@@ -48,6 +51,9 @@ describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () 
           {
             kind: SpanKind.CLIENT,
             attributes: { 'gen_ai.request.model': 'm', 'gatehouse.fallback_index': i },
+            startTime: [1_764_000_000 + i, 123_456_789],
+            // A link (another trace's span): only on the seventh.
+            ...(i === 7 ? { links: [{ context: linked, attributes: { why: 'retry of' } }] } : {}),
           },
           trace.setSpan(ROOT_CONTEXT, parent),
         );
@@ -56,7 +62,7 @@ describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () 
           child.recordException({ name: 'Error', message: 'upstream 502' });
           child.setStatus({ code: SpanStatusCode.ERROR, message: 'upstream 502' });
         }
-        child.end();
+        child.end([1_764_000_000 + i, 987_654_321]);
         parent.end();
         ids.push(child.spanContext().spanId);
       }
@@ -77,7 +83,11 @@ describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () 
           'gatehouse.byok': false,
         },
         resource: { 'service.name': 'thread-test', 'deployment.environment.name': 'x' },
+        startTimeUnixNano: '1764000007123456789',
+        endTimeUnixNano: '1764000007987654321',
+        links: [{ traceId: linked.traceId, spanId: linked.spanId, attributes: { why: 'retry of' } }],
       });
+      expect(byId.get(ids[8] as string)?.links).toEqual([]);
       expect(seventh?.events.map((e) => e.name)).toEqual(['exception']);
       const parent = byId.get(seventh?.parentSpanId as string);
       expect(parent).toMatchObject({ name: 'POST /x', kind: 2, parentSpanId: '', traceId: seventh?.traceId });
