@@ -64,6 +64,7 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       core,
       { ExportThreadSpanExporter },
       { PackingSpanProcessor },
+      { PooledIdGenerator },
     ] = await Promise.all([
       import('@opentelemetry/sdk-trace-node'),
       import('@opentelemetry/resources'),
@@ -72,6 +73,7 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       import('@opentelemetry/core'),
       import('./export-thread.js'),
       import('./span-packing.js'),
+      import('./id-generator.js'),
     ]);
     // Export failures reach the log (rate-limited by the SDK's own retries), nothing else of its chatter.
     api.diag.setLogger(
@@ -103,7 +105,11 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
     });
     // Spans are packed as they end (span-packing.ts), then batched by the SDK's processor.
     const processor = new PackingSpanProcessor(new BatchSpanProcessor(exporter), exporter.packer);
-    const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+    const provider = new NodeTracerProvider({
+      resource,
+      spanProcessors: [processor],
+      idGenerator: new PooledIdGenerator(),
+    });
     // No context manager: the trace context is passed explicitly (spans.ts), and AsyncLocalStorage
     // would hook every promise of the process on Node 20. W3C Trace Context only: a caller's
     // `baggage` is not passed on to providers (its headers reach them only when allow-listed).
