@@ -5,7 +5,6 @@ import { BatchSpanProcessor, NodeTracerProvider, type ReadableSpan } from '@open
 import { afterEach, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, startOtlpReceiver } from '../../test/support/otlp-receiver.js';
 import { ExportThreadSpanExporter } from './export-thread.js';
-import { PackingSpanProcessor } from './span-packing.js';
 
 /** The exporter's thread reads the standard OTEL_EXPORTER_OTLP_* variables when it starts. */
 let rx: OtlpReceiver | null = null;
@@ -26,12 +25,11 @@ function provider(protocol: 'http/protobuf' | 'http/json', warnings: string[] = 
     resource: { attributes: resource.attributes },
     warn: (msg, detail) => warnings.push(`${msg} ${detail}`),
   });
-  // As sdk.ts builds it: spans packed as they end, then batched. A long schedule: only full
-  // batches (100) and the shutdown send anything.
-  const processor = new PackingSpanProcessor(
-    new BatchSpanProcessor(exporter, { maxExportBatchSize: 100, scheduledDelayMillis: 60_000 }),
-    exporter.packer,
-  );
+  // A long schedule: only full batches (100) and the shutdown send anything.
+  const processor = new BatchSpanProcessor(exporter, {
+    maxExportBatchSize: 100,
+    scheduledDelayMillis: 60_000,
+  });
   return new NodeTracerProvider({ resource, spanProcessors: [processor] });
 }
 

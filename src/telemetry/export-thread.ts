@@ -2,24 +2,88 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-node';
-import { ATTRIBUTES_AT, PackedSpan, SpanPacker } from './span-packing.js';
 
 /**
  * A span exporter that does the OTLP work on a thread of its own: the batch span processor stays
  * on the event loop (its queue, batches and OTEL_BSP_* settings), but each batch crosses to the
- * thread as packed spans (span-packing.ts; a structured clone, native code) where the OpenTelemetry SDK's own OTLP
+ * thread as plain records (a structured clone, native code) where the OpenTelemetry SDK's own OTLP
  * exporter encodes it (protobuf or JSON) and sends it, with its OTEL_EXPORTER_OTLP_* settings
  * (endpoint, headers, timeout, compression) and retries. Serializing and sending on the event
  * loop cost every traced call as much as making its spans.
  */
 
+/** One span as it crosses to the thread: what the OTLP encoders read of a ReadableSpan. */
+interface SpanRecord {
+  name: string;
+  kind: number;
+  traceId: string;
+  spanId: string;
+  traceFlags: number;
+  traceState?: string;
+  parentSpanId?: string;
+  parentIsRemote?: boolean;
+  startTime: ReadableSpan['startTime'];
+  endTime: ReadableSpan['endTime'];
+  attributes: ReadableSpan['attributes'];
+  droppedAttributesCount: number;
+  events: ReadableSpan['events'];
+  droppedEventsCount: number;
+  links: {
+    traceId: string;
+    spanId: string;
+    traceFlags: number;
+    traceState?: string;
+    isRemote?: boolean;
+    attributes?: ReadableSpan['attributes'];
+    droppedAttributesCount?: number;
+  }[];
+  droppedLinksCount: number;
+  status: ReadableSpan['status'];
+  /** Index of its instrumentation scope (each sent once, with the first batch that has it). */
+  scope: number;
+}
+
+type Scope = ReadableSpan['instrumentationScope'];
+
+const toRecord = (s: ReadableSpan, scope: number): SpanRecord => {
+  const ctx = s.spanContext();
+  const parent = s.parentSpanContext;
+  return {
+    name: s.name,
+    kind: s.kind,
+    traceId: ctx.traceId,
+    spanId: ctx.spanId,
+    traceFlags: ctx.traceFlags,
+    traceState: ctx.traceState?.serialize(),
+    parentSpanId: parent?.spanId,
+    parentIsRemote: parent?.isRemote,
+    startTime: s.startTime,
+    endTime: s.endTime,
+    attributes: s.attributes,
+    droppedAttributesCount: s.droppedAttributesCount,
+    events: s.events,
+    droppedEventsCount: s.droppedEventsCount,
+    links: s.links.map((l) => ({
+      traceId: l.context.traceId,
+      spanId: l.context.spanId,
+      traceFlags: l.context.traceFlags,
+      traceState: l.context.traceState?.serialize(),
+      isRemote: l.context.isRemote,
+      attributes: l.attributes,
+      droppedAttributesCount: l.droppedAttributesCount,
+    })),
+    droppedLinksCount: s.droppedLinksCount,
+    status: s.status,
+    scope,
+  };
+};
+
 /**
  * The thread's code (CommonJS, evaluated; packages required by their resolved paths): it rebuilds
- * ReadableSpan-shaped objects around the packed spans (one resource and one object per scope, as the
+ * ReadableSpan-shaped objects around the records (one resource and one object per scope, as the
  * encoders group spans by identity) and hands them to the SDK's exporter.
  */
 const THREAD = `
-const ATTRIBUTES_AT = ${ATTRIBUTES_AT};
 const { workerData, parentPort } = require('node:worker_threads');
 const api = require(workerData.api);
 const { OTLPTraceExporter } = require(workerData.exporter);
@@ -31,33 +95,31 @@ api.diag.setLogger(
 const exporter = new OTLPTraceExporter();
 const resource = { attributes: workerData.resource, schemaUrl: workerData.schemaUrl };
 const scopes = [];
-const keys = [];
 const state = (s) => (s ? { serialize: () => s } : undefined);
-// A packed span (span-packing.ts: its layout) as the SDK's encoders read a ReadableSpan.
-const span = (f) => {
-  const attributes = {};
-  for (let i = ATTRIBUTES_AT; i < f.length; i += 2) attributes[typeof f[i] === 'number' ? keys[f[i]] : f[i]] = f[i + 1];
-  const ctx = { traceId: f[2], spanId: f[3], traceFlags: f[4], traceState: state(f[5]) };
+const span = (r) => {
+  const ctx = { traceId: r.traceId, spanId: r.spanId, traceFlags: r.traceFlags, traceState: state(r.traceState) };
   return {
-    name: f[0],
-    kind: f[1],
+    name: r.name,
+    kind: r.kind,
     spanContext: () => ctx,
-    parentSpanContext: f[6] ? { traceId: f[2], spanId: f[6], traceFlags: f[4], isRemote: f[7] } : undefined,
-    startTime: [f[8], f[9]],
-    endTime: [f[10], f[11]],
-    attributes,
-    droppedAttributesCount: f[14],
-    events: f[15] || [],
-    droppedEventsCount: f[16],
-    links: (f[17] || []).map((l) => ({
+    parentSpanContext: r.parentSpanId
+      ? { traceId: r.traceId, spanId: r.parentSpanId, traceFlags: r.traceFlags, isRemote: r.parentIsRemote }
+      : undefined,
+    startTime: r.startTime,
+    endTime: r.endTime,
+    attributes: r.attributes,
+    droppedAttributesCount: r.droppedAttributesCount,
+    events: r.events,
+    droppedEventsCount: r.droppedEventsCount,
+    links: r.links.map((l) => ({
       context: { traceId: l.traceId, spanId: l.spanId, traceFlags: l.traceFlags, isRemote: l.isRemote, traceState: state(l.traceState) },
       attributes: l.attributes,
       droppedAttributesCount: l.droppedAttributesCount,
     })),
-    droppedLinksCount: f[18],
-    status: f[13] === undefined ? { code: f[12] } : { code: f[12], message: f[13] },
+    droppedLinksCount: r.droppedLinksCount,
+    status: r.status,
     resource,
-    instrumentationScope: scopes[f[19]],
+    instrumentationScope: scopes[r.scope],
     duration: [0, 0],
     ended: true,
   };
@@ -65,7 +127,6 @@ const span = (f) => {
 parentPort.on('message', (m) => {
   if (m.export) {
     for (const [i, scope] of m.scopes) scopes[i] = scope;
-    for (const key of m.keys) keys.push(key);
     exporter.export(m.export.map(span), (result) =>
       parentPort.postMessage({ id: m.id, code: result.code, error: result.error ? String(result.error.message ?? result.error) : undefined }),
     );
@@ -90,8 +151,7 @@ export interface ExportThreadOptions {
 
 export class ExportThreadSpanExporter implements SpanExporter {
   private readonly worker: Worker;
-  /** Packs spans for the thread (PackingSpanProcessor packs them as they end, with this). */
-  readonly packer = new SpanPacker();
+  private readonly scopes = new Map<Scope, number>();
   private readonly pending = new Map<number, (m: { code?: number; error?: string }) => void>();
   private nextId = 0;
   private stopped: Promise<void> | null = null;
@@ -150,9 +210,18 @@ export class ExportThreadSpanExporter implements SpanExporter {
       resultCallback({ code: 1, error: new Error('exporter is shut down') });
       return;
     }
-    // Packed as they ended (PackingSpanProcessor); a span handed over by another processor here.
-    const records = spans.map((s) => (s instanceof PackedSpan ? s : this.packer.pack(s)).fields);
-    void this.send({ export: records, ...this.packer.takeNew() }).then((m) =>
+    const newScopes: [number, Scope][] = [];
+    const records = spans.map((s) => {
+      let i = this.scopes.get(s.instrumentationScope);
+      if (i === undefined) {
+        i = this.scopes.size;
+        this.scopes.set(s.instrumentationScope, i);
+        const { name, version, schemaUrl } = s.instrumentationScope;
+        newScopes.push([i, { name, version, schemaUrl }]);
+      }
+      return toRecord(s, i);
+    });
+    void this.send({ export: records, scopes: newScopes }).then((m) =>
       resultCallback(m.error ? { code: m.code ?? 1, error: new Error(m.error) } : { code: m.code ?? 0 }),
     );
   }

@@ -63,7 +63,6 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       api,
       core,
       { ExportThreadSpanExporter },
-      { PackingSpanProcessor },
       { PooledIdGenerator },
     ] = await Promise.all([
       import('@opentelemetry/sdk-trace-node'),
@@ -72,7 +71,6 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       import('@opentelemetry/api'),
       import('@opentelemetry/core'),
       import('./export-thread.js'),
-      import('./span-packing.js'),
       import('./id-generator.js'),
     ]);
     // Export failures reach the log (rate-limited by the SDK's own retries), nothing else of its chatter.
@@ -103,11 +101,9 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       resource: { attributes: resource.attributes, schemaUrl: resource.schemaUrl },
       warn: (msg, detail) => log.warn({ otel: detail }, `tracing: ${msg}`),
     });
-    // Spans are packed as they end (span-packing.ts), then batched by the SDK's processor.
-    const processor = new PackingSpanProcessor(new BatchSpanProcessor(exporter), exporter.packer);
     const provider = new NodeTracerProvider({
       resource,
-      spanProcessors: [processor],
+      spanProcessors: [new BatchSpanProcessor(exporter)],
       idGenerator: new PooledIdGenerator(),
     });
     // No context manager: the trace context is passed explicitly (spans.ts), and AsyncLocalStorage
