@@ -63,7 +63,6 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       api,
       core,
       { ExportThreadSpanExporter },
-      { PooledIdGenerator },
     ] = await Promise.all([
       import('@opentelemetry/sdk-trace-node'),
       import('@opentelemetry/resources'),
@@ -71,7 +70,6 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       import('@opentelemetry/api'),
       import('@opentelemetry/core'),
       import('./export-thread.js'),
-      import('./id-generator.js'),
     ]);
     // Export failures reach the log (rate-limited by the SDK's own retries), nothing else of its chatter.
     api.diag.setLogger(
@@ -101,11 +99,7 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       resource: { attributes: resource.attributes, schemaUrl: resource.schemaUrl },
       warn: (msg, detail) => log.warn({ otel: detail }, `tracing: ${msg}`),
     });
-    const provider = new NodeTracerProvider({
-      resource,
-      spanProcessors: [new BatchSpanProcessor(exporter)],
-      idGenerator: new PooledIdGenerator(),
-    });
+    const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
     // No context manager: the trace context is passed explicitly (spans.ts), and AsyncLocalStorage
     // would hook every promise of the process on Node 20. W3C Trace Context only: a caller's
     // `baggage` is not passed on to providers (its headers reach them only when allow-listed).
