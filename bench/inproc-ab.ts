@@ -22,6 +22,16 @@
  * serialization, the export's HTTP) and none of the receiver's:
  *
  *   BENCH_K=6 npx tsx bench/inproc-ab.ts dist@traced dist
+ *
+ * Four sides compare two ratios in one run (each round measures all four): a change's traced ÷
+ * untraced beside its base's —
+ *
+ *   BENCH_K=8 npx tsx bench/inproc-ab.ts dist@traced dist bench/.base/dist@traced bench/.base/dist
+ *
+ * On a loaded machine, BENCH_TOGGLE=1 measures each `@traced` side's traced ÷ untraced inside one
+ * process (see toggled() below); A/B is then the ratio of the two builds' ratios:
+ *
+ *   BENCH_TOGGLE=1 BENCH_K=6 npx tsx bench/inproc-ab.ts dist@traced bench/.base/dist@traced
  */
 
 import { execFile } from 'node:child_process';
@@ -114,6 +124,7 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
     );
   };
   await calls(3_000);
+  if (TOGGLE) return toggled(dist, calls, n, () => g.close(), dir);
   const before = process.cpuUsage();
   const loopBefore = loopThreadCpuUs();
   await calls(n);
@@ -128,11 +139,54 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
   process.exit(0);
 }
 
+/**
+ * BENCH_TOGGLE=1 (a `@traced` side): one process, tracing switched on and off (the spans module's
+ * switch, as when the SDK stops) for alternate blocks of BENCH_BLOCK calls, the order flipped each
+ * round — traced and untraced calls share the machine's state of the moment, which a loaded VM's
+ * separate processes do not. Prints the traced ÷ untraced CPU per call of the loop's thread and of
+ * the process (spans still buffered when a block ends are exported during later blocks, so
+ * some export work lands on untraced blocks; the export thread's share blurs the process ratio).
+ */
+const TOGGLE = process.env.BENCH_TOGGLE === '1';
+async function toggled(
+  dist: string,
+  calls: (total: number) => Promise<void>,
+  n: number,
+  close: () => Promise<void>,
+  dir: string,
+): Promise<void> {
+  const spans = await import(pathToFileURL(join(dist, 'telemetry/spans.js')).href);
+  const block = Number(process.env.BENCH_BLOCK ?? 1000);
+  const sum = { on: { loop: 0, cpu: 0, calls: 0 }, off: { loop: 0, cpu: 0, calls: 0 } };
+  for (let round = 0; round * block * 2 < n; round++) {
+    for (const mode of round % 2 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
+      spans.setTracing(mode === 'on');
+      const before = process.cpuUsage();
+      const loopBefore = loopThreadCpuUs();
+      await calls(block);
+      const used = process.cpuUsage(before);
+      sum[mode].loop += loopThreadCpuUs() - loopBefore;
+      sum[mode].cpu += used.user + used.system;
+      sum[mode].calls += block;
+    }
+  }
+  spans.setTracing(true);
+  await close();
+  const per = (m: 'on' | 'off', k: 'loop' | 'cpu') => sum[m][k] / sum[m].calls;
+  process.stdout.write(
+    `${JSON.stringify({ cpu_us_per_call: per('on', 'cpu') / per('off', 'cpu'), loop_us_per_call: per('on', 'loop') / per('off', 'loop'), on: { cpu: per('on', 'cpu'), loop: per('on', 'loop') }, off: { cpu: per('off', 'cpu'), loop: per('off', 'loop') } })}\n`,
+  );
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args[0] === '--measure') return measure(resolve(args[1] as string), args[2] as string, Number(args[3]));
-  const [a, b] = args;
-  if (!a || !b) throw new Error('usage: tsx bench/inproc-ab.ts <dist A> <dist B>');
+  // Two sides (A B), or two comparisons (A B C D: A/B beside C/D, e.g. a build's traced ÷ untraced
+  // beside its base's, all four measured in each round).
+  if (args.length !== 2 && args.length !== 4)
+    throw new Error('usage: tsx bench/inproc-ab.ts <dist A> <dist B> [<dist C> <dist D>]');
   const k = Number(process.env.BENCH_K ?? 8);
   const n = Number(process.env.BENCH_N ?? 8000);
   const mock = await startMockUpstream();
@@ -177,24 +231,40 @@ async function main(): Promise<void> {
       ),
     );
   };
-  const ratios: number[] = [];
-  const loopRatios: number[] = [];
+  const median = (v: number[]) => [...v].sort((p, q) => p - q)[v.length >> 1] as number;
+  const pairs = args.length / 2;
+  const ratios: number[][] = Array.from({ length: pairs }, () => []);
+  const loopRatios: number[][] = Array.from({ length: pairs }, () => []);
+  // BENCH_TOGGLE: each side's number is its traced ÷ untraced ratio, not µs.
+  const show = (v: number) => (TOGGLE ? `${v.toFixed(3)}×` : `${v.toFixed(1)} µs`);
+  const label = (j: number) => `${args[2 * j]}/${args[2 * j + 1]}`;
   for (let i = 0; i < k; i++) {
-    const x = await run(a);
-    const y = await run(b);
-    ratios.push(x.cpu / y.cpu);
-    loopRatios.push(x.loop / y.loop);
+    // With two comparisons, the second goes first every other round (no side always runs first).
+    for (let step = 0; step < pairs; step++) {
+      const j = (step + i) % pairs;
+      const x = await run(args[2 * j] as string);
+      const y = await run(args[2 * j + 1] as string);
+      (ratios[j] as number[]).push(x.cpu / y.cpu);
+      (loopRatios[j] as number[]).push(x.loop / y.loop);
+      process.stdout.write(
+        `round ${i + 1} ${label(j)}: A ${show(x.cpu)} (loop thread ${show(x.loop)}), B ${show(y.cpu)} (loop thread ${show(y.loop)}), A/B ${(x.cpu / y.cpu).toFixed(3)} (loop thread ${(x.loop / y.loop).toFixed(3)})\n`,
+      );
+    }
+  }
+  for (let j = 0; j < pairs; j++)
     process.stdout.write(
-      `pair ${i + 1}: A ${x.cpu.toFixed(1)} µs (loop thread ${x.loop.toFixed(1)}), B ${y.cpu.toFixed(1)} µs (loop thread ${y.loop.toFixed(1)}), A/B ${(x.cpu / y.cpu).toFixed(3)} (loop thread ${(x.loop / y.loop).toFixed(3)})\n`,
+      `median ${label(j)} CPU per call over ${k} pairs: ${median(ratios[j] as number[]).toFixed(3)} (the event loop's thread alone: ${median(loopRatios[j] as number[]).toFixed(3)})\n`,
+    );
+  if (pairs === 2) {
+    // Per round: the first comparison's ratio over the second's (both measured in that round).
+    const per = (r: number[][]) => (r[0] as number[]).map((v, i) => v / ((r[1] as number[])[i] as number));
+    process.stdout.write(
+      `median of per-round (first ratio ÷ second ratio): ${median(per(ratios)).toFixed(3)} (loop thread ${median(per(loopRatios)).toFixed(3)})\n`,
     );
   }
-  const median = (v: number[]) => ([...v].sort((p, q) => p - q)[v.length >> 1] as number).toFixed(3);
-  process.stdout.write(
-    `median A/B CPU per call over ${k} pairs: ${median(ratios)} (the event loop's thread alone: ${median(loopRatios)})\n`,
-  );
   if (exported.requests)
     process.stdout.write(
-      `OTLP sink: ${exported.requests} exports, ${(exported.bytes / 1e6).toFixed(1)} MB (${Math.round(exported.bytes / (k * (n + 3000)))} B a call)\n`,
+      `OTLP sink: ${exported.requests} exports, ${(exported.bytes / 1e6).toFixed(1)} MB (${Math.round(exported.bytes / (k * (TOGGLE ? n / 2 + 3000 : n + 3000) * args.filter((a) => a.endsWith('@traced')).length))} B a traced call)\n`,
     );
   await mock.close();
   sink.close();

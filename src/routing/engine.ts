@@ -661,7 +661,7 @@ export class Engine {
         responseModel: body?.model,
         responseId: answer.lane ? answer.forwarded.responseId : null,
       });
-      annotate(call.trace, () => callAttributes(info, usage, cost));
+      annotate(call.trace, () => callAttributes(info));
     }
     if (scan?.blocked) throw blockedBy(scan);
     return { ...answer, info, usage, cost };
@@ -825,7 +825,7 @@ export class Engine {
           status,
           ...(failure !== null ? { error: failure } : {}),
         });
-        annotate(call.trace, () => callAttributes(info, usage, cost));
+        annotate(call.trace, () => callAttributes(info));
       }
       if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
       // The stream's last frames ([DONE]) follow once the generation is journaled.

@@ -41,6 +41,7 @@ describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () 
       const p = provider(protocol);
       const tracer = p.getTracer('gatehouse');
       const ids: string[] = [];
+      const linked = { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8), traceFlags: 1 };
       for (let i = 0; i < 250; i++) {
         const parent = tracer.startSpan('POST /x', { kind: SpanKind.SERVER }, ROOT_CONTEXT);
         const child = tracer.startSpan(
@@ -48,6 +49,9 @@ describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () 
           {
             kind: SpanKind.CLIENT,
             attributes: { 'gen_ai.request.model': 'm', 'gatehouse.fallback_index': i },
+            startTime: [1_764_000_000 + i, 123_456_789],
+            // A link (another trace's span): only on the seventh.
+            ...(i === 7 ? { links: [{ context: linked, attributes: { why: 'retry of' } }] } : {}),
           },
           trace.setSpan(ROOT_CONTEXT, parent),
         );
@@ -56,7 +60,7 @@ describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () 
           child.recordException({ name: 'Error', message: 'upstream 502' });
           child.setStatus({ code: SpanStatusCode.ERROR, message: 'upstream 502' });
         }
-        child.end();
+        child.end([1_764_000_000 + i, 987_654_321]);
         parent.end();
         ids.push(child.spanContext().spanId);
       }
@@ -77,7 +81,11 @@ describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () 
           'gatehouse.byok': false,
         },
         resource: { 'service.name': 'thread-test', 'deployment.environment.name': 'x' },
+        startTimeUnixNano: '1764000007123456789',
+        endTimeUnixNano: '1764000007987654321',
+        links: [{ traceId: linked.traceId, spanId: linked.spanId, attributes: { why: 'retry of' } }],
       });
+      expect(byId.get(ids[8] as string)?.links).toEqual([]);
       expect(seventh?.events.map((e) => e.name)).toEqual(['exception']);
       const parent = byId.get(seventh?.parentSpanId as string);
       expect(parent).toMatchObject({ name: 'POST /x', kind: 2, parentSpanId: '', traceId: seventh?.traceId });

@@ -63,23 +63,20 @@ export function attemptSpan(
   return startSpan(
     `${operation(call)} ${upstreamModel}`,
     SpanKind.CLIENT,
-    () => {
-      const name = providerName(a);
-      return {
-        'gen_ai.operation.name': operation(call),
-        'gen_ai.provider.name': name,
-        'gen_ai.system': name,
-        'gen_ai.request.model': upstreamModel,
-        ...requestParams(prep.body),
-        'gatehouse.provider': a.candidate.endpoint.provider,
-        'gatehouse.model': a.candidate.model.id,
-        'gatehouse.route': a.lane ? 'lane' : 'translated',
-        'gatehouse.fallback_index': index,
-        'gatehouse.byok': a.candidate.credential.isByok,
-        'gatehouse.stream': call.stream,
-        'gatehouse.key_hash_prefix': call.caller.keyHash.slice(0, 12),
-      };
-    },
+    () => ({
+      'gen_ai.operation.name': operation(call),
+      // The conventions' `gen_ai.system` was renamed `gen_ai.provider.name`: sent under the new name only.
+      'gen_ai.provider.name': providerName(a),
+      'gen_ai.request.model': upstreamModel,
+      ...requestParams(prep.body),
+      'gatehouse.provider': a.candidate.endpoint.provider,
+      'gatehouse.model': a.candidate.model.id,
+      'gatehouse.route': a.lane ? 'lane' : 'translated',
+      'gatehouse.fallback_index': index,
+      'gatehouse.byok': a.candidate.credential.isByok,
+      'gatehouse.stream': call.stream,
+      'gatehouse.key_hash_prefix': call.caller.keyHash.slice(0, 12),
+    }),
     call.trace,
   );
 }
@@ -125,20 +122,18 @@ export function attemptServed(
   else span.end(attributes);
 }
 
-/** The summary of a served call on the span around it (the request's, the batch item's). */
-export function callAttributes(info: RouteInfo, usage: Usage, cost: Cost): Attributes {
+/**
+ * What the span around a served call (the request's, the batch item's) says of it: which call it
+ * was — the model the caller named, the catalog model, the generation. What the call used (usage,
+ * cost, the provider, the model that answered, the attempts) is on the serving attempt's span
+ * only: dashboards that sum `gen_ai.usage.*` or the cost over spans count each call once.
+ */
+export function callAttributes(info: RouteInfo): Attributes {
   return {
     'gen_ai.operation.name': info.model.kind === 'embeddings' ? 'embeddings' : 'chat',
     'gen_ai.request.model': info.requested,
-    'gen_ai.response.model': info.served.endpoint.upstreamModel,
-    'gen_ai.usage.input_tokens': usage.prompt_tokens,
-    'gen_ai.usage.output_tokens': usage.completion_tokens,
     'gatehouse.generation_id': info.generationId,
     'gatehouse.model': info.model.id,
-    'gatehouse.provider': info.served.endpoint.provider,
-    'gatehouse.route': info.lane ? 'lane' : 'translated',
-    'gatehouse.attempts': info.attempts,
-    'gatehouse.cost_usd': cost.total,
   };
 }
 

@@ -59,7 +59,7 @@ export class TracedSpan {
    * the attempt's own signal reaches the HTTP layer through every adapter.
    */
   bindSignal(signal: object): void {
-    signalTraces.set(signal, this.context);
+    (signal as Traced)[SIGNAL_TRACE] = this.context;
   }
 
   set(attributes: Attributes): void {
@@ -86,8 +86,12 @@ export class TracedSpan {
   }
 }
 
-/** The trace context of an attempt's upstream request, by the attempt's signal. */
-const signalTraces = new WeakMap<object, Context>();
+/**
+ * The trace context of an attempt's upstream request, on the attempt's signal (a property, not a
+ * WeakMap: an entry per attempt is work for every garbage collection while it lives).
+ */
+const SIGNAL_TRACE = Symbol('trace context');
+type Traced = { [SIGNAL_TRACE]?: Context };
 
 /**
  * Starts a span under `parent` (none: a new trace); `attributes` is called only when the span
@@ -172,14 +176,15 @@ export function serveTraced<T>(
     () => {
       const q = req.url.indexOf('?');
       const agent = req.headers['user-agent'];
-      return {
+      const attributes: Attributes = {
         'http.request.method': req.method,
         'http.route': route,
         // The path only: a query string may carry a key (?api_key=…).
         'url.path': q < 0 ? req.url : req.url.slice(0, q),
         'gatehouse.request_id': req.id,
-        ...(typeof agent === 'string' ? { 'user_agent.original': agent } : {}),
       };
+      if (typeof agent === 'string') attributes['user_agent.original'] = agent;
+      return attributes;
     },
     parentCtx,
   ) as TracedSpan;
@@ -194,7 +199,8 @@ export function serveTraced<T>(
     req.log = log;
     reply.log = log;
   }
-  res.once('close', () => {
+  // `on`, not `once` (its wrapper is one more allocation a request): 'close' is emitted once.
+  res.on('close', () => {
     const status = res.statusCode;
     // A response cut before it was complete (the client left) keeps its status; 5xx is an error.
     if (status >= 500) s.fail(new Error(`HTTP ${status}`), { 'http.response.status_code': status });
@@ -218,7 +224,7 @@ export function serveTraced<T>(
  */
 export function withTraceparent<H extends Record<string, string>>(headers: H, signal: object): H {
   if (!on) return headers;
-  const ctx = signalTraces.get(signal);
+  const ctx = (signal as Traced)[SIGNAL_TRACE];
   if (ctx) propagation.inject(ctx, headers);
   return headers;
 }

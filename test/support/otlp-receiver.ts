@@ -19,6 +19,10 @@ export interface ReceivedSpan {
   /** 0 unset, 1 ok, 2 error. */
   status: { code: number; message?: string };
   events: { name: string; attributes: Record<string, unknown> }[];
+  /** Nanoseconds since the epoch, as decimal strings. */
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
+  links: { traceId: string; spanId: string; attributes: Record<string, unknown> }[];
   resource: Record<string, unknown>;
   /** The path of the export request that carried it. */
   path?: string;
@@ -122,6 +126,13 @@ function fromJson(body: any): ReceivedSpan[] {
           attributes: jsonAttrs(s.attributes),
           status: { code: s.status?.code ?? 0, message: s.status?.message },
           events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: jsonAttrs(e.attributes) })),
+          startTimeUnixNano: String(s.startTimeUnixNano),
+          endTimeUnixNano: String(s.endTimeUnixNano),
+          links: (s.links ?? []).map((l: any) => ({
+            traceId: l.traceId,
+            spanId: l.spanId,
+            attributes: jsonAttrs(l.attributes),
+          })),
           resource,
         });
   }
@@ -169,6 +180,8 @@ function fields(buf: Buffer): Field[] {
 const sub = (fs: Field[], no: number) => fs.filter((f) => f.no === no).map((f) => fields(f.bytes as Buffer));
 const str = (fs: Field[], no: number) => fs.find((f) => f.no === no)?.bytes?.toString('utf8') ?? '';
 const hex = (fs: Field[], no: number) => fs.find((f) => f.no === no)?.bytes?.toString('hex') ?? '';
+const fixed64 = (fs: Field[], no: number) =>
+  String(fs.find((f) => f.no === no)?.fixed?.readBigUInt64LE(0) ?? 0n);
 const int = (fs: Field[], no: number) => Number(fs.find((f) => f.no === no)?.varint ?? 0n);
 
 function anyValue(fs: Field[]): unknown {
@@ -200,6 +213,13 @@ function fromProtobuf(body: Buffer): ReceivedSpan[] {
           attributes: pbAttrs(sub(s, 9)),
           status: { code: int(status, 3), message: str(status, 2) },
           events: sub(s, 11).map((e) => ({ name: str(e, 2), attributes: pbAttrs(sub(e, 3)) })),
+          startTimeUnixNano: fixed64(s, 7),
+          endTimeUnixNano: fixed64(s, 8),
+          links: sub(s, 13).map((l) => ({
+            traceId: hex(l, 1),
+            spanId: hex(l, 2),
+            attributes: pbAttrs(sub(l, 4)),
+          })),
           resource,
         });
       }
