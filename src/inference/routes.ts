@@ -134,10 +134,21 @@ async function serveChat(
   }
   const s = tapStream(contentLog, call, await engine.stream(call));
   describe(reply, s.info);
+  const settled = () => s.final() !== null;
+  if (s.lane && !store) {
+    // A lane's frames as they came (or as the wire rewrites them); a failure after the stream
+    // started ends it in the caller's format.
+    const { relayFrame } = wire;
+    return sendSse(req, reply, s.frames, {
+      encode: relayFrame ? (f) => relayFrame(f, s.info) : (f) => f.frame,
+      failed: (err) => failed(wire, s.info, err),
+      settled,
+    });
+  }
   const frames = s.lane
     ? relay(wire, s)
     : (wire.encodeStream as NonNullable<ChatWire['encodeStream']>)(s, call);
-  return sendSse(req, reply, store ? store.frames(frames, s.info) : frames, () => s.final() !== null);
+  return sendSse(req, reply, store ? store.frames(frames, s.info) : frames, { settled });
 }
 
 /** A handler run in the request's SERVER span (the parent of its attempts' spans) when tracing is on. */

@@ -37,7 +37,7 @@ describe('sendSse', () => {
         over = true;
         await new Promise((r) => setImmediate(r));
       }
-      return sendSse(req, reply, frames(), () => settledAfterFrames && over);
+      return sendSse(req, reply, frames(), { settled: () => settledAfterFrames && over });
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as { port: number };
@@ -57,5 +57,26 @@ describe('sendSse', () => {
     expect(text).toBe('data: one\n\ndata: two\n\n');
     // The frames (with the headers) in one write, the end in another.
     expect(writes).toBe(2);
+  });
+
+  it('encodes each frame, and ends a stream that fails after it started with the failure frames', async () => {
+    const app = Fastify();
+    apps.push(app);
+    app.get('/f', (req, reply) => {
+      async function* frames() {
+        yield { n: 1 };
+        throw new Error('upstream went away');
+      }
+      return sendSse(req, reply, frames(), {
+        encode: (f) => `data: ${JSON.stringify(f)}\n\n`,
+        failed: (err) => [`event: error\ndata: ${(err as Error).message}\n\n`],
+      });
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as { port: number };
+    const res = await fetch(`http://127.0.0.1:${port}/f`);
+    expect(res.status).toBe(200);
+    // A clean end (a cut connection would reject here), the error in the caller's format last.
+    expect(await res.text()).toBe('data: {"n":1}\n\nevent: error\ndata: upstream went away\n\n');
   });
 });

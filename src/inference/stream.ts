@@ -9,22 +9,37 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
+/** How `sendSse` turns what `frames` yields into the body, and ends it. */
+export interface SseOptions<T> {
+  /** A frame's bytes (default: the item itself, already-encoded SSE text or a lane's bytes). */
+  encode?: (frame: T) => string | Buffer;
+  /**
+   * The frames that end a stream which failed after it started, in the caller's format; without
+   * it the failure cuts the connection.
+   */
+  failed?: (err: unknown) => string[];
+  /**
+   * The upstream stream is over and only its recording (the usage journal's write, at the end of
+   * this loop turn) stands between the frames written and the end: then the frames wait for it
+   * (at most to the end of this turn), so the last frames and the end of the response leave in
+   * one write rather than two.
+   */
+  settled?: () => boolean;
+}
+
 /**
- * Sends an SSE body built by `frames` (already-encoded SSE text, or a lane's bytes), written straight to the socket
- * with backpressure. Frames produced in the same tick (the events of one upstream read) leave in
- * one write: the response is corked at the first and uncorked on the next tick, instead of one
- * syscall per frame. `settled` says the upstream stream is over and only its recording (the usage
- * journal's write, at the end of this loop turn) stands between the frames written and the end:
- * then the frames wait for it (at most to the end of this turn), so the last frames and the end of
- * the response leave in one write rather than two. Once the stream has started, failures are the
- * generator's to report as an in-band error event. The caller going away aborts the call's
+ * Sends an SSE body built by `frames`, written straight to the socket with backpressure. Frames
+ * produced in the same tick (the events of one upstream read) leave in one write: the response is
+ * corked at the first and uncorked on the next tick, instead of one syscall per frame. Encoding
+ * and failure handling are done here rather than by a generator between (each async generator
+ * layer costs a few promises per frame). The caller going away aborts the call's
  * `callController`, which cancels the upstream call and so ends `frames`.
  */
-export async function sendSse(
+export async function sendSse<T = string | Buffer>(
   request: FastifyRequest,
   reply: FastifyReply,
-  frames: AsyncIterable<string | Buffer>,
-  settled?: () => boolean,
+  frames: AsyncIterable<T>,
+  { encode, failed, settled }: SseOptions<T> = {},
 ) {
   const res = reply.raw;
   // Fastify's onSend hooks do not run for a hijacked reply: its headers (x-request-id) go here.
@@ -43,14 +58,22 @@ export async function sendSse(
     if (settled?.()) setImmediate(uncorkLater);
     else res.uncork();
   };
+  const write = async (frame: string | Buffer) => {
+    if (res.writableCorked === 0) {
+      res.cork();
+      process.nextTick(uncork);
+    }
+    if (!res.write(frame)) await drained(res);
+  };
   try {
-    for await (const frame of frames) {
-      if (res.destroyed) break;
-      if (res.writableCorked === 0) {
-        res.cork();
-        process.nextTick(uncork);
+    try {
+      for await (const frame of frames) {
+        if (res.destroyed) break;
+        await write(encode ? encode(frame) : (frame as string | Buffer));
       }
-      if (!res.write(frame)) await drained(res);
+    } catch (err) {
+      if (!failed || res.destroyed) throw err;
+      for (const frame of failed(err)) await write(frame);
     }
     res.end();
   } catch (err) {

@@ -762,15 +762,23 @@ export class Engine {
     this.streaming++;
     prep.onStreamStart?.();
     const m: Meter = { usage: null, responseId: null, chars: 0, finishReason: null, safeguards: [] };
-    const tapped = (async function* () {
-      for await (const item of source) {
-        read(item, m);
-        yield item;
-      }
-    })();
     let failure: unknown = null;
     try {
-      yield* answer ? answer.filter(tapped) : tapped;
+      if (answer) {
+        const tapped = (async function* () {
+          for await (const item of source) {
+            read(item, m);
+            yield item;
+          }
+        })();
+        yield* answer.filter(tapped);
+      } else {
+        // No filter between: read here, one async generator fewer per item.
+        for await (const item of source) {
+          read(item, m);
+          yield item;
+        }
+      }
     } catch (err) {
       // The answer filters' refusal is not the upstream failing (recorded as before they refused).
       if (!answer?.scan.blocked) failure = err;
