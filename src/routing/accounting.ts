@@ -9,7 +9,6 @@ import {
 import type { Db } from '../db/connection.js';
 import type { GenerationsTable, UsageEventsTable } from '../db/schema.js';
 import type { Log } from '../lib/log.js';
-import type { GenerationWriter } from './generation-writer.js';
 import type { UsageJournal } from './usage-journal.js';
 
 export type GenerationRow = GenerationsTable;
@@ -342,6 +341,15 @@ export interface GroupCommitValues {
   generations: unknown[][];
   usageEvents: unknown[][];
   hours: unknown[][];
+}
+
+/** What runs group commits off the event loop (generation-writer.ts's thread). */
+export interface GenerationWriter {
+  /** Inserts one group commit in one transaction; rejects (nothing written) when it failed. */
+  write(values: GroupCommitValues): Promise<void>;
+  /** False once the thread is gone (it failed to start or crashed): write on the loop instead. */
+  readonly alive: boolean;
+  stop(): Promise<void>;
 }
 
 export const groupCommitValues = (rows: GenerationRow[], usage: UsageEventsTable[]): GroupCommitValues => ({

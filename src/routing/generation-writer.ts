@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { type GroupCommitValues, SQLITE_GROUP_COMMIT } from './accounting.js';
+import { type GenerationWriter, SQLITE_GROUP_COMMIT } from './accounting.js';
+
+export type { GenerationWriter };
 
 /**
  * Runs the accountant's group commits on SQLite on a thread of its own, with its own connection to
@@ -11,13 +13,6 @@ import { type GroupCommitValues, SQLITE_GROUP_COMMIT } from './accounting.js';
  * `BEGIN IMMEDIATE` (db/connection.ts), so a commit here makes the loop's writes wait for the lock
  * rather than fail on a stale snapshot.
  */
-export interface GenerationWriter {
-  /** Inserts one group commit in one transaction; rejects (nothing written) when it failed. */
-  write(values: GroupCommitValues): Promise<void>;
-  /** False once the thread is gone (it failed to start or crashed): write on the loop instead. */
-  readonly alive: boolean;
-  stop(): Promise<void>;
-}
 
 /** The thread's code (CommonJS, evaluated): better-sqlite3 is required by its resolved path. */
 const THREAD = `
