@@ -58,22 +58,27 @@ export async function sendSse<T = string | Buffer>(
     if (settled?.()) setImmediate(uncorkLater);
     else res.uncork();
   };
-  const write = async (frame: string | Buffer) => {
+  // A promise only when the socket is full: no promise per frame otherwise.
+  const write = (frame: string | Buffer): Promise<void> | null => {
     if (res.writableCorked === 0) {
       res.cork();
       process.nextTick(uncork);
     }
-    if (!res.write(frame)) await drained(res);
+    return res.write(frame) ? null : drained(res);
   };
   try {
     try {
       for await (const frame of frames) {
         if (res.destroyed) break;
-        await write(encode ? encode(frame) : (frame as string | Buffer));
+        const full = write(encode ? encode(frame) : (frame as string | Buffer));
+        if (full) await full;
       }
     } catch (err) {
       if (!failed || res.destroyed) throw err;
-      for (const frame of failed(err)) await write(frame);
+      for (const frame of failed(err)) {
+        const full = write(frame);
+        if (full) await full;
+      }
     }
     res.end();
   } catch (err) {

@@ -6,8 +6,8 @@ import { type DbHandle, openDatabase } from '../db/connection.js';
 import { migrateToLatest } from '../db/migrate.js';
 import type { GenerationsTable } from '../db/schema.js';
 import { silentLog } from '../lib/log.js';
-import { Accountant, groupCommitValues, usageEventsOf } from './accounting.js';
-import { type GenerationWriter, startGenerationWriter } from './generation-writer.js';
+import { Accountant, type GenerationWriter, groupCommitValues, usageEventsOf } from './accounting.js';
+import { startGenerationWriter } from './generation-writer.js';
 
 /** The SQLite writer thread: what it commits is the database's, a failed commit leaves nothing. */
 describe('generation writer thread (SQLite)', () => {

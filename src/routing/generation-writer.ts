@@ -2,18 +2,6 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { type GenerationWriter, SQLITE_GROUP_COMMIT } from './accounting.js';
 
-export type { GenerationWriter };
-
-/**
- * Runs the accountant's group commits on SQLite on a thread of its own, with its own connection to
- * the file. The inserts (a generation row and its nine index entries, a usage event, the hourly
- * rollup's cells) were ~10 % of a call's CPU on the event loop; here the loop only turns the rows
- * into positional values and hands them over (structured clone). The file already has other
- * writers (`serve --workers`, the batch worker, the checkpointer): every transaction on it is
- * `BEGIN IMMEDIATE` (db/connection.ts), so a commit here makes the loop's writes wait for the lock
- * rather than fail on a stale snapshot.
- */
-
 /** The thread's code (CommonJS, evaluated): better-sqlite3 is required by its resolved path. */
 const THREAD = `
 const { workerData, parentPort } = require('node:worker_threads');
@@ -48,6 +36,15 @@ parentPort.on('message', (m) => {
 
 const driver = createRequire(import.meta.url).resolve('better-sqlite3');
 
+/**
+ * Runs the accountant's group commits on SQLite on a thread of its own, with its own connection to
+ * the file. The inserts (a generation row and its nine index entries, a usage event, the hourly
+ * rollup's cells) were ~10 % of a call's CPU on the event loop; here the loop only turns the rows
+ * into positional values and hands them over (structured clone). The file already has other
+ * writers (`serve --workers`, the batch worker, the checkpointer): every transaction on it is
+ * `BEGIN IMMEDIATE` (db/connection.ts), so a commit here makes the loop's writes wait for the lock
+ * rather than fail on a stale snapshot.
+ */
 export function startGenerationWriter(path: string, onError: (message: string) => void): GenerationWriter {
   const worker = new Worker(THREAD, {
     eval: true,
