@@ -100,6 +100,8 @@ export function timeOrderedId(ms: number = Date.now()): string {
  */
 export class Accountant {
   private queue: GenerationRow[] = [];
+  /** With a writer thread: each queued row's JSON (its journal line), in queue order. */
+  private lines: string[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   private readonly listeners: Listener[] = [];
@@ -146,8 +148,11 @@ export class Accountant {
 
   /** Queues `row`; the promise resolves once it is journaled (await it before answering the call). */
   record(row: GenerationRow): Promise<void> {
-    const journaled = this.journal?.append(row) ?? Promise.resolve();
+    // One serialization of the row for both its journal line and the writer thread.
+    const line = this.writer || this.journal ? JSON.stringify(row) : '';
+    const journaled = this.journal?.append(row, line) ?? Promise.resolve();
     this.queue.push(row);
+    if (this.writer) this.lines.push(line);
     this.announce(row);
     if (this.queue.length >= this.opts.maxBatch) this.flushInBackground();
     else if (!this.timer && !this.closed) {
@@ -192,9 +197,10 @@ export class Accountant {
     if (this.queue.length === 0) return;
     const batch = this.queue.slice(0, this.opts.maxBatch);
     this.journal?.rotate();
-    this.flushing = this.write(batch)
+    this.flushing = this.write(batch, this.lines.slice(0, batch.length))
       .then(() => {
         this.queue = this.queue.slice(batch.length);
+        if (this.writer) this.lines = this.lines.slice(batch.length);
         this.journal?.written(batch);
       })
       .catch((err) => {
@@ -214,9 +220,9 @@ export class Accountant {
     if (this.queue.length > 0) await this.flush();
   }
 
-  private async write(rows: GenerationRow[]): Promise<void> {
+  private async write(rows: GenerationRow[], lines: string[]): Promise<void> {
     const usage = usageEventsOf(rows);
-    if (this.writer?.alive) return this.writer.write(groupCommitValues(rows, usage));
+    if (this.writer?.alive) return this.writer.write(groupCommitValues(lines, rows, usage));
     // A writer thread that died may have committed the batch it was answering: skip what is there.
     if (this.writer) {
       await this.insertMissing(rows, usage);
@@ -331,14 +337,21 @@ function prepareSqliteInsert(sqlite: SQLite.Database) {
 
 /** The statements of a group commit on SQLite, positional (`groupCommitValues` gives their values). */
 export const SQLITE_GROUP_COMMIT = {
+  /** The generation columns, in the statement's order (the thread reads them from each line). */
+  generationColumns: GENERATION_COLUMNS,
   generations: insertSql('generations', GENERATION_COLUMNS),
   usageEvents: insertSql('usage_events', USAGE_COLUMNS),
   hours: SQLITE_HOURS_UPSERT,
 };
 
-/** A group commit as plain values: what the writer thread (generation-writer.ts) inserts. */
+/**
+ * A group commit as the writer thread (generation-writer.ts) inserts it: the generations as their
+ * JSON lines (the journal's; one string is far cheaper to hand over than a structured clone of a
+ * row's 36 values), the usage events and rollup cells as positional values.
+ */
 export interface GroupCommitValues {
-  generations: unknown[][];
+  /** One JSON line per generation row. */
+  generations: string;
   usageEvents: unknown[][];
   hours: unknown[][];
 }
@@ -352,8 +365,13 @@ export interface GenerationWriter {
   stop(): Promise<void>;
 }
 
-export const groupCommitValues = (rows: GenerationRow[], usage: UsageEventsTable[]): GroupCommitValues => ({
-  generations: rows.map((r) => valuesOf(r, GENERATION_COLUMNS)),
+/** `lines`: the rows' JSON (`JSON.stringify(row)` each), in the order of `rows`. */
+export const groupCommitValues = (
+  lines: string[],
+  rows: GenerationRow[],
+  usage: UsageEventsTable[],
+): GroupCommitValues => ({
+  generations: lines.join('\n'),
   usageEvents: usage.map((u) => valuesOf(u, USAGE_COLUMNS)),
   hours: sqliteHoursValues(rows),
 });

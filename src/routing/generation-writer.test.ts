@@ -61,6 +61,14 @@ describe('generation writer thread (SQLite)', () => {
       }
     ).n;
 
+  /** A group commit of `rows` as the accountant hands it over (their journal lines). */
+  const commitOf = (rows: GenerationsTable[], usage = usageEventsOf(rows)) =>
+    groupCommitValues(
+      rows.map((r) => JSON.stringify(r)),
+      rows,
+      usage,
+    );
+
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gatehouse-writer-'));
     handle = openDatabase(join(dir, 'db.sqlite'));
@@ -74,9 +82,17 @@ describe('generation writer thread (SQLite)', () => {
   });
 
   it('commits generations, usage events and the rollup, visible to the event loop’s connection', async () => {
-    const rows = [row(), row(), row({ cost_usd: 0 })];
-    await writer.write(groupCommitValues(rows, usageEventsOf(rows)));
+    const rows = [
+      row({ error_message: 'a "quoted"\nline', safeguards: '[{"name":"pii"}]', cost_usd: 0.1 + 0.2 }),
+      row({ user_id: undefined, provider_responses: '[]' }),
+      row({ cost_usd: 0 }),
+    ];
+    await writer.write(commitOf(rows));
     expect(count('generations')).toBe(3);
+    // Every column as the row had it (from its JSON line): strings, exact floats, absent as null.
+    const stored = handle.sqlite?.prepare('select * from generations where id = ?');
+    expect(stored?.get(rows[0]?.id)).toMatchObject({ ...rows[0], gateway_metadata: null });
+    expect(stored?.get(rows[1]?.id)).toMatchObject({ user_id: null, provider_responses: '[]' });
     // Only billed generations have a usage event.
     expect(count('usage_events')).toBe(2);
     expect(requests()).toBe(3);
@@ -84,9 +100,9 @@ describe('generation writer thread (SQLite)', () => {
 
   it('a failing commit rejects with the database’s error and writes none of its rows', async () => {
     const first = row();
-    await writer.write(groupCommitValues([first], usageEventsOf([first])));
+    await writer.write(commitOf([first]));
     const batch = [row(), { ...first }];
-    await expect(writer.write(groupCommitValues(batch, usageEventsOf(batch)))).rejects.toMatchObject({
+    await expect(writer.write(commitOf(batch))).rejects.toMatchObject({
       code: 'SQLITE_CONSTRAINT_PRIMARYKEY',
     });
     expect(count('generations')).toBe(1);
@@ -94,7 +110,7 @@ describe('generation writer thread (SQLite)', () => {
     expect(requests()).toBe(1);
     // The thread goes on after a failed commit.
     const next = [row()];
-    await writer.write(groupCommitValues(next, usageEventsOf(next)));
+    await writer.write(commitOf(next));
     expect(count('generations')).toBe(2);
   });
 
@@ -113,7 +129,7 @@ describe('generation writer thread (SQLite)', () => {
     expect(count('generations')).toBe(20);
     await writer.stop();
     expect(writer.alive).toBe(false);
-    await expect(writer.write(groupCommitValues([row()], []))).rejects.toThrow(/stopped/);
+    await expect(writer.write(commitOf([row()], []))).rejects.toThrow(/stopped/);
     // Rows the thread may already have committed are skipped (a reply lost with the thread).
     const after = Array.from({ length: 10 }, () => row());
     for (const r of [...before.slice(0, 5), ...after]) void accountant.record(r);

@@ -59,14 +59,16 @@ export class UsageJournal {
    * Appends `row`. The lines of the calls that end in one turn of the event loop are written
    * together, by one write at the end of that turn (setImmediate): the returned promise resolves
    * once this row's line has been written, and callers await it before the response is sent.
+   * `line` is the row's JSON when the caller made it already (the accountant's writer thread takes
+   * the same text).
    */
-  append(row: GenerationRow): Promise<void> {
+  append(row: GenerationRow, line: string = JSON.stringify(row)): Promise<void> {
     if (this.fd === null) {
       this.current = join(this.dir, `usage-${this.node}-${++this.seq}.jsonl`);
       this.fd = openSync(this.current, 'a', 0o600);
       this.openedAt = Date.now();
     }
-    this.pending += `${JSON.stringify(row)}\n`;
+    this.pending += `${line}\n`;
     this.segmentOf.set(row, this.current);
     this.open.set(this.current, (this.open.get(this.current) ?? 0) + 1);
     this.lineWrite ??= new Promise<void>((resolve) => {
