@@ -44,27 +44,26 @@ export function hourRowsOf(rows: readonly GenerationsTable[]): HourRow[] {
       r.model ?? r.requested_model,
       r.provider ?? '',
     ];
-    const k = JSON.stringify(key);
-    const c: HourRow = cells.get(k) ?? {};
-    if (!cells.has(k)) {
-      KEY.forEach((col, i) => {
-        c[col] = key[i] as string;
-      });
+    // The cell's key as one string (U+0000 cannot occur in these ids): called for every row written.
+    const k = key.join('\u0000');
+    let c = cells.get(k);
+    if (c === undefined) {
+      c = {};
+      for (let i = 0; i < KEY.length; i++) c[KEY[i] as string] = key[i] as string;
       for (const col of ADDED) c[col] = 0;
       cells.set(k, c);
     }
-    const add = (col: string, v: number) => {
-      c[col] = (c[col] as number) + v;
-    };
-    add('requests', 1);
-    add('errors', r.status === 'success' ? 0 : 1);
-    add('spend', r.cost_usd);
-    add('byok_spend', r.is_byok === 1 ? r.cost_usd : 0);
-    add('prompt_tokens', r.prompt_tokens);
-    add('completion_tokens', r.completion_tokens);
-    add('reasoning_tokens', r.reasoning_tokens);
-    add('latency_ms', r.latency_ms);
-    add(`h${bucketOf(r.latency_ms)}`, 1);
+    const sums = c as Record<(typeof SUMS)[number], number> & Record<string, number>;
+    sums.requests += 1;
+    sums.errors += r.status === 'success' ? 0 : 1;
+    sums.spend += r.cost_usd;
+    sums.byok_spend += r.is_byok === 1 ? r.cost_usd : 0;
+    sums.prompt_tokens += r.prompt_tokens;
+    sums.completion_tokens += r.completion_tokens;
+    sums.reasoning_tokens += r.reasoning_tokens;
+    sums.latency_ms += r.latency_ms;
+    const h = `h${bucketOf(r.latency_ms)}`;
+    sums[h] = (sums[h] as number) + 1;
   }
   // Key order: two writers on PostgreSQL lock the cells they share in the same order (no deadlock).
   return [...cells.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, c]) => c);
