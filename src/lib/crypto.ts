@@ -1,6 +1,14 @@
+import * as crypto from 'node:crypto';
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
+/**
+ * SHA-256 in hex — every authenticated request hashes its bearer token. The one-shot `crypto.hash`
+ * (Node 20.12+) takes ~40 % of the time of a Hash object; older Node 20 releases lack it.
+ */
+export const sha256Hex: (value: string) => string =
+  typeof crypto.hash === 'function'
+    ? (value) => crypto.hash('sha256', value, 'hex')
+    : (value) => createHash('sha256').update(value).digest('hex');
 
 /** A new secret key as shown once to the caller, e.g. `sk-gh-v1-<64 hex>`. */
 export const newSecretKey = (): string => `sk-gh-v1-${randomBytes(32).toString('hex')}`;
