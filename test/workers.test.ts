@@ -7,7 +7,7 @@
  * so both serve each burst — which the tests check in the log (the pid of every request line).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -250,17 +250,19 @@ describe.each(databases)('serve --workers 2 on %s, without Redis', (kind) => {
   let gw: GatehouseProcess;
   let log: ReturnType<typeof watchLog>;
   let metricsUrl: string;
+  let catalogFile: string;
   const keys = newKeys();
 
   beforeAll(async () => {
     mock = await startMockUpstream();
     db = await sharedDatabase(kind);
+    catalogFile = configFile(mock.url);
     ({
       p: gw,
       log,
       metricsUrl,
     } = await startWorkers(`workers-${kind}`, db, keys, {
-      GATEHOUSE_CONFIG: configFile(mock.url),
+      GATEHOUSE_CONFIG: catalogFile,
       // The node-wide per-key limiter (rate-limiter-flexible): 60 requests an hour for each key.
       GATEHOUSE_RATE_LIMIT_REQUESTS: '60',
       GATEHOUSE_RATE_LIMIT_WINDOW_SECONDS: '3600',
@@ -360,6 +362,32 @@ describe.each(databases)('serve --workers 2 on %s, without Redis', (kind) => {
         after.push(r.status);
     expect(after.every((s) => s === 401)).toBe(true);
     expect(log.servedBy(tag).size).toBe(2);
+  }, 60_000);
+
+  it('a catalog reload through one worker reloads the other too', async () => {
+    const before = await call(gw.url, keys.apiKey, 'GET', '/model/test/added');
+    expect(before.status).toBe(404);
+    const config = JSON.parse(readFileSync(catalogFile, 'utf8'));
+    config.models.push({
+      id: 'test/added',
+      endpoints: [{ provider: 'openai', upstream_model: 'added-x', pricing: { prompt: 1, completion: 2 } }],
+    });
+    writeFileSync(catalogFile, JSON.stringify(config));
+    const reloaded = await call(gw.url, ADMIN_TOKEN, 'POST', '/admin/catalog/reload');
+    expect(reloaded.status, JSON.stringify(reloaded.body)).toBe(200);
+    // Bursts until one was served by both workers, every call of it knowing the new model (the
+    // other worker reloads when the primary relays the event: a moment later, not never).
+    await waitFor(
+      'both workers to serve the reloaded catalog',
+      async () => {
+        const tag = newTag();
+        const r = await Promise.all(
+          Array.from({ length: 10 }, () => call(gw.url, keys.apiKey, 'GET', `/model/test/added?t=${tag}`)),
+        );
+        return log.servedBy(tag).size === 2 && r.every((x) => x.status === 200);
+      },
+      { timeoutMs: 20_000 },
+    );
   }, 60_000);
 
   it('kill -9 of a worker mid-run: the primary restarts it; every answered call is recorded', async () => {

@@ -148,6 +148,8 @@ function listed(catalog: Catalog, author: string, slug: string): ModelEntry {
 /** What the catalog routes use: the catalog, the keys' guardrail policies, and discovery's settings. */
 export interface CatalogRouteDeps extends Pick<Services, 'catalog' | 'policy'> {
   config: Pick<Config, 'env' | 'modelDiscoveryIntervalMs'>;
+  /** Tells the other workers and nodes to reload their catalogs (the cluster bus). */
+  cluster: { publish(event: { kind: 'catalog' }): void };
 }
 
 /**
@@ -155,7 +157,7 @@ export interface CatalogRouteDeps extends Pick<Services, 'catalog' | 'policy'> {
  * `embeddings.listModels` operations), the operator's reload, and the discovery of the models of
  * OpenAI-compatible servers while the gateway runs.
  */
-export async function catalogRoutes(app: Router, { catalog, policy, config }: CatalogRouteDeps) {
+export async function catalogRoutes(app: Router, { catalog, policy, config, cluster }: CatalogRouteDeps) {
   const models = (q: ListQuery, path: string, outputs: string[] = []) => {
     const selected = queryModels(catalog, q, outputs);
     const p = page(selected, path, q.offset, q.limit);
@@ -336,6 +338,8 @@ export async function catalogRoutes(app: Router, { catalog, policy, config }: Ca
           `Catalog not reloaded (the previous one stays in use): ${(err as Error).message}`,
         );
       }
+      // The other workers of `serve --workers` and the other nodes on the bus reload theirs too.
+      cluster.publish({ kind: 'catalog' });
       return { data: { models: r.models, model_data_changed: r.modelDataChanged, servers: r.servers } };
     },
   );

@@ -166,9 +166,9 @@ describe.skipIf(!redisUp)('cluster bus on Redis', () => {
         .execute();
       const trackers = [new SpendTracker(handle.db), new SpendTracker(handle.db)] as const;
       const [a, b] = [node(p), node(p)];
-      const noop = { forget() {}, invalidate() {} };
+      const noop = { forget() {}, invalidate() {}, reload() {} };
       b.bus.onEvent((e) =>
-        applyClusterEvent({ keys: noop, policy: noop, byok: noop, spend: trackers[1] }, e),
+        applyClusterEvent({ keys: noop, policy: noop, byok: noop, spend: trackers[1], catalog: noop }, e),
       );
       expect(await a.bus.ready()).toBe(true);
       expect(await b.bus.ready()).toBe(true);

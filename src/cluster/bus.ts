@@ -42,6 +42,8 @@ export type ClusterEvent =
   | { kind: 'credits'; organizationId: string }
   /** A billed call on another node. */
   | { kind: 'spend'; event: SpendEvent }
+  /** An operator reloaded the model catalog through the API: reload this node's too. */
+  | { kind: 'catalog' }
   /** Messages may have been lost: drop every cache and reload the counters. */
   | { kind: 'resync' };
 
@@ -86,6 +88,7 @@ function isEvent(e: unknown): e is ClusterEvent {
     case 'key':
       return x.hash === null || isString(x.hash);
     case 'policy':
+    case 'catalog':
     case 'resync':
       return true;
     case 'byok':

@@ -14,6 +14,8 @@ export interface NodeCaches {
     creditsChanged(organizationId: string): void;
     refreshAll(): void;
   };
+  /** Reloads the model catalog from this node's own configuration (in the background). */
+  catalog: { reload(): void };
 }
 
 export function applyClusterEvent(caches: NodeCaches, e: ClusterEvent): void {
@@ -32,6 +34,9 @@ export function applyClusterEvent(caches: NodeCaches, e: ClusterEvent): void {
       return;
     case 'spend':
       caches.spend.record(e.event);
+      return;
+    case 'catalog':
+      caches.catalog.reload();
       return;
     case 'resync':
       caches.keys.forget();
