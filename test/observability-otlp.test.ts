@@ -1,3 +1,4 @@
+import { OpenRouter } from '@openrouter/sdk';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ExportDispatcher } from '../src/observability/dispatcher.js';
@@ -132,6 +133,46 @@ describe.each(databases)('otlp and langfuse export destinations (%s)', (db) => {
     expect(mine.reduce((n, r) => n + r.spans, 0)).toBeGreaterThanOrEqual(3);
     expect(mine.length).toBeLessThan(3);
     await mgmt('DELETE', `/observability/destinations/${id}`);
+  });
+
+  it('takes the official SDK’s otel-collector destination (config.endpoint) and delivers to it as OTLP', async () => {
+    const sdk = new OpenRouter({
+      serverURL: `${gw.url}/api/v1`,
+      apiKey: gw.managementKey,
+      retryConfig: { strategy: 'none' },
+    });
+    const created = await sdk.observability.create({
+      createObservabilityDestinationRequest: {
+        type: 'otel-collector',
+        name: 'axiom-like',
+        config: { endpoint: `${otlp.url}/v1/traces`, headers: { 'X-Dataset': 'sdk-dataset' } },
+      },
+    });
+    const destination = created.data;
+    if (destination.type !== 'otel-collector') throw new Error(`parsed as ${destination.type}`);
+    // Validated by the SDK as its otel-collector destination, the header's value masked.
+    expect(destination).toMatchObject({
+      type: 'otel-collector',
+      name: 'axiom-like',
+      config: { endpoint: `${otlp.url}/v1/traces`, headers: { 'X-Dataset': '********' } },
+    });
+    const listed = await sdk.observability.list();
+    expect(listed.result.data.map((d) => ('id' in d ? d.id : null))).toContain(destination.id);
+
+    const id = await chat('through the otel collector');
+    await received(id);
+    const mine = otlp.requests.filter((r) => r.headers['x-dataset'] === 'sdk-dataset');
+    expect(mine.length).toBeGreaterThan(0);
+    expect(String(mine[0]?.headers['content-type'])).toBe('application/x-protobuf');
+    // Its other settings are refused by name, like any type's.
+    const wrong = await mgmt('POST', '/observability/destinations', {
+      type: 'otel-collector',
+      name: 'x',
+      config: { url: `${otlp.url}/v1/traces` },
+    });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error.message).toContain('config.url is not a otel-collector setting');
+    await sdk.observability.delete({ id: destination.id });
   });
 
   it('sends OTLP/JSON when configured, and keeps the spans while the receiver is down', async () => {

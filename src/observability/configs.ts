@@ -38,6 +38,7 @@ export interface Target {
 const SETTINGS: Record<DestinationType, string[]> = {
   webhook: ['url', 'method', 'headers'],
   otlp: ['url', 'encoding', 'headers'],
+  'otel-collector': ['endpoint', 'headers'],
   langfuse: ['base_url', 'public_key', 'secret_key'],
 };
 
@@ -105,7 +106,9 @@ export function checkConfig(
       sealed: { secret_key: key(secret, 'secret_key') },
     };
   }
-  const url = httpUrl(config.url, 'url');
+  // The SDK's otel-collector names its traces URL `endpoint`; stored as an otlp `url`.
+  const urlField = type === 'otel-collector' ? 'endpoint' : 'url';
+  const url = httpUrl(config[urlField], urlField);
   const headers = headersOf(config.headers, previous?.headers);
   const plain: PlainConfig = { url: url.toString(), header_names: Object.keys(headers) };
   if (type === 'webhook') {
@@ -123,12 +126,14 @@ export function checkConfig(
 
 /** The API's view of a configuration: header values and keys' secrets masked. */
 export function configView(type: string, plain: PlainConfig) {
+  const headers = Object.fromEntries((plain.header_names ?? []).map((h) => [h, MASK]));
   if (type === 'langfuse')
     return { base_url: plain.base_url, public_key: plain.public_key, secret_key: MASK };
+  if (type === 'otel-collector') return { endpoint: plain.url, headers };
   return {
     url: plain.url,
     ...(type === 'webhook' ? { method: plain.method ?? 'POST' } : { encoding: plain.encoding ?? 'protobuf' }),
-    headers: Object.fromEntries((plain.header_names ?? []).map((h) => [h, MASK])),
+    headers,
   };
 }
 

@@ -21,6 +21,7 @@ import { deliverWebhook } from './webhook.js';
 const SENDERS: Record<LiveDestination['type'], Sender> = {
   webhook: deliverWebhook,
   otlp: deliverOtlp,
+  'otel-collector': deliverOtlp,
   langfuse: deliverOtlp,
 };
 

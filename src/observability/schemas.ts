@@ -1,8 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { Nullable, PageQuery, StringEnum } from '../server/schemas.js';
 
-/** The destination types Gatehouse delivers to. Others the SDK names are refused with a 400. */
-export const DESTINATION_TYPES = ['webhook', 'otlp', 'langfuse'] as const;
+/**
+ * The destination types Gatehouse delivers to. `otel-collector` is the official SDK's name for an
+ * OTLP/HTTP traces endpoint (`config.endpoint`): delivered as `otlp` is. Others the SDK names are
+ * refused with a 400.
+ */
+export const DESTINATION_TYPES = ['webhook', 'otlp', 'otel-collector', 'langfuse'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
 
 export const FILTER_FIELDS = [
@@ -75,10 +79,13 @@ export const Destination = Type.Object(
     config: Type.Object(
       {
         url: Type.Optional(Type.String({ description: 'webhook, otlp' })),
+        endpoint: Type.Optional(Type.String({ description: 'otel-collector: the OTLP/HTTP traces URL' })),
         method: Type.Optional(Type.String({ description: 'webhook' })),
         encoding: Type.Optional(Type.String({ description: 'otlp: protobuf or json' })),
         headers: Type.Optional(
-          Type.Record(Type.String(), Type.String(), { description: 'webhook, otlp; values masked' }),
+          Type.Record(Type.String(), Type.String(), {
+            description: 'webhook, otlp, otel-collector; values masked',
+          }),
         ),
         base_url: Type.Optional(Type.String({ description: 'langfuse' })),
         public_key: Type.Optional(Type.String({ description: 'langfuse' })),
