@@ -30,7 +30,8 @@ function provider(protocol: 'http/protobuf' | 'http/json', warnings: string[] = 
     maxExportBatchSize: 100,
     scheduledDelayMillis: 60_000,
   });
-  return new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  // As sdk.ts sets it up: the exporter's recorder makes each span's record as it ends.
+  return new NodeTracerProvider({ resource, spanProcessors: [exporter.recorder, processor] });
 }
 
 describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () => {
