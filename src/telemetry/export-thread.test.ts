@@ -30,8 +30,7 @@ function provider(protocol: 'http/protobuf' | 'http/json', warnings: string[] = 
     maxExportBatchSize: 100,
     scheduledDelayMillis: 60_000,
   });
-  // As sdk.ts sets it up: the exporter's recorder makes each span's record as it ends.
-  return new NodeTracerProvider({ resource, spanProcessors: [exporter.recorder, processor] });
+  return new NodeTracerProvider({ resource, spanProcessors: [processor] });
 }
 
 describe('ExportThreadSpanExporter (OTLP encoding and sending on a thread)', () => {

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { ExportResult } from '@opentelemetry/core';
-import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-node';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-node';
 
 /**
  * A span exporter that does the OTLP work on a thread of its own: the batch span processor stays
@@ -141,7 +141,7 @@ const span = (r) => {
 parentPort.on('message', (m) => {
   if (m.export) {
     for (const [i, scope] of m.scopes) scopes[i] = scope;
-    exporter.export(m.export.map((r) => span(typeof r === 'string' ? JSON.parse(r) : r)), (result) =>
+    exporter.export(m.export.map(span), (result) =>
       parentPort.postMessage({ id: m.id, code: result.code, error: result.error ? String(result.error.message ?? result.error) : undefined }),
     );
   } else if (m.flush) {
@@ -163,42 +163,14 @@ export interface ExportThreadOptions {
   warn: (message: string, detail: string) => void;
 }
 
-/** A span's record, made when it ended (see `recorder`). */
-const RECORD = Symbol('export record');
-type Recorded = ReadableSpan & { [RECORD]?: string | SpanRecord };
-
 export class ExportThreadSpanExporter implements SpanExporter {
   private readonly worker: Worker;
   private readonly scopes = new Map<Scope, number>();
-  /** The scopes by index; those from `sentScopes` on have not crossed to the thread yet. */
-  private readonly scopeList: Scope[] = [];
-  private sentScopes = 0;
   private readonly pending = new Map<number, (m: { code?: number; error?: string }) => void>();
   private nextId = 0;
   private stopped: Promise<void> | null = null;
   /** The thread is gone (it failed): what is sent after fails at once instead of waiting. */
   private exited = false;
-
-  /**
-   * A span processor to put before the batch processor (same exporter): it makes each span's
-   * record as the span ends — as JSON text, while the span's fields are still in the CPU's caches
-   * — so the batch's export clones one string a span. Cloning the spans' objects at export time
-   * walked ~30 values a span that had sat in the heap since they ended (~4× what the same clone
-   * costs on hot objects). A record whose text would not say the same thing (a non-finite number,
-   * an empty slot of an array: JSON writes `null`) stays an object, cloned as before.
-   */
-  readonly recorder: SpanProcessor = {
-    onStart: () => {},
-    onEnd: (span) => {
-      // Not sampled: the batch processor does not export it.
-      if ((span.spanContext().traceFlags & 1) === 0) return;
-      const r = toRecord(span, this.scopeIndex(span.instrumentationScope));
-      const text = JSON.stringify(r);
-      (span as Recorded)[RECORD] = text.includes('null') ? r : text;
-    },
-    forceFlush: () => Promise.resolve(),
-    shutdown: () => Promise.resolve(),
-  };
 
   constructor(opts: ExportThreadOptions) {
     const require = createRequire(import.meta.url);
@@ -247,29 +219,22 @@ export class ExportThreadSpanExporter implements SpanExporter {
     });
   }
 
-  private scopeIndex(scope: Scope): number {
-    let i = this.scopes.get(scope);
-    if (i === undefined) {
-      i = this.scopeList.length;
-      this.scopes.set(scope, i);
-      const { name, version, schemaUrl } = scope;
-      this.scopeList.push({ name, version, schemaUrl });
-    }
-    return i;
-  }
-
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
     if (this.stopped) {
       resultCallback({ code: 1, error: new Error('exporter is shut down') });
       return;
     }
-    // Spans that ended without the recorder (a processor of the exporter's own): recorded now.
-    const records = spans.map(
-      (s) => (s as Recorded)[RECORD] ?? toRecord(s, this.scopeIndex(s.instrumentationScope)),
-    );
     const newScopes: [number, Scope][] = [];
-    for (; this.sentScopes < this.scopeList.length; this.sentScopes++)
-      newScopes.push([this.sentScopes, this.scopeList[this.sentScopes] as Scope]);
+    const records = spans.map((s) => {
+      let i = this.scopes.get(s.instrumentationScope);
+      if (i === undefined) {
+        i = this.scopes.size;
+        this.scopes.set(s.instrumentationScope, i);
+        const { name, version, schemaUrl } = s.instrumentationScope;
+        newScopes.push([i, { name, version, schemaUrl }]);
+      }
+      return toRecord(s, i);
+    });
     void this.send({ export: records, scopes: newScopes }).then((m) =>
       resultCallback(m.error ? { code: m.code ?? 1, error: new Error(m.error) } : { code: m.code ?? 0 }),
     );

@@ -99,11 +99,7 @@ export async function startTracing(log: Log, env: Env = process.env): Promise<Tr
       resource: { attributes: resource.attributes, schemaUrl: resource.schemaUrl },
       warn: (msg, detail) => log.warn({ otel: detail }, `tracing: ${msg}`),
     });
-    // The exporter's recorder first: each span's record is made as it ends (export-thread.ts).
-    const provider = new NodeTracerProvider({
-      resource,
-      spanProcessors: [exporter.recorder, new BatchSpanProcessor(exporter)],
-    });
+    const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
     // No context manager: the trace context is passed explicitly (spans.ts), and AsyncLocalStorage
     // would hook every promise of the process on Node 20. W3C Trace Context only: a caller's
     // `baggage` is not passed on to providers (its headers reach them only when allow-listed).
