@@ -164,6 +164,7 @@ describe('tracing over OTLP/HTTP JSON', () => {
         authorization: `Bearer ${gw.apiKey}`,
         'content-type': 'application/json',
         traceparent: `00-${traceId}-${callerSpan}-01`,
+        tracestate: 'vendor=abc',
         baggage: 'user.id=someone',
       },
       body: JSON.stringify({
@@ -256,6 +257,8 @@ describe('tracing over OTLP/HTTP JSON', () => {
     // Each upstream request carried its own attempt's span as parent.
     const sent = mock.requests.map((r) => String(r.headers.traceparent));
     expect(sent).toEqual([`00-${traceId}-${failed.spanId}-01`, `00-${traceId}-${served.spanId}-01`]);
+    // The caller's tracestate travels with the trace (W3C), to each upstream.
+    expect(mock.requests.map((r) => r.headers.tracestate)).toEqual(['vendor=abc', 'vendor=abc']);
     // The caller's baggage is not passed on to providers.
     expect(mock.requests.map((r) => r.headers.baggage)).toEqual([undefined, undefined]);
 

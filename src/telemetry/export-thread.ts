@@ -12,23 +12,29 @@ import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-node';
  * loop cost every traced call as much as making its spans.
  */
 
-/** One span as it crosses to the thread: what the OTLP encoders read of a ReadableSpan. */
+/**
+ * One span as it crosses to the thread: what the OTLP encoders read of a ReadableSpan. A field at
+ * its usual value (no parent, no events or links, nothing dropped, status unset, sampled flags, no
+ * trace state) is left out and the thread puts it back: the clone's cost is per value, and most
+ * spans carry none of these.
+ */
 interface SpanRecord {
   name: string;
   kind: number;
   traceId: string;
   spanId: string;
-  traceFlags: number;
+  /** Absent: 1 (sampled, what a batch span processor exports). */
+  traceFlags?: number;
   traceState?: string;
   parentSpanId?: string;
   parentIsRemote?: boolean;
   startTime: ReadableSpan['startTime'];
   endTime: ReadableSpan['endTime'];
   attributes: ReadableSpan['attributes'];
-  droppedAttributesCount: number;
-  events: ReadableSpan['events'];
-  droppedEventsCount: number;
-  links: {
+  droppedAttributesCount?: number;
+  events?: ReadableSpan['events'];
+  droppedEventsCount?: number;
+  links?: {
     traceId: string;
     spanId: string;
     traceFlags: number;
@@ -37,8 +43,9 @@ interface SpanRecord {
     attributes?: ReadableSpan['attributes'];
     droppedAttributesCount?: number;
   }[];
-  droppedLinksCount: number;
-  status: ReadableSpan['status'];
+  droppedLinksCount?: number;
+  /** Absent: UNSET, no message. */
+  status?: ReadableSpan['status'];
   /** Index of its instrumentation scope (each sent once, with the first batch that has it). */
   scope: number;
 }
@@ -47,23 +54,28 @@ type Scope = ReadableSpan['instrumentationScope'];
 
 const toRecord = (s: ReadableSpan, scope: number): SpanRecord => {
   const ctx = s.spanContext();
-  const parent = s.parentSpanContext;
-  return {
+  const r: SpanRecord = {
     name: s.name,
     kind: s.kind,
     traceId: ctx.traceId,
     spanId: ctx.spanId,
-    traceFlags: ctx.traceFlags,
-    traceState: ctx.traceState?.serialize(),
-    parentSpanId: parent?.spanId,
-    parentIsRemote: parent?.isRemote,
     startTime: s.startTime,
     endTime: s.endTime,
     attributes: s.attributes,
-    droppedAttributesCount: s.droppedAttributesCount,
-    events: s.events,
-    droppedEventsCount: s.droppedEventsCount,
-    links: s.links.map((l) => ({
+    scope,
+  };
+  if (ctx.traceFlags !== 1) r.traceFlags = ctx.traceFlags;
+  if (ctx.traceState) r.traceState = ctx.traceState.serialize();
+  const parent = s.parentSpanContext;
+  if (parent) {
+    r.parentSpanId = parent.spanId;
+    if (parent.isRemote) r.parentIsRemote = true;
+  }
+  if (s.droppedAttributesCount) r.droppedAttributesCount = s.droppedAttributesCount;
+  if (s.events.length) r.events = s.events;
+  if (s.droppedEventsCount) r.droppedEventsCount = s.droppedEventsCount;
+  if (s.links.length)
+    r.links = s.links.map((l) => ({
       traceId: l.context.traceId,
       spanId: l.context.spanId,
       traceFlags: l.context.traceFlags,
@@ -71,11 +83,10 @@ const toRecord = (s: ReadableSpan, scope: number): SpanRecord => {
       isRemote: l.context.isRemote,
       attributes: l.attributes,
       droppedAttributesCount: l.droppedAttributesCount,
-    })),
-    droppedLinksCount: s.droppedLinksCount,
-    status: s.status,
-    scope,
-  };
+    }));
+  if (s.droppedLinksCount) r.droppedLinksCount = s.droppedLinksCount;
+  if (s.status.code !== 0 || s.status.message !== undefined) r.status = s.status;
+  return r;
 };
 
 /**
@@ -96,28 +107,31 @@ const exporter = new OTLPTraceExporter();
 const resource = { attributes: workerData.resource, schemaUrl: workerData.schemaUrl };
 const scopes = [];
 const state = (s) => (s ? { serialize: () => s } : undefined);
+const UNSET = { code: 0 };
+// A record leaves out the fields at their usual values (toRecord): put back here.
 const span = (r) => {
-  const ctx = { traceId: r.traceId, spanId: r.spanId, traceFlags: r.traceFlags, traceState: state(r.traceState) };
+  const flags = r.traceFlags ?? 1;
+  const ctx = { traceId: r.traceId, spanId: r.spanId, traceFlags: flags, traceState: state(r.traceState) };
   return {
     name: r.name,
     kind: r.kind,
     spanContext: () => ctx,
     parentSpanContext: r.parentSpanId
-      ? { traceId: r.traceId, spanId: r.parentSpanId, traceFlags: r.traceFlags, isRemote: r.parentIsRemote }
+      ? { traceId: r.traceId, spanId: r.parentSpanId, traceFlags: flags, isRemote: r.parentIsRemote ?? false }
       : undefined,
     startTime: r.startTime,
     endTime: r.endTime,
     attributes: r.attributes,
-    droppedAttributesCount: r.droppedAttributesCount,
-    events: r.events,
-    droppedEventsCount: r.droppedEventsCount,
-    links: r.links.map((l) => ({
+    droppedAttributesCount: r.droppedAttributesCount ?? 0,
+    events: r.events ?? [],
+    droppedEventsCount: r.droppedEventsCount ?? 0,
+    links: (r.links ?? []).map((l) => ({
       context: { traceId: l.traceId, spanId: l.spanId, traceFlags: l.traceFlags, isRemote: l.isRemote, traceState: state(l.traceState) },
       attributes: l.attributes,
       droppedAttributesCount: l.droppedAttributesCount,
     })),
-    droppedLinksCount: r.droppedLinksCount,
-    status: r.status,
+    droppedLinksCount: r.droppedLinksCount ?? 0,
+    status: r.status ?? UNSET,
     resource,
     instrumentationScope: scopes[r.scope],
     duration: [0, 0],

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import {
   type Attributes,
   type Context,
+  isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -44,10 +45,20 @@ export type TraceParent = Context;
 /** One span of Gatehouse's: `context` parents spans under it; it ends once — served, failed or as it is. */
 export class TracedSpan {
   private ended = false;
+  private ctx: Context | undefined;
   constructor(
     readonly span: Span,
-    readonly context: Context,
+    private readonly parent: Context,
   ) {}
+
+  /**
+   * The span's trace context, made on first use (an attempt's span is nobody's parent: its
+   * upstream's traceparent is written from the span itself, and no context is made for it).
+   */
+  get context(): Context {
+    this.ctx ??= trace.setSpan(this.parent, this.span);
+    return this.ctx;
+  }
 
   /** Whether attributes are kept (sampled in): build them only then. */
   get recording(): boolean {
@@ -59,7 +70,7 @@ export class TracedSpan {
    * the attempt's own signal reaches the HTTP layer through every adapter.
    */
   bindSignal(signal: object): void {
-    (signal as Traced)[SIGNAL_TRACE] = this.context;
+    (signal as Traced)[SIGNAL_TRACE] = this.span;
   }
 
   set(attributes: Attributes): void {
@@ -87,11 +98,11 @@ export class TracedSpan {
 }
 
 /**
- * The trace context of an attempt's upstream request, on the attempt's signal (a property, not a
- * WeakMap: an entry per attempt is work for every garbage collection while it lives).
+ * The span of an attempt's upstream request, on the attempt's signal (a property, not a WeakMap:
+ * an entry per attempt is work for every garbage collection while it lives).
  */
-const SIGNAL_TRACE = Symbol('trace context');
-type Traced = { [SIGNAL_TRACE]?: Context };
+const SIGNAL_TRACE = Symbol('traced span');
+type Traced = { [SIGNAL_TRACE]?: Span };
 
 /**
  * Starts a span under `parent` (none: a new trace); `attributes` is called only when the span
@@ -107,7 +118,7 @@ export function startSpan(
   const parentCtx = parent ?? ROOT_CONTEXT;
   const span = getTracer().startSpan(name, { kind }, parentCtx);
   if (span.isRecording()) span.setAttributes(attributes());
-  return new TracedSpan(span, trace.setSpan(parentCtx, span));
+  return new TracedSpan(span, parentCtx);
 }
 
 /** Runs `fn` in a span of its own that ends when `fn` settles (an error ends it with status ERROR). */
@@ -169,7 +180,9 @@ export function serveTraced<T>(
 ): Promise<T> {
   if (!on) return handle();
   const res = reply.raw;
-  const parentCtx = parent ?? propagation.extract(ROOT_CONTEXT, req.headers);
+  // Without a caller's traceparent the (W3C) propagator finds nothing to extract: not asked.
+  const parentCtx =
+    parent ?? (req.headers.traceparent ? propagation.extract(ROOT_CONTEXT, req.headers) : ROOT_CONTEXT);
   const s = startSpan(
     `${req.method} ${route}`,
     SpanKind.SERVER,
@@ -219,13 +232,21 @@ export function serveTraced<T>(
 }
 
 /**
- * Adds the `traceparent` of the attempt whose signal `signal` is to an upstream request's headers
- * (a new object of the caller's), when that attempt is traced.
+ * Adds the `traceparent` (and `tracestate`) of the attempt whose signal `signal` is to an upstream
+ * request's headers (a new object of the caller's), when that attempt is traced. Written from the
+ * span's ids as the W3C propagator would (the only one sdk.ts registers), without a context object
+ * and the propagation API's lookups per request.
  */
 export function withTraceparent<H extends Record<string, string>>(headers: H, signal: object): H {
   if (!on) return headers;
-  const ctx = (signal as Traced)[SIGNAL_TRACE];
-  if (ctx) propagation.inject(ctx, headers);
+  const span = (signal as Traced)[SIGNAL_TRACE];
+  if (!span) return headers;
+  const sc = span.spanContext();
+  if (!isSpanContextValid(sc)) return headers;
+  (headers as Record<string, string>).traceparent =
+    `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+  const state = sc.traceState?.serialize();
+  if (state) (headers as Record<string, string>).tracestate = state;
   return headers;
 }
 
