@@ -13,7 +13,7 @@
  * interleaved over several
  * rounds (so drift on the machine hits every target alike), pools each target's samples over the
  * rounds and reports p50 / p99 and the latency each gateway adds over calling the mock directly,
- * req/s, and ratios. Results: bench/results/<date>-<machine>.md and .json.
+ * req/s, and ratios. Results: bench/results/<date>-<machine>.md and .json (`-2`, `-3`… when taken).
  *
  * Every address is 127.0.0.1. Knobs (environment): BENCH_ROUNDS (3), BENCH_DURATION_MS (3000 per
  * round and target), BENCH_WARMUP_MS (700 before each measurement), BENCH_PREWARM_MS (4000: each
@@ -756,7 +756,10 @@ async function main() {
     const errors = [...cells, ...lanes.cells, ...others].reduce((n, c) => n + c.errors, 0);
     if (errors > 0) notes.push(`${errors} requests failed; see the errors column and the JSON (firstError).`);
     mkdirSync(OPTS.out, { recursive: true });
-    const base = join(OPTS.out, `${date}-${OPTS.machine}`);
+    // A second run on the same day and machine (another scenario, say) gets a file of its own.
+    const first = join(OPTS.out, `${date}-${OPTS.machine}`);
+    let base = first;
+    for (let n = 2; existsSync(`${base}.md`) || existsSync(`${base}.json`); n++) base = `${first}-${n}`;
     writeJson(`${base}.json`, { meta, notes, cells, lanes, others });
     const md = report(meta, cells, lanes, others, notes);
     writeFileSync(`${base}.md`, md);
