@@ -54,15 +54,8 @@ interface ReloadLog {
  * SIGHUP is to exit). A refused reload keeps the catalog in use.
  */
 async function reloadOnSighup(catalog: Catalog, env: Record<string, string | undefined>, log: ReloadLog) {
-  const { refreshCatalog } = await import('./catalog/refresh.js');
-  process.on('SIGHUP', () => {
-    refreshCatalog({ catalog, env, log }).catch((err) =>
-      log.error(
-        { error: (err as Error).message },
-        'model catalog not reloaded; the previous one stays in use',
-      ),
-    );
-  });
+  const { reloadInBackground } = await import('./catalog/refresh.js');
+  process.on('SIGHUP', () => reloadInBackground({ catalog, env, log }));
 }
 
 /**

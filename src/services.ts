@@ -11,7 +11,7 @@ import { AuditLog } from './audit/service.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
-import { refreshCatalog } from './catalog/refresh.js';
+import { reloadInBackground } from './catalog/refresh.js';
 import { ClusterBus } from './cluster/bus.js';
 import { applyClusterEvent } from './cluster/caches.js';
 import { clusterLink, IpcLimitStore, IpcReservations, IpcWindows } from './cluster/ipc.js';
@@ -98,15 +98,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   keys.onInvalidate((hash) => cluster.publish({ kind: 'key', hash }));
   byok.onInvalidate((organizationId) => cluster.publish({ kind: 'byok', organizationId }));
   // A reload through the operator API on another node or worker reloads this one's catalog too.
-  const catalogReload = {
-    reload: () =>
-      void refreshCatalog({ catalog, env: config.env, log }).catch((err) =>
-        log.warn(
-          { error: (err as Error).message },
-          'model catalog not reloaded; the previous one stays in use',
-        ),
-      ),
-  };
+  const catalogReload = { reload: () => reloadInBackground({ catalog, env: config.env, log }) };
   cluster.onEvent((e) => applyClusterEvent({ keys, policy, byok, spend, catalog: catalogReload }, e));
 
   // The routing engine: catalog, provider adapters, enforcement and accounting. The adapters are

@@ -117,6 +117,21 @@ export function refreshCatalog(deps: RefreshDeps): Promise<RefreshResult> {
 }
 
 /**
+ * A reload nobody awaits (SIGHUP, another node's reload through the API): a refusal is logged as
+ * an error and the catalog in use stays.
+ */
+export function reloadInBackground(
+  deps: RefreshDeps & { log: CatalogLog & { error(obj: object, msg: string): void } },
+): void {
+  refreshCatalog(deps).catch((err) =>
+    deps.log.error(
+      { error: (err as Error).message },
+      'model catalog not reloaded; the previous one stays in use',
+    ),
+  );
+}
+
+/**
  * Keeps the OpenAI-compatible servers' models current: asks them at start and every `intervalMs`
  * (0: at start only); a server that failed is asked again after `retryMs` until it answers.
  */

@@ -44,10 +44,10 @@ const driver = createRequire(import.meta.url).resolve('better-sqlite3');
  * Runs the accountant's group commits on SQLite on a thread of its own, with its own connection to
  * the file. The inserts (a generation row and its nine index entries, a usage event, the hourly
  * rollup's cells) were ~10 % of a call's CPU on the event loop; here the loop hands over the rows'
- * journal lines (one string) with the usage events' and rollup cells' values. The file already has other
- * writers (`serve --workers`, the batch worker, the checkpointer): every transaction on it is
- * `BEGIN IMMEDIATE` (db/connection.ts), so a commit here makes the loop's writes wait for the lock
- * rather than fail on a stale snapshot.
+ * journal lines (one string) with the usage events' and rollup cells' values. The file already
+ * has other writers (`serve --workers`, the batch worker, the checkpointer): every transaction on
+ * it is `BEGIN IMMEDIATE` (db/connection.ts), so a commit here makes the loop's writes wait for the
+ * lock rather than fail on a stale snapshot.
  */
 export function startGenerationWriter(path: string, onError: (message: string) => void): GenerationWriter {
   const worker = new Worker(THREAD, {
