@@ -81,9 +81,9 @@ describe.each(databases)('inference endpoints on the development provider (%s)',
       tools,
     });
     expect(chat.choices[0]?.finish_reason).toBe('tool_calls');
-    expect(JSON.parse(chat.choices[0]?.message.tool_calls?.[0]?.function.arguments ?? '')).toEqual({
-      city: 'Paris',
-    });
+    const call = chat.choices[0]?.message.tool_calls?.[0];
+    expect(call?.type).toBe('function');
+    expect(JSON.parse(call?.type === 'function' ? call.function.arguments : '')).toEqual({ city: 'Paris' });
 
     const msg = await anthropic.messages.create({
       model: 'gatehouse/scripted',
