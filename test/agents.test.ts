@@ -47,7 +47,7 @@ const TURNS = [
 /** The agents' own default model ids, and one each for the other format (USD per million tokens). */
 const PRICES = {
   'claude-opus-5-5': { prompt: 5, completion: 25, cached_prompt: 0.5, cache_write: 6.25 },
-  'gpt-6.1-sol': { prompt: 2, completion: 10, cached_prompt: 0.2 },
+  'gpt-6.2-sol': { prompt: 2, completion: 10, cached_prompt: 0.2 },
   'gpt-5.5': { prompt: 1.25, completion: 10, cached_prompt: 0.125 },
 };
 type Priced = keyof typeof PRICES;
@@ -322,14 +322,14 @@ describe('the coding agents through Gatehouse', () => {
     'Codex (its default model) → OpenAI Responses: the request reaches the upstream intact',
     async () => {
       const r = await runCodex({ baseUrl: codexBase(), apiKey: gw.apiKey, prompt: 'Say hello.' });
-      expectFinished(r, 'Hello from gpt-6.1-sol!');
+      expectFinished(r, 'Hello from gpt-6.2-sol!');
       const got = upstream('openai');
       expect(got.map((q) => q.path)).toEqual(['/openai/v1/responses']);
       // Codex's own dialect for OpenAI models: tools as namespaces in an `additional_tools` input
       // item, encrypted reasoning asked back, nothing stored, a prompt cache key.
       expect(got[0]?.body).toEqual(sent()[0]?.body);
       expect(got[0]?.body).toMatchObject({
-        model: 'gpt-6.1-sol',
+        model: 'gpt-6.2-sol',
         stream: true,
         store: false,
         include: ['reasoning.encrypted_content'],
