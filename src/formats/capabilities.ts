@@ -43,6 +43,16 @@ function findPart(
   return null;
 }
 
+/** The path of the first file part in messages whose role passes `roles`. */
+function findFile(req: ChatRequest, roles: (role: string) => boolean): string | null {
+  for (const [i, m] of req.messages.entries()) {
+    if (!roles(m.role) || !Array.isArray(m.content)) continue;
+    const j = m.content.findIndex((p) => p.type === 'file');
+    if (j >= 0) return `messages[${i}].content[${j}]`;
+  }
+  return null;
+}
+
 export const CAPABILITY_RULES: readonly CapabilityRule[] = [
   {
     field: 'logprobs',
@@ -114,6 +124,12 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
         (role) => role === 'tool',
       ),
     reason: 'images in tool results are not supported',
+  },
+  {
+    field: 'file',
+    refusedBy: ['openai', 'google'],
+    check: (r) => findFile(r, (role) => role === 'tool'),
+    reason: 'documents in tool results are not supported',
   },
 ];
 

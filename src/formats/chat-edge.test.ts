@@ -278,8 +278,12 @@ describe('chatRequestFromBody', () => {
       msg({ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }),
     ],
     [
-      'messages[0].content[0].type',
-      msg({ role: 'user', content: [{ type: 'file', file: { file_id: 'f' } }] }),
+      'messages[0].content[0].file.file_data',
+      msg({ role: 'user', content: [{ type: 'file', file: { file_data: 'JVBERi0x' } }] }),
+    ],
+    [
+      'messages[0].content[0].file',
+      msg({ role: 'user', content: [{ type: 'file', file: { filename: 'a.pdf' } }] }),
     ],
     [
       'messages[0].content[0].image_url',

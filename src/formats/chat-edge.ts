@@ -13,7 +13,10 @@
  * returned it) are kept: objects with a string `type`, known types checked, unknown types dropped
  * (`reasoning-details.ts`); each provider sends back only the entries of its own `format`.
  *
- * Refused: `n` > 1, audio (`audio`, `modalities` with audio, `input_audio` parts), `file` parts,
+ * Documents: `file` parts (`file_data` as a data: URL or an http(s) URL, or `file_id`) — each
+ * provider's wire carries them as its own kind of document.
+ *
+ * Refused: `n` > 1, audio (`audio`, `modalities` with audio, `input_audio` parts),
  * `prediction`, `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools and
  * `allowed_tools` choices, `reasoning.enabled: false` (the canonical request cannot switch
  * reasoning off), both `tools` and `functions`.
@@ -37,6 +40,7 @@ import {
   type ToolDefinition,
   TranslationError,
 } from './chat.js';
+import { filePart } from './files.js';
 import { cachedTextParts, openAiHints, optCacheControl, withCacheControl } from './hints.js';
 import { parseReasoningDetails } from './reasoning-details.js';
 import {
@@ -86,8 +90,14 @@ function userPart(part: Obj, p: string): ContentPart {
     }
     case 'input_audio':
       return fail(`${p}.type`, "'input_audio' parts are not supported");
-    case 'file':
-      return fail(`${p}.type`, "'file' parts are not supported");
+    case 'file': {
+      const file = obj(part.file, `${p}.file`);
+      return filePart(file, `${p}.file`, {
+        file_data: `${p}.file.file_data`,
+        file_id: `${p}.file.file_id`,
+        filename: `${p}.file.filename`,
+      });
+    }
     default:
       return fail(`${p}.type`, `'${String(part.type)}' parts are not supported`);
   }

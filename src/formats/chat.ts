@@ -26,7 +26,20 @@ export type ContentPart =
       type: 'image_url';
       image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
       cache_control?: CacheControl;
-    };
+    }
+  | { type: 'file'; file: FileInput; cache_control?: CacheControl };
+
+/**
+ * A document given to the model (OpenRouter's and OpenAI's `file` part; Anthropic's `document`
+ * block, Responses' `input_file`): a PDF or a text file as a `data:` URL, a URL, or a provider's own
+ * file id (meaningful only to that provider).
+ */
+export interface FileInput {
+  filename?: string;
+  /** `data:<media type>;base64,<data>` or an http(s) URL. */
+  file_data?: string;
+  file_id?: string;
+}
 
 /**
  * One piece of provider reasoning state (OpenRouter's `reasoning_details`), carried so that a

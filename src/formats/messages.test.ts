@@ -541,7 +541,24 @@ describe('messagesRequestToChat', () => {
     ['inference_geo', { ...ok, inference_geo: 'eu' }],
     ['temperature', { ...ok, temperature: 1.5 }],
     ['stop_sequences[0]', { ...ok, stop_sequences: [1] }],
-    ['messages[0].content[0].type', user([{ type: 'document', source: { type: 'base64', data: 'x' } }])],
+    [
+      'messages[0].content[0].source.media_type',
+      user([{ type: 'document', source: { type: 'base64', data: 'x' } }]),
+    ],
+    [
+      'messages[0].content[0].source.type',
+      user([{ type: 'document', source: { type: 'file', file_id: 'file_1' } }]),
+    ],
+    [
+      'messages[0].content[0].citations',
+      user([
+        {
+          type: 'document',
+          source: { type: 'text', media_type: 'text/plain', data: 'x' },
+          citations: { enabled: true },
+        },
+      ]),
+    ],
     ['messages[0].content[0].type', user([{ type: 'search_result', content: [] }])],
     [
       'messages[0].content[0].source.type',
@@ -553,7 +570,7 @@ describe('messagesRequestToChat', () => {
     ],
     ['messages[0].content', user([])],
     [
-      'messages[0].content[0].content[0].type',
+      'messages[0].content[0].content[0].source',
       user([{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'document' }] }]),
     ],
     [

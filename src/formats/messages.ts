@@ -51,8 +51,12 @@
  * (`user_profile_id`, `workspace_id`, `betas`), Gatehouse's own fields (`provider`, `models`,
  * `route`, …), unknown fields.
  *
- * Refused: `container`, `mcp_servers`, `inference_geo`, document /
- * search-result / server-tool blocks, file image sources, server tools (any tool `type` other than
+ * Documents (`document` blocks, in user turns and tool results): a PDF (base64 or URL), a text
+ * document or custom text content → the canonical `file` part (formats/files.ts), `title` as its
+ * file name, `context` as text before it; `citations.enabled` is refused (only Anthropic cites).
+ *
+ * Refused: `container`, `mcp_servers`, `inference_geo`,
+ * search-result / server-tool blocks, file image and document sources, server tools (any tool `type` other than
  * `custom`), `thinking.type: 'between_tools'`, `output_config.effort` max, tool
  * `input_examples` / non-direct `allowed_callers`.
  *
@@ -84,6 +88,7 @@ import {
   type ToolDefinition,
   type Usage,
 } from './chat.js';
+import { documentParts } from './files.js';
 import { cachedTextParts, optCacheControl, withCacheControl } from './hints.js';
 import { type Block, responseBlocks, segmentChatStream } from './segments.js';
 import {
@@ -263,11 +268,12 @@ function toolResultMessage(block: Obj, path: string): ChatMessage {
   let parts: ContentPart[] = [];
   if (typeof block.content === 'string') parts = [{ type: 'text', text: block.content }];
   else if (given(block.content)) {
-    parts = arr(block.content, `${path}.content`).map((b, i): ContentPart => {
+    parts = arr(block.content, `${path}.content`).flatMap((b, i): ContentPart[] => {
       const p = `${path}.content[${i}]`;
       const inner = obj(b, p);
-      if (inner.type === 'text') return { type: 'text', text: str(inner.text, `${p}.text`) };
-      if (inner.type === 'image') return imagePart(inner, p);
+      if (inner.type === 'text') return [{ type: 'text', text: str(inner.text, `${p}.text`) }];
+      if (inner.type === 'image') return [imagePart(inner, p)];
+      if (inner.type === 'document') return documentParts(inner, p);
       return fail(`${p}.type`, `'${String(inner.type)}' blocks are not supported in tool results`);
     });
   }
@@ -315,9 +321,13 @@ function userMessages(content: unknown, path: string): ChatMessage[] {
         flush();
         out.push(toolResultMessage(block, p));
         break;
-      case 'document':
-        fail(`${p}.type`, "'document' blocks (PDF / plain-text documents) are not supported");
+      case 'document': {
+        const doc = documentParts(block, p);
+        const last = doc.length - 1;
+        doc[last] = withCacheControl(doc[last] as ContentPart, block.cache_control, `${p}.cache_control`);
+        parts.push(...doc);
         break;
+      }
       default:
         fail(`${p}.type`, `'${String(block.type)}' blocks are not supported in user messages`);
     }

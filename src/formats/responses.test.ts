@@ -351,9 +351,10 @@ describe('responsesRequestToChat', () => {
       'input[0].content[0].file_id',
       item({ role: 'user', content: [{ type: 'input_image', file_id: 'file_1', detail: 'auto' }] }),
     ],
+    ['input[0].content[0]', item({ role: 'user', content: [{ type: 'input_file', filename: 'a.pdf' }] })],
     [
-      'input[0].content[0].type',
-      item({ role: 'user', content: [{ type: 'input_file', file_id: 'file_1' }] }),
+      'input[0].content[0].file_url',
+      item({ role: 'user', content: [{ type: 'input_file', file_url: 'ftp://x/a.pdf' }] }),
     ],
     [
       'input[0].content[0].type',
@@ -368,7 +369,7 @@ describe('responsesRequestToChat', () => {
     ['input[0].call_id', item({ type: 'function_call', name: 'f', arguments: '{}' })],
     ['input[0].arguments', item({ type: 'function_call', call_id: 'c', name: 'f', arguments: {} })],
     [
-      'input[0].output[0].type',
+      'input[0].output[0]',
       item({ type: 'function_call_output', call_id: 'c', output: [{ type: 'input_file' }] }),
     ],
   ])('refuses %s', (field, body) => {

@@ -13,7 +13,7 @@
  * | ------------------------------------------------ | --------------------------------------------------- |
  * | `instructions`                                   | a leading `system` message                          |
  * | `input` string                                   | one user message                                    |
- * | message items user/system/developer              | same role; `input_text` → text, `input_image` (URL) → image_url |
+ * | message items user/system/developer              | same role; `input_text` → text, `input_image` (URL) → image_url, `input_file` (`file_data`, `file_url`, `file_id`) → file |
  * | assistant message items (`output_text`, `refusal`) | assistant `content` (text concatenated)           |
  * | `reasoning` items (summary text)                 | assistant `reasoning`                               |
  * | `function_call` / `custom_tool_call` /           | assistant `tool_calls` (id = `call_id`; names and   |
@@ -77,6 +77,7 @@ import type {
   ToolDefinition,
   Usage,
 } from './chat.js';
+import { filePart } from './files.js';
 import { openAiHints } from './hints.js';
 import {
   assertUniqueNames,
@@ -380,8 +381,15 @@ function inputContent(content: unknown, path: string, allowImages: boolean): str
           : undefined;
         return { type: 'image_url', image_url: detail ? { url, detail } : { url } };
       }
-      case 'input_file':
-        return fail(`${p}.type`, "'input_file' content is not supported");
+      case 'input_file': {
+        if (!allowImages) return fail(`${p}.type`, 'files are only allowed in user messages');
+        const url = given(part.file_url) ? { file_data: part.file_url } : {};
+        return filePart({ ...part, ...url }, p, {
+          file_data: given(part.file_url) ? `${p}.file_url` : `${p}.file_data`,
+          file_id: `${p}.file_id`,
+          filename: `${p}.filename`,
+        });
+      }
       case 'input_audio':
         return fail(`${p}.type`, "'input_audio' content is not supported");
       default:

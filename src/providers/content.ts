@@ -1,4 +1,4 @@
-import { type ChatMessage, TranslationError } from '../formats/chat.js';
+import { type ChatMessage, type FileInput, TranslationError } from '../formats/chat.js';
 
 /** The text of a message's content: a string, or its text parts joined (images ignored). */
 export function textOf(content: ChatMessage['content']): string {
@@ -18,6 +18,28 @@ export function parseDataUrl(url: string): { mediaType: string; data: string } |
 }
 
 export const isHttpUrl = (url: string): boolean => /^https?:\/\//i.test(url);
+
+/** Where a file part's document is: inline (base64), at a URL, or in one provider's file store. */
+export type FileSource =
+  | { kind: 'data'; mediaType: string; data: string }
+  | { kind: 'url'; url: string }
+  | { kind: 'id'; id: string };
+
+export function fileSource(file: FileInput): FileSource {
+  if (file.file_data !== undefined) {
+    const inline = parseDataUrl(file.file_data);
+    if (inline) return { kind: 'data', ...inline };
+    if (isHttpUrl(file.file_data)) return { kind: 'url', url: file.file_data };
+    throw new TranslationError('file.file_data must be a data: URL or an http(s) URL');
+  }
+  if (file.file_id !== undefined) return { kind: 'id', id: file.file_id };
+  throw new TranslationError('a file part needs file_data or file_id');
+}
+
+/** Text documents (`text/plain`, `text/markdown`, …) travel as text where a wire has no text file. */
+export const isTextMedia = (mediaType: string): boolean => /^text\//i.test(mediaType);
+
+export const base64Text = (data: string): string => Buffer.from(data, 'base64').toString('utf8');
 
 /** Parses a tool call's `arguments` JSON; an empty string is `{}`. Throws SyntaxError when invalid. */
 export function parseToolArguments(args: string): unknown {

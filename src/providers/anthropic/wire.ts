@@ -59,6 +59,7 @@ import {
   type ChatRequest,
   type ChatResponse,
   type ContentPart,
+  type FileInput,
   type FinishReason,
   REASONING_FORMATS,
   type ReasoningDetail,
@@ -67,7 +68,15 @@ import {
   type Usage,
 } from '../../formats/chat.js';
 import { detailsOfFormat } from '../../formats/reasoning-details.js';
-import { isHttpUrl, parseDataUrl, systemText, toolArgumentsObject } from '../content.js';
+import {
+  base64Text,
+  fileSource,
+  isHttpUrl,
+  isTextMedia,
+  parseDataUrl,
+  systemText,
+  toolArgumentsObject,
+} from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
 import { UpstreamError } from '../types.js';
 import { anthropicStreamError } from './errors.js';
@@ -91,6 +100,24 @@ function imageBlock(url: string): Block {
   throw new TranslationError('image_url must be a data: URL or an http(s) URL');
 }
 
+/**
+ * A file part as Anthropic's `document` block: a PDF inline or at a URL, a text file as text (the
+ * two kinds of document Anthropic reads); the file name becomes its title.
+ */
+function documentBlock(file: FileInput): Block {
+  const src = fileSource(file);
+  let source: Block;
+  if (src.kind === 'url') source = { type: 'url', url: src.url };
+  else if (src.kind === 'id')
+    throw new TranslationError("file ids belong to the provider that issued them: send the file's data");
+  else if (isTextMedia(src.mediaType))
+    source = { type: 'text', media_type: 'text/plain', data: base64Text(src.data) };
+  else if (src.mediaType === 'application/pdf')
+    source = { type: 'base64', media_type: 'application/pdf', data: src.data };
+  else throw new TranslationError(`Anthropic takes PDF and text documents, not ${src.mediaType}`);
+  return { type: 'document', source, ...(file.filename ? { title: file.filename } : {}) };
+}
+
 const withCache = (block: Block, cc: CacheControl | undefined): Block =>
   cc ? { ...block, cache_control: cc } : block;
 
@@ -100,6 +127,7 @@ function contentBlocks(content: ChatMessage['content']): Block[] {
   return content.flatMap((p: ContentPart): Block[] => {
     if (p.type === 'text') return p.text ? [withCache({ type: 'text', text: p.text }, p.cache_control)] : [];
     if (p.type === 'image_url') return [withCache(imageBlock(p.image_url.url), p.cache_control)];
+    if (p.type === 'file') return [withCache(documentBlock(p.file), p.cache_control)];
     throw new TranslationError(`unsupported content part type: ${(p as { type: string }).type}`);
   });
 }

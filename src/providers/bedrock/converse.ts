@@ -4,7 +4,8 @@
  * Request: built as Anthropic's Messages body (`toAnthropicRequest`: system apart, same-role turns
  * merged, consecutive tool results in one user turn, arguments checked, thinking rules) and each
  * part rewritten into Converse's shapes — text → `{text}`, a base64 image → `{image: {format, source:
- * {bytes}}}` (Converse takes no image URLs: TranslationError), tool_use → `{toolUse}`, tool_result
+ * {bytes}}}` (Converse takes no image URLs: TranslationError), a PDF or text document →
+ * `{document: {format: pdf|txt, name, source: {bytes}}}`, tool_use → `{toolUse}`, tool_result
  * → `{toolResult: {toolUseId, content: [{text}]}}`; a cache breakpoint (`cache_control`) becomes
  * a `{cachePoint: {type: 'default'}}` block after the block it marks. max tokens, temperature, top_p
  * and stop → `inferenceConfig`; tools → `toolConfig` (tool_choice auto/required/named →
@@ -56,6 +57,44 @@ function imageFormat(mediaType: unknown): string {
   );
 }
 
+/**
+ * A document's name as Converse takes it: letters, digits, single spaces, hyphens, parentheses
+ * and square brackets only (a file name's dot and extension go).
+ */
+function documentName(title: unknown): string {
+  const name = String(title ?? '')
+    .replace(/\.[a-z0-9]{1,5}$/i, '')
+    .replace(/[^A-Za-z0-9\s\-()[\]]+/g, '-')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return name || 'document';
+}
+
+/** An Anthropic `document` block → Converse's (a PDF, or a text document as a `txt` file). */
+function documentBlock(b: Block): Block {
+  const src = obj(b.source);
+  let doc: { format: string; bytes: string };
+  if (src.type === 'base64' && src.media_type === 'application/pdf')
+    doc = { format: 'pdf', bytes: String(src.data) };
+  else if (src.type === 'text')
+    doc = { format: 'txt', bytes: Buffer.from(String(src.data)).toString('base64') };
+  else throw new TranslationError('Bedrock Converse takes documents as data: URLs only, not http(s) URLs');
+  return { document: { format: doc.format, name: documentName(b.title), source: { bytes: doc.bytes } } };
+}
+
+/** Converse refuses two documents of one name: the later ones get " (2)", " (3)"… */
+function uniqueDocumentNames(messages: { content: Block[] }[]): void {
+  const seen = new Map<string, number>();
+  for (const m of messages)
+    for (const b of m.content) {
+      const doc = b.document as { name: string } | undefined;
+      if (!doc) continue;
+      const n = (seen.get(doc.name) ?? 0) + 1;
+      seen.set(doc.name, n);
+      if (n > 1) doc.name = `${doc.name} (${n})`;
+    }
+}
+
 /** One Anthropic-shaped block → its Converse blocks (the block, then its cache point). */
 function converseBlocks(b: Block): Block[] {
   let out: Block | null;
@@ -70,6 +109,9 @@ function converseBlocks(b: Block): Block[] {
       out = { image: { format: imageFormat(src.media_type), source: { bytes: src.data } } };
       break;
     }
+    case 'document':
+      out = documentBlock(b);
+      break;
     case 'tool_use':
       out = { toolUse: { toolUseId: b.id, name: b.name, input: b.input } };
       break;
@@ -118,6 +160,7 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   const messages = (a.messages as { role: string; content: Block[] }[])
     .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
     .filter((m) => m.content.length > 0);
+  uniqueDocumentNames(messages);
   // A request-wide breakpoint marks the end of the prompt.
   if (a.cache_control) messages[messages.length - 1]?.content.push(CACHE_POINT);
   const body: Record<string, unknown> = { messages };

@@ -57,6 +57,7 @@ import {
   type ContentPart,
   type EmbeddingsRequest,
   type EmbeddingsResponse,
+  type FileInput,
   type FinishReason,
   REASONING_FORMATS,
   type ReasoningDetail,
@@ -65,7 +66,7 @@ import {
   type Usage,
 } from '../../formats/chat.js';
 import { collapseReasoningDetails, detailsOfFormat } from '../../formats/reasoning-details.js';
-import { isHttpUrl, parseDataUrl, systemText, textOf, toolArgumentsObject } from '../content.js';
+import { fileSource, isHttpUrl, parseDataUrl, systemText, textOf, toolArgumentsObject } from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
 import { UpstreamError } from '../types.js';
 import { geminiStreamError } from './errors.js';
@@ -106,12 +107,24 @@ function imagePart(url: string): Part {
   throw new TranslationError('image_url must be a data: URL or an http(s) URL');
 }
 
+/** A file part as Gemini's inline data (PDFs and text files alike) or, at a URL, its file data. */
+function filePart(file: FileInput): Part {
+  const src = fileSource(file);
+  if (src.kind === 'data') return { inlineData: { mimeType: src.mediaType, data: src.data } };
+  if (src.kind === 'url') {
+    const ext = /\.([a-z0-9]+)(?:[?#]|$)/i.exec(new URL(src.url).pathname)?.[1]?.toLowerCase() ?? '';
+    return { fileData: { mimeType: MIME_BY_EXT[ext] ?? 'application/pdf', fileUri: src.url } };
+  }
+  throw new TranslationError("file ids belong to the provider that issued them: send the file's data");
+}
+
 function contentParts(content: ChatMessage['content']): Part[] {
   if (content == null) return [];
   if (typeof content === 'string') return content ? [{ text: content }] : [];
   return content.flatMap((p: ContentPart): Part[] => {
     if (p.type === 'text') return p.text ? [{ text: p.text }] : [];
     if (p.type === 'image_url') return [imagePart(p.image_url.url)];
+    if (p.type === 'file') return [filePart(p.file)];
     throw new TranslationError(`unsupported content part type: ${(p as { type: string }).type}`);
   });
 }

@@ -24,13 +24,16 @@ import type {
   ChatMessage,
   ChatRequest,
   ChatResponse,
+  ContentPart,
   EmbeddingsRequest,
   EmbeddingsResponse,
+  FileInput,
   FinishReason,
   ReasoningConfig,
   Usage,
 } from '../../formats/chat.js';
 import { OPENAI_HINT_FIELDS } from '../../formats/hints.js';
+import { base64Text, fileSource, isTextMedia } from '../content.js';
 
 export type OpenAiFlavor = 'openai' | 'openai-compatible';
 
@@ -59,12 +62,26 @@ export function effortFromReasoning(r: ReasoningConfig): ReasoningConfig['effort
   return 'high';
 }
 
+/**
+ * A file part as Chat Completions takes it. A text document goes as its text (OpenAI's file parts
+ * take PDFs); a PDF, a URL or a file id as a `file` part, and the provider decides what it accepts.
+ */
+function wireFile(file: FileInput): ContentPart {
+  const src = fileSource(file);
+  if (src.kind === 'data' && isTextMedia(src.mediaType)) return { type: 'text', text: base64Text(src.data) };
+  if (src.kind === 'id') return { type: 'file', file: { file_id: src.id } };
+  const name = file.filename ?? (src.kind === 'url' ? undefined : 'document.pdf');
+  return { type: 'file', file: { ...(name ? { filename: name } : {}), file_data: file.file_data } };
+}
+
 /** Content parts without Gatehouse's `cache_control` (OpenAI would reject the unknown field). */
 function wireContent(content: ChatMessage['content']): ChatMessage['content'] {
   if (!Array.isArray(content)) return content;
-  return content.map((p) =>
-    p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: p.image_url },
-  );
+  return content.map((p): ContentPart => {
+    if (p.type === 'text') return { type: 'text', text: p.text };
+    if (p.type === 'image_url') return { type: 'image_url', image_url: p.image_url };
+    return wireFile(p.file);
+  });
 }
 
 function toWireMessage(m: ChatMessage, flavor: OpenAiFlavor): Record<string, unknown> {
