@@ -321,6 +321,39 @@ describe('content filters', () => {
       expect(sent().match(/REDACTED:CODENAME/g)).toHaveLength(6);
     });
 
+    it('documents: a text file inlined in a file part, an Anthropic text document — on a lane and translated', async () => {
+      const b64 = (t: string) => Buffer.from(t).toString('base64');
+      const file = {
+        type: 'file',
+        file: { filename: 'notes.txt', file_data: `data:text/plain;base64,${b64(`plan ${T}`)}` },
+      };
+      const doc = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: `plan ${T}` } };
+      const calls = [
+        ['/chat/completions', { model: 'test/gpt', messages: [{ role: 'user', content: [file] }] }],
+        ['/chat/completions', { model: 'test/claude', messages: [{ role: 'user', content: [file] }] }],
+        ['/messages', { model: 'test/claude', max_tokens: 10, messages: [{ role: 'user', content: [doc] }] }],
+        ['/messages', { model: 'test/gpt', max_tokens: 10, messages: [{ role: 'user', content: [doc] }] }],
+      ] as const;
+      const blocking = await keyWithGuardrail(filter('block'));
+      for (const [path, body] of calls)
+        expect((await blocking.call('POST', path, body)).status, path).toBe(403);
+      expect(mock.requests).toHaveLength(0);
+      const redacting = await keyWithGuardrail(filter('redact'));
+      for (const [path, body] of calls)
+        expect((await redacting.call('POST', path, body)).status, path).toBe(200);
+      // What each provider read: the lane's file part still base64, decoded here.
+      const readable = mock.requests.map((r) =>
+        JSON.stringify(r.body).replace(/data:text\/plain;base64,([A-Za-z0-9+/=]+)/g, (_, d: string) =>
+          Buffer.from(d, 'base64').toString('utf8'),
+        ),
+      );
+      expect(readable).toHaveLength(4);
+      for (const text of readable) {
+        expect(text).not.toContain(T);
+        expect(text).toContain('plan [REDACTED:CODENAME]');
+      }
+    });
+
     it('responses format: instructions, call arguments and outputs, tool schemas, text.format schema', async () => {
       const { call } = await keyWithGuardrail(filter('redact'));
       const res = await call('POST', '/responses', {

@@ -10,6 +10,7 @@ import type { ErrorRenderer } from '../../server/errors.js';
 import { withFinalUsage } from './final-usage.js';
 import {
   contentSlots,
+  documentSlots,
   formatSlots,
   isObj,
   leafSlots,
@@ -61,8 +62,8 @@ const ErrorSchema = Type.Object(
 );
 
 /**
- * The system prompt, message text blocks, tool results (as the tool's) and tool inputs (as the
- * assistant's), tools (descriptions and input schemas), the output format's schema. Thinking blocks are signed by the provider: never rewritten.
+ * The system prompt, message text blocks, documents' text, tool results (as the tool's) and tool
+ * inputs (as the assistant's), tools (descriptions and input schemas), the output format's schema. Thinking blocks are signed by the provider: never rewritten.
  */
 function texts(body: Body): TextSlot[] {
   const out: TextSlot[] = [];
@@ -80,6 +81,7 @@ function texts(body: Body): TextSlot[] {
         if (block.type === 'text') stringSlot(out, role, block, 'text', m.content);
         else if (block.type === 'tool_result') contentSlots(out, 'tool', block);
         else if (block.type === 'tool_use') leafSlots(out, 'assistant', block, 'input');
+        else documentSlots(out, role, block);
       }
     }
   toolSlots(out, body);

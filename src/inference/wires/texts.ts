@@ -53,8 +53,46 @@ export function contentSlots(out: TextSlot[], role: Role, message: Obj, key = 'c
   const content = message[key];
   if (typeof content === 'string') stringSlot(out, role, message, key);
   else if (Array.isArray(content))
-    for (const part of content)
-      if (isObj(part) && typeof part.text === 'string') stringSlot(out, role, part, 'text', content);
+    for (const part of content) {
+      if (!isObj(part)) continue;
+      if (typeof part.text === 'string') stringSlot(out, role, part, 'text', content);
+      else documentSlots(out, role, part);
+    }
+}
+
+const TEXT_DATA_URL = /^(data:text\/[^;,]*(?:;[^;,]*)*;base64,)(.*)$/s;
+
+/** A text file inlined as a base64 `data:` URL: read decoded, rewritten re-encoded. */
+function dataUrlTextSlot(out: TextSlot[], role: Role, holder: Obj, key: string): void {
+  const v = holder[key];
+  const m = typeof v === 'string' ? TEXT_DATA_URL.exec(v) : null;
+  if (!m) return;
+  const prefix = m[1] as string;
+  out.push({
+    role,
+    text: Buffer.from(m[2] as string, 'base64').toString('utf8'),
+    set: (next) => {
+      holder[key] = prefix + Buffer.from(next, 'utf8').toString('base64');
+    },
+  });
+}
+
+/**
+ * The text of a document part, whichever format gave it: a text file in a Chat Completions `file`
+ * part or a Responses `input_file` (base64 `data:` URLs), an Anthropic `document` (a text source,
+ * custom content, its title and context). A PDF's text is not read.
+ */
+export function documentSlots(out: TextSlot[], role: Role, part: Obj): void {
+  if (part.type === 'file' && isObj(part.file)) dataUrlTextSlot(out, role, part.file, 'file_data');
+  else if (part.type === 'input_file') dataUrlTextSlot(out, role, part, 'file_data');
+  else if (part.type === 'document') {
+    stringSlot(out, role, part, 'title');
+    stringSlot(out, role, part, 'context');
+    const source = part.source;
+    if (!isObj(source)) return;
+    if (source.type === 'text') stringSlot(out, role, source, 'data');
+    else if (source.type === 'content') contentSlots(out, role, source, 'content');
+  }
 }
 
 /** The role a filter scope sees for a caller's role name. */

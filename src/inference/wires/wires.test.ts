@@ -151,6 +151,76 @@ describe('text walkers: what content filters read and rewrite', () => {
     expect(Object.keys(body.tools[0]?.function.parameters.properties ?? {})).toEqual(['A', 'b']);
   });
 
+  it("documents' text in every format: read, and rewritten where it stands (a text file re-encoded); a PDF is not read", () => {
+    const b64 = (t: string) => Buffer.from(t).toString('base64');
+    const chat = {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'file',
+              file: { filename: 'n.txt', file_data: `data:text/plain;base64,${b64('secret plan')}` },
+            },
+            { type: 'file', file: { file_data: `data:application/pdf;base64,${b64('%PDF')}` } },
+          ],
+        },
+      ],
+    };
+    const chatSlots = WIRES.chat.texts(chat);
+    expect(chatSlots.map((s) => [s.role, s.text])).toEqual([['user', 'secret plan']]);
+    chatSlots[0]?.set('[REDACTED] plan');
+    expect(chat.messages[0]?.content[0]?.file.file_data).toBe(
+      `data:text/plain;base64,${b64('[REDACTED] plan')}`,
+    );
+
+    const responses = {
+      input: [
+        {
+          role: 'user',
+          content: [{ type: 'input_file', file_data: `data:text/markdown;base64,${b64('# notes')}` }],
+        },
+      ],
+    };
+    expect(WIRES.responses.texts(responses).map((s) => [s.role, s.text])).toEqual([['user', '# notes']]);
+
+    const messages = {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'document',
+              title: 'T',
+              context: 'C',
+              source: { type: 'text', media_type: 'text/plain', data: 'D' },
+            },
+            { type: 'document', source: { type: 'content', content: [{ type: 'text', text: 'E' }] } },
+            {
+              type: 'document',
+              source: { type: 'base64', media_type: 'application/pdf', data: b64('%PDF') },
+            },
+            {
+              type: 'tool_result',
+              tool_use_id: 't',
+              content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'F' } }],
+            },
+          ],
+        },
+      ],
+    };
+    const slots = WIRES.messages.texts(messages);
+    expect(slots.map((s) => [s.role, s.text])).toEqual([
+      ['user', 'T'],
+      ['user', 'C'],
+      ['user', 'D'],
+      ['user', 'E'],
+      ['tool', 'F'],
+    ]);
+    slots[2]?.set('d');
+    expect(messages.messages[0]?.content[0]?.source?.data).toBe('d');
+  });
+
   it('take any JSON without failing: shapes they do not know are skipped', () => {
     for (const wire of Object.values(WIRES)) {
       for (const body of [
