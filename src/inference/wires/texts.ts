@@ -80,7 +80,7 @@ function dataUrlTextSlot(out: TextSlot[], role: Role, holder: Obj, key: string):
 /**
  * The text of a document part, whichever format gave it: a text file in a Chat Completions `file`
  * part or a Responses `input_file` (base64 `data:` URLs), an Anthropic `document` (a text source,
- * custom content, its title and context). A PDF's text is not read.
+ * custom content, its title and context) or `search_result`. A PDF's text is not read.
  */
 export function documentSlots(out: TextSlot[], role: Role, part: Obj): void {
   if (part.type === 'file' && isObj(part.file)) dataUrlTextSlot(out, role, part.file, 'file_data');
@@ -92,6 +92,10 @@ export function documentSlots(out: TextSlot[], role: Role, part: Obj): void {
     if (!isObj(source)) return;
     if (source.type === 'text') stringSlot(out, role, source, 'data');
     else if (source.type === 'content') contentSlots(out, role, source, 'content');
+  } else if (part.type === 'search_result') {
+    // Anthropic's search results given to the model (in a turn or a tool result): text blocks.
+    stringSlot(out, role, part, 'title');
+    contentSlots(out, role, part, 'content');
   }
 }
 

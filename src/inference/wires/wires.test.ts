@@ -203,7 +203,10 @@ describe('text walkers: what content filters read and rewrite', () => {
             {
               type: 'tool_result',
               tool_use_id: 't',
-              content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'F' } }],
+              content: [
+                { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'F' } },
+                { type: 'search_result', source: 'u', title: 'G', content: [{ type: 'text', text: 'H' }] },
+              ],
             },
           ],
         },
@@ -216,6 +219,8 @@ describe('text walkers: what content filters read and rewrite', () => {
       ['user', 'D'],
       ['user', 'E'],
       ['tool', 'F'],
+      ['tool', 'G'],
+      ['tool', 'H'],
     ]);
     slots[2]?.set('d');
     expect(messages.messages[0]?.content[0]?.source?.data).toBe('d');
