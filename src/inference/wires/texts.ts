@@ -56,6 +56,8 @@ export function contentSlots(out: TextSlot[], role: Role, message: Obj, key = 'c
     for (const part of content) {
       if (!isObj(part)) continue;
       if (typeof part.text === 'string') stringSlot(out, role, part, 'text', content);
+      // An assistant's earlier refusal, given back in the history (chat and Responses `refusal` parts).
+      else if (typeof part.refusal === 'string') stringSlot(out, role, part, 'refusal', content);
       else documentSlots(out, role, part);
     }
 }

@@ -108,6 +108,7 @@ describe('text walkers: what content filters read and rewrite', () => {
         { type: 'function_call', call_id: 'c', name: 'f', arguments: '{"a":1}' },
         { type: 'function_call_output', call_id: 'c', output: 'done' },
         { type: 'custom_tool_call', call_id: 'd', name: 'patch', input: '*** patch' },
+        { role: 'assistant', content: [{ type: 'refusal', refusal: 'I will not' }] },
       ],
     };
     expect(WIRES.responses.texts(body).map((s) => [s.role, s.text])).toEqual([
@@ -116,6 +117,7 @@ describe('text walkers: what content filters read and rewrite', () => {
       ['assistant', '{"a":1}'],
       ['tool', 'done'],
       ['assistant', '*** patch'],
+      ['assistant', 'I will not'],
     ]);
     expect(WIRES.responses.texts({ input: 'just text' }).map((s) => s.text)).toEqual(['just text']);
   });
