@@ -167,6 +167,30 @@ describe('translation keeps hints where it can and lists what it drops', () => {
     expect(JSON.stringify(mock.requests[0]?.body)).not.toContain('cache_control');
   });
 
+  it('latency and housekeeping fields with no equivalent are listed, not refused: prediction, truncation, max_tool_calls', async () => {
+    mock.enqueue({ reply: { text: 'ok' } }, { reply: { text: 'ok' } });
+    const chat = await call('POST', '/chat/completions', {
+      model: 'hint/claude',
+      messages: [{ role: 'user', content: 'Hi' }],
+      prediction: { type: 'content', content: 'Hello' },
+    });
+    expect(chat.status, chat.text).toBe(200);
+    expect(chat.headers.get(HEADER)).toBe('prediction');
+    expect(chat.body.gateway_metadata.dropped_fields).toEqual(['prediction']);
+    const responses = await call('POST', '/responses', {
+      model: 'hint/claude',
+      input: 'Hi',
+      truncation: 'auto',
+      max_tool_calls: 2,
+    });
+    expect(responses.status, responses.text).toBe(200);
+    expect(responses.headers.get(HEADER)).toBe('truncation,max_tool_calls');
+    expect(mock.requests.map((r) => Object.keys(r.body))).toEqual([
+      expect.not.arrayContaining(['prediction']),
+      expect.not.arrayContaining(['truncation', 'max_tool_calls']),
+    ]);
+  });
+
   it('Claude Code (/messages) on an OpenAI-served model succeeds; what has no equivalent is listed', async () => {
     mock.enqueue({ reply: { text: 'hi!' }, times: 2 });
     // With the official client, streamed as Claude Code streams it.

@@ -16,8 +16,10 @@
  * Documents: `file` parts (`file_data` as a data: URL or an http(s) URL, or `file_id`) — each
  * provider's wire carries them as its own kind of document.
  *
+ * Dropped and reported in `dropped`: `prediction` (predicted outputs only speed an answer up).
+ *
  * Refused: `n` > 1, audio (`audio`, `modalities` with audio, `input_audio` parts),
- * `prediction`, `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools and
+ * `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools and
  * `allowed_tools` choices, `reasoning.enabled: false` (the canonical request cannot switch
  * reasoning off), both `tools` and `functions`.
  *
@@ -322,7 +324,6 @@ function refuseUnsupported(b: Obj): void {
   if (given(b.modalities) && strArray(b.modalities, 'modalities').some((m) => m !== 'text')) {
     fail('modalities', "only 'text' is supported");
   }
-  if (given(b.prediction)) fail('prediction', 'predicted outputs are not supported');
   if (given(b.web_search_options)) fail('web_search_options', 'built-in web search is not supported');
   if (isObj(b.logit_bias) && Object.keys(b.logit_bias).length) fail('logit_bias', 'is not supported');
 }
@@ -363,5 +364,7 @@ export function chatRequestFromBody(body: unknown): ChatRequest {
   req.cache_control = optCacheControl(b.cache_control, 'cache_control');
   Object.assign(req, openAiHints(b, { value: b.verbosity, path: 'verbosity' }));
   req.store = optBool(b.store, 'store');
+  // Predicted outputs only speed the answer up: another provider goes without them.
+  if (given(b.prediction)) req.dropped = ['prediction'];
   return compact(req);
 }

@@ -299,6 +299,14 @@ describe('responsesRequestToChat', () => {
     });
   });
 
+  it('drops and lists context truncation and the built-in tool-call cap (no built-in tools run here)', () => {
+    const req = responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'auto', max_tool_calls: 3 });
+    expect(req.dropped).toEqual(['truncation', 'max_tool_calls']);
+    expect(
+      responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'disabled' }).dropped,
+    ).toBeUndefined();
+  });
+
   it('accepts exactly what the official client sends, and a plain string input', async () => {
     const wire = chatResponseToResponses(TEXT_RESPONSE, 'gpt-test');
     const { client, sent } = clientAnswering(JSON.stringify(wire), 'application/json');
@@ -334,8 +342,6 @@ describe('responsesRequestToChat', () => {
     ['conversation', { ...ok, conversation: 'conv_1' }],
     ['background', { ...ok, background: true }],
     ['prompt', { ...ok, prompt: { id: 'pmpt_1' } }],
-    ['truncation', { ...ok, truncation: 'auto' }],
-    ['max_tool_calls', { ...ok, max_tool_calls: 3 }],
     ['tools[0].type', { ...ok, tools: [{ type: 'file_search', vector_store_ids: ['vs'] }] }],
     ['tools[0].name', { ...ok, tools: [{ type: 'function' }] }],
     ['tool_choice.type', { ...ok, tool_choice: { type: 'web_search_preview' } }],

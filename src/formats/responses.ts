@@ -41,13 +41,13 @@
  * their `web_search_call` / `tool_search_call` / `tool_search_output` items in the history
  * (`input[i]`), a custom tool's grammar (`tools[i].format`: described to the model, not
  * enforced), `include` values other than output logprobs (`include[i]`, e.g.
- * `reasoning.encrypted_content`: no encrypted reasoning is returned).
+ * `reasoning.encrypted_content`: no encrypted reasoning is returned), `truncation: 'auto'`,
+ * `max_tool_calls`.
  * Ignored: `store: false`, `reasoning.summary` / `generate_summary` (reasoning comes back as a
  * single summary part whatever is asked), `encrypted_content` on reasoning items (opaque provider
  * state), `truncation: 'disabled'`, `stream_options`, Gatehouse's own fields, unknown fields.
  * Refused: other built-in tools (file_search, computer_use, mcp, code_interpreter, …) and hosted
- * tool choices, `file_id` images, `input_file` / `input_audio`, `truncation: 'auto'`,
- * `max_tool_calls`.
+ * tool choices, `file_id` images, `input_audio`.
  *
  * Responses: reasoning → a `reasoning` item with one `summary_text` (the canonical `reasoning`
  * text; `reasoning_details` and their signatures are not carried: no `encrypted_content`, and
@@ -359,8 +359,6 @@ function refuseStatefulFields(b: Obj): void {
     fail('conversation', 'conversations are not supported; use previous_response_id or send the full input');
   if (b.background === true) fail('background', 'background responses are not supported');
   if (given(b.prompt)) fail('prompt', 'stored prompt templates are not supported');
-  if (b.truncation === 'auto') fail('truncation', "'auto' (server-side context truncation) is not supported");
-  if (given(b.max_tool_calls)) fail('max_tool_calls', 'is not supported');
 }
 
 function inputContent(content: unknown, path: string, allowImages: boolean): string | ContentPart[] {
@@ -650,6 +648,10 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
     req.stream = true;
     req.stream_options = { include_usage: true };
   }
+  // Context housekeeping and a cap on built-in tool calls (none run on a translated call): the
+  // answer is the same without them unless the context overflows, which the provider then reports.
+  if (b.truncation === 'auto') dropped.push('truncation');
+  if (given(b.max_tool_calls)) dropped.push('max_tool_calls');
   if (dropped.length) req.dropped = dropped;
   return compact(req);
 }
