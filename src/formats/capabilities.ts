@@ -126,6 +126,19 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
     reason: 'images in tool results are not supported',
   },
   {
+    field: 'input_audio',
+    refusedBy: ['anthropic'],
+    check: (r) => {
+      for (const [i, m] of r.messages.entries()) {
+        if (!Array.isArray(m.content)) continue;
+        const j = m.content.findIndex((p) => p.type === 'input_audio');
+        if (j >= 0) return `messages[${i}].content[${j}]`;
+      }
+      return null;
+    },
+    reason: 'audio input is not available',
+  },
+  {
     field: 'file',
     refusedBy: ['openai', 'google'],
     check: (r) => findFile(r, (role) => role === 'tool'),

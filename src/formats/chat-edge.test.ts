@@ -282,8 +282,8 @@ describe('chatRequestFromBody', () => {
     ['messages', { model: 'm' }],
     ['messages[0].role', msg({ role: 'robot', content: 'x' })],
     [
-      'messages[0].content[0].type',
-      msg({ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }),
+      'messages[0].content[0].input_audio.data',
+      msg({ role: 'user', content: [{ type: 'input_audio', input_audio: { format: 'wav' } }] }),
     ],
     [
       'messages[0].content[0].file.file_data',

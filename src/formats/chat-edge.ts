@@ -18,7 +18,9 @@
  *
  * Dropped and reported in `dropped`: `prediction` (predicted outputs only speed an answer up).
  *
- * Refused: `n` > 1, audio (`audio`, `modalities` with audio, `input_audio` parts),
+ * Audio input: `input_audio` parts, for the providers that hear audio (OpenAI, Gemini).
+ *
+ * Refused: `n` > 1, audio output (`audio`, `modalities` with audio),
  * `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools and
  * `allowed_tools` choices, `reasoning.enabled: false` (the canonical request cannot switch
  * reasoning off), both `tools` and `functions`.
@@ -90,8 +92,16 @@ function userPart(part: Obj, p: string): ContentPart {
         },
       };
     }
-    case 'input_audio':
-      return fail(`${p}.type`, "'input_audio' parts are not supported");
+    case 'input_audio': {
+      const audio = obj(part.input_audio, `${p}.input_audio`);
+      return {
+        type: 'input_audio',
+        input_audio: {
+          data: nonEmptyStr(audio.data, `${p}.input_audio.data`),
+          format: nonEmptyStr(audio.format, `${p}.input_audio.format`),
+        },
+      };
+    }
     case 'file': {
       const file = obj(part.file, `${p}.file`);
       return filePart(file, `${p}.file`, {

@@ -27,7 +27,9 @@ export type ContentPart =
       image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
       cache_control?: CacheControl;
     }
-  | { type: 'file'; file: FileInput; cache_control?: CacheControl };
+  | { type: 'file'; file: FileInput; cache_control?: CacheControl }
+  /** Audio for the model to hear (Chat Completions' part): base64 data in `format` (wav, mp3, …). */
+  | { type: 'input_audio'; input_audio: { data: string; format: string }; cache_control?: CacheControl };
 
 /**
  * A document given to the model (OpenRouter's and OpenAI's `file` part; Anthropic's `document`

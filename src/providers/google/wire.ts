@@ -118,6 +118,10 @@ function filePart(file: FileInput): Part {
   throw new TranslationError("file ids belong to the provider that issued them: send the file's data");
 }
 
+/** An audio part's format (`wav`, `mp3`, …) as the media type Gemini reads. */
+const audioMime = (format: string): string =>
+  format.includes('/') ? format : `audio/${format.toLowerCase()}`;
+
 function contentParts(content: ChatMessage['content']): Part[] {
   if (content == null) return [];
   if (typeof content === 'string') return content ? [{ text: content }] : [];
@@ -125,6 +129,8 @@ function contentParts(content: ChatMessage['content']): Part[] {
     if (p.type === 'text') return p.text ? [{ text: p.text }] : [];
     if (p.type === 'image_url') return [imagePart(p.image_url.url)];
     if (p.type === 'file') return [filePart(p.file)];
+    if (p.type === 'input_audio')
+      return [{ inlineData: { mimeType: audioMime(p.input_audio.format), data: p.input_audio.data } }];
     throw new TranslationError(`unsupported content part type: ${(p as { type: string }).type}`);
   });
 }

@@ -80,6 +80,7 @@ function wireContent(content: ChatMessage['content']): ChatMessage['content'] {
   return content.map((p): ContentPart => {
     if (p.type === 'text') return { type: 'text', text: p.text };
     if (p.type === 'image_url') return { type: 'image_url', image_url: p.image_url };
+    if (p.type === 'input_audio') return p;
     return wireFile(p.file);
   });
 }
