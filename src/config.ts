@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { adminTokenWeakness } from './accounts/admin.token.js';
 import { type OidcSettings, oidcSettings } from './accounts/oidc.settings.js';
 import { type HttpTimeouts, loadHttpTimeouts } from './lib/http-server.js';
+import type { RemoteMediaMode } from './providers/remote-media.js';
 import { type CredentialSettings, credentialSettings } from './routing/credentials/settings.js';
 
 /** The one typed configuration object, read from the environment (see the README's table). */
@@ -44,6 +45,11 @@ export interface Config {
    * answers 402 once the organization's balance is spent.
    */
   credits: CreditsMode;
+  /**
+   * Fetching image and document URLs for providers that take data inline only (GATEHOUSE_REMOTE_MEDIA):
+   * `public` (default) public addresses only, `any` private networks too, `off` refuse such URLs.
+   */
+  remoteMedia: RemoteMediaMode;
   /** Weighted credentials' circuit breakers and sticky routing (GATEHOUSE_CREDENTIAL_BREAKER, GATEHOUSE_STICKY_ROUTING …). */
   credentials: CredentialSettings;
   /** Deadline of one upstream attempt, ms (GATEHOUSE_UPSTREAM_TIMEOUT_MS). */
@@ -224,6 +230,13 @@ function creditsMode(env: Env): CreditsMode {
   throw new Error("GATEHOUSE_CREDITS must be 'enforce' or 'off'");
 }
 
+function remoteMediaMode(env: Env): RemoteMediaMode {
+  const raw = (env.GATEHOUSE_REMOTE_MEDIA ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'public') return 'public';
+  if (raw === 'any' || raw === 'off') return raw;
+  throw new Error("GATEHOUSE_REMOTE_MEDIA must be 'public', 'any' or 'off'");
+}
+
 /**
  * The master key comes from GATEHOUSE_MASTER_KEY (64 hex chars or base64 of 32 bytes); when unset
  * it is generated once into `<dataDir>/master.key` (mode 0600) and read from there afterwards.
@@ -283,6 +296,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.GATEHOUSE_REDIS_PREFIX || 'gatehouse',
     credits: creditsMode(env),
+    remoteMedia: remoteMediaMode(env),
     upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
     credentials: credentialSettings(env),
     accountingIntervalMs: intFrom(env, 'GATEHOUSE_ACCOUNTING_INTERVAL_MS', 25),

@@ -41,6 +41,7 @@ import { DEFAULT_DISPATCH, ExportDispatcher } from './observability/dispatcher.j
 import { DestinationsService } from './observability/service.js';
 import { closeUpstreamHttp } from './providers/http.js';
 import { ProviderRegistry } from './providers/registry.js';
+import { createRemoteMedia } from './providers/remote-media.js';
 import type { Provider } from './providers/types.js';
 import { Accountant } from './routing/accounting.js';
 import { loadCatalog } from './routing/catalog.js';
@@ -186,6 +187,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     guard,
     byok: (caller, slug, modelId) => byok.forCall(caller, slug, modelId),
     assertTranslatable,
+    remoteMedia: createRemoteMedia({ mode: config.remoteMedia }),
     record: (g) => accountant.record(g),
     metrics: routingMetrics(metrics),
     newGenerationId,

@@ -468,17 +468,18 @@ describe('AWS Bedrock provider', () => {
     expect(req.body).toEqual({ texts: ['a b', 'c'], input_type: 'search_document' });
   });
 
-  it('an image URL (Converse takes only inline images) is a 400, and nothing is sent', async () => {
+  it('an image URL Gatehouse may not fetch (Converse takes only inline images) is a 400, and nothing is sent', async () => {
     const err = await openai.chat.completions
       .create({
         model: 'test/llama',
         messages: [
-          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] },
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://127.0.0.1:9/a.png' } }] },
         ],
       })
       .catch((e) => e);
     expect(err.status).toBe(400);
-    expect(err.message).toContain('data: URLs only');
+    expect(err.message).toContain('could not fetch http://127.0.0.1:9/a.png');
+    expect(err.message).toContain('loopback, private or link-local');
     expect(mock.requests).toHaveLength(0);
   });
 

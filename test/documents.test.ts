@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -165,5 +167,71 @@ describe('documents across formats', () => {
       messages: [{ role: 'user', content: [document, { type: 'text', text: 'When do we ship?' }] }],
     });
     expect(mock.requests[0]?.body.messages[0].content[0]).toEqual(document);
+  });
+});
+
+describe('images and documents by URL to a provider that takes data inline only (Gemini)', () => {
+  const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+  let files: Server;
+  let origin: string;
+  let fetched = 0;
+  beforeAll(async () => {
+    files = createServer((req, res) => {
+      fetched++;
+      if (req.url === '/cat.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(PNG);
+      if (req.url === '/report.pdf')
+        return res.writeHead(200, { 'content-type': 'application/pdf' }).end('%PDF-1.4');
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((done) => files.listen(0, '127.0.0.1', done));
+    origin = `http://127.0.0.1:${(files.address() as AddressInfo).port}`;
+  });
+  afterAll(() => files?.close());
+
+  const ask = (openai: OpenAI) =>
+    openai.chat.completions.create({
+      model: 'test/gemini',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url: `${origin}/cat.png` } },
+            { type: 'file', file: { filename: 'report.pdf', file_data: `${origin}/report.pdf` } },
+            { type: 'text', text: 'What are these?' },
+          ] as OpenAI.Chat.ChatCompletionContentPart[],
+        },
+      ],
+    });
+
+  it('fetched and sent inline where the operator allows the address (GATEHOUSE_REMOTE_MEDIA=any)', async () => {
+    const { gw, mock, stop } = await gatewayWithUpstreams({ GATEHOUSE_REMOTE_MEDIA: 'any' });
+    try {
+      mock.enqueue({ reply: { text: 'A cat and a report.' } });
+      const res = await ask(new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 }));
+      expect(res.choices[0]?.message.content).toBe('A cat and a report.');
+      expect(mock.requests[0]?.body.contents[0].parts).toEqual([
+        { inlineData: { mimeType: 'image/png', data: PNG.toString('base64') } },
+        { inlineData: { mimeType: 'application/pdf', data: Buffer.from('%PDF-1.4').toString('base64') } },
+        { text: 'What are these?' },
+      ]);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('by default a private address is refused: a 400 naming the URL, nothing fetched, nothing sent', async () => {
+    const { gw, mock, stop } = await gatewayWithUpstreams();
+    try {
+      const before = fetched;
+      const err = await ask(
+        new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 }),
+      ).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((err as Error).message).toContain(`could not fetch ${origin}/cat.png`);
+      expect(fetched).toBe(before);
+      expect(mock.requests).toEqual([]);
+    } finally {
+      await stop();
+    }
   });
 });

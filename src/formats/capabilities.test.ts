@@ -63,7 +63,6 @@ describe('assertTranslatable', () => {
     ['frequency_penalty', { ...base, frequency_penalty: -0.5 }, ['anthropic']],
     ['temperature', { ...base, temperature: 1.5 }, ['anthropic']],
     ['top_k', { ...base, top_k: 40 }, ['openai']],
-    ['messages[0].content[1].image_url.url', withImage('https://example.com/a.png'), ['google']],
     [
       'messages[0].content[1].image_url.url',
       withImage('data:image/png;base64,AAAA', 'tool'),
@@ -84,8 +83,9 @@ describe('assertTranslatable', () => {
     }
   });
 
-  it('accepts inline (data:) images for Google and names the provider kind and the reason', () => {
+  it('accepts images for Google, inline or by URL (fetched and inlined), and names the provider kind and the reason', () => {
     expect(() => assertTranslatable(withImage('data:image/png;base64,AAAA'), 'google')).not.toThrow();
+    expect(() => assertTranslatable(withImage('https://example.com/a.png'), 'google')).not.toThrow();
     expect(() =>
       assertTranslatable({ ...base, response_format: { type: 'json_object' } }, 'anthropic'),
     ).toThrow(
@@ -104,7 +104,7 @@ describe('assertTranslatable', () => {
   });
 
   it('keeps one table with a rule per refusal', () => {
-    expect(CAPABILITY_RULES.length).toBe(13);
+    expect(CAPABILITY_RULES.length).toBe(12);
     for (const rule of CAPABILITY_RULES) expect(rule.refusedBy.length).toBeGreaterThan(0);
   });
 });

@@ -110,12 +110,6 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
   },
   {
     field: 'image_url',
-    refusedBy: ['google'],
-    check: (r) => findPart(r, (url) => /^https?:\/\//i.test(url)),
-    reason: 'http(s) image URLs are not supported (send the image inline as a data: URL)',
-  },
-  {
-    field: 'image_url',
     refusedBy: ['openai', 'google'],
     check: (r) =>
       findPart(

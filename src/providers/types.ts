@@ -8,6 +8,7 @@ import type {
 } from '../formats/chat.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import type { PresetKind, Quirk } from './presets.js';
+import type { RemoteMedia } from './remote-media.js';
 
 /** Which wire format and adapter a configured provider uses. */
 export type ProviderKind =
@@ -142,6 +143,8 @@ export interface CallContext {
    * stream then fails with UpstreamError(0)). Unset: the upstream Agent's body timeout.
    */
   idleTimeoutMs?: number;
+  /** Fetches image and document URLs for the wires that take their data inline only (Gemini, Converse). */
+  media?: RemoteMedia;
 }
 
 /** A status that may pass if the same call is made again: 408, 429, 5xx, or 0 (no answer: timeout, connection). */

@@ -15,6 +15,7 @@ import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import { randomHex } from '../lib/random-pool.js';
 import type { Quirk } from '../providers/presets.js';
 import { rejectedFields, withoutRejected } from '../providers/quirks.js';
+import type { RemoteMedia } from '../providers/remote-media.js';
 import {
   type CallContext,
   type ForwardedJson,
@@ -77,6 +78,8 @@ export interface EngineDeps {
   byok: (caller: Caller, providerSlug: string, modelId: string) => Promise<ByokChoice>;
   /** Capability check per translation target; throws TranslationError with the field it cannot carry. */
   assertTranslatable: (req: ChatRequest, target: TranslationTarget) => void;
+  /** Fetches image and document URLs for the providers that take their data inline only. */
+  remoteMedia?: RemoteMedia;
   /** Records a generation; a promise is awaited before the call's answer goes out (the journal). */
   record: (row: GenerationRow) => void | Promise<void>;
   metrics: RoutingMetrics;
@@ -458,6 +461,7 @@ export class Engine {
     return {
       apiKey: a.candidate.credential.apiKey,
       signal,
+      media: this.deps.remoteMedia,
       ...(stream ? { idleTimeoutMs: this.deps.upstreamTimeoutMs } : {}),
     };
   }

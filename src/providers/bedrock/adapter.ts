@@ -36,6 +36,7 @@ import {
   upstreamErrorFrom,
 } from '../http.js';
 import { redact } from '../redact.js';
+import { inlineRemoteMedia } from '../remote-media.js';
 import {
   type CallContext,
   type ForwardedJson,
@@ -207,11 +208,13 @@ export class BedrockProvider implements Provider {
   }
 
   /**
-   * The Converse body. What Converse cannot carry (an image URL) throws a TranslationError: the
-   * fallback loop lets another provider of the model try, else answers the caller's 400.
+   * The Converse body, images and documents given by URL fetched and sent inline (Converse takes
+   * bytes only). What Converse cannot carry throws a TranslationError: the fallback loop lets
+   * another provider of the model try, else answers the caller's 400.
    */
-  private converse(req: ChatRequest): Record<string, unknown> {
-    return toConverseRequest(req, { anthropic: isAnthropicModel(this.modelId(req.model)) });
+  private async converse(req: ChatRequest, ctx: CallContext): Promise<Record<string, unknown>> {
+    const inlined = await inlineRemoteMedia(req, ctx.media, ctx.signal);
+    return toConverseRequest(inlined, { anthropic: isAnthropicModel(this.modelId(req.model)) });
   }
 
   /** One InvokeModel call's JSON answer and its input token count header. */
@@ -246,7 +249,7 @@ export class BedrockProvider implements Provider {
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
-    const res = await this.send(this.url(req.model, 'converse'), this.converse(req), ctx, false);
+    const res = await this.send(this.url(req.model, 'converse'), await this.converse(req, ctx), ctx, false);
     const raw = await readJson(res, ctx.signal, this.secrets());
     return fromConverseResponse(raw, req.model, header(res.headers, 'x-amzn-requestid'), {
       excludeReasoning: req.reasoning?.exclude === true,
@@ -254,7 +257,12 @@ export class BedrockProvider implements Provider {
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
-    const res = await this.send(this.url(req.model, 'converse-stream'), this.converse(req), ctx, true);
+    const res = await this.send(
+      this.url(req.model, 'converse-stream'),
+      await this.converse(req, ctx),
+      ctx,
+      true,
+    );
     const mapper = new ConverseStreamMapper(req.model, header(res.headers, 'x-amzn-requestid'), {
       excludeReasoning: req.reasoning?.exclude === true,
     });

@@ -13,6 +13,7 @@ import type {
   EmbeddingsResponse,
 } from '../../formats/chat.js';
 import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
+import { inlineRemoteMedia } from '../remote-media.js';
 import {
   type CallContext,
   type Provider,
@@ -62,16 +63,21 @@ export class GoogleProvider implements Provider {
     return headers;
   }
 
+  /** The Gemini body; images and documents given by URL fetched and sent inline (Gemini fetches none). */
+  private async body(req: ChatRequest, ctx: CallContext): Promise<Record<string, unknown>> {
+    return toGeminiRequest(await inlineRemoteMedia(req, ctx.media, ctx.signal));
+  }
+
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
     const url = this.url(req.model, 'generateContent');
-    const raw = await callJson(this.call(url, toGeminiRequest(req), ctx));
+    const raw = await callJson(this.call(url, await this.body(req, ctx), ctx));
     if ((raw as { error?: unknown })?.error) throw geminiStreamError(raw, [ctx.apiKey]);
     return fromGeminiResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
     const url = `${this.url(req.model, 'streamGenerateContent')}?alt=sse`;
-    const res = await callStream(this.call(url, toGeminiRequest(req), ctx));
+    const res = await callStream(this.call(url, await this.body(req, ctx), ctx));
     const secrets = [ctx.apiKey];
     const mapper = new GeminiStreamMapper(
       req.model,

@@ -1,0 +1,181 @@
+import { request } from 'undici';
+import { type ChatRequest, type ContentPart, TranslationError } from '../formats/chat.js';
+import { AddressRefused, hostOf, pinnedAgent, type Resolved, resolveAllowed } from '../lib/address-guard.js';
+import type { CallSignal } from '../lib/call-abort.js';
+import { isHttpUrl } from './content.js';
+
+/**
+ * Images and documents given by URL, fetched by Gatehouse for the providers that take none (Gemini,
+ * Bedrock's Converse) and sent inline. A caller's URL fetched from inside the network goes through
+ * the address guard every such request does (lib/address-guard.ts: internal addresses refused
+ * unless the operator allows them, the connection pinned to the address judged, no redirects);
+ * the body is capped in size and time.
+ */
+
+/** `public` (default): public addresses only; `any`: private networks too (a trusted network); `off`: no fetching. */
+export type RemoteMediaMode = 'public' | 'any' | 'off';
+
+export interface RemoteMediaOptions {
+  mode: RemoteMediaMode;
+  maxBytes?: number;
+  timeoutMs?: number;
+}
+
+export interface Fetched {
+  mediaType: string;
+  /** base64 */
+  data: string;
+}
+
+export interface RemoteMedia {
+  /** The body at `url` (an http(s) URL), or a TranslationError saying why not. */
+  fetch(url: string, signal: CallSignal): Promise<Fetched>;
+}
+
+export function createRemoteMedia(opts: RemoteMediaOptions): RemoteMedia {
+  const maxBytes = opts.maxBytes ?? 20 * 1024 * 1024;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const fail = (url: string, why: string): never => {
+    throw new TranslationError(`could not fetch ${url} for a provider that takes no URLs: ${why}`);
+  };
+
+  async function get(url: string, signal: AbortSignal, timedOut: () => boolean): Promise<Fetched> {
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return fail(url, 'not a valid URL');
+    }
+    if (!isHttpUrl(target.href)) return fail(url, 'only http(s) URLs are fetched');
+    let pinned: Resolved;
+    try {
+      pinned = await resolveAllowed(hostOf(target), opts.mode === 'any');
+    } catch (err) {
+      if (err instanceof AddressRefused) return fail(url, err.message);
+      throw err;
+    }
+    const dispatcher = pinnedAgent(pinned, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    const why = (err: unknown) =>
+      timedOut()
+        ? `no answer within ${timeoutMs} ms`
+        : ((err as NodeJS.ErrnoException).code ?? 'the request failed');
+    try {
+      let res: Awaited<ReturnType<typeof request>>;
+      try {
+        res = await request(target, {
+          dispatcher,
+          signal,
+          headers: { accept: 'image/*, application/pdf, text/*' },
+        });
+      } catch (err) {
+        return fail(url, why(err));
+      }
+      // A body destroyed on refusal below has nobody else to give its abort error to.
+      res.body.on('error', () => {});
+      if (res.statusCode !== 200) {
+        res.body.destroy();
+        return fail(url, `the server answered ${res.statusCode}`);
+      }
+      if (Number(res.headers['content-length'] ?? 0) > maxBytes) {
+        res.body.destroy();
+        return fail(url, `larger than ${maxBytes} bytes`);
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      try {
+        for await (const chunk of res.body) {
+          size += (chunk as Buffer).length;
+          if (size > maxBytes) {
+            res.body.destroy();
+            return fail(url, `larger than ${maxBytes} bytes`);
+          }
+          chunks.push(chunk as Buffer);
+        }
+      } catch (err) {
+        if (err instanceof TranslationError) throw err;
+        return fail(url, why(err));
+      }
+      const mediaType =
+        String(res.headers['content-type'] ?? '')
+          .split(';')[0]
+          ?.trim()
+          .toLowerCase() ?? '';
+      if (!mediaType) return fail(url, 'the server named no content type');
+      return { mediaType, data: Buffer.concat(chunks).toString('base64') };
+    } finally {
+      dispatcher.close().catch(() => {});
+    }
+  }
+
+  return {
+    async fetch(url, signal) {
+      if (opts.mode === 'off')
+        fail(url, 'fetching URLs is off on this gateway (GATEHOUSE_REMOTE_MEDIA=off); send the data inline');
+      // The call's cancellation and this fetch's own deadline, as one signal for undici.
+      const controller = new AbortController();
+      const onAbort = () => controller.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(new Error('timed out'));
+      }, timeoutMs);
+      try {
+        return await get(url, controller.signal, () => timedOut);
+      } finally {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+      }
+    },
+  };
+}
+
+/**
+ * The request with every http(s) image and document URL replaced by its data (each URL fetched
+ * once, all at once); the request itself when it has none. `media` absent: such a URL is refused.
+ */
+export async function inlineRemoteMedia(
+  req: ChatRequest,
+  media: RemoteMedia | undefined,
+  signal: CallSignal,
+): Promise<ChatRequest> {
+  const urlOf = (p: ContentPart): string | null => {
+    const url = p.type === 'image_url' ? p.image_url.url : p.type === 'file' ? p.file.file_data : undefined;
+    return url && isHttpUrl(url) ? url : null;
+  };
+  const urls = new Set<string>();
+  for (const m of req.messages)
+    if (Array.isArray(m.content))
+      for (const p of m.content) {
+        const url = urlOf(p);
+        if (url) urls.add(url);
+      }
+  if (urls.size === 0) return req;
+  if (!media)
+    throw new TranslationError('this provider takes images and documents inline only: send a data: URL');
+  const fetched = new Map<string, Fetched>();
+  await Promise.all(
+    [...urls].map(async (url) => {
+      fetched.set(url, await media.fetch(url, signal));
+    }),
+  );
+  const inline = (p: ContentPart): ContentPart => {
+    const url = urlOf(p);
+    const got = url ? fetched.get(url) : undefined;
+    if (!got) return p;
+    const dataUrl = `data:${got.mediaType};base64,${got.data}`;
+    if (p.type === 'image_url') {
+      if (!got.mediaType.startsWith('image/'))
+        throw new TranslationError(`image_url ${url}: the server sent ${got.mediaType}, not an image`);
+      return { ...p, image_url: { ...p.image_url, url: dataUrl } };
+    }
+    if (p.type === 'file') return { ...p, file: { ...p.file, file_data: dataUrl } };
+    return p;
+  };
+  return {
+    ...req,
+    messages: req.messages.map((m) =>
+      Array.isArray(m.content) ? { ...m, content: m.content.map(inline) } : m,
+    ),
+  };
+}
