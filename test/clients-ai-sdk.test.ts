@@ -599,6 +599,17 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
       });
     });
 
+    it('the legacy completion model has no route: a clean 404, nothing sent upstream', async () => {
+      const err = await generateText({
+        model: openrouter().completion('test/gpt'),
+        prompt: 'Say hello.',
+        maxRetries: 0,
+      }).catch((e: unknown) => e);
+      expect(APICallError.isInstance(err)).toBe(true);
+      expect((err as APICallError).statusCode).toBe(404);
+      expect(mock.requests).toHaveLength(0);
+    });
+
     it('embed and embedMany', async () => {
       mock.enqueue(
         { embeddings: [[0.25, 0.75]] },
@@ -612,6 +623,11 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
       const model = openrouter().textEmbeddingModel('test/embed');
       const one = await embed({ model, value: 'hello' });
       expect(one.embedding).toEqual([0.25, 0.75]);
+      expect(one.usage.tokens).toBeGreaterThan(0);
+      const meta = one.providerMetadata?.openrouter as Record<string, any>;
+      expect(meta.provider).toBe('openai');
+      expect(meta.usage.promptTokens).toBe(one.usage.tokens);
+      expect(meta.usage.cost).toBeCloseTo(costOf(one.usage.tokens, 0), 12);
       const many = await embedMany({ model, values: ['a', 'b'] });
       expect(many.embeddings).toEqual([
         [1, 0],
