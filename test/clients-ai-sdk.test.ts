@@ -46,6 +46,11 @@ const citySchema = jsonSchema<{ name: string; population: number }>({
   additionalProperties: false,
 });
 
+/** A 1×1 PNG. */
+const PNG_BASE64 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+const PNG = Buffer.from(PNG_BASE64, 'base64');
+
 /** Where each model lands upstream: its wire format there and the provider's own model id. */
 const UPSTREAM = {
   'test/claude': { format: 'anthropic-messages', model: 'claude-x' },
@@ -297,6 +302,45 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
       expect(JSON.stringify(upstreamSchema(id))).toContain('"population"');
       if (id === 'test/gpt')
         expect(upstreamOf(id).body.response_format).toMatchObject({ type: 'json_schema' });
+    });
+
+    it.each(
+      MODELS,
+    )('%s: providerMetadata.anthropic carries Anthropic usage, cache reads apart', async (id) => {
+      mock.enqueue({ reply: REPLY });
+      const result = await generateText({ model: anthropic()(id), prompt: 'Say hello.' });
+      expect(result.providerMetadata?.anthropic?.usage).toMatchObject({
+        input_tokens: USAGE.prompt_tokens - USAGE.cached_tokens,
+        cache_read_input_tokens: USAGE.cached_tokens,
+        output_tokens: USAGE.completion_tokens,
+      });
+      expect(result.usage.inputTokenDetails.noCacheTokens).toBe(USAGE.prompt_tokens - USAGE.cached_tokens);
+    });
+
+    it.each(MODELS)('%s: an image and a cache breakpoint from the prompt', async (id) => {
+      mock.enqueue({ reply: REPLY });
+      const result = await generateText({
+        model: anthropic()(id),
+        system: 'You describe images.',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image', image: PNG, mediaType: 'image/png' },
+              { type: 'text', text: 'What is this?' },
+            ],
+            providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } },
+          },
+        ],
+      });
+      expect(result.text).toBe(REPLY.text);
+      const view = wireView(upstreamOf(id));
+      expect(view.system).toBe('You describe images.');
+      expect(view.turns[0]?.images).toEqual([{ mediaType: 'image/png', data: PNG_BASE64 }]);
+      expect(view.turns[0]?.text).toBe('What is this?');
+      const body = JSON.stringify(upstreamOf(id).body);
+      if (id === 'test/claude') expect(body).toContain('"cache_control":{"type":"ephemeral"}');
+      else expect(body).not.toContain('cache_control');
     });
 
     it('a server tool reaches Claude as it is; on an OpenAI model it is a 400 naming it', async () => {
@@ -578,6 +622,31 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
         } else {
           expect(mock.requests[0]?.body.reasoning_effort).toBe('high');
         }
+      });
+
+      it('an image and a cache breakpoint (providerOptions.openrouter.cacheControl)', async () => {
+        mock.enqueue({ reply: REPLY });
+        const result = await generateText({
+          model: openrouter().chat(id),
+          messages: [
+            { role: 'system', content: 'You describe images.' },
+            {
+              role: 'user',
+              content: [
+                { type: 'image', image: PNG, mediaType: 'image/png' },
+                { type: 'text', text: 'What is this?' },
+              ],
+              providerOptions: { openrouter: { cacheControl: { type: 'ephemeral' } } },
+            },
+          ],
+        });
+        expect(result.text).toBe(REPLY.text);
+        const view = wireView(upstreamOf(id));
+        expect(view.system).toBe('You describe images.');
+        expect(view.turns[0]?.images).toEqual([{ mediaType: 'image/png', data: PNG_BASE64 }]);
+        const body = JSON.stringify(upstreamOf(id).body);
+        if (id === 'test/claude') expect(body).toContain('"cache_control":{"type":"ephemeral"}');
+        else expect(body).not.toContain('cache_control');
       });
 
       it('OpenRouter routing fields are accepted', async () => {
