@@ -210,6 +210,36 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
     });
   }
 
+  /**
+   * A stream the upstream cuts off half-way ends in an error the SDK reports, not a hang. (Gatehouse
+   * ends it as OpenRouter does: an error chunk with `finish_reason: 'error'`; `@ai-sdk/openai`'s
+   * chat model reads that chunk's choices and not its error, so it sees the finish reason only.)
+   */
+  function brokenStreamCase(modelOf: (id: Model) => LanguageModel, reads: 'error' | 'finish' = 'error') {
+    it.each(MODELS)('%s: an upstream stream dying mid-way is an error the SDK reports', async (id) => {
+      mock.enqueue({ reply: { text: 'one two three four five six' }, dieAfterEvents: 3 });
+      const errors: unknown[] = [];
+      const result = streamText({
+        model: modelOf(id),
+        prompt: 'Count.',
+        maxRetries: 0,
+        onError: ({ error }) => {
+          errors.push(error);
+        },
+      });
+      const parts: string[] = [];
+      for await (const p of result.fullStream) parts.push(p.type);
+      expect(parts.at(-1)).toBe('finish');
+      if (reads === 'error') {
+        expect(parts).toContain('error');
+        expect(errors).toHaveLength(1);
+      } else {
+        expect(errors).toEqual([]);
+        expect(await result.finishReason).toBe('other');
+      }
+    });
+  }
+
   /** The JSON schema a structured-output call put in the upstream request, in that provider's field. */
   function upstreamSchema(id: Model): unknown {
     const body = upstreamOf(id).body;
@@ -260,6 +290,7 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
       createAnthropic({ baseURL: `${gw.url}/api/v1`, apiKey: sdkKey(), fetch: recordingFetch });
     commonCases((id) => anthropic()(id));
     errorCase((id) => anthropic()(id));
+    brokenStreamCase((id) => anthropic()(id));
 
     it.each(
       MODELS,
@@ -425,6 +456,7 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
       createOpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: sdkKey(), fetch: recordingFetch });
     commonCases((id) => openai().chat(id));
     errorCase((id) => openai().chat(id));
+    brokenStreamCase((id) => openai().chat(id), 'finish');
     structuredTextCases((id) => openai().chat(id));
 
     it('embed and embedMany', async () => {
@@ -464,6 +496,7 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
       });
     commonCases((id) => compatible().chatModel(id));
     errorCase((id) => compatible().chatModel(id));
+    brokenStreamCase((id) => compatible().chatModel(id));
     structuredTextCases((id) =>
       createOpenAICompatible({
         baseURL: `${gw.url}/api/v1`,
@@ -520,6 +553,7 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
       createOpenRouter({ baseURL: `${gw.url}/api/v1`, apiKey: sdkKey(), fetch: recordingFetch });
     commonCases((id) => openrouter().chat(id));
     errorCase((id) => openrouter().chat(id));
+    brokenStreamCase((id) => openrouter().chat(id));
     structuredTextCases((id) => openrouter().chat(id));
 
     describe.each(MODELS)('%s', (id) => {
