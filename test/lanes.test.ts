@@ -661,6 +661,24 @@ describe('pass-through lanes', () => {
         a_new_option: true,
       });
     });
+
+    it("answers with the provider's body plus OpenRouter's provider and cost, as a translated call does", async () => {
+      mock.enqueue({ embeddings: [[0.1, 0.2]] });
+      const res = await client(gw.url, gw.apiKey)('POST', '/embeddings', {
+        model: 'test/embed',
+        input: 'x y',
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(res.headers.get('x-gatehouse-route')).toBe('passthrough');
+      expect(res.body).toMatchObject({
+        object: 'list',
+        model: 'emb-x',
+        data: [{ object: 'embedding', index: 0, embedding: [0.1, 0.2] }],
+        provider: 'openai',
+        usage: { prompt_tokens: expect.any(Number), is_byok: false },
+      });
+      expect(res.body.usage.cost).toBeCloseTo(res.body.usage.prompt_tokens / 1e6, 12);
+    });
   });
 
   it('keeps bad input a 400 in the caller’s format: no model, not an object', async () => {

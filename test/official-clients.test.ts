@@ -75,7 +75,7 @@ describe('the openai and Anthropic clients read back what they expect', () => {
       expect(final.id).toMatch(/^msg_/);
       expect(final.model).toBe(t.messagesModel ?? t.model);
       expect(final.stop_reason).toBe('end_turn');
-      expect(final.content).toEqual([{ type: 'text', text: t.text, citations: null }]);
+      expect(final.content).toEqual([{ type: 'text', text: t.text }]);
       // As Anthropic counts: input_tokens excludes the cache reads.
       const counts = {
         input_tokens: t.input - t.cached,
@@ -101,7 +101,7 @@ describe('the openai and Anthropic clients read back what they expect', () => {
         max_tokens: 64,
         messages: [{ role: 'user', content: prompt }],
       });
-      expect(msg.content).toEqual([{ type: 'text', text: t.text, citations: null }]);
+      expect(msg.content).toEqual([{ type: 'text', text: t.text }]);
       expect(msg.usage).toMatchObject({
         input_tokens: t.input - t.cached,
         cache_read_input_tokens: t.cached,

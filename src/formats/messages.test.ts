@@ -641,7 +641,7 @@ describe('chatResponseToMessages', () => {
       model: 'anthropic/claude-sonnet',
       content: [
         { type: 'thinking', thinking: 'Need the tool.', signature: THINKING_SIGNATURE },
-        { type: 'text', text: 'Weather coming up.', citations: null },
+        { type: 'text', text: 'Weather coming up.' },
         {
           type: 'tool_use',
           id: 'call_1',
@@ -668,8 +668,9 @@ describe('chatResponseToMessages', () => {
       container: null,
       diagnostics: null,
     } satisfies AnthropicMessage);
-    // The wire shape satisfies the official client's type.
-    const typed: Anthropic.Message = msg;
+    // The wire shape satisfies the official client's type — but for text blocks' `citations`, which
+    // the SDK types as always there and Anthropic's API leaves out when there are none (as we do).
+    const typed: Omit<Anthropic.Message, 'content'> = msg;
     expect(typed.id).toBe('msg_abc123');
   });
 
@@ -715,7 +716,7 @@ describe('chatResponseToMessages', () => {
       response({ role: 'assistant', content: null, refusal: 'I cannot help with that.' }, 'content_filter'),
       'm',
     );
-    expect(refused.content).toEqual([{ type: 'text', text: 'I cannot help with that.', citations: null }]);
+    expect(refused.content).toEqual([{ type: 'text', text: 'I cannot help with that.' }]);
     const empty = chatResponseToMessages({ ...TEXT_RESPONSE, choices: [] }, 'm');
     expect(empty.content).toEqual([]);
     expect(empty.stop_reason).toBe('end_turn');
@@ -726,11 +727,11 @@ describe('chatResponseToMessages', () => {
       { type: 'thinking', thinking: 'Let me think.', signature: 'real-sig-1' },
       { type: 'redacted_thinking', data: 'REDACTED==' },
       { type: 'thinking', thinking: 'Again.', signature: 'real-sig-2' },
-      { type: 'text', text: 'The answer is 4.', citations: null },
+      { type: 'text', text: 'The answer is 4.' },
     ]);
     expect(chatResponseToMessages(GEMINI_RESPONSE, 'claude-test').content).toEqual([
       { type: 'thinking', thinking: 'Hmm.', signature: THINKING_SIGNATURE },
-      { type: 'text', text: 'Done.', citations: null },
+      { type: 'text', text: 'Done.' },
     ]);
   });
 
@@ -808,7 +809,7 @@ describe('chatStreamToMessages', () => {
       },
     });
     expect(events.slice(1).map((e) => e.data)).toEqual([
-      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '', citations: null } },
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
       { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } },
       { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'lo!' } },
       { type: 'content_block_stop', index: 0 },
@@ -844,7 +845,7 @@ describe('chatStreamToMessages', () => {
         delta: { type: 'signature_delta', signature: THINKING_SIGNATURE },
       },
       { type: 'content_block_stop', index: 0 },
-      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '', citations: null } },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
       { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'The answer' } },
       { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: ' is 4.' } },
       { type: 'content_block_stop', index: 1 },
@@ -877,7 +878,7 @@ describe('chatStreamToMessages', () => {
       { type: 'content_block_delta', index: 2, delta: { type: 'thinking_delta', thinking: 'Again.' } },
       { type: 'content_block_delta', index: 2, delta: { type: 'signature_delta', signature: 'real-sig-2' } },
       { type: 'content_block_stop', index: 2 },
-      { type: 'content_block_start', index: 3, content_block: { type: 'text', text: '', citations: null } },
+      { type: 'content_block_start', index: 3, content_block: { type: 'text', text: '' } },
       { type: 'content_block_delta', index: 3, delta: { type: 'text_delta', text: 'The answer is 4.' } },
       { type: 'content_block_stop', index: 3 },
     ]);
@@ -898,7 +899,7 @@ describe('chatStreamToMessages', () => {
         delta: { type: 'signature_delta', signature: THINKING_SIGNATURE },
       },
       { type: 'content_block_stop', index: 0 },
-      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '', citations: null } },
+      { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
       { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Done.' } },
       { type: 'content_block_stop', index: 1 },
     ]);

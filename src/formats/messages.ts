@@ -123,10 +123,10 @@ const FORMAT = REASONING_FORMATS.anthropic;
 // Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
 // ---------------------------------------------------------------------------------------------
 
+/** No `citations` key: Anthropic sends one only when there are citations (clients reject null). */
 export interface AnthropicTextBlock {
   type: 'text';
   text: string;
-  citations: null;
 }
 export interface AnthropicThinkingBlock {
   type: 'thinking';
@@ -643,7 +643,7 @@ function contentBlock(block: Block): AnthropicContentBlock {
       return { type: 'thinking', thinking: block.text, signature: block.signature || THINKING_SIGNATURE };
     case 'text':
     case 'refusal':
-      return { type: 'text', text: block.text, citations: null };
+      return { type: 'text', text: block.text };
     case 'tool':
       return {
         type: 'tool_use',
@@ -686,7 +686,7 @@ function startBlock(block: Block): AnthropicContentBlock {
     case 'tool':
       return { type: 'tool_use', id: block.id, name: block.name, input: {}, caller: { type: 'direct' } };
     default:
-      return { type: 'text', text: '', citations: null };
+      return { type: 'text', text: '' };
   }
 }
 

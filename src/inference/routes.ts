@@ -240,8 +240,7 @@ export async function inferenceRoutes(
       const call = callOf(req, embeddings, callAbort(reply));
       const done = await engine.embed(call);
       describe(reply, done.info);
-      if (done.lane)
-        return reply.code(done.forwarded.status).type('application/json').send(done.forwarded.text);
+      if (done.lane) return relayed(reply, done, embeddings.relayJson?.(done, call));
       return reply.send(embeddings.encodeResponse(done, call));
     }),
   );

@@ -396,7 +396,7 @@ export function renderAnthropicMessage(r: Resolved, model: string): unknown {
   if (r.reasoning)
     content.push({ type: 'thinking', thinking: r.reasoning, signature: anthropicSignature(r) });
   if (r.reply.redactedThinking) content.push({ type: 'redacted_thinking', data: r.reply.redactedThinking });
-  if (r.text) content.push({ type: 'text', text: r.text, citations: null });
+  if (r.text) content.push({ type: 'text', text: r.text });
   for (const c of r.calls)
     content.push({ type: 'tool_use', id: c.id, name: c.name, input: JSON.parse(c.args) });
   return {
@@ -466,9 +466,7 @@ export function renderAnthropicStream(r: Resolved, model: string): MockStreamEve
     index++;
   }
   if (r.text) {
-    events.push(
-      ev({ type: 'content_block_start', index, content_block: { type: 'text', text: '', citations: null } }),
-    );
+    events.push(ev({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }));
     for (const p of textPieces(r.text)) {
       events.push(ev({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } }));
     }

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { chatRequestFromBody } from '../../formats/chat-edge.js';
 import { sseJson } from '../../formats/sse.js';
 import { ApiError } from '../../lib/errors.js';
+import { effortFromReasoning } from '../../providers/openai/wire.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
 import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
@@ -78,7 +79,18 @@ function texts(body: Body): TextSlot[] {
 }
 
 /**
- * A lane's body: OpenRouter's `reasoning: {effort}` becomes OpenAI's `reasoning_effort`, and a
+ * OpenRouter's `reasoning` as OpenAI's effort: its `effort`, else its `max_tokens` budget mapped as
+ * a translated call maps it (OpenAI takes no budget; the OpenRouter AI SDK provider sends one).
+ */
+function laneEffort(reasoning: unknown): string | undefined {
+  if (!isObj(reasoning)) return undefined;
+  if (typeof reasoning.effort === 'string') return reasoning.effort;
+  if (typeof reasoning.max_tokens !== 'number') return undefined;
+  return effortFromReasoning({ max_tokens: reasoning.max_tokens });
+}
+
+/**
+ * A lane's body: OpenRouter's `reasoning` becomes OpenAI's `reasoning_effort`, and a
  * stream asks for its usage chunk (the gateway bills from it; OpenRouter's answers always end with
  * one).
  */
@@ -88,8 +100,8 @@ function laneBody(body: Body, upstreamModel: string): Body {
     delete out.cache_control;
     out.messages = (body.messages as unknown[]).map(withoutBreakpoints);
   }
-  const effort = isObj(body.reasoning) ? body.reasoning.effort : undefined;
-  if (typeof effort === 'string' && out.reasoning_effort === undefined) out.reasoning_effort = effort;
+  const effort = laneEffort(body.reasoning);
+  if (effort && out.reasoning_effort === undefined) out.reasoning_effort = effort;
   if (body.stream === true)
     out.stream_options = { ...(isObj(body.stream_options) ? body.stream_options : {}), include_usage: true };
   return out;

@@ -4,7 +4,7 @@ import { type EmbeddingsRequest, type EmbeddingsResponse, TranslationError } fro
 import type { Body, TextSlot } from '../../routing/call.js';
 import { envelope } from '../../server/errors.js';
 import { fullUsage } from '../decorate.js';
-import { stringSlot } from './texts.js';
+import { isObj, stringSlot } from './texts.js';
 import { type CallerWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /** The Embeddings body as the translated path validates it. */
@@ -72,6 +72,21 @@ export const embeddingsWire: CallerWire<EmbeddingsResponse> = {
     provider: done.info.served.endpoint.provider,
     usage: fullUsage(done.usage, done.cost, done.info.served.credential.isByok),
   }),
+  // The provider's own answer (its model, data and usage), with what OpenRouter's format adds to
+  // it: the provider and the cost, which OpenRouter's clients read back as the translated path gives.
+  relayJson(done) {
+    const json = done.forwarded.json;
+    if (!isObj(json)) return done.forwarded.text;
+    const { info } = done;
+    return {
+      ...json,
+      provider: info.served.endpoint.provider,
+      usage: {
+        ...(isObj(json.usage) ? json.usage : {}),
+        ...fullUsage(done.usage, done.cost, info.served.credential.isByok),
+      },
+    };
+  },
   streamError: () => [],
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),

@@ -54,6 +54,17 @@ describe('lane bodies: the caller’s own, for the provider', () => {
     expect(JSON.stringify(body.messages)).toContain('cache_control');
   });
 
+  it('chat: a reasoning budget (what the OpenRouter AI SDK provider sends) becomes an effort', () => {
+    const effort = (reasoning: unknown, extra: object = {}) =>
+      WIRES.chat.laneBody({ model: 'm', messages: [], reasoning, ...extra }, 'gpt-x').reasoning_effort;
+    expect(effort({ max_tokens: 1024 })).toBe('low');
+    expect(effort({ max_tokens: 2048 })).toBe('medium');
+    expect(effort({ max_tokens: 20000 })).toBe('high');
+    expect(effort({ max_tokens: 2048 }, { reasoning_effort: 'minimal' })).toBe('minimal');
+    expect(effort({ max_tokens: 'lots' })).toBeUndefined();
+    expect(effort({ exclude: true })).toBeUndefined();
+  });
+
   it('messages: Anthropic refuses fields it does not know — OpenRouter’s usage flag goes too', () => {
     const sent = WIRES.messages.laneBody(
       { model: 'm', usage: { include: true }, metadata: { user_id: 'u' } },

@@ -524,8 +524,8 @@ describe('Anthropic responses → canonical', () => {
         model: 'claude-x-2025',
         content: [
           { type: 'thinking', thinking: 'Let me think.', signature: 'sig' },
-          { type: 'text', text: 'Part one. ', citations: null },
-          { type: 'text', text: 'Part two.', citations: null },
+          { type: 'text', text: 'Part one. ' },
+          { type: 'text', text: 'Part two.' },
           { type: 'tool_use', id: 'toolu_1', name: 'f', input: { a: 1 } },
         ],
         stop_reason: 'tool_use',
