@@ -15,8 +15,9 @@
  * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
  * `reasoningContent`; other models get no thinking, no betas (listed as dropped) and no default
  * max tokens. Seed, penalties,
- * logprobs and JSON modes have no Converse field: the engine refuses them before the call (the
- * `anthropic` capability rows).
+ * logprobs and JSON mode have no Converse field: the engine refuses them before the call (the
+ * `anthropic` capability rows). A json_schema `response_format`, which Anthropic carries
+ * (`output_config.format`), has none either: a TranslationError here.
  *
  * Answer: text blocks joined, toolUse → tool_calls, reasoningContent → `reasoning` and
  * `reasoning_details` (text with its signature, or redacted content as `reasoning.encrypted`, format
@@ -114,6 +115,11 @@ export interface ConverseOptions {
 export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Record<string, unknown> {
   // Anthropic's request rules (thinking budget, sampling without thinking, tool loops) apply to
   // Claude; other models get no thinking, and Anthropic's default max_tokens is not imposed on them.
+  if (req.response_format?.type === 'json_schema') {
+    throw new TranslationError(
+      "response_format.type cannot be sent to Bedrock Converse: 'json_schema' (structured output) is not supported",
+    );
+  }
   const a = toAnthropicRequest(opts.anthropic ? req : { ...req, reasoning: undefined }, false);
   const messages = (a.messages as { role: string; content: Block[] }[])
     .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))

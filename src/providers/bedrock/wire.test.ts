@@ -108,6 +108,17 @@ describe('canonical → Converse', () => {
       );
     expect(() => withImage('https://example.com/a.png')).toThrow(TranslationError);
     expect(() => withImage('data:image/tiff;base64,AAAA')).toThrow(/png, jpeg, gif or webp/);
+    // Anthropic's own API takes a JSON schema (output_config.format); Converse has no field for it.
+    const structured = () =>
+      toConverseRequest(
+        {
+          model: 'm',
+          messages: [{ role: 'user', content: 'hi' }],
+          response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } },
+        },
+        { anthropic: true },
+      );
+    expect(structured).toThrow(/response_format\.type cannot be sent to Bedrock Converse/);
   });
 });
 
