@@ -228,6 +228,36 @@ describe('LangChain through Gatehouse', () => {
     });
   });
 
+  describe('reasoning with ChatOpenAI', () => {
+    it("an OpenAI reasoning model by its own id: LangChain's reasoning options reach OpenAI", async () => {
+      mock.enqueue({ reply });
+      const msg = await openai('gpt-5', { reasoning: { effort: 'low' }, maxTokens: 100 }).invoke('say hi');
+      expect(msg.content).toBe(reply.text);
+      expect(mock.requests[0]).toMatchObject({ format: 'openai-chat', model: 'gpt-5' });
+      expect(mock.requests[0]?.body).toMatchObject({ reasoning_effort: 'low', max_completion_tokens: 100 });
+      expect(mock.requests[0]?.body.max_tokens).toBeUndefined();
+    });
+
+    it('any other model: the effort given in modelKwargs reaches the provider (Anthropic: thinking)', async () => {
+      mock.enqueue({ reply });
+      await openai('test/claude', { modelKwargs: { reasoning_effort: 'low' } }).invoke('say hi');
+      expect(mock.requests[0]?.body.thinking).toMatchObject({ type: 'enabled' });
+
+      // The Responses API: the reasoning comes back as a reasoning block.
+      mock.enqueue({ reply: { reasoning: 'thinking it over', text: 'answer' } });
+      const m = openai('test/claude', {
+        useResponsesApi: true,
+        modelKwargs: { reasoning: { effort: 'low', summary: 'auto' } },
+      });
+      const msg = await m.invoke('say hi');
+      expect(mock.requests[1]?.body.thinking).toMatchObject({ type: 'enabled' });
+      expect(msg.content).toEqual([
+        expect.objectContaining({ type: 'reasoning', reasoning: 'thinking it over' }),
+        expect.objectContaining({ type: 'text', text: 'answer' }),
+      ]);
+    });
+  });
+
   it('OpenAIEmbeddings on test/embed: one vector per text, in order', async () => {
     // Values a float32 holds exactly: the client asks for base64 and decodes float32s.
     mock.enqueue({
