@@ -10,7 +10,7 @@ import { ChatAnthropic } from '@langchain/anthropic';
 import type { AIMessageChunk, BaseMessage } from '@langchain/core/messages';
 import { HumanMessage } from '@langchain/core/messages';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
-import { createAgent, tool } from 'langchain';
+import { createAgent, providerStrategy, tool } from 'langchain';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { TestGateway } from './support/gateway.js';
@@ -399,6 +399,23 @@ describe('LangChain through Gatehouse', () => {
       expect(JSON.stringify(turns[2]?.toolResults[0]?.content)).toContain('sunny in Oslo');
       const last = result.messages.at(-1)!;
       expect(textOf(last)).toBe('It is sunny in Oslo.');
+    });
+  });
+
+  it.each([
+    { label: 'ChatOpenAI on test/claude', make: () => openai('test/claude') },
+    { label: 'ChatAnthropic on test/gpt', make: () => anthropic('test/gpt') },
+  ])('createAgent with a native responseFormat, $label: the structured response', async ({ make }) => {
+    const report = { city: 'Oslo', weather: 'sunny' };
+    mock.enqueue({ reply: { text: JSON.stringify(report) } });
+    const schema = z.object({ city: z.string(), weather: z.string() });
+    const agent = createAgent({ model: make(), tools: [], responseFormat: providerStrategy(schema) });
+    const result = await agent.invoke({ messages: [{ role: 'user', content: 'weather in Oslo?' }] });
+    expect(result.structuredResponse).toEqual(report);
+    // The provider's own structured output: Anthropic's output_config.format, OpenAI's response_format.
+    const body = mock.requests[0]!.body;
+    expect(body.output_config?.format ?? body.response_format?.json_schema).toMatchObject({
+      schema: { type: 'object', required: ['city', 'weather'] },
     });
   });
 
