@@ -468,6 +468,28 @@ describe('AWS Bedrock provider', () => {
     expect(req.body).toEqual({ texts: ['a b', 'c'], input_type: 'search_document' });
   });
 
+  it('a json_schema response_format is Converse structured output (outputConfig.textFormat)', async () => {
+    mock.enqueue({ reply: { text: '{"city":"Oslo"}' } });
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    };
+    const res = await openai.chat.completions.create({
+      model: 'test/claude',
+      messages: [{ role: 'user', content: 'which city?' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'place', schema, strict: true } },
+    });
+    expect(res.choices[0]!.message.content).toBe('{"city":"Oslo"}');
+    expect(bedrockRequest().body.outputConfig).toEqual({
+      textFormat: {
+        type: 'json_schema',
+        structure: { jsonSchema: { schema: JSON.stringify(schema), name: 'place' } },
+      },
+    });
+  });
+
   it('an image URL (Converse takes only inline images) is a 400, and nothing is sent', async () => {
     const err = await openai.chat.completions
       .create({

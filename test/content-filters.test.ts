@@ -277,7 +277,7 @@ describe('content filters', () => {
 
     for (const [field, body] of Object.entries(chatFields)) {
       it(`${field}: blocked and redacted, on a pass-through lane and on a translated call`, async () => {
-        // Anthropic has no JSON mode to translate a response_format to: Gemini does.
+        // A response_format schema is checked on its way to Gemini (responseSchema).
         const models = ['test/gpt', field.startsWith('response_format') ? 'test/gemini' : 'test/claude'];
         const blocking = await keyWithGuardrail(filter('block'));
         for (const model of models) {

@@ -56,12 +56,7 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
     check: when('top_logprobs', (r) => (r.top_logprobs ?? 0) > 0),
     reason: 'token log probabilities are not available',
   },
-  {
-    field: 'response_format',
-    refusedBy: ['anthropic'],
-    check: when('response_format.type', (r) => r.response_format?.type === 'json_schema'),
-    reason: "'json_schema' is not supported (no native JSON mode, and Gatehouse does not emulate one)",
-  },
+  // (json_schema is carried: Anthropic's structured outputs, `output_config.format`.)
   {
     field: 'response_format',
     refusedBy: ['anthropic'],

@@ -14,9 +14,9 @@
  * `anthropic-beta` → `additionalModelRequestFields.anthropic_beta` (a list), and thinking
  * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
  * `reasoningContent`; other models get no thinking, no betas (listed as dropped) and no default
- * max tokens. Seed, penalties,
- * logprobs and JSON modes have no Converse field: the engine refuses them before the call (the
- * `anthropic` capability rows).
+ * max tokens. `response_format: json_schema` → `outputConfig.textFormat` (structured output).
+ * Seed, penalties, logprobs and `json_object` have no Converse field: the engine refuses them
+ * before the call (the `anthropic` capability rows).
  *
  * Answer: text blocks joined, toolUse → tool_calls, reasoningContent → `reasoning` and
  * `reasoning_details` (text with its signature, or redacted content as `reasoning.encrypted`, format
@@ -105,6 +105,18 @@ function toolChoice(choice: unknown): Block | undefined {
   return undefined;
 }
 
+/** `response_format: json_schema` → Converse's structured output (the schema as a JSON string). */
+function outputFormat(req: ChatRequest): Block | undefined {
+  const rf = req.response_format;
+  if (rf?.type !== 'json_schema' || !rf.json_schema.schema) return undefined;
+  const { name, description, schema } = rf.json_schema;
+  const jsonSchema = { schema: JSON.stringify(schema), ...(name ? { name } : {}) };
+  return {
+    type: 'json_schema',
+    structure: { jsonSchema: description ? { ...jsonSchema, description } : jsonSchema },
+  };
+}
+
 export interface ConverseOptions {
   /** An Anthropic model: `reasoning` becomes Claude's `thinking` (an additional model field). */
   anthropic: boolean;
@@ -157,6 +169,8 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   if (betas.length) additional.anthropic_beta = betas;
   if (a.top_k !== undefined) additional.top_k = a.top_k;
   if (Object.keys(additional).length) body.additionalModelRequestFields = additional;
+  const format = outputFormat(req);
+  if (format) body.outputConfig = { textFormat: format };
   return body;
 }
 
