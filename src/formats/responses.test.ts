@@ -299,6 +299,12 @@ describe('responsesRequestToChat', () => {
     });
   });
 
+  it("drops truncation: 'auto' (server-side housekeeping) and lists it, as context_management", () => {
+    const req = responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'auto' });
+    expect(req).toEqual({ model: 'm', messages: [{ role: 'user', content: 'hi' }], dropped: ['truncation'] });
+    expect(responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'disabled' }).dropped).toBeUndefined();
+  });
+
   it('accepts exactly what the official client sends, and a plain string input', async () => {
     const wire = chatResponseToResponses(TEXT_RESPONSE, 'gpt-test');
     const { client, sent } = clientAnswering(JSON.stringify(wire), 'application/json');
@@ -334,7 +340,6 @@ describe('responsesRequestToChat', () => {
     ['conversation', { ...ok, conversation: 'conv_1' }],
     ['background', { ...ok, background: true }],
     ['prompt', { ...ok, prompt: { id: 'pmpt_1' } }],
-    ['truncation', { ...ok, truncation: 'auto' }],
     ['max_tool_calls', { ...ok, max_tool_calls: 3 }],
     ['tools[0].type', { ...ok, tools: [{ type: 'file_search', vector_store_ids: ['vs'] }] }],
     ['tools[0].name', { ...ok, tools: [{ type: 'function' }] }],

@@ -41,13 +41,13 @@
  * their `web_search_call` / `tool_search_call` / `tool_search_output` items in the history
  * (`input[i]`), a custom tool's grammar (`tools[i].format`: described to the model, not
  * enforced), `include` values other than output logprobs (`include[i]`, e.g.
- * `reasoning.encrypted_content`: no encrypted reasoning is returned).
+ * `reasoning.encrypted_content`: no encrypted reasoning is returned), `truncation: 'auto'`
+ * (server-side context truncation: the provider gets the whole input).
  * Ignored: `store: false`, `reasoning.summary` / `generate_summary` (reasoning comes back as a
  * single summary part whatever is asked), `encrypted_content` on reasoning items (opaque provider
  * state), `truncation: 'disabled'`, `stream_options`, Gatehouse's own fields, unknown fields.
  * Refused: other built-in tools (file_search, computer_use, mcp, code_interpreter, …) and hosted
- * tool choices, `file_id` images, `input_file` / `input_audio`, `truncation: 'auto'`,
- * `max_tool_calls`.
+ * tool choices, `file_id` images, `input_file` / `input_audio`, `max_tool_calls`.
  *
  * Responses: reasoning → a `reasoning` item with one `summary_text` (the canonical `reasoning`
  * text; `reasoning_details` and their signatures are not carried: no `encrypted_content`, and
@@ -358,7 +358,6 @@ function refuseStatefulFields(b: Obj): void {
     fail('conversation', 'conversations are not supported; use previous_response_id or send the full input');
   if (b.background === true) fail('background', 'background responses are not supported');
   if (given(b.prompt)) fail('prompt', 'stored prompt templates are not supported');
-  if (b.truncation === 'auto') fail('truncation', "'auto' (server-side context truncation) is not supported");
   if (given(b.max_tool_calls)) fail('max_tool_calls', 'is not supported');
 }
 
@@ -625,6 +624,9 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
       if (effort !== 'none') req.reasoning = { effort };
     }
   }
+  // Server-side housekeeping, like Anthropic's context_management: it changes nothing unless the
+  // input overflows the context, where the provider then answers its own error instead.
+  if (b.truncation === 'auto') dropped.push('truncation');
   if (given(b.include)) {
     for (const [i, v] of arr(b.include, 'include').entries()) {
       if (str(v, `include[${i}]`) === 'message.output_text.logprobs') req.logprobs = true;
