@@ -302,7 +302,9 @@ describe('responsesRequestToChat', () => {
   it("drops truncation: 'auto' (server-side housekeeping) and lists it, as context_management", () => {
     const req = responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'auto' });
     expect(req).toEqual({ model: 'm', messages: [{ role: 'user', content: 'hi' }], dropped: ['truncation'] });
-    expect(responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'disabled' }).dropped).toBeUndefined();
+    expect(
+      responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'disabled' }).dropped,
+    ).toBeUndefined();
   });
 
   it('accepts exactly what the official client sends, and a plain string input', async () => {
