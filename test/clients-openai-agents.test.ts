@@ -151,6 +151,21 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
     }
   });
 
+  it("an agent without a model: the SDK's default model and its settings reach the OpenAI provider", async () => {
+    mock.enqueue({ reply: { text: 'from the default model' } });
+    const result = await run(new Agent({ name: 'assistant' }), 'hi');
+    expect(result.finalOutput).toBe('from the default model');
+    const sent = exchanges[0]!.body;
+    expect(sent.model).toMatch(/^gpt-5/);
+    expect(sent).toMatchObject({ reasoning: { effort: expect.any(String) }, text: { verbosity: 'low' } });
+    expect(upstream()[0]?.path).toMatch(/^\/openai\//);
+    expect(upstream()[0]?.body).toMatchObject({
+      model: sent.model,
+      reasoning: sent.reasoning,
+      text: sent.text,
+    });
+  });
+
   describe.each(providers)('$model', (p) => {
     it('run(): the answer, the response id and the usage the SDK reports', async () => {
       mock.enqueue({ reply: { text: 'upstream says hi', usage: USAGE } });
@@ -201,9 +216,12 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
       expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('sunny in Oslo');
     });
 
-    it('run({ stream: true }): text deltas, then the completed run with its usage', async () => {
-      mock.enqueue({ reply: { text: 'streamed words arrive in pieces', usage: USAGE } });
-      const agent = new Agent({ name: 'assistant', model: p.model });
+    it('run({ stream: true }): a tool loop, text deltas, then the completed run with its usage', async () => {
+      mock.enqueue(
+        { reply: { reasoning: 'The user wants the weather.', tool_calls: [CALL], usage: USAGE } },
+        { reply: { text: 'streamed words arrive in pieces', usage: USAGE } },
+      );
+      const agent = new Agent({ name: 'assistant', model: p.model, tools: [weather] });
       const result = await run(agent, 'stream please', { stream: true });
       const deltas: string[] = [];
       for await (const text of result.toTextStream()) deltas.push(text);
@@ -213,8 +231,19 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
       expect(deltas.join('')).toBe('streamed words arrive in pieces');
       expect(result.finalOutput).toBe('streamed words arrive in pieces');
       expect(result.lastResponseId).toMatch(/^resp_/);
-      expect(result.state.usage).toMatchObject({ requests: 1, inputTokens: 20, outputTokens: 6 });
-      expect(upstream()[0]?.stream).toBe(true);
+      expect(toolRuns).toEqual(['Oslo']);
+      expect(result.state.usage).toMatchObject({
+        requests: 2,
+        inputTokens: 40,
+        outputTokens: 12,
+        inputTokensDetails: [{ cached_tokens: 8 }, { cached_tokens: 8 }],
+        // (Anthropic counts thinking within output_tokens, not apart.)
+        outputTokensDetails: Array(2).fill({ reasoning_tokens: p.kind === 'anthropic' ? 0 : 2 }),
+      });
+      const reasoning = result.newItems.find((i) => i.type === 'reasoning_item');
+      expect(JSON.stringify(reasoning?.rawItem)).toContain('The user wants the weather.');
+      expect(upstream().map((r) => r.stream)).toEqual([true, true]);
+      expect(wireView(upstream()[1]!).turns.at(-1)?.toolResults).toHaveLength(1);
     });
 
     it('outputType: a json_schema text.format, reaching the provider as its structured output', async () => {
@@ -247,9 +276,13 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
 
       mock.enqueue({ reply: { tool_calls: [CALL] } }, { reply: { text: 'The word was lighthouse.' } });
       const withTool = agent.clone({ tools: [weather] });
+      // Streamed: each response is stored before its stream ends, for the next request to name.
       const second = await run(withTool, 'Which word? And the weather in Oslo?', {
         previousResponseId: first.lastResponseId,
+        stream: true,
       });
+      await second.completed;
+      expect(second.error).toBeNull();
       expect(second.finalOutput).toBe('The word was lighthouse.');
       expect(toolRuns).toEqual(['Oslo']);
       // The SDK chains each request to the previous response and sends only what is new.
