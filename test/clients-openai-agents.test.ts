@@ -187,33 +187,39 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
       expect(view?.auth?.key).not.toBe(gw.apiKey);
     });
 
-    it('a zod function tool: the call runs, its output goes back in the next request', async () => {
+    it('a zod function tool, called twice at once: both run, both outputs go back in the next request', async () => {
+      const BERGEN = { id: 'call_w2', name: 'weather', arguments: { city: 'Bergen' } };
       mock.enqueue(
-        { reply: { tool_calls: [CALL] } },
-        { reply: { text: 'It is sunny in Oslo.', usage: USAGE } },
+        { reply: { tool_calls: [CALL, BERGEN] } },
+        { reply: { text: 'It is sunny in Oslo and Bergen.', usage: USAGE } },
       );
       const agent = new Agent({ name: 'assistant', model: p.model, tools: [weather] });
-      const result = await run(agent, 'Weather in Oslo?');
-      expect(toolRuns).toEqual(['Oslo']);
-      expect(result.finalOutput).toBe('It is sunny in Oslo.');
+      const result = await run(agent, 'Weather in Oslo and Bergen?');
+      expect(toolRuns.sort()).toEqual(['Bergen', 'Oslo']);
+      expect(result.finalOutput).toBe('It is sunny in Oslo and Bergen.');
       expect(result.state.usage.requests).toBe(2);
       expect(result.state.usage.outputTokens).toBeGreaterThanOrEqual(6);
-      // The SDK sent the call and its output back as Responses items (Gemini's calls have no id
-      // of their own: Gatehouse names them)…
+      // The SDK sent the calls and their outputs back as Responses items (Gemini's calls have no
+      // id of their own: Gatehouse names them, each differently)…
       const input = exchanges[1]?.body.input as Record<string, unknown>[];
-      const call = input.find((i) => i.type === 'function_call');
-      expect(call).toMatchObject({ name: 'weather', call_id: p.kind === 'google' ? /^call_/ : 'call_w1' });
-      expect(input.at(-1)).toMatchObject({
-        type: 'function_call_output',
-        call_id: call?.call_id,
-        output: 'sunny in Oslo',
-      });
+      const calls = input.filter((i) => i.type === 'function_call');
+      const outputs = input.filter((i) => i.type === 'function_call_output');
+      if (p.kind !== 'google') expect(calls.map((c) => c.call_id)).toEqual(['call_w1', 'call_w2']);
+      expect(new Set(calls.map((c) => c.call_id)).size).toBe(2);
+      expect(outputs.map((o) => [o.call_id, o.output])).toEqual([
+        [calls[0]?.call_id, 'sunny in Oslo'],
+        [calls[1]?.call_id, 'sunny in Bergen'],
+      ]);
       // …and they reached the provider in its own format.
       const [first, second] = views();
       expect(first?.tools.map((t) => t.name)).toEqual(['weather']);
-      expect(second?.turns.at(-2)?.toolCalls).toMatchObject([{ name: 'weather', args: { city: 'Oslo' } }]);
-      expect(second?.turns.at(-1)?.toolResults).toHaveLength(1);
-      expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('sunny in Oslo');
+      expect(second?.turns.at(-2)?.toolCalls).toMatchObject([
+        { name: 'weather', args: { city: 'Oslo' } },
+        { name: 'weather', args: { city: 'Bergen' } },
+      ]);
+      const results = JSON.stringify(second?.turns.at(-1)?.toolResults);
+      expect(second?.turns.at(-1)?.toolResults).toHaveLength(2);
+      expect(results.indexOf('sunny in Oslo')).toBeLessThan(results.indexOf('sunny in Bergen'));
     });
 
     it('run({ stream: true }): a tool loop, text deltas, then the completed run with its usage', async () => {
