@@ -473,8 +473,8 @@ describe('AWS Bedrock provider', () => {
     const schema = {
       type: 'object',
       properties: { city: { type: 'string' } },
-      required: ['city'],
       additionalProperties: false,
+      required: ['city'],
     };
     const res = await openai.chat.completions.create({
       model: 'test/claude',
@@ -482,12 +482,13 @@ describe('AWS Bedrock provider', () => {
       response_format: { type: 'json_schema', json_schema: { name: 'place', schema, strict: true } },
     });
     expect(res.choices[0]!.message.content).toBe('{"city":"Oslo"}');
-    expect(bedrockRequest().body.outputConfig).toEqual({
-      textFormat: {
-        type: 'json_schema',
-        structure: { jsonSchema: { schema: JSON.stringify(schema), name: 'place' } },
-      },
+    const { textFormat } = bedrockRequest().body.outputConfig;
+    expect(textFormat).toEqual({
+      type: 'json_schema',
+      structure: { jsonSchema: { schema: expect.any(String), name: 'place' } },
     });
+    // The schema as Claude's structured outputs take it (src/providers/anthropic/output-schema.ts).
+    expect(JSON.parse(textFormat.structure.jsonSchema.schema)).toEqual(schema);
   });
 
   it('an image URL (Converse takes only inline images) is a 400, and nothing is sent', async () => {

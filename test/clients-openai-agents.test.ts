@@ -257,22 +257,35 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
       const agent = new Agent({
         name: 'forecaster',
         model: p.model,
-        outputType: z.object({ city: z.string(), celsius: z.number() }),
+        outputType: z.object({ city: z.string(), celsius: z.number().int().min(-90) }),
       });
       const result = await run(agent, 'Forecast for Oslo');
       expect(result.finalOutput).toEqual({ city: 'Oslo', celsius: 12 });
-      expect(exchanges[0]?.body.text.format).toMatchObject({
-        type: 'json_schema',
-        name: 'output',
-        strict: true,
-      });
+      const format = exchanges[0]?.body.text.format;
+      expect(format).toMatchObject({ type: 'json_schema', name: 'output', strict: true });
+      expect(format.schema.properties.celsius).toMatchObject({ type: 'integer', minimum: -90 });
       const body = upstream()[0]?.body;
-      const schemaOf: Record<string, () => any> = {
-        openai: () => body.text.format.schema,
-        anthropic: () => body.output_config.format.schema,
-        google: () => body.generationConfig.responseSchema,
-      };
-      expect(JSON.stringify(schemaOf[p.kind]!())).toMatch(/celsius/);
+      if (p.kind === 'openai') expect(body.text.format).toEqual(format);
+      if (p.kind === 'google') {
+        expect(body.generationConfig).toMatchObject({
+          responseMimeType: 'application/json',
+          responseSchema: { properties: { city: { type: 'STRING' } } },
+        });
+      }
+      if (p.kind === 'anthropic') {
+        // Claude's structured outputs enforce no numeric bounds: the model reads them instead.
+        const schema = body.output_config.format.schema;
+        expect(schema).toMatchObject({
+          type: 'object',
+          required: ['city', 'celsius'],
+          additionalProperties: false,
+        });
+        expect(schema.properties.city).toEqual({ type: 'string' });
+        expect(schema.properties.celsius.type).toBe('integer');
+        expect(schema.properties.celsius).not.toHaveProperty('minimum');
+        expect(schema.properties.celsius.description).toContain('minimum: -90');
+        expect(schema).not.toHaveProperty('$schema');
+      }
     });
 
     it('previousResponseId: the next run sends only its new input; the provider gets the conversation', async () => {

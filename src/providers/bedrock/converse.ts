@@ -105,11 +105,15 @@ function toolChoice(choice: unknown): Block | undefined {
   return undefined;
 }
 
-/** `response_format: json_schema` → Converse's structured output (the schema as a JSON string). */
-function outputFormat(req: ChatRequest): Block | undefined {
+/**
+ * `response_format: json_schema` → Converse's structured output: the schema as Anthropic's body has
+ * it (the subset Claude's structured outputs take), as a JSON string.
+ */
+function outputFormat(req: ChatRequest, a: Record<string, unknown>): Block | undefined {
   const rf = req.response_format;
-  if (rf?.type !== 'json_schema' || !rf.json_schema.schema) return undefined;
-  const { name, description, schema } = rf.json_schema;
+  const schema = obj(obj(a.output_config).format).schema;
+  if (rf?.type !== 'json_schema' || schema === undefined) return undefined;
+  const { name, description } = rf.json_schema;
   const jsonSchema = { schema: JSON.stringify(schema), ...(name ? { name } : {}) };
   return {
     type: 'json_schema',
@@ -169,7 +173,7 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   if (betas.length) additional.anthropic_beta = betas;
   if (a.top_k !== undefined) additional.top_k = a.top_k;
   if (Object.keys(additional).length) body.additionalModelRequestFields = additional;
-  const format = outputFormat(req);
+  const format = outputFormat(req, a);
   if (format) body.outputConfig = { textFormat: format };
   return body;
 }
