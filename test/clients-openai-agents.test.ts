@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import {
   Agent,
   getGlobalTraceProvider,
+  ModelBehaviorError,
   type ModelSettings,
   OpenAIChatCompletionsModel,
   type OpenAIClient,
@@ -35,6 +36,7 @@ import { gatewayWithUpstreams } from './support/upstreams.js';
 const sdkRequire = createRequire(createRequire(import.meta.url).resolve('@openai/agents-openai'));
 const OpenAI = sdkRequire('openai').OpenAI as new (opts: Record<string, unknown>) => OpenAIClient;
 const OPENAI_VERSION: string = sdkRequire('openai/version').VERSION;
+const { NotFoundError, RateLimitError } = sdkRequire('openai');
 
 const USAGE = { prompt_tokens: 20, completion_tokens: 6, cached_tokens: 8, reasoning_tokens: 2 };
 const CALL = { id: 'call_w1', name: 'weather', arguments: { city: 'Oslo' } };
@@ -451,6 +453,28 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
       expect(streamed.state.usage).toMatchObject({ requests: 2 });
       expect(upstream().every((r) => r.stream)).toBe(true);
     });
+  });
+
+  it('errors reach the SDK as its own error classes; a stream dying upstream fails the run', async () => {
+    const unknown = await run(new Agent({ name: 'a', model: 'test/nope' }), 'hi').catch((e) => e);
+    expect(unknown).toBeInstanceOf(NotFoundError);
+    expect(unknown.message).toContain('test/nope');
+
+    mock.enqueue({ status: 429, error: { message: 'slow down' }, times: 2 });
+    const limited = await run(new Agent({ name: 'a', model: 'test/claude' }), 'hi').catch((e) => e);
+    expect(limited).toBeInstanceOf(RateLimitError);
+    expect(limited.message).toContain('slow down');
+    expect(JSON.stringify(limited)).not.toContain('sk-operator');
+
+    mock.reset();
+    mock.enqueue({ reply: { text: 'one two three four five six' }, dieAfterEvents: 3, times: 2 });
+    const streamed = await run(new Agent({ name: 'a', model: 'test/gemini' }), 'hi', { stream: true });
+    const failure = await (async () => {
+      for await (const _ of streamed.toTextStream());
+      await streamed.completed;
+    })().catch((e) => e);
+    expect(failure).toBeInstanceOf(ModelBehaviorError);
+    expect(failure.message).toContain('response.failed');
   });
 
   it('an OpenAIProvider with baseURL and apiKey, on a Runner, reaches Gatehouse as well', async () => {
