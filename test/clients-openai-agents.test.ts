@@ -382,6 +382,10 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
             thinking: { type: 'enabled' },
             metadata: { user_id: 'user-1' },
           });
+          // The reasoning item the SDK sends back carries no signed thinking block, without which
+          // Claude refuses thinking in a tool loop: that step runs without thinking.
+          expect(second.body).not.toHaveProperty('thinking');
+          expect(JSON.stringify(second.body.messages)).not.toContain('"thinking"');
         } else {
           expect(first.body.generationConfig).toMatchObject({
             maxOutputTokens: 4000,
