@@ -459,6 +459,22 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
     });
   });
 
+  it('Gemini 3 through /responses: the tool loop goes on, its unsigned call signed with Google’s stand-in', async () => {
+    // Gemini signs its function call; the signature does not travel in Responses items.
+    mock.enqueue(
+      { reply: { thoughtSignature: 'GEMINI-SIG', tool_calls: [CALL] } },
+      { reply: { text: 'Sunny in Oslo.' } },
+    );
+    const agent = new Agent({ name: 'assistant', model: 'google/gemini-3-flash', tools: [weather] });
+    const result = await run(agent, 'Weather in Oslo?');
+    expect(result.finalOutput).toBe('Sunny in Oslo.');
+    const [first, second] = upstream();
+    expect(first?.model).toBe('gemini-3-flash');
+    expect(wireView(second!).turns[1]?.toolCalls).toMatchObject([
+      { name: 'weather', signature: 'skip_thought_signature_validator' },
+    ]);
+  });
+
   it('errors reach the SDK as its own error classes; a stream dying upstream fails the run', async () => {
     const unknown = await run(new Agent({ name: 'a', model: 'test/nope' }), 'hi').catch((e) => e);
     expect(unknown).toBeInstanceOf(NotFoundError);
