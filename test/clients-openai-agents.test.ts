@@ -6,7 +6,9 @@
  * `previousResponseId` conversations (Gatehouse's stored responses, also on OpenAI: the mock, like
  * any upstream, never sees a Gatehouse response id), `outputType`, handoffs, the chat-completions
  * model, and the model settings the SDK sends (store, include, reasoning, truncation, …) — none
- * refused, each where the provider takes it.
+ * refused, each where the provider takes it; errors as the SDK's own classes; a Gemini 3 tool loop
+ * (its signature lost in Responses items, Google's stand-in sent); and the SDK's trace upload to
+ * api.openai.com, which `setTracingDisabled(true)` stops.
  *
  * The client is the `openai` the SDK itself depends on (v7, whose engines ask for Node ≥ 22): it
  * runs on Node 20.
