@@ -468,6 +468,29 @@ describe('AWS Bedrock provider', () => {
     expect(req.body).toEqual({ texts: ['a b', 'c'], input_type: 'search_document' });
   });
 
+  it('a json_schema response_format is Converse structured output (outputConfig.textFormat)', async () => {
+    mock.enqueue({ reply: { text: '{"city":"Oslo"}' } });
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      additionalProperties: false,
+      required: ['city'],
+    };
+    const res = await openai.chat.completions.create({
+      model: 'test/claude',
+      messages: [{ role: 'user', content: 'which city?' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'place', schema, strict: true } },
+    });
+    expect(res.choices[0]!.message.content).toBe('{"city":"Oslo"}');
+    const { textFormat } = bedrockRequest().body.outputConfig;
+    expect(textFormat).toEqual({
+      type: 'json_schema',
+      structure: { jsonSchema: { schema: expect.any(String), name: 'place' } },
+    });
+    // The schema as Claude's structured outputs take it (src/providers/anthropic/output-schema.ts).
+    expect(JSON.parse(textFormat.structure.jsonSchema.schema)).toEqual(schema);
+  });
+
   it('an image URL Gatehouse may not fetch (Converse takes only inline images) is a 400, and nothing is sent', async () => {
     const err = await openai.chat.completions
       .create({

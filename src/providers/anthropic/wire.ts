@@ -39,8 +39,9 @@
  *   With thinking on, `temperature`/`top_p`/`top_k` are dropped (Anthropic requires the defaults)
  *   and a forced tool_choice (required/named) turns thinking off instead (Anthropic refuses the
  *   pair).
- * - `response_format: json_schema` → `output_config.format`; `json_object` has no Anthropic
- *   equivalent and is dropped, as are `seed`, penalties and `logprobs`.
+ * - `response_format: json_schema` → `output_config.format` (the schema in the subset Anthropic
+ *   takes: `output-schema.ts`); `json_object`, `seed`, penalties and `logprobs` have no Anthropic
+ *   equivalent (the engine refuses them before the call: `CAPABILITY_RULES`).
  *
  * Response / stream: text blocks joined, thinking → `reasoning` (joined) and, block by block in
  * order, `reasoning_details` (format `anthropic-claude-v1`, `index` 0, 1, …): thinking →
@@ -80,6 +81,7 @@ import {
 import { reasoningBudget } from '../reasoning.js';
 import { UpstreamError } from '../types.js';
 import { anthropicStreamError } from './errors.js';
+import { anthropicOutputSchema } from './output-schema.js';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -316,7 +318,8 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
   const choice = toolChoice(req);
   if (choice) body.tool_choice = choice;
   if (req.response_format?.type === 'json_schema' && req.response_format.json_schema.schema) {
-    body.output_config = { format: { type: 'json_schema', schema: req.response_format.json_schema.schema } };
+    const schema = anthropicOutputSchema(req.response_format.json_schema.schema);
+    body.output_config = { format: { type: 'json_schema', schema } };
   }
 
   let budget = reasoningBudget(req.reasoning);

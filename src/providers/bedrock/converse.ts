@@ -15,10 +15,9 @@
  * `anthropic-beta` → `additionalModelRequestFields.anthropic_beta` (a list), and thinking
  * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
  * `reasoningContent`; other models get no thinking, no betas (listed as dropped) and no default
- * max tokens. Seed, penalties,
- * logprobs and `json_object` have no Converse field: the engine refuses them before the call (the
- * `anthropic` capability rows); a `json_schema` response format, which Anthropic's own API carries,
- * is refused here (TranslationError).
+ * max tokens. `response_format: json_schema` → `outputConfig.textFormat` (structured output).
+ * Seed, penalties, logprobs and `json_object` have no Converse field: the engine refuses them
+ * before the call (the `anthropic` capability rows).
  *
  * Answer: text blocks joined, toolUse → tool_calls, reasoningContent → `reasoning` and
  * `reasoning_details` (text with its signature, or redacted content as `reasoning.encrypted`, format
@@ -148,6 +147,22 @@ function toolChoice(choice: unknown): Block | undefined {
   return undefined;
 }
 
+/**
+ * `response_format: json_schema` → Converse's structured output: the schema as Anthropic's body has
+ * it (the subset Claude's structured outputs take), as a JSON string.
+ */
+function outputFormat(req: ChatRequest, a: Record<string, unknown>): Block | undefined {
+  const rf = req.response_format;
+  const schema = obj(obj(a.output_config).format).schema;
+  if (rf?.type !== 'json_schema' || schema === undefined) return undefined;
+  const { name, description } = rf.json_schema;
+  const jsonSchema = { schema: JSON.stringify(schema), ...(name ? { name } : {}) };
+  return {
+    type: 'json_schema',
+    structure: { jsonSchema: description ? { ...jsonSchema, description } : jsonSchema },
+  };
+}
+
 export interface ConverseOptions {
   /** An Anthropic model: `reasoning` becomes Claude's `thinking` (an additional model field). */
   anthropic: boolean;
@@ -157,11 +172,6 @@ export interface ConverseOptions {
 export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Record<string, unknown> {
   // Anthropic's request rules (thinking budget, sampling without thinking, tool loops) apply to
   // Claude; other models get no thinking, and Anthropic's default max_tokens is not imposed on them.
-  if (req.response_format?.type === 'json_schema') {
-    throw new TranslationError(
-      'response_format json_schema cannot be sent to Bedrock Converse: it has no JSON schema mode',
-    );
-  }
   const a = toAnthropicRequest(opts.anthropic ? req : { ...req, reasoning: undefined }, false);
   const messages = (a.messages as { role: string; content: Block[] }[])
     .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
@@ -206,6 +216,8 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   if (betas.length) additional.anthropic_beta = betas;
   if (a.top_k !== undefined) additional.top_k = a.top_k;
   if (Object.keys(additional).length) body.additionalModelRequestFields = additional;
+  const format = outputFormat(req, a);
+  if (format) body.outputConfig = { textFormat: format };
   return body;
 }
 

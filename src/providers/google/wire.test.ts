@@ -10,6 +10,7 @@ import {
   GeminiStreamMapper,
   mapGeminiFinish,
   mapGeminiUsage,
+  SKIP_SIGNATURE,
   toGeminiEmbeddingsRequest,
   toGeminiRequest,
   toGeminiSchema,
@@ -453,6 +454,53 @@ describe('Gemini thoughts and thought signatures ⇄ reasoning_details', () => {
       role: 'model',
       parts: [{ functionCall: { name: 'f', args: {} }, thoughtSignature: 'C1-SIG' }],
     });
+  });
+});
+
+describe('Gemini 3: function calls of the current turn that come back unsigned', () => {
+  const call = (id: string, name = 'f') => ({
+    id,
+    type: 'function' as const,
+    function: { name, arguments: '{}' },
+  });
+  const signed = (id: string, data: string) => ({
+    type: 'reasoning.encrypted' as const,
+    data,
+    id,
+    format: G,
+  });
+  // Turn 1 (answered), then turn 2: a step calling two functions at once, then a signed step.
+  const messages: ChatRequest['messages'] = [
+    { role: 'user', content: 'first question' },
+    { role: 'assistant', content: null, tool_calls: [call('a')] },
+    { role: 'tool', tool_call_id: 'a', content: 'ok' },
+    { role: 'assistant', content: 'first answer' },
+    { role: 'user', content: 'second question' },
+    { role: 'assistant', content: null, tool_calls: [call('b'), call('c', 'g')] },
+    { role: 'tool', tool_call_id: 'b', content: 'ok' },
+    { role: 'tool', tool_call_id: 'c', content: 'ok' },
+    { role: 'assistant', content: null, tool_calls: [call('d')], reasoning_details: [signed('d', 'D-SIG')] },
+    { role: 'tool', tool_call_id: 'd', content: 'ok' },
+  ];
+  const signatures = (model: string) =>
+    (
+      toGeminiRequest(req({ model, messages })).contents as {
+        role: string;
+        parts: Record<string, unknown>[];
+      }[]
+    )
+      .filter((c) => c.role === 'model')
+      .map((c) => c.parts.filter((p) => p.functionCall).map((p) => p.thoughtSignature ?? null));
+
+  it("get Google's stand-in on each step's first call; signed steps and earlier turns stay as they are", () => {
+    expect(signatures('gemini-3-pro-preview')).toEqual([[null], [], [SKIP_SIGNATURE, null], ['D-SIG']]);
+    expect(signatures('models/gemini-4-flash')).toEqual([[null], [], [SKIP_SIGNATURE, null], ['D-SIG']]);
+  });
+
+  it('not for the models that do not require signatures', () => {
+    for (const model of ['gemini-2.5-flash', 'gemini-x', 'gemma-3-27b-it']) {
+      expect(signatures(model)).toEqual([[null], [], [null, null], ['D-SIG']]);
+    }
   });
 });
 

@@ -17,7 +17,8 @@
  *   rejects a function-call continuation without it); a `reasoning.encrypted` without `id` →
  *   `thoughtSignature` on the turn's first text part (dropped when the turn has none). Unsigned
  *   thought text, entries of another format and a bare `reasoning` string are not sent (Gemini
- *   reads nothing from unsigned thoughts).
+ *   reads nothing from unsigned thoughts). Gemini 3 and later: a step of the current turn whose
+ *   calls come back unsigned gets Google's stand-in signature (`SKIP_SIGNATURE`) on its first call.
  * - Images: `data:` URLs → `inlineData`; http(s) URLs → `fileData` with a MIME type guessed from
  *   the extension (image/jpeg when unknown).
  * - tools → one `functionDeclarations` tool; JSON-Schema parameters are reduced to the OpenAPI
@@ -225,6 +226,41 @@ export function toGeminiContents(messages: ChatMessage[]): {
   };
 }
 
+/**
+ * Google's documented stand-in signature for function calls Gemini did not sign in this
+ * conversation (history from another model, or from a client that cannot carry signatures back:
+ * a `/responses` caller, a chat client that drops `reasoning_details`).
+ */
+export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
+
+/** Gemini 3 and later refuse (400) a function call of the current turn without its signature. */
+function enforcesSignatures(model: string): boolean {
+  const major = /(?:^|\/)gemini-(\d+)/i.exec(model)?.[1];
+  return major !== undefined && Number(major) >= 3;
+}
+
+/**
+ * The current turn (the model's steps since the last user message that is not only tool results):
+ * a step whose function calls carry no signature gets the stand-in on its first call, where Gemini
+ * puts its own. Earlier turns are not validated and are left as they are.
+ */
+function signCurrentTurn(contents: Content[]): void {
+  const isUserMessage = (c: Content) => c.role === 'user' && c.parts.some((p) => !p.functionResponse);
+  let start = 0;
+  for (let i = contents.length - 1; i >= 0; i--) {
+    if (isUserMessage(contents[i] as Content)) {
+      start = i + 1;
+      break;
+    }
+  }
+  for (const c of contents.slice(start)) {
+    if (c.role !== 'model') continue;
+    const calls = c.parts.filter((p) => p.functionCall);
+    if (calls.length > 0 && !calls.some((p) => p.thoughtSignature))
+      (calls[0] as Part).thoughtSignature = SKIP_SIGNATURE;
+  }
+}
+
 const SCHEMA_KEYS = new Set([
   'format',
   'title',
@@ -286,6 +322,7 @@ function toolConfig(req: ChatRequest): Obj | undefined {
 /** The Gemini GenerateContentRequest body for a canonical request. */
 export function toGeminiRequest(req: ChatRequest): Record<string, unknown> {
   const body: Record<string, unknown> = { ...toGeminiContents(req.messages) };
+  if (enforcesSignatures(req.model)) signCurrentTurn(body.contents as Content[]);
   if (req.tools?.length) {
     body.tools = [
       {
