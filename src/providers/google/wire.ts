@@ -19,8 +19,9 @@
  *   thought text, entries of another format and a bare `reasoning` string are not sent (Gemini
  *   reads nothing from unsigned thoughts). Gemini 3 and later: a step of the current turn whose
  *   calls come back unsigned gets Google's stand-in signature (`SKIP_SIGNATURE`) on its first call.
- * - Images: `data:` URLs → `inlineData`; http(s) URLs → `fileData` with a MIME type guessed from
- *   the extension (image/jpeg when unknown).
+ * - Images and documents: `data:` URLs → `inlineData`. The adapter fetches http(s) URLs first and
+ *   sends their data inline (../remote-media.ts); a URL that still reaches this wire → `fileData`
+ *   with a MIME type guessed from the extension (image/jpeg, or application/pdf for a document).
  * - tools → one `functionDeclarations` tool; JSON-Schema parameters are reduced to the OpenAPI
  *   subset Gemini accepts (`toGeminiSchema`); tool_choice → `toolConfig.functionCallingConfig`
  *   (auto → AUTO, required → ANY, none → NONE, named → ANY + allowedFunctionNames).
