@@ -43,6 +43,30 @@ export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
   };
 }
 
+/**
+ * A relayed JSON answer (a lane's) with what OpenRouter's format adds to it: the provider that
+ * served and the cost in its `usage`; nothing of the provider's is changed or lost. Null when the
+ * answer is not a JSON object (it is then relayed as it came).
+ */
+export function withProviderAndCost(done: {
+  forwarded: { json: unknown };
+  info: RouteInfo;
+  usage: Usage;
+  cost: Cost;
+}): Record<string, unknown> | null {
+  const json = done.forwarded.json;
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return null;
+  const prior = (json as { usage?: unknown }).usage;
+  return {
+    ...json,
+    provider: done.info.served.endpoint.provider,
+    usage: {
+      ...(typeof prior === 'object' && prior !== null && !Array.isArray(prior) ? prior : {}),
+      ...fullUsage(done.usage, done.cost, done.info.served.credential.isByok),
+    },
+  };
+}
+
 /** The cost fields of a Responses `usage`: what was charged to credits, and the BYOK provider's cost. */
 export function responsesCost(cost: Cost, isByok: boolean): ResponsesCost {
   const c = charged(cost, isByok);

@@ -6,7 +6,13 @@ import { effortFromReasoning } from '../../providers/openai/wire.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
 import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
-import { decorateChatResponse, decorateChunk, fullUsage, gatewayMetadata } from '../decorate.js';
+import {
+  decorateChatResponse,
+  decorateChunk,
+  fullUsage,
+  gatewayMetadata,
+  withProviderAndCost,
+} from '../decorate.js';
 import { withFinalUsage } from './final-usage.js';
 import {
   chatAnswerSlots,
@@ -196,16 +202,11 @@ export const chatWire: ChatWire = {
   // The provider's own answer, with what OpenRouter's format adds to it (the provider, the cost,
   // how it was routed): nothing of the provider's is changed or lost.
   relayJson(done, call) {
-    const json = done.forwarded.json;
-    if (!isObj(json)) return done.forwarded.text;
+    const added = withProviderAndCost(done);
+    if (!added) return done.forwarded.text;
     const { info } = done;
     return {
-      ...json,
-      provider: info.served.endpoint.provider,
-      usage: {
-        ...(isObj(json.usage) ? json.usage : {}),
-        ...fullUsage(done.usage, done.cost, info.served.credential.isByok),
-      },
+      ...added,
       gateway_metadata: gatewayMetadata(info),
       safeguard_results: info.safeguards,
       ...(call.echoUpstream ? { debug: { echo_upstream_body: info.upstreamRequest } } : {}),

@@ -3,8 +3,8 @@ import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { type EmbeddingsRequest, type EmbeddingsResponse, TranslationError } from '../../formats/chat.js';
 import type { Body, TextSlot } from '../../routing/call.js';
 import { envelope } from '../../server/errors.js';
-import { fullUsage } from '../decorate.js';
-import { isObj, stringSlot } from './texts.js';
+import { fullUsage, withProviderAndCost } from '../decorate.js';
+import { stringSlot } from './texts.js';
 import { type CallerWire, GATEHOUSE_FIELDS, inspectBody, withoutFields } from './wire.js';
 
 /** The Embeddings body as the translated path validates it. */
@@ -74,19 +74,7 @@ export const embeddingsWire: CallerWire<EmbeddingsResponse> = {
   }),
   // The provider's own answer (its model, data and usage), with what OpenRouter's format adds to
   // it: the provider and the cost, which OpenRouter's clients read back as the translated path gives.
-  relayJson(done) {
-    const json = done.forwarded.json;
-    if (!isObj(json)) return done.forwarded.text;
-    const { info } = done;
-    return {
-      ...json,
-      provider: info.served.endpoint.provider,
-      usage: {
-        ...(isObj(json.usage) ? json.usage : {}),
-        ...fullUsage(done.usage, done.cost, info.served.credential.isByok),
-      },
-    };
-  },
+  relayJson: (done) => withProviderAndCost(done) ?? done.forwarded.text,
   streamError: () => [],
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),
