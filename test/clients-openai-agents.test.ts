@@ -376,7 +376,9 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
       } else {
         // Translated: what the provider has an equivalent for is carried, the rest dropped and listed.
         const dropped = exchanges[0]!.dropped?.split(',') ?? [];
-        expect(dropped).toEqual(expect.arrayContaining(['truncation', 'include[0]']));
+        expect(dropped).toEqual(expect.arrayContaining(['truncation']));
+        // Reasoning state comes back anyway: asking for it is not dropped.
+        expect(dropped).not.toContain('include[0]');
         expect(JSON.stringify(first.body)).not.toMatch(/truncation|encrypted_content|"store"/);
         if (p.kind === 'anthropic') {
           expect(first.body).toMatchObject({
@@ -384,10 +386,13 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
             thinking: { type: 'enabled' },
             metadata: { user_id: 'user-1' },
           });
-          // The reasoning item the SDK sends back carries no signed thinking block, without which
-          // Claude refuses thinking in a tool loop: that step runs without thinking.
-          expect(second.body).not.toHaveProperty('thinking');
-          expect(JSON.stringify(second.body.messages)).not.toContain('"thinking"');
+          // The reasoning item the SDK sends back carries Claude's signed thinking block (in its
+          // encrypted_content): the step after the tool call thinks too.
+          expect(second.body).toMatchObject({ thinking: { type: 'enabled' } });
+          expect(second.body.messages[1].content[0]).toMatchObject({
+            type: 'thinking',
+            signature: 'mock-signature',
+          });
         } else {
           expect(first.body.generationConfig).toMatchObject({
             maxOutputTokens: 4000,
@@ -461,8 +466,8 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
     });
   });
 
-  it('Gemini 3 through /responses: the tool loop goes on, its unsigned call signed with Google’s stand-in', async () => {
-    // Gemini signs its function call; the signature does not travel in Responses items.
+  it('Gemini 3 through /responses: the tool loop goes on, its call sent back with its own signature', async () => {
+    // Gemini signs its function call; the signature travels in a reasoning item's encrypted_content.
     mock.enqueue(
       { reply: { thoughtSignature: 'GEMINI-SIG', tool_calls: [CALL] } },
       { reply: { text: 'Sunny in Oslo.' } },
@@ -473,7 +478,7 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
     const [first, second] = upstream();
     expect(first?.model).toBe('gemini-3-flash');
     expect(wireView(second!).turns[1]?.toolCalls).toMatchObject([
-      { name: 'weather', signature: 'skip_thought_signature_validator' },
+      { name: 'weather', signature: 'GEMINI-SIG' },
     ]);
   });
 

@@ -106,6 +106,29 @@ describe('Vercel AI SDK default Responses model: multi-step tool loop', () => {
     expect(JSON.stringify(turns[2]?.toolResults)).toContain('sunny in Oslo');
   }
 
+  it.each([
+    false,
+    true,
+  ])('Claude with thinking (streamed: %s): the reasoning goes back by reference, signed, and thinking stays on', async (streamed) => {
+    mock.enqueue({ reply: { ...STEP_1, signature: 'sig-ai-sdk' } }, { reply: STEP_2 });
+    const options = {
+      model: openai('test/claude'),
+      tools: { weather },
+      stopWhen: stepCountIs(5),
+      prompt: PROMPT,
+      providerOptions: { openai: { reasoningEffort: 'low', forceReasoning: true } },
+    };
+    const text = streamed ? await streamText(options).text : (await generateText(options)).text;
+    expect(text).toBe(STEP_2.text);
+    // The SDK names the earlier reasoning item by id; Gatehouse restores it with its state.
+    expect(sent[1]?.input).toContainEqual({ type: 'item_reference', id: expect.stringMatching(/^rs_/) });
+    const second = mock.requests[1]!;
+    expect(second.body.thinking).toMatchObject({ type: 'enabled' });
+    expect(wireView(second).turns[1]?.reasoning).toEqual([
+      { text: STEP_1.reasoning, signature: 'sig-ai-sdk' },
+    ]);
+  });
+
   describe.each(cases)('$provider ($model)', ({ model, upstream }) => {
     const prompt = upstream ? PROMPT : SCRIPTED_PROMPT;
 

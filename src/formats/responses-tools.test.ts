@@ -31,7 +31,7 @@ describe('Codex-style tools through the canonical request', () => {
       prompt_cache_key: codexBody.prompt_cache_key,
       verbosity: 'low',
       service_tier: 'priority',
-      dropped: ['tools[1].format', 'tools[4]', 'include[0]'],
+      dropped: ['tools[1].format', 'tools[4]'],
     });
     expect(req).not.toHaveProperty('store');
   });

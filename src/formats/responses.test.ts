@@ -295,7 +295,6 @@ describe('responsesRequestToChat', () => {
       stream: true,
       stream_options: { include_usage: true },
       metadata: { k: 'v' },
-      dropped: ['include[1]'],
     });
   });
 

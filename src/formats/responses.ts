@@ -16,6 +16,7 @@
  * | message items user/system/developer              | same role; `input_text` → text, `input_image` (URL) → image_url, `input_file` (`file_data`, `file_url`, `file_id`) → file |
  * | assistant message items (`output_text`, `refusal`) | assistant `content` (text concatenated)           |
  * | `reasoning` items (summary text)                 | assistant `reasoning`                               |
+ * | Gatehouse's `encrypted_content` on reasoning items | assistant `reasoning_details` (reasoning-state.ts) |
  * | `function_call` / `custom_tool_call` /           | assistant `tool_calls` (id = `call_id`; names and   |
  * | `local_shell_call` items                         | arguments as in `responses-tools.ts`)               |
  * | `function_call_output` / `custom_tool_call_output` / `local_shell_call_output` items | `tool` messages |
@@ -40,19 +41,24 @@
  * Dropped and reported in `dropped`: hosted `web_search` and `tool_search` tools (`tools[i]`) and
  * their `web_search_call` / `tool_search_call` / `tool_search_output` items in the history
  * (`input[i]`), a custom tool's grammar (`tools[i].format`: described to the model, not
- * enforced), `include` values other than output logprobs (`include[i]`, e.g.
- * `reasoning.encrypted_content`: no encrypted reasoning is returned), `truncation: 'auto'`,
- * `max_tool_calls`.
+ * enforced), `include` values other than output logprobs and `reasoning.encrypted_content`
+ * (`include[i]`), `truncation: 'auto'`, `max_tool_calls`.
  * Ignored: `store: false`, `reasoning.summary` / `generate_summary` (reasoning comes back as a
- * single summary part whatever is asked), `encrypted_content` on reasoning items (opaque provider
- * state), `truncation: 'disabled'`, `stream_options`, Gatehouse's own fields, unknown fields.
+ * single summary part whatever is asked), an `encrypted_content` on a reasoning item that is not
+ * Gatehouse's (another provider's opaque state, e.g. OpenAI's after a fallback),
+ * `truncation: 'disabled'`, `stream_options`, Gatehouse's own fields, unknown fields.
  * Refused: other built-in tools (file_search, computer_use, mcp, code_interpreter, …) and hosted
  * tool choices, `file_id` images, `input_audio`.
  *
  * Responses: reasoning → a `reasoning` item with one `summary_text` (the canonical `reasoning`
- * text; `reasoning_details` and their signatures are not carried: no `encrypted_content`, and
- * reasoning items sent back give only `reasoning`, so providers get no signed thinking through
- * /responses); text → a `message` item; tool calls → the item type of the tool the caller
+ * text) and, when the answer has `reasoning_details`, those in its `encrypted_content` — whether or
+ * not `include` asks: clients resend the items they got (the Agents SDK asks for nothing), and a
+ * `store: false` client has no other way to give a provider its signed thinking back. A non-streamed
+ * answer carries them on its first reasoning item (a reasoning item with no summary leads the output
+ * when there is no reasoning text, e.g. only a redacted block); a stream on each reasoning item the
+ * entries that arrived up to its end, and the rest on a reasoning item with no summary after the
+ * others (a Gemini function call's signature comes with the call). Read back, the entries of every
+ * reasoning item of a turn join, so the split does not matter; text → a `message` item; tool calls → the item type of the tool the caller
  * declared (`function_call`, `custom_tool_call`, `local_shell_call`; see `responses-tools.ts`).
  * `length` → status
  * `incomplete` with `incomplete_details.reason: 'max_output_tokens'` (`content_filter` likewise);
@@ -71,6 +77,7 @@ import type {
   ContentPart,
   FinishReason,
   ReasoningConfig,
+  ReasoningDetail,
   ResponseFormat,
   ToolCall,
   ToolChoice,
@@ -79,6 +86,8 @@ import type {
 } from './chat.js';
 import { filePart } from './files.js';
 import { openAiHints } from './hints.js';
+import { collapseReasoningDetails } from './reasoning-details.js';
+import { decodeReasoningState, encodeReasoningState } from './reasoning-state.js';
 import {
   assertUniqueNames,
   flatName,
@@ -136,6 +145,8 @@ export interface ResponsesReasoningItem {
   type: 'reasoning';
   id: string;
   summary: { type: 'summary_text'; text: string }[];
+  /** The answer's `reasoning_details`, Gatehouse's opaque state (see reasoning-state.ts). */
+  encrypted_content?: string;
 }
 
 export interface ResponsesMessageItem {
@@ -441,18 +452,26 @@ function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[
   if (typeof input === 'string') return [{ role: 'user', content: input }];
   const items = arr(input, 'input');
   const out: ChatMessage[] = [];
-  let turn: { text: string | null; reasoning: string[]; toolCalls: ToolCall[] } | null = null;
+  let turn: {
+    text: string | null;
+    reasoning: string[];
+    details: ReasoningDetail[];
+    toolCalls: ToolCall[];
+  } | null = null;
   const assistantTurn = () => {
-    turn ??= { text: null, reasoning: [], toolCalls: [] };
+    turn ??= { text: null, reasoning: [], details: [], toolCalls: [] };
     return turn;
   };
   const closeTurn = () => {
     if (!turn) return;
     const t = turn;
     turn = null;
-    if (t.text === null && t.toolCalls.length === 0 && t.reasoning.length === 0) return;
+    if (t.text === null && t.toolCalls.length === 0 && t.reasoning.length === 0 && t.details.length === 0)
+      return;
     const m: ChatMessage = { role: 'assistant', content: t.text };
     if (t.reasoning.length) m.reasoning = t.reasoning.join('\n\n');
+    // One answer's entries may be split over several items (see the stream encoder): merged here.
+    if (t.details.length) m.reasoning_details = collapseReasoningDetails(t.details);
     if (t.toolCalls.length) m.tool_calls = t.toolCalls;
     out.push(m);
   };
@@ -477,6 +496,7 @@ function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[
         const text = reasoningText(item, p);
         const t = assistantTurn();
         if (text) t.reasoning.push(text);
+        t.details.push(...decodeReasoningState(item.encrypted_content));
         break;
       }
       case 'function_call':
@@ -633,8 +653,10 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   }
   if (given(b.include)) {
     for (const [i, v] of arr(b.include, 'include').entries()) {
-      if (str(v, `include[${i}]`) === 'message.output_text.logprobs') req.logprobs = true;
-      else dropped.push(`include[${i}]`);
+      const value = str(v, `include[${i}]`);
+      if (value === 'message.output_text.logprobs') req.logprobs = true;
+      // Reasoning state comes back whether asked or not (see the response mapping above).
+      else if (value !== 'reasoning.encrypted_content') dropped.push(`include[${i}]`);
     }
   }
   const text = b.text && typeof b.text === 'object' ? (b.text as Obj) : {};
@@ -766,7 +788,8 @@ function outputItem(
       return {
         type: 'reasoning',
         id: itemId('rs', base, index),
-        summary: [{ type: 'summary_text', text: block.text }],
+        // No text: an item that only carries reasoning state (see reasoningState).
+        summary: block.text ? [{ type: 'summary_text', text: block.text }] : [],
       };
     case 'text':
       return {
@@ -825,6 +848,15 @@ export function outputText(output: ResponsesOutputItem[]): string {
     .join('');
 }
 
+/**
+ * Where the answer's reasoning state goes in the output: `byId` on those reasoning items,
+ * `trailing` (a stream's state-only item) after the rest.
+ */
+interface ReasoningStates {
+  byId: Map<string, string>;
+  trailing?: ResponsesReasoningItem;
+}
+
 function finalResponse(
   env: ResponsesResponse,
   base: string,
@@ -833,9 +865,15 @@ function finalResponse(
   usage: Usage | null | undefined,
   opts: ResponsesEncodeOptions,
   origins: ToolOrigins,
+  states?: ReasoningStates,
 ): ResponsesResponse {
   const reason = incompleteReason(finish);
   const output = outputItems(blocks, base, reason !== null, origins);
+  for (const item of output) {
+    const state = item.type === 'reasoning' ? states?.byId.get(item.id) : undefined;
+    if (state !== undefined) (item as ResponsesReasoningItem).encrypted_content = state;
+  }
+  if (states?.trailing) output.push(states.trailing);
   const tokens = responsesUsage(usage);
   return {
     ...env,
@@ -860,14 +898,27 @@ export function chatResponseToResponses(
   opts: ResponsesEncodeOptions = {},
 ): ResponsesResponse {
   const { blocks, finish } = responseBlocks(res);
+  const base = idBase(res.id);
+  const byId = new Map<string, string>();
+  const state = encodeReasoningState(res.choices[0]?.message.reasoning_details);
+  if (state !== undefined) {
+    // On the first reasoning item; without reasoning text, on one of its own leading the output.
+    let first = blocks.findIndex((b) => b.kind === 'reasoning');
+    if (first < 0) {
+      blocks.unshift({ kind: 'reasoning', text: '' });
+      first = 0;
+    }
+    byId.set(itemId('rs', base, first), state);
+  }
   return finalResponse(
     envelope(res.id, res.created, model, request),
-    idBase(res.id),
+    base,
     blocks,
     finish,
     res.usage,
     opts,
     toolOrigins(request?.tools),
+    { byId },
   );
 }
 
@@ -913,8 +964,24 @@ export async function* chatStreamToResponses(
     output: [...done],
     output_text: outputText(done),
   });
+  // The reasoning_details fragments seen so far (the segmenter reads text only), and how many of
+  // them reasoning items already carry.
+  const details: ReasoningDetail[] = [];
+  let carried = 0;
+  const states: ReasoningStates = { byId: new Map() };
+  const uncarried = (): string | undefined => {
+    const state = encodeReasoningState(details.slice(carried));
+    carried = details.length;
+    return state;
+  };
+  async function* tapped(): AsyncGenerator<ChatChunk> {
+    for await (const chunk of chunks) {
+      for (const c of chunk.choices) if (c.index === 0) details.push(...(c.delta?.reasoning_details ?? []));
+      yield chunk;
+    }
+  }
 
-  for await (const s of segmentChatStream(chunks)) {
+  for await (const s of segmentChatStream(tapped())) {
     switch (s.type) {
       case 'begin':
         env = envelope(opts.id ?? s.id, s.created, model, request);
@@ -1000,6 +1067,11 @@ export async function* chatStreamToResponses(
             part,
           });
         } else if (item.type === 'reasoning') {
+          const state = uncarried();
+          if (state !== undefined) {
+            item.encrypted_content = state;
+            states.byId.set(item.id, state);
+          }
           const part = item.summary[0] as SummaryPart;
           yield emit({
             type: 'response.reasoning_summary_text.done',
@@ -1033,6 +1105,22 @@ export async function* chatStreamToResponses(
         break;
       }
       case 'end': {
+        // Entries after the last reasoning item (a Gemini call's signature, a redacted block after
+        // text) or without any: on a reasoning item of their own, last.
+        const state = uncarried();
+        if (state !== undefined) {
+          const output_index = s.blocks.length;
+          const item: ResponsesReasoningItem = {
+            type: 'reasoning',
+            id: itemId('rs', base, output_index),
+            summary: [],
+            encrypted_content: state,
+          };
+          yield emit({ type: 'response.output_item.added', output_index, item });
+          done.push(item);
+          yield emit({ type: 'response.output_item.done', output_index, item });
+          states.trailing = item;
+        }
         const response = finalResponse(
           env as ResponsesResponse,
           base,
@@ -1041,6 +1129,7 @@ export async function* chatStreamToResponses(
           s.usage,
           opts,
           origins,
+          states,
         );
         yield emit({
           type: response.status === 'incomplete' ? 'response.incomplete' : 'response.completed',

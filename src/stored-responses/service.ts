@@ -10,6 +10,7 @@
  * its content (a later turn that needs it is then a 404, not a silent gap).
  */
 import type { Db } from '../db/connection.js';
+import { isGatehouseReasoningState } from '../formats/reasoning-state.js';
 import { ApiError } from '../lib/errors.js';
 import { expandBody, type Item, inputList, type Obj, referencesOf, wantsStore } from './expansion.js';
 import {
@@ -87,13 +88,17 @@ export interface StoredResponsesDeps {
 const PURGE_BATCH = 500;
 
 /**
- * Reasoning items of a translated answer are Gatehouse's summaries, unsigned: no provider takes
- * them back (translations leave them out anyway), and OpenAI would look their ids up in its own
- * store and refuse the call. They are left out of an expanded conversation; a provider's own
- * reasoning items (stored upstream too) go back as they came.
+ * Reasoning items of a translated answer go back when they carry the provider's reasoning state
+ * (Gatehouse's `encrypted_content`: the translation restores it; an OpenAI lane leaves them out of
+ * its request). Those without it (stored before it was carried) are summaries only, which no
+ * provider takes back, and OpenAI would look their ids up in its own store and refuse the call:
+ * they are left out of an expanded conversation. A provider's own reasoning items (stored upstream
+ * too) go back as they came.
  */
-const sendable = (item: unknown, upstreamStored: number): boolean =>
-  upstreamStored === 1 || (item as { type?: unknown } | null)?.type !== 'reasoning';
+const sendable = (item: unknown, upstreamStored: number): boolean => {
+  const i = item as { type?: unknown; encrypted_content?: unknown } | null;
+  return upstreamStored === 1 || i?.type !== 'reasoning' || isGatehouseReasoningState(i.encrypted_content);
+};
 const notFound = (id: string) => new ApiError(404, `No stored response with id '${id}' in this workspace`);
 
 export class StoredResponsesService {

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { ChatRequest, Usage } from '../../formats/chat.js';
+import { isGatehouseReasoningState } from '../../formats/reasoning-state.js';
 import {
   chatResponseToResponses,
   chatStreamToResponses,
@@ -87,6 +88,26 @@ function withOpenRouterFields(
   return out;
 }
 
+/**
+ * The `input` indexes of reasoning items carrying Gatehouse's reasoning state (a translated
+ * answer's, sent back or restored from storage): OpenAI could neither read that state nor find
+ * their ids, and would refuse the call, so a lane leaves them out (the conversation may change
+ * providers between turns).
+ */
+function gatehouseReasoningItems(body: Body): number[] {
+  if (!Array.isArray(body.input)) return [];
+  return body.input.flatMap((item, i) =>
+    isObj(item) && item.type === 'reasoning' && isGatehouseReasoningState(item.encrypted_content) ? [i] : [],
+  );
+}
+
+function laneBody(body: Body, upstreamModel: string): Body {
+  const out = withoutFields(body, upstreamModel, GATEHOUSE_FIELDS);
+  const own = new Set(gatehouseReasoningItems(body));
+  if (own.size && Array.isArray(body.input)) out.input = body.input.filter((_, i) => !own.has(i));
+  return out;
+}
+
 /** `POST /responses`: OpenAI's Responses format. */
 export const responsesWire: ChatWire = {
   endpoint: 'responses',
@@ -109,9 +130,12 @@ export const responsesWire: ChatWire = {
   ],
   inspect: inspectBody,
   parse: (body, headers) => withAnthropicBeta(responsesRequestToChat(body), headers),
-  laneDropped: (_body, headers) => laneDroppedHeaders(headers),
+  laneDropped: (body, headers) => [
+    ...gatehouseReasoningItems(body).map((i) => `input[${i}]`),
+    ...laneDroppedHeaders(headers),
+  ],
   texts,
-  laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, GATEHOUSE_FIELDS),
+  laneBody,
   answerTexts: responsesAnswerSlots,
   frameTexts: responsesFrameSlots,
   encodeResponse: (done, call) =>

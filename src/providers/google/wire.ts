@@ -229,8 +229,9 @@ export function toGeminiContents(messages: ChatMessage[]): {
 
 /**
  * Google's documented stand-in signature for function calls Gemini did not sign in this
- * conversation (history from another model, or from a client that cannot carry signatures back:
- * a `/responses` caller, a chat client that drops `reasoning_details`).
+ * conversation (history from another model, or from a client that does not carry signatures back:
+ * a chat client that drops `reasoning_details`, a `/responses` client that drops the reasoning
+ * items' `encrypted_content`).
  */
 export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
 
