@@ -20,7 +20,7 @@ beforeAll(async () => {
       return res.writeHead(200, { 'content-type': 'application/pdf' }).end('%PDF-1.4');
     if (req.url === '/page')
       return res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<p>');
-    if (req.url === '/big')
+    if (req.url?.startsWith('/big'))
       return res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(4096));
     if (req.url === '/moved') return res.writeHead(302, { location: '/a.png' }).end();
     if (req.url === '/slow') return; // never answers
@@ -120,6 +120,22 @@ describe('inlineRemoteMedia', () => {
       },
       { type: 'text', text: 'hi' },
     ]);
+  });
+
+  it('a call fetches at most 16 URLs, and at most maxBytes in all', async () => {
+    const before = hits.length;
+    const many = Array.from({ length: 17 }, (_, i) => `${base}/a.png?${i}`);
+    await expect(
+      inlineRemoteMedia(req({ image: many }), createRemoteMedia({ mode: 'any' }), signal()),
+    ).rejects.toThrow(/at most 16 image and document URLs/);
+    expect(hits.length).toBe(before);
+    const small = createRemoteMedia({ mode: 'any', maxBytes: 6000 });
+    await expect(
+      inlineRemoteMedia(req({ image: [`${base}/big?1`, `${base}/big?2`] }), small, signal()),
+    ).rejects.toThrow(/add up to more than 6000 bytes|larger than/);
+    expect(
+      (await inlineRemoteMedia(req({ image: [`${base}/big?3`] }), small, signal())).messages[0]?.content,
+    ).toHaveLength(2);
   });
 
   it('a request without URLs is returned as it is; an image URL that is not an image is refused', async () => {

@@ -28,9 +28,15 @@ export interface Fetched {
 }
 
 export interface RemoteMedia {
-  /** The body at `url` (an http(s) URL), or a TranslationError saying why not. */
-  fetch(url: string, signal: CallSignal): Promise<Fetched>;
+  /** The largest body fetched, and the most all the URLs of one call may add up to. */
+  readonly maxBytes: number;
+  /** The body at `url` (an http(s) URL, at most `maxBytes`), or a TranslationError saying why not. */
+  fetch(url: string, signal: CallSignal, maxBytes?: number): Promise<Fetched>;
 }
+
+/** The most URLs fetched for one call, and how many at once. */
+const MAX_URLS = 16;
+const PARALLEL = 4;
 
 export function createRemoteMedia(opts: RemoteMediaOptions): RemoteMedia {
   const maxBytes = opts.maxBytes ?? 20 * 1024 * 1024;
@@ -39,7 +45,12 @@ export function createRemoteMedia(opts: RemoteMediaOptions): RemoteMedia {
     throw new TranslationError(`could not fetch ${url} for a provider that takes no URLs: ${why}`);
   };
 
-  async function get(url: string, signal: AbortSignal, timedOut: () => boolean): Promise<Fetched> {
+  async function get(
+    url: string,
+    signal: AbortSignal,
+    timedOut: () => boolean,
+    maxBytes: number,
+  ): Promise<Fetched> {
     let target: URL;
     try {
       target = new URL(url);
@@ -108,7 +119,8 @@ export function createRemoteMedia(opts: RemoteMediaOptions): RemoteMedia {
   }
 
   return {
-    async fetch(url, signal) {
+    maxBytes,
+    async fetch(url, signal, limit = maxBytes) {
       if (opts.mode === 'off')
         fail(url, 'fetching URLs is off on this gateway (GATEHOUSE_REMOTE_MEDIA=off); send the data inline');
       // The call's cancellation and this fetch's own deadline, as one signal for undici.
@@ -121,7 +133,7 @@ export function createRemoteMedia(opts: RemoteMediaOptions): RemoteMedia {
         controller.abort(new Error('timed out'));
       }, timeoutMs);
       try {
-        return await get(url, controller.signal, () => timedOut);
+        return await get(url, controller.signal, () => timedOut, Math.min(limit, maxBytes));
       } finally {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
@@ -153,12 +165,26 @@ export async function inlineRemoteMedia(
   if (urls.size === 0) return req;
   if (!media)
     throw new TranslationError('this provider takes images and documents inline only: send a data: URL');
+  if (urls.size > MAX_URLS)
+    throw new TranslationError(
+      `at most ${MAX_URLS} image and document URLs are fetched for one call (this one has ${urls.size}): send the others as data: URLs`,
+    );
+  // A few at a time, all of them within one budget: what the provider takes inline in one request.
   const fetched = new Map<string, Fetched>();
-  await Promise.all(
-    [...urls].map(async (url) => {
-      fetched.set(url, await media.fetch(url, signal));
-    }),
-  );
+  const queue = [...urls];
+  let left = media.maxBytes;
+  const worker = async () => {
+    for (let url = queue.shift(); url !== undefined; url = queue.shift()) {
+      const got = await media.fetch(url, signal, left);
+      left -= Math.floor((got.data.length * 3) / 4);
+      if (left < 0)
+        throw new TranslationError(
+          `the images and documents of this call add up to more than ${media.maxBytes} bytes`,
+        );
+      fetched.set(url, got);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, queue.length) }, worker));
   const inline = (p: ContentPart): ContentPart => {
     const url = urlOf(p);
     const got = url ? fetched.get(url) : undefined;
