@@ -62,6 +62,14 @@ describe('createRemoteMedia', () => {
     await expect(media.fetch(`${base}/big`, signal())).rejects.toThrow(/larger than 1024 bytes/);
     await expect(media.fetch(`${base}/slow`, signal())).rejects.toThrow(/no answer within 300 ms/);
     await expect(media.fetch('ftp://example.com/a.png', signal())).rejects.toThrow(/only http\(s\)/);
+    // A presigned URL's signature and a URL's user info are not repeated in the error.
+    const err = await media
+      .fetch(`http://user:pw@127.0.0.1:${new URL(base).port}/missing?X-Amz-Signature=abc&v=1`, signal())
+      .catch((e: Error) => e);
+    expect((err as Error).message).toContain(
+      `could not fetch http://127.0.0.1:${new URL(base).port}/missing?X-Amz-Signature=[REDACTED]&v=1`,
+    );
+    expect((err as Error).message).not.toMatch(/abc|pw@/);
     await expect(createRemoteMedia({ mode: 'off' }).fetch(`${base}/a.png`, signal())).rejects.toThrow(
       /GATEHOUSE_REMOTE_MEDIA=off/,
     );

@@ -2,6 +2,7 @@ import { request } from 'undici';
 import { type ChatRequest, type ContentPart, TranslationError } from '../formats/chat.js';
 import { AddressRefused, hostOf, pinnedAgent, type Resolved, resolveAllowed } from '../lib/address-guard.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import { redactUrl } from '../lib/redact-url.js';
 import { isHttpUrl } from './content.js';
 
 /**
@@ -41,8 +42,10 @@ const PARALLEL = 4;
 export function createRemoteMedia(opts: RemoteMediaOptions): RemoteMedia {
   const maxBytes = opts.maxBytes ?? 20 * 1024 * 1024;
   const timeoutMs = opts.timeoutMs ?? 10_000;
+  // The URL as it may be shown and logged: no user info, no credential-looking query values.
   const fail = (url: string, why: string): never => {
-    throw new TranslationError(`could not fetch ${url} for a provider that takes no URLs: ${why}`);
+    const shown = redactUrl(url).replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
+    throw new TranslationError(`could not fetch ${shown} for a provider that takes no URLs: ${why}`);
   };
 
   async function get(
