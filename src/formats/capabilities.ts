@@ -10,7 +10,7 @@
  * One row per refusal or hint. "Present" means the caller asked for something: fields left at
  * their no-op value (`logprobs: false`, a penalty of 0, `top_logprobs: 0`) are not refused.
  */
-import { type ChatRequest, TranslationError } from './chat.js';
+import { type ChatRequest, type ContentPart, TranslationError } from './chat.js';
 
 export type ProviderKind = 'openai' | 'anthropic' | 'google';
 
@@ -43,11 +43,15 @@ function findPart(
   return null;
 }
 
-/** The path of the first file part in messages whose role passes `roles`. */
-function findFile(req: ChatRequest, roles: (role: string) => boolean): string | null {
+/** The path of the first part of `type` (in messages whose role passes `roles`). */
+function findPartOfType(
+  req: ChatRequest,
+  type: ContentPart['type'],
+  roles: (role: string) => boolean = () => true,
+): string | null {
   for (const [i, m] of req.messages.entries()) {
     if (!roles(m.role) || !Array.isArray(m.content)) continue;
-    const j = m.content.findIndex((p) => p.type === 'file');
+    const j = m.content.findIndex((p) => p.type === type);
     if (j >= 0) return `messages[${i}].content[${j}]`;
   }
   return null;
@@ -117,20 +121,13 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
   {
     field: 'input_audio',
     refusedBy: ['anthropic'],
-    check: (r) => {
-      for (const [i, m] of r.messages.entries()) {
-        if (!Array.isArray(m.content)) continue;
-        const j = m.content.findIndex((p) => p.type === 'input_audio');
-        if (j >= 0) return `messages[${i}].content[${j}]`;
-      }
-      return null;
-    },
+    check: (r) => findPartOfType(r, 'input_audio'),
     reason: 'audio input is not available',
   },
   {
     field: 'file',
     refusedBy: ['openai', 'google'],
-    check: (r) => findFile(r, (role) => role === 'tool'),
+    check: (r) => findPartOfType(r, 'file', (role) => role === 'tool'),
     reason: 'documents in tool results are not supported',
   },
 ];

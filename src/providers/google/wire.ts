@@ -99,13 +99,16 @@ const MIME_BY_EXT: Record<string, string> = {
   pdf: 'application/pdf',
 };
 
+/** A URL as Gemini's file data, its MIME type guessed from the extension (else `fallback`). */
+function fileDataPart(url: string, fallback: string): Part {
+  const ext = /\.([a-z0-9]+)(?:[?#]|$)/i.exec(new URL(url).pathname)?.[1]?.toLowerCase() ?? '';
+  return { fileData: { mimeType: MIME_BY_EXT[ext] ?? fallback, fileUri: url } };
+}
+
 function imagePart(url: string): Part {
   const data = parseDataUrl(url);
   if (data) return { inlineData: { mimeType: data.mediaType, data: data.data } };
-  if (isHttpUrl(url)) {
-    const ext = /\.([a-z0-9]+)(?:[?#]|$)/i.exec(new URL(url).pathname)?.[1]?.toLowerCase() ?? '';
-    return { fileData: { mimeType: MIME_BY_EXT[ext] ?? 'image/jpeg', fileUri: url } };
-  }
+  if (isHttpUrl(url)) return fileDataPart(url, 'image/jpeg');
   throw new TranslationError('image_url must be a data: URL or an http(s) URL');
 }
 
@@ -113,10 +116,7 @@ function imagePart(url: string): Part {
 function filePart(file: FileInput): Part {
   const src = fileSource(file);
   if (src.kind === 'data') return { inlineData: { mimeType: src.mediaType, data: src.data } };
-  if (src.kind === 'url') {
-    const ext = /\.([a-z0-9]+)(?:[?#]|$)/i.exec(new URL(src.url).pathname)?.[1]?.toLowerCase() ?? '';
-    return { fileData: { mimeType: MIME_BY_EXT[ext] ?? 'application/pdf', fileUri: src.url } };
-  }
+  if (src.kind === 'url') return fileDataPart(src.url, 'application/pdf');
   throw new TranslationError("file ids belong to the provider that issued them: send the file's data");
 }
 
