@@ -103,12 +103,7 @@ function userPart(part: Obj, p: string): ContentPart {
       };
     }
     case 'file': {
-      const file = obj(part.file, `${p}.file`);
-      return filePart(file, `${p}.file`, {
-        file_data: `${p}.file.file_data`,
-        file_id: `${p}.file.file_id`,
-        filename: `${p}.file.filename`,
-      });
+      return filePart(obj(part.file, `${p}.file`), `${p}.file`);
     }
     default:
       return fail(`${p}.type`, `'${String(part.type)}' parts are not supported`);

@@ -18,17 +18,20 @@ export function fileData(v: unknown, path: string): string {
   return data;
 }
 
-/** The file part of `{filename?, file_data?, file_id?}` (Chat Completions' `file` object). */
+/**
+ * The file part of `{filename?, file_data?, file_id?}` at `path` (Chat Completions' `file` object);
+ * `dataPath` names where `file_data` came from when the caller's format calls it otherwise.
+ */
 export function filePart(
   fields: { filename?: unknown; file_data?: unknown; file_id?: unknown },
   path: string,
-  paths: { file_data: string; file_id: string; filename: string },
+  dataPath = `${path}.file_data`,
 ): ContentPart {
   const file: FileInput = {};
-  const filename = optStr(fields.filename, paths.filename);
+  const filename = optStr(fields.filename, `${path}.filename`);
   if (filename) file.filename = filename;
-  if (given(fields.file_data)) file.file_data = fileData(fields.file_data, paths.file_data);
-  else if (given(fields.file_id)) file.file_id = nonEmptyStr(fields.file_id, paths.file_id);
+  if (given(fields.file_data)) file.file_data = fileData(fields.file_data, dataPath);
+  else if (given(fields.file_id)) file.file_id = nonEmptyStr(fields.file_id, `${path}.file_id`);
   else fail(path, 'needs file_data (a data: URL or an http(s) URL) or file_id');
   return { type: 'file', file };
 }

@@ -392,12 +392,9 @@ function inputContent(content: unknown, path: string, allowImages: boolean): str
       }
       case 'input_file': {
         if (!allowImages) return fail(`${p}.type`, 'files are only allowed in user messages');
-        const url = given(part.file_url) ? { file_data: part.file_url } : {};
-        return filePart({ ...part, ...url }, p, {
-          file_data: given(part.file_url) ? `${p}.file_url` : `${p}.file_data`,
-          file_id: `${p}.file_id`,
-          filename: `${p}.filename`,
-        });
+        // A file at a URL (`file_url`) is the canonical part's `file_data` URL.
+        if (given(part.file_url)) return filePart({ ...part, file_data: part.file_url }, p, `${p}.file_url`);
+        return filePart(part, p);
       }
       case 'input_audio':
         return fail(`${p}.type`, "'input_audio' content is not supported");
