@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AUDIT_READ_ADDRESS } from '../lib/audit-read.js';
 import { AUDITED, type AuditedRoute } from './actions.js';
 import type { AuditLog } from './service.js';
@@ -9,9 +9,6 @@ declare module 'fastify' {
     auditBefore: unknown;
   }
 }
-
-const routeId = (req: FastifyRequest) => `${req.method} ${req.routeOptions.url}`;
-const specOf = (req: FastifyRequest): AuditedRoute | undefined => AUDITED[routeId(req)];
 
 /** `/keys/:hash` with the request's parameters filled in (URI-encoded). */
 function fill(template: string, params: Record<string, string>): string {
@@ -49,9 +46,19 @@ const field = (o: unknown, name: string): string | null => {
 export function installAudit(app: FastifyInstance, audit: AuditLog): void {
   app.decorateRequest('auditBefore', null);
 
-  app.addHook('preHandler', async (req) => {
-    const spec = specOf(req);
-    if (!spec?.before || (!req.caller && !req.operator)) return;
+  // Hooks on the audited routes only (their spec looked up once, as each route is registered),
+  // ahead of the route's own: every other request — inference above all — pays nothing for them.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const spec = methods.map((m) => AUDITED[`${m} ${route.url}`]).find(Boolean);
+    if (!spec) return;
+    route.preHandler = [(req) => before(req, spec), ...hookList(route.preHandler)];
+    route.onSend = [(req, reply, payload) => after(req, reply, payload, spec), ...hookList(route.onSend)];
+  });
+
+  /** The resource's state before the write, read through its own GET route. */
+  async function before(req: FastifyRequest, spec: AuditedRoute): Promise<void> {
+    if (!spec.before || (!req.caller && !req.operator)) return;
     const headers: Record<string, string> = {};
     for (const h of ['authorization', 'x-api-key'] as const) {
       const v = req.headers[h];
@@ -70,11 +77,11 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
         return null;
       });
     req.auditBefore = res?.statusCode === 200 ? objectOf(res.payload) : null;
-  });
+  }
 
-  app.addHook('onSend', async (req, reply, payload) => {
-    const spec = specOf(req);
-    if (!spec || (!req.caller && !req.operator)) return payload;
+  /** The event, stored once the answer is ready (awaited: an answered write is already listed). */
+  async function after(req: FastifyRequest, reply: FastifyReply, payload: unknown, spec: AuditedRoute) {
+    if (!req.caller && !req.operator) return payload;
     const status = reply.statusCode;
     const ok = status < 400;
     const params = (req.params ?? {}) as Record<string, string>;
@@ -112,5 +119,8 @@ export function installAudit(app: FastifyInstance, audit: AuditLog): void {
       status,
     });
     return payload;
-  });
+  }
 }
+
+/** A route's own hooks of one kind, as a list (Fastify takes one function or several). */
+const hookList = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
