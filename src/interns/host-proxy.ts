@@ -61,27 +61,43 @@ export interface InternHostProxyDeps extends Pick<Services, 'provisioner'> {
 export function installInternHostProxy(app: Router, { config, provisioner }: InternHostProxyDeps): void {
   const suffix = `.${config.interns.domain.replace(/^\.+/, '')}`;
 
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+  // Callback style: an async hook would cost every request (inference too) a promise.
+  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const host = hostOf(request.headers.host);
-    if (!host.endsWith(suffix)) return;
+    if (host.endsWith(suffix)) proxy(request, reply, host);
+    else done();
+  });
+
+  /** Answers a request for an intern's hostname: relayed to its runtime, or a 404. */
+  function proxy(request: FastifyRequest, reply: FastifyReply, host: string): void {
     const internId = provisioner.internOfHostname(host);
-    if (!internId) return notFound(reply, `No intern is served at ${host}`);
+    if (!internId) {
+      notFound(reply, `No intern is served at ${host}`);
+      return;
+    }
     // Normalized as the runtime would see it (dot segments, absolute-form targets, %-escapes).
     let target: URL;
     try {
       const raw = request.raw.url ?? '/';
       target = new URL(raw.startsWith('/') ? `http://runtime.invalid${raw}` : raw);
     } catch {
-      return notFound(reply, 'Not found');
+      notFound(reply, 'Not found');
+      return;
     }
     let decoded = target.pathname;
     try {
       decoded = decodeURIComponent(target.pathname);
     } catch {}
-    if (/^\/+_runtime(\/|$)/i.test(decoded)) return notFound(reply, 'Not found');
+    if (/^\/+_runtime(\/|$)/i.test(decoded)) {
+      notFound(reply, 'Not found');
+      return;
+    }
     const path = `${target.pathname}${target.search}`;
     const endpoint = provisioner.endpoint(internId);
-    if (!endpoint) return notFound(reply, `No intern is served at ${host}`);
+    if (!endpoint) {
+      notFound(reply, `No intern is served at ${host}`);
+      return;
+    }
 
     reply.hijack();
     const { raw: req } = request;
@@ -109,5 +125,5 @@ export function installInternHostProxy(app: Router, { config, provisioner }: Int
       if (!res.writableFinished) upstream.destroy();
     });
     req.pipe(upstream);
-  });
+  }
 }
