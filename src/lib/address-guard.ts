@@ -8,7 +8,7 @@
 
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
-import { Agent } from 'undici';
+import { Agent, type Dispatcher, request } from 'undici';
 import { isPrivateAddress } from './addresses.js';
 
 export type Resolved = { address: string; family: number };
@@ -58,4 +58,64 @@ export function pinnedAgent(pinned: Resolved, timeouts: { headersTimeout: number
     else callback(null, pinned.address, pinned.family);
   };
   return new Agent({ connect: { lookup: pin }, ...timeouts });
+}
+
+/** Why a guarded GET brought no body to read; each caller words it for its own callers. */
+export class GuardedGetFailed extends Error {
+  constructor(
+    readonly reason: 'request' | 'status' | 'too_large',
+    message: string,
+    readonly status?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A guarded GET's answer: a 200 whose declared length is within the limit, its body still to read. */
+export interface GuardedAnswer {
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+  /** Closes the pinned connection (once the body was read or given up). */
+  close(): void;
+}
+
+/**
+ * A GET of a caller's URL from inside the network: its host judged (AddressRefused), the connection
+ * pinned to the address judged, no redirects (undici's `request` follows none), headers and body
+ * each within `timeoutMs`. An answer other than 200, or one declaring more than `maxBytes`, is
+ * refused (GuardedGetFailed) with its body discarded; the body's real size is its reader's to cap.
+ */
+export async function guardedGet(
+  target: URL,
+  opts: { allowPrivate: boolean; timeoutMs: number; maxBytes: number; accept: string; signal: AbortSignal },
+): Promise<GuardedAnswer> {
+  const pinned = await resolveAllowed(hostOf(target), opts.allowPrivate);
+  const dispatcher = pinnedAgent(pinned, { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
+  const close = () => void dispatcher.close().catch(() => {});
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await request(target, {
+      method: 'GET',
+      headers: { accept: opts.accept },
+      dispatcher,
+      signal: opts.signal,
+    });
+  } catch (err) {
+    close();
+    const code = (err as NodeJS.ErrnoException).code ?? 'the request failed';
+    throw new GuardedGetFailed('request', code, undefined, { cause: err });
+  }
+  // A body destroyed on refusal below has nobody else to give its abort error to.
+  res.body.on('error', () => {});
+  const refused = (reason: 'status' | 'too_large', message: string) => {
+    res.body.destroy();
+    close();
+    return new GuardedGetFailed(reason, message, res.statusCode);
+  };
+  if (res.statusCode !== 200) throw refused('status', `answered ${res.statusCode}`);
+  const declared = Number(res.headers['content-length']);
+  if (Number.isFinite(declared) && declared > opts.maxBytes)
+    throw refused('too_large', `larger than ${opts.maxBytes} bytes`);
+  return { headers: res.headers, body: res.body, close };
 }

@@ -1,6 +1,5 @@
-import { request } from 'undici';
 import { type ChatRequest, type ContentPart, TranslationError } from '../formats/chat.js';
-import { AddressRefused, hostOf, pinnedAgent, type Resolved, resolveAllowed } from '../lib/address-guard.js';
+import { AddressRefused, type GuardedAnswer, GuardedGetFailed, guardedGet } from '../lib/address-guard.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { redactUrl } from '../lib/redact-url.js';
 import { isHttpUrl } from './content.js';
@@ -61,46 +60,33 @@ export function createRemoteMedia(opts: RemoteMediaOptions): RemoteMedia {
       return fail(url, 'not a valid URL');
     }
     if (!isHttpUrl(target.href)) return fail(url, 'only http(s) URLs are fetched');
-    let pinned: Resolved;
-    try {
-      pinned = await resolveAllowed(hostOf(target), opts.mode === 'any');
-    } catch (err) {
-      if (err instanceof AddressRefused) return fail(url, err.message);
-      throw err;
-    }
-    const dispatcher = pinnedAgent(pinned, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     const why = (err: unknown) =>
       timedOut()
         ? `no answer within ${timeoutMs} ms`
         : ((err as NodeJS.ErrnoException).code ?? 'the request failed');
+    let answer: GuardedAnswer;
     try {
-      let res: Awaited<ReturnType<typeof request>>;
-      try {
-        res = await request(target, {
-          dispatcher,
-          signal,
-          headers: { accept: 'image/*, application/pdf, text/*' },
-        });
-      } catch (err) {
-        return fail(url, why(err));
-      }
-      // A body destroyed on refusal below has nobody else to give its abort error to.
-      res.body.on('error', () => {});
-      if (res.statusCode !== 200) {
-        res.body.destroy();
-        return fail(url, `the server answered ${res.statusCode}`);
-      }
-      if (Number(res.headers['content-length'] ?? 0) > maxBytes) {
-        res.body.destroy();
-        return fail(url, `larger than ${maxBytes} bytes`);
-      }
+      answer = await guardedGet(target, {
+        allowPrivate: opts.mode === 'any',
+        timeoutMs,
+        maxBytes,
+        accept: 'image/*, application/pdf, text/*',
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof AddressRefused) return fail(url, err.message);
+      if (!(err instanceof GuardedGetFailed)) throw err;
+      if (err.reason === 'status') return fail(url, `the server answered ${err.status}`);
+      return fail(url, err.reason === 'request' ? why(err.cause) : err.message);
+    }
+    try {
       const chunks: Buffer[] = [];
       let size = 0;
       try {
-        for await (const chunk of res.body) {
+        for await (const chunk of answer.body) {
           size += (chunk as Buffer).length;
           if (size > maxBytes) {
-            res.body.destroy();
+            answer.body.destroy();
             return fail(url, `larger than ${maxBytes} bytes`);
           }
           chunks.push(chunk as Buffer);
@@ -110,14 +96,14 @@ export function createRemoteMedia(opts: RemoteMediaOptions): RemoteMedia {
         return fail(url, why(err));
       }
       const mediaType =
-        String(res.headers['content-type'] ?? '')
+        String(answer.headers['content-type'] ?? '')
           .split(';')[0]
           ?.trim()
           .toLowerCase() ?? '';
       if (!mediaType) return fail(url, 'the server named no content type');
       return { mediaType, data: Buffer.concat(chunks).toString('base64') };
     } finally {
-      dispatcher.close().catch(() => {});
+      answer.close();
     }
   }
 
