@@ -31,6 +31,11 @@ export function checkMetadata(raw: unknown): Record<string, string> {
   return raw as Record<string, string>;
 }
 
+const MAX_ID = 256;
+/** An id kept as an item's key: what OpenAI's and Gatehouse's look like, nothing a database minds. */
+const usableId = (id: unknown): id is string =>
+  typeof id === 'string' && id.length <= MAX_ID && /^[\x21-\x7e]+$/.test(id);
+
 const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 
 /**
@@ -52,8 +57,8 @@ export function checkItems(raw: unknown, path = 'items', opts: { required?: bool
       throw badRequest(`${p}.type: must be a string`);
     if (item.type === 'item_reference' || (item.type === undefined && item.role === undefined))
       throw badRequest(`${p}: item references are not taken here; send the item itself`);
-    if (item.id !== undefined && item.id !== null && (typeof item.id !== 'string' || item.id === ''))
-      throw badRequest(`${p}.id: must be a non-empty string`);
+    if (item.id !== undefined && item.id !== null && !usableId(item.id))
+      throw badRequest(`${p}.id: must be 1–${MAX_ID} printable ASCII characters without spaces`);
     if (item.type === undefined || item.type === 'message') {
       if (typeof item.role !== 'string' || !ROLES.has(item.role))
         throw badRequest(`${p}.role: must be one of ${[...ROLES].join(', ')}`);
@@ -74,10 +79,10 @@ const PREFIX: Record<string, string> = {
   reasoning: 'rs',
 };
 
-/** The item's own id, else a new one for it (`msg_…`, `fc_…`, …). */
+/** The item's own id (when usable as one), else a new one for it (`msg_…`, `fc_…`, …). */
 export function itemId(item: unknown): string {
   const it = isObj(item) ? item : {};
-  if (typeof it.id === 'string' && it.id !== '') return it.id;
+  if (usableId(it.id)) return it.id;
   const type = typeof it.type === 'string' ? it.type : 'message';
   return `${PREFIX[type] ?? 'item'}_${randomHex(24)}`;
 }
