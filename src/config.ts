@@ -71,8 +71,8 @@ export interface Config {
   /** How long a client may take to send a request (GATEHOUSE_HEADERS_TIMEOUT_MS, _REQUEST_TIMEOUT_MS, _KEEP_ALIVE_TIMEOUT_MS). */
   http: HttpTimeouts;
   /**
-   * How long `/responses` responses stored for later reference are kept, ms
-   * (GATEHOUSE_RESPONSES_RETENTION_DAYS; 0 stores none).
+   * How long `/responses` responses stored for later reference are kept, and conversations after
+   * their last change, ms (GATEHOUSE_RESPONSES_RETENTION_DAYS; 0 stores none).
    */
   responsesRetentionMs: number;
   /** How long audit events are kept, ms (GATEHOUSE_AUDIT_RETENTION_DAYS; 0 keeps them forever). */

@@ -44,6 +44,7 @@ import { documentedSchema } from './server/openapi-only.js';
 import type { Router } from './server/router.js';
 import { ErrorBody } from './server/schemas.js';
 import type { Services } from './services.js';
+import { conversationRoutes } from './stored-responses/conversation-routes.js';
 import { storedResponsesRoutes } from './stored-responses/routes.js';
 import { vaultRoutes } from './vault/routes.js';
 
@@ -70,6 +71,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   contentLogRoutes,
   catalogRoutes,
   storedResponsesRoutes,
+  conversationRoutes,
   batchesRoutes,
   internsRoutes,
   internChatRoutes,

@@ -53,6 +53,7 @@ import { PolicyGuard } from './routing/guard.js';
 import { routingMetrics } from './routing/metrics.js';
 import { RateLimiter } from './routing/rate-limit.js';
 import { UsageJournal } from './routing/usage-journal.js';
+import { ConversationsService } from './stored-responses/conversations.js';
 import { StoredResponsesService } from './stored-responses/service.js';
 import { upstreamInputItems } from './stored-responses/upstream.js';
 import { VaultService } from './vault/service.js';
@@ -240,8 +241,11 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
       })
     : null;
   const activity = new ActivityService(db, handle.dialect);
+  // Conversations are kept as long as stored responses (the same setting), after their last write.
+  const conversations = new ConversationsService({ db, retentionMs: config.responsesRetentionMs });
   const storedResponses = new StoredResponsesService({
     db,
+    conversations,
     retentionMs: config.responsesRetentionMs,
     upstreamInputItems: upstreamInputItems({ catalog, provider, timeoutMs: config.upstreamTimeoutMs }),
   });
@@ -363,6 +367,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     destinations,
     activity,
     storedResponses,
+    conversations,
     audit,
     oidc,
     batches,

@@ -57,7 +57,7 @@ describe('OpenAPI document', () => {
       [
         '/responses',
         ['model', 'input'],
-        ['instructions', 'previous_response_id', 'store', 'tools', 'provider'],
+        ['instructions', 'previous_response_id', 'conversation', 'store', 'tools', 'provider'],
       ],
       [
         '/messages',

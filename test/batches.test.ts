@@ -690,7 +690,16 @@ describe.each(databases)('batches (%s)', (db) => {
             item('r-0', { model: 'test/gpt', input: 'more', previous_response_id: 'resp_someone_elses' }),
           ],
         },
-        /^requests\[0\] \(custom_id "r-0"\)\.body: previous_response_id and item_reference/,
+        /^requests\[0\] \(custom_id "r-0"\)\.body: previous_response_id, conversation and item_reference/,
+      ],
+      [
+        'a conversation (on a model OpenAI serves: never passed through)',
+        {
+          endpoint: '/v1/responses',
+          completion_window: '24h',
+          requests: [item('r-0', { model: 'test/gpt', input: 'more', conversation: 'conv_someone_elses' })],
+        },
+        /conversation and item_reference inputs are not supported in batches/,
       ],
       [
         'an item reference',

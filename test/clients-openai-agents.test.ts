@@ -21,6 +21,7 @@ import {
   type ModelSettings,
   OpenAIChatCompletionsModel,
   type OpenAIClient,
+  OpenAIConversationsSession,
   OpenAIProvider,
   Runner,
   run,
@@ -327,6 +328,71 @@ describe('OpenAI Agents SDK through Gatehouse', () => {
       expect(last.turns[2]?.text).toBe('Which word? And the weather in Oslo?');
       expect(last.turns[3]?.toolCalls).toMatchObject([{ name: 'weather' }]);
       expect(last.turns[4]?.toolResults).toHaveLength(1);
+    });
+
+    it('OpenAIConversationsSession: two runs, the second sees the first; the items are in Gatehouse', async () => {
+      const session = new OpenAIConversationsSession({ client });
+      const agent = new Agent({ name: 'assistant', instructions: 'Be brief.', model: p.model });
+      mock.enqueue({ reply: { text: 'I will remember lighthouse.' } }, { reply: { text: 'lighthouse' } });
+      const first = await run(agent, 'Remember the word lighthouse.', { session });
+      expect(first.finalOutput).toBe('I will remember lighthouse.');
+      const second = await run(agent, 'Which word?', { session });
+      expect(second.finalOutput).toBe('lighthouse');
+
+      const id = await session.getSessionId();
+      expect(id).toMatch(/^conv_/);
+      expect(exchanges.map((e) => new URL(e.url).pathname.replace(id, '{id}'))).toEqual(
+        expect.arrayContaining([
+          '/api/v1/conversations',
+          '/api/v1/conversations/{id}/items',
+          '/api/v1/responses',
+        ]),
+      );
+      // The second request carried the first turn, read back from the conversation.
+      const last = views().at(-1)!;
+      expect(last.system).toBe('Be brief.');
+      expect(last.turns.map((t) => `${t.role}: ${t.text}`)).toEqual([
+        'user: Remember the word lighthouse.',
+        'assistant: I will remember lighthouse.',
+        'user: Which word?',
+      ]);
+      const items = await session.getItems();
+      expect(items.map((i: any) => [i.role, i.content?.[0]?.text])).toEqual([
+        ['user', 'Remember the word lighthouse.'],
+        ['assistant', 'I will remember lighthouse.'],
+        ['user', 'Which word?'],
+        ['assistant', 'lighthouse'],
+      ]);
+      await session.clearSession();
+      await expect(client.conversations.retrieve(id)).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    it('run({ conversationId }): Gatehouse sends the conversation, then adds each turn to it', async () => {
+      const { id } = await client.conversations.create({});
+      const agent = new Agent({ name: 'assistant', model: p.model, tools: [weather] });
+      mock.enqueue({ reply: { text: 'Noted: lighthouse.' } });
+      await run(agent, 'Remember the word lighthouse.', { conversationId: id });
+      mock.enqueue({ reply: { tool_calls: [CALL] } }, { reply: { text: 'lighthouse, and sunny.' } });
+      const second = await run(agent, 'Which word? And the weather in Oslo?', { conversationId: id });
+      expect(second.finalOutput).toBe('lighthouse, and sunny.');
+      expect(toolRuns).toEqual(['Oslo']);
+      // The SDK names the conversation and sends only what is new; the provider gets it all.
+      expect(exchanges.at(-1)?.body.conversation).toBe(id);
+      for (const r of upstream()) expect(JSON.stringify(r.body)).not.toContain(id);
+      const last = views().at(-1)!;
+      expect(last.turns.map((t) => t.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+      expect(last.turns[1]?.text).toBe('Noted: lighthouse.');
+      expect(last.turns[3]?.toolCalls).toMatchObject([{ name: 'weather' }]);
+      expect(last.turns[4]?.toolResults).toHaveLength(1);
+      const items = await (client as any).conversations.items.list(id, { order: 'asc' });
+      expect(items.data.map((i: any) => i.type)).toEqual([
+        'message',
+        'message',
+        'message',
+        'function_call',
+        'function_call_output',
+        'message',
+      ]);
     });
 
     it('the model settings the SDK sends are taken, each as far as the provider has it', async () => {

@@ -50,6 +50,11 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const api = client(gw.url, gw.apiKey);
     const stored = (await api('POST', '/responses', { model: 'gatehouse/echo', input: 'private turn' })).body;
     expect(stored.id).toMatch(/^resp_/);
+    const conversation = (
+      await api('POST', '/conversations', { items: [{ role: 'user', content: 'private conversation' }] })
+    ).body;
+    expect(conversation.id).toMatch(/^conv_/);
+    const conversationItem = (await api('GET', `/conversations/${conversation.id}/items`)).body.data[0].id;
     const intern = (await api('POST', '/interns', { name: 'private-intern' })).body;
     expect(intern.id).toBeTruthy();
     const secret = await api('PUT', `/vault/interns/${intern.id}/secrets/private_token`, {
@@ -69,15 +74,17 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       '/interns/{internId}': intern.id,
       '/vault/interns/{internId}': intern.id,
       '/responses/{id}': stored.id,
+      '/conversations/{id}': conversation.id,
     };
     const fill = (path: string) =>
       path
         .replace(
-          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|interns|vault\/interns|responses)\/\{(\w+)\}/,
+          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|interns|vault\/interns|responses|conversations)\/\{(\w+)\}/,
           (m) => (ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m),
         )
         .replace('{interval}', 'monthly')
-        .replace('{name}', 'private_token');
+        .replace('{name}', 'private_token')
+        .replace('{item_id}', conversationItem);
     const bodies: Record<string, unknown> = {
       'PATCH /guardrails/{id}': { name: 'stolen' },
       'POST /guardrails/{id}/assignments/keys': { key_hashes: [key.hash] },
@@ -100,10 +107,12 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       },
       'PUT /vault/interns/{internId}/secrets/{name}': { value: 'overwritten', hosts: ['evil.example.com'] },
       'POST /vault/interns/{internId}/secrets/copy': { names: ['private_token'] },
+      'POST /conversations/{id}': { metadata: { stolen: 'yes' } },
+      'POST /conversations/{id}/items': { items: [{ role: 'user', content: 'injected' }] },
     };
     // API-key resources: the intruder (in the interns programme, so its 404 is not the programme's)
     // tries them with its API key. `/vault/secrets/{name}` names the caller's own workspace vault.
-    const apiKeyRoutes = /^\/(batches|interns|vault|responses)\//;
+    const apiKeyRoutes = /^\/(batches|interns|vault|responses|conversations)\//;
 
     const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
     const other = await makeOrganization(gw.url, `Intruder ${db}`, { internsProgramme: true });
@@ -128,6 +137,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
         expect(res.status, `${route} → ${res.status} ${res.text}`).toBe(404);
         expect(res.text).not.toContain('sk-private-provider-secret');
         expect(res.text).not.toContain('sk-private-intern-secret');
+        expect(res.text).not.toContain('private conversation');
         tried.push(route);
       }
     }
@@ -159,6 +169,9 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     expect((await mine('GET', `/workspaces/${workspace.id}/budgets/monthly`)).body.data.limit_usd).toBe(5);
     expect((await mine('GET', `/keys/${key.hash}`)).body.data.name).toBe('k');
     expect((await api('GET', `/responses/${stored.id}`)).status).toBe(200);
+    expect((await api('GET', `/conversations/${conversation.id}`)).body.metadata).toEqual({});
+    const conversationItems = (await api('GET', `/conversations/${conversation.id}/items`)).body.data;
+    expect(conversationItems.map((i: { id: string }) => i.id)).toEqual([conversationItem]);
     const ours = await client(gw.url, gw.apiKey)('GET', `/batches/${batch.id}`);
     expect(ours.body.status).not.toMatch(/cancel/);
     expect((await theirsApi('GET', '/batches')).body.total_count).toBe(0);

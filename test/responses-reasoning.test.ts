@@ -2,8 +2,8 @@
  * A provider's reasoning state round-trips through `/responses`: the official OpenAI client
  * (`responses.create` / `responses.stream`) runs a tool loop on Claude and Gemini through
  * Gatehouse, sending the output items back as every Responses client does (or continuing with
- * `previous_response_id`), and the upstream's second request carries its own signed thinking /
- * thought signatures, with thinking still on.
+ * `previous_response_id` or a `conversation`), and the upstream's second request carries its own
+ * signed thinking / thought signatures, with thinking still on.
  */
 import OpenAI from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
@@ -150,6 +150,45 @@ describe('reasoning state through /responses with the official OpenAI client', (
       ],
     });
     claudeSent();
+  });
+
+  it('Claude through a conversation: the reasoning state kept in it goes back (streamed turn too); an OpenAI turn leaves it out', async () => {
+    const conv = await openai.conversations.create({});
+    claudeStep();
+    const stream = await openai.responses.create({
+      ...base,
+      model: 'test/claude',
+      conversation: conv.id,
+      input: ASK,
+      stream: true,
+    });
+    for await (const _ of stream);
+    mock.enqueue({ reply: { text: 'Sunny.' } });
+    const second = await openai.responses.create({
+      ...base,
+      model: 'test/claude',
+      conversation: conv.id,
+      input: [{ type: 'function_call_output', call_id: 'toolu_1', output: 'sunny' }],
+    });
+    expect(second.output_text).toBe('Sunny.');
+    claudeSent();
+
+    mock.enqueue({ reply: { text: 'From GPT.' } });
+    await openai.responses.create({
+      ...base,
+      model: 'test/gpt',
+      conversation: conv.id,
+      input: 'And tomorrow?',
+    });
+    const sent = mock.requests.at(-1)!;
+    expect(sent.format).toBe('openai-responses');
+    expect(sent.body.input.map((i: { type?: string }) => i.type ?? 'message')).toEqual([
+      'message',
+      'function_call',
+      'function_call_output',
+      'message',
+      'message',
+    ]);
   });
 
   it('Gemini: the thought and function-call signatures go back on their parts (create and stream)', async () => {

@@ -279,11 +279,11 @@ export class Ingestion {
         if (err instanceof ApiError) throw requestError(index, customId, `.body.${err.message}`);
         throw err;
       }
-      if (refs.previousResponseId !== null || refs.itemIds.length > 0)
+      if (refs.previousResponseId !== null || refs.conversationId !== null || refs.itemIds.length > 0)
         throw requestError(
           index,
           customId,
-          '.body: previous_response_id and item_reference inputs are not supported in batches (send the whole input)',
+          '.body: previous_response_id, conversation and item_reference inputs are not supported in batches (send the whole input)',
         );
     }
     if (this.batchModel !== null && this.canonical(this.batchModel) !== entry.id)

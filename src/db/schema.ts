@@ -445,6 +445,8 @@ export interface Database {
   vault_secrets: VaultSecretsTable;
   stored_responses: StoredResponsesTable;
   stored_response_items: StoredResponseItemsTable;
+  conversations: ConversationsTable;
+  conversation_items: ConversationItemsTable;
   audit_events: AuditEventsTable;
 }
 
@@ -533,4 +535,24 @@ export interface StoredResponseItemsTable {
   id: string;
   response_id: string;
   item_json: JsonText;
+}
+
+/** A conversation (OpenAI's Conversations API), kept `retention` after its last write. */
+export interface ConversationsTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  metadata_json: JsonText;
+  created_at: number;
+  expires_at: number;
+}
+
+/** An item of a conversation, in `position` order. */
+export interface ConversationItemsTable {
+  conversation_id: string;
+  id: string;
+  position: number;
+  item_json: JsonText;
+  upstream_stored: Bool;
+  created_at: number;
 }

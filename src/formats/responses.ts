@@ -2,10 +2,10 @@
  * OpenAI Responses (`POST /responses`) at the edge: caller request → canonical chat, canonical
  * response / stream → Responses `Response` / SSE events. Pure: data in, data out.
  *
- * Server-side state is not this module's: `POST /responses` expands `previous_response_id` and
- * `item_reference` input items from its store (src/stored-responses/) before translating, so here
- * (batches, or a body that reached this point unexpanded) they are refused, as are `conversation`,
- * `background: true` and `prompt` templates. `store` is the endpoint's to act on and is ignored.
+ * Server-side state is not this module's: `POST /responses` expands `previous_response_id`,
+ * `conversation` and `item_reference` input items from its store (src/stored-responses/) before
+ * translating, so here (batches, or a body that reached this point unexpanded) they are refused,
+ * as are `background: true` and `prompt` templates. `store` is the endpoint's to act on and is ignored.
  *
  * Request mapping:
  *
@@ -363,11 +363,12 @@ export interface ResponsesSseEvent {
 
 const NOT_STORED =
   'stored responses can be referenced only on POST /responses; send the full conversation in `input` instead';
+const NO_CONVERSATION =
+  'conversations can be named only on POST /responses; send the full conversation in `input` instead';
 
 function refuseStatefulFields(b: Obj): void {
   if (given(b.previous_response_id)) fail('previous_response_id', NOT_STORED);
-  if (given(b.conversation))
-    fail('conversation', 'conversations are not supported; use previous_response_id or send the full input');
+  if (given(b.conversation)) fail('conversation', NO_CONVERSATION);
   if (b.background === true) fail('background', 'background responses are not supported');
   if (given(b.prompt)) fail('prompt', 'stored prompt templates are not supported');
 }

@@ -336,6 +336,16 @@ export const ResponsesRequest = Type.Object(
     previous_response_id: Type.Optional(
       Type.String({ description: 'Continue from a stored response (see `store`)' }),
     ),
+    conversation: Type.Optional(
+      Type.Unsafe<unknown>({
+        description:
+          "A conversation (`POST /conversations`), by id or as `{id}`: its items go before `input`, and this turn's input and output are added to it",
+        anyOf: [
+          { type: 'string' },
+          { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+        ],
+      }),
+    ),
     store: Type.Optional(
       Type.Boolean({ default: true, description: 'Keep the response to continue from or fetch later' }),
     ),

@@ -65,9 +65,16 @@ export interface HeldItem {
  * with `type` and its content as a list of parts, as OpenAI returns them.
  */
 export function listedItem({ item, owner, place }: HeldItem): ListedItem {
+  const it = asListed(item);
+  if (typeof it.id === 'string' && it.id !== '') return { ...it, id: it.id };
+  const hash = createHash('sha256').update(`${owner}:${place}`).digest('hex').slice(0, 40);
+  return { ...it, id: `${it.type === 'message' ? 'msg' : 'item'}_${hash}` };
+}
+
+/** An item in the shape OpenAI lists it: a message with `type` and its content a list of parts. */
+export function asListed(item: unknown): Item {
   const it: Item = isObj(item) ? { ...item } : { type: 'message', role: 'user', content: String(item) };
-  const message = it.type === undefined || it.type === 'message';
-  if (message && typeof it.role === 'string') {
+  if ((it.type === undefined || it.type === 'message') && typeof it.role === 'string') {
     it.type = 'message';
     if (typeof it.content === 'string')
       it.content =
@@ -75,9 +82,7 @@ export function listedItem({ item, owner, place }: HeldItem): ListedItem {
           ? [{ type: 'output_text', text: it.content, annotations: [] }]
           : [{ type: 'input_text', text: it.content }];
   }
-  if (typeof it.id === 'string' && it.id !== '') return { ...it, id: it.id };
-  const hash = createHash('sha256').update(`${owner}:${place}`).digest('hex').slice(0, 40);
-  return { ...it, id: `${message ? 'msg' : 'item'}_${hash}` };
+  return it;
 }
 
 /** One page of `items` (oldest first) for `query`; 400 for an `after` that is not among them. */

@@ -1,6 +1,6 @@
 /**
- * Stored responses: what makes `store`, `previous_response_id` and `item_reference` work on
- * `POST /responses` whichever provider serves the call.
+ * Stored responses: what makes `store`, `previous_response_id`, `conversation` and
+ * `item_reference` work on `POST /responses` whichever provider serves the call.
  *
  * Before a call, `expand` turns a body that names stored state into a plain body carrying the whole
  * conversation (it then translates to any provider) and describes the turn; after the call, `save`
@@ -10,9 +10,17 @@
  * its content (a later turn that needs it is then a 404, not a silent gap).
  */
 import type { Db } from '../db/connection.js';
-import { isGatehouseReasoningState } from '../formats/reasoning-state.js';
 import { ApiError } from '../lib/errors.js';
-import { expandBody, type Item, inputList, type Obj, referencesOf, wantsStore } from './expansion.js';
+import type { ConversationsService } from './conversations.js';
+import {
+  expandBody,
+  type Item,
+  inputList,
+  type Obj,
+  referencesOf,
+  sendable,
+  wantsStore,
+} from './expansion.js';
 import {
   type HeldItem,
   type InputItemsPage,
@@ -48,6 +56,8 @@ export interface Turn<B = unknown> {
   /** Whether the response is to be stored (`store` not false, and storage on). */
   store: boolean;
   previousResponseId: string | null;
+  /** The conversation the turn belongs to: its input and output are added to it after the call. */
+  conversationId: string | null;
   /** This turn's own input items, references resolved. */
   input: unknown[];
   /** The stored responses this turn continues, oldest first. */
@@ -62,6 +72,7 @@ export interface StorableResponse {
   output: unknown[];
   store: boolean;
   previous_response_id: string | null;
+  conversation?: { id: string } | null;
 }
 
 /**
@@ -77,6 +88,8 @@ export type UpstreamInputItems = (
 
 export interface StoredResponsesDeps {
   db: Db;
+  /** Conversations (`conversation` on `/responses`); without them the field is a 404. */
+  conversations?: ConversationsService;
   upstreamInputItems?: UpstreamInputItems;
   /** How long a stored response is served, ms; 0 stores nothing. */
   retentionMs: number;
@@ -87,18 +100,6 @@ export interface StoredResponsesDeps {
 
 const PURGE_BATCH = 500;
 
-/**
- * Reasoning items of a translated answer go back when they carry the provider's reasoning state
- * (Gatehouse's `encrypted_content`: the translation restores it; an OpenAI lane leaves them out of
- * its request). Those without it (stored before it was carried) are summaries only, which no
- * provider takes back, and OpenAI would look their ids up in its own store and refuse the call:
- * they are left out of an expanded conversation. A provider's own reasoning items (stored upstream
- * too) go back as they came.
- */
-const sendable = (item: unknown, upstreamStored: number): boolean => {
-  const i = item as { type?: unknown; encrypted_content?: unknown } | null;
-  return upstreamStored === 1 || i?.type !== 'reasoning' || isGatehouseReasoningState(i.encrypted_content);
-};
 const notFound = (id: string) => new ApiError(404, `No stored response with id '${id}' in this workspace`);
 
 export class StoredResponsesService {
@@ -128,16 +129,29 @@ export class StoredResponsesService {
       scope,
       store: this.deps.retentionMs > 0 && wantsStore(body) && !caller.isManagement,
       previousResponseId: refs.previousResponseId,
+      conversationId: refs.conversationId,
       input: inputList((body as Obj | null)?.input) ?? [],
       chain: [],
       log,
     };
     // The inference endpoint refuses management keys; no lookup on their behalf before that.
-    if (caller.isManagement || (refs.previousResponseId === null && refs.itemIds.length === 0)) return turn;
+    if (
+      caller.isManagement ||
+      (refs.previousResponseId === null && refs.conversationId === null && refs.itemIds.length === 0)
+    )
+      return turn;
 
     const now = this.now();
     let history: unknown[] = [];
     let previousResolved = false;
+    if (refs.conversationId !== null) {
+      if (!this.deps.conversations)
+        throw new ApiError(
+          404,
+          `conversation: no conversation with id '${refs.conversationId}' in this workspace`,
+        );
+      history = await this.deps.conversations.history(scope, refs.conversationId);
+    }
     if (refs.previousResponseId !== null) {
       const [previous] = await findResponses(this.deps.db, scope, [refs.previousResponseId], now);
       if (previous) {
@@ -175,8 +189,10 @@ export class StoredResponsesService {
    */
   async needsExpansion(body: unknown, caller: CallerScope, nativeProvider?: string): Promise<boolean> {
     const refs = referencesOf(body);
-    if (refs.previousResponseId === null && refs.itemIds.length === 0) return false;
-    if (nativeProvider === undefined) return true;
+    if (refs.previousResponseId === null && refs.conversationId === null && refs.itemIds.length === 0)
+      return false;
+    // Only Gatehouse holds its conversations.
+    if (nativeProvider === undefined || refs.conversationId !== null) return true;
     const held = (r: { provider: string; upstream_stored: number }) =>
       r.upstream_stored === 1 && r.provider === nativeProvider;
     const now = this.now();
@@ -200,8 +216,9 @@ export class StoredResponsesService {
     opts: { upstreamStored?: boolean } = {},
   ): Promise<R> {
     this.annotate(turn, response);
-    if (turn.store && !(await this.write(turn, response, provider, opts.upstreamStored === true)))
-      response.store = false;
+    const upstreamStored = opts.upstreamStored === true;
+    if (turn.store && !(await this.write(turn, response, provider, upstreamStored))) response.store = false;
+    await this.addToConversation(turn, response, upstreamStored);
     return response;
   }
 
@@ -226,7 +243,9 @@ export class StoredResponsesService {
       if (response && (e.event === 'response.completed' || e.event === 'response.incomplete'))
         final = response;
     }
-    if (final && turn.store) await this.write(turn, final, provider, opts.upstreamStored === true);
+    if (!final) return;
+    if (turn.store) await this.write(turn, final, provider, opts.upstreamStored === true);
+    await this.addToConversation(turn, final, opts.upstreamStored === true);
   }
 
   /** `GET /responses/{id}`: the response as it was returned. */
@@ -264,10 +283,10 @@ export class StoredResponsesService {
     return { id, object: 'response', deleted: true };
   }
 
-  /** Deletes every expired response (in batches); returns how many. */
+  /** Deletes every expired response (in batches), and every expired conversation; returns how many. */
   async purgeExpired(): Promise<number> {
     const now = this.now();
-    let total = 0;
+    let total = (await this.deps.conversations?.purgeExpired()) ?? 0;
     for (;;) {
       const n = await purgeExpired(this.deps.db, now, PURGE_BATCH);
       total += n;
@@ -311,6 +330,35 @@ export class StoredResponsesService {
   private annotate(turn: Turn, response: StorableResponse): void {
     response.store = turn.store;
     response.previous_response_id = turn.previousResponseId;
+    if (turn.conversationId !== null) response.conversation = { id: turn.conversationId };
+  }
+
+  /**
+   * Adds the turn's input and the response's output to its conversation (a failed response adds
+   * nothing). A failed write does not fail the call: it is logged.
+   */
+  private async addToConversation(turn: Turn, response: StorableResponse, upstreamStored: boolean) {
+    if (turn.conversationId === null || !this.deps.conversations || response.status === 'failed') return;
+    try {
+      const added = await this.deps.conversations.append(
+        turn.scope,
+        turn.conversationId,
+        turn.input,
+        response.output,
+        upstreamStored,
+      );
+      if (!added)
+        turn.log.warn(
+          { conversationId: turn.conversationId },
+          'the conversation is gone; the turn was not added',
+        );
+    } catch (err) {
+      turn.log.warn(
+        { err, conversationId: turn.conversationId },
+        'adding the turn to its conversation failed',
+      );
+    }
+    this.purgeNowAndThen(turn.log, this.now());
   }
 
   /** Writes the response; false (logged) when the database refused it. */

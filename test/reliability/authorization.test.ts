@@ -87,6 +87,9 @@ interface Fx {
   generation: string;
   /** A stored response of workspace A1. */
   response: string;
+  /** A conversation of workspace A1, and one of its items. */
+  conversation: string;
+  conversationItem: string;
   spare: {
     guardrail: string;
     key: string;
@@ -95,6 +98,9 @@ interface Fx {
     workspace: string;
     intern: string;
     response: string;
+    conversation: string;
+    /** An item of `conversation` (the owner's DELETE of an item). */
+    conversationItem: string;
   };
 }
 
@@ -436,6 +442,55 @@ const ROUTES: Record<string, Row> = {
     auth: 'api',
     path: (fx) => `/responses/${fx.response}`,
     ownerPath: (fx) => `/responses/${fx.spare.response}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  // Conversations: the key's workspace's.
+  'POST /api/v1/conversations': { auth: 'api', body: () => ({}), ok: 200, mgmtOnApi: 403 },
+  'GET /api/v1/conversations/:id': {
+    auth: 'api',
+    path: (fx) => `/conversations/${fx.conversation}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/conversations/:id': {
+    auth: 'api',
+    path: (fx) => `/conversations/${fx.conversation}`,
+    // The owner sets what it had: the snapshot stays the same.
+    body: (_fx, as) => ({ metadata: as === 'api' ? {} : { stolen: 'yes' } }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'DELETE /api/v1/conversations/:id': {
+    auth: 'api',
+    path: (fx) => `/conversations/${fx.conversation}`,
+    ownerPath: (fx) => `/conversations/${fx.spare.conversation}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'GET /api/v1/conversations/:id/items': {
+    auth: 'api',
+    path: (fx) => `/conversations/${fx.conversation}/items`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/conversations/:id/items': {
+    auth: 'api',
+    path: (fx) => `/conversations/${fx.conversation}/items`,
+    body: () => ({ items: [{ role: 'user', content: 'added' }] }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'GET /api/v1/conversations/:id/items/:item_id': {
+    auth: 'api',
+    path: (fx) => `/conversations/${fx.conversation}/items/${fx.conversationItem}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'DELETE /api/v1/conversations/:id/items/:item_id': {
+    auth: 'api',
+    path: (fx) => `/conversations/${fx.conversation}/items/${fx.conversationItem}`,
+    ownerPath: (fx) => `/conversations/${fx.conversation}/items/${fx.spare.conversationItem}`,
     ok: 200,
     mgmtOnApi: 403,
   },
@@ -896,6 +951,19 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
         (res) => created(res, 200).id as string,
       );
     const response = await storedResponse();
+    const conversation = created(
+      await api('POST', '/conversations', {
+        items: [
+          { role: 'user', content: 'a1 private conversation' },
+          { role: 'user', content: 'a1 spare item' },
+        ],
+      }),
+      200,
+    ).id as string;
+    const [conversationItem, spareConversationItem] = created(
+      await api('GET', `/conversations/${conversation}/items?order=asc`),
+      200,
+    ).data.map((i: { id: string }) => i.id);
     await gw.services.accountant.flush();
     const fx: Fx = {
       otherOrg: other.organizationId,
@@ -909,6 +977,8 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       intern: intern.id,
       generation: generation.id,
       response,
+      conversation,
+      conversationItem,
       spare: {
         guardrail: created(await mgmt('POST', '/guardrails', { name: 'spare' })).data.id,
         key: created(await mgmt('POST', '/keys', { name: 'spare' })).data.hash,
@@ -924,6 +994,8 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
         workspace: created(await mgmt('POST', '/workspaces', { name: 'Spare', slug: 'spare' })).data.id,
         intern: spareIntern.id,
         response: await storedResponse(),
+        conversation: created(await api('POST', '/conversations', {}), 200).id,
+        conversationItem: spareConversationItem,
       },
     };
     const markers = [
@@ -937,6 +1009,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       host,
       secret.value,
       response,
+      conversation,
     ];
 
     // What the owner reads of every object others target, before and after.
@@ -955,6 +1028,8 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       [api, `/vault/interns/${intern.id}/secrets`],
       [api, '/vault/secrets'],
       [api, `/responses/${response}`],
+      [api, `/conversations/${conversation}`],
+      [api, `/conversations/${conversation}/items/${conversationItem}`],
     ];
     const snapshot = () =>
       Promise.all(

@@ -427,6 +427,9 @@ interface Fx {
   generation: string;
   /** A stored response (GET/DELETE /responses/{id}). */
   response: string;
+  /** A conversation and one of its items (the /conversations routes). */
+  conversation: string;
+  conversationItem: string;
   member: string;
   otherOrg: string;
   imageUrl: string;
@@ -505,6 +508,12 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
   }),
   'POST /api/v1/vault/interns/:internId/secrets/copy': () => ({ names: [SECRET] }),
   'POST /internal/runtime/chat/completions': () => chat,
+  'POST /api/v1/conversations': () => ({
+    items: [{ type: 'message', role: 'user', content: 'hi' }],
+    metadata: { topic: 'fuzz' },
+  }),
+  'POST /api/v1/conversations/:id': () => ({ metadata: { topic: 'fuzz' } }),
+  'POST /api/v1/conversations/:id/items': () => ({ items: [{ role: 'user', content: 'more' }] }),
 };
 
 /** Routes whose valid example is refused by design (removed, no runtime token, nothing running, no such thing). */
@@ -532,6 +541,7 @@ function paramValue(t: Target, name: string, fx: Fx): string {
     author: 'gatehouse',
     slug: 'echo',
     '*': 'no/such/file.png',
+    item_id: fx.conversationItem,
   };
   if (byName[name]) return byName[name];
   const prefix = t.url.replace('/api/v1/', '').split('/')[0];
@@ -542,6 +552,7 @@ function paramValue(t: Target, name: string, fx: Fx): string {
     observability: fx.destination,
     batches: fx.batch,
     responses: fx.response,
+    conversations: fx.conversation,
   };
   return byPrefix[prefix ?? ''] ?? 'x';
 }
@@ -743,6 +754,11 @@ describe('hostile input: property-based requests on every route', () => {
     const home = (ok(await mgmt('GET', '/workspaces')) as any).data.find((w: any) => w.is_default);
     ok(await mgmt('PATCH', `/workspaces/${home.id}`, { content_logging: true }));
     const intern = ok(await api('POST', '/interns', { name: 'fuzz-intern' })) as any;
+    const conversation = (
+      ok(await api('POST', '/conversations', { items: [{ role: 'user', content: 'keep' }] })) as any
+    ).id as string;
+    const conversationItem = (ok(await api('GET', `/conversations/${conversation}/items`)) as any).data[0]
+      .id as string;
     ok(await mgmt('PUT', `/workspaces/${workspace.data.id}/budgets/monthly`, { limit_usd: 50 }));
     ok(
       await api('PUT', `/vault/secrets/${SECRET}`, { value: 'fuzz-vault-value', hosts: ['api.example.com'] }),
@@ -772,6 +788,8 @@ describe('hostile input: property-based requests on every route', () => {
       intern: intern.id,
       generation: (ok(await api('POST', '/chat/completions', chat)) as any).id,
       response: (ok(await api('POST', '/responses', { model: 'gatehouse/echo', input: 'keep' })) as any).id,
+      conversation,
+      conversationItem,
       member: member.data.id,
       otherOrg: other.data.id,
       imageUrl: `http://127.0.0.1:${(images.address() as AddressInfo).port}/a.png`,
