@@ -10,7 +10,10 @@ import OpenAI6 from 'openai';
 import { zodResponseFormat as zodResponseFormat6, zodTextFormat as zodTextFormat6 } from 'openai/helpers/zod';
 import OpenAI7 from 'openai-v7';
 import { ResponsesToolRunner } from 'openai-v7/helpers/responses-tool-runner';
-import { zodResponseFormat as zodResponseFormat7, zodTextFormat as zodTextFormat7 } from 'openai-v7/helpers/zod';
+import {
+  zodResponseFormat as zodResponseFormat7,
+  zodTextFormat as zodTextFormat7,
+} from 'openai-v7/helpers/zod';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { TestGateway } from './support/gateway.js';
@@ -28,7 +31,12 @@ const CLIENTS = [
     zodResponseFormat: zodResponseFormat6 as unknown as typeof zodResponseFormat7,
     zodTextFormat: zodTextFormat6 as unknown as typeof zodTextFormat7,
   },
-  { client: 'openai 7', OpenAI: OpenAI7, zodResponseFormat: zodResponseFormat7, zodTextFormat: zodTextFormat7 },
+  {
+    client: 'openai 7',
+    OpenAI: OpenAI7,
+    zodResponseFormat: zodResponseFormat7,
+    zodTextFormat: zodTextFormat7,
+  },
 ];
 
 /** Where each model lands upstream: its wire format for chat and for responses, and its id there. */
@@ -125,7 +133,10 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
       }
       expect(text).toBe(REPLY.text);
       expect(finish).toBe('stop');
-      expect(usage).toMatchObject({ prompt_tokens: USAGE.prompt_tokens, completion_tokens: USAGE.completion_tokens });
+      expect(usage).toMatchObject({
+        prompt_tokens: USAGE.prompt_tokens,
+        completion_tokens: USAGE.completion_tokens,
+      });
       expect(upstream(0, t.chat, t.upstream).stream).toBe(true);
     });
 
@@ -176,7 +187,8 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
       });
       expect(res.choices[0]?.message.parsed).toEqual(CITY);
       const up = upstream(0, t.chat, t.upstream).body;
-      const schema = t.chat === 'openai-chat' ? up.response_format?.json_schema?.schema : up.output_config?.format?.schema;
+      const schema =
+        t.chat === 'openai-chat' ? up.response_format?.json_schema?.schema : up.output_config?.format?.schema;
       expect(JSON.stringify(schema)).toContain('"population"');
     });
 
@@ -211,7 +223,10 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
       expect(types.slice(0, 2)).toEqual(['response.created', 'response.in_progress']);
       expect(types.at(-1)).toBe('response.completed');
       expect(text).toBe(REPLY.text);
-      expect(completed?.usage).toMatchObject({ input_tokens: USAGE.prompt_tokens, output_tokens: USAGE.completion_tokens });
+      expect(completed?.usage).toMatchObject({
+        input_tokens: USAGE.prompt_tokens,
+        output_tokens: USAGE.completion_tokens,
+      });
 
       const final = await openai.responses.stream({ model: t.model, input: 'Say hello.' }).finalResponse();
       expect(final.output_text).toBe(REPLY.text);
@@ -269,7 +284,9 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
       expect(mock.requests).toHaveLength(1);
 
       mock.enqueue({ status: 400, error: { message: 'prompt is too long: 999999 tokens' } });
-      const rerr = await openai.responses.create({ model: t.model, input: 'Say hello.' }).catch((x: unknown) => x);
+      const rerr = await openai.responses
+        .create({ model: t.model, input: 'Say hello.' })
+        .catch((x: unknown) => x);
       expect(rerr).toBeInstanceOf(OpenAI.BadRequestError);
       expect((rerr as Error).message).toContain('prompt is too long');
     });
@@ -323,7 +340,9 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
   it('models.list: the catalog, read through the auto-paginating iterator', async () => {
     const models: OpenAI7.Model[] = [];
     for await (const m of openai.models.list()) models.push(m);
-    expect(models.map((m) => m.id)).toEqual(expect.arrayContaining(['test/gpt', 'test/claude', 'test/embed']));
+    expect(models.map((m) => m.id)).toEqual(
+      expect.arrayContaining(['test/gpt', 'test/claude', 'test/embed']),
+    );
     expect(models.find((m) => m.id === 'test/claude')).toMatchObject({ created: expect.any(Number) });
   });
 });
@@ -342,7 +361,10 @@ describe('openai 7 ResponsesToolRunner through Gatehouse', () => {
   beforeEach(() => mock.reset());
 
   describe.each(TARGETS)('$model', (t) => {
-    it.each([false, true])('runs the function and returns the final answer (streamed: %s)', async (stream) => {
+    it.each([
+      false,
+      true,
+    ])('runs the function and returns the final answer (streamed: %s)', async (stream) => {
       mock.enqueue({ reply: CALL }, { reply: AFTER_CALL });
       const runs: unknown[] = [];
       const runner = new ResponsesToolRunner({
