@@ -390,6 +390,14 @@ describe('chatRequestFromBody', () => {
     expect(() => chatRequestFromBody(body)).toThrow(new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}:`));
   });
 
+  it.each([
+    { reasoning_effort: 'none' },
+    { reasoning: { effort: 'none' } },
+    { reasoning: { effort: 'none' }, reasoning_effort: 'none' },
+  ])('an effort of none asks for no reasoning (%j)', (fields) => {
+    expect(chatRequestFromBody({ ...ok, ...fields }).reasoning).toBeUndefined();
+  });
+
   it('ignores no-op values of refused fields', () => {
     expect(
       chatRequestFromBody({ ...ok, logit_bias: {}, modalities: ['text'], n: 1, stream_options: {} }),

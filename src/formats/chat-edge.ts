@@ -5,7 +5,7 @@
  * than an upstream error later.
  *
  * Normalised: `max_completion_tokens` ≡ `max_tokens` (both given and different → refused; the
- * result is in `max_tokens`); `reasoning_effort` → `reasoning.effort`; legacy `functions` /
+ * result is in `max_tokens`); `reasoning_effort` → `reasoning.effort` (`none`: no reasoning); legacy `functions` /
  * `function_call` → `tools` / `tool_choice`; legacy assistant `function_call` → a tool call with a
  * synthesized id (`call_legacy_<message index>`) and `function` role messages → `tool` messages
  * answering the latest such call of that name; assistant `refusal` parts → text parts.
@@ -64,7 +64,7 @@ import {
   strArray,
 } from './validate.js';
 
-const EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 
 const textParts = (v: unknown, path: string) => cachedTextParts(v, path, 'parts');
 
@@ -303,7 +303,7 @@ function responseFormat(v: unknown): ResponseFormat {
 }
 
 function reasoning(b: Obj): ReasoningConfig | undefined {
-  let r: ReasoningConfig | undefined;
+  let r: (Omit<ReasoningConfig, 'effort'> & { effort?: (typeof EFFORTS)[number] }) | undefined;
   if (given(b.reasoning)) {
     const o = obj(b.reasoning, 'reasoning');
     if (o.enabled === false) fail('reasoning.enabled', 'false is not supported; omit reasoning instead');
@@ -320,7 +320,10 @@ function reasoning(b: Obj): ReasoningConfig | undefined {
       fail('reasoning_effort', 'conflicts with reasoning.effort');
     r = { ...r, effort };
   }
-  return r;
+  // `none` is OpenAI's (and OpenRouter's) "no reasoning": the request asks for none, as a
+  // /responses call with that effort does.
+  if (r?.effort === 'none') return undefined;
+  return r as ReasoningConfig | undefined;
 }
 
 function refuseUnsupported(b: Obj): void {
