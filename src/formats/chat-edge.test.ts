@@ -398,6 +398,11 @@ describe('chatRequestFromBody', () => {
     expect(chatRequestFromBody({ ...ok, ...fields }).reasoning).toBeUndefined();
   });
 
+  it.each(['xhigh', 'max'])('carries the %s effort', (effort) => {
+    expect(chatRequestFromBody({ ...ok, reasoning_effort: effort }).reasoning).toEqual({ effort });
+    expect(chatRequestFromBody({ ...ok, reasoning: { effort } }).reasoning).toEqual({ effort });
+  });
+
   it('ignores no-op values of refused fields', () => {
     expect(
       chatRequestFromBody({ ...ok, logit_bias: {}, modalities: ['text'], n: 1, stream_options: {} }),

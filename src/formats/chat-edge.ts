@@ -64,7 +64,7 @@ import {
   strArray,
 } from './validate.js';
 
-const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 
 const textParts = (v: unknown, path: string) => cachedTextParts(v, path, 'parts');
 

@@ -124,7 +124,7 @@ export type ResponseFormat =
     };
 
 export interface ReasoningConfig {
-  effort?: 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+  effort?: 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
   max_tokens?: number;
   exclude?: boolean;
 }

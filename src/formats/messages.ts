@@ -28,7 +28,7 @@
  * | `tool_choice.disable_parallel_tool_use`     | `parallel_tool_calls: false`                               |
  * | `thinking` enabled / adaptive / disabled    | `reasoning.max_tokens` = budget / `reasoning: {}` / none   |
  * | `thinking.display: 'omitted'`               | `reasoning.exclude: true`                                  |
- * | `output_config.effort` low/medium/high/xhigh | `reasoning.effort`                                        |
+ * | `output_config.effort` low…xhigh, max       | `reasoning.effort`                                         |
  * | `output_config.format` (json_schema)        | `response_format` json_schema (name `output`, strict)      |
  * | `metadata.user_id`                          | `user`                                                     |
  * | `service_tier` auto / standard_only         | `service_tier` auto / default                              |
@@ -57,7 +57,7 @@
  *
  * Refused: `container`, `mcp_servers`, `inference_geo`,
  * search-result / server-tool blocks, file image and document sources, server tools (any tool `type` other than
- * `custom`), `thinking.type: 'between_tools'`, `output_config.effort` max, tool
+ * `custom`), `thinking.type: 'between_tools'`, tool
  * `input_examples` / non-direct `allowed_callers`.
  *
  * Response mapping: `stop`→`end_turn` (`stop_sequence` when the provider says so natively),
@@ -477,13 +477,15 @@ function reasoningConfig(b: Obj): ReasoningConfig | undefined {
     if (reasoning && t.display === 'omitted') reasoning.exclude = true;
   }
   if (isObj(b.output_config) && given(b.output_config.effort)) {
-    const effort = b.output_config.effort;
-    if (effort === 'max') {
-      fail('output_config.effort', "'max' has no canonical equivalent (low, medium, high or xhigh)");
-    }
     reasoning = {
       ...reasoning,
-      effort: oneOf(effort, 'output_config.effort', ['low', 'medium', 'high', 'xhigh'] as const),
+      effort: oneOf(b.output_config.effort, 'output_config.effort', [
+        'low',
+        'medium',
+        'high',
+        'xhigh',
+        'max',
+      ] as const),
     };
   }
   return reasoning;

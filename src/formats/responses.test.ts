@@ -298,6 +298,16 @@ describe('responsesRequestToChat', () => {
     });
   });
 
+  it('carries every effort OpenAI takes, max included; none asks for no reasoning', () => {
+    for (const effort of ['minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const)
+      expect(responsesRequestToChat({ model: 'm', input: 'hi', reasoning: { effort } }).reasoning).toEqual({
+        effort,
+      });
+    expect(
+      responsesRequestToChat({ model: 'm', input: 'hi', reasoning: { effort: 'none' } }).reasoning,
+    ).toBeUndefined();
+  });
+
   it('drops and lists context truncation and the built-in tool-call cap (no built-in tools run here)', () => {
     const req = responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'auto', max_tool_calls: 3 });
     expect(req.dropped).toEqual(['truncation', 'max_tool_calls']);

@@ -644,6 +644,7 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
         'medium',
         'high',
         'xhigh',
+        'max',
       ] as const);
       if (effort !== 'none') req.reasoning = { effort };
     }

@@ -48,6 +48,9 @@ describe('toOpenAiRequest', () => {
     expect(effortFromReasoning({ max_tokens: 4000 })).toBe('medium');
     expect(effortFromReasoning({ max_tokens: 20000 })).toBe('high');
     expect(effortFromReasoning({ exclude: true })).toBeUndefined();
+    expect(toOpenAiRequest({ ...base, reasoning: { effort: 'max' } }, 'openai', false).reasoning_effort).toBe(
+      'max',
+    );
   });
 
   it('openai-compatible: keeps max_tokens and reasoning, developer → system', () => {
