@@ -403,6 +403,13 @@ describe('chatRequestFromBody', () => {
     expect(chatRequestFromBody({ ...ok, reasoning: { effort } }).reasoning).toEqual({ effort });
   });
 
+  it("takes OpenAI's original image detail", () => {
+    const part = { type: 'image_url', image_url: { url: 'https://x/a.png', detail: 'original' } };
+    expect(chatRequestFromBody({ ...ok, messages: [{ role: 'user', content: [part] }] }).messages).toEqual([
+      { role: 'user', content: [part] },
+    ]);
+  });
+
   it('ignores no-op values of refused fields', () => {
     expect(
       chatRequestFromBody({ ...ok, logit_bias: {}, modalities: ['text'], n: 1, stream_options: {} }),

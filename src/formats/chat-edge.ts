@@ -37,6 +37,7 @@ import {
   type ChatMessage,
   type ChatRequest,
   type ContentPart,
+  IMAGE_DETAILS,
   type ReasoningConfig,
   type ResponseFormat,
   type ToolCall,
@@ -88,7 +89,7 @@ function userPart(part: Obj, p: string): ContentPart {
         type: 'image_url',
         image_url: {
           url,
-          detail: oneOf(img.detail, `${p}.image_url.detail`, ['auto', 'low', 'high'] as const),
+          detail: oneOf(img.detail, `${p}.image_url.detail`, IMAGE_DETAILS),
         },
       };
     }

@@ -20,11 +20,14 @@ export interface CacheControl {
   ttl?: '5m' | '1h';
 }
 
+/** An image's `detail` (`original`: OpenAI's full resolution). Only OpenAI's wire reads it. */
+export const IMAGE_DETAILS = ['auto', 'low', 'high', 'original'] as const;
+
 export type ContentPart =
   | { type: 'text'; text: string; cache_control?: CacheControl }
   | {
       type: 'image_url';
-      image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
+      image_url: { url: string; detail?: (typeof IMAGE_DETAILS)[number] };
       cache_control?: CacheControl;
     }
   | { type: 'file'; file: FileInput; cache_control?: CacheControl }

@@ -308,6 +308,21 @@ describe('responsesRequestToChat', () => {
     ).toBeUndefined();
   });
 
+  it("takes OpenAI's original image detail", () => {
+    const req = responsesRequestToChat({
+      model: 'm',
+      input: [
+        {
+          role: 'user',
+          content: [{ type: 'input_image', image_url: 'https://x/a.png', detail: 'original' }],
+        },
+      ],
+    });
+    expect(req.messages[0]?.content).toEqual([
+      { type: 'image_url', image_url: { url: 'https://x/a.png', detail: 'original' } },
+    ]);
+  });
+
   it('drops and lists context truncation and the built-in tool-call cap (no built-in tools run here)', () => {
     const req = responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'auto', max_tool_calls: 3 });
     expect(req.dropped).toEqual(['truncation', 'max_tool_calls']);

@@ -84,6 +84,7 @@ import type {
   ToolDefinition,
   Usage,
 } from './chat.js';
+import { IMAGE_DETAILS } from './chat.js';
 import { filePart } from './files.js';
 import { openAiHints } from './hints.js';
 import { collapseReasoningDetails } from './reasoning-details.js';
@@ -385,9 +386,7 @@ function inputContent(content: unknown, path: string, allowImages: boolean): str
         if (given(part.file_id))
           return fail(`${p}.file_id`, 'file ids are not supported; send image_url (a URL or data: URL)');
         const url = nonEmptyStr(part.image_url, `${p}.image_url`);
-        const detail = given(part.detail)
-          ? oneOf(part.detail, `${p}.detail`, ['auto', 'low', 'high'] as const)
-          : undefined;
+        const detail = given(part.detail) ? oneOf(part.detail, `${p}.detail`, IMAGE_DETAILS) : undefined;
         return { type: 'image_url', image_url: detail ? { url, detail } : { url } };
       }
       case 'input_file': {
