@@ -136,6 +136,7 @@ describe('chatRequestFromBody', () => {
       top_k: 40,
       prompt_cache_key: 'tenant-1',
       prompt_cache_retention: '24h',
+      prompt_cache_options: { mode: 'explicit', ttl: '30m' },
       service_tier: 'flex',
       verbosity: 'low',
       store: true,
@@ -163,6 +164,9 @@ describe('chatRequestFromBody', () => {
       /^metadata\.a: must be a string/,
     );
     expect(() => chatRequestFromBody({ ...base, top_k: 1.5 })).toThrow(/^top_k: must be an integer/);
+    expect(() => chatRequestFromBody({ ...base, prompt_cache_options: { mode: 'always' } })).toThrow(
+      /^prompt_cache_options\.mode: must be one of/,
+    );
   });
 
   it('drops and lists predicted outputs (they only speed an answer up)', () => {

@@ -27,8 +27,8 @@
  *
  * Hints (carried; each provider maps what it can, see HINT_RULES in capabilities.ts):
  * OpenRouter-style `cache_control` breakpoints on content parts, on tools and at the top level;
- * `prompt_cache_key`, `prompt_cache_retention`, `service_tier`, `verbosity`, `store`, `metadata`,
- * `safety_identifier`. `top_k` is carried too (refused by OpenAI, which has none).
+ * `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`, `service_tier`, `verbosity`,
+ * `store`, `metadata`, `safety_identifier`. `top_k` is carried too (refused by OpenAI, which has none).
  *
  * Ignored: Gatehouse-level fields the router reads from the raw body (`provider`, `models`,
  * `route`, `transforms`, `usage`, `debug`, …), unknown fields.

@@ -161,6 +161,8 @@ export interface ChatRequest {
   // Cost and latency hints, named as OpenAI names them; each provider wire maps what it can.
   prompt_cache_key?: string;
   prompt_cache_retention?: string;
+  /** OpenAI's explicit prompt caching (`mode`: implicit/explicit breakpoints, `ttl`). */
+  prompt_cache_options?: { mode?: 'implicit' | 'explicit'; ttl?: string };
   /** OpenAI's tiers (`auto`, `default`, `flex`, `scale`, `priority`). */
   service_tier?: string;
   verbosity?: 'low' | 'medium' | 'high';

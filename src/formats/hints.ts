@@ -25,6 +25,7 @@ export function withCacheControl<T extends object>(o: T, v: unknown, path: strin
 export const OPENAI_HINT_FIELDS = [
   'prompt_cache_key',
   'prompt_cache_retention',
+  'prompt_cache_options',
   'service_tier',
   'verbosity',
   'store',
@@ -53,6 +54,7 @@ export type OpenAiHints = Pick<
   ChatRequest,
   | 'prompt_cache_key'
   | 'prompt_cache_retention'
+  | 'prompt_cache_options'
   | 'service_tier'
   | 'verbosity'
   | 'metadata'
@@ -66,6 +68,18 @@ function metadata(v: unknown): Record<string, string> | undefined {
   return m as Record<string, string>;
 }
 
+function promptCacheOptions(v: unknown): ChatRequest['prompt_cache_options'] {
+  if (v === undefined || v === null) return undefined;
+  const o = obj(v, 'prompt_cache_options');
+  const out: NonNullable<ChatRequest['prompt_cache_options']> = {};
+  if (o.mode !== undefined && o.mode !== null) {
+    out.mode = oneOf(o.mode, 'prompt_cache_options.mode', ['implicit', 'explicit'] as const);
+  }
+  const ttl = optStr(o.ttl, 'prompt_cache_options.ttl');
+  if (ttl !== undefined) out.ttl = ttl;
+  return out;
+}
+
 /**
  * OpenAI's hints as Chat Completions and Responses name them at the top level; `verbosity` is read
  * from `verbosityAt` (top-level in Chat Completions, `text.verbosity` in Responses).
@@ -74,6 +88,7 @@ export function openAiHints(b: Obj, verbosity: { value: unknown; path: string })
   const hints: OpenAiHints = {
     prompt_cache_key: optStr(b.prompt_cache_key, 'prompt_cache_key'),
     prompt_cache_retention: optStr(b.prompt_cache_retention, 'prompt_cache_retention'),
+    prompt_cache_options: promptCacheOptions(b.prompt_cache_options),
     service_tier: optStr(b.service_tier, 'service_tier'),
     metadata: metadata(b.metadata),
     safety_identifier: optStr(b.safety_identifier, 'safety_identifier'),

@@ -29,7 +29,8 @@
  * | `text.format` text/json_object/json_schema       | `response_format`                                   |
  * | `reasoning.effort` (`none` → no reasoning)       | `reasoning.effort`                                  |
  * | `prompt_cache_key`, `prompt_cache_retention`,    | same (hints; `text.verbosity` → `verbosity`)        |
- * | `service_tier`, `metadata`, `safety_identifier`, |                                                     |
+ * | `prompt_cache_options`, `service_tier`,          |                                                     |
+ * | `metadata`, `safety_identifier`,                 |                                                     |
  * | `text.verbosity`                                 |                                                     |
  * | `cache_control` on a tool                        | the tool's `cache_control`                          |
  * | `include: ['message.output_text.logprobs']`, `top_logprobs` | `logprobs`, `top_logprobs`               |

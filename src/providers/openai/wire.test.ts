@@ -116,6 +116,7 @@ describe('cost and latency hints', () => {
   const hints = {
     prompt_cache_key: 'tenant-1',
     prompt_cache_retention: '24h',
+    prompt_cache_options: { mode: 'explicit', ttl: '30m' },
     service_tier: 'priority',
     verbosity: 'low',
     store: false,
