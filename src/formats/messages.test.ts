@@ -401,6 +401,9 @@ describe('messagesRequestToChat', () => {
         context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
         speed: 'fast',
         diagnostics: { previous_message_id: 'msg_1' },
+        compaction: { type: 'summarize' },
+        fallbacks: 'default',
+        output_config: { task_budget: { type: 'tokens', total: 50000 } },
       },
       { 'anthropic-beta': 'context-management-2025-06-27' },
     );
@@ -420,6 +423,9 @@ describe('messagesRequestToChat', () => {
       'context_management',
       'speed',
       'diagnostics',
+      'compaction',
+      'fallbacks',
+      'output_config.task_budget',
       'tools[0].eager_input_streaming',
       'tools[1].defer_loading',
     ]);

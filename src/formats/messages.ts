@@ -41,8 +41,9 @@
  *
  * Dropped and reported in `dropped` (they only steer cost, latency or context housekeeping, and
  * the canonical request has no place for them): `context_management` (server-side context
- * editing), `speed: 'fast'`, `diagnostics`, a tool's `eager_input_streaming`, a tool with
- * `defer_loading` (left out: the model is not offered it up front).
+ * editing), `compaction` (server-side summarising), `speed: 'fast'`, `diagnostics`, `fallbacks`
+ * (Anthropic's own fallback models), `output_config.task_budget`, a tool's `eager_input_streaming`,
+ * a tool with `defer_loading` (left out: the model is not offered it up front).
  *
  * The `anthropic-beta` header (when the route passes headers) rides along as `anthropic_beta`: an
  * Anthropic-format provider sends it on, any other drops it and lists it (formats/capabilities.ts).
@@ -234,6 +235,11 @@ function droppedHints(b: Obj): string[] {
   if (given(b.context_management)) dropped.push('context_management');
   if (b.speed === 'fast') dropped.push('speed');
   if (given(b.diagnostics)) dropped.push('diagnostics');
+  // Server-side summarising of a long context; Anthropic's own fallback models when the asked one
+  // is overloaded; a token budget the model paces an agentic task by.
+  if (given(b.compaction)) dropped.push('compaction');
+  if (given(b.fallbacks)) dropped.push('fallbacks');
+  if (isObj(b.output_config) && given(b.output_config.task_budget)) dropped.push('output_config.task_budget');
   if (Array.isArray(b.tools)) {
     for (const [i, t] of b.tools.entries())
       if (isObj(t) && t.eager_input_streaming === true) dropped.push(`tools[${i}].eager_input_streaming`);
