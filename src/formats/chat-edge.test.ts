@@ -414,6 +414,46 @@ describe('chatRequestFromBody', () => {
     ]);
   });
 
+  it("reads OpenAI's prompt_cache_breakpoint as a breakpoint on its part (a ttl asks for the longest)", () => {
+    const bp = { mode: 'explicit' };
+    const req = chatRequestFromBody({
+      ...ok,
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'Rules', prompt_cache_breakpoint: bp }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Doc', prompt_cache_breakpoint: { mode: 'explicit', ttl: '30m' } },
+            {
+              type: 'text',
+              text: 'Both',
+              prompt_cache_breakpoint: bp,
+              cache_control: { type: 'ephemeral', ttl: '5m' },
+            },
+          ],
+        },
+      ],
+    });
+    expect(req.messages).toEqual([
+      { role: 'system', content: [{ type: 'text', text: 'Rules', cache_control: { type: 'ephemeral' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Doc', cache_control: { type: 'ephemeral', ttl: '1h' } },
+          { type: 'text', text: 'Both', cache_control: { type: 'ephemeral', ttl: '5m' } },
+        ],
+      },
+    ]);
+    expect(() =>
+      chatRequestFromBody({
+        ...ok,
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'x', prompt_cache_breakpoint: { mode: 'auto' } }] },
+        ],
+      }),
+    ).toThrow(/^messages\[0\]\.content\[0\]\.prompt_cache_breakpoint\.mode: must be one of/);
+  });
+
   it('ignores no-op values of refused fields', () => {
     expect(
       chatRequestFromBody({ ...ok, logit_bias: {}, modalities: ['text'], n: 1, stream_options: {} }),

@@ -26,7 +26,8 @@
  * reasoning off), both `tools` and `functions`.
  *
  * Hints (carried; each provider maps what it can, see HINT_RULES in capabilities.ts):
- * OpenRouter-style `cache_control` breakpoints on content parts, on tools and at the top level;
+ * OpenRouter-style `cache_control` breakpoints on content parts (or OpenAI's
+ * `prompt_cache_breakpoint`, read as one), on tools and at the top level;
  * `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`, `service_tier`, `verbosity`,
  * `store`, `metadata`, `safety_identifier`. `top_k` is carried too (refused by OpenAI, which has none).
  *
@@ -46,7 +47,13 @@ import {
   TranslationError,
 } from './chat.js';
 import { filePart } from './files.js';
-import { cachedTextParts, openAiHints, optCacheControl, withCacheControl } from './hints.js';
+import {
+  cachedTextParts,
+  openAiHints,
+  optCacheControl,
+  withCacheControl,
+  withPartBreakpoint,
+} from './hints.js';
 import { parseReasoningDetails } from './reasoning-details.js';
 import {
   arr,
@@ -73,7 +80,7 @@ function userParts(v: unknown, path: string): ContentPart[] {
   return arr(v, path).map((raw, i): ContentPart => {
     const p = `${path}[${i}]`;
     const part = obj(raw, p);
-    return withCacheControl(userPart(part, p), part.cache_control, `${p}.cache_control`);
+    return withPartBreakpoint(userPart(part, p), part, p);
   });
 }
 
@@ -170,7 +177,7 @@ function messages(v: unknown): ChatMessage[] {
                 : part.type === 'refusal'
                   ? str(part.refusal, `${pp}.refusal`)
                   : fail(`${pp}.type`, "only 'text' and 'refusal' parts are allowed in assistant messages");
-            return withCacheControl({ type: 'text', text }, part.cache_control, `${pp}.cache_control`);
+            return withPartBreakpoint({ type: 'text', text }, part, pp);
           });
         }
         const refusal = optStr(m.refusal, `${p}.refusal`);

@@ -21,6 +21,28 @@ export function withCacheControl<T extends object>(o: T, v: unknown, path: strin
   return cc ? { ...o, cache_control: cc } : o;
 }
 
+/**
+ * OpenAI's explicit breakpoint on a content part (`prompt_cache_breakpoint: {mode: 'explicit',
+ * ttl?}`) as a breakpoint there. Its `ttl` is a minimum lifetime (`30m`, `12h`): given, it asks for
+ * the longest Anthropic keeps (`1h`); without one, Anthropic's default.
+ */
+export function optPromptCacheBreakpoint(v: unknown, path: string): CacheControl | undefined {
+  if (v === undefined || v === null) return undefined;
+  const o = obj(v, path);
+  oneOf(o.mode, `${path}.mode`, ['explicit'] as const);
+  if (o.ttl === undefined || o.ttl === null) return { type: 'ephemeral' };
+  str(o.ttl, `${path}.ttl`);
+  return { type: 'ephemeral', ttl: '1h' };
+}
+
+/** A content part with its breakpoint: its `cache_control`, else its `prompt_cache_breakpoint`. */
+export function withPartBreakpoint<T extends object>(o: T, part: Obj, path: string): T {
+  const cc =
+    optCacheControl(part.cache_control, `${path}.cache_control`) ??
+    optPromptCacheBreakpoint(part.prompt_cache_breakpoint, `${path}.prompt_cache_breakpoint`);
+  return cc ? { ...o, cache_control: cc } : o;
+}
+
 /** OpenAI's cost and latency hints: sent to api.openai.com as they are, dropped elsewhere (see HINT_RULES). */
 export const OPENAI_HINT_FIELDS = [
   'prompt_cache_key',
@@ -35,18 +57,14 @@ export const OPENAI_HINT_FIELDS = [
 
 /**
  * Text-only content (a system prompt, a tool result): `{type: 'text', text, cache_control?}` items as
- * text parts, breakpoints kept; `noun` names the items in errors ('parts', 'blocks').
+ * text parts, breakpoints kept (OpenAI's `prompt_cache_breakpoint` too); `noun` names the items in errors ('parts', 'blocks').
  */
 export function cachedTextParts(v: unknown, path: string, noun: 'parts' | 'blocks'): ContentPart[] {
   return arr(v, path).map((raw, i): ContentPart => {
     const p = `${path}[${i}]`;
     const part = obj(raw, p);
     if (part.type !== 'text') fail(`${p}.type`, `only 'text' ${noun} are allowed here`);
-    return withCacheControl(
-      { type: 'text', text: str(part.text, `${p}.text`) },
-      part.cache_control,
-      `${p}.cache_control`,
-    );
+    return withPartBreakpoint({ type: 'text', text: str(part.text, `${p}.text`) }, part, p);
   });
 }
 

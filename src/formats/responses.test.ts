@@ -308,6 +308,21 @@ describe('responsesRequestToChat', () => {
     ).toBeUndefined();
   });
 
+  it("reads OpenAI's prompt_cache_breakpoint as a breakpoint on its part", () => {
+    const req = responsesRequestToChat({
+      model: 'm',
+      input: [
+        {
+          role: 'user',
+          content: [{ type: 'input_text', text: 'Doc', prompt_cache_breakpoint: { mode: 'explicit' } }],
+        },
+      ],
+    });
+    expect(req.messages[0]?.content).toEqual([
+      { type: 'text', text: 'Doc', cache_control: { type: 'ephemeral' } },
+    ]);
+  });
+
   it("takes OpenAI's original image detail", () => {
     const req = responsesRequestToChat({
       model: 'm',

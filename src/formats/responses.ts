@@ -33,6 +33,7 @@
  * | `metadata`, `safety_identifier`,                 |                                                     |
  * | `text.verbosity`                                 |                                                     |
  * | `cache_control` on a tool                        | the tool's `cache_control`                          |
+ * | `prompt_cache_breakpoint` on a content part      | the part's `cache_control` (a `ttl` → `1h`)         |
  * | `include: ['message.output_text.logprobs']`, `top_logprobs` | `logprobs`, `top_logprobs`               |
  * | `stream`, `user`                                 | same (+ `stream_options.include_usage`)             |
  *
@@ -87,7 +88,7 @@ import type {
 } from './chat.js';
 import { IMAGE_DETAILS } from './chat.js';
 import { filePart } from './files.js';
-import { openAiHints } from './hints.js';
+import { openAiHints, withPartBreakpoint } from './hints.js';
 import { collapseReasoningDetails } from './reasoning-details.js';
 import { decodeReasoningState, encodeReasoningState } from './reasoning-state.js';
 import {
@@ -379,29 +380,34 @@ function inputContent(content: unknown, path: string, allowImages: boolean): str
   return arr(content, path).map((raw, i): ContentPart => {
     const p = `${path}[${i}]`;
     const part = obj(raw, p);
-    switch (part.type) {
-      case 'input_text':
-        return { type: 'text', text: str(part.text, `${p}.text`) };
-      case 'input_image': {
-        if (!allowImages) return fail(`${p}.type`, 'images are only allowed in user messages');
-        if (given(part.file_id))
-          return fail(`${p}.file_id`, 'file ids are not supported; send image_url (a URL or data: URL)');
-        const url = nonEmptyStr(part.image_url, `${p}.image_url`);
-        const detail = given(part.detail) ? oneOf(part.detail, `${p}.detail`, IMAGE_DETAILS) : undefined;
-        return { type: 'image_url', image_url: detail ? { url, detail } : { url } };
-      }
-      case 'input_file': {
-        if (!allowImages) return fail(`${p}.type`, 'files are only allowed in user messages');
-        // A file at a URL (`file_url`) is the canonical part's `file_data` URL.
-        if (given(part.file_url)) return filePart({ ...part, file_data: part.file_url }, p, `${p}.file_url`);
-        return filePart(part, p);
-      }
-      case 'input_audio':
-        return fail(`${p}.type`, "'input_audio' content is not supported");
-      default:
-        return fail(`${p}.type`, `'${String(part.type)}' content is not supported here`);
-    }
+    // OpenAI's `prompt_cache_breakpoint` is a breakpoint on the part (Anthropic's cache_control).
+    return withPartBreakpoint(inputPart(part, p, allowImages), part, p);
   });
+}
+
+function inputPart(part: Obj, p: string, allowImages: boolean): ContentPart {
+  switch (part.type) {
+    case 'input_text':
+      return { type: 'text', text: str(part.text, `${p}.text`) };
+    case 'input_image': {
+      if (!allowImages) return fail(`${p}.type`, 'images are only allowed in user messages');
+      if (given(part.file_id))
+        return fail(`${p}.file_id`, 'file ids are not supported; send image_url (a URL or data: URL)');
+      const url = nonEmptyStr(part.image_url, `${p}.image_url`);
+      const detail = given(part.detail) ? oneOf(part.detail, `${p}.detail`, IMAGE_DETAILS) : undefined;
+      return { type: 'image_url', image_url: detail ? { url, detail } : { url } };
+    }
+    case 'input_file': {
+      if (!allowImages) return fail(`${p}.type`, 'files are only allowed in user messages');
+      // A file at a URL (`file_url`) is the canonical part's `file_data` URL.
+      if (given(part.file_url)) return filePart({ ...part, file_data: part.file_url }, p, `${p}.file_url`);
+      return filePart(part, p);
+    }
+    case 'input_audio':
+      return fail(`${p}.type`, "'input_audio' content is not supported");
+    default:
+      return fail(`${p}.type`, `'${String(part.type)}' content is not supported here`);
+  }
 }
 
 function assistantText(content: unknown, path: string): string {
