@@ -43,6 +43,11 @@ const STEP_1 = {
 };
 const STEP_2 = { text: 'It is sunny in Oslo.', usage: { prompt_tokens: 50, completion_tokens: 6 } };
 const CITY = { name: 'Oslo', population: 709037 };
+/** A 1×1 PNG. */
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
 const citySchema = jsonSchema<{ name: string; population: number }>({
   type: 'object',
   properties: { name: { type: 'string' }, population: { type: 'number' } },
@@ -280,6 +285,126 @@ describe('AI SDK 7 through Gatehouse', () => {
         if (id === 'test/gpt') expect(result.usage.outputTokenDetails.reasoningTokens).toBe(12);
       });
     });
+  });
+
+  /** The x-gatehouse-dropped-fields of a call, as a list. */
+  const droppedOf = (headers: Record<string, string> | undefined) =>
+    (headers?.['x-gatehouse-dropped-fields'] ?? '').split(',').filter(Boolean);
+
+  // What the 7.x providers send that the 6.x ones did not.
+  describe.each(PROVIDERS)('$name: the new settings', ({ api, modelOf }) => {
+    describe.each(MODELS)('%s', (id) => {
+      it.each(['none', 'max'] as const)('reasoning: %s', async (level) => {
+        mock.enqueue({ reply: REPLY });
+        const result = await generateText({
+          model: modelOf(id),
+          reasoning: level,
+          providerOptions: {
+            openai: { forceReasoning: true },
+            // @ai-sdk/anthropic sends a thinking budget unless it knows the model takes an effort.
+            ...(level === 'max' ? { anthropic: { effort: 'max' } } : {}),
+          },
+          prompt: 'Say hello.',
+        });
+        expect(result.text).toBe(REPLY.text);
+        const up = upstreamOf(api, id).body;
+        if (level === 'none') {
+          expect(up.reasoning_effort ?? up.reasoning?.effort ?? 'none').toBe('none');
+          expect(up.thinking?.type ?? 'disabled').toBe('disabled');
+        } else if (id === 'test/claude') {
+          // Claude takes max natively on /messages, else as the largest thinking budget.
+          if (api === 'messages') expect(up.output_config).toEqual({ effort: 'max' });
+          else expect(up.thinking).toEqual({ type: 'enabled', budget_tokens: 32768 });
+        } else {
+          expect(api === 'responses' ? up.reasoning?.effort : up.reasoning_effort).toBe('max');
+        }
+      });
+
+      it("an image with OpenAI's original detail", async () => {
+        mock.enqueue({ reply: REPLY });
+        const result = await generateText({
+          model: modelOf(id),
+          messages: [
+            {
+              role: 'user',
+              content: [
+                {
+                  type: 'file',
+                  mediaType: 'image/png',
+                  data: PNG,
+                  providerOptions: { openai: { imageDetail: 'original' } },
+                },
+                { type: 'text', text: 'What is this?' },
+              ],
+            },
+          ],
+        });
+        expect(result.text).toBe(REPLY.text);
+        expect(wireView(upstreamOf(api, id)).turns[0]?.images).toHaveLength(1);
+      });
+    });
+  });
+
+  describe.each(PROVIDERS.filter((p) => p.api !== 'messages'))('$name: explicit prompt caching', ({
+    api,
+    modelOf,
+  }) => {
+    it.each(MODELS)('%s: the breakpoint caches on Claude, reaches OpenAI as it is', async (id) => {
+      mock.enqueue({ reply: REPLY });
+      const result = await generateText({
+        model: modelOf(id),
+        messages: [
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'text',
+                text: 'A long document.',
+                providerOptions: { openai: { promptCacheBreakpoint: { mode: 'explicit' } } },
+              },
+            ],
+          },
+          { role: 'user', content: 'Summarise it.' },
+        ],
+        providerOptions: { openai: { promptCacheOptions: { mode: 'explicit', ttl: '30m' } } },
+      });
+      expect(result.text).toBe(REPLY.text);
+      const body = JSON.stringify(upstreamOf(api, id).body);
+      if (id === 'test/claude') {
+        expect(body).toContain('"cache_control":{"type":"ephemeral"}');
+        expect(droppedOf(result.response.headers)).toEqual(['prompt_cache_options']);
+      } else {
+        expect(body).toContain('"prompt_cache_breakpoint":{"mode":"explicit"}');
+        expect(body).toContain('"prompt_cache_options":{"mode":"explicit","ttl":"30m"}');
+      }
+    });
+  });
+
+  it.each(
+    MODELS,
+  )('@ai-sdk/anthropic 4 on %s: fallbacks, compaction and a task budget are passed to Claude, listed elsewhere', async (id) => {
+    mock.enqueue({ reply: REPLY });
+    const result = await generateText({
+      model: anthropic()(id),
+      providerOptions: {
+        anthropic: {
+          fallbacks: 'default',
+          compaction: { type: 'summarize' },
+          taskBudget: { type: 'tokens', total: 50000, remaining: 40000 },
+        },
+      },
+      prompt: 'Say hello.',
+    });
+    expect(result.text).toBe(REPLY.text);
+    const up = upstreamOf('messages', id).body;
+    if (id === 'test/claude') {
+      expect(up).toMatchObject({ fallbacks: 'default', compaction: { type: 'summarize' } });
+      expect(up.output_config?.task_budget).toMatchObject({ total: 50000 });
+    } else {
+      expect(droppedOf(result.response.headers)).toEqual(
+        expect.arrayContaining(['compaction', 'fallbacks', 'output_config.task_budget']),
+      );
+    }
   });
 
   it('@ai-sdk/openai 4: embed and embedMany', async () => {

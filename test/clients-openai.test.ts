@@ -54,6 +54,9 @@ const CALL = {
 };
 const AFTER_CALL = { text: 'It is sunny in Oslo.', usage: { prompt_tokens: 45, completion_tokens: 6 } };
 const CITY = { name: 'Oslo', population: 709037 };
+/** A 1×1 PNG. */
+const PNG_BASE64 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 const City = z.object({ name: z.string(), population: z.number() });
 const weatherParameters = {
   type: 'object',
@@ -290,6 +293,34 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
       expect(rerr).toBeInstanceOf(OpenAI.BadRequestError);
       expect((rerr as Error).message).toContain('prompt is too long');
     });
+  });
+
+  it.each(
+    TARGETS,
+  )('$model: the max effort and an original image detail (values openai 7 added)', async (t) => {
+    mock.enqueue({ reply: REPLY }, { reply: REPLY });
+    const image = { url: `data:image/png;base64,${PNG_BASE64}`, detail: 'original' as const };
+    const chat = await openai.chat.completions.create({
+      model: t.model,
+      reasoning_effort: 'max',
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: image }] }],
+    });
+    expect(chat.choices[0]?.message.content).toBe(REPLY.text);
+    const res = await openai.responses.create({
+      model: t.model,
+      reasoning: { effort: 'max' },
+      input: [{ role: 'user', content: [{ type: 'input_image', image_url: image.url, detail: 'original' }] }],
+    });
+    expect(res.output_text).toBe(REPLY.text);
+    const [first, second] = [upstream(0, t.chat, t.upstream).body, upstream(1, t.responses, t.upstream).body];
+    if (t.model === 'test/claude') {
+      // The largest thinking budget Gatehouse asks for.
+      expect(first.thinking).toEqual({ type: 'enabled', budget_tokens: 32768 });
+      expect(second.thinking).toEqual({ type: 'enabled', budget_tokens: 32768 });
+    } else {
+      expect(first.reasoning_effort).toBe('max');
+      expect(second.reasoning).toEqual({ effort: 'max' });
+    }
   });
 
   it('a request Anthropic cannot answer as asked is a BadRequestError naming the field; nothing is sent', async () => {
