@@ -287,6 +287,60 @@ describe('AI SDK 7 through Gatehouse', () => {
     });
   });
 
+  describe.each(PROVIDERS)('$name: failures and reasoning state', ({ api, modelOf }) => {
+    it.each(MODELS)('%s: an upstream stream dying mid-way ends the stream, not a hang', async (id) => {
+      mock.enqueue({ reply: { text: 'one two three four five six' }, dieAfterEvents: 3 });
+      const errors: unknown[] = [];
+      const result = streamText({
+        model: modelOf(id),
+        prompt: 'Count.',
+        maxRetries: 0,
+        onError: ({ error }) => {
+          errors.push(error);
+        },
+      });
+      const parts: string[] = [];
+      for await (const p of result.fullStream) parts.push(p.type);
+      // The chat model reads the error chunk's finish reason, not its error (as in AI SDK 6).
+      if (api === 'chat') {
+        expect(parts.at(-1)).toBe('finish');
+        expect(await result.finishReason).toBe('other');
+        return;
+      }
+      expect(parts).toContain('error');
+      // The Responses model reports both closing events (response.failed, then error), each with
+      // the upstream's message: neither fails the SDK's event schema. (Before any output it throws
+      // instead, for its retries: then the stream ends at that error.)
+      expect(errors.length).toBeGreaterThan(0);
+      for (const e of errors) expect((e as Error).message).toMatch(/^upstream connection failed/);
+      if (api === 'messages') expect(parts.at(-1)).toBe('finish');
+    });
+
+    it.each(MODELS)('%s: thinking in a tool loop comes back and goes back signed', async (id) => {
+      mock.enqueue(
+        { reply: { ...STEP_1, reasoning: 'The user wants the weather.', signature: 'sig-7' } },
+        { reply: STEP_2 },
+      );
+      const result = await generateText({
+        model: modelOf(id),
+        tools: { weather },
+        stopWhen: isStepCount(5),
+        reasoning: 'low',
+        providerOptions: { openai: { forceReasoning: true } },
+        prompt: 'What is the weather in Oslo?',
+      });
+      expectLoop(api, id, result.text, result.steps.length);
+      // OpenAI's Chat Completions carries no reasoning text, so the chat model has none to send back.
+      if (id !== 'test/claude' || api === 'chat') return;
+      expect(result.steps[0]?.reasoningText).toBe('The user wants the weather.');
+      const second = upstreamOf(api, id, 1);
+      expect(second.body.thinking).toMatchObject({ type: 'enabled' });
+      expect(wireView(second).turns[1]?.reasoning).toEqual([
+        { text: 'The user wants the weather.', signature: 'sig-7' },
+      ]);
+    });
+  });
+
   /** The x-gatehouse-dropped-fields of a call, as a list. */
   const droppedOf = (headers: Record<string, string> | undefined) =>
     (headers?.['x-gatehouse-dropped-fields'] ?? '').split(',').filter(Boolean);
