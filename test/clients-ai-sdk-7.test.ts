@@ -436,6 +436,39 @@ describe('AI SDK 7 through Gatehouse', () => {
 
   it.each(
     MODELS,
+  )('@ai-sdk/openai 4 Responses on %s: allowedTools leaves the model the listed tools only', async (id) => {
+    mock.enqueue({ reply: STEP_1 }, { reply: STEP_2 });
+    const clock = tool({
+      description: 'The time in a city',
+      inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } } }),
+      execute: async () => 'noon',
+    });
+    const result = await generateText({
+      model: openai()(id),
+      tools: { weather, clock },
+      stopWhen: isStepCount(5),
+      providerOptions: { openai: { allowedTools: { toolNames: ['weather'], mode: 'required' } } },
+      prompt: 'What is the weather in Oslo?',
+    });
+    expect(result.steps[0]?.toolCalls.map((c) => c.toolName)).toEqual(['weather']);
+    expect(sent[0]?.tool_choice).toEqual({
+      type: 'allowed_tools',
+      mode: 'required',
+      tools: [{ type: 'function', name: 'weather' }],
+    });
+    const up = upstreamOf('responses', id).body;
+    if (id === 'test/claude') {
+      // Claude gets the allowed tool alone, and must call one.
+      expect(wireView(upstreamOf('responses', id)).tools.map((t) => t.name)).toEqual(['weather']);
+      expect(up.tool_choice).toEqual({ type: 'any' });
+    } else {
+      expect(up.tools.map((t: { name: string }) => t.name)).toEqual(['weather', 'clock']);
+      expect(up.tool_choice).toEqual(sent[0]?.tool_choice);
+    }
+  });
+
+  it.each(
+    MODELS,
   )('@ai-sdk/anthropic 4 on %s: fallbacks, compaction and a task budget are passed to Claude, listed elsewhere', async (id) => {
     mock.enqueue({ reply: REPLY });
     const result = await generateText({

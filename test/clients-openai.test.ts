@@ -323,6 +323,27 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
     }
   });
 
+  it.each(TARGETS)('$model: an allowed_tools choice leaves the model the listed tools only', async (t) => {
+    mock.enqueue({ reply: CALL });
+    const res = await openai.chat.completions.create({
+      model: t.model,
+      messages: [{ role: 'user', content: 'What is the weather in Oslo?' }],
+      tools: [
+        { type: 'function', function: { name: 'weather', parameters: weatherParameters } },
+        { type: 'function', function: { name: 'clock', parameters: { type: 'object' } } },
+      ],
+      tool_choice: {
+        type: 'allowed_tools',
+        allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'weather' } }] },
+      },
+    });
+    expect(res.choices[0]?.finish_reason).toBe('tool_calls');
+    const up = upstream(0, t.chat, t.upstream);
+    const offered = wireView(up).tools.map((x) => x.name);
+    expect(offered).toEqual(t.model === 'test/claude' ? ['weather'] : ['weather', 'clock']);
+    if (t.model === 'test/claude') expect(up.body.tool_choice).toEqual({ type: 'any' });
+  });
+
   it('a request Anthropic cannot answer as asked is a BadRequestError naming the field; nothing is sent', async () => {
     const err = await openai.chat.completions
       .create({ model: 'test/claude', messages: [{ role: 'user', content: 'Say hello.' }], logprobs: true })

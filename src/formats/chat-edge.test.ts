@@ -367,8 +367,9 @@ describe('chatRequestFromBody', () => {
     ['tools[0].function.name', { ...ok, tools: [{ type: 'function', function: {} }] }],
     ['functions', { ...ok, tools: [], functions: [] }],
     ['tool_choice', { ...ok, tool_choice: 'always' }],
+    ['tool_choice.type', { ...ok, tool_choice: { type: 'custom', custom: { name: 'x' } } }],
     [
-      'tool_choice.type',
+      'tool_choice.allowed_tools.tools',
       { ...ok, tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'auto', tools: [] } } },
     ],
     ['function_call', { ...ok, tool_choice: 'auto', function_call: 'auto' }],
@@ -452,6 +453,25 @@ describe('chatRequestFromBody', () => {
         ],
       }),
     ).toThrow(/^messages\[0\]\.content\[0\]\.prompt_cache_breakpoint\.mode: must be one of/);
+  });
+
+  it("takes OpenAI's allowed_tools choice as the listed tools alone, with its mode", () => {
+    const fn = (name: string) => ({ type: 'function', function: { name } });
+    const choice = (names: string[], mode = 'required') => ({
+      type: 'allowed_tools',
+      allowed_tools: { mode, tools: names.map((name) => ({ type: 'function', function: { name } })) },
+    });
+    const body = { ...ok, tools: [fn('a'), fn('b'), fn('c')] };
+    const req = chatRequestFromBody({ ...body, tool_choice: choice(['c', 'a']) });
+    expect(req.tools).toEqual([fn('a'), fn('c')]);
+    expect(req.tool_choice).toBe('required');
+    expect(chatRequestFromBody({ ...body, tool_choice: choice(['b'], 'auto') }).tool_choice).toBe('auto');
+    expect(() => chatRequestFromBody({ ...body, tool_choice: choice(['d']) })).toThrow(
+      /^tool_choice\.allowed_tools\.tools\[0\]\.function\.name: names no tool of the request/,
+    );
+    expect(() => chatRequestFromBody({ ...body, tool_choice: choice(['a'], 'any') })).toThrow(
+      /^tool_choice\.allowed_tools\.mode: must be one of/,
+    );
   });
 
   it('ignores no-op values of refused fields', () => {

@@ -20,9 +20,11 @@
  *
  * Audio input: `input_audio` parts, for the providers that hear audio (OpenAI, Gemini).
  *
+ * An `allowed_tools` tool choice → only the tools it lists, with its mode as the tool choice.
+ *
  * Refused: `n` > 1, audio output (`audio`, `modalities` with audio),
- * `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools and
- * `allowed_tools` choices, `reasoning.enabled: false` (the canonical request cannot switch
+ * `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools,
+ * `reasoning.enabled: false` (the canonical request cannot switch
  * reasoning off), both `tools` and `functions`.
  *
  * Hints (carried; each provider maps what it can, see HINT_RULES in capabilities.ts):
@@ -34,6 +36,7 @@
  * Ignored: Gatehouse-level fields the router reads from the raw body (`provider`, `models`,
  * `route`, `transforms`, `usage`, `debug`, …), unknown fields.
  */
+import { chatAllowedTools, isAllowedToolsChoice, restrictTools } from './allowed-tools.js';
 import {
   type ChatMessage,
   type ChatRequest,
@@ -369,7 +372,10 @@ export function chatRequestFromBody(body: unknown): ChatRequest {
   req.presence_penalty = optNum(b.presence_penalty, 'presence_penalty', { min: -2, max: 2 });
   req.frequency_penalty = optNum(b.frequency_penalty, 'frequency_penalty', { min: -2, max: 2 });
   req.tools = tools(b);
-  req.tool_choice = toolChoice(b);
+  // OpenAI's allowed_tools: the listed tools alone, with the choice's mode.
+  if (isAllowedToolsChoice(b.tool_choice))
+    Object.assign(req, restrictTools(req.tools, chatAllowedTools(b.tool_choice)));
+  else req.tool_choice = toolChoice(b);
   req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
   if (given(b.response_format)) req.response_format = responseFormat(b.response_format);
   req.logprobs = optBool(b.logprobs, 'logprobs');

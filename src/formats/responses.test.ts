@@ -323,6 +323,33 @@ describe('responsesRequestToChat', () => {
     ]);
   });
 
+  it("takes OpenAI's allowed_tools choice as the listed tools alone, with its mode", () => {
+    const fn = (name: string) => ({ type: 'function', name, parameters: { type: 'object' } });
+    const req = responsesRequestToChat({
+      model: 'm',
+      input: 'hi',
+      tools: [fn('a'), fn('b'), { type: 'custom', name: 'c' }],
+      tool_choice: {
+        type: 'allowed_tools',
+        mode: 'auto',
+        tools: [
+          { type: 'custom', name: 'c' },
+          { type: 'function', name: 'b' },
+        ],
+      },
+    });
+    expect(req.tools?.map((t) => t.function.name)).toEqual(['b', 'c']);
+    expect(req.tool_choice).toBe('auto');
+    expect(() =>
+      responsesRequestToChat({
+        model: 'm',
+        input: 'hi',
+        tools: [fn('a')],
+        tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'web_search' }] },
+      }),
+    ).toThrow(/^tool_choice\.tools\[0\]\.type: 'web_search' tools cannot be allowed/);
+  });
+
   it("takes OpenAI's original image detail", () => {
     const req = responsesRequestToChat({
       model: 'm',

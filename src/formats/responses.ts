@@ -25,6 +25,7 @@
  * | `presence_penalty`, `frequency_penalty`          | same                                                |
  * | `tools`: function, custom, namespace, local_shell | function tools (see `responses-tools.ts`)          |
  * | `tool_choice` none/auto/required/{function}/{custom} | same (a custom tool is a function)              |
+ * | `tool_choice` allowed_tools                      | the listed tools alone, `mode` as the tool choice   |
  * | `parallel_tool_calls`                            | same                                                |
  * | `text.format` text/json_object/json_schema       | `response_format`                                   |
  * | `reasoning.effort` (`none` → no reasoning)       | `reasoning.effort`                                  |
@@ -71,6 +72,8 @@
  * official OpenRouter client validates (`completed_at`, the penalties, …), and `usage` the call's
  * cost when the caller passes `ResponsesEncodeOptions.cost`.
  */
+
+import { isAllowedToolsChoice, responsesAllowedTools, restrictTools } from './allowed-tools.js';
 import type {
   ChatChunk,
   ChatMessage,
@@ -637,7 +640,10 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   }
   assertUniqueNames(tools);
   if (tools.length) req.tools = tools;
-  if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
+  // OpenAI's allowed_tools: the listed tools alone, with the choice's mode.
+  if (isAllowedToolsChoice(b.tool_choice))
+    Object.assign(req, restrictTools(req.tools, responsesAllowedTools(b.tool_choice, flatName)));
+  else if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
   req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
   if (given(b.text)) req.response_format = responseFormat(b.text);
   if (given(b.reasoning)) {
