@@ -7,13 +7,10 @@
  * models.list, and errors as the client's typed classes with Gatehouse's or the provider's message.
  */
 import OpenAI6 from 'openai';
-import { zodResponseFormat as zodResponseFormat6, zodTextFormat as zodTextFormat6 } from 'openai/helpers/zod';
+import * as zod6 from 'openai/helpers/zod';
 import OpenAI7 from 'openai-v7';
 import { ResponsesToolRunner } from 'openai-v7/helpers/responses-tool-runner';
-import {
-  zodResponseFormat as zodResponseFormat7,
-  zodTextFormat as zodTextFormat7,
-} from 'openai-v7/helpers/zod';
+import * as zod7 from 'openai-v7/helpers/zod';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { TestGateway } from './support/gateway.js';
@@ -25,18 +22,8 @@ import { gatewayWithUpstreams } from './support/upstreams.js';
  * keeps writing); a 6.x client is driven through 7.x's types.
  */
 const CLIENTS = [
-  {
-    client: 'openai 6',
-    OpenAI: OpenAI6 as unknown as typeof OpenAI7,
-    zodResponseFormat: zodResponseFormat6 as unknown as typeof zodResponseFormat7,
-    zodTextFormat: zodTextFormat6 as unknown as typeof zodTextFormat7,
-  },
-  {
-    client: 'openai 7',
-    OpenAI: OpenAI7,
-    zodResponseFormat: zodResponseFormat7,
-    zodTextFormat: zodTextFormat7,
-  },
+  { client: 'openai 6', OpenAI: OpenAI6 as unknown as typeof OpenAI7, zod: zod6 as unknown as typeof zod7 },
+  { client: 'openai 7', OpenAI: OpenAI7, zod: zod7 },
 ];
 
 /** Where each model lands upstream: its wire format for chat and for responses, and its id there. */
@@ -65,7 +52,7 @@ const weatherParameters = {
   additionalProperties: false,
 };
 
-describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat, zodTextFormat }) => {
+describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zod }) => {
   let gw: TestGateway;
   let mock: MockUpstream;
   let openai: OpenAI7;
@@ -181,12 +168,38 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
       expect(final.choices[0]?.finish_reason).toBe('tool_calls');
     });
 
+    it('chat.completions.runTools runs a zod function to the final answer, streamed and not', async () => {
+      const tools = () => [
+        zod.zodFunction({
+          name: 'weather',
+          parameters: z.object({ city: z.string() }),
+          function: async ({ city }: { city: string }) => `sunny in ${city}`,
+        }),
+      ];
+      const messages: OpenAI7.ChatCompletionMessageParam[] = [
+        { role: 'user', content: 'What is the weather in Oslo?' },
+      ];
+      mock.enqueue({ reply: CALL }, { reply: AFTER_CALL });
+      expect(
+        await openai.chat.completions.runTools({ model: t.model, messages, tools: tools() }).finalContent(),
+      ).toBe(AFTER_CALL.text);
+      expectToolTurns(upstream(1, t.chat, t.upstream));
+      mock.enqueue({ reply: CALL }, { reply: AFTER_CALL });
+      const streamed = openai.chat.completions.runTools({
+        model: t.model,
+        messages,
+        tools: tools(),
+        stream: true,
+      });
+      expect(await streamed.finalContent()).toBe(AFTER_CALL.text);
+    });
+
     it('structured output: chat.completions.parse with zodResponseFormat', async () => {
       mock.enqueue({ reply: { text: JSON.stringify(CITY) } });
       const res = await openai.chat.completions.parse({
         model: t.model,
         messages: [{ role: 'user', content: 'The largest city of Norway.' }],
-        response_format: zodResponseFormat(City, 'city'),
+        response_format: zod.zodResponseFormat(City, 'city'),
       });
       expect(res.choices[0]?.message.parsed).toEqual(CITY);
       const up = upstream(0, t.chat, t.upstream).body;
@@ -268,7 +281,7 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zodResponseFormat
       const res = await openai.responses.parse({
         model: t.model,
         input: 'The largest city of Norway.',
-        text: { format: zodTextFormat(City, 'city') },
+        text: { format: zod.zodTextFormat(City, 'city') },
       });
       expect(res.output_parsed).toEqual(CITY);
       upstream(0, t.responses, t.upstream);
