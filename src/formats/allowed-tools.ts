@@ -17,7 +17,10 @@ export interface AllowedTools {
 export const isAllowedToolsChoice = (v: unknown): v is Obj =>
   typeof v === 'object' && v !== null && (v as Obj).type === 'allowed_tools';
 
-/** Chat Completions: `{type: 'allowed_tools', allowed_tools: {mode, tools: [{type: 'function', function: {name}}]}}`. */
+/**
+ * Chat Completions: `{type: 'allowed_tools', allowed_tools: {mode, tools: [{type: 'function',
+ * function: {name}}]}}`.
+ */
 export function chatAllowedTools(choice: Obj): AllowedTools {
   const path = 'tool_choice.allowed_tools';
   const at = obj(choice.allowed_tools, path);

@@ -5,8 +5,8 @@
  * than an upstream error later.
  *
  * Normalised: `max_completion_tokens` ≡ `max_tokens` (both given and different → refused; the
- * result is in `max_tokens`); `reasoning_effort` → `reasoning.effort` (`none`: no reasoning); legacy `functions` /
- * `function_call` → `tools` / `tool_choice`; legacy assistant `function_call` → a tool call with a
+ * result is in `max_tokens`); `reasoning_effort` → `reasoning.effort` (`none`: no reasoning);
+ * legacy `functions` / `function_call` → `tools` / `tool_choice`; legacy assistant `function_call` → a tool call with a
  * synthesized id (`call_legacy_<message index>`) and `function` role messages → `tool` messages
  * answering the latest such call of that name; assistant `refusal` parts → text parts.
  * Assistant `reasoning_details` (the provider's reasoning state, signatures included, as Gatehouse

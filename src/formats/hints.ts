@@ -57,7 +57,8 @@ export const OPENAI_HINT_FIELDS = [
 
 /**
  * Text-only content (a system prompt, a tool result): `{type: 'text', text, cache_control?}` items as
- * text parts, breakpoints kept (OpenAI's `prompt_cache_breakpoint` too); `noun` names the items in errors ('parts', 'blocks').
+ * text parts, breakpoints kept (OpenAI's `prompt_cache_breakpoint` too); `noun` names the items in
+ * errors ('parts', 'blocks').
  */
 export function cachedTextParts(v: unknown, path: string, noun: 'parts' | 'blocks'): ContentPart[] {
   return arr(v, path).map((raw, i): ContentPart => {
