@@ -1,12 +1,13 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import OpenAI7 from 'openai-v7';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestGateway } from './support/gateway.js';
 import type { MockUpstream } from './support/mock-upstream.js';
 import { gatewayWithUpstreams } from './support/upstreams.js';
 
 /**
- * The `openai` and `@anthropic-ai/sdk` clients through Gatehouse, with their own helpers
+ * The `openai` (its 6.x and 7.x lines) and `@anthropic-ai/sdk` clients through Gatehouse, with their own helpers
  * (`messages.stream().finalMessage()`, `responses.stream().finalResponse()`,
  * `chat.completions.stream().finalChatCompletion()`): what a user reads back — text, ids, stop
  * reasons, usage — on the development provider and the mock OpenAI, Anthropic and Gemini upstreams.
@@ -43,12 +44,15 @@ const prompt = 'count my words please';
 describe('the openai and Anthropic clients read back what they expect', () => {
   let gw: TestGateway;
   let mock: MockUpstream;
-  let openai: OpenAI;
+  /** Both lines of the openai client, driven through the 6.x types (the calls are the same). */
+  const clients: Record<string, OpenAI> = {};
   let anthropic: Anthropic;
   let stop: () => Promise<void>;
   beforeAll(async () => {
     ({ gw, mock, stop } = await gatewayWithUpstreams());
-    openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+    const options = { baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 };
+    clients['openai 6'] = new OpenAI(options);
+    clients['openai 7'] = new OpenAI7(options) as unknown as OpenAI;
     anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
   });
   afterAll(() => stop?.());
@@ -109,7 +113,11 @@ describe('the openai and Anthropic clients read back what they expect', () => {
       });
     });
 
-    it('chat.completions: create and the stream helper read text and usage; no internal field leaks', async () => {
+    it.each([
+      'openai 6',
+      'openai 7',
+    ])('%s chat.completions: create and the stream helper read text and usage; no internal field leaks', async (client) => {
+      const openai = clients[client] as OpenAI;
       const res = await openai.chat.completions.create({
         model: t.model,
         messages: [{ role: 'user', content: prompt }],
@@ -131,7 +139,11 @@ describe('the openai and Anthropic clients read back what they expect', () => {
       expect(chunks.some((c) => 'prompt_usage' in c)).toBe(false);
     });
 
-    it('responses: create and the stream helper read output_text and usage', async () => {
+    it.each([
+      'openai 6',
+      'openai 7',
+    ])('%s responses: create and the stream helper read output_text and usage', async (client) => {
+      const openai = clients[client] as OpenAI;
       const res = await openai.responses.create({ model: t.model, input: prompt });
       expect(res.status).toBe('completed');
       expect(res.output_text).toBe(t.text);

@@ -2,10 +2,13 @@
  * The Vercel AI SDK's default OpenAI model is the Responses API with `store` on, so from its second
  * step on it sends `item_reference` inputs for the items of earlier steps. Its multi-step tool
  * loop, `generateText` and `streamText`, must complete through Gatehouse on every provider: the
- * mock's OpenAI, Anthropic and Gemini providers, and the built-in development provider.
+ * mock's OpenAI, Anthropic and Gemini providers, and the built-in development provider — with
+ * the 6.x line (`ai` 6, `@ai-sdk/openai` 3) and the 7.x one (`ai` 7, `@ai-sdk/openai` 4).
  */
-import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { createOpenAI as createOpenAI3 } from '@ai-sdk/openai';
+import * as ai6 from 'ai';
+import { createOpenAI as createOpenAI4 } from 'ai-sdk-openai-v4';
+import * as ai7 from 'ai-v7';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient } from './support/http.js';
@@ -23,7 +26,18 @@ const PROMPT = 'What is the weather in Oslo?';
 /** The scripted development model plays both steps from a directive in the user's message. */
 const SCRIPTED_PROMPT = `${PROMPT} gatehouse:${JSON.stringify({ steps: [STEP_1, STEP_2] })}`;
 
-describe('Vercel AI SDK default Responses model: multi-step tool loop', () => {
+/** Both lines, typed as the 6.x one: the calls below are the same in each. */
+const SDKS = [
+  { sdk: 'AI SDK 6', ai: ai6, createOpenAI: createOpenAI3 },
+  {
+    sdk: 'AI SDK 7',
+    ai: ai7 as unknown as typeof ai6,
+    createOpenAI: createOpenAI4 as unknown as typeof createOpenAI3,
+  },
+];
+
+describe.each(SDKS)('$sdk default Responses model: multi-step tool loop', ({ ai, createOpenAI }) => {
+  const { generateText, jsonSchema, stepCountIs, streamText, tool } = ai;
   let gw: TestGateway;
   let mock: MockUpstream;
   /** The bodies the SDK sent to Gatehouse. */

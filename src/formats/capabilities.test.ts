@@ -119,6 +119,7 @@ describe('droppedFields', () => {
     messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: cc }] }],
     prompt_cache_key: 'k',
     prompt_cache_retention: '24h',
+    prompt_cache_options: { mode: 'explicit', ttl: '30m' },
     service_tier: 'default',
     verbosity: 'low',
     store: true,

@@ -217,6 +217,7 @@ export const HINT_RULES: readonly HintRule[] = [
   },
   { field: 'prompt_cache_key', dropped: keptBy(['openai'], (r) => isSet(r.prompt_cache_key)) },
   { field: 'prompt_cache_retention', dropped: keptBy(['openai'], (r) => isSet(r.prompt_cache_retention)) },
+  { field: 'prompt_cache_options', dropped: keptBy(['openai'], (r) => isSet(r.prompt_cache_options)) },
   {
     field: 'service_tier',
     dropped: (r, t) =>

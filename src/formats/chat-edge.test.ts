@@ -136,6 +136,7 @@ describe('chatRequestFromBody', () => {
       top_k: 40,
       prompt_cache_key: 'tenant-1',
       prompt_cache_retention: '24h',
+      prompt_cache_options: { mode: 'explicit', ttl: '30m' },
       service_tier: 'flex',
       verbosity: 'low',
       store: true,
@@ -163,6 +164,9 @@ describe('chatRequestFromBody', () => {
       /^metadata\.a: must be a string/,
     );
     expect(() => chatRequestFromBody({ ...base, top_k: 1.5 })).toThrow(/^top_k: must be an integer/);
+    expect(() => chatRequestFromBody({ ...base, prompt_cache_options: { mode: 'always' } })).toThrow(
+      /^prompt_cache_options\.mode: must be one of/,
+    );
   });
 
   it('drops and lists predicted outputs (they only speed an answer up)', () => {
@@ -363,8 +367,9 @@ describe('chatRequestFromBody', () => {
     ['tools[0].function.name', { ...ok, tools: [{ type: 'function', function: {} }] }],
     ['functions', { ...ok, tools: [], functions: [] }],
     ['tool_choice', { ...ok, tool_choice: 'always' }],
+    ['tool_choice.type', { ...ok, tool_choice: { type: 'custom', custom: { name: 'x' } } }],
     [
-      'tool_choice.type',
+      'tool_choice.allowed_tools.tools',
       { ...ok, tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'auto', tools: [] } } },
     ],
     ['function_call', { ...ok, tool_choice: 'auto', function_call: 'auto' }],
@@ -388,6 +393,85 @@ describe('chatRequestFromBody', () => {
   ])('refuses %s', (field, body) => {
     expect(() => chatRequestFromBody(body)).toThrow(TranslationError);
     expect(() => chatRequestFromBody(body)).toThrow(new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}:`));
+  });
+
+  it.each([
+    { reasoning_effort: 'none' },
+    { reasoning: { effort: 'none' } },
+    { reasoning: { effort: 'none' }, reasoning_effort: 'none' },
+  ])('an effort of none asks for no reasoning (%j)', (fields) => {
+    expect(chatRequestFromBody({ ...ok, ...fields }).reasoning).toBeUndefined();
+  });
+
+  it.each(['xhigh', 'max'])('carries the %s effort', (effort) => {
+    expect(chatRequestFromBody({ ...ok, reasoning_effort: effort }).reasoning).toEqual({ effort });
+    expect(chatRequestFromBody({ ...ok, reasoning: { effort } }).reasoning).toEqual({ effort });
+  });
+
+  it("takes OpenAI's original image detail", () => {
+    const part = { type: 'image_url', image_url: { url: 'https://x/a.png', detail: 'original' } };
+    expect(chatRequestFromBody({ ...ok, messages: [{ role: 'user', content: [part] }] }).messages).toEqual([
+      { role: 'user', content: [part] },
+    ]);
+  });
+
+  it("reads OpenAI's prompt_cache_breakpoint as a breakpoint on its part (a ttl asks for the longest)", () => {
+    const bp = { mode: 'explicit' };
+    const req = chatRequestFromBody({
+      ...ok,
+      messages: [
+        { role: 'system', content: [{ type: 'text', text: 'Rules', prompt_cache_breakpoint: bp }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Doc', prompt_cache_breakpoint: { mode: 'explicit', ttl: '30m' } },
+            {
+              type: 'text',
+              text: 'Both',
+              prompt_cache_breakpoint: bp,
+              cache_control: { type: 'ephemeral', ttl: '5m' },
+            },
+          ],
+        },
+      ],
+    });
+    expect(req.messages).toEqual([
+      { role: 'system', content: [{ type: 'text', text: 'Rules', cache_control: { type: 'ephemeral' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Doc', cache_control: { type: 'ephemeral', ttl: '1h' } },
+          { type: 'text', text: 'Both', cache_control: { type: 'ephemeral', ttl: '5m' } },
+        ],
+      },
+    ]);
+    expect(() =>
+      chatRequestFromBody({
+        ...ok,
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'x', prompt_cache_breakpoint: { mode: 'auto' } }] },
+        ],
+      }),
+    ).toThrow(/^messages\[0\]\.content\[0\]\.prompt_cache_breakpoint\.mode: must be one of/);
+  });
+
+  it("takes OpenAI's allowed_tools choice as the listed tools alone, with its mode", () => {
+    const fn = (name: string) => ({ type: 'function', function: { name } });
+    const choice = (names: string[], mode = 'required') => ({
+      type: 'allowed_tools',
+      allowed_tools: { mode, tools: names.map((name) => ({ type: 'function', function: { name } })) },
+    });
+    const body = { ...ok, tools: [fn('a'), fn('b'), fn('c')] };
+    const req = chatRequestFromBody({ ...body, tool_choice: choice(['c', 'a']) });
+    expect(req.tools).toEqual([fn('a'), fn('c')]);
+    expect(req.tool_choice).toBe('required');
+    expect(chatRequestFromBody({ ...body, tool_choice: choice(['b'], 'auto') }).tool_choice).toBe('auto');
+    expect(() => chatRequestFromBody({ ...body, tool_choice: choice(['d']) })).toThrow(
+      /^tool_choice\.allowed_tools\.tools\[0\]\.function\.name: names no tool of the request/,
+    );
+    expect(() => chatRequestFromBody({ ...body, tool_choice: choice(['a'], 'any') })).toThrow(
+      /^tool_choice\.allowed_tools\.mode: must be one of/,
+    );
   });
 
   it('ignores no-op values of refused fields', () => {

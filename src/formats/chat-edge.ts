@@ -5,8 +5,8 @@
  * than an upstream error later.
  *
  * Normalised: `max_completion_tokens` ≡ `max_tokens` (both given and different → refused; the
- * result is in `max_tokens`); `reasoning_effort` → `reasoning.effort`; legacy `functions` /
- * `function_call` → `tools` / `tool_choice`; legacy assistant `function_call` → a tool call with a
+ * result is in `max_tokens`); `reasoning_effort` → `reasoning.effort` (`none`: no reasoning);
+ * legacy `functions` / `function_call` → `tools` / `tool_choice`; legacy assistant `function_call` → a tool call with a
  * synthesized id (`call_legacy_<message index>`) and `function` role messages → `tool` messages
  * answering the latest such call of that name; assistant `refusal` parts → text parts.
  * Assistant `reasoning_details` (the provider's reasoning state, signatures included, as Gatehouse
@@ -20,23 +20,28 @@
  *
  * Audio input: `input_audio` parts, for the providers that hear audio (OpenAI, Gemini).
  *
+ * An `allowed_tools` tool choice → only the tools it lists, with its mode as the tool choice.
+ *
  * Refused: `n` > 1, audio output (`audio`, `modalities` with audio),
- * `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools and
- * `allowed_tools` choices, `reasoning.enabled: false` (the canonical request cannot switch
+ * `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools,
+ * `reasoning.enabled: false` (the canonical request cannot switch
  * reasoning off), both `tools` and `functions`.
  *
  * Hints (carried; each provider maps what it can, see HINT_RULES in capabilities.ts):
- * OpenRouter-style `cache_control` breakpoints on content parts, on tools and at the top level;
- * `prompt_cache_key`, `prompt_cache_retention`, `service_tier`, `verbosity`, `store`, `metadata`,
- * `safety_identifier`. `top_k` is carried too (refused by OpenAI, which has none).
+ * OpenRouter-style `cache_control` breakpoints on content parts (or OpenAI's
+ * `prompt_cache_breakpoint`, read as one), on tools and at the top level;
+ * `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`, `service_tier`, `verbosity`,
+ * `store`, `metadata`, `safety_identifier`. `top_k` is carried too (refused by OpenAI, which has none).
  *
  * Ignored: Gatehouse-level fields the router reads from the raw body (`provider`, `models`,
  * `route`, `transforms`, `usage`, `debug`, …), unknown fields.
  */
+import { chatAllowedTools, isAllowedToolsChoice, restrictTools } from './allowed-tools.js';
 import {
   type ChatMessage,
   type ChatRequest,
   type ContentPart,
+  IMAGE_DETAILS,
   type ReasoningConfig,
   type ResponseFormat,
   type ToolCall,
@@ -45,7 +50,13 @@ import {
   TranslationError,
 } from './chat.js';
 import { filePart } from './files.js';
-import { cachedTextParts, openAiHints, optCacheControl, withCacheControl } from './hints.js';
+import {
+  cachedTextParts,
+  openAiHints,
+  optCacheControl,
+  withCacheControl,
+  withPartBreakpoint,
+} from './hints.js';
 import { parseReasoningDetails } from './reasoning-details.js';
 import {
   arr,
@@ -64,7 +75,7 @@ import {
   strArray,
 } from './validate.js';
 
-const EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 
 const textParts = (v: unknown, path: string) => cachedTextParts(v, path, 'parts');
 
@@ -72,7 +83,7 @@ function userParts(v: unknown, path: string): ContentPart[] {
   return arr(v, path).map((raw, i): ContentPart => {
     const p = `${path}[${i}]`;
     const part = obj(raw, p);
-    return withCacheControl(userPart(part, p), part.cache_control, `${p}.cache_control`);
+    return withPartBreakpoint(userPart(part, p), part, p);
   });
 }
 
@@ -88,7 +99,7 @@ function userPart(part: Obj, p: string): ContentPart {
         type: 'image_url',
         image_url: {
           url,
-          detail: oneOf(img.detail, `${p}.image_url.detail`, ['auto', 'low', 'high'] as const),
+          detail: oneOf(img.detail, `${p}.image_url.detail`, IMAGE_DETAILS),
         },
       };
     }
@@ -169,7 +180,7 @@ function messages(v: unknown): ChatMessage[] {
                 : part.type === 'refusal'
                   ? str(part.refusal, `${pp}.refusal`)
                   : fail(`${pp}.type`, "only 'text' and 'refusal' parts are allowed in assistant messages");
-            return withCacheControl({ type: 'text', text }, part.cache_control, `${pp}.cache_control`);
+            return withPartBreakpoint({ type: 'text', text }, part, pp);
           });
         }
         const refusal = optStr(m.refusal, `${p}.refusal`);
@@ -303,7 +314,7 @@ function responseFormat(v: unknown): ResponseFormat {
 }
 
 function reasoning(b: Obj): ReasoningConfig | undefined {
-  let r: ReasoningConfig | undefined;
+  let r: (Omit<ReasoningConfig, 'effort'> & { effort?: (typeof EFFORTS)[number] }) | undefined;
   if (given(b.reasoning)) {
     const o = obj(b.reasoning, 'reasoning');
     if (o.enabled === false) fail('reasoning.enabled', 'false is not supported; omit reasoning instead');
@@ -320,7 +331,10 @@ function reasoning(b: Obj): ReasoningConfig | undefined {
       fail('reasoning_effort', 'conflicts with reasoning.effort');
     r = { ...r, effort };
   }
-  return r;
+  // `none` is OpenAI's (and OpenRouter's) "no reasoning": the request asks for none, as a
+  // /responses call with that effort does.
+  if (r?.effort === 'none') return undefined;
+  return r as ReasoningConfig | undefined;
 }
 
 function refuseUnsupported(b: Obj): void {
@@ -358,7 +372,10 @@ export function chatRequestFromBody(body: unknown): ChatRequest {
   req.presence_penalty = optNum(b.presence_penalty, 'presence_penalty', { min: -2, max: 2 });
   req.frequency_penalty = optNum(b.frequency_penalty, 'frequency_penalty', { min: -2, max: 2 });
   req.tools = tools(b);
-  req.tool_choice = toolChoice(b);
+  // OpenAI's allowed_tools: the listed tools alone, with the choice's mode.
+  if (isAllowedToolsChoice(b.tool_choice))
+    Object.assign(req, restrictTools(req.tools, chatAllowedTools(b.tool_choice)));
+  else req.tool_choice = toolChoice(b);
   req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
   if (given(b.response_format)) req.response_format = responseFormat(b.response_format);
   req.logprobs = optBool(b.logprobs, 'logprobs');

@@ -20,11 +20,14 @@ export interface CacheControl {
   ttl?: '5m' | '1h';
 }
 
+/** An image's `detail` (`original`: OpenAI's full resolution). Only OpenAI's wire reads it. */
+export const IMAGE_DETAILS = ['auto', 'low', 'high', 'original'] as const;
+
 export type ContentPart =
   | { type: 'text'; text: string; cache_control?: CacheControl }
   | {
       type: 'image_url';
-      image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
+      image_url: { url: string; detail?: (typeof IMAGE_DETAILS)[number] };
       cache_control?: CacheControl;
     }
   | { type: 'file'; file: FileInput; cache_control?: CacheControl }
@@ -124,7 +127,7 @@ export type ResponseFormat =
     };
 
 export interface ReasoningConfig {
-  effort?: 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+  effort?: 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
   max_tokens?: number;
   exclude?: boolean;
 }
@@ -158,6 +161,8 @@ export interface ChatRequest {
   // Cost and latency hints, named as OpenAI names them; each provider wire maps what it can.
   prompt_cache_key?: string;
   prompt_cache_retention?: string;
+  /** OpenAI's explicit prompt caching (`mode`: implicit/explicit breakpoints, `ttl`). */
+  prompt_cache_options?: { mode?: 'implicit' | 'explicit'; ttl?: string };
   /** OpenAI's tiers (`auto`, `default`, `flex`, `scale`, `priority`). */
   service_tier?: string;
   verbosity?: 'low' | 'medium' | 'high';

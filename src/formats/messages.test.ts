@@ -401,6 +401,9 @@ describe('messagesRequestToChat', () => {
         context_management: { edits: [{ type: 'clear_tool_uses_20250919' }] },
         speed: 'fast',
         diagnostics: { previous_message_id: 'msg_1' },
+        compaction: { type: 'summarize' },
+        fallbacks: 'default',
+        output_config: { task_budget: { type: 'tokens', total: 50000 } },
       },
       { 'anthropic-beta': 'context-management-2025-06-27' },
     );
@@ -420,6 +423,9 @@ describe('messagesRequestToChat', () => {
       'context_management',
       'speed',
       'diagnostics',
+      'compaction',
+      'fallbacks',
+      'output_config.task_budget',
       'tools[0].eager_input_streaming',
       'tools[1].defer_loading',
     ]);
@@ -521,6 +527,11 @@ describe('messagesRequestToChat', () => {
   });
 
   const ok = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+  it('carries the max effort (OpenAI has it too)', () => {
+    expect(messagesRequestToChat({ ...ok, output_config: { effort: 'max' } }).reasoning).toEqual({
+      effort: 'max',
+    });
+  });
   const user = (content: unknown) => ({ ...ok, messages: [{ role: 'user', content }] });
   const assistant = (content: unknown) => ({
     ...ok,
@@ -601,7 +612,7 @@ describe('messagesRequestToChat', () => {
     ['tool_choice.name', { ...ok, tool_choice: { type: 'tool' } }],
     ['thinking.type', { ...ok, thinking: { type: 'between_tools' } }],
     ['thinking.budget_tokens', { ...ok, thinking: { type: 'enabled' } }],
-    ['output_config.effort', { ...ok, output_config: { effort: 'max' } }],
+    ['output_config.effort', { ...ok, output_config: { effort: 'extreme' } }],
     ['output_config.format.type', { ...ok, output_config: { format: { type: 'xml' } } }],
     ['system[0].type', { ...ok, system: [{ type: 'image' }] }],
     ['metadata.user_id', { ...ok, metadata: { user_id: 7 } }],

@@ -28,7 +28,7 @@
  * | `tool_choice.disable_parallel_tool_use`     | `parallel_tool_calls: false`                               |
  * | `thinking` enabled / adaptive / disabled    | `reasoning.max_tokens` = budget / `reasoning: {}` / none   |
  * | `thinking.display: 'omitted'`               | `reasoning.exclude: true`                                  |
- * | `output_config.effort` low/medium/high/xhigh | `reasoning.effort`                                        |
+ * | `output_config.effort` low…xhigh, max       | `reasoning.effort`                                         |
  * | `output_config.format` (json_schema)        | `response_format` json_schema (name `output`, strict)      |
  * | `metadata.user_id`                          | `user`                                                     |
  * | `service_tier` auto / standard_only         | `service_tier` auto / default                              |
@@ -41,8 +41,9 @@
  *
  * Dropped and reported in `dropped` (they only steer cost, latency or context housekeeping, and
  * the canonical request has no place for them): `context_management` (server-side context
- * editing), `speed: 'fast'`, `diagnostics`, a tool's `eager_input_streaming`, a tool with
- * `defer_loading` (left out: the model is not offered it up front).
+ * editing), `compaction` (server-side summarising), `speed: 'fast'`, `diagnostics`, `fallbacks`
+ * (Anthropic's own fallback models), `output_config.task_budget`, a tool's `eager_input_streaming`,
+ * a tool with `defer_loading` (left out: the model is not offered it up front).
  *
  * The `anthropic-beta` header (when the route passes headers) rides along as `anthropic_beta`: an
  * Anthropic-format provider sends it on, any other drops it and lists it (formats/capabilities.ts).
@@ -57,7 +58,7 @@
  *
  * Refused: `container`, `mcp_servers`, `inference_geo`,
  * search-result / server-tool blocks, file image and document sources, server tools (any tool `type` other than
- * `custom`), `thinking.type: 'between_tools'`, `output_config.effort` max, tool
+ * `custom`), `thinking.type: 'between_tools'`, tool
  * `input_examples` / non-direct `allowed_callers`.
  *
  * Response mapping: `stop`→`end_turn` (`stop_sequence` when the provider says so natively),
@@ -234,6 +235,11 @@ function droppedHints(b: Obj): string[] {
   if (given(b.context_management)) dropped.push('context_management');
   if (b.speed === 'fast') dropped.push('speed');
   if (given(b.diagnostics)) dropped.push('diagnostics');
+  // Server-side summarising of a long context; Anthropic's own fallback models when the asked one
+  // is overloaded; a token budget the model paces an agentic task by.
+  if (given(b.compaction)) dropped.push('compaction');
+  if (given(b.fallbacks)) dropped.push('fallbacks');
+  if (isObj(b.output_config) && given(b.output_config.task_budget)) dropped.push('output_config.task_budget');
   if (Array.isArray(b.tools)) {
     for (const [i, t] of b.tools.entries())
       if (isObj(t) && t.eager_input_streaming === true) dropped.push(`tools[${i}].eager_input_streaming`);
@@ -477,13 +483,15 @@ function reasoningConfig(b: Obj): ReasoningConfig | undefined {
     if (reasoning && t.display === 'omitted') reasoning.exclude = true;
   }
   if (isObj(b.output_config) && given(b.output_config.effort)) {
-    const effort = b.output_config.effort;
-    if (effort === 'max') {
-      fail('output_config.effort', "'max' has no canonical equivalent (low, medium, high or xhigh)");
-    }
     reasoning = {
       ...reasoning,
-      effort: oneOf(effort, 'output_config.effort', ['low', 'medium', 'high', 'xhigh'] as const),
+      effort: oneOf(b.output_config.effort, 'output_config.effort', [
+        'low',
+        'medium',
+        'high',
+        'xhigh',
+        'max',
+      ] as const),
     };
   }
   return reasoning;

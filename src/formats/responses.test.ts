@@ -298,6 +298,73 @@ describe('responsesRequestToChat', () => {
     });
   });
 
+  it('carries every effort OpenAI takes, max included; none asks for no reasoning', () => {
+    for (const effort of ['minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const)
+      expect(responsesRequestToChat({ model: 'm', input: 'hi', reasoning: { effort } }).reasoning).toEqual({
+        effort,
+      });
+    expect(
+      responsesRequestToChat({ model: 'm', input: 'hi', reasoning: { effort: 'none' } }).reasoning,
+    ).toBeUndefined();
+  });
+
+  it("reads OpenAI's prompt_cache_breakpoint as a breakpoint on its part", () => {
+    const req = responsesRequestToChat({
+      model: 'm',
+      input: [
+        {
+          role: 'user',
+          content: [{ type: 'input_text', text: 'Doc', prompt_cache_breakpoint: { mode: 'explicit' } }],
+        },
+      ],
+    });
+    expect(req.messages[0]?.content).toEqual([
+      { type: 'text', text: 'Doc', cache_control: { type: 'ephemeral' } },
+    ]);
+  });
+
+  it("takes OpenAI's allowed_tools choice as the listed tools alone, with its mode", () => {
+    const fn = (name: string) => ({ type: 'function', name, parameters: { type: 'object' } });
+    const req = responsesRequestToChat({
+      model: 'm',
+      input: 'hi',
+      tools: [fn('a'), fn('b'), { type: 'custom', name: 'c' }],
+      tool_choice: {
+        type: 'allowed_tools',
+        mode: 'auto',
+        tools: [
+          { type: 'custom', name: 'c' },
+          { type: 'function', name: 'b' },
+        ],
+      },
+    });
+    expect(req.tools?.map((t) => t.function.name)).toEqual(['b', 'c']);
+    expect(req.tool_choice).toBe('auto');
+    expect(() =>
+      responsesRequestToChat({
+        model: 'm',
+        input: 'hi',
+        tools: [fn('a')],
+        tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'web_search' }] },
+      }),
+    ).toThrow(/^tool_choice\.tools\[0\]\.type: 'web_search' tools cannot be allowed/);
+  });
+
+  it("takes OpenAI's original image detail", () => {
+    const req = responsesRequestToChat({
+      model: 'm',
+      input: [
+        {
+          role: 'user',
+          content: [{ type: 'input_image', image_url: 'https://x/a.png', detail: 'original' }],
+        },
+      ],
+    });
+    expect(req.messages[0]?.content).toEqual([
+      { type: 'image_url', image_url: { url: 'https://x/a.png', detail: 'original' } },
+    ]);
+  });
+
   it('drops and lists context truncation and the built-in tool-call cap (no built-in tools run here)', () => {
     const req = responsesRequestToChat({ model: 'm', input: 'hi', truncation: 'auto', max_tool_calls: 3 });
     expect(req.dropped).toEqual(['truncation', 'max_tool_calls']);

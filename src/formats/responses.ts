@@ -25,13 +25,16 @@
  * | `presence_penalty`, `frequency_penalty`          | same                                                |
  * | `tools`: function, custom, namespace, local_shell | function tools (see `responses-tools.ts`)          |
  * | `tool_choice` none/auto/required/{function}/{custom} | same (a custom tool is a function)              |
+ * | `tool_choice` allowed_tools                      | the listed tools alone, `mode` as the tool choice   |
  * | `parallel_tool_calls`                            | same                                                |
  * | `text.format` text/json_object/json_schema       | `response_format`                                   |
  * | `reasoning.effort` (`none` → no reasoning)       | `reasoning.effort`                                  |
  * | `prompt_cache_key`, `prompt_cache_retention`,    | same (hints; `text.verbosity` → `verbosity`)        |
- * | `service_tier`, `metadata`, `safety_identifier`, |                                                     |
+ * | `prompt_cache_options`, `service_tier`,          |                                                     |
+ * | `metadata`, `safety_identifier`,                 |                                                     |
  * | `text.verbosity`                                 |                                                     |
  * | `cache_control` on a tool                        | the tool's `cache_control`                          |
+ * | `prompt_cache_breakpoint` on a content part      | the part's `cache_control` (a `ttl` → `1h`)         |
  * | `include: ['message.output_text.logprobs']`, `top_logprobs` | `logprobs`, `top_logprobs`               |
  * | `stream`, `user`                                 | same (+ `stream_options.include_usage`)             |
  *
@@ -69,6 +72,8 @@
  * official OpenRouter client validates (`completed_at`, the penalties, …), and `usage` the call's
  * cost when the caller passes `ResponsesEncodeOptions.cost`.
  */
+
+import { isAllowedToolsChoice, responsesAllowedTools, restrictTools } from './allowed-tools.js';
 import type {
   ChatChunk,
   ChatMessage,
@@ -84,8 +89,9 @@ import type {
   ToolDefinition,
   Usage,
 } from './chat.js';
+import { IMAGE_DETAILS } from './chat.js';
 import { filePart } from './files.js';
-import { openAiHints } from './hints.js';
+import { openAiHints, withPartBreakpoint } from './hints.js';
 import { collapseReasoningDetails } from './reasoning-details.js';
 import { decodeReasoningState, encodeReasoningState } from './reasoning-state.js';
 import {
@@ -378,31 +384,34 @@ function inputContent(content: unknown, path: string, allowImages: boolean): str
   return arr(content, path).map((raw, i): ContentPart => {
     const p = `${path}[${i}]`;
     const part = obj(raw, p);
-    switch (part.type) {
-      case 'input_text':
-        return { type: 'text', text: str(part.text, `${p}.text`) };
-      case 'input_image': {
-        if (!allowImages) return fail(`${p}.type`, 'images are only allowed in user messages');
-        if (given(part.file_id))
-          return fail(`${p}.file_id`, 'file ids are not supported; send image_url (a URL or data: URL)');
-        const url = nonEmptyStr(part.image_url, `${p}.image_url`);
-        const detail = given(part.detail)
-          ? oneOf(part.detail, `${p}.detail`, ['auto', 'low', 'high'] as const)
-          : undefined;
-        return { type: 'image_url', image_url: detail ? { url, detail } : { url } };
-      }
-      case 'input_file': {
-        if (!allowImages) return fail(`${p}.type`, 'files are only allowed in user messages');
-        // A file at a URL (`file_url`) is the canonical part's `file_data` URL.
-        if (given(part.file_url)) return filePart({ ...part, file_data: part.file_url }, p, `${p}.file_url`);
-        return filePart(part, p);
-      }
-      case 'input_audio':
-        return fail(`${p}.type`, "'input_audio' content is not supported");
-      default:
-        return fail(`${p}.type`, `'${String(part.type)}' content is not supported here`);
-    }
+    // OpenAI's `prompt_cache_breakpoint` is a breakpoint on the part (Anthropic's cache_control).
+    return withPartBreakpoint(inputPart(part, p, allowImages), part, p);
   });
+}
+
+function inputPart(part: Obj, p: string, allowImages: boolean): ContentPart {
+  switch (part.type) {
+    case 'input_text':
+      return { type: 'text', text: str(part.text, `${p}.text`) };
+    case 'input_image': {
+      if (!allowImages) return fail(`${p}.type`, 'images are only allowed in user messages');
+      if (given(part.file_id))
+        return fail(`${p}.file_id`, 'file ids are not supported; send image_url (a URL or data: URL)');
+      const url = nonEmptyStr(part.image_url, `${p}.image_url`);
+      const detail = given(part.detail) ? oneOf(part.detail, `${p}.detail`, IMAGE_DETAILS) : undefined;
+      return { type: 'image_url', image_url: detail ? { url, detail } : { url } };
+    }
+    case 'input_file': {
+      if (!allowImages) return fail(`${p}.type`, 'files are only allowed in user messages');
+      // A file at a URL (`file_url`) is the canonical part's `file_data` URL.
+      if (given(part.file_url)) return filePart({ ...part, file_data: part.file_url }, p, `${p}.file_url`);
+      return filePart(part, p);
+    }
+    case 'input_audio':
+      return fail(`${p}.type`, "'input_audio' content is not supported");
+    default:
+      return fail(`${p}.type`, `'${String(part.type)}' content is not supported here`);
+  }
 }
 
 function assistantText(content: unknown, path: string): string {
@@ -632,7 +641,10 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   }
   assertUniqueNames(tools);
   if (tools.length) req.tools = tools;
-  if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
+  // OpenAI's allowed_tools: the listed tools alone, with the choice's mode.
+  if (isAllowedToolsChoice(b.tool_choice))
+    Object.assign(req, restrictTools(req.tools, responsesAllowedTools(b.tool_choice, flatName)));
+  else if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
   req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
   if (given(b.text)) req.response_format = responseFormat(b.text);
   if (given(b.reasoning)) {
@@ -645,6 +657,7 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
         'medium',
         'high',
         'xhigh',
+        'max',
       ] as const);
       if (effort !== 'none') req.reasoning = { effort };
     }

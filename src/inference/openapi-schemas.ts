@@ -117,9 +117,12 @@ const ChatMessage = Type.Object(
   open,
 );
 
+/** The reasoning efforts the edges take (`none`: no reasoning). */
+const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+
 const Reasoning = Type.Object(
   {
-    effort: Type.Optional(StringEnum(['minimal', 'low', 'medium', 'high'])),
+    effort: Type.Optional(StringEnum(EFFORTS)),
     max_tokens: Type.Optional(Type.Integer({ minimum: 0 })),
     exclude: Type.Optional(
       Type.Boolean({ description: 'Reason, but leave the reasoning out of the answer' }),
@@ -158,7 +161,7 @@ export const ChatCompletionRequest = Type.Object(
       ),
     ),
     reasoning: Type.Optional(Reasoning),
-    reasoning_effort: Type.Optional(StringEnum(['minimal', 'low', 'medium', 'high'])),
+    reasoning_effort: Type.Optional(StringEnum(EFFORTS)),
     logprobs: Type.Optional(Type.Boolean()),
     top_logprobs: Type.Optional(Type.Integer({ minimum: 0 })),
     user: Type.Optional(Type.String()),
@@ -358,7 +361,7 @@ export const ResponsesRequest = Type.Object(
     reasoning: Type.Optional(
       Type.Object(
         {
-          effort: Type.Optional(StringEnum(['minimal', 'low', 'medium', 'high'])),
+          effort: Type.Optional(StringEnum(EFFORTS)),
           summary: Type.Optional(Type.String()),
         },
         open,

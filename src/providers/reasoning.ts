@@ -10,6 +10,9 @@ export const REASONING_EFFORT_BUDGETS: Record<NonNullable<ReasoningConfig['effor
   medium: 8192,
   high: 16384,
   xhigh: 32768,
+  // OpenAI's and Anthropic's effort above xhigh. A larger budget would push max_tokens past what
+  // many models accept (64000 for Claude Sonnet, 32768 for Gemini's budget): the most asked is xhigh's.
+  max: 32768,
 };
 
 /**

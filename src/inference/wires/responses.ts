@@ -10,7 +10,7 @@ import {
   responsesRequestToChat,
 } from '../../formats/responses.js';
 import { sseJson } from '../../formats/sse.js';
-import type { Body, TextSlot } from '../../routing/call.js';
+import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
 import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { responsesCost } from '../decorate.js';
@@ -34,6 +34,21 @@ import {
   withAnthropicBeta,
   withoutFields,
 } from './wire.js';
+
+/** Per lane stream: the sequence number after the last one a relayed event carried. */
+const relayedSequence = new WeakMap<RouteInfo, number>();
+const SEQUENCE = '"sequence_number":';
+
+/** Notes the last `sequence_number` of a relayed frame (one native search; events hold one each). */
+function noteSequence(info: RouteInfo, frame: string | Buffer): void {
+  const at = frame.lastIndexOf(SEQUENCE);
+  if (at < 0) return;
+  const from = at + SEQUENCE.length;
+  const tail =
+    typeof frame === 'string' ? frame.slice(from, from + 24) : frame.toString('latin1', from, from + 24);
+  const n = Number.parseInt(tail.trimStart(), 10);
+  if (Number.isSafeInteger(n)) relayedSequence.set(info, n + 1);
+}
 
 /**
  * The instructions, message texts, function-call arguments and custom-tool inputs (as the
@@ -166,6 +181,7 @@ export const responsesWire: ChatWire = {
   },
   // Only the events carrying the response object (created, in_progress, completed) are rewritten.
   relayFrame(frame, info) {
+    noteSequence(info, frame.frame);
     const json = frame.json;
     if (!isObj(json) || !isObj(json.response)) return frame.frame;
     const cost = frame.usage
@@ -173,17 +189,21 @@ export const responsesWire: ChatWire = {
       : undefined;
     return sseJson({ ...json, response: withOpenRouterFields(json.response, cost) }, String(json.type));
   },
+  // Numbered after the events relayed before the failure (clients such as the AI SDK's OpenAI
+  // provider refuse a `response.failed` or `error` event without its `sequence_number`).
   streamError: (info, message) => {
     const error = { code: 'server_error', message };
+    const seq = relayedSequence.get(info) ?? 0;
     return [
       sseJson(
         {
           type: 'response.failed',
+          sequence_number: seq,
           response: { id: info.generationId, object: 'response', status: 'failed', error },
         },
         'response.failed',
       ),
-      sseJson({ type: 'error', ...error, param: null }, 'error'),
+      sseJson({ type: 'error', sequence_number: seq + 1, ...error, param: null }, 'error'),
     ];
   },
   renderError: envelope,

@@ -1,6 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { sseJson } from '../../formats/sse.js';
 import { ApiError } from '../../lib/errors.js';
+import type { RouteInfo } from '../../routing/call.js';
 import { WIRES } from './index.js';
 import { countTokensWire } from './messages.js';
 
@@ -276,6 +278,43 @@ describe('errors in the caller’s format', () => {
     expect(WIRES.chat.renderError({ status: 403, message: 'no' }, request)).toEqual({
       error: { code: 403, message: 'no' },
     });
+  });
+
+  it('responses: a lane stream failing mid-way ends in response.failed and error, numbered after what was relayed', () => {
+    const data = (frame: string) => JSON.parse(frame.slice(frame.indexOf('data: ') + 6));
+    const info = { generationId: 'gen-1' } as RouteInfo;
+    const wire = WIRES.responses;
+    wire.relayFrame?.(
+      { frame: sseJson({ type: 'response.created', sequence_number: 0 }, 'response.created') },
+      info,
+    );
+    // The upstream's bytes as they came, several events at once.
+    const bytes = Buffer.from(
+      'event: response.in_progress\ndata: {"type":"response.in_progress","sequence_number":1}\n\n' +
+        'event: response.output_item.added\ndata: {"type":"response.output_item.added","sequence_number": 2}\n\n',
+    );
+    wire.relayFrame?.({ frame: bytes }, info);
+    const [failed, error] = wire.streamError(info, 'connection closed').map(data);
+    expect(failed).toMatchObject({
+      type: 'response.failed',
+      sequence_number: 3,
+      response: {
+        id: 'gen-1',
+        status: 'failed',
+        error: { code: 'server_error', message: 'connection closed' },
+      },
+    });
+    expect(error).toEqual({
+      type: 'error',
+      sequence_number: 4,
+      code: 'server_error',
+      message: 'connection closed',
+      param: null,
+    });
+    // Nothing relayed yet: numbered from 0.
+    expect(
+      data(wire.streamError({ generationId: 'gen-2' } as RouteInfo, 'x')[0] as string).sequence_number,
+    ).toBe(0);
   });
 
   it('inspect: a model is required, stream must be a boolean', () => {

@@ -293,6 +293,15 @@ describe('toAnthropicRequest', () => {
     ).not.toHaveProperty('top_k');
   });
 
+  it('asks the max effort for the largest budget, as xhigh', () => {
+    const body = toAnthropicRequest(
+      req({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'max' } }),
+      false,
+    );
+    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 32768 });
+    expect(body.max_tokens).toBe(32768 + DEFAULT_MAX_TOKENS);
+  });
+
   it('maps reasoning to thinking with a budget below max_tokens', () => {
     const effort = toAnthropicRequest(
       req({ messages: [{ role: 'user', content: 'x' }], reasoning: { effort: 'low' }, temperature: 0.3 }),

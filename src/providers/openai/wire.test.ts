@@ -48,6 +48,9 @@ describe('toOpenAiRequest', () => {
     expect(effortFromReasoning({ max_tokens: 4000 })).toBe('medium');
     expect(effortFromReasoning({ max_tokens: 20000 })).toBe('high');
     expect(effortFromReasoning({ exclude: true })).toBeUndefined();
+    expect(toOpenAiRequest({ ...base, reasoning: { effort: 'max' } }, 'openai', false).reasoning_effort).toBe(
+      'max',
+    );
   });
 
   it('openai-compatible: keeps max_tokens and reasoning, developer → system', () => {
@@ -113,6 +116,7 @@ describe('cost and latency hints', () => {
   const hints = {
     prompt_cache_key: 'tenant-1',
     prompt_cache_retention: '24h',
+    prompt_cache_options: { mode: 'explicit', ttl: '30m' },
     service_tier: 'priority',
     verbosity: 'low',
     store: false,

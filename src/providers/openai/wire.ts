@@ -8,7 +8,7 @@
  * | `reasoning`           | → `reasoning_effort` (budget → effort)  | passed through unchanged                  |
  * | `developer` role      | kept                                    | → `system` (many servers reject it)       |
  * | assistant `reasoning` | dropped from history                    | dropped from history                      |
- * | cost / latency hints  | sent: `prompt_cache_key`, `prompt_cache_retention`, `service_tier`, `verbosity`, `store`, `metadata`, `safety_identifier` | not sent |
+ * | cost / latency hints  | sent: `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`, `service_tier`, `verbosity`, `store`, `metadata`, `safety_identifier` | not sent |
  * | `top_k`               | never (refused before: OpenAI has none)  | sent                                      |
  * | `cache_control`       | not sent (OpenAI caches prefixes by itself) | not sent                              |
  *
