@@ -408,7 +408,22 @@ describe.each(CLIENTS)('$client through Gatehouse', ({ OpenAI, zod }) => {
     expect(models.map((m) => m.id)).toEqual(
       expect.arrayContaining(['test/gpt', 'test/claude', 'test/embed']),
     );
-    expect(models.find((m) => m.id === 'test/claude')).toMatchObject({ created: expect.any(Number) });
+    expect(models.find((m) => m.id === 'test/claude')).toMatchObject({
+      object: 'model',
+      owned_by: 'test',
+      created: expect.any(Number),
+    });
+  });
+
+  it('models.retrieve: one model by its id (the slash sent encoded), a typed 404 for an unknown one', async () => {
+    expect(await openai.models.retrieve('test/claude')).toMatchObject({
+      id: 'test/claude',
+      object: 'model',
+      owned_by: 'test',
+    });
+    const err = await openai.models.retrieve('test/no-such-model').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((err as Error).message).toContain('test/no-such-model');
   });
 });
 

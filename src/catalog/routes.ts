@@ -62,6 +62,9 @@ const Model = Type.Object(
     pricing_known: Type.Boolean({ description: 'False when no price is known: calls cost 0' }),
     development: Type.Boolean({ description: 'Served only by the built-in development provider' }),
     providers: Type.Array(ModelProvider),
+    // OpenAI's model object (the openai client's models.list and models.retrieve).
+    object: Type.Literal('model'),
+    owned_by: Type.String({ description: "The id's author (the part before '/')" }),
   },
   { $id: 'Model', title: 'Model' },
 );
@@ -137,8 +140,7 @@ type ListQuery = ModelQuery & { offset?: number; limit?: number };
 const ok = (schema: TSchema, ...codes: number[]) => ({ 200: schema, ...errors(...codes) });
 
 /** A listed model by `author/slug` (aliases and `:variant` suffixes resolve; unlisted ids do not). */
-function listed(catalog: Catalog, author: string, slug: string): ModelEntry {
-  const requested = `${author}/${slug}`;
+function listed(catalog: Catalog, requested: string): ModelEntry {
   const id = catalog.lookup.get(requested) ?? catalog.lookup.get(requested.replace(/:[\w-]+$/, ''));
   const model = id ? catalog.models.get(id) : undefined;
   if (!model) throw notFound(`Model ${requested}`);
@@ -246,7 +248,23 @@ export async function catalogRoutes(app: Router, { catalog, policy, config, clus
         response: ok(Type.Object({ data: Type.Ref('Model') }), 404),
       },
     },
-    async (req) => ({ data: modelView(catalog, listed(catalog, req.params.author, req.params.slug)) }),
+    async (req) => ({ data: modelView(catalog, listed(catalog, `${req.params.author}/${req.params.slug}`)) }),
+  );
+
+  // OpenAI's retrieve: the id in one path segment (the openai client sends `author%2Fslug`).
+  app.get(
+    '/models/:id',
+    {
+      config: { auth: 'none' },
+      schema: {
+        tags,
+        summary:
+          'One model by its id, as OpenAI answers models.retrieve (aliases and :variant suffixes resolve)',
+        params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 400 }) }),
+        response: ok(Type.Ref('Model'), 404),
+      },
+    },
+    async (req) => modelView(catalog, listed(catalog, req.params.id)),
   );
 
   app.get(
@@ -272,7 +290,7 @@ export async function catalogRoutes(app: Router, { catalog, policy, config, clus
         ),
       },
     },
-    async (req) => ({ data: modelEndpointsView(listed(catalog, req.params.author, req.params.slug)) }),
+    async (req) => ({ data: modelEndpointsView(listed(catalog, `${req.params.author}/${req.params.slug}`)) }),
   );
 
   app.get(

@@ -106,6 +106,8 @@ export function modelView(catalog: Catalog, m: ModelEntry) {
     pricing_known: m.priced !== false,
     /** True when only the built-in development provider serves it (deterministic, offline). */
     development: m.endpoints.every((e) => catalog.providers.get(e.provider)?.development),
+    object: 'model' as const,
+    owned_by: m.id.includes('/') ? m.id.slice(0, m.id.indexOf('/')) : 'gatehouse',
     providers: m.endpoints.map((e) => {
       const p = catalog.providers.get(e.provider);
       return {
