@@ -156,6 +156,21 @@ describe.each(databases)('stored responses (%s)', (db) => {
         'user: more',
       ]);
     });
+
+    it('a stream cut off mid-way: its response.failed says store as the snapshots before it did, and nothing is stored', async () => {
+      mock.enqueue({ reply: { text: 'This answer will not arrive whole.' }, dieAfterEvents: 2 });
+      const stream = await openai.responses.create({ model, input: 'stream please', stream: true });
+      const snapshots: { type: string; store: unknown; id: string }[] = [];
+      const types: string[] = [];
+      for await (const e of stream) {
+        types.push(e.type);
+        if ('response' in e) snapshots.push({ type: e.type, store: e.response.store, id: e.response.id });
+      }
+      expect(types.slice(-2)).toEqual(['response.failed', 'error']);
+      expect(snapshots.length).toBeGreaterThan(1);
+      for (const s of snapshots) expect(s.store).toBe(true);
+      expect((await call('GET', `/responses/${snapshots[0]?.id}`)).status).toBe(404);
+    });
   });
 
   it('continues on another provider: a conversation stored from Anthropic, with its reasoning, goes to OpenAI', async () => {

@@ -32,8 +32,11 @@ export async function storeAround(stored: StoredResponsesService, req: FastifyRe
   };
 }
 
-/** The events whose data is the response object (read, annotated and stored at the end). */
-const SNAPSHOT = /^event: (response\.(?:created|in_progress|completed|incomplete))\ndata: (.*)\n\n$/s;
+/**
+ * The events whose data is the response object: read and annotated (`store`, the turn's ids), the
+ * completed or incomplete one stored; a failed one is annotated too, so it says what the others said.
+ */
+const SNAPSHOT = /^event: (response\.(?:created|in_progress|completed|incomplete|failed))\ndata: (.*)\n\n$/s;
 
 const parsed = (json: string): unknown => {
   try {
