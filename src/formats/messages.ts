@@ -91,6 +91,7 @@ import {
 import { documentParts } from './files.js';
 import { cachedTextParts, optCacheControl, withCacheControl } from './hints.js';
 import { type Block, responseBlocks, segmentChatStream } from './segments.js';
+import { anthropicWebSearch, isAnthropicWebSearch, mergeWebSearch } from './web-search.js';
 import {
   argumentsObject,
   arr,
@@ -336,7 +337,7 @@ function userMessages(content: unknown, path: string): ChatMessage[] {
   return out;
 }
 
-function assistantMessage(content: unknown, path: string): ChatMessage | null {
+function assistantMessage(content: unknown, path: string, dropped: string[]): ChatMessage | null {
   if (typeof content === 'string') return { role: 'assistant', content };
   const blocks = arr(content, path);
   let text: string | null = null;
@@ -390,6 +391,11 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
         });
         break;
       }
+      case 'server_tool_use':
+      case 'web_search_tool_result':
+        // The provider's own record of a search it ran: nothing another provider can be shown.
+        dropped.push(p);
+        break;
       default:
         fail(`${p}.type`, `'${String(block.type)}' blocks are not supported in assistant messages`);
     }
@@ -403,11 +409,19 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
   return m;
 }
 
-/** The tools, as functions; a deferred one (`defer_loading`) is offered up front, the flag listed. */
-function tools(v: unknown, dropped: string[]): ToolDefinition[] {
+/**
+ * The tools, as functions; a deferred one (`defer_loading`) is offered up front, the flag listed.
+ * The web search server tool becomes the request's `web_search` (set on `req`).
+ */
+function tools(v: unknown, dropped: string[], req: ChatRequest): ToolDefinition[] {
   return arr(v, 'tools').flatMap((t, i): ToolDefinition[] => {
     const p = `tools[${i}]`;
     const tool = obj(t, p);
+    if (isAnthropicWebSearch(tool.type)) {
+      req.web_search = mergeWebSearch(req.web_search, anthropicWebSearch(tool, p));
+      if (given(tool.cache_control)) dropped.push(`${p}.cache_control`);
+      return [];
+    }
     if (given(tool.type) && tool.type !== 'custom') {
       fail(`${p}.type`, `server tool '${String(tool.type)}' is not supported (only custom tools)`);
     }
@@ -525,6 +539,7 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
   }
   const input = arr(b.messages, 'messages');
   if (input.length === 0) fail('messages', 'must not be empty');
+  const historyDropped: string[] = [];
   for (const [i, raw] of input.entries()) {
     const p = `messages[${i}]`;
     const m = obj(raw, p);
@@ -533,7 +548,7 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
       messages.push({ role: 'system', content: textOfBlocks(m.content, `${p}.content`) });
     else if (role === 'user') messages.push(...userMessages(m.content, `${p}.content`));
     else {
-      const a = assistantMessage(m.content, `${p}.content`);
+      const a = assistantMessage(m.content, `${p}.content`, historyDropped);
       if (a) messages.push(a);
     }
   }
@@ -552,11 +567,11 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
     const stop = strArray(b.stop_sequences, 'stop_sequences');
     if (stop.length) req.stop = stop;
   }
-  const dropped = droppedHints(b);
+  const dropped = [...droppedHints(b), ...historyDropped];
   const beta = anthropicBeta(headers);
   if (beta) req.anthropic_beta = beta;
   if (given(b.tools)) {
-    const t = tools(b.tools, dropped);
+    const t = tools(b.tools, dropped, req);
     if (t.length) req.tools = t;
   }
   if (given(b.tool_choice)) {

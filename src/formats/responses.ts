@@ -38,8 +38,11 @@
  * Tools in `additional_tools` input items (Codex's "lite" dialect) are read like `tools`; so are
  * the tools a client tool search loaded (`tool_search_output` items with `execution: 'client'`,
  * whose `tool_search_call` is a call of the function `tool_search`).
- * Dropped and reported in `dropped`: hosted `web_search` and `tool_search` tools (`tools[i]`) and
- * their `web_search_call` / `tool_search_call` / `tool_search_output` items in the history
+ * Web search tools (`web_search`, `web_search_preview`, `openrouter:web_search`) → the request's
+ * `web_search` (web-search.ts): the serving provider runs its own search; the answer's searches
+ * become `web_search_call` items and its citations `url_citation` annotations.
+ * Dropped and reported in `dropped`: hosted `tool_search` tools (`tools[i]`) and
+ * `web_search_call` / hosted `tool_search_call` / `tool_search_output` items in the history
  * (`input[i]`), a custom tool's grammar (`tools[i].format`: described to the model, not
  * enforced), `include` values other than output logprobs and `reasoning.encrypted_content`
  * (`include[i]`), `truncation: 'auto'`, `max_tool_calls`.
@@ -628,6 +631,7 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
     tools = tools.filter((tool) => !(searched.has(tool) && declared.has(tool.function.name)));
     tools.push(...t.tools);
     dropped.push(...t.dropped);
+    if (t.web_search) req.web_search = t.web_search;
   }
   assertUniqueNames(tools);
   if (tools.length) req.tools = tools;

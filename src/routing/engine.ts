@@ -77,7 +77,7 @@ export interface EngineDeps {
   guard: CallGuard;
   byok: (caller: Caller, providerSlug: string, modelId: string) => Promise<ByokChoice>;
   /** Capability check per translation target; throws TranslationError with the field it cannot carry. */
-  assertTranslatable: (req: ChatRequest, target: TranslationTarget) => void;
+  assertTranslatable: (req: ChatRequest, target: TranslationTarget, refuses?: readonly string[]) => void;
   /** Fetches image and document URLs for the providers that take their data inline only. */
   remoteMedia?: RemoteMedia;
   /** Records a generation; a promise is awaited before the call's answer goes out (the journal). */
@@ -340,10 +340,11 @@ export class Engine {
         refuse(candidate, parse.error() ?? 'the request cannot be translated');
         continue;
       }
-      const target = traitsOf(provider, upstreamModel).target;
+      const traits = traitsOf(provider, upstreamModel);
+      const target = traits.target;
       if (wire.kind === 'chat' && target) {
         try {
-          this.deps.assertTranslatable(req as ChatRequest, target);
+          this.deps.assertTranslatable(req as ChatRequest, target, traits.refuses);
         } catch (err) {
           refuse(candidate, (err as Error).message);
           continue;
