@@ -8,6 +8,7 @@ import type {
   EmbeddingsResponse,
   Usage,
 } from '../formats/chat.js';
+import { serverToolsOf } from '../formats/web-search.js';
 import type { AnswerScan } from '../guardrails/answer-filter.js';
 import { providerSafeguardRecords } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
@@ -200,6 +201,9 @@ export class Engine {
         admitted.message,
         admitted.retryAfterMs ? { retry_after_ms: admitted.retryAfterMs } : undefined,
       );
+    // Read from the caller's body: a lane forwards it as it is, so this is the last check before.
+    const tools = checks.serverToolsAllowed(serverToolsOf(call.body));
+    if (!tools.ok) throw new ApiError(tools.status, tools.message);
     // Guardrail and context length per model of the list (the caller's body as sent sizes it).
     const chain = modelChain({
       primary,
