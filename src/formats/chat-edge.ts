@@ -49,7 +49,6 @@ import {
 import { filePart } from './files.js';
 import { cachedTextParts, openAiHints, optCacheControl, withCacheControl } from './hints.js';
 import { parseReasoningDetails } from './reasoning-details.js';
-import { chatWebSearchOptions, mergeWebSearch, openRouterWebSearch, WEB_SEARCH_TOOL } from './web-search.js';
 import {
   arr,
   compact,
@@ -66,6 +65,7 @@ import {
   str,
   strArray,
 } from './validate.js';
+import { chatWebSearchOptions, mergeWebSearch, openRouterWebSearch, WEB_SEARCH_TOOL } from './web-search.js';
 
 const EFFORTS = ['minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 

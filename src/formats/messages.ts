@@ -86,12 +86,13 @@ import {
   type ToolCall,
   type ToolChoice,
   type ToolDefinition,
+  type UrlCitation,
   type Usage,
+  type WebSearchCall,
 } from './chat.js';
 import { documentParts } from './files.js';
 import { cachedTextParts, optCacheControl, withCacheControl } from './hints.js';
 import { type Block, responseBlocks, segmentChatStream } from './segments.js';
-import { anthropicWebSearch, isAnthropicWebSearch, mergeWebSearch } from './web-search.js';
 import {
   argumentsObject,
   arr,
@@ -111,6 +112,7 @@ import {
   str,
   strArray,
 } from './validate.js';
+import { anthropicWebSearch, isAnthropicWebSearch, mergeWebSearch } from './web-search.js';
 
 /**
  * Placeholder `signature` on thinking blocks whose reasoning has no Anthropic signature (another
@@ -124,10 +126,35 @@ const FORMAT = REASONING_FORMATS.anthropic;
 // Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
 // ---------------------------------------------------------------------------------------------
 
-/** No `citations` key: Anthropic sends one only when there are citations (clients reject null). */
+/** No `citations` key unless there are citations (clients reject null). */
 export interface AnthropicTextBlock {
   type: 'text';
   text: string;
+  citations?: AnthropicCitation[];
+}
+export interface AnthropicCitation {
+  type: 'web_search_result_location';
+  url: string;
+  title: string;
+  cited_text: string;
+  encrypted_index: string;
+}
+export interface AnthropicServerToolUseBlock {
+  type: 'server_tool_use';
+  id: string;
+  name: 'web_search';
+  input: { query?: string };
+}
+export interface AnthropicWebSearchResultBlock {
+  type: 'web_search_tool_result';
+  tool_use_id: string;
+  content: {
+    type: 'web_search_result';
+    url: string;
+    title: string;
+    encrypted_content: string;
+    page_age: null;
+  }[];
 }
 export interface AnthropicThinkingBlock {
   type: 'thinking';
@@ -149,7 +176,9 @@ export type AnthropicContentBlock =
   | AnthropicTextBlock
   | AnthropicThinkingBlock
   | AnthropicRedactedThinkingBlock
-  | AnthropicToolUseBlock;
+  | AnthropicToolUseBlock
+  | AnthropicServerToolUseBlock
+  | AnthropicWebSearchResultBlock;
 
 export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 
@@ -190,7 +219,8 @@ export type AnthropicStreamEvent =
         | { type: 'text_delta'; text: string }
         | { type: 'thinking_delta'; thinking: string }
         | { type: 'signature_delta'; signature: string }
-        | { type: 'input_json_delta'; partial_json: string };
+        | { type: 'input_json_delta'; partial_json: string }
+        | { type: 'citations_delta'; citation: AnthropicCitation };
     }
   | { type: 'content_block_stop'; index: number }
   | {
@@ -651,7 +681,75 @@ export function anthropicUsage(u: Usage | null | undefined): AnthropicUsage {
   };
 }
 
-function contentBlock(block: Block): AnthropicContentBlock {
+/** A search's server_tool_use id (`srvtoolu_…`, as Anthropic names them). */
+const serverToolId = (id: string): string =>
+  id.startsWith('srvtoolu_') ? id : `srvtoolu_${id.replace(/[^A-Za-z0-9_]/g, '')}`;
+
+/** A web search as Anthropic's pair of blocks: the search (its query when known), then its results. */
+function searchBlocks(call: WebSearchCall): [AnthropicServerToolUseBlock, AnthropicWebSearchResultBlock] {
+  const id = serverToolId(call.id);
+  return [
+    {
+      type: 'server_tool_use',
+      id,
+      name: 'web_search',
+      input: call.query !== undefined ? { query: call.query } : {},
+    },
+    {
+      type: 'web_search_tool_result',
+      tool_use_id: id,
+      content: call.sources.map((s) => ({
+        type: 'web_search_result',
+        url: s.url,
+        title: s.title ?? s.url,
+        encrypted_content: '',
+        page_age: null,
+      })),
+    },
+  ];
+}
+
+const citation = ({ url_citation: c }: UrlCitation, text: string): AnthropicCitation => ({
+  type: 'web_search_result_location',
+  url: c.url,
+  title: c.title,
+  cited_text: c.content ?? text.slice(c.start_index, c.end_index),
+  encrypted_index: '',
+});
+
+/**
+ * A text block with citations as Anthropic answers one: text blocks split at the cited spans, each
+ * cited span carrying its citations (several citations of one span on one block).
+ */
+function citedTextBlocks(text: string, annotations: UrlCitation[]): AnthropicTextBlock[] {
+  const cuts = new Set([0, text.length]);
+  for (const { url_citation: c } of annotations) {
+    cuts.add(Math.max(0, Math.min(text.length, c.start_index)));
+    cuts.add(Math.max(0, Math.min(text.length, c.end_index)));
+  }
+  const points = [...cuts].sort((a, b) => a - b);
+  const out: AnthropicTextBlock[] = [];
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [from, to] = [points[i] as number, points[i + 1] as number];
+    const piece = text.slice(from, to);
+    const cites = annotations
+      .filter(
+        ({ url_citation: c }) => c.start_index <= from && c.end_index >= to && c.end_index > c.start_index,
+      )
+      .map((a) => citation(a, text));
+    out.push(cites.length ? { type: 'text', text: piece, citations: cites } : { type: 'text', text: piece });
+  }
+  return out;
+}
+
+function contentBlocks(block: Block): AnthropicContentBlock[] {
+  if (block.kind === 'search') return searchBlocks(block.call);
+  if (block.kind === 'text' && block.annotations?.length)
+    return citedTextBlocks(block.text, block.annotations);
+  return [contentBlock(block)];
+}
+
+function contentBlock(block: Exclude<Block, { kind: 'search' }>): AnthropicContentBlock {
   switch (block.kind) {
     case 'reasoning':
       if (block.data !== undefined) return { type: 'redacted_thinking', data: block.data };
@@ -683,7 +781,7 @@ export function chatResponseToMessages(res: ChatResponse, model: string): Anthro
     type: 'message',
     role: 'assistant',
     model,
-    content: blocks.map(contentBlock),
+    content: blocks.flatMap(contentBlocks),
     stop_reason: reason,
     stop_sequence: null,
     stop_details: stopDetails(reason),
@@ -693,7 +791,7 @@ export function chatResponseToMessages(res: ChatResponse, model: string): Anthro
   };
 }
 
-function startBlock(block: Block): AnthropicContentBlock {
+function startBlock(block: Exclude<Block, { kind: 'search' }>): AnthropicContentBlock {
   switch (block.kind) {
     case 'reasoning':
       if (block.data !== undefined) return { type: 'redacted_thinking', data: block.data };
@@ -722,7 +820,11 @@ export async function* chatStreamToMessages(
   chunks: AsyncIterable<ChatChunk>,
   model: string,
 ): AsyncGenerator<AnthropicSseEvent> {
+  // A search is two Anthropic blocks: block indexes run ahead of the segments' by one per search.
+  let shift = 0;
+  let open: number | null = null;
   for await (const s of segmentChatStream(chunks, { reasoningFormat: FORMAT })) {
+    const index = 'index' in s ? s.index + shift : 0;
     switch (s.type) {
       case 'begin': {
         // The prompt's counts when the upstream told them up front, as Anthropic's message_start
@@ -751,12 +853,39 @@ export async function* chatStreamToMessages(
         break;
       }
       case 'open':
-        yield sse({ type: 'content_block_start', index: s.index, content_block: startBlock(s.block) });
+        if (s.block.kind === 'search') {
+          const [use, result] = searchBlocks(s.block.call);
+          const { input, ...rest } = use;
+          yield sse({ type: 'content_block_start', index, content_block: { ...rest, input: {} } });
+          if (input.query !== undefined) {
+            const partial_json = JSON.stringify(input);
+            yield sse({
+              type: 'content_block_delta',
+              index,
+              delta: { type: 'input_json_delta', partial_json },
+            });
+          }
+          yield sse({ type: 'content_block_stop', index });
+          yield sse({ type: 'content_block_start', index: index + 1, content_block: result });
+          shift++;
+          break;
+        }
+        open = index;
+        yield sse({ type: 'content_block_start', index, content_block: startBlock(s.block) });
+        break;
+      case 'annotation':
+        // Anthropic cites within an open block only: a citation after its block closed is lost.
+        if (index === open)
+          yield sse({
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'citations_delta', citation: citation(s.annotation, '') },
+          });
         break;
       case 'delta':
         yield sse({
           type: 'content_block_delta',
-          index: s.index,
+          index,
           delta:
             s.kind === 'reasoning'
               ? { type: 'thinking_delta', thinking: s.text }
@@ -766,14 +895,20 @@ export async function* chatStreamToMessages(
         });
         break;
       case 'close':
+        // A search's result block (index + 1: `shift` counted it already) ends here.
+        if (s.block.kind === 'search') {
+          yield sse({ type: 'content_block_stop', index });
+          break;
+        }
+        open = null;
         if (s.block.kind === 'reasoning' && s.block.data === undefined) {
           yield sse({
             type: 'content_block_delta',
-            index: s.index,
+            index,
             delta: { type: 'signature_delta', signature: s.block.signature || THINKING_SIGNATURE },
           });
         }
-        yield sse({ type: 'content_block_stop', index: s.index });
+        yield sse({ type: 'content_block_stop', index });
         break;
       case 'end': {
         const reason = stopReason(

@@ -31,13 +31,6 @@ import { createHash } from 'node:crypto';
 import type { ToolCall, ToolDefinition, ToolOrigin, WebSearchRequest } from './chat.js';
 import { withCacheControl } from './hints.js';
 import {
-  isResponsesWebSearch,
-  mergeWebSearch,
-  openRouterWebSearch,
-  responsesWebSearch,
-  WEB_SEARCH_TOOL,
-} from './web-search.js';
-import {
   argumentsObject,
   arr,
   fail,
@@ -49,6 +42,13 @@ import {
   optStr,
   str,
 } from './validate.js';
+import {
+  isResponsesWebSearch,
+  mergeWebSearch,
+  openRouterWebSearch,
+  responsesWebSearch,
+  WEB_SEARCH_TOOL,
+} from './web-search.js';
 
 /** Function names every provider accepts (OpenAI's rule is the strictest: 64 of [A-Za-z0-9_-]). */
 const MAX_NAME = 64;
@@ -208,7 +208,8 @@ export function responsesTools(v: unknown, path = 'tools'): Parsed {
         out.web_search = mergeWebSearch(out.web_search, openRouterWebSearch(t, p, out.dropped));
         break;
       default:
-        if (isResponsesWebSearch(t.type)) out.web_search = mergeWebSearch(out.web_search, responsesWebSearch(t, p));
+        if (isResponsesWebSearch(t.type))
+          out.web_search = mergeWebSearch(out.web_search, responsesWebSearch(t, p));
         else fail(`${p}.type`, `built-in tool '${String(t.type)}' is not supported`);
     }
   }

@@ -85,6 +85,7 @@ import type {
   ToolCall,
   ToolChoice,
   ToolDefinition,
+  UrlCitation,
   Usage,
 } from './chat.js';
 import { filePart } from './files.js';
@@ -130,11 +131,27 @@ export interface ResponsesLogprob {
   top_logprobs: { token: string; logprob: number; bytes: number[] }[];
 }
 
+export interface ResponsesUrlCitation {
+  type: 'url_citation';
+  url: string;
+  title: string;
+  start_index: number;
+  end_index: number;
+}
+
 export interface ResponsesOutputText {
   type: 'output_text';
   text: string;
-  annotations: never[];
+  annotations: ResponsesUrlCitation[];
   logprobs: ResponsesLogprob[];
+}
+
+/** A web search the provider ran (its query, '' when the provider does not say; the pages found). */
+export interface ResponsesWebSearchCallItem {
+  type: 'web_search_call';
+  id: string;
+  status: 'in_progress' | 'searching' | 'completed';
+  action: { type: 'search'; query: string; sources?: { type: 'url'; url: string }[] };
 }
 
 export interface ResponsesRefusal {
@@ -162,7 +179,11 @@ export interface ResponsesMessageItem {
 
 export type { ResponsesToolCallItem } from './responses-tools.js';
 
-export type ResponsesOutputItem = ResponsesReasoningItem | ResponsesMessageItem | ResponsesToolCallItem;
+export type ResponsesOutputItem =
+  | ResponsesReasoningItem
+  | ResponsesMessageItem
+  | ResponsesToolCallItem
+  | ResponsesWebSearchCallItem;
 
 export interface ResponsesUsage extends Partial<ResponsesCost> {
   input_tokens: number;
@@ -351,6 +372,24 @@ export type ResponsesStreamEvent =
       item_id: string;
       output_index: number;
       input: string;
+    }
+  | {
+      type:
+        | 'response.web_search_call.in_progress'
+        | 'response.web_search_call.searching'
+        | 'response.web_search_call.completed';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+    }
+  | {
+      type: 'response.output_text.annotation.added';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      content_index: number;
+      annotation_index: number;
+      annotation: ResponsesUrlCitation;
     }
   | { type: 'error'; sequence_number: number; code: 'server_error'; message: string; param: null };
 
@@ -685,7 +724,16 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
 
 export const responseId = (chatId: string): string => `resp_${idBase(chatId)}`;
 
-const itemId = (prefix: 'rs' | 'msg' | 'fc', base: string, index: number) => `${prefix}_${base}_${index}`;
+const itemId = (prefix: 'rs' | 'msg' | 'fc' | 'ws', base: string, index: number) =>
+  `${prefix}_${base}_${index}`;
+
+const responsesCitation = ({ url_citation: c }: UrlCitation): ResponsesUrlCitation => ({
+  type: 'url_citation',
+  url: c.url,
+  title: c.title,
+  start_index: c.start_index,
+  end_index: c.end_index,
+});
 
 function incompleteReason(finish: FinishReason | null): 'max_output_tokens' | 'content_filter' | null {
   if (finish === 'length') return 'max_output_tokens';
@@ -799,9 +847,27 @@ function outputItem(
         role: 'assistant',
         status,
         content: [
-          { type: 'output_text', text: block.text, annotations: [], logprobs: logprobs(block.logprobs) },
+          {
+            type: 'output_text',
+            text: block.text,
+            annotations: (block.annotations ?? []).map(responsesCitation),
+            logprobs: logprobs(block.logprobs),
+          },
         ],
       };
+    case 'search': {
+      const { query, sources } = block.call;
+      return {
+        type: 'web_search_call',
+        id: itemId('ws', base, index),
+        status: 'completed',
+        action: {
+          type: 'search',
+          query: query ?? '',
+          ...(sources.length ? { sources: sources.map((x) => ({ type: 'url' as const, url: x.url })) } : {}),
+        },
+      };
+    }
     case 'refusal':
       return {
         type: 'message',
@@ -993,6 +1059,19 @@ export async function* chatStreamToResponses(
       case 'open': {
         const output_index = s.index;
         const item = outputItem(s.block, base, output_index, 'in_progress', origins);
+        if (item.type === 'web_search_call') {
+          // The search ran before the answer came: its events all at once, as OpenAI's end.
+          const ref = { item_id: item.id, output_index };
+          yield emit({
+            type: 'response.output_item.added',
+            output_index,
+            item: { ...item, status: 'in_progress' },
+          });
+          yield emit({ type: 'response.web_search_call.in_progress', ...ref });
+          yield emit({ type: 'response.web_search_call.searching', ...ref });
+          yield emit({ type: 'response.web_search_call.completed', ...ref });
+          break;
+        }
         if (item.type !== 'function_call' && item.type !== 'message' && item.type !== 'reasoning')
           nonFunction.add(output_index);
         if (item.type === 'message') item.content = [];
@@ -1017,6 +1096,16 @@ export async function* chatStreamToResponses(
         }
         break;
       }
+      case 'annotation':
+        yield emit({
+          type: 'response.output_text.annotation.added',
+          item_id: itemId('msg', base, s.index),
+          output_index: s.index,
+          content_index: 0,
+          annotation_index: s.annotationIndex,
+          annotation: responsesCitation(s.annotation),
+        });
+        break;
       case 'delta': {
         const output_index = s.index;
         if (s.kind === 'text') {

@@ -21,17 +21,7 @@
  * tool `openrouter:web_search` (serverToolsOf).
  */
 import type { WebSearchLocation, WebSearchRequest } from './chat.js';
-import {
-  compact,
-  given,
-  isObj,
-  type Obj,
-  obj,
-  oneOf,
-  optNum,
-  optStr,
-  strArray,
-} from './validate.js';
+import { compact, given, isObj, type Obj, obj, oneOf, optNum, optStr, strArray } from './validate.js';
 
 /** The name every spelling of web search has in a workspace's `disabled_server_tools`. */
 export const WEB_SEARCH_TOOL = 'openrouter:web_search';
@@ -62,8 +52,7 @@ function location(v: unknown, path: string): WebSearchLocation | undefined {
   });
 }
 
-const contextSize = (v: unknown, path: string) =>
-  given(v) ? oneOf(v, path, CONTEXT_SIZES) : undefined;
+const contextSize = (v: unknown, path: string) => (given(v) ? oneOf(v, path, CONTEXT_SIZES) : undefined);
 
 const domains = (v: unknown, path: string) => (given(v) ? strArray(v, path) : undefined);
 
@@ -112,7 +101,8 @@ export function openRouterWebSearch(t: Obj, p: string, dropped: string[]): WebSe
   if (!given(t.parameters)) return {};
   const pp = `${p}.parameters`;
   const o = obj(t.parameters, pp);
-  for (const [k, v] of Object.entries(o)) if (given(v) && !OPENROUTER_MAPPED.has(k)) dropped.push(`${pp}.${k}`);
+  for (const [k, v] of Object.entries(o))
+    if (given(v) && !OPENROUTER_MAPPED.has(k)) dropped.push(`${pp}.${k}`);
   return compact({
     max_uses: optNum(o.max_uses, `${pp}.max_uses`, { integer: true, min: 1 }),
     allowed_domains: domains(o.allowed_domains, `${pp}.allowed_domains`),
@@ -123,10 +113,10 @@ export function openRouterWebSearch(t: Obj, p: string, dropped: string[]): WebSe
 }
 
 /** Two requests for web search in one body (a tool and `web_search_options`): one, the later wins. */
-export const mergeWebSearch = (
-  a: WebSearchRequest | undefined,
-  b: WebSearchRequest,
-): WebSearchRequest => ({ ...a, ...b });
+export const mergeWebSearch = (a: WebSearchRequest | undefined, b: WebSearchRequest): WebSearchRequest => ({
+  ...a,
+  ...b,
+});
 
 /**
  * The server tools a caller's body asks for, by the names `disabled_server_tools` uses: any
