@@ -134,3 +134,55 @@ export function serverToolsOf(body: Obj): string[] {
   }
   return [...out];
 }
+
+/**
+ * OpenRouter's `openrouter:web_search` tool on a lane to OpenAI (which does not know it): OpenAI's
+ * own search instead — `web_search_options` on Chat Completions, a `web_search` tool on Responses.
+ * Its parameters OpenAI has no field for are listed in `dropped`. `body` is not changed.
+ */
+export function laneWebSearch(body: Obj, wire: 'chat' | 'responses', dropped: string[] = []): Obj {
+  if (!Array.isArray(body.tools)) return body;
+  const at = body.tools.findIndex((t) => isObj(t) && t.type === WEB_SEARCH_TOOL);
+  if (at < 0) return body;
+  let ws: WebSearchRequest;
+  try {
+    ws = openRouterWebSearch(body.tools[at] as Obj, `tools[${at}]`, dropped);
+  } catch {
+    return body; // invalid parameters: the upstream refuses the call as it came
+  }
+  if (ws.max_uses !== undefined) dropped.push(`tools[${at}].parameters.max_uses`);
+  if (ws.blocked_domains) dropped.push(`tools[${at}].parameters.excluded_domains`);
+  const tools = body.tools.filter((_, i) => i !== at);
+  const out: Obj = { ...body, tools };
+  const location = ws.user_location;
+  if (wire === 'chat') {
+    if (ws.allowed_domains) dropped.push(`tools[${at}].parameters.allowed_domains`);
+    if (tools.length === 0) delete out.tools;
+    if (!given(body.web_search_options)) {
+      const { type, ...approximate } = location ?? { type: 'approximate' as const };
+      out.web_search_options = compact({
+        search_context_size: ws.search_context_size,
+        user_location: location ? { type, approximate } : undefined,
+      });
+    }
+    return out;
+  }
+  tools.splice(
+    at,
+    0,
+    compact({
+      type: 'web_search',
+      search_context_size: ws.search_context_size,
+      user_location: location,
+      filters: ws.allowed_domains ? { allowed_domains: ws.allowed_domains } : undefined,
+    }),
+  );
+  return out;
+}
+
+/** What laneWebSearch drops of `body`. */
+export function laneSearchDropped(body: Obj, wire: 'chat' | 'responses'): string[] {
+  const dropped: string[] = [];
+  laneWebSearch(body, wire, dropped);
+  return dropped;
+}
