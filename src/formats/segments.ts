@@ -292,12 +292,14 @@ export async function* segmentChatStream(
         const ownText = own.some((x) => x.type !== 'reasoning.encrypted');
         if (d.reasoning && !ownText) yield* appendText('reasoning', d.reasoning);
         for (const x of own) yield* detailFragment(x);
+        if (d.content) yield* appendText('text', d.content, choice.logprobs?.content ?? undefined);
+        // Citations before the searches of the same chunk: they belong to the text still open
+        // (Gemini reports both at the end).
+        if (d.annotations?.length) yield* annotate(d.annotations);
         for (const call of d.web_search_calls ?? []) {
           yield* start({ kind: 'search', call });
           yield* close(false);
         }
-        if (d.content) yield* appendText('text', d.content, choice.logprobs?.content ?? undefined);
-        if (d.annotations?.length) yield* annotate(d.annotations);
         for (const tc of d.tool_calls ?? []) {
           const args = tc.function?.arguments ?? '';
           const known = toolBlock.get(tc.index);
