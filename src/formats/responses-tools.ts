@@ -209,7 +209,7 @@ export function responsesTools(v: unknown, path = 'tools'): Parsed {
         break;
       default:
         if (isResponsesWebSearch(t.type))
-          out.web_search = mergeWebSearch(out.web_search, responsesWebSearch(t, p));
+          out.web_search = mergeWebSearch(out.web_search, responsesWebSearch(t, p, out.dropped));
         else fail(`${p}.type`, `built-in tool '${String(t.type)}' is not supported`);
     }
   }

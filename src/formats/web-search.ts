@@ -75,8 +75,12 @@ export function chatWebSearchOptions(v: unknown, p = 'web_search_options'): WebS
   });
 }
 
-/** A Responses `web_search` / `web_search_preview` tool. */
-export function responsesWebSearch(t: Obj, p: string): WebSearchRequest {
+/**
+ * A Responses `web_search` / `web_search_preview` tool; `external_web_access: false` (OpenAI's
+ * cached-only search, Codex's default) has no equivalent: every provider searches live (listed).
+ */
+export function responsesWebSearch(t: Obj, p: string, dropped: string[]): WebSearchRequest {
+  if (t.external_web_access === false) dropped.push(`${p}.external_web_access`);
   const filters = given(t.filters) ? obj(t.filters, `${p}.filters`) : {};
   return compact({
     search_context_size: contextSize(t.search_context_size, `${p}.search_context_size`),
