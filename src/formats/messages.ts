@@ -55,9 +55,14 @@
  * document or custom text content → the canonical `file` part (formats/files.ts), `title` as its
  * file name, `context` as text before it; `citations.enabled` is refused (only Anthropic cites).
  *
+ * Web search: the `web_search_*` server tool → the request's `web_search` (web-search.ts; the
+ * serving provider runs its own search); a `tool_choice` forcing it (or `any` with no other tool)
+ * is dropped and listed (no provider can be made to search). In history, `server_tool_use` and
+ * `web_search_tool_result` blocks (the provider's own records) are dropped and listed.
+ *
  * Refused: `container`, `mcp_servers`, `inference_geo`,
- * search-result / server-tool blocks, file image and document sources, server tools (any tool `type` other than
- * `custom`), `thinking.type: 'between_tools'`, `output_config.effort` max, tool
+ * search-result blocks, file image and document sources, other server tools (a tool `type` other
+ * than `custom` and web search), `thinking.type: 'between_tools'`, `output_config.effort` max, tool
  * `input_examples` / non-direct `allowed_callers`.
  *
  * Response mapping: `stop`→`end_turn` (`stop_sequence` when the provider says so natively),
@@ -70,7 +75,10 @@
  * with THINKING_SIGNATURE (a placeholder: there is no Anthropic signature to give). Tool-call
  * arguments that are not a JSON object become `input: {}` in a non-streamed message; streams
  * forward the upstream's argument text verbatim as `input_json_delta`. Usage: `input_tokens` =
- * prompt − cache reads − cache writes (Anthropic counts those separately).
+ * prompt − cache reads − cache writes (Anthropic counts those separately). Web searches
+ * (`web_search_calls`) → a `server_tool_use` block and a `web_search_tool_result` block each, before
+ * the text; `annotations` → the text split at the cited spans, each carrying its
+ * `web_search_result_location` citations (streams: a `citations_delta` on the open text block).
  */
 import {
   type CacheControl,
@@ -608,6 +616,18 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
     const { choice, parallel } = toolChoice(b.tool_choice);
     req.tool_choice = choice;
     req.parallel_tool_calls = parallel;
+    // A choice forcing the web search (or any tool, when it is the only one): no provider can be
+    // made to search, the model decides (listed).
+    const forced = choice === 'required' || typeof choice === 'object';
+    const named = typeof choice === 'object' ? choice.function.name : null;
+    if (
+      req.web_search &&
+      forced &&
+      !(req.tools ?? []).some((t) => named === null || t.function.name === named)
+    ) {
+      delete req.tool_choice;
+      dropped.push('tool_choice');
+    }
   }
   req.reasoning = reasoningConfig(b);
   if (isObj(b.output_config) && given(b.output_config.format)) {

@@ -49,6 +49,21 @@ describe('asking for web search in each caller format', () => {
     expect(req.dropped).toEqual(['messages[1].content[0]', 'messages[1].content[1]']);
   });
 
+  it('Messages: a tool_choice forcing the search is left to the model (listed)', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'q' }],
+      tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+    };
+    for (const tool_choice of [{ type: 'tool', name: 'web_search' }, { type: 'any' }]) {
+      const req = messagesRequestToChat({ ...body, tool_choice });
+      expect(req.tool_choice).toBeUndefined();
+      expect(req.dropped).toEqual(['tool_choice']);
+    }
+    expect(messagesRequestToChat({ ...body, tool_choice: { type: 'auto' } }).tool_choice).toBe('auto');
+  });
+
   it('Chat Completions: web_search_options (location unwrapped) and openrouter:web_search', () => {
     const req = chatRequestFromBody({
       model: 'm',

@@ -33,7 +33,8 @@
  *   `user` (else `safety_identifier`) → `metadata.user_id`; `service_tier` auto/default →
  *   auto/standard_only (other tiers are not sent: see HINT_RULES); tools → `{name, description,
  *   input_schema}`; tool_choice auto/required/none/named → auto/any/none/tool;
- *   `parallel_tool_calls: false` → `disable_parallel_tool_use`.
+ *   `parallel_tool_calls: false` → `disable_parallel_tool_use`; `web_search` → the
+ *   `web_search_20250305` server tool after the functions (`webSearchTool`).
  * - `reasoning` → `thinking: {type:'enabled', budget_tokens}` (`reasoning.max_tokens`, else the
  *   effort table in `../reasoning.ts`; at least 1024 and below `max_tokens`, else no thinking).
  *   With thinking on, `temperature`/`top_p`/`top_k` are dropped (Anthropic requires the defaults)
@@ -49,7 +50,10 @@
  * `signature_delta` → a fragment carrying the signature), redacted_thinking →
  * `reasoning.encrypted` with its `data`; both omitted with `reasoning.exclude`. tool_use →
  * tool_calls; stop_reason → finish_reason (the original in `native_finish_reason`);
- * usage.prompt_tokens = input + cache_read + cache_creation.
+ * usage.prompt_tokens = input + cache_read + cache_creation. Web search: `server_tool_use` blocks
+ * named `web_search` and their `web_search_tool_result` → `web_search_calls` (query, pages; in
+ * streams one delta per result block), the `web_search_result_location` citations of a text block →
+ * `annotations` spanning that block's text (streams: on a delta when the block ends).
  */
 import { ANTHROPIC_MAX_BREAKPOINTS, anthropicServiceTier } from '../../formats/capabilities.js';
 import {
