@@ -83,7 +83,7 @@ const upstreamBody = () => {
 };
 
 describe("Claude Code's WebSearch on /messages, served by another provider", () => {
-  it('an OpenAI model searches with web_search_options; the answer has the search blocks and cited text', async () => {
+  it('an OpenAI model searches with web_search_options; the answer has the search blocks and cited text, the search billed', async () => {
     const raw = await anthropic.messages.create(claudeCodeSearch('ws/gpt')).withResponse();
     const msg = raw.data;
     const sent = upstreamBody();
@@ -115,6 +115,10 @@ describe("Claude Code's WebSearch on /messages, served by another provider", () 
         encrypted_index: '',
       },
     ]);
+    // OpenAI's usage does not count the search: an answer citing pages ran one.
+    const gen = await generation(raw.response.headers.get('x-gatehouse-generation-id') as string);
+    expect(gen.web_search_requests).toBe(1);
+    expect(gen.total_cost).toBeCloseTo((gen.tokens_prompt * 1 + gen.tokens_completion * 2) / 1e6 + 0.01, 12);
   });
 
   it('a Gemini model searches with googleSearch; its queries and pages come back, its searches billed', async () => {
@@ -146,6 +150,8 @@ describe("Claude Code's WebSearch on /messages, served by another provider", () 
       mock.reset();
       const stream = anthropic.messages.stream(claudeCodeSearch(model));
       const msg = await stream.finalMessage();
+      const id = (await stream.withResponse()).response.headers.get('x-gatehouse-generation-id') as string;
+      expect((await generation(id)).web_search_requests).toBe(1);
       const types = msg.content.map((b) => b.type);
       expect(types).toContain('web_search_tool_result');
       expect(types).toContain('server_tool_use');
@@ -294,6 +300,18 @@ describe('chat completions', () => {
     const sent = upstreamBody();
     expect(sent.web_search_options).toEqual({ search_context_size: 'low' });
     expect(sent.tools).toBeUndefined();
+    // OpenAI's answer cites pages: one search billed (streamed too).
+    expect((await generation(res.body.id)).web_search_requests).toBe(1);
+    mock.reset();
+    const streamed = await call('POST', '/chat/completions', {
+      model: 'ws/gpt',
+      messages: [{ role: 'user', content: 'What is new?' }],
+      tools: [{ type: 'openrouter:web_search' }],
+      stream: true,
+    });
+    expect(streamed.status, streamed.text).toBe(200);
+    const id = streamed.headers.get('x-gatehouse-generation-id') as string;
+    expect((await generation(id)).web_search_requests).toBe(1);
   });
 });
 

@@ -17,7 +17,8 @@
  * upstream), and Gatehouse's extensions (`cache_control`, a tool's `origin`) are stripped. Streams
  * always ask for `stream_options.include_usage`.
  * Responses: `reasoning` / `reasoning_content` (vLLM, DeepSeek, Groq) → canonical `reasoning`;
- * `url_citation` annotations (a web search's, on the message or a delta) → canonical `annotations`;
+ * `url_citation` annotations (a web search's, on the message or a delta) → canonical `annotations`,
+ * and an answer with any counts one web search in its usage (`withCitedSearch`);
  * `finish_reason` normalised (`function_call` → `tool_calls`), the original kept in
  * `native_finish_reason`.
  */
@@ -110,6 +111,15 @@ export function webSearchOptions(ws: WebSearchRequest): Record<string, unknown> 
   }
   return out;
 }
+
+/**
+ * A Chat Completions answer citing web pages searched once (OpenAI's search models run one search
+ * per request and bill it per call; the usage does not count it).
+ */
+export const withCitedSearch = (usage: Usage): Usage => ({
+  ...usage,
+  server_tool_use: { web_search_requests: 1 },
+});
 
 /** `url_citation` annotations as canonical (anything else an upstream annotates with is left out). */
 export function mapAnnotations(raw: unknown): UrlCitation[] {
@@ -278,7 +288,8 @@ export function fromOpenAiResponse(raw: unknown, requestedModel: string): ChatRe
     }),
   };
   const usage = mapUsage(r.usage);
-  if (usage) out.usage = usage;
+  const cited = out.choices.some((c) => c.message.annotations?.length);
+  if (usage) out.usage = cited ? withCitedSearch(usage) : usage;
   if (typeof r.system_fingerprint === 'string') out.system_fingerprint = r.system_fingerprint;
   return out;
 }
