@@ -843,6 +843,8 @@ export async function* chatStreamToMessages(
   // A search is two Anthropic blocks: block indexes run ahead of the segments' by one per search.
   let shift = 0;
   let open: number | null = null;
+  // The open text block's text: a citation without its passage quotes the span it covers.
+  let text = '';
   for await (const s of segmentChatStream(chunks, { reasoningFormat: FORMAT })) {
     const index = 'index' in s ? s.index + shift : 0;
     switch (s.type) {
@@ -891,6 +893,7 @@ export async function* chatStreamToMessages(
           break;
         }
         open = index;
+        text = '';
         yield sse({ type: 'content_block_start', index, content_block: startBlock(s.block) });
         break;
       case 'annotation':
@@ -899,10 +902,11 @@ export async function* chatStreamToMessages(
           yield sse({
             type: 'content_block_delta',
             index,
-            delta: { type: 'citations_delta', citation: citation(s.annotation, '') },
+            delta: { type: 'citations_delta', citation: citation(s.annotation, text) },
           });
         break;
       case 'delta':
+        if (s.kind === 'text') text += s.text;
         yield sse({
           type: 'content_block_delta',
           index,

@@ -31,7 +31,7 @@ describe('Codex-style tools through the canonical request', () => {
       prompt_cache_key: codexBody.prompt_cache_key,
       verbosity: 'low',
       service_tier: 'priority',
-      dropped: ['tools[1].format'],
+      dropped: ['tools[1].format', 'tools[4].external_web_access'],
       web_search: {},
     });
     expect(req).not.toHaveProperty('store');

@@ -119,6 +119,7 @@ import {
   optStr,
   str,
 } from './validate.js';
+import { isResponsesWebSearch } from './web-search.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
@@ -601,9 +602,11 @@ function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[
   return out;
 }
 
-function toolChoice(v: unknown): ToolChoice {
+function toolChoice(v: unknown): ToolChoice | undefined {
   if (typeof v === 'string') return oneOf(v, 'tool_choice', ['none', 'auto', 'required'] as const);
   const tc = obj(v, 'tool_choice');
+  // Forcing the web search: no provider can be made to search, the model decides (listed).
+  if (isResponsesWebSearch(tc.type)) return undefined;
   if (tc.type === 'function' || tc.type === 'custom') {
     const name = nonEmptyStr(tc.name, 'tool_choice.name');
     return {
@@ -674,7 +677,10 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   }
   assertUniqueNames(tools);
   if (tools.length) req.tools = tools;
-  if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
+  if (given(b.tool_choice)) {
+    req.tool_choice = toolChoice(b.tool_choice);
+    if (req.tool_choice === undefined) dropped.push('tool_choice');
+  }
   req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
   if (given(b.text)) req.response_format = responseFormat(b.text);
   if (given(b.reasoning)) {

@@ -112,6 +112,14 @@ describe('asking for web search in each caller format', () => {
     });
     expect(req.web_search).toEqual({ allowed_domains: ['docs.rs'], search_context_size: 'high' });
     expect(req.dropped).toEqual(['input[1]']);
+    const forced = responsesRequestToChat({
+      model: 'm',
+      input: 'q',
+      tools: [{ type: 'web_search_preview' }],
+      tool_choice: { type: 'web_search_preview' },
+    });
+    expect(forced.tool_choice).toBeUndefined();
+    expect(forced.dropped).toEqual(['tool_choice']);
   });
 
   it('every spelling is openrouter:web_search for disabled_server_tools', () => {
