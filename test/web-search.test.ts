@@ -140,6 +140,7 @@ describe("Claude Code's WebSearch on /messages, served by another provider", () 
     ]);
     expect(text.citations?.[0]).toMatchObject({ url: FIRST.url, title: FIRST.title });
 
+    expect(msg.usage.server_tool_use).toEqual({ web_search_requests: 1, web_fetch_requests: 0 });
     const gen = await generation(response.headers.get('x-gatehouse-generation-id') as string);
     expect(gen.web_search_requests).toBe(1);
     expect(gen.total_cost).toBeCloseTo((gen.tokens_prompt * 1 + gen.tokens_completion * 2) / 1e6 + 0.01, 12);
@@ -150,6 +151,7 @@ describe("Claude Code's WebSearch on /messages, served by another provider", () 
       mock.reset();
       const stream = anthropic.messages.stream(claudeCodeSearch(model));
       const msg = await stream.finalMessage();
+      expect(msg.usage.server_tool_use?.web_search_requests).toBe(1);
       const id = (await stream.withResponse()).response.headers.get('x-gatehouse-generation-id') as string;
       expect((await generation(id)).web_search_requests).toBe(1);
       const types = msg.content.map((b) => b.type);

@@ -196,7 +196,7 @@ export interface AnthropicUsage {
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
   cache_creation: null;
-  server_tool_use: null;
+  server_tool_use: AnthropicServerToolUsage | null;
   service_tier: null;
   inference_geo: null;
   speed: null;
@@ -244,7 +244,7 @@ export type AnthropicStreamEvent =
         output_tokens: number;
         cache_creation_input_tokens: number;
         cache_read_input_tokens: number;
-        server_tool_use: null;
+        server_tool_use: AnthropicServerToolUsage | null;
         output_tokens_details: { thinking_tokens: number } | null;
       };
     }
@@ -684,6 +684,17 @@ function tokenCounts(u: Usage | null | undefined) {
   };
 }
 
+export interface AnthropicServerToolUsage {
+  web_search_requests: number;
+  web_fetch_requests: number;
+}
+
+/** The web searches the provider ran, as Anthropic counts them (null when none). */
+function serverToolUsage(u: Usage | null | undefined): AnthropicServerToolUsage | null {
+  const searches = u?.server_tool_use?.web_search_requests ?? 0;
+  return searches ? { web_search_requests: searches, web_fetch_requests: 0 } : null;
+}
+
 /** Canonical usage → Anthropic usage. */
 export function anthropicUsage(u: Usage | null | undefined): AnthropicUsage {
   const c = tokenCounts(u);
@@ -693,7 +704,7 @@ export function anthropicUsage(u: Usage | null | undefined): AnthropicUsage {
     cache_creation_input_tokens: c.cache_creation_input_tokens,
     cache_read_input_tokens: c.cache_read_input_tokens,
     cache_creation: null,
-    server_tool_use: null,
+    server_tool_use: serverToolUsage(u),
     service_tier: null,
     inference_geo: null,
     speed: null,
@@ -948,7 +959,7 @@ export async function* chatStreamToMessages(
             stop_details: stopDetails(reason),
             container: null,
           },
-          usage: { ...tokenCounts(s.usage), server_tool_use: null },
+          usage: { ...tokenCounts(s.usage), server_tool_use: serverToolUsage(s.usage) },
         });
         yield sse({ type: 'message_stop' });
         break;
