@@ -229,6 +229,8 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     retentionMs: config.auditRetentionMs,
   });
   workspaces.onChange((workspaceId) => contentLog.forget(workspaceId));
+  // A workspace's disabled server tools are part of its keys' effective policy.
+  workspaces.onChange(() => policyWrites.invalidate());
   // Console sign-in with the operator's identity provider (null when not configured).
   const oidc = config.oidc
     ? new OidcSignIn({

@@ -506,6 +506,25 @@ describe('AWS Bedrock provider', () => {
     expect(mock.requests).toHaveLength(0);
   });
 
+  it('web search on Converse (which has none) is a 400 naming it in the caller format, and nothing is sent', async () => {
+    const err = await anthropic.messages
+      .create({
+        model: 'test/llama',
+        max_tokens: 50,
+        messages: [{ role: 'user', content: 'news?' }],
+        tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+      })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(err.message).toContain('web_search cannot be sent to this provider');
+    const chat = await openai.chat.completions
+      .create({ model: 'test/llama', messages: [{ role: 'user', content: 'news?' }], web_search_options: {} })
+      .catch((e) => e);
+    expect(chat.status).toBe(400);
+    expect(chat.message).toContain('web_search');
+    expect(mock.requests).toHaveLength(0);
+  });
+
   it('an unlisted inference profile ARN is reached as <slug>/<ARN>, signed and routed by the URL', async () => {
     const arn = 'arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/a1b2c3d4e5f6';
     mock.enqueue({ reply: { text: 'via the profile' } });

@@ -340,4 +340,49 @@ describe('the official OpenRouter SDK against Gatehouse, response validation on'
     const embedded = (await sdk.generations.getGeneration({ id: embedding.id as string })).data;
     expect(embedded).toMatchObject({ apiType: 'embeddings', tokensPrompt: 1, tokensCompletion: 0 });
   });
+  describe('openrouter:web_search on Claude (the provider runs its own search)', () => {
+    const tools = [{ type: 'openrouter:web_search' as const, parameters: { maxResults: 3 } }];
+
+    // The SDK's chat types keep no annotations (web-search.test.ts asserts them on the wire).
+    it('chat.send: an answer with annotations parses, streamed and not', async () => {
+      const res = body(
+        await sdk.chat.send({
+          chatRequest: { model: 'test/claude', messages: [{ role: 'user', content: 'news?' }], tools },
+        }),
+      );
+      expect(mock.requests[0]?.body.tools).toEqual([{ type: 'web_search_20250305', name: 'web_search' }]);
+      expect(res.choices[0]?.message.content).toBe('Hello from claude-x!');
+
+      const stream = events(
+        await sdk.chat.send({
+          chatRequest: {
+            model: 'test/claude',
+            messages: [{ role: 'user', content: 'news?' }],
+            tools,
+            stream: true,
+          },
+        }),
+      );
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      expect(text).toBe('Hello from claude-x!');
+    });
+
+    it('responses.send: the web_search_call item and every stream event parse', async () => {
+      const res = body(
+        await sdk.responses.send({ responsesRequest: { model: 'test/claude', input: 'news?', tools } }),
+      );
+      expect(res.output.map((o) => o.type)).toEqual(['web_search_call', 'message']);
+      const stream = events(
+        await sdk.responses.send({
+          responsesRequest: { model: 'test/claude', input: 'news?', tools, stream: true },
+        }),
+      );
+      const types: string[] = [];
+      for await (const e of stream) types.push(e.type);
+      expect(types).not.toContain(UNKNOWN);
+      expect(types).toContain('response.web_search_call.completed');
+      expect(types).toContain('response.output_text.annotation.added');
+    });
+  });
 });

@@ -260,10 +260,14 @@ describe('translation keeps hints where it can and lists what it drops', () => {
       body: JSON.stringify(codexTurn('hint/claude')),
     });
     expect(res.status).toBe(200);
-    expect(res.headers.get(HEADER)).toBe('tools[1].format,tools[3],prompt_cache_key,verbosity');
+    // Codex's cached-only web search becomes Claude's (live) search.
+    expect(res.headers.get(HEADER)).toBe(
+      'tools[1].format,tools[3].external_web_access,prompt_cache_key,verbosity',
+    );
     const events = sseData(await res.text());
     const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item);
     expect(done).toEqual([
+      expect.objectContaining({ type: 'web_search_call', status: 'completed' }),
       expect.objectContaining({
         type: 'custom_tool_call',
         call_id: 'toolu_1',
@@ -286,7 +290,9 @@ describe('translation keeps hints where it can and lists what it drops', () => {
       'shell_command',
       'apply_patch',
       'mcp__docs__search',
+      'web_search',
     ]);
+    expect(sent?.body.tools[3]).toEqual({ type: 'web_search_20250305', name: 'web_search' });
     expect(sent?.body.tools[1].input_schema).toMatchObject({
       properties: { input: { type: 'string' } },
       required: ['input'],
@@ -300,8 +306,8 @@ describe('translation keeps hints where it can and lists what it drops', () => {
       stream: false,
       input: [
         ...codexTurn('hint/claude').input,
-        done[0],
-        done[1],
+        // The web_search_call item too: another provider's search is dropped from the history.
+        ...done,
         { type: 'custom_tool_call_output', call_id: 'toolu_1', output: 'Success. Updated README.md' },
         { type: 'function_call_output', call_id: 'toolu_2', output: 'no results' },
       ],

@@ -130,6 +130,14 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
     check: (r) => findPartOfType(r, 'file', (role) => role === 'tool'),
     reason: 'documents in tool results are not supported',
   },
+  // Every kind has a web search; a provider without one (Bedrock's Converse) refuses it by name
+  // (ProviderTraits.refuses).
+  {
+    field: 'web_search',
+    refusedBy: [],
+    check: when('web_search', (r) => isSet(r.web_search)),
+    reason: 'the provider has no web search of its own',
+  },
 ];
 
 const KIND_NAMES: Record<ProviderKind, string> = {
@@ -138,29 +146,34 @@ const KIND_NAMES: Record<ProviderKind, string> = {
   google: 'Google',
 };
 
-/** Every refusal `target` would make for `req` (empty when it can carry the whole request). */
+/**
+ * Every refusal `target` would make for `req` (empty when it can carry the whole request); `refuses`
+ * names rules the provider refuses beyond its kind's (ProviderTraits.refuses).
+ */
 export function untranslatableFields(
   req: ChatRequest,
   target: ProviderKind,
+  refuses: readonly string[] = [],
 ): { field: string; message: string }[] {
   const out: { field: string; message: string }[] = [];
   for (const rule of CAPABILITY_RULES) {
-    if (!rule.refusedBy.includes(target)) continue;
+    if (!rule.refusedBy.includes(target) && !refuses.includes(rule.field)) continue;
     const path = rule.check(req);
-    if (path)
-      out.push({
-        field: rule.field,
-        message: `${path} cannot be sent to ${KIND_NAMES[target]} providers: ${rule.reason}`,
-      });
+    const whom = rule.refusedBy.includes(target) ? `${KIND_NAMES[target]} providers` : 'this provider';
+    if (path) out.push({ field: rule.field, message: `${path} cannot be sent to ${whom}: ${rule.reason}` });
   }
   return out;
 }
 
 /** Throws a TranslationError naming the first field `target` cannot carry. */
-export function assertTranslatable(req: ChatRequest, target: TargetKind): void {
+export function assertTranslatable(
+  req: ChatRequest,
+  target: TargetKind,
+  refuses: readonly string[] = [],
+): void {
   if (target === 'dev') return;
   // An OpenAI-compatible server refuses what OpenAI refuses (it may take hints OpenAI takes not).
-  const [first] = untranslatableFields(req, target === 'openai-compatible' ? 'openai' : target);
+  const [first] = untranslatableFields(req, target === 'openai-compatible' ? 'openai' : target, refuses);
   if (first) throw new TranslationError(first.message);
 }
 
@@ -236,6 +249,30 @@ export const HINT_RULES: readonly HintRule[] = [
     dropped: (r, t) => isSet(r.safety_identifier) && t !== 'openai' && !(t === 'anthropic' && !isSet(r.user)),
   },
   { field: 'user', dropped: keptBy(['openai', 'openai-compatible', 'anthropic'], (r) => isSet(r.user)) },
+  // Web search settings each provider's search has no field for (the search itself is kept).
+  {
+    field: 'web_search.max_uses',
+    dropped: keptBy(['anthropic'], (r) => isSet(r.web_search?.max_uses)),
+  },
+  {
+    field: 'web_search.allowed_domains',
+    dropped: keptBy(['anthropic'], (r) => (r.web_search?.allowed_domains?.length ?? 0) > 0),
+  },
+  {
+    // Anthropic takes one of the two lists: the allowed domains win.
+    field: 'web_search.blocked_domains',
+    dropped: (r, t) =>
+      (r.web_search?.blocked_domains?.length ?? 0) > 0 &&
+      (t !== 'anthropic' || (r.web_search?.allowed_domains?.length ?? 0) > 0),
+  },
+  {
+    field: 'web_search.user_location',
+    dropped: keptBy(['anthropic', 'openai', 'openai-compatible'], (r) => isSet(r.web_search?.user_location)),
+  },
+  {
+    field: 'web_search.search_context_size',
+    dropped: keptBy(['openai', 'openai-compatible'], (r) => isSet(r.web_search?.search_context_size)),
+  },
   {
     field: 'parallel_tool_calls',
     dropped: keptBy(

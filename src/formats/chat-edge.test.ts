@@ -388,7 +388,10 @@ describe('chatRequestFromBody', () => {
     ['user', { ...ok, user: 5 }],
     ['audio', { ...ok, audio: { voice: 'alloy', format: 'mp3' } }],
     ['modalities', { ...ok, modalities: ['text', 'audio'] }],
-    ['web_search_options', { ...ok, web_search_options: {} }],
+    [
+      'web_search_options.search_context_size',
+      { ...ok, web_search_options: { search_context_size: 'huge' } },
+    ],
     ['logit_bias', { ...ok, logit_bias: { '50256': -100 } }],
   ])('refuses %s', (field, body) => {
     expect(() => chatRequestFromBody(body)).toThrow(TranslationError);

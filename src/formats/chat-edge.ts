@@ -22,9 +22,11 @@
  *
  * An `allowed_tools` tool choice → only the tools it lists, with its mode as the tool choice.
  *
- * Refused: `n` > 1, audio output (`audio`, `modalities` with audio),
- * `web_search_options`, a non-empty `logit_bias`, custom (non-function) tools,
- * `reasoning.enabled: false` (the canonical request cannot switch
+ * Web search: `web_search_options` and OpenRouter's `openrouter:web_search` tool become the
+ * canonical `web_search` (web-search.ts); the provider runs its own search.
+ *
+ * Refused: `n` > 1, audio output (`audio`, `modalities` with audio), a non-empty `logit_bias`,
+ * custom (non-function) tools, `reasoning.enabled: false` (the canonical request cannot switch
  * reasoning off), both `tools` and `functions`.
  *
  * Hints (carried; each provider maps what it can, see HINT_RULES in capabilities.ts):
@@ -74,6 +76,7 @@ import {
   str,
   strArray,
 } from './validate.js';
+import { chatWebSearchOptions, mergeWebSearch, openRouterWebSearch, WEB_SEARCH_TOOL } from './web-search.js';
 
 const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 
@@ -243,7 +246,8 @@ function functionDef(raw: unknown, path: string): ToolDefinition['function'] {
   return fn;
 }
 
-function tools(b: Obj): ToolDefinition[] | undefined {
+/** The function tools; OpenRouter's `openrouter:web_search` becomes the request's `web_search`. */
+function tools(b: Obj, req: ChatRequest, dropped: string[]): ToolDefinition[] | undefined {
   if (given(b.tools) && given(b.functions)) fail('functions', 'cannot be combined with tools');
   if (given(b.functions)) {
     return arr(b.functions, 'functions').map((f, i) => ({
@@ -252,16 +256,23 @@ function tools(b: Obj): ToolDefinition[] | undefined {
     }));
   }
   if (!given(b.tools)) return undefined;
-  return arr(b.tools, 'tools').map((raw, i): ToolDefinition => {
+  const out = arr(b.tools, 'tools').flatMap((raw, i): ToolDefinition[] => {
     const t = obj(raw, `tools[${i}]`);
+    if (t.type === WEB_SEARCH_TOOL) {
+      req.web_search = mergeWebSearch(req.web_search, openRouterWebSearch(t, `tools[${i}]`, dropped));
+      return [];
+    }
     if (t.type !== 'function')
       fail(`tools[${i}].type`, `'${String(t.type)}' tools are not supported (only function tools)`);
-    return withCacheControl(
-      { type: 'function', function: functionDef(t.function, `tools[${i}].function`) },
-      t.cache_control,
-      `tools[${i}].cache_control`,
-    );
+    return [
+      withCacheControl(
+        { type: 'function', function: functionDef(t.function, `tools[${i}].function`) },
+        t.cache_control,
+        `tools[${i}].cache_control`,
+      ),
+    ];
   });
+  return out.length ? out : undefined;
 }
 
 function toolChoice(b: Obj): ToolChoice | undefined {
@@ -343,7 +354,6 @@ function refuseUnsupported(b: Obj): void {
   if (given(b.modalities) && strArray(b.modalities, 'modalities').some((m) => m !== 'text')) {
     fail('modalities', "only 'text' is supported");
   }
-  if (given(b.web_search_options)) fail('web_search_options', 'built-in web search is not supported');
   if (isObj(b.logit_bias) && Object.keys(b.logit_bias).length) fail('logit_bias', 'is not supported');
 }
 
@@ -371,7 +381,9 @@ export function chatRequestFromBody(body: unknown): ChatRequest {
   req.seed = optNum(b.seed, 'seed', { integer: true });
   req.presence_penalty = optNum(b.presence_penalty, 'presence_penalty', { min: -2, max: 2 });
   req.frequency_penalty = optNum(b.frequency_penalty, 'frequency_penalty', { min: -2, max: 2 });
-  req.tools = tools(b);
+  const dropped: string[] = [];
+  if (given(b.web_search_options)) req.web_search = chatWebSearchOptions(b.web_search_options);
+  req.tools = tools(b, req, dropped);
   // OpenAI's allowed_tools: the listed tools alone, with the choice's mode.
   if (isAllowedToolsChoice(b.tool_choice))
     Object.assign(req, restrictTools(req.tools, chatAllowedTools(b.tool_choice)));
@@ -387,6 +399,7 @@ export function chatRequestFromBody(body: unknown): ChatRequest {
   Object.assign(req, openAiHints(b, { value: b.verbosity, path: 'verbosity' }));
   req.store = optBool(b.store, 'store');
   // Predicted outputs only speed the answer up: another provider goes without them.
-  if (given(b.prediction)) req.dropped = ['prediction'];
+  if (given(b.prediction)) dropped.push('prediction');
+  if (dropped.length) req.dropped = dropped;
   return compact(req);
 }

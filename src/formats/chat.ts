@@ -7,7 +7,8 @@
  *
  * Extensions over Chat Completions, each read only by the wires that have an equivalent:
  * `cache_control` (OpenRouter-style prompt-cache breakpoints on parts, messages, tools and the
- * request), `top_k`, and a tool's `origin` (how a Responses caller declared it).
+ * request), `top_k`, a tool's `origin` (how a Responses caller declared it), and `web_search`
+ * (the provider's own web search; see web-search.ts).
  */
 
 import type { SafeguardResult } from './safeguards.js';
@@ -126,6 +127,47 @@ export type ResponseFormat =
       json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean };
     };
 
+/**
+ * The caller asked the model to search the web (Anthropic's `web_search` server tool, a Responses
+ * `web_search` tool, Chat Completions' `web_search_options`, OpenRouter's `openrouter:web_search`):
+ * each provider wire turns it into that provider's own search tool, and drops (lists) what it has
+ * no field for (HINT_RULES).
+ */
+export interface WebSearchRequest {
+  max_uses?: number;
+  allowed_domains?: string[];
+  blocked_domains?: string[];
+  user_location?: WebSearchLocation;
+  search_context_size?: 'low' | 'medium' | 'high';
+}
+
+export interface WebSearchLocation {
+  type: 'approximate';
+  city?: string;
+  region?: string;
+  /** ISO 3166-1 alpha-2 */
+  country?: string;
+  /** IANA time zone */
+  timezone?: string;
+}
+
+/** A web page the answer cites (OpenRouter's chat annotation); offsets into the message's content. */
+export interface UrlCitation {
+  type: 'url_citation';
+  url_citation: { url: string; title: string; content?: string; start_index: number; end_index: number };
+}
+
+/**
+ * A search the provider ran for the answer: its query when the provider says, and the pages it
+ * found. Internal (the chat answer carries only `annotations`); the Messages and Responses answers
+ * show it as their own search blocks / items.
+ */
+export interface WebSearchCall {
+  id: string;
+  query?: string;
+  sources: { url: string; title?: string }[];
+}
+
 export interface ReasoningConfig {
   effort?: 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
   max_tokens?: number;
@@ -174,6 +216,8 @@ export interface ChatRequest {
    * sent as that header by an Anthropic-format provider, dropped and listed by any other.
    */
   anthropic_beta?: string;
+  /** The provider's own web search, when the caller asked for it (see WebSearchRequest). */
+  web_search?: WebSearchRequest;
   /**
    * Fields of the caller's body that the canonical request cannot carry and that only steer cost
    * or latency, as paths in the caller's format: dropped, and reported to the caller. Never sent.
@@ -211,7 +255,14 @@ export interface ChatResponse {
   model: string;
   choices: {
     index: number;
-    message: ChatMessage & { role: 'assistant'; refusal?: string | null };
+    message: ChatMessage & {
+      role: 'assistant';
+      refusal?: string | null;
+      /** Pages the answer cites (a web search's). */
+      annotations?: UrlCitation[];
+      /** The web searches the provider ran (internal: see WebSearchCall). */
+      web_search_calls?: WebSearchCall[];
+    };
     finish_reason: FinishReason | null;
     /** The provider's own finish reason (e.g. Anthropic's `end_turn`). */
     native_finish_reason?: string | null;
@@ -250,6 +301,10 @@ export interface ChatChunk {
       /** Fragments of the message's reasoning_details (merged by `index`, see ReasoningDetail). */
       reasoning_details?: ReasoningDetail[];
       tool_calls?: ChatChunkToolCall[];
+      /** Citations, as OpenRouter streams them: offsets into the whole message's content. */
+      annotations?: UrlCitation[];
+      /** Web searches the provider ran (internal, see WebSearchCall). */
+      web_search_calls?: WebSearchCall[];
     };
     finish_reason: FinishReason | null;
     native_finish_reason?: string | null;

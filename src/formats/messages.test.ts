@@ -586,10 +586,6 @@ describe('messagesRequestToChat', () => {
     ],
     [
       'messages[1].content[0].type',
-      assistant([{ type: 'server_tool_use', id: 's', name: 'web_search', input: {} }]),
-    ],
-    [
-      'messages[1].content[0].type',
       assistant([{ type: 'image', source: { type: 'url', url: 'https://x' } }]),
     ],
     [
@@ -605,7 +601,7 @@ describe('messagesRequestToChat', () => {
       ]),
     ],
     ['messages[1].content[0].input', assistant([{ type: 'tool_use', id: 't', name: 'n', input: 'x' }])],
-    ['tools[0].type', { ...ok, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }],
+    ['tools[0].type', { ...ok, tools: [{ type: 'code_execution_20250825', name: 'code_execution' }] }],
     ['tools[0].input_schema', { ...ok, tools: [{ name: 'x' }] }],
     ['tools[0].input_examples', { ...ok, tools: [{ name: 'x', input_schema: {}, input_examples: [{}] }] }],
     ['tool_choice.type', { ...ok, tool_choice: { type: 'some' } }],

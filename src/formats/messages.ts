@@ -56,9 +56,14 @@
  * document or custom text content → the canonical `file` part (formats/files.ts), `title` as its
  * file name, `context` as text before it; `citations.enabled` is refused (only Anthropic cites).
  *
+ * Web search: the `web_search_*` server tool → the request's `web_search` (web-search.ts; the
+ * serving provider runs its own search); a `tool_choice` forcing it (or `any` with no other tool)
+ * is dropped and listed (no provider can be made to search). In history, `server_tool_use` and
+ * `web_search_tool_result` blocks (the provider's own records) are dropped and listed.
+ *
  * Refused: `container`, `mcp_servers`, `inference_geo`,
- * search-result / server-tool blocks, file image and document sources, server tools (any tool `type` other than
- * `custom`), `thinking.type: 'between_tools'`, tool
+ * search-result blocks, file image and document sources, other server tools (a tool `type` other
+ * than `custom` and web search), `thinking.type: 'between_tools'`, tool
  * `input_examples` / non-direct `allowed_callers`.
  *
  * Response mapping: `stop`→`end_turn` (`stop_sequence` when the provider says so natively),
@@ -71,7 +76,10 @@
  * with THINKING_SIGNATURE (a placeholder: there is no Anthropic signature to give). Tool-call
  * arguments that are not a JSON object become `input: {}` in a non-streamed message; streams
  * forward the upstream's argument text verbatim as `input_json_delta`. Usage: `input_tokens` =
- * prompt − cache reads − cache writes (Anthropic counts those separately).
+ * prompt − cache reads − cache writes (Anthropic counts those separately). Web searches
+ * (`web_search_calls`) → a `server_tool_use` block and a `web_search_tool_result` block each, before
+ * the text; `annotations` → the text split at the cited spans, each carrying its
+ * `web_search_result_location` citations (streams: a `citations_delta` on the open text block).
  */
 import {
   type CacheControl,
@@ -87,7 +95,9 @@ import {
   type ToolCall,
   type ToolChoice,
   type ToolDefinition,
+  type UrlCitation,
   type Usage,
+  type WebSearchCall,
 } from './chat.js';
 import { documentParts } from './files.js';
 import { cachedTextParts, optCacheControl, withCacheControl } from './hints.js';
@@ -111,6 +121,7 @@ import {
   str,
   strArray,
 } from './validate.js';
+import { anthropicWebSearch, isAnthropicWebSearch, mergeWebSearch } from './web-search.js';
 
 /**
  * Placeholder `signature` on thinking blocks whose reasoning has no Anthropic signature (another
@@ -124,10 +135,35 @@ const FORMAT = REASONING_FORMATS.anthropic;
 // Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
 // ---------------------------------------------------------------------------------------------
 
-/** No `citations` key: Anthropic sends one only when there are citations (clients reject null). */
+/** No `citations` key unless there are citations (clients reject null). */
 export interface AnthropicTextBlock {
   type: 'text';
   text: string;
+  citations?: AnthropicCitation[];
+}
+export interface AnthropicCitation {
+  type: 'web_search_result_location';
+  url: string;
+  title: string;
+  cited_text: string;
+  encrypted_index: string;
+}
+export interface AnthropicServerToolUseBlock {
+  type: 'server_tool_use';
+  id: string;
+  name: 'web_search';
+  input: { query?: string };
+}
+export interface AnthropicWebSearchResultBlock {
+  type: 'web_search_tool_result';
+  tool_use_id: string;
+  content: {
+    type: 'web_search_result';
+    url: string;
+    title: string;
+    encrypted_content: string;
+    page_age: null;
+  }[];
 }
 export interface AnthropicThinkingBlock {
   type: 'thinking';
@@ -149,7 +185,9 @@ export type AnthropicContentBlock =
   | AnthropicTextBlock
   | AnthropicThinkingBlock
   | AnthropicRedactedThinkingBlock
-  | AnthropicToolUseBlock;
+  | AnthropicToolUseBlock
+  | AnthropicServerToolUseBlock
+  | AnthropicWebSearchResultBlock;
 
 export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 
@@ -159,7 +197,7 @@ export interface AnthropicUsage {
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
   cache_creation: null;
-  server_tool_use: null;
+  server_tool_use: AnthropicServerToolUsage | null;
   service_tier: null;
   inference_geo: null;
   speed: null;
@@ -190,7 +228,8 @@ export type AnthropicStreamEvent =
         | { type: 'text_delta'; text: string }
         | { type: 'thinking_delta'; thinking: string }
         | { type: 'signature_delta'; signature: string }
-        | { type: 'input_json_delta'; partial_json: string };
+        | { type: 'input_json_delta'; partial_json: string }
+        | { type: 'citations_delta'; citation: AnthropicCitation };
     }
   | { type: 'content_block_stop'; index: number }
   | {
@@ -206,7 +245,7 @@ export type AnthropicStreamEvent =
         output_tokens: number;
         cache_creation_input_tokens: number;
         cache_read_input_tokens: number;
-        server_tool_use: null;
+        server_tool_use: AnthropicServerToolUsage | null;
         output_tokens_details: { thinking_tokens: number } | null;
       };
     }
@@ -342,7 +381,7 @@ function userMessages(content: unknown, path: string): ChatMessage[] {
   return out;
 }
 
-function assistantMessage(content: unknown, path: string): ChatMessage | null {
+function assistantMessage(content: unknown, path: string, dropped: string[]): ChatMessage | null {
   if (typeof content === 'string') return { role: 'assistant', content };
   const blocks = arr(content, path);
   let text: string | null = null;
@@ -396,6 +435,11 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
         });
         break;
       }
+      case 'server_tool_use':
+      case 'web_search_tool_result':
+        // The provider's own record of a search it ran: nothing another provider can be shown.
+        dropped.push(p);
+        break;
       default:
         fail(`${p}.type`, `'${String(block.type)}' blocks are not supported in assistant messages`);
     }
@@ -409,11 +453,19 @@ function assistantMessage(content: unknown, path: string): ChatMessage | null {
   return m;
 }
 
-/** The tools, as functions; a deferred one (`defer_loading`) is offered up front, the flag listed. */
-function tools(v: unknown, dropped: string[]): ToolDefinition[] {
+/**
+ * The tools, as functions; a deferred one (`defer_loading`) is offered up front, the flag listed.
+ * The web search server tool becomes the request's `web_search` (set on `req`).
+ */
+function tools(v: unknown, dropped: string[], req: ChatRequest): ToolDefinition[] {
   return arr(v, 'tools').flatMap((t, i): ToolDefinition[] => {
     const p = `tools[${i}]`;
     const tool = obj(t, p);
+    if (isAnthropicWebSearch(tool.type)) {
+      req.web_search = mergeWebSearch(req.web_search, anthropicWebSearch(tool, p));
+      if (given(tool.cache_control)) dropped.push(`${p}.cache_control`);
+      return [];
+    }
     if (given(tool.type) && tool.type !== 'custom') {
       fail(`${p}.type`, `server tool '${String(tool.type)}' is not supported (only custom tools)`);
     }
@@ -533,6 +585,7 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
   }
   const input = arr(b.messages, 'messages');
   if (input.length === 0) fail('messages', 'must not be empty');
+  const historyDropped: string[] = [];
   for (const [i, raw] of input.entries()) {
     const p = `messages[${i}]`;
     const m = obj(raw, p);
@@ -541,7 +594,7 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
       messages.push({ role: 'system', content: textOfBlocks(m.content, `${p}.content`) });
     else if (role === 'user') messages.push(...userMessages(m.content, `${p}.content`));
     else {
-      const a = assistantMessage(m.content, `${p}.content`);
+      const a = assistantMessage(m.content, `${p}.content`, historyDropped);
       if (a) messages.push(a);
     }
   }
@@ -560,17 +613,29 @@ export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = 
     const stop = strArray(b.stop_sequences, 'stop_sequences');
     if (stop.length) req.stop = stop;
   }
-  const dropped = droppedHints(b);
+  const dropped = [...droppedHints(b), ...historyDropped];
   const beta = anthropicBeta(headers);
   if (beta) req.anthropic_beta = beta;
   if (given(b.tools)) {
-    const t = tools(b.tools, dropped);
+    const t = tools(b.tools, dropped, req);
     if (t.length) req.tools = t;
   }
   if (given(b.tool_choice)) {
     const { choice, parallel } = toolChoice(b.tool_choice);
     req.tool_choice = choice;
     req.parallel_tool_calls = parallel;
+    // A choice forcing the web search (or any tool, when it is the only one): no provider can be
+    // made to search, the model decides (listed).
+    const forced = choice === 'required' || typeof choice === 'object';
+    const named = typeof choice === 'object' ? choice.function.name : null;
+    if (
+      req.web_search &&
+      forced &&
+      !(req.tools ?? []).some((t) => named === null || t.function.name === named)
+    ) {
+      delete req.tool_choice;
+      dropped.push('tool_choice');
+    }
   }
   req.reasoning = reasoningConfig(b);
   if (isObj(b.output_config) && given(b.output_config.format)) {
@@ -627,6 +692,17 @@ function tokenCounts(u: Usage | null | undefined) {
   };
 }
 
+export interface AnthropicServerToolUsage {
+  web_search_requests: number;
+  web_fetch_requests: number;
+}
+
+/** The web searches the provider ran, as Anthropic counts them (null when none). */
+function serverToolUsage(u: Usage | null | undefined): AnthropicServerToolUsage | null {
+  const searches = u?.server_tool_use?.web_search_requests ?? 0;
+  return searches ? { web_search_requests: searches, web_fetch_requests: 0 } : null;
+}
+
 /** Canonical usage → Anthropic usage. */
 export function anthropicUsage(u: Usage | null | undefined): AnthropicUsage {
   const c = tokenCounts(u);
@@ -636,7 +712,7 @@ export function anthropicUsage(u: Usage | null | undefined): AnthropicUsage {
     cache_creation_input_tokens: c.cache_creation_input_tokens,
     cache_read_input_tokens: c.cache_read_input_tokens,
     cache_creation: null,
-    server_tool_use: null,
+    server_tool_use: serverToolUsage(u),
     service_tier: null,
     inference_geo: null,
     speed: null,
@@ -644,7 +720,75 @@ export function anthropicUsage(u: Usage | null | undefined): AnthropicUsage {
   };
 }
 
-function contentBlock(block: Block): AnthropicContentBlock {
+/** A search's server_tool_use id (`srvtoolu_…`, as Anthropic names them). */
+const serverToolId = (id: string): string =>
+  id.startsWith('srvtoolu_') ? id : `srvtoolu_${id.replace(/[^A-Za-z0-9_]/g, '')}`;
+
+/** A web search as Anthropic's pair of blocks: the search (its query when known), then its results. */
+function searchBlocks(call: WebSearchCall): [AnthropicServerToolUseBlock, AnthropicWebSearchResultBlock] {
+  const id = serverToolId(call.id);
+  return [
+    {
+      type: 'server_tool_use',
+      id,
+      name: 'web_search',
+      input: call.query !== undefined ? { query: call.query } : {},
+    },
+    {
+      type: 'web_search_tool_result',
+      tool_use_id: id,
+      content: call.sources.map((s) => ({
+        type: 'web_search_result',
+        url: s.url,
+        title: s.title ?? s.url,
+        encrypted_content: '',
+        page_age: null,
+      })),
+    },
+  ];
+}
+
+const citation = ({ url_citation: c }: UrlCitation, text: string): AnthropicCitation => ({
+  type: 'web_search_result_location',
+  url: c.url,
+  title: c.title,
+  cited_text: c.content ?? text.slice(c.start_index, c.end_index),
+  encrypted_index: '',
+});
+
+/**
+ * A text block with citations as Anthropic answers one: text blocks split at the cited spans, each
+ * cited span carrying its citations (several citations of one span on one block).
+ */
+function citedTextBlocks(text: string, annotations: UrlCitation[]): AnthropicTextBlock[] {
+  const cuts = new Set([0, text.length]);
+  for (const { url_citation: c } of annotations) {
+    cuts.add(Math.max(0, Math.min(text.length, c.start_index)));
+    cuts.add(Math.max(0, Math.min(text.length, c.end_index)));
+  }
+  const points = [...cuts].sort((a, b) => a - b);
+  const out: AnthropicTextBlock[] = [];
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [from, to] = [points[i] as number, points[i + 1] as number];
+    const piece = text.slice(from, to);
+    const cites = annotations
+      .filter(
+        ({ url_citation: c }) => c.start_index <= from && c.end_index >= to && c.end_index > c.start_index,
+      )
+      .map((a) => citation(a, text));
+    out.push(cites.length ? { type: 'text', text: piece, citations: cites } : { type: 'text', text: piece });
+  }
+  return out;
+}
+
+function contentBlocks(block: Block): AnthropicContentBlock[] {
+  if (block.kind === 'search') return searchBlocks(block.call);
+  if (block.kind === 'text' && block.annotations?.length)
+    return citedTextBlocks(block.text, block.annotations);
+  return [contentBlock(block)];
+}
+
+function contentBlock(block: Exclude<Block, { kind: 'search' }>): AnthropicContentBlock {
   switch (block.kind) {
     case 'reasoning':
       if (block.data !== undefined) return { type: 'redacted_thinking', data: block.data };
@@ -676,7 +820,7 @@ export function chatResponseToMessages(res: ChatResponse, model: string): Anthro
     type: 'message',
     role: 'assistant',
     model,
-    content: blocks.map(contentBlock),
+    content: blocks.flatMap(contentBlocks),
     stop_reason: reason,
     stop_sequence: null,
     stop_details: stopDetails(reason),
@@ -686,7 +830,7 @@ export function chatResponseToMessages(res: ChatResponse, model: string): Anthro
   };
 }
 
-function startBlock(block: Block): AnthropicContentBlock {
+function startBlock(block: Exclude<Block, { kind: 'search' }>): AnthropicContentBlock {
   switch (block.kind) {
     case 'reasoning':
       if (block.data !== undefined) return { type: 'redacted_thinking', data: block.data };
@@ -715,7 +859,13 @@ export async function* chatStreamToMessages(
   chunks: AsyncIterable<ChatChunk>,
   model: string,
 ): AsyncGenerator<AnthropicSseEvent> {
+  // A search is two Anthropic blocks: block indexes run ahead of the segments' by one per search.
+  let shift = 0;
+  let open: number | null = null;
+  // The open text block's text: a citation without its passage quotes the span it covers.
+  let text = '';
   for await (const s of segmentChatStream(chunks, { reasoningFormat: FORMAT })) {
+    const index = 'index' in s ? s.index + shift : 0;
     switch (s.type) {
       case 'begin': {
         // The prompt's counts when the upstream told them up front, as Anthropic's message_start
@@ -744,12 +894,41 @@ export async function* chatStreamToMessages(
         break;
       }
       case 'open':
-        yield sse({ type: 'content_block_start', index: s.index, content_block: startBlock(s.block) });
+        if (s.block.kind === 'search') {
+          const [use, result] = searchBlocks(s.block.call);
+          const { input, ...rest } = use;
+          yield sse({ type: 'content_block_start', index, content_block: { ...rest, input: {} } });
+          if (input.query !== undefined) {
+            const partial_json = JSON.stringify(input);
+            yield sse({
+              type: 'content_block_delta',
+              index,
+              delta: { type: 'input_json_delta', partial_json },
+            });
+          }
+          yield sse({ type: 'content_block_stop', index });
+          yield sse({ type: 'content_block_start', index: index + 1, content_block: result });
+          shift++;
+          break;
+        }
+        open = index;
+        text = '';
+        yield sse({ type: 'content_block_start', index, content_block: startBlock(s.block) });
+        break;
+      case 'annotation':
+        // Anthropic cites within an open block only: a citation after its block closed is lost.
+        if (index === open)
+          yield sse({
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'citations_delta', citation: citation(s.annotation, text) },
+          });
         break;
       case 'delta':
+        if (s.kind === 'text') text += s.text;
         yield sse({
           type: 'content_block_delta',
-          index: s.index,
+          index,
           delta:
             s.kind === 'reasoning'
               ? { type: 'thinking_delta', thinking: s.text }
@@ -759,14 +938,20 @@ export async function* chatStreamToMessages(
         });
         break;
       case 'close':
+        // A search's result block (index + 1: `shift` counted it already) ends here.
+        if (s.block.kind === 'search') {
+          yield sse({ type: 'content_block_stop', index });
+          break;
+        }
+        open = null;
         if (s.block.kind === 'reasoning' && s.block.data === undefined) {
           yield sse({
             type: 'content_block_delta',
-            index: s.index,
+            index,
             delta: { type: 'signature_delta', signature: s.block.signature || THINKING_SIGNATURE },
           });
         }
-        yield sse({ type: 'content_block_stop', index: s.index });
+        yield sse({ type: 'content_block_stop', index });
         break;
       case 'end': {
         const reason = stopReason(
@@ -782,7 +967,7 @@ export async function* chatStreamToMessages(
             stop_details: stopDetails(reason),
             container: null,
           },
-          usage: { ...tokenCounts(s.usage), server_tool_use: null },
+          usage: { ...tokenCounts(s.usage), server_tool_use: serverToolUsage(s.usage) },
         });
         yield sse({ type: 'message_stop' });
         break;

@@ -14,7 +14,7 @@ const codexBody = {
 };
 
 describe('Codex-style tools through the canonical request', () => {
-  it('flattens namespaces, turns custom and local_shell tools into functions, drops hosted search', () => {
+  it('flattens namespaces, turns custom and local_shell tools into functions, maps hosted search to the canonical web_search', () => {
     const req = responsesRequestToChat(codexBody);
     expect(req.tools?.map((t) => [t.function.name, t.origin ?? null])).toEqual([
       ['shell_command', null],
@@ -31,7 +31,8 @@ describe('Codex-style tools through the canonical request', () => {
       prompt_cache_key: codexBody.prompt_cache_key,
       verbosity: 'low',
       service_tier: 'priority',
-      dropped: ['tools[1].format', 'tools[4]'],
+      dropped: ['tools[1].format', 'tools[4].external_web_access'],
+      web_search: {},
     });
     expect(req).not.toHaveProperty('store');
   });

@@ -12,7 +12,8 @@
  * | `namespace` {name, tools}              | each inner function / custom tool, named                  |
  * |                                        | `<namespace>__<name>` (see flatName)                       |
  * | `local_shell`                          | `local_shell`, taking the exec action's fields            |
- * | `web_search` / `web_search_preview`    | dropped (`tools[i]`): a hosted tool only OpenAI runs       |
+ * | `web_search` / `web_search_preview`,   | the request's `web_search` (web-search.ts): the serving    |
+ * | `openrouter:web_search`                | provider runs its own search                               |
  * | `tool_search`, `execution: 'client'`   | `tool_search` (the caller runs the search: a function with |
  * |                                        | the tool's `parameters`); the tools a `tool_search_output` |
  * |                                        | item loaded are offered from then on                       |
@@ -27,7 +28,7 @@
  * same items in a later turn's `input` become the canonical tool calls again.
  */
 import { createHash } from 'node:crypto';
-import type { ToolCall, ToolDefinition, ToolOrigin } from './chat.js';
+import type { ToolCall, ToolDefinition, ToolOrigin, WebSearchRequest } from './chat.js';
 import { withCacheControl } from './hints.js';
 import {
   argumentsObject,
@@ -41,6 +42,13 @@ import {
   optStr,
   str,
 } from './validate.js';
+import {
+  isResponsesWebSearch,
+  mergeWebSearch,
+  openRouterWebSearch,
+  responsesWebSearch,
+  WEB_SEARCH_TOOL,
+} from './web-search.js';
 
 /** Function names every provider accepts (OpenAI's rule is the strictest: 64 of [A-Za-z0-9_-]). */
 const MAX_NAME = 64;
@@ -85,6 +93,8 @@ interface Parsed {
   tools: ToolDefinition[];
   /** Caller paths dropped (hosted tools, unenforced grammars). */
   dropped: string[];
+  /** A web search tool's settings, when one is declared. */
+  web_search?: WebSearchRequest;
 }
 
 function functionTool(t: Obj, p: string, namespace?: string): ToolDefinition {
@@ -194,12 +204,13 @@ export function responsesTools(v: unknown, path = 'tools'): Parsed {
         if (t.execution === 'client') out.tools.push(toolSearchTool(t, p));
         else out.dropped.push(p);
         break;
-      case 'web_search':
-      case 'web_search_preview':
-        out.dropped.push(p);
+      case WEB_SEARCH_TOOL:
+        out.web_search = mergeWebSearch(out.web_search, openRouterWebSearch(t, p, out.dropped));
         break;
       default:
-        fail(`${p}.type`, `built-in tool '${String(t.type)}' is not supported`);
+        if (isResponsesWebSearch(t.type))
+          out.web_search = mergeWebSearch(out.web_search, responsesWebSearch(t, p, out.dropped));
+        else fail(`${p}.type`, `built-in tool '${String(t.type)}' is not supported`);
     }
   }
   return out;

@@ -410,7 +410,7 @@ describe('responsesRequestToChat', () => {
     ['prompt', { ...ok, prompt: { id: 'pmpt_1' } }],
     ['tools[0].type', { ...ok, tools: [{ type: 'file_search', vector_store_ids: ['vs'] }] }],
     ['tools[0].name', { ...ok, tools: [{ type: 'function' }] }],
-    ['tool_choice.type', { ...ok, tool_choice: { type: 'web_search_preview' } }],
+    ['tool_choice.type', { ...ok, tool_choice: { type: 'file_search' } }],
     ['tool_choice', { ...ok, tool_choice: 'sometimes' }],
     ['text.format.type', { ...ok, text: { format: { type: 'yaml' } } }],
     ['text.format.name', { ...ok, text: { format: { type: 'json_schema', schema: {} } } }],

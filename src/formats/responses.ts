@@ -41,8 +41,11 @@
  * Tools in `additional_tools` input items (Codex's "lite" dialect) are read like `tools`; so are
  * the tools a client tool search loaded (`tool_search_output` items with `execution: 'client'`,
  * whose `tool_search_call` is a call of the function `tool_search`).
- * Dropped and reported in `dropped`: hosted `web_search` and `tool_search` tools (`tools[i]`) and
- * their `web_search_call` / `tool_search_call` / `tool_search_output` items in the history
+ * Web search tools (`web_search`, `web_search_preview`, `openrouter:web_search`) → the request's
+ * `web_search` (web-search.ts): the serving provider runs its own search; the answer's searches
+ * become `web_search_call` items and its citations `url_citation` annotations.
+ * Dropped and reported in `dropped`: hosted `tool_search` tools (`tools[i]`) and
+ * `web_search_call` / hosted `tool_search_call` / `tool_search_output` items in the history
  * (`input[i]`), a custom tool's grammar (`tools[i].format`: described to the model, not
  * enforced), `include` values other than output logprobs and `reasoning.encrypted_content`
  * (`include[i]`), `truncation: 'auto'`, `max_tool_calls`.
@@ -87,6 +90,7 @@ import type {
   ToolCall,
   ToolChoice,
   ToolDefinition,
+  UrlCitation,
   Usage,
 } from './chat.js';
 import { IMAGE_DETAILS } from './chat.js';
@@ -121,6 +125,7 @@ import {
   optStr,
   str,
 } from './validate.js';
+import { isResponsesWebSearch } from './web-search.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
@@ -133,11 +138,27 @@ export interface ResponsesLogprob {
   top_logprobs: { token: string; logprob: number; bytes: number[] }[];
 }
 
+export interface ResponsesUrlCitation {
+  type: 'url_citation';
+  url: string;
+  title: string;
+  start_index: number;
+  end_index: number;
+}
+
 export interface ResponsesOutputText {
   type: 'output_text';
   text: string;
-  annotations: never[];
+  annotations: ResponsesUrlCitation[];
   logprobs: ResponsesLogprob[];
+}
+
+/** A web search the provider ran (its query, '' when the provider does not say; the pages found). */
+export interface ResponsesWebSearchCallItem {
+  type: 'web_search_call';
+  id: string;
+  status: 'in_progress' | 'searching' | 'completed';
+  action: { type: 'search'; query: string; sources?: { type: 'url'; url: string }[] };
 }
 
 export interface ResponsesRefusal {
@@ -165,7 +186,11 @@ export interface ResponsesMessageItem {
 
 export type { ResponsesToolCallItem } from './responses-tools.js';
 
-export type ResponsesOutputItem = ResponsesReasoningItem | ResponsesMessageItem | ResponsesToolCallItem;
+export type ResponsesOutputItem =
+  | ResponsesReasoningItem
+  | ResponsesMessageItem
+  | ResponsesToolCallItem
+  | ResponsesWebSearchCallItem;
 
 export interface ResponsesUsage extends Partial<ResponsesCost> {
   input_tokens: number;
@@ -354,6 +379,24 @@ export type ResponsesStreamEvent =
       item_id: string;
       output_index: number;
       input: string;
+    }
+  | {
+      type:
+        | 'response.web_search_call.in_progress'
+        | 'response.web_search_call.searching'
+        | 'response.web_search_call.completed';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+    }
+  | {
+      type: 'response.output_text.annotation.added';
+      sequence_number: number;
+      item_id: string;
+      output_index: number;
+      content_index: number;
+      annotation_index: number;
+      annotation: ResponsesUrlCitation;
     }
   | { type: 'error'; sequence_number: number; code: 'server_error'; message: string; param: null };
 
@@ -569,9 +612,11 @@ function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[
   return out;
 }
 
-function toolChoice(v: unknown): ToolChoice {
+function toolChoice(v: unknown): ToolChoice | undefined {
   if (typeof v === 'string') return oneOf(v, 'tool_choice', ['none', 'auto', 'required'] as const);
   const tc = obj(v, 'tool_choice');
+  // Forcing the web search: no provider can be made to search, the model decides (listed).
+  if (isResponsesWebSearch(tc.type)) return undefined;
   if (tc.type === 'function' || tc.type === 'custom') {
     const name = nonEmptyStr(tc.name, 'tool_choice.name');
     return {
@@ -638,13 +683,17 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
     tools = tools.filter((tool) => !(searched.has(tool) && declared.has(tool.function.name)));
     tools.push(...t.tools);
     dropped.push(...t.dropped);
+    if (t.web_search) req.web_search = t.web_search;
   }
   assertUniqueNames(tools);
   if (tools.length) req.tools = tools;
   // OpenAI's allowed_tools: the listed tools alone, with the choice's mode.
   if (isAllowedToolsChoice(b.tool_choice))
     Object.assign(req, restrictTools(req.tools, responsesAllowedTools(b.tool_choice, flatName)));
-  else if (given(b.tool_choice)) req.tool_choice = toolChoice(b.tool_choice);
+  else if (given(b.tool_choice)) {
+    req.tool_choice = toolChoice(b.tool_choice);
+    if (req.tool_choice === undefined) dropped.push('tool_choice');
+  }
   req.parallel_tool_calls = optBool(b.parallel_tool_calls, 'parallel_tool_calls');
   if (given(b.text)) req.response_format = responseFormat(b.text);
   if (given(b.reasoning)) {
@@ -695,7 +744,16 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
 
 export const responseId = (chatId: string): string => `resp_${idBase(chatId)}`;
 
-const itemId = (prefix: 'rs' | 'msg' | 'fc', base: string, index: number) => `${prefix}_${base}_${index}`;
+const itemId = (prefix: 'rs' | 'msg' | 'fc' | 'ws', base: string, index: number) =>
+  `${prefix}_${base}_${index}`;
+
+const responsesCitation = ({ url_citation: c }: UrlCitation): ResponsesUrlCitation => ({
+  type: 'url_citation',
+  url: c.url,
+  title: c.title,
+  start_index: c.start_index,
+  end_index: c.end_index,
+});
 
 function incompleteReason(finish: FinishReason | null): 'max_output_tokens' | 'content_filter' | null {
   if (finish === 'length') return 'max_output_tokens';
@@ -809,9 +867,27 @@ function outputItem(
         role: 'assistant',
         status,
         content: [
-          { type: 'output_text', text: block.text, annotations: [], logprobs: logprobs(block.logprobs) },
+          {
+            type: 'output_text',
+            text: block.text,
+            annotations: (block.annotations ?? []).map(responsesCitation),
+            logprobs: logprobs(block.logprobs),
+          },
         ],
       };
+    case 'search': {
+      const { query, sources } = block.call;
+      return {
+        type: 'web_search_call',
+        id: itemId('ws', base, index),
+        status: 'completed',
+        action: {
+          type: 'search',
+          query: query ?? '',
+          ...(sources.length ? { sources: sources.map((x) => ({ type: 'url' as const, url: x.url })) } : {}),
+        },
+      };
+    }
     case 'refusal':
       return {
         type: 'message',
@@ -1003,6 +1079,19 @@ export async function* chatStreamToResponses(
       case 'open': {
         const output_index = s.index;
         const item = outputItem(s.block, base, output_index, 'in_progress', origins);
+        if (item.type === 'web_search_call') {
+          // The search ran before the answer came: its events all at once, as OpenAI's end.
+          const ref = { item_id: item.id, output_index };
+          yield emit({
+            type: 'response.output_item.added',
+            output_index,
+            item: { ...item, status: 'in_progress' },
+          });
+          yield emit({ type: 'response.web_search_call.in_progress', ...ref });
+          yield emit({ type: 'response.web_search_call.searching', ...ref });
+          yield emit({ type: 'response.web_search_call.completed', ...ref });
+          break;
+        }
         if (item.type !== 'function_call' && item.type !== 'message' && item.type !== 'reasoning')
           nonFunction.add(output_index);
         if (item.type === 'message') item.content = [];
@@ -1027,6 +1116,16 @@ export async function* chatStreamToResponses(
         }
         break;
       }
+      case 'annotation':
+        yield emit({
+          type: 'response.output_text.annotation.added',
+          item_id: itemId('msg', base, s.index),
+          output_index: s.index,
+          content_index: 0,
+          annotation_index: s.annotationIndex,
+          annotation: responsesCitation(s.annotation),
+        });
+        break;
       case 'delta': {
         const output_index = s.index;
         if (s.kind === 'text') {

@@ -11,7 +11,9 @@ import type {
   Logprobs,
   PromptUsage,
   ReasoningDetail,
+  UrlCitation,
   Usage,
+  WebSearchCall,
 } from './chat.js';
 import { collapseReasoningDetails } from './reasoning-details.js';
 import { idBase } from './validate.js';
@@ -27,7 +29,10 @@ export type LogprobEntry = NonNullable<Logprobs['content']>[number];
  */
 export type Block =
   | { kind: 'reasoning'; text: string; signature?: string; data?: string }
-  | { kind: 'text'; text: string; logprobs?: LogprobEntry[] }
+  /** `annotations`: its citations, offsets into this block's text. */
+  | { kind: 'text'; text: string; logprobs?: LogprobEntry[]; annotations?: UrlCitation[] }
+  /** A web search the provider ran (opened and closed at once, before the text that cites it). */
+  | { kind: 'search'; call: WebSearchCall }
   | { kind: 'refusal'; text: string }
   | { kind: 'tool'; id: string; name: string; arguments: string };
 
@@ -51,6 +56,8 @@ export type Segment =
       logprobs?: LogprobEntry[];
       late?: true;
     }
+  /** A citation for text block `index` (which may be closed already), offsets into its text. */
+  | { type: 'annotation'; index: number; annotation: UrlCitation; annotationIndex: number }
   /** Block `index` is complete; `final` when closed by the end of the stream (then `finish` is set). */
   | { type: 'close'; index: number; block: Block; final: boolean; finish: FinishReason | null }
   | {
@@ -89,6 +96,17 @@ function detailBlocks(details: ReasoningDetail[] | undefined, format: string): B
   return blocks;
 }
 
+/**
+ * The search an answer with citations but no search of its own ran (OpenAI's chat completions
+ * report only the citations): its pages are the cited ones, in order, each once.
+ */
+export function citedSearch(id: string, annotations: UrlCitation[]): WebSearchCall {
+  const seen = new Map<string, { url: string; title?: string }>();
+  for (const { url_citation: c } of annotations)
+    if (!seen.has(c.url)) seen.set(c.url, { url: c.url, title: c.title });
+  return { id, sources: [...seen.values()] };
+}
+
 const errorMessage = (err: unknown): string =>
   err instanceof Error ? err.message || err.name : typeof err === 'string' ? err : 'upstream stream failed';
 
@@ -106,6 +124,9 @@ export function responseBlocks(
   const m = choice.message;
   const blocks: Block[] = opts.reasoningFormat ? detailBlocks(m.reasoning_details, opts.reasoningFormat) : [];
   if (blocks.length === 0 && m.reasoning) blocks.push({ kind: 'reasoning', text: m.reasoning });
+  for (const call of m.web_search_calls ?? []) blocks.push({ kind: 'search', call });
+  if (!m.web_search_calls?.length && m.annotations?.length)
+    blocks.push({ kind: 'search', call: citedSearch(`${idBase(res.id)}_0`, m.annotations) });
   const text =
     typeof m.content === 'string'
       ? m.content
@@ -115,7 +136,9 @@ export function responseBlocks(
           .join('');
   if (text) {
     const logprobs = choice.logprobs?.content;
-    blocks.push(logprobs ? { kind: 'text', text, logprobs } : { kind: 'text', text });
+    const block: Block = logprobs ? { kind: 'text', text, logprobs } : { kind: 'text', text };
+    if (m.annotations?.length) block.annotations = m.annotations;
+    blocks.push(block);
   }
   if (m.refusal) blocks.push({ kind: 'refusal', text: m.refusal });
   for (const tc of m.tool_calls ?? []) {
@@ -211,6 +234,32 @@ export async function* segmentChatStream(
     }
   }
 
+  /** Citations (offsets into the whole content) → the text block holding their start. */
+  function* annotate(annotations: UrlCitation[]): Generator<Segment> {
+    for (const a of annotations) {
+      let index = -1;
+      let offset = 0;
+      let at = 0;
+      for (const [i, b] of blocks.entries()) {
+        if (b.kind !== 'text') continue;
+        if (index < 0 || a.url_citation.start_index >= at) {
+          index = i;
+          offset = at;
+        }
+        at += b.text.length;
+      }
+      if (index < 0) index = yield* start({ kind: 'text', text: '' });
+      const block = blocks[index] as Extract<Block, { kind: 'text' }>;
+      const c = a.url_citation;
+      const annotation: UrlCitation = {
+        type: 'url_citation',
+        url_citation: { ...c, start_index: c.start_index - offset, end_index: c.end_index - offset },
+      };
+      block.annotations = [...(block.annotations ?? []), annotation];
+      yield { type: 'annotation', index, annotation, annotationIndex: block.annotations.length - 1 };
+    }
+  }
+
   function* toolArgs(index: number, text: string): Generator<Segment> {
     if (!text) return;
     const block = blocks[index] as { arguments: string };
@@ -244,6 +293,13 @@ export async function* segmentChatStream(
         if (d.reasoning && !ownText) yield* appendText('reasoning', d.reasoning);
         for (const x of own) yield* detailFragment(x);
         if (d.content) yield* appendText('text', d.content, choice.logprobs?.content ?? undefined);
+        // Citations before the searches of the same chunk: they belong to the text still open
+        // (Gemini reports both at the end).
+        if (d.annotations?.length) yield* annotate(d.annotations);
+        for (const call of d.web_search_calls ?? []) {
+          yield* start({ kind: 'search', call });
+          yield* close(false);
+        }
         for (const tc of d.tool_calls ?? []) {
           const args = tc.function?.arguments ?? '';
           const known = toolBlock.get(tc.index);
@@ -291,6 +347,11 @@ export async function* segmentChatStream(
   if (unnamed !== undefined) {
     yield { type: 'error', message: `the upstream stream sent tool call ${unnamed} without a name` };
     return;
+  }
+  // Citations without a search (OpenAI's): the search that found them, last.
+  const cited = blocks.flatMap((b) => (b.kind === 'text' ? (b.annotations ?? []) : []));
+  if (cited.length && !blocks.some((b) => b.kind === 'search')) {
+    yield* start({ kind: 'search', call: citedSearch(`${base}_0`, cited) });
   }
   yield* close(true);
   yield { type: 'end', finish, nativeFinish, usage, blocks: blocks.map((b) => ({ ...b })) };

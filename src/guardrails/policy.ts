@@ -46,6 +46,8 @@ export interface EffectivePolicy {
   budgets: BudgetRule[]; // one per guardrail with limit_usd; key-assigned and default-guardrail budgets are scoped to the calling key, member-guardrail budgets to the user
   contentFilters: CompiledFilter[]; // union of all filters, builtin and custom
   usageLimits: GuardrailUsageLimits[]; // one per guardrail with any usage limit set
+  /** The key's workspace's `disabled_server_tools` (e.g. `openrouter:web_search`). */
+  disabledServerTools: string[];
   /** Which guardrail imposed each list restriction, to name it in refusals. */
   sources: {
     allowedModels: string[];
@@ -56,6 +58,14 @@ export interface EffectivePolicy {
 }
 
 export type Verdict = { ok: true } | { ok: false; reason: string };
+
+/** Refuses a call naming a server tool its workspace disabled (`disabled_server_tools`). */
+export function serverToolsAllowed(policy: EffectivePolicy, tools: readonly string[]): Verdict {
+  const disabled = tools.find((t) => policy.disabledServerTools.includes(t));
+  return disabled
+    ? { ok: false, reason: `The server tool ${disabled} is disabled in this workspace` }
+    : { ok: true };
+}
 
 export type ZdrVendor = keyof EffectivePolicy['zdr'];
 
@@ -248,6 +258,7 @@ export function combinePolicies(
     allowFreeModelPublication: parsed.every((p) => p.freePublication),
     budgets,
     usageLimits,
+    disabledServerTools: [],
     contentFilters: compileFilters(
       rows.map(({ row }) => ({
         guardrailId: row.id,
@@ -466,6 +477,16 @@ export class PolicyService {
   }
 
   private async load(caller: Caller): Promise<EffectivePolicy> {
-    return combinePolicies(await this.applicable(caller), caller);
+    const [applicable, workspace] = await Promise.all([
+      this.applicable(caller),
+      this.db
+        .selectFrom('workspaces')
+        .select('disabled_server_tools')
+        .where('id', '=', caller.workspaceId)
+        .executeTakeFirst(),
+    ]);
+    const policy = combinePolicies(applicable, caller);
+    policy.disabledServerTools = fromJsonList<string>(workspace?.disabled_server_tools ?? null) ?? [];
+    return policy;
   }
 }

@@ -84,13 +84,27 @@ export function responsesCost(cost: Cost, isByok: boolean): ResponsesCost {
 /** The response header listing what translation dropped (comma-separated field paths). */
 export const DROPPED_FIELDS_HEADER = 'x-gatehouse-dropped-fields';
 
-/** `message.reasoning_details` only when the provider gave some (the seed's response body). */
+/**
+ * `message.reasoning_details` only when the provider gave some (the seed's response body); the
+ * web searches the provider ran are internal (a chat answer shows their citations, `annotations`).
+ */
 function withoutEmptyDetails(choices: ChatResponse['choices']): ChatResponse['choices'] {
   return choices.map((c) => {
-    if (!c.message || c.message.reasoning_details === undefined || c.message.reasoning_details.length)
-      return c;
-    const { reasoning_details: _, ...message } = c.message;
+    if (!c.message) return c;
+    const { web_search_calls: _searches, ...rest } = c.message;
+    if (rest.reasoning_details === undefined || rest.reasoning_details.length)
+      return _searches ? { ...c, message: rest } : c;
+    const { reasoning_details: _, ...message } = rest;
     return { ...c, message };
+  });
+}
+
+/** A chunk's choices without the internal web searches (see withoutEmptyDetails). */
+function withoutSearches(choices: ChatChunk['choices']): ChatChunk['choices'] {
+  if (!choices.some((c) => c.delta?.web_search_calls)) return choices;
+  return choices.map((c) => {
+    const { web_search_calls: _, ...delta } = c.delta;
+    return { ...c, delta };
   });
 }
 
@@ -133,6 +147,7 @@ export const decorateChunk = (
   info: RouteInfo,
 ) => ({
   ...chunk,
+  choices: withoutSearches(chunk.choices),
   // A chunk carrying the provider's filter verdicts (Azure) reports them as it comes.
   ...(safeguards ? { safeguard_results: safeguards } : {}),
   id: info.generationId,

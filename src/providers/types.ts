@@ -208,6 +208,11 @@ export interface ProviderTraits {
    */
   drops?: readonly string[];
   /**
+   * Capability rules (CAPABILITY_RULES fields) this provider refuses beyond those of `target`'s
+   * kind: `web_search` on Bedrock's Converse, which has no search of its own.
+   */
+  refuses?: readonly string[];
+  /**
    * The traits of one upstream model when they differ by model (Vertex AI serves Claude, natively
    * on /messages, and Gemini under one entry); absent: these traits hold for every model.
    */

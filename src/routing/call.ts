@@ -99,6 +99,8 @@ export interface CallChecks {
   admit(): Promise<Verdict>;
   modelAllowed(model: Pick<ModelEntry, 'id' | 'aliases'>): Verdict;
   providerAllowed(provider: ProviderEntry, model: ModelEntry): { ok: true } | { ok: false; reason: string };
+  /** The workspace's disabled server tools (403 when the call names one; serverToolsOf). */
+  serverToolsAllowed(tools: readonly string[]): Verdict;
   /** Only the allowed/ignored provider lists (media providers carry no ZDR or training attributes). */
   providerListed(slug: string): Verdict;
   /** Content filters: may rewrite messages (redact), refuse (block) or report (flag). */

@@ -8,6 +8,7 @@ import type {
   EmbeddingsResponse,
   Usage,
 } from '../formats/chat.js';
+import { serverToolsOf } from '../formats/web-search.js';
 import type { AnswerScan } from '../guardrails/answer-filter.js';
 import { providerSafeguardRecords } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
@@ -77,7 +78,7 @@ export interface EngineDeps {
   guard: CallGuard;
   byok: (caller: Caller, providerSlug: string, modelId: string) => Promise<ByokChoice>;
   /** Capability check per translation target; throws TranslationError with the field it cannot carry. */
-  assertTranslatable: (req: ChatRequest, target: TranslationTarget) => void;
+  assertTranslatable: (req: ChatRequest, target: TranslationTarget, refuses?: readonly string[]) => void;
   /** Fetches image and document URLs for the providers that take their data inline only. */
   remoteMedia?: RemoteMedia;
   /** Records a generation; a promise is awaited before the call's answer goes out (the journal). */
@@ -200,6 +201,9 @@ export class Engine {
         admitted.message,
         admitted.retryAfterMs ? { retry_after_ms: admitted.retryAfterMs } : undefined,
       );
+    // Read from the caller's body: a lane forwards it as it is, so this is the last check before.
+    const tools = checks.serverToolsAllowed(serverToolsOf(call.body));
+    if (!tools.ok) throw new ApiError(tools.status, tools.message);
     // Guardrail and context length per model of the list (the caller's body as sent sizes it).
     const chain = modelChain({
       primary,
@@ -340,10 +344,11 @@ export class Engine {
         refuse(candidate, parse.error() ?? 'the request cannot be translated');
         continue;
       }
-      const target = traitsOf(provider, upstreamModel).target;
+      const traits = traitsOf(provider, upstreamModel);
+      const target = traits.target;
       if (wire.kind === 'chat' && target) {
         try {
-          this.deps.assertTranslatable(req as ChatRequest, target);
+          this.deps.assertTranslatable(req as ChatRequest, target, traits.refuses);
         } catch (err) {
           refuse(candidate, (err as Error).message);
           continue;

@@ -12,6 +12,7 @@ import {
   type ProviderAttrs,
   providerAllowed,
   regionAllowed,
+  serverToolsAllowed,
 } from '../guardrails/policy.js';
 import type { ScopeLimits, UsageLimits } from '../limits/usage-limits.js';
 import type { CallChecks, CallGuard, Verdict } from './call.js';
@@ -116,6 +117,10 @@ export class PolicyGuard implements CallGuard {
         });
         if (!v.ok) return v;
         return regionAllowed(policy, provider.region === 'local' ? 'global' : provider.region);
+      },
+      serverToolsAllowed(tools) {
+        const v = serverToolsAllowed(policy, tools);
+        return v.ok ? v : refuse(403, v.reason);
       },
       providerListed(slug) {
         const v = providerAllowed(policy, slug, LISTS_ONLY);

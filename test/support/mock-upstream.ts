@@ -27,6 +27,11 @@
  *   `endAfterEvents` (a clean end of the body after n events: a truncated stream),
  *   `stallAfterEvents` (no more bytes after n events, connection kept open until the client leaves);
  * - `match` to reserve a step for requests on a path/model/format, `times` to repeat it.
+ * - web search: a request asking for the vendor's search (Anthropic's `web_search_*` server tool,
+ *   OpenAI's `web_search_options`, Gemini's `googleSearch` tool) is answered as that vendor answers
+ *   a search (MockReply.webSearch; a default search when the reply sets none): Anthropic's
+ *   server_tool_use + web_search_tool_result blocks, cited text and usage.server_tool_use; OpenAI's
+ *   `url_citation` annotations; Gemini's groundingMetadata — streamed too.
  * `requests` records every request (method, path, headers, parsed body) for assertions, and
  * `wireView(request)` normalises any of the formats into one shape (system, turns, tools, auth).
  */
@@ -85,6 +90,36 @@ export interface MockReply {
   omitDone?: boolean;
   /** Tool call arguments are streamed in this many pieces (default 3). */
   argPieces?: number;
+  /**
+   * A web search the model ran, its pages, and the whole text citing the first page. Set by default
+   * (MOCK_SEARCH) when the request asks for the vendor's search.
+   */
+  webSearch?: MockWebSearch;
+}
+
+export interface MockWebSearch {
+  query: string;
+  results: { url: string; title: string }[];
+  /** The cited passage (Anthropic's cited_text, Gemini's segment text); default: the whole text. */
+  cited?: string;
+}
+
+/** The search the mock runs when a request asks for one and the reply names none. */
+export const MOCK_SEARCH: MockWebSearch = {
+  query: 'latest gatehouse release',
+  results: [
+    { url: 'https://example.com/release', title: 'Gatehouse release notes' },
+    { url: 'https://example.org/blog', title: 'A blog post' },
+  ],
+};
+
+/** Whether a request body asks for the vendor's own web search. */
+function asksForSearch(body: any): boolean {
+  if (body?.web_search_options) return true;
+  const tools: any[] = Array.isArray(body?.tools) ? body.tools : [];
+  return tools.some(
+    (t) => (typeof t?.type === 'string' && /^web_search/.test(t.type)) || t?.googleSearch !== undefined,
+  );
 }
 
 /** A raw SSE event: `data` objects are JSON-encoded; `raw` is written verbatim (bytes: any cut of them). */
@@ -225,7 +260,8 @@ export interface Resolved {
 }
 
 export function resolveReply(reply: MockReply | undefined, model: string, reqBody: any): Resolved {
-  const r = reply ?? { text: `Hello from ${model}!` };
+  let r = reply ?? { text: `Hello from ${model}!` };
+  if (!r.webSearch && asksForSearch(reqBody)) r = { ...r, webSearch: MOCK_SEARCH };
   const calls = (r.tool_calls ?? []).map((tc, i) => ({
     id: tc.id ?? `call_${rid('')}${i}`,
     name: tc.name,
@@ -298,6 +334,19 @@ function openaiUsage(r: Resolved) {
   };
 }
 
+/** OpenAI's citations of a search: the whole text cites the first page. */
+function openAiAnnotations(r: Resolved): unknown[] {
+  const ws = r.reply.webSearch;
+  const first = ws?.results[0];
+  if (!first || !r.text) return [];
+  return [
+    {
+      type: 'url_citation',
+      url_citation: { url: first.url, title: first.title, start_index: 0, end_index: r.text.length },
+    },
+  ];
+}
+
 export function renderOpenAiCompletion(r: Resolved, model: string): unknown {
   return {
     id: rid('chatcmpl-'),
@@ -311,7 +360,7 @@ export function renderOpenAiCompletion(r: Resolved, model: string): unknown {
           role: 'assistant',
           content: r.text || (r.calls.length ? null : ''),
           refusal: null,
-          annotations: [],
+          annotations: openAiAnnotations(r),
           ...(r.reasoning ? { reasoning_content: r.reasoning } : {}),
           ...(r.calls.length
             ? {
@@ -354,6 +403,8 @@ export function renderOpenAiStream(r: Resolved, model: string, includeUsage: boo
   const events: MockStreamEvent[] = [delta({ role: 'assistant', content: '', refusal: null })];
   for (const p of textPieces(r.reasoning)) events.push(delta({ reasoning_content: p }));
   for (const p of textPieces(r.text)) events.push(delta({ content: p }));
+  const annotations = openAiAnnotations(r);
+  if (annotations.length) events.push(delta({ annotations }));
   r.calls.forEach((c, index) => {
     events.push(
       delta({
@@ -385,7 +436,41 @@ function anthropicUsage(r: Resolved, output: number) {
     cache_creation_input_tokens: r.reply.usage?.cache_write_tokens ?? 0,
     cache_read_input_tokens: r.cached,
     output_tokens: output,
+    ...(r.reply.webSearch ? { server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 } } : {}),
     service_tier: 'standard',
+  };
+}
+
+const SEARCH_ID = 'srvtoolu_mock01';
+
+/** Anthropic's blocks of a search: the call, its results. */
+function anthropicSearchBlocks(ws: MockWebSearch): Record<string, unknown>[] {
+  return [
+    { type: 'server_tool_use', id: SEARCH_ID, name: 'web_search', input: { query: ws.query } },
+    {
+      type: 'web_search_tool_result',
+      tool_use_id: SEARCH_ID,
+      content: ws.results.map((x) => ({
+        type: 'web_search_result',
+        url: x.url,
+        title: x.title,
+        encrypted_content: 'EncMock==',
+        page_age: 'April 1, 2026',
+      })),
+    },
+  ];
+}
+
+/** The citation of the first page, as Anthropic puts it on a text block. */
+function anthropicCitation(r: Resolved): Record<string, unknown> | null {
+  const first = r.reply.webSearch?.results[0];
+  if (!first) return null;
+  return {
+    type: 'web_search_result_location',
+    url: first.url,
+    title: first.title,
+    cited_text: r.reply.webSearch?.cited ?? r.text,
+    encrypted_index: 'EncIdx==',
   };
 }
 
@@ -396,7 +481,9 @@ export function renderAnthropicMessage(r: Resolved, model: string): unknown {
   if (r.reasoning)
     content.push({ type: 'thinking', thinking: r.reasoning, signature: anthropicSignature(r) });
   if (r.reply.redactedThinking) content.push({ type: 'redacted_thinking', data: r.reply.redactedThinking });
-  if (r.text) content.push({ type: 'text', text: r.text });
+  if (r.reply.webSearch) content.push(...anthropicSearchBlocks(r.reply.webSearch));
+  const citation = anthropicCitation(r);
+  if (r.text) content.push({ type: 'text', text: r.text, ...(citation ? { citations: [citation] } : {}) });
   for (const c of r.calls)
     content.push({ type: 'tool_use', id: c.id, name: c.name, input: JSON.parse(c.args) });
   return {
@@ -465,8 +552,30 @@ export function renderAnthropicStream(r: Resolved, model: string): MockStreamEve
     events.push(ev({ type: 'content_block_stop', index }));
     index++;
   }
+  if (r.reply.webSearch) {
+    const [use, result] = anthropicSearchBlocks(r.reply.webSearch);
+    events.push(ev({ type: 'content_block_start', index, content_block: { ...use, input: {} } }));
+    const partial_json = JSON.stringify((use as { input: unknown }).input);
+    events.push(
+      ev({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } }),
+    );
+    events.push(ev({ type: 'content_block_stop', index }));
+    index++;
+    events.push(ev({ type: 'content_block_start', index, content_block: result }));
+    events.push(ev({ type: 'content_block_stop', index }));
+    index++;
+  }
+  const citation = anthropicCitation(r);
   if (r.text) {
-    events.push(ev({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }));
+    events.push(
+      ev({
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'text', text: '', ...(citation ? { citations: [] } : {}) },
+      }),
+    );
+    if (citation)
+      events.push(ev({ type: 'content_block_delta', index, delta: { type: 'citations_delta', citation } }));
     for (const p of textPieces(r.text)) {
       events.push(ev({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: p } }));
     }
@@ -493,7 +602,10 @@ export function renderAnthropicStream(r: Resolved, model: string): MockStreamEve
     ev({
       type: 'message_delta',
       delta: { stop_reason: ANTHROPIC_STOP[r.finish], stop_sequence: null },
-      usage: { output_tokens: r.completion },
+      usage: {
+        output_tokens: r.completion,
+        ...(r.reply.webSearch ? { server_tool_use: { web_search_requests: 1 } } : {}),
+      },
     }),
   );
   events.push(ev({ type: 'message_stop' }));
@@ -712,6 +824,27 @@ function signGeminiParts(r: Resolved, parts: Record<string, unknown>[]): void {
   if (target) target.thoughtSignature = thoughtSignature;
 }
 
+/** Gemini's grounding of a search: the whole text is supported by the first page. */
+function geminiGrounding(r: Resolved): Record<string, unknown> {
+  const ws = r.reply.webSearch;
+  if (!ws) return {};
+  const cited = ws.cited ?? r.text;
+  const start = Buffer.byteLength(r.text.slice(0, Math.max(0, r.text.indexOf(cited))));
+  return {
+    groundingMetadata: {
+      webSearchQueries: [ws.query],
+      searchEntryPoint: { renderedContent: '<div>mock</div>' },
+      groundingChunks: ws.results.map((x) => ({ web: { uri: x.url, title: x.title } })),
+      groundingSupports: [
+        {
+          segment: { startIndex: start, endIndex: start + Buffer.byteLength(cited), text: cited },
+          groundingChunkIndices: [0],
+        },
+      ],
+    },
+  };
+}
+
 export function renderGeminiResponse(r: Resolved, model: string): unknown {
   const parts: Record<string, unknown>[] = [];
   if (r.reasoning) parts.push({ text: r.reasoning, thought: true });
@@ -719,7 +852,14 @@ export function renderGeminiResponse(r: Resolved, model: string): unknown {
   for (const c of r.calls) parts.push({ functionCall: { name: c.name, args: JSON.parse(c.args) } });
   signGeminiParts(r, parts);
   return {
-    candidates: [{ content: { parts, role: 'model' }, finishReason: GEMINI_FINISH[r.finish], index: 0 }],
+    candidates: [
+      {
+        content: { parts, role: 'model' },
+        finishReason: GEMINI_FINISH[r.finish],
+        index: 0,
+        ...geminiGrounding(r),
+      },
+    ],
     usageMetadata: geminiUsage(r, true),
     modelVersion: model,
     responseId: rid('resp-'),
@@ -741,7 +881,7 @@ export function renderGeminiStream(r: Resolved, model: string): MockStreamEvent[
         candidates: [
           {
             content: { parts: p, role: 'model' },
-            ...(last ? { finishReason: GEMINI_FINISH[r.finish] } : {}),
+            ...(last ? { finishReason: GEMINI_FINISH[r.finish], ...geminiGrounding(r) } : {}),
             index: 0,
           },
         ],

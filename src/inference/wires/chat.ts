@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { chatRequestFromBody } from '../../formats/chat-edge.js';
 import { sseJson } from '../../formats/sse.js';
+import { laneSearchDropped, laneWebSearch } from '../../formats/web-search.js';
 import { ApiError } from '../../lib/errors.js';
 import { effortFromReasoning } from '../../providers/openai/wire.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
@@ -101,7 +102,7 @@ function laneEffort(reasoning: unknown): string | undefined {
  * one).
  */
 function laneBody(body: Body, upstreamModel: string): Body {
-  const out = withoutFields(body, upstreamModel, DROPPED);
+  const out = laneWebSearch(withoutFields(body, upstreamModel, DROPPED), 'chat');
   if (hasBreakpoints(body)) {
     delete out.cache_control;
     out.messages = (body.messages as unknown[]).map(withoutBreakpoints);
@@ -172,6 +173,7 @@ export const chatWire: ChatWire = {
   laneBody,
   laneDropped: (body, headers) => [
     ...(hasBreakpoints(body) ? ['cache_control'] : []),
+    ...laneSearchDropped(body, 'chat'),
     ...laneDroppedHeaders(headers),
   ],
   answerTexts: chatAnswerSlots,

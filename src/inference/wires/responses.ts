@@ -10,6 +10,7 @@ import {
   responsesRequestToChat,
 } from '../../formats/responses.js';
 import { sseJson } from '../../formats/sse.js';
+import { laneSearchDropped, laneWebSearch } from '../../formats/web-search.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
 import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
@@ -117,7 +118,7 @@ function gatehouseReasoningItems(body: Body): number[] {
 }
 
 function laneBody(body: Body, upstreamModel: string): Body {
-  const out = withoutFields(body, upstreamModel, GATEHOUSE_FIELDS);
+  const out = laneWebSearch(withoutFields(body, upstreamModel, GATEHOUSE_FIELDS), 'responses');
   const own = new Set(gatehouseReasoningItems(body));
   if (own.size && Array.isArray(body.input)) out.input = body.input.filter((_, i) => !own.has(i));
   return out;
@@ -147,6 +148,7 @@ export const responsesWire: ChatWire = {
   parse: (body, headers) => withAnthropicBeta(responsesRequestToChat(body), headers),
   laneDropped: (body, headers) => [
     ...gatehouseReasoningItems(body).map((i) => `input[${i}]`),
+    ...laneSearchDropped(body, 'responses'),
     ...laneDroppedHeaders(headers),
   ],
   texts,

@@ -33,7 +33,8 @@
  *   `user` (else `safety_identifier`) → `metadata.user_id`; `service_tier` auto/default →
  *   auto/standard_only (other tiers are not sent: see HINT_RULES); tools → `{name, description,
  *   input_schema}`; tool_choice auto/required/none/named → auto/any/none/tool;
- *   `parallel_tool_calls: false` → `disable_parallel_tool_use`.
+ *   `parallel_tool_calls: false` → `disable_parallel_tool_use`; `web_search` → the
+ *   `web_search_20250305` server tool after the functions (`webSearchTool`).
  * - `reasoning` → `thinking: {type:'enabled', budget_tokens}` (`reasoning.max_tokens`, else the
  *   effort table in `../reasoning.ts`; at least 1024 and below `max_tokens`, else no thinking).
  *   With thinking on, `temperature`/`top_p`/`top_k` are dropped (Anthropic requires the defaults)
@@ -49,7 +50,10 @@
  * `signature_delta` → a fragment carrying the signature), redacted_thinking →
  * `reasoning.encrypted` with its `data`; both omitted with `reasoning.exclude`. tool_use →
  * tool_calls; stop_reason → finish_reason (the original in `native_finish_reason`);
- * usage.prompt_tokens = input + cache_read + cache_creation.
+ * usage.prompt_tokens = input + cache_read + cache_creation. Web search: `server_tool_use` blocks
+ * named `web_search` and their `web_search_tool_result` → `web_search_calls` (query, pages; in
+ * streams one delta per result block), the `web_search_result_location` citations of a text block →
+ * `annotations` spanning that block's text (streams: on a delta when the block ends).
  */
 import { ANTHROPIC_MAX_BREAKPOINTS, anthropicServiceTier } from '../../formats/capabilities.js';
 import {
@@ -66,7 +70,10 @@ import {
   type ReasoningDetail,
   type ToolCall,
   TranslationError,
+  type UrlCitation,
   type Usage,
+  type WebSearchCall,
+  type WebSearchRequest,
 } from '../../formats/chat.js';
 import { detailsOfFormat } from '../../formats/reasoning-details.js';
 import {
@@ -84,6 +91,8 @@ import { anthropicStreamError } from './errors.js';
 import { anthropicOutputSchema } from './output-schema.js';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
+/** The web search server tool's version Gatehouse sends (available on every Claude that searches). */
+export const WEB_SEARCH_TYPE = 'web_search_20250305';
 export const DEFAULT_MAX_TOKENS = 4096;
 const MIN_THINKING_BUDGET = 1024;
 
@@ -283,6 +292,16 @@ function toolChoice(req: ChatRequest): Block | undefined {
   return choice;
 }
 
+/** Anthropic's web search server tool; of the two domain lists it takes one (the allowed). */
+export function webSearchTool(ws: WebSearchRequest): Block {
+  const tool: Block = { type: WEB_SEARCH_TYPE, name: 'web_search' };
+  if (ws.max_uses !== undefined) tool.max_uses = ws.max_uses;
+  if (ws.allowed_domains?.length) tool.allowed_domains = ws.allowed_domains;
+  else if (ws.blocked_domains?.length) tool.blocked_domains = ws.blocked_domains;
+  if (ws.user_location) tool.user_location = ws.user_location;
+  return tool;
+}
+
 /** The Anthropic request body for a canonical request. */
 export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<string, unknown> {
   const { system, messages } = toAnthropicMessages(req.messages);
@@ -313,6 +332,7 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
       ),
     );
   }
+  if (req.web_search) body.tools = [...((body.tools as Block[]) ?? []), webSearchTool(req.web_search)];
   if (req.cache_control) body.cache_control = req.cache_control;
   limitBreakpoints(body);
   const choice = toolChoice(req);
@@ -363,6 +383,14 @@ export function mapStopReason(r: unknown): FinishReason | null {
   return FINISH[r] ?? 'stop';
 }
 
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+};
+
 const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
 
 /** Anthropic usage → canonical (prompt = input + cache reads + cache writes). */
@@ -386,6 +414,59 @@ export function mapAnthropicUsage(raw: unknown): Usage {
   return usage;
 }
 
+/**
+ * The web searches of an answer: `server_tool_use` blocks (named `web_search`) with their query,
+ * `web_search_tool_result` blocks with the pages found (an error result finds none), and the
+ * `web_search_result_location` citations of text blocks as annotations spanning the block's text.
+ */
+class WebSearches {
+  readonly calls: WebSearchCall[] = [];
+  readonly annotations: UrlCitation[] = [];
+
+  block(b: Obj): void {
+    if (b.type === 'server_tool_use') {
+      if (b.name !== 'web_search') return;
+      const query = obj(b.input).query;
+      this.calls.push({
+        id: String(b.id ?? ''),
+        ...(typeof query === 'string' ? { query } : {}),
+        sources: [],
+      });
+      return;
+    }
+    const call = this.calls.find((c) => c.id === b.tool_use_id);
+    if (!call) return;
+    for (const raw of Array.isArray(b.content) ? b.content : []) {
+      const r = obj(raw);
+      if (r.type === 'web_search_result' && typeof r.url === 'string')
+        call.sources.push({ url: r.url, ...(typeof r.title === 'string' ? { title: r.title } : {}) });
+    }
+  }
+
+  /** A search's query, once its input is complete (streams send it as JSON pieces). */
+  query(id: string, query: string | undefined): void {
+    const call = this.calls.find((c) => c.id === id);
+    if (call && query !== undefined) call.query = query;
+  }
+
+  /** The citations of a text block spanning [start, end) of the joined text. */
+  cite(citations: unknown, start: number, end: number): UrlCitation[] {
+    const out: UrlCitation[] = [];
+    for (const raw of Array.isArray(citations) ? citations : []) {
+      const c = obj(raw);
+      if (c.type !== 'web_search_result_location' || typeof c.url !== 'string') continue;
+      const title = typeof c.title === 'string' ? c.title : c.url;
+      const content = typeof c.cited_text === 'string' ? { content: c.cited_text } : {};
+      out.push({
+        type: 'url_citation',
+        url_citation: { url: c.url, title, ...content, start_index: start, end_index: end },
+      });
+    }
+    this.annotations.push(...out);
+    return out;
+  }
+}
+
 export interface AnthropicMapOptions {
   /** `reasoning.exclude`: leave thinking out of the canonical output. */
   excludeReasoning?: boolean;
@@ -403,8 +484,14 @@ export function fromAnthropicResponse(
   const thinking: string[] = [];
   const details: ReasoningDetail[] = [];
   const toolCalls: ToolCall[] = [];
+  const searches = new WebSearches();
+  let length = 0;
   for (const b of blocks) {
-    if (b.type === 'text' && typeof b.text === 'string') texts.push(b.text);
+    if (b.type === 'text' && typeof b.text === 'string') {
+      texts.push(b.text);
+      searches.cite(b.citations, length, length + b.text.length);
+      length += b.text.length;
+    } else if (b.type === 'server_tool_use' || b.type === 'web_search_tool_result') searches.block(b);
     else if (b.type === 'thinking' && typeof b.thinking === 'string') {
       thinking.push(b.thinking);
       const d: ReasoningDetail = {
@@ -434,6 +521,8 @@ export function fromAnthropicResponse(
     if (details.length) message.reasoning_details = details;
   }
   if (toolCalls.length) message.tool_calls = toolCalls;
+  if (searches.calls.length) message.web_search_calls = searches.calls;
+  if (searches.annotations.length) message.annotations = searches.annotations;
   const stop = typeof r.stop_reason === 'string' ? r.stop_reason : null;
   return {
     id: typeof r.id === 'string' ? r.id : '',
@@ -468,6 +557,12 @@ export class AnthropicStreamMapper {
   /** content block index → reasoning_details index */
   private readonly detailIndex = new Map<number, number>();
   private stopped = false;
+  /** Web searches: their calls, the JSON of a call's input by block, citations by text block. */
+  private readonly searches = new WebSearches();
+  private readonly searchInput = new Map<number, { id: string; json: string }>();
+  private readonly citations = new Map<number, { start: number; list: unknown[] }>();
+  /** The length of the text so far (citations span their block's text). */
+  private length = 0;
 
   constructor(
     requestedModel: string,
@@ -492,6 +587,11 @@ export class AnthropicStreamMapper {
         },
       ],
     };
+  }
+
+  private text(content: string): ChatChunk {
+    this.length += content.length;
+    return this.chunk({ content });
   }
 
   private toolChunk(tc: ChatChunkToolCall): ChatChunk {
@@ -535,8 +635,24 @@ export class AnthropicStreamMapper {
       case 'content_block_start': {
         const b = obj(ev.content_block);
         const index = num(ev.index);
-        if (b.type === 'text' && typeof b.text === 'string' && b.text)
-          return [this.chunk({ content: b.text })];
+        if (b.type === 'text') {
+          this.citations.set(index, {
+            start: this.length,
+            list: Array.isArray(b.citations) ? b.citations : [],
+          });
+          if (typeof b.text === 'string' && b.text) return [this.text(b.text)];
+          return [];
+        }
+        if (b.type === 'server_tool_use') {
+          this.searches.block(b);
+          this.searchInput.set(index, { id: String(b.id ?? ''), json: '' });
+          return [];
+        }
+        if (b.type === 'web_search_tool_result') {
+          this.searches.block(b);
+          const call = this.searches.calls.find((c) => c.id === b.tool_use_id);
+          return call ? [this.chunk({ web_search_calls: [call] })] : [];
+        }
         if (b.type === 'thinking') {
           const text = typeof b.thinking === 'string' ? b.thinking : '';
           const signature = typeof b.signature === 'string' ? b.signature : '';
@@ -568,7 +684,11 @@ export class AnthropicStreamMapper {
       }
       case 'content_block_delta': {
         const d = obj(ev.delta);
-        if (d.type === 'text_delta' && typeof d.text === 'string') return [this.chunk({ content: d.text })];
+        if (d.type === 'text_delta' && typeof d.text === 'string') return [this.text(d.text)];
+        if (d.type === 'citations_delta') {
+          this.citations.get(num(ev.index))?.list.push(d.citation);
+          return [];
+        }
         if (d.type === 'thinking_delta' && typeof d.thinking === 'string' && d.thinking) {
           return this.thinkingChunk(num(ev.index), d.thinking);
         }
@@ -576,6 +696,8 @@ export class AnthropicStreamMapper {
           return this.thinkingChunk(num(ev.index), '', d.signature);
         }
         if (d.type === 'input_json_delta' && typeof d.partial_json === 'string' && d.partial_json) {
+          const search = this.searchInput.get(num(ev.index));
+          if (search) search.json += d.partial_json;
           const i = this.toolIndex.get(num(ev.index));
           if (i === undefined) return [];
           return [this.toolChunk({ index: i, function: { arguments: d.partial_json } })];
@@ -600,10 +722,22 @@ export class AnthropicStreamMapper {
             usage: mapAnthropicUsage(this.usage),
           },
         ];
+      case 'content_block_stop': {
+        const index = num(ev.index);
+        const search = this.searchInput.get(index);
+        if (search) {
+          const query = obj(parseJson(search.json)).query;
+          this.searches.query(search.id, typeof query === 'string' ? query : undefined);
+        }
+        const cited = this.citations.get(index);
+        this.citations.delete(index);
+        const annotations = cited ? this.searches.cite(cited.list, cited.start, this.length) : [];
+        return annotations.length ? [this.chunk({ annotations })] : [];
+      }
       case 'error':
         throw anthropicStreamError(raw, this.secrets);
       default:
-        // ping, content_block_stop, and event types added later.
+        // ping, and event types added later.
         return [];
     }
   }

@@ -72,6 +72,8 @@ const CONVERSE: ProviderTraits = {
   // Calls are signed with AWS credentials, never with a Gatehouse-configured key.
   keyOptional: true,
   drops: ['anthropic-beta'],
+  // Converse has no web search tool (Anthropic's server tool is not offered on Bedrock).
+  refuses: ['web_search'],
 };
 /**
  * Anthropic models also take `/messages` bodies as they are, through InvokeModel (a lane), and

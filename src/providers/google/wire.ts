@@ -30,6 +30,9 @@
  *   `application/json` (+ responseSchema), reasoning → thinkingConfig {thinkingBudget,
  *   includeThoughts: !exclude} (budget table in `../reasoning.ts`).
  *
+ * - `web_search` → a `googleSearch` tool (Grounding with Google Search; its settings have no field
+ *   here and are dropped and listed).
+ *
  * Not sent (no per-request equivalent; reported as dropped, see HINT_RULES): cache breakpoints
  * (Gemini caches prompt prefixes implicitly; explicit caches are separate `cachedContents`
  * resources), OpenAI's cost hints, `user`, `parallel_tool_calls: false`.
@@ -45,6 +48,10 @@
  * (`reasoning` and the `reasoning.text` entries) but keeps the signatures: Gemini needs them back
  * to continue a tool loop. Streams emit the same entries as fragments (a run's pieces share its
  * `index`).
+ * A grounded answer's `groundingMetadata` → `web_search_calls` (one per `webSearchQueries` entry,
+ * the pages on the first) and `annotations` (one per cited chunk of each `groundingSupports` entry;
+ * byte offsets converted), in a stream on a chunk before the finish; each query counts as one
+ * `server_tool_use.web_search_requests`.
  * Finish: finishReason STOP → stop (tool_calls when the model called functions), MAX_TOKENS →
  * length, SAFETY/RECITATION/PROHIBITED_CONTENT/BLOCKLIST/SPII/IMAGE_SAFETY → content_filter,
  * MALFORMED_FUNCTION_CALL → error; a prompt blocked before any candidate → content_filter. Usage: prompt = promptTokenCount (+ toolUsePromptTokenCount;
@@ -65,7 +72,9 @@ import {
   type ReasoningDetail,
   type ToolCall,
   TranslationError,
+  type UrlCitation,
   type Usage,
+  type WebSearchCall,
 } from '../../formats/chat.js';
 import { collapseReasoningDetails, detailsOfFormat } from '../../formats/reasoning-details.js';
 import { fileSource, isHttpUrl, parseDataUrl, systemText, textOf, toolArgumentsObject } from '../content.js';
@@ -336,6 +345,8 @@ export function toGeminiRequest(req: ChatRequest): Record<string, unknown> {
       },
     ];
   }
+  // Gemini's own search; none of the canonical search settings has a field here (HINT_RULES).
+  if (req.web_search) body.tools = [...((body.tools as Obj[]) ?? []), { googleSearch: {} }];
   const tc = toolConfig(req);
   if (tc) body.toolConfig = tc;
 
@@ -479,6 +490,74 @@ function readParts(candidate: Obj, reasoning: GeminiReasoning): PartsOut {
   return out;
 }
 
+/** UTF-8 byte offset `bytes` of `text` as a string index (Gemini's grounding offsets are bytes). */
+function charIndex(text: string, bytes: number): number {
+  let seen = 0;
+  let i = 0;
+  while (i < text.length && seen < bytes) {
+    const cp = text.codePointAt(i) as number;
+    seen += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    i += cp >= 0x10000 ? 2 : 1;
+  }
+  return i;
+}
+
+/**
+ * A candidate's `groundingMetadata` (Grounding with Google Search): `webSearchQueries` → one search
+ * each (the pages, `groundingChunks[].web` {uri, title}, on the first), each `groundingSupports`
+ * entry → an annotation per chunk it cites, spanning its `segment` (UTF-8 byte offsets into the
+ * answer's text, converted to string offsets of `text`).
+ */
+export function mapGrounding(
+  raw: unknown,
+  text: string,
+): { calls: WebSearchCall[]; annotations: UrlCitation[] } | null {
+  const g = obj(raw);
+  const queries = Array.isArray(g.webSearchQueries)
+    ? g.webSearchQueries.filter((q): q is string => typeof q === 'string')
+    : [];
+  const chunks = (Array.isArray(g.groundingChunks) ? g.groundingChunks : []).map((c) => obj(obj(c).web));
+  if (queries.length === 0 && chunks.length === 0) return null;
+  const sources = chunks.flatMap((w) =>
+    typeof w.uri === 'string'
+      ? [{ url: w.uri, ...(typeof w.title === 'string' ? { title: w.title } : {}) }]
+      : [],
+  );
+  const calls: WebSearchCall[] = (queries.length ? queries : [undefined]).map((query, i) => ({
+    id: `ws_${i}`,
+    ...(query !== undefined ? { query } : {}),
+    sources: i === 0 ? sources : [],
+  }));
+  const annotations: UrlCitation[] = [];
+  for (const raw of Array.isArray(g.groundingSupports) ? g.groundingSupports : []) {
+    const support = obj(raw);
+    const seg = obj(support.segment);
+    const start = charIndex(text, num(seg.startIndex));
+    const end = charIndex(text, num(seg.endIndex));
+    for (const ci of Array.isArray(support.groundingChunkIndices) ? support.groundingChunkIndices : []) {
+      const w = chunks[num(ci)];
+      if (!w || typeof w.uri !== 'string') continue;
+      annotations.push({
+        type: 'url_citation',
+        url_citation: {
+          url: w.uri,
+          title: typeof w.title === 'string' ? w.title : w.uri,
+          ...(typeof seg.text === 'string' ? { content: seg.text } : {}),
+          start_index: start,
+          end_index: end,
+        },
+      });
+    }
+  }
+  return { calls, annotations };
+}
+
+/** The searches a grounded answer ran, billed per query (as Anthropic's per search). */
+function withSearches(usage: Usage, grounding: { calls: WebSearchCall[] } | null): Usage {
+  const n = grounding?.calls.filter((c) => c.query !== undefined).length ?? 0;
+  return n ? { ...usage, server_tool_use: { web_search_requests: n } } : usage;
+}
+
 export interface GeminiMapOptions {
   excludeReasoning?: boolean;
 }
@@ -515,13 +594,18 @@ export function fromGeminiResponse(
   ]).sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
   if (details.length) message.reasoning_details = details;
   if (calls.length) message.tool_calls = calls;
+  const grounding = mapGrounding(candidate.groundingMetadata, text.join(''));
+  if (grounding) {
+    message.web_search_calls = grounding.calls;
+    if (grounding.annotations.length) message.annotations = grounding.annotations;
+  }
   return {
     id: typeof r.responseId === 'string' ? r.responseId : `gen-${randomUUID()}`,
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: typeof r.modelVersion === 'string' && r.modelVersion ? r.modelVersion : requestedModel,
     choices: [{ index: 0, message, finish_reason: finish, native_finish_reason: native, logprobs: null }],
-    usage: mapGeminiUsage(r.usageMetadata),
+    usage: withSearches(mapGeminiUsage(r.usageMetadata), grounding),
   };
 }
 
@@ -540,6 +624,9 @@ export class GeminiStreamMapper {
   private blockReason: string | null = null;
   private tools = 0;
   private started = false;
+  /** The answer's text so far and its latest groundingMetadata (mapped once, at the end). */
+  private text = '';
+  private grounding: unknown;
   private readonly reasoning: GeminiReasoning;
 
   constructor(
@@ -593,6 +680,8 @@ export class GeminiStreamMapper {
       );
     }
     const content = text.join('');
+    this.text += content;
+    if (candidate.groundingMetadata) this.grounding = candidate.groundingMetadata;
     if (content || textDetails.length) {
       const delta: ChatChunk['choices'][number]['delta'] = {};
       if (content) delta.content = content;
@@ -620,6 +709,11 @@ export class GeminiStreamMapper {
       this.finishReason === null ? ('content_filter' as const) : mapGeminiFinish(native, this.tools > 0);
     const out: ChatChunk[] = [];
     if (!this.started) out.push(this.chunk({ role: 'assistant', content: '' }));
+    const grounding = mapGrounding(this.grounding, this.text);
+    if (grounding) {
+      const { calls, annotations } = grounding;
+      out.push(this.chunk({ web_search_calls: calls, ...(annotations.length ? { annotations } : {}) }));
+    }
     out.push({
       ...this.chunk({}),
       choices: [{ index: 0, delta: {}, finish_reason: finish, native_finish_reason: native }],
@@ -630,7 +724,7 @@ export class GeminiStreamMapper {
       created: this.created,
       model: this.model,
       choices: [],
-      usage: mapGeminiUsage(this.usage),
+      usage: withSearches(mapGeminiUsage(this.usage), grounding),
     });
     return out;
   }

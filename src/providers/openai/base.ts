@@ -40,6 +40,7 @@ import {
   type OpenAiFlavor,
   toOpenAiEmbeddingsRequest,
   toOpenAiRequest,
+  withCitedSearch,
 } from './wire.js';
 
 /** The path of each native wire under the base URL. */
@@ -143,6 +144,7 @@ export class OpenAiWireProvider implements Provider {
     const fromChunk = (raw: unknown) => this.fromChunk(raw, model);
     return (async function* () {
       let finished = false;
+      let cited = false;
       for await (const ev of sseEvents(res, ctx.signal, secrets)) {
         const data = ev.data.trim();
         if (data === '[DONE]') return;
@@ -157,7 +159,9 @@ export class OpenAiWireProvider implements Provider {
         throwIfErrorPayload(parsed, secrets, ev.event === 'error', errors);
         const chunk = fromChunk(parsed);
         if (chunk.choices.some((c) => c.finish_reason)) finished = true;
-        yield chunk;
+        if (chunk.choices.some((c) => c.delta.annotations?.length)) cited = true;
+        // The search a cited answer ran, counted on the usage chunk (see withCitedSearch).
+        yield cited && chunk.usage ? { ...chunk, usage: withCitedSearch(chunk.usage) } : chunk;
       }
       // Servers may close without [DONE], but not before a finish reason: that body was cut short.
       if (!finished)

@@ -9,7 +9,7 @@ import { type ErrorShape, nonEmpty, obj } from '../errors.js';
 import { type EventTap, eventJson, type TapRead } from '../lane.js';
 import type { Tapped } from '../types.js';
 import { openAiErrors, throwIfErrorPayload } from './errors.js';
-import { mapResponsesUsage, mapUsage } from './wire.js';
+import { mapResponsesUsage, mapUsage, withCitedSearch } from './wire.js';
 
 type Secrets = (string | null | undefined)[];
 
@@ -31,7 +31,11 @@ export function tapChat(json: unknown, secrets: Secrets, shape: ErrorShape = ope
   throwIfErrorPayload(json, secrets, false, shape);
   const r = obj(json);
   const choice = obj(Array.isArray(r.choices) ? r.choices[0] : undefined);
-  const usage = mapUsage(r.usage) ?? null;
+  const mapped = mapUsage(r.usage) ?? null;
+  // A web search OpenAI ran for a chat answer shows only as the pages it cites (withCitedSearch).
+  const cited =
+    Array.isArray(obj(choice.message).annotations) && (obj(choice.message).annotations as []).length > 0;
+  const usage = mapped && cited ? withCitedSearch(mapped) : mapped;
   return {
     usage,
     finishReason: nonEmpty(choice.finish_reason) ?? null,
@@ -48,6 +52,7 @@ export function tapChat(json: unknown, secrets: Secrets, shape: ErrorShape = ope
 export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors): EventTap {
   let finished = false;
   let idSeen = false;
+  let cited = false;
   const tap = (ev: SseEvent): TapRead => {
     const data = ev.data.trim();
     if (data === '[DONE]') return { done: true };
@@ -56,9 +61,14 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
     throwIfErrorPayload(chunk, secrets, ev.event === 'error', shape);
     const r = obj(chunk);
     const out: NonNullable<TapRead> = {};
+    if (Array.isArray(r.choices))
+      for (const c of r.choices) {
+        const annotations = obj(obj(c).delta).annotations;
+        if (Array.isArray(annotations) && annotations.length) cited = true;
+      }
     const usage = mapUsage(r.usage);
     if (usage) {
-      out.usage = usage;
+      out.usage = cited ? withCitedSearch(usage) : usage;
       out.json = chunk;
     }
     if (Array.isArray(r.choices)) {
@@ -90,7 +100,14 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
     if (name !== undefined) return null;
     if (data.length < 16) return data.equals(DONE) ? { done: true } : null;
     const text = data.toString('latin1');
-    if (hasKeyWith(text, USAGE, OBJECT) || text.includes(ERROR) || text.includes(TOOL_CALLS)) return null;
+    // A citation (`"annotations": [{…`) makes the usage count a search: parsed too.
+    if (
+      hasKeyWith(text, USAGE, OBJECT) ||
+      text.includes(ERROR) ||
+      text.includes(TOOL_CALLS) ||
+      (!cited && hasKeyWith(text, ANNOTATIONS, ARRAY) && !text.includes(EMPTY_ANNOTATIONS))
+    )
+      return null;
     const out: NonNullable<TapRead> = {};
     if (!idSeen) {
       // Without tool calls, a chunk's only `"id"` is its own.
@@ -119,6 +136,9 @@ const ERROR = '"error"';
 const TOOL_CALLS = '"tool_calls"';
 const CONTENT = '"content"';
 const OBJECT = 0x7b;
+const ARRAY = 0x5b;
+const ANNOTATIONS = '"annotations"';
+const EMPTY_ANNOTATIONS = '"annotations":[]';
 
 /** A whole Responses answer. */
 export function tapResponse(json: unknown, secrets: Secrets, shape: ErrorShape = openAiErrors): Tapped {

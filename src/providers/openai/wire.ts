@@ -11,11 +11,14 @@
  * | cost / latency hints  | sent: `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`, `service_tier`, `verbosity`, `store`, `metadata`, `safety_identifier` | not sent |
  * | `top_k`               | never (refused before: OpenAI has none)  | sent                                      |
  * | `cache_control`       | not sent (OpenAI caches prefixes by itself) | not sent                              |
+ * | `web_search`          | → `web_search_options` (context size, location) | same                               |
  *
  * Only canonical fields are sent (unknown fields a caller may have smuggled in never reach the
  * upstream), and Gatehouse's extensions (`cache_control`, a tool's `origin`) are stripped. Streams
  * always ask for `stream_options.include_usage`.
  * Responses: `reasoning` / `reasoning_content` (vLLM, DeepSeek, Groq) → canonical `reasoning`;
+ * `url_citation` annotations (a web search's, on the message or a delta) → canonical `annotations`,
+ * and an answer with any counts one web search in its usage (`withCitedSearch`);
  * `finish_reason` normalised (`function_call` → `tool_calls`), the original kept in
  * `native_finish_reason`.
  */
@@ -30,7 +33,9 @@ import type {
   FileInput,
   FinishReason,
   ReasoningConfig,
+  UrlCitation,
   Usage,
+  WebSearchRequest,
 } from '../../formats/chat.js';
 import { OPENAI_HINT_FIELDS } from '../../formats/hints.js';
 import { base64Text, fileSource, isTextMedia } from '../content.js';
@@ -96,6 +101,47 @@ function toWireMessage(m: ChatMessage, flavor: OpenAiFlavor): Record<string, unk
   return out;
 }
 
+/** OpenAI's `web_search_options` (its location nested under `approximate`). */
+export function webSearchOptions(ws: WebSearchRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (ws.search_context_size) out.search_context_size = ws.search_context_size;
+  if (ws.user_location) {
+    const { type, ...approximate } = ws.user_location;
+    out.user_location = { type, approximate };
+  }
+  return out;
+}
+
+/**
+ * A Chat Completions answer citing web pages searched once (OpenAI's search models run one search
+ * per request and bill it per call; the usage does not count it).
+ */
+export const withCitedSearch = (usage: Usage): Usage => ({
+  ...usage,
+  server_tool_use: { web_search_requests: 1 },
+});
+
+/** `url_citation` annotations as canonical (anything else an upstream annotates with is left out). */
+export function mapAnnotations(raw: unknown): UrlCitation[] {
+  if (!Array.isArray(raw)) return [];
+  const out: UrlCitation[] = [];
+  for (const a of raw) {
+    const c = obj(obj(a).url_citation);
+    if (obj(a).type !== 'url_citation' || typeof c.url !== 'string') continue;
+    out.push({
+      type: 'url_citation',
+      url_citation: {
+        url: c.url,
+        title: typeof c.title === 'string' ? c.title : c.url,
+        ...(typeof c.content === 'string' ? { content: c.content } : {}),
+        start_index: count(c.start_index),
+        end_index: count(c.end_index),
+      },
+    });
+  }
+  return out;
+}
+
 /** The upstream request body for a canonical request. */
 export function toOpenAiRequest(
   req: ChatRequest,
@@ -108,6 +154,7 @@ export function toOpenAiRequest(
   };
   for (const k of PASSTHROUGH) if (req[k] !== undefined) body[k] = req[k];
   if (req.tools) body.tools = req.tools.map((t) => ({ type: 'function', function: t.function }));
+  if (req.web_search) body.web_search_options = webSearchOptions(req.web_search);
 
   if (flavor === 'openai') {
     // api.openai.com takes its hints as they are (OpenAI-compatible servers may refuse them).
@@ -229,6 +276,8 @@ export function fromOpenAiResponse(raw: unknown, requestedModel: string): ChatRe
         message.tool_calls = m.tool_calls as ChatMessage['tool_calls'];
       }
       if (typeof m.refusal === 'string' || m.refusal === null) message.refusal = m.refusal;
+      const annotations = mapAnnotations(m.annotations);
+      if (annotations.length) message.annotations = annotations;
       return {
         index: typeof ch.index === 'number' ? ch.index : i,
         message,
@@ -239,7 +288,8 @@ export function fromOpenAiResponse(raw: unknown, requestedModel: string): ChatRe
     }),
   };
   const usage = mapUsage(r.usage);
-  if (usage) out.usage = usage;
+  const cited = out.choices.some((c) => c.message.annotations?.length);
+  if (usage) out.usage = cited ? withCitedSearch(usage) : usage;
   if (typeof r.system_fingerprint === 'string') out.system_fingerprint = r.system_fingerprint;
   return out;
 }
@@ -262,6 +312,8 @@ export function fromOpenAiChunk(raw: unknown, requestedModel: string): ChatChunk
       else if (d.content === null) delta.content = null;
       const reasoning = reasoningOf(d);
       if (reasoning !== undefined) delta.reasoning = reasoning;
+      const annotations = mapAnnotations(d.annotations);
+      if (annotations.length) delta.annotations = annotations;
       if (Array.isArray(d.tool_calls) && d.tool_calls.length) {
         delta.tool_calls = d.tool_calls.map((t: unknown, j: number) => {
           const tc = obj(t);

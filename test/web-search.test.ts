@@ -1,0 +1,365 @@
+/**
+ * Web search across formats: a caller asks for web search in its own format (Claude Code's
+ * WebSearch on /messages, a Responses `web_search` tool, chat `web_search_options`, OpenRouter's
+ * `openrouter:web_search`), the serving provider runs its own search, and the searches and
+ * citations come back in the caller's format, streamed or not; a workspace's
+ * `disabled_server_tools` refuses it (403) before anything goes upstream. Real gateway, real
+ * sockets, the official clients, mock upstreams that answer a search as each vendor does.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { adminClient, client } from './support/http.js';
+import { MOCK_SEARCH, type MockUpstream } from './support/mock-upstream.js';
+import { startUpstreams } from './support/upstreams.js';
+
+const HEADER = 'x-gatehouse-dropped-fields';
+const [FIRST, SECOND] = MOCK_SEARCH.results as [
+  { url: string; title: string },
+  { url: string; title: string },
+];
+const PRICE = { prompt: 1, completion: 2, web_search: 0.01 };
+const MODELS = [
+  { id: 'ws/gpt', endpoints: [{ provider: 'openai', upstream_model: 'gpt-ws', pricing: PRICE }] },
+  { id: 'ws/claude', endpoints: [{ provider: 'anthropic', upstream_model: 'claude-ws', pricing: PRICE }] },
+  {
+    id: 'ws/gemini',
+    endpoints: [{ provider: 'google-ai-studio', upstream_model: 'gemini-ws', pricing: PRICE }],
+  },
+];
+
+/** What Claude Code's WebSearch tool sends: a request of its own whose only tool is web_search. */
+const claudeCodeSearch = (model: string) => ({
+  model,
+  max_tokens: 1024,
+  system: 'You are an assistant for performing a web search tool use',
+  messages: [
+    { role: 'user' as const, content: 'Perform a web search for the query: latest gatehouse release' },
+  ],
+  tools: [{ type: 'web_search_20250305' as const, name: 'web_search' as const, max_uses: 8 }],
+});
+
+const sseData = (text: string): any[] =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]')
+    .map((l) => JSON.parse(l.slice(6)));
+
+let gw: TestGateway;
+let mock: MockUpstream;
+let call: ReturnType<typeof client>;
+let anthropic: Anthropic;
+let openai: OpenAI;
+
+beforeAll(async () => {
+  const up = await startUpstreams(MODELS);
+  mock = up.mock;
+  gw = await startTestGateway('sqlite', { env: { ...up.env, GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' } });
+  await adminClient(gw.url)('POST', '/admin/credits', {
+    organization_id: gw.organizationId,
+    amount_usd: 100,
+  });
+  call = client(gw.url, gw.apiKey);
+  anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
+  openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+});
+afterAll(async () => {
+  await gw?.stop();
+  await mock?.close();
+});
+beforeEach(() => mock.reset());
+
+const generation = async (id: string) => {
+  await gw.services.accountant.flush();
+  const res = await call('GET', `/generation?id=${encodeURIComponent(id)}`);
+  expect(res.status, res.text).toBe(200);
+  return res.body.data;
+};
+
+const upstreamBody = () => {
+  expect(mock.requests).toHaveLength(1);
+  return mock.requests[0]?.body;
+};
+
+describe("Claude Code's WebSearch on /messages, served by another provider", () => {
+  it('an OpenAI model searches with web_search_options; the answer has the search blocks and cited text, the search billed', async () => {
+    const raw = await anthropic.messages.create(claudeCodeSearch('ws/gpt')).withResponse();
+    const msg = raw.data;
+    const sent = upstreamBody();
+    expect(sent.web_search_options).toEqual({});
+    expect(sent.tools).toBeUndefined();
+    // OpenAI's search has no cap on uses: dropped and listed.
+    expect(raw.response.headers.get(HEADER)).toContain('web_search.max_uses');
+
+    expect(msg.content.map((b) => b.type)).toEqual(['server_tool_use', 'web_search_tool_result', 'text']);
+    const [use, result, text] = msg.content as any[];
+    expect(use).toMatchObject({ name: 'web_search', id: expect.stringMatching(/^srvtoolu_/) });
+    expect(result.tool_use_id).toBe(use.id);
+    // OpenAI names only the pages it cites: the search's results are those.
+    expect(result.content).toEqual([
+      {
+        type: 'web_search_result',
+        url: FIRST.url,
+        title: FIRST.title,
+        encrypted_content: '',
+        page_age: null,
+      },
+    ]);
+    expect(text.citations).toEqual([
+      {
+        type: 'web_search_result_location',
+        url: FIRST.url,
+        title: FIRST.title,
+        cited_text: text.text,
+        encrypted_index: '',
+      },
+    ]);
+    // OpenAI's usage does not count the search: an answer citing pages ran one.
+    const gen = await generation(raw.response.headers.get('x-gatehouse-generation-id') as string);
+    expect(gen.web_search_requests).toBe(1);
+    expect(gen.total_cost).toBeCloseTo((gen.tokens_prompt * 1 + gen.tokens_completion * 2) / 1e6 + 0.01, 12);
+  });
+
+  it('a Gemini model searches with googleSearch; its queries and pages come back, its searches billed', async () => {
+    const { data: msg, response } = await anthropic.messages
+      .create(claudeCodeSearch('ws/gemini'))
+      .withResponse();
+    const sent = upstreamBody();
+    expect(sent.tools).toEqual([{ googleSearch: {} }]);
+
+    const [use, result, text] = msg.content as any[];
+    expect(use).toMatchObject({
+      type: 'server_tool_use',
+      name: 'web_search',
+      input: { query: MOCK_SEARCH.query },
+    });
+    expect(result.content.map((r: any) => [r.url, r.title])).toEqual([
+      [FIRST.url, FIRST.title],
+      [SECOND.url, SECOND.title],
+    ]);
+    expect(text.citations?.[0]).toMatchObject({ url: FIRST.url, title: FIRST.title });
+
+    expect(msg.usage.server_tool_use).toEqual({ web_search_requests: 1, web_fetch_requests: 0 });
+    const gen = await generation(response.headers.get('x-gatehouse-generation-id') as string);
+    expect(gen.web_search_requests).toBe(1);
+    expect(gen.total_cost).toBeCloseTo((gen.tokens_prompt * 1 + gen.tokens_completion * 2) / 1e6 + 0.01, 12);
+  });
+
+  it('streams the same blocks (the official client assembles them)', async () => {
+    for (const model of ['ws/gpt', 'ws/gemini']) {
+      mock.reset();
+      const stream = anthropic.messages.stream(claudeCodeSearch(model));
+      const msg = await stream.finalMessage();
+      expect(msg.usage.server_tool_use?.web_search_requests).toBe(1);
+      const id = (await stream.withResponse()).response.headers.get('x-gatehouse-generation-id') as string;
+      expect((await generation(id)).web_search_requests).toBe(1);
+      const types = msg.content.map((b) => b.type);
+      expect(types).toContain('web_search_tool_result');
+      expect(types).toContain('server_tool_use');
+      const result = msg.content.find((b) => b.type === 'web_search_tool_result') as any;
+      expect(result.content[0]).toMatchObject({
+        type: 'web_search_result',
+        url: FIRST.url,
+        title: FIRST.title,
+      });
+      const text = msg.content.find((b) => b.type === 'text') as any;
+      expect(text.citations?.[0]).toMatchObject({ type: 'web_search_result_location', url: FIRST.url });
+    }
+  });
+});
+
+describe('a Responses web_search tool served by Claude', () => {
+  const body = {
+    model: 'ws/claude',
+    input: 'What is new in Gatehouse?',
+    tools: [{ type: 'web_search' as const, search_context_size: 'low' as const }],
+  };
+
+  it('sends Anthropic its server tool; answers a web_search_call item and url_citation annotations', async () => {
+    const res = await openai.responses.create(body).withResponse();
+    const sent = upstreamBody();
+    expect(sent.tools).toEqual([{ type: 'web_search_20250305', name: 'web_search' }]);
+    expect(res.response.headers.get(HEADER)).toContain('web_search.search_context_size');
+
+    const out = res.data.output;
+    expect(out.map((i) => i.type)).toEqual(['web_search_call', 'message']);
+    expect(out[0]).toMatchObject({
+      type: 'web_search_call',
+      status: 'completed',
+      action: {
+        type: 'search',
+        query: MOCK_SEARCH.query,
+        sources: [
+          { type: 'url', url: FIRST.url },
+          { type: 'url', url: SECOND.url },
+        ],
+      },
+    });
+    const text = (out[1] as any).content[0];
+    expect(text.annotations).toEqual([
+      {
+        type: 'url_citation',
+        url: FIRST.url,
+        title: FIRST.title,
+        start_index: 0,
+        end_index: text.text.length,
+      },
+    ]);
+    const gen = await generation(res.response.headers.get('x-gatehouse-generation-id') as string);
+    expect(gen.web_search_requests).toBe(1);
+  });
+
+  it('streams the search events and the annotation as OpenAI does', async () => {
+    const stream = await openai.responses.create({ ...body, stream: true });
+    const types: string[] = [];
+    let final: any;
+    let added: any;
+    for await (const ev of stream) {
+      types.push(ev.type);
+      if (ev.type === 'response.output_text.annotation.added') added = ev;
+      if (ev.type === 'response.completed') final = ev.response;
+    }
+    const at = (t: string) => types.indexOf(t);
+    expect(at('response.web_search_call.in_progress')).toBeGreaterThan(-1);
+    expect(at('response.web_search_call.searching')).toBeGreaterThan(
+      at('response.web_search_call.in_progress'),
+    );
+    expect(at('response.web_search_call.completed')).toBeGreaterThan(
+      at('response.web_search_call.searching'),
+    );
+    expect(at('response.web_search_call.completed')).toBeLessThan(at('response.output_text.delta'));
+    expect(added.annotation).toMatchObject({ type: 'url_citation', url: FIRST.url, title: FIRST.title });
+    expect(final.output.map((i: any) => i.type)).toEqual(['web_search_call', 'message']);
+    expect(final.output[1].content[0].annotations[0]).toMatchObject({ url: FIRST.url, start_index: 0 });
+  });
+});
+
+describe('chat completions', () => {
+  it('web_search_options on a Claude model: the server tool upstream, annotations back (streamed too)', async () => {
+    const body = {
+      model: 'ws/claude',
+      messages: [{ role: 'user', content: 'What is new?' }],
+      web_search_options: {
+        search_context_size: 'high',
+        user_location: { type: 'approximate', approximate: { country: 'DE', city: 'Berlin' } },
+      },
+    };
+    const res = await call('POST', '/chat/completions', body);
+    expect(res.status, res.text).toBe(200);
+    expect(upstreamBody().tools).toEqual([
+      {
+        type: 'web_search_20250305',
+        name: 'web_search',
+        user_location: { type: 'approximate', country: 'DE', city: 'Berlin' },
+      },
+    ]);
+    expect(res.headers.get(HEADER)).toContain('web_search.search_context_size');
+    const message = res.body.choices[0].message;
+    expect(message.annotations).toEqual([
+      {
+        type: 'url_citation',
+        url_citation: {
+          url: FIRST.url,
+          title: FIRST.title,
+          content: message.content,
+          start_index: 0,
+          end_index: message.content.length,
+        },
+      },
+    ]);
+    expect(message.web_search_calls).toBeUndefined();
+
+    mock.reset();
+    const streamed = await call('POST', '/chat/completions', { ...body, stream: true });
+    const chunks = sseData(streamed.text);
+    const annotated = chunks.flatMap((c) => c.choices?.[0]?.delta?.annotations ?? []);
+    expect(annotated).toEqual(message.annotations);
+    expect(chunks.some((c) => c.choices?.[0]?.delta?.web_search_calls)).toBe(false);
+  });
+
+  it("OpenRouter's openrouter:web_search tool on a Gemini model: Google's search, unmapped parameters listed", async () => {
+    const res = await call('POST', '/chat/completions', {
+      model: 'ws/gemini',
+      messages: [{ role: 'user', content: 'What is new?' }],
+      tools: [{ type: 'openrouter:web_search', parameters: { max_results: 3, engine: 'native' } }],
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(upstreamBody().tools).toEqual([{ googleSearch: {} }]);
+    const dropped = res.headers.get(HEADER) ?? '';
+    expect(dropped).toContain('tools[0].parameters.max_results');
+    expect(dropped).toContain('tools[0].parameters.engine');
+    expect(res.body.choices[0].message.annotations[0].url_citation).toMatchObject({ url: FIRST.url });
+  });
+
+  it('an openrouter:web_search tool on a lane to OpenAI becomes its web_search_options', async () => {
+    const res = await call('POST', '/chat/completions', {
+      model: 'ws/gpt',
+      messages: [{ role: 'user', content: 'What is new?' }],
+      tools: [{ type: 'openrouter:web_search', parameters: { search_context_size: 'low' } }],
+    });
+    expect(res.status, res.text).toBe(200);
+    const sent = upstreamBody();
+    expect(sent.web_search_options).toEqual({ search_context_size: 'low' });
+    expect(sent.tools).toBeUndefined();
+    // OpenAI's answer cites pages: one search billed (streamed too).
+    expect((await generation(res.body.id)).web_search_requests).toBe(1);
+    mock.reset();
+    const streamed = await call('POST', '/chat/completions', {
+      model: 'ws/gpt',
+      messages: [{ role: 'user', content: 'What is new?' }],
+      tools: [{ type: 'openrouter:web_search' }],
+      stream: true,
+    });
+    expect(streamed.status, streamed.text).toBe(200);
+    const id = streamed.headers.get('x-gatehouse-generation-id') as string;
+    expect((await generation(id)).web_search_requests).toBe(1);
+  });
+});
+
+describe("a workspace's disabled_server_tools", () => {
+  let workspaceId: string;
+  const mgmt = () => client(gw.url, gw.managementKey);
+
+  beforeAll(async () => {
+    const list = await mgmt()('GET', '/workspaces');
+    expect(list.status, list.text).toBe(200);
+    workspaceId = list.body.data.find((w: any) => w.is_default).id;
+    const set = await mgmt()('PATCH', `/workspaces/${workspaceId}`, {
+      disabled_server_tools: ['openrouter:web_search'],
+    });
+    expect(set.status, set.text).toBe(200);
+  });
+  afterAll(async () => {
+    await mgmt()('PATCH', `/workspaces/${workspaceId}`, { disabled_server_tools: null });
+  });
+
+  it('refuses every spelling of web search with a 403 in the caller format, on lanes and translations', async () => {
+    // A lane (/messages to Claude) and a translation (/messages to Gemini).
+    for (const model of ['ws/claude', 'ws/gemini']) {
+      const err = await anthropic.messages.create(claudeCodeSearch(model)).catch((e) => e);
+      expect(err).toBeInstanceOf(Anthropic.PermissionDeniedError);
+      expect(err.error).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+      expect(err.message).toContain('openrouter:web_search');
+    }
+    const chat = await call('POST', '/chat/completions', {
+      model: 'ws/gpt',
+      messages: [{ role: 'user', content: 'hi' }],
+      web_search_options: {},
+    });
+    expect(chat.status).toBe(403);
+    expect(chat.body.error.message).toContain('openrouter:web_search');
+    const responses = await openai.responses
+      .create({ model: 'ws/claude', input: 'hi', tools: [{ type: 'web_search_preview' }] })
+      .catch((e) => e);
+    expect(responses).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect(mock.requests).toHaveLength(0);
+
+    // A call without the tool goes through.
+    const plain = await call('POST', '/chat/completions', {
+      model: 'ws/gpt',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(plain.status, plain.text).toBe(200);
+  });
+});
