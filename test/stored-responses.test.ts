@@ -164,7 +164,12 @@ describe.each(databases)('stored responses (%s)', (db) => {
       const types: string[] = [];
       for await (const e of stream) {
         types.push(e.type);
-        if ('response' in e) snapshots.push({ type: e.type, store: e.response.store, id: e.response.id });
+        if ('response' in e)
+          snapshots.push({
+            type: e.type,
+            store: (e.response as { store?: unknown }).store,
+            id: e.response.id,
+          });
       }
       expect(types.slice(-2)).toEqual(['response.failed', 'error']);
       expect(snapshots.length).toBeGreaterThan(1);
