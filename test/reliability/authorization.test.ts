@@ -148,6 +148,7 @@ const ROUTES: Record<string, Row> = {
   'GET /api/v1/models/count': { auth: 'none', ok: 200 },
   'GET /api/v1/embeddings/models': { auth: 'none', ok: 200 },
   'GET /api/v1/model/:author/:slug': { auth: 'none', path: () => '/model/gatehouse/echo', ok: 200 },
+  'GET /api/v1/models/:id': { auth: 'none', path: () => '/models/gatehouse%2Fecho', ok: 200 },
   'GET /api/v1/models/:author/:slug/endpoints': {
     auth: 'none',
     path: () => '/models/gatehouse/echo/endpoints',

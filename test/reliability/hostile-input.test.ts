@@ -544,6 +544,7 @@ function paramValue(t: Target, name: string, fx: Fx): string {
     item_id: fx.conversationItem,
   };
   if (byName[name]) return byName[name];
+  if (t.id === 'GET /api/v1/models/:id') return 'gatehouse/echo';
   const prefix = t.url.replace('/api/v1/', '').split('/')[0];
   const byPrefix: Record<string, string> = {
     guardrails: fx.guardrail,
@@ -605,11 +606,19 @@ function exampleBody(t: Target, fx: Fx): unknown {
   return body ?? (t.takesBody ? {} : undefined);
 }
 
+/** Routes whose parameter is one segment holding a slash, sent encoded (as the openai client sends a model id). */
+const ONE_SEGMENT = new Set(['GET /api/v1/models/:id']);
+
 function examplePath(t: Target, fx: Fx, override?: { param: string; segment: string }): string {
   let path = t.url;
   for (const p of t.params) {
+    const encoded = encodeBytes(paramValue(t, p, fx));
     const value =
-      override?.param === p ? override.segment : encodeBytes(paramValue(t, p, fx)).replace(/%2f/g, '/');
+      override?.param === p
+        ? override.segment
+        : ONE_SEGMENT.has(t.id)
+          ? encoded
+          : encoded.replace(/%2f/g, '/');
     path = path.replace(p === '*' ? '*' : `:${p}`, value);
   }
   return path;
