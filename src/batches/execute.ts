@@ -102,7 +102,8 @@ export function applyDiscount(cost: Cost, discount: number): Cost {
 function answerText<R>(wire: CallerWire<R>, done: Completed<R>, call: InferenceCall): string {
   if (!done.lane) return JSON.stringify(wire.encodeResponse(done, call));
   const added = wire.relayJson?.(done, call);
-  return added === undefined ? done.forwarded.text : JSON.stringify(added);
+  if (added === undefined) return done.forwarded.text;
+  return typeof added === 'string' ? added : JSON.stringify(added);
 }
 
 function resultOf(served: Served, responseBody: string): RequestResult {

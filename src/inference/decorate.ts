@@ -1,5 +1,6 @@
 import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
 import type { ResponsesCost } from '../formats/responses.js';
+import { setMembers } from '../lib/json-splice.js';
 import type { RouteInfo } from '../routing/call.js';
 import { gatewayMetadata } from '../routing/gateway-metadata.js';
 import type { Cost } from '../routing/pricing.js';
@@ -44,27 +45,40 @@ export function fullUsage(usage: Usage, cost: Cost, isByok: boolean) {
 }
 
 /**
- * A relayed JSON answer (a lane's) with what OpenRouter's format adds to it: the provider that
- * served and the cost in its `usage`; nothing of the provider's is changed or lost. Null when the
- * answer is not a JSON object (it is then relayed as it came).
+ * A relayed JSON answer (a lane's) as text, with what OpenRouter's format adds to it: the provider
+ * that served, the cost in its `usage`, and `extra` members (each set or appended as by
+ * `{ ...answer, ...members }`); nothing else of the provider's is changed or lost, and the rest of
+ * its text is kept as written. The body as received when it is not a JSON object.
  */
-export function withProviderAndCost(done: {
-  forwarded: { json: unknown };
-  info: RouteInfo;
-  usage: Usage;
-  cost: Cost;
-}): Record<string, unknown> | null {
-  const json = done.forwarded.json;
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return null;
+export function withProviderAndCost(
+  done: {
+    forwarded: { text: string; json: unknown };
+    info: RouteInfo;
+    usage: Usage;
+    cost: Cost;
+  },
+  extra: Record<string, unknown> = {},
+): string {
+  const { json, text } = done.forwarded;
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return text;
   const prior = (json as { usage?: unknown }).usage;
-  return {
-    ...json,
+  const members: Record<string, unknown> = {
     provider: done.info.served.endpoint.provider,
     usage: {
       ...(typeof prior === 'object' && prior !== null && !Array.isArray(prior) ? prior : {}),
       ...fullUsage(done.usage, done.cost, done.info.served.credential.isByok),
     },
+    ...extra,
   };
+  const texts: Record<string, string> = {};
+  for (const key in members) {
+    // A member JSON leaves out (undefined) is left out here too: the whole answer is then
+    // serialized, which drops it where the provider's answer had it.
+    if (members[key] === undefined) continue;
+    texts[key] = JSON.stringify(members[key]);
+  }
+  const spliced = Object.keys(texts).length === Object.keys(members).length ? setMembers(text, texts) : null;
+  return spliced ?? JSON.stringify({ ...json, ...members });
 }
 
 /** The cost fields of a Responses `usage`: what was charged to credits, and the BYOK provider's cost. */

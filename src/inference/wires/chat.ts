@@ -203,17 +203,12 @@ export const chatWire: ChatWire = {
   },
   // The provider's own answer, with what OpenRouter's format adds to it (the provider, the cost,
   // how it was routed): nothing of the provider's is changed or lost.
-  relayJson(done, call) {
-    const added = withProviderAndCost(done);
-    if (!added) return done.forwarded.text;
-    const { info } = done;
-    return {
-      ...added,
-      gateway_metadata: gatewayMetadata(info),
-      safeguard_results: info.safeguards,
-      ...(call.echoUpstream ? { debug: { echo_upstream_body: info.upstreamRequest } } : {}),
-    };
-  },
+  relayJson: (done, call) =>
+    withProviderAndCost(done, {
+      gateway_metadata: gatewayMetadata(done.info),
+      safeguard_results: done.info.safeguards,
+      ...(call.echoUpstream ? { debug: { echo_upstream_body: done.info.upstreamRequest } } : {}),
+    }),
   // Only the usage chunk of a relayed stream is re-serialized (its cost added). OpenAI sends
   // `"usage":null` in every other chunk of a stream that asked for usage, which OpenRouter's format
   // (and its SDK's validation) leaves out: cut from the text, the chunk is otherwise as it came.

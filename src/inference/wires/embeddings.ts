@@ -74,7 +74,7 @@ export const embeddingsWire: CallerWire<EmbeddingsResponse> = {
   }),
   // The provider's own answer (its model, data and usage), with what OpenRouter's format adds to
   // it: the provider and the cost, which OpenRouter's clients read back as the translated path gives.
-  relayJson: (done) => withProviderAndCost(done) ?? done.forwarded.text,
+  relayJson: (done) => withProviderAndCost(done),
   streamError: () => [],
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),

@@ -29,7 +29,10 @@ export interface CallerWire<R = ChatResponse> extends CallWire {
   ): unknown;
   /** A translated stream as the caller's SSE frames (absent: the wire does not stream). */
   encodeStream?(s: Streaming & { lane: false }, call: { body: Body; model: string }): AsyncIterable<string>;
-  /** A lane's whole answer as the caller gets it (absent: the provider's body as it came). */
+  /**
+   * A lane's whole answer as the caller gets it: text sent as it is, or an object to serialize
+   * (absent: the provider's body as it came).
+   */
   relayJson?(done: Completed<R> & { lane: true }, call: { echoUpstream: boolean }): unknown;
   /**
    * A lane's stream event as the caller gets it (absent: as it came). Called for every frame: it
