@@ -32,11 +32,17 @@
  * process (see toggled() below); A/B is then the ratio of the two builds' ratios:
  *
  *   BENCH_TOGGLE=1 BENCH_K=6 npx tsx bench/inproc-ab.ts dist@traced bench/.base/dist@traced
+ *
+ * Where a call's garbage comes from (one side, its allocations sampled; see sampleAllocations):
+ *
+ *   npx tsx bench/mock-upstream.ts --port 39111 &
+ *   BENCH_HEAP_PROF=/tmp/calls.heapprofile npx tsx bench/inproc-ab.ts --measure dist http://127.0.0.1:39111 10000
+ *   npx tsx bench/heap-profile.ts /tmp/calls.heapprofile 10000
  */
 
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -125,9 +131,11 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
   };
   await calls(3_000);
   if (TOGGLE) return toggled(dist, calls, n, () => g.close(), dir);
+  const allocations = await sampleAllocations();
   const before = process.cpuUsage();
   const loopBefore = loopThreadCpuUs();
   await calls(n);
+  await allocations?.stop();
   // Closing sends the spans still buffered (traced): their cost is the calls' too.
   await g.close();
   const used = process.cpuUsage(before);
@@ -137,6 +145,33 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
   );
   rmSync(dir, { recursive: true, force: true });
   process.exit(0);
+}
+
+/**
+ * BENCH_HEAP_PROF=<file> (with `--measure`): V8's sampling heap profiler over the measured calls,
+ * keeping the objects garbage collection already freed (a plain `--heap-prof` keeps only what is
+ * still alive at its end: none of a call's garbage). Summarize with bench/heap-profile.ts. Sampling
+ * every BENCH_HEAP_INTERVAL bytes (512) slows the calls severalfold: read bytes, not times.
+ */
+async function sampleAllocations(): Promise<{ stop(): Promise<void> } | null> {
+  const file = process.env.BENCH_HEAP_PROF;
+  if (!file) return null;
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: Number(process.env.BENCH_HEAP_INTERVAL ?? 512),
+    // CDP flags Node's own --heap-prof does not set (not in Node's inspector types).
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  } as object);
+  return {
+    async stop() {
+      const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: unknown };
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }
 
 /**
