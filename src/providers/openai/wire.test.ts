@@ -150,7 +150,7 @@ describe('media in tool results', () => {
       expect(body.messages).toEqual([
         { role: 'user', content: 'Look at both' },
         { role: 'assistant', content: null, tool_calls: [call('c1', 'Read'), call('c2', 'Shot')] },
-        { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'page 1' }] },
+        { role: 'tool', tool_call_id: 'c1', content: 'page 1' },
         { role: 'tool', tool_call_id: 'c2', content: '(images attached below)' },
         {
           role: 'user',

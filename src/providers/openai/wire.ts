@@ -125,7 +125,9 @@ function toWireMessages(messages: ChatMessage[], flavor: OpenAiFlavor): Record<s
     if (m.role === 'tool' && Array.isArray(wire.content)) {
       const { text, media } = splitToolResult(wire.content as ContentPart[]);
       if (media.length) {
-        wire.content = text.some((p) => p.text.trim()) ? text : attachedNote(media);
+        // As a string: some OpenAI-compatible servers take a tool message's content as a string only.
+        const joined = text.map((p) => p.text).join('\n');
+        wire.content = joined.trim() ? joined : attachedNote(media);
         const name = m.tool_call_id === undefined ? undefined : names.get(m.tool_call_id);
         attachments.push({ type: 'text', text: attachmentIntro(m.tool_call_id, name) }, ...media);
       }
