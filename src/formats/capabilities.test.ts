@@ -58,11 +58,6 @@ describe('assertTranslatable', () => {
     ['frequency_penalty', { ...base, frequency_penalty: -0.5 }, ['anthropic']],
     ['temperature', { ...base, temperature: 1.5 }, ['anthropic']],
     ['top_k', { ...base, top_k: 40 }, ['openai']],
-    [
-      'messages[0].content[1].image_url.url',
-      withImage('data:image/png;base64,AAAA', 'tool'),
-      ['openai', 'google'],
-    ],
   ];
 
   it.each(cases)('refuses %s only for the kinds that cannot carry it', (field, req, refusedBy) => {
@@ -88,6 +83,17 @@ describe('assertTranslatable', () => {
     );
   });
 
+  it('carries images and documents in tool results to every kind (the wire moves them where it must)', () => {
+    const doc: ChatRequest = {
+      ...base,
+      messages: [{ role: 'tool', tool_call_id: 'c1', content: [{ type: 'file', file: { file_id: 'f' } }] }],
+    };
+    for (const kind of KINDS) {
+      expect(() => assertTranslatable(withImage('data:image/png;base64,AAAA', 'tool'), kind)).not.toThrow();
+      expect(() => assertTranslatable(doc, kind)).not.toThrow();
+    }
+  });
+
   it('lists every refusal at once for routers choosing between providers', () => {
     const req: ChatRequest = { ...base, seed: 1, logprobs: true, presence_penalty: 1 };
     expect(untranslatableFields(req, 'anthropic').map((f) => f.field)).toEqual([
@@ -107,7 +113,7 @@ describe('assertTranslatable', () => {
   });
 
   it('keeps one table with a rule per refusal', () => {
-    expect(CAPABILITY_RULES.length).toBe(12);
+    expect(CAPABILITY_RULES.length).toBe(10);
     // web_search: refused by a provider (Bedrock's Converse), not a kind.
     for (const rule of CAPABILITY_RULES.filter((r) => r.field !== 'web_search'))
       expect(rule.refusedBy.length).toBeGreaterThan(0);

@@ -27,30 +27,10 @@ const isSet = (v: unknown): boolean => v !== undefined && v !== null;
 const when = (field: string, cond: (req: ChatRequest) => boolean) => (req: ChatRequest) =>
   cond(req) ? field : null;
 
-/** The path of the first content part matching `match` (in messages whose role passes `roles`). */
-function findPart(
-  req: ChatRequest,
-  match: (url: string) => boolean,
-  roles: (role: string) => boolean = () => true,
-): string | null {
+/** The path of the first part of `type`. */
+function findPartOfType(req: ChatRequest, type: ContentPart['type']): string | null {
   for (const [i, m] of req.messages.entries()) {
-    if (!roles(m.role) || !Array.isArray(m.content)) continue;
-    for (const [j, p] of m.content.entries()) {
-      if (p.type === 'image_url' && match(p.image_url.url))
-        return `messages[${i}].content[${j}].image_url.url`;
-    }
-  }
-  return null;
-}
-
-/** The path of the first part of `type` (in messages whose role passes `roles`). */
-function findPartOfType(
-  req: ChatRequest,
-  type: ContentPart['type'],
-  roles: (role: string) => boolean = () => true,
-): string | null {
-  for (const [i, m] of req.messages.entries()) {
-    if (!roles(m.role) || !Array.isArray(m.content)) continue;
+    if (!Array.isArray(m.content)) continue;
     const j = m.content.findIndex((p) => p.type === type);
     if (j >= 0) return `messages[${i}].content[${j}]`;
   }
@@ -108,28 +88,13 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
     reason: 'top-k sampling is not supported',
   },
   {
-    field: 'image_url',
-    refusedBy: ['openai', 'google'],
-    check: (r) =>
-      findPart(
-        r,
-        () => true,
-        (role) => role === 'tool',
-      ),
-    reason: 'images in tool results are not supported',
-  },
-  {
     field: 'input_audio',
     refusedBy: ['anthropic'],
     check: (r) => findPartOfType(r, 'input_audio'),
     reason: 'audio input is not available',
   },
-  {
-    field: 'file',
-    refusedBy: ['openai', 'google'],
-    check: (r) => findPartOfType(r, 'file', (role) => role === 'tool'),
-    reason: 'documents in tool results are not supported',
-  },
+  // Images and documents in tool results are carried everywhere: where a tool result takes text
+  // only (OpenAI's Chat Completions, Gemini), the provider wire moves them to the user turn after it.
   // Every kind has a web search; a provider without one (Bedrock's Converse) refuses it by name
   // (ProviderTraits.refuses).
   {

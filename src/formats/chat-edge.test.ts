@@ -411,6 +411,39 @@ describe('chatRequestFromBody', () => {
     expect(chatRequestFromBody({ ...ok, reasoning: { effort } }).reasoning).toEqual({ effort });
   });
 
+  it('takes images and documents in tool messages, as in user messages', () => {
+    const req = chatRequestFromBody({
+      model: 'm',
+      messages: [
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 'c1',
+          content: [
+            { type: 'text', text: 'shot' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+            { type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBE' } },
+          ],
+        },
+      ],
+    });
+    expect(req.messages[1]?.content).toEqual([
+      { type: 'text', text: 'shot' },
+      { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+      { type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBE' } },
+    ]);
+    expect(() =>
+      chatRequestFromBody({
+        model: 'm',
+        messages: [{ role: 'tool', tool_call_id: 'c1', content: [{ type: 'video', video: {} }] }],
+      }),
+    ).toThrow("messages[0].content[0].type: 'video' parts are not supported");
+  });
+
   it("takes OpenAI's original image detail", () => {
     const part = { type: 'image_url', image_url: { url: 'https://x/a.png', detail: 'original' } };
     expect(chatRequestFromBody({ ...ok, messages: [{ role: 'user', content: [part] }] }).messages).toEqual([

@@ -14,7 +14,8 @@
  * (`reasoning-details.ts`); each provider sends back only the entries of its own `format`.
  *
  * Documents: `file` parts (`file_data` as a data: URL or an http(s) URL, or `file_id`) — each
- * provider's wire carries them as its own kind of document.
+ * provider's wire carries them as its own kind of document. A `tool` message takes the parts a
+ * user message takes (a tool result's screenshot, a PDF it read).
  *
  * Dropped and reported in `dropped`: `prediction` (predicted outputs only speed an answer up).
  *
@@ -213,10 +214,11 @@ function messages(v: unknown): ChatMessage[] {
         return withName(msg);
       }
       case 'tool':
+        // A tool result may hold images and documents (a screenshot, a PDF), as a user message may.
         return {
           role,
           tool_call_id: nonEmptyStr(m.tool_call_id, `${p}.tool_call_id`),
-          content: typeof m.content === 'string' ? m.content : textParts(m.content, `${p}.content`),
+          content: typeof m.content === 'string' ? m.content : userParts(m.content, `${p}.content`),
         };
       case 'function': {
         const fnName = nonEmptyStr(m.name, `${p}.name`);

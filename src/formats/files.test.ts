@@ -238,7 +238,7 @@ describe('documents on each provider wire', () => {
     ]);
   });
 
-  it('documents in tool results are refused for OpenAI and Gemini, carried to Anthropic', () => {
+  it('documents in tool results reach every provider: in the tool result, or in the user turn after it', () => {
     const toolReq: ChatRequest = {
       model: 'm',
       messages: [
@@ -251,12 +251,66 @@ describe('documents on each provider wire', () => {
         { role: 'tool', tool_call_id: 't1', content: [{ type: 'file', file: { file_data: PDF_URL } }] },
       ],
     };
-    expect(() => assertTranslatable(toolReq, 'openai')).toThrow(/messages\[2\]\.content\[0\]/);
-    expect(() => assertTranslatable(toolReq, 'google')).toThrow(TranslationError);
-    expect(() => assertTranslatable(toolReq, 'anthropic')).not.toThrow();
-    const body = toAnthropicRequest(toolReq, false) as { messages: { content: { content?: unknown }[] }[] };
-    expect(body.messages.at(-1)?.content[0]?.content).toEqual([
+    for (const kind of ['openai', 'google', 'anthropic'] as const)
+      expect(() => assertTranslatable(toolReq, kind)).not.toThrow();
+    const anthropic = toAnthropicRequest(toolReq, false) as {
+      messages: { content: { content?: unknown }[] }[];
+    };
+    expect(anthropic.messages.at(-1)?.content[0]?.content).toEqual([
       { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF } },
+    ]);
+    const openai = toOpenAiRequest(toolReq, 'openai', false) as { messages: unknown[] };
+    expect(openai.messages.slice(2)).toEqual([
+      { role: 'tool', tool_call_id: 't1', content: '(document attached below)' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Attached to the result of tool call t1 (fetch):' },
+          { type: 'file', file: { filename: 'document.pdf', file_data: PDF_URL } },
+        ],
+      },
+    ]);
+    const gemini = toGeminiRequest(toolReq) as { contents: unknown[] };
+    expect(gemini.contents.at(-1)).toEqual({
+      role: 'user',
+      parts: [
+        { functionResponse: { name: 'fetch', response: { result: '(document attached below)' } } },
+        { text: 'Attached to the result of tool call t1 (fetch):' },
+        { inlineData: { mimeType: 'application/pdf', data: PDF } },
+      ],
+    });
+  });
+
+  it('Bedrock Converse: documents in tool results stay there, their names unique across the request', () => {
+    const body = toConverseRequest(
+      {
+        model: 'm',
+        messages: [
+          { role: 'user', content: [{ type: 'file', file: { filename: 'r.pdf', file_data: PDF_URL } }] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 't1', type: 'function', function: { name: 'fetch', arguments: '{}' } }],
+          },
+          {
+            role: 'tool',
+            tool_call_id: 't1',
+            content: [
+              { type: 'text', text: 'here' },
+              { type: 'file', file: { filename: 'r.pdf', file_data: PDF_URL } },
+            ],
+          },
+        ],
+      },
+      { anthropic: true },
+    ) as { messages: { content: unknown[] }[] };
+    expect(body.messages.at(-1)?.content).toEqual([
+      {
+        toolResult: {
+          toolUseId: 't1',
+          content: [{ text: 'here' }, { document: { format: 'pdf', name: 'r (2)', source: { bytes: PDF } } }],
+        },
+      },
     ]);
   });
 });

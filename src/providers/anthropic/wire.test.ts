@@ -78,6 +78,48 @@ describe('toAnthropicRequest', () => {
     ]);
   });
 
+  it('keeps images and documents in the tool_result block', () => {
+    const body = toAnthropicRequest(
+      req({
+        messages: [
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 't1', type: 'function', function: { name: 'shot', arguments: '{}' } }],
+          },
+          {
+            role: 'tool',
+            tool_call_id: 't1',
+            content: [
+              { type: 'text', text: 'screen' },
+              { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+              { type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBE' } },
+            ],
+          },
+        ],
+      }),
+      false,
+    );
+    expect((body.messages as unknown[]).at(-1)).toEqual({
+      role: 'user',
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 't1',
+          content: [
+            { type: 'text', text: 'screen' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+            {
+              type: 'document',
+              title: 'a.pdf',
+              source: { type: 'base64', media_type: 'application/pdf', data: 'JVBE' },
+            },
+          ],
+        },
+      ],
+    });
+  });
+
   it('refuses tool arguments that are not a JSON object', () => {
     const bad = (args: string) =>
       toAnthropicRequest(

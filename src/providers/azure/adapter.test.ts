@@ -72,6 +72,40 @@ describe('azure adapter', () => {
     ]);
   });
 
+  it("a tool result's image goes in a user message after the tool message", async () => {
+    await provider.chat(
+      {
+        model: 'gpt-4o',
+        messages: [
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'shot', arguments: '{}' } }],
+          },
+          {
+            role: 'tool',
+            tool_call_id: 'c1',
+            content: [
+              { type: 'text', text: 'done' },
+              { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+            ],
+          },
+        ],
+      },
+      ctx,
+    );
+    expect(mock.requests[0]!.body.messages.slice(1)).toEqual([
+      { role: 'tool', tool_call_id: 'c1', content: 'done' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Attached to the result of tool call c1 (shot):' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+        ],
+      },
+    ]);
+  });
+
   it('a stream carries the prompt filter results on the chunk that brought them', async () => {
     const chunk = (extra: object) => ({
       id: 'c',

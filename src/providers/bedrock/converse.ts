@@ -6,8 +6,9 @@
  * part rewritten into Converse's shapes — text → `{text}`, a base64 image → `{image: {format, source:
  * {bytes}}}` (Converse takes no image URLs: TranslationError), a PDF or text document →
  * `{document: {format: pdf|txt, name, source: {bytes}}}`, tool_use → `{toolUse}`, tool_result
- * → `{toolResult: {toolUseId, content: [{text}]}}`; a cache breakpoint (`cache_control`) becomes
- * a `{cachePoint: {type: 'default'}}` block after the block it marks. max tokens, temperature, top_p
+ * → `{toolResult: {toolUseId, content}}` (its text, images and documents as those blocks); a
+ * cache breakpoint (`cache_control`) becomes a `{cachePoint: {type: 'default'}}` block after the
+ * block it marks. max tokens, temperature, top_p
  * and stop → `inferenceConfig`; tools → `toolConfig` (tool_choice auto/required/named →
  * auto/any/tool; `none` sends the tools without a choice: Converse has no "none", and history with
  * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. For Claude,
@@ -82,17 +83,24 @@ function documentBlock(b: Block): Block {
   return { document: { format: doc.format, name: documentName(b.title), source: { bytes: doc.bytes } } };
 }
 
-/** Converse refuses two documents of one name: the later ones get " (2)", " (3)"… */
+/**
+ * Converse refuses two documents of one name: the later ones get " (2)", " (3)"… (documents in tool
+ * results included).
+ */
 function uniqueDocumentNames(messages: { content: Block[] }[]): void {
   const seen = new Map<string, number>();
-  for (const m of messages)
-    for (const b of m.content) {
+  const visit = (blocks: Block[]) => {
+    for (const b of blocks) {
+      const result = b.toolResult as { content: Block[] } | undefined;
+      if (result) visit(result.content);
       const doc = b.document as { name: string } | undefined;
       if (!doc) continue;
       const n = (seen.get(doc.name) ?? 0) + 1;
       seen.set(doc.name, n);
       if (n > 1) doc.name = `${doc.name} (${n})`;
     }
+  };
+  for (const m of messages) visit(m.content);
 }
 
 /** One Anthropic-shaped block → its Converse blocks (the block, then its cache point). */

@@ -100,6 +100,43 @@ describe('canonical → Converse', () => {
     expect((llama.messages as any[])[1].content).toEqual([{ text: 'a' }]);
   });
 
+  it('carries images and documents in tool results as toolResult content blocks', () => {
+    const body = toConverseRequest(
+      {
+        model: 'm',
+        messages: [
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 't1', type: 'function', function: { name: 'shot', arguments: '{}' } }],
+          },
+          {
+            role: 'tool',
+            tool_call_id: 't1',
+            content: [
+              { type: 'text', text: 'screen' },
+              { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+              { type: 'file', file: { filename: 'log.txt', file_data: 'data:text/plain;base64,aGk=' } },
+            ],
+          },
+        ],
+      },
+      { anthropic: false },
+    );
+    expect((body.messages as any[])[1].content).toEqual([
+      {
+        toolResult: {
+          toolUseId: 't1',
+          content: [
+            { text: 'screen' },
+            { image: { format: 'png', source: { bytes: 'AAAA' } } },
+            { document: { format: 'txt', name: 'log', source: { bytes: 'aGk=' } } },
+          ],
+        },
+      },
+    ]);
+  });
+
   it('refuses what Converse cannot carry with a TranslationError (a 400)', () => {
     const withImage = (url: string) =>
       toConverseRequest(

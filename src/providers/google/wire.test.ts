@@ -182,6 +182,80 @@ describe('toGeminiRequest', () => {
   });
 });
 
+describe('media in tool results', () => {
+  const call = (id: string, name: string) => ({
+    id,
+    type: 'function' as const,
+    function: { name, arguments: '{}' },
+  });
+  it('go as inline or file data after the turn’s function responses, each result’s introduced', () => {
+    const body = toGeminiRequest(
+      req({
+        messages: [
+          { role: 'user', content: 'Look' },
+          { role: 'assistant', content: null, tool_calls: [call('c1', 'Read'), call('c2', 'Shot')] },
+          {
+            role: 'tool',
+            tool_call_id: 'c1',
+            content: [
+              { type: 'text', text: '{"pages":1}' },
+              { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+            ],
+          },
+          {
+            role: 'tool',
+            tool_call_id: 'c2',
+            content: [{ type: 'image_url', image_url: { url: 'https://x.test/s.webp' } }],
+          },
+          { role: 'user', content: 'Describe them' },
+        ],
+      }),
+    );
+    expect(body.contents).toEqual([
+      { role: 'user', parts: [{ text: 'Look' }] },
+      {
+        role: 'model',
+        parts: [{ functionCall: { name: 'Read', args: {} } }, { functionCall: { name: 'Shot', args: {} } }],
+      },
+      {
+        role: 'user',
+        parts: [
+          { functionResponse: { name: 'Read', response: { pages: 1 } } },
+          { functionResponse: { name: 'Shot', response: { result: '(image attached below)' } } },
+          { text: 'Attached to the result of tool call c1 (Read):' },
+          { inlineData: { mimeType: 'image/png', data: 'AAAA' } },
+          { text: 'Attached to the result of tool call c2 (Shot):' },
+          { fileData: { mimeType: 'image/webp', fileUri: 'https://x.test/s.webp' } },
+          { text: 'Describe them' },
+        ],
+      },
+    ]);
+  });
+
+  it('do not end the current turn on Gemini 3 (its unsigned calls still get the stand-in)', () => {
+    const body = toGeminiRequest(
+      req({
+        model: 'gemini-3-pro-preview',
+        messages: [
+          { role: 'user', content: 'Look' },
+          { role: 'assistant', content: null, tool_calls: [call('c1', 'Shot')] },
+          {
+            role: 'tool',
+            tool_call_id: 'c1',
+            content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }],
+          },
+          { role: 'assistant', content: null, tool_calls: [call('c2', 'Shot')] },
+          { role: 'tool', tool_call_id: 'c2', content: 'done' },
+        ],
+      }),
+    );
+    const models = (body.contents as { role: string; parts: Record<string, unknown>[] }[]).filter(
+      (c) => c.role === 'model',
+    );
+    expect(models.map((c) => c.parts[0]?.thoughtSignature)).toEqual([SKIP_SIGNATURE, SKIP_SIGNATURE]);
+  });
+});
+
 describe('Gemini responses → canonical', () => {
   it('maps parts, function calls, finish reason and usage', () => {
     const res = fromGeminiResponse(

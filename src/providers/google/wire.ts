@@ -8,7 +8,8 @@
  * - assistant `tool_calls` → `functionCall` parts (arguments parsed; invalid JSON → 400); `tool`
  *   messages → `functionResponse` parts in a user turn, named after the assistant tool call with the
  *   same id (the canonical tool message carries only the id); the result is the JSON object the
- *   tool returned, else `{result: <value or text>}`.
+ *   tool returned, else `{result: <value or text>}`. A tool result's images and documents follow
+ *   the turn's function responses as parts of the same user turn (`toolResultParts`).
  * - Assistant reasoning in history goes back through the message's `reasoning_details` of format
  *   `google-gemini-v1` (REASONING_FORMATS.google; fragments sharing an `index` merged first), on the
  *   model turn's parts as Gemini returned them: a signed `reasoning.text` → a leading
@@ -79,6 +80,7 @@ import {
 import { collapseReasoningDetails, detailsOfFormat } from '../../formats/reasoning-details.js';
 import { fileSource, isHttpUrl, parseDataUrl, systemText, textOf, toolArgumentsObject } from '../content.js';
 import { reasoningBudget } from '../reasoning.js';
+import { attachedNote, attachmentIntro, splitToolResult } from '../tool-media.js';
 import { UpstreamError } from '../types.js';
 import { geminiStreamError } from './errors.js';
 
@@ -151,18 +153,43 @@ function functionCallPart(tc: ToolCall): Part {
   return { functionCall: { name: tc.function.name, args } };
 }
 
-function functionResponsePart(m: ChatMessage, names: Map<string, string>): Part {
-  const name = (m.tool_call_id && names.get(m.tool_call_id)) || m.name;
-  if (!name) {
-    throw new TranslationError(`tool message ${m.tool_call_id ?? ''} answers no earlier assistant tool call`);
-  }
-  const text = textOf(m.content);
+/** A functionResponse: the JSON object the tool returned, else `{result: <value or text>}`. */
+function functionResponsePart(name: string, text: string): Part {
   let value: unknown = text;
   try {
     value = JSON.parse(text);
   } catch {}
   const response = value && typeof value === 'object' && !Array.isArray(value) ? value : { result: value };
   return { functionResponse: { name, response } };
+}
+
+/**
+ * The parts Gatehouse adds to a user turn for a tool result's media (toolResultParts): they do not
+ * make that turn a user message (signCurrentTurn).
+ */
+const toolResultMedia = new WeakSet<Part>();
+
+/**
+ * A tool message → its `functionResponse` part, and the parts for its media. A functionResponse
+ * carries JSON only (its `parts` field, for media, exists on Gemini 3 alone), so the media go as
+ * inlineData/fileData parts in the same user turn after the turn's function responses (Gemini
+ * takes mixed parts in a user content on every model), introduced by a line naming the call; the
+ * response says `(image attached below)` when the result had no text.
+ */
+function toolResultParts(m: ChatMessage, names: Map<string, string>): { response: Part; media: Part[] } {
+  const name = (m.tool_call_id && names.get(m.tool_call_id)) || m.name;
+  if (!name) {
+    throw new TranslationError(`tool message ${m.tool_call_id ?? ''} answers no earlier assistant tool call`);
+  }
+  const value = textOf(m.content);
+  const media = Array.isArray(m.content) ? splitToolResult(m.content).media : [];
+  if (!media.length) return { response: functionResponsePart(name, value), media: [] };
+  const parts = [{ text: attachmentIntro(m.tool_call_id, name) }, ...contentParts(media)];
+  for (const p of parts) toolResultMedia.add(p);
+  return {
+    response: functionResponsePart(name, value.trim() ? value : attachedNote(media)),
+    media: parts,
+  };
 }
 
 const FORMAT = REASONING_FORMATS.google;
@@ -208,7 +235,13 @@ export function toGeminiContents(messages: ChatMessage[]): {
     if (last && last.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
   };
+  // Tool results' media wait for the end of the run of tool messages (after every functionResponse).
+  let media: Part[] = [];
   for (const m of messages) {
+    if (m.role !== 'tool') {
+      push('user', media);
+      media = [];
+    }
     switch (m.role) {
       case 'system':
       case 'developer': {
@@ -223,13 +256,17 @@ export function toGeminiContents(messages: ChatMessage[]): {
         for (const tc of m.tool_calls ?? []) names.set(tc.id, tc.function.name);
         push('model', modelParts(m));
         break;
-      case 'tool':
-        push('user', [functionResponsePart(m, names)]);
+      case 'tool': {
+        const result = toolResultParts(m, names);
+        push('user', [result.response]);
+        media.push(...result.media);
         break;
+      }
       default:
         throw new TranslationError(`unsupported message role: ${(m as { role: string }).role}`);
     }
   }
+  push('user', media);
   return {
     ...(system.length ? { systemInstruction: { parts: [{ text: system.join('\n\n') }] } } : {}),
     contents,
@@ -256,7 +293,8 @@ function enforcesSignatures(model: string): boolean {
  * puts its own. Earlier turns are not validated and are left as they are.
  */
 function signCurrentTurn(contents: Content[]): void {
-  const isUserMessage = (c: Content) => c.role === 'user' && c.parts.some((p) => !p.functionResponse);
+  const isUserMessage = (c: Content) =>
+    c.role === 'user' && c.parts.some((p) => !p.functionResponse && !toolResultMedia.has(p));
   let start = 0;
   for (let i = contents.length - 1; i >= 0; i--) {
     if (isUserMessage(contents[i] as Content)) {

@@ -111,6 +111,85 @@ describe('toOpenAiRequest', () => {
   });
 });
 
+describe('media in tool results', () => {
+  const PNG = 'data:image/png;base64,iVBORw0KGgo=';
+  const PDF = 'data:application/pdf;base64,JVBERi0x';
+  const call = (id: string, name: string) => ({
+    id,
+    type: 'function' as const,
+    function: { name, arguments: '{}' },
+  });
+  const loop: ChatRequest = {
+    model: 'gpt-x',
+    messages: [
+      { role: 'user', content: 'Look at both' },
+      { role: 'assistant', content: null, tool_calls: [call('c1', 'Read'), call('c2', 'Shot')] },
+      {
+        role: 'tool',
+        tool_call_id: 'c1',
+        content: [
+          { type: 'text', text: 'page 1', cache_control: { type: 'ephemeral' } },
+          { type: 'file', file: { filename: 'a.pdf', file_data: PDF } },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'c2',
+        content: [
+          { type: 'image_url', image_url: { url: PNG, detail: 'high' } },
+          { type: 'image_url', image_url: { url: 'https://x.test/b.png' } },
+        ],
+      },
+      { role: 'user', content: 'What do you see?' },
+    ],
+  };
+
+  for (const flavor of ['openai', 'openai-compatible'] as const)
+    it(`${flavor}: tool messages keep their text (a note when none), the media follow in one user message`, () => {
+      const body = toOpenAiRequest(loop, flavor, false);
+      expect(body.messages).toEqual([
+        { role: 'user', content: 'Look at both' },
+        { role: 'assistant', content: null, tool_calls: [call('c1', 'Read'), call('c2', 'Shot')] },
+        { role: 'tool', tool_call_id: 'c1', content: 'page 1' },
+        { role: 'tool', tool_call_id: 'c2', content: '(images attached below)' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Attached to the result of tool call c1 (Read):' },
+            { type: 'file', file: { filename: 'a.pdf', file_data: PDF } },
+            { type: 'text', text: 'Attached to the result of tool call c2 (Shot):' },
+            { type: 'image_url', image_url: { url: PNG, detail: 'high' } },
+            { type: 'image_url', image_url: { url: 'https://x.test/b.png' } },
+          ],
+        },
+        { role: 'user', content: 'What do you see?' },
+      ]);
+    });
+
+  it('a tool run that ends the request gets its user message last; text-only tool results are untouched', () => {
+    const messages = loop.messages
+      .slice(0, 2)
+      .concat(
+        { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'plain' }] },
+        { role: 'tool', tool_call_id: 'c2', content: [{ type: 'image_url', image_url: { url: PNG } }] },
+      );
+    const body = toOpenAiRequest({ ...loop, messages }, 'openai', false);
+    expect((body.messages as unknown[]).slice(2)).toEqual([
+      { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'plain' }] },
+      { role: 'tool', tool_call_id: 'c2', content: '(image attached below)' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Attached to the result of tool call c2 (Shot):' },
+          { type: 'image_url', image_url: { url: PNG } },
+        ],
+      },
+    ]);
+    const plain = toOpenAiRequest({ ...loop, messages: messages.slice(0, 3) }, 'openai', false);
+    expect((plain.messages as unknown[]).length).toBe(3);
+  });
+});
+
 describe('cost and latency hints', () => {
   const cc = { type: 'ephemeral' } as const;
   const hints = {

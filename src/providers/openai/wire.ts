@@ -12,6 +12,7 @@
  * | `top_k`               | never (refused before: OpenAI has none)  | sent                                      |
  * | `cache_control`       | not sent (OpenAI caches prefixes by itself) | not sent                              |
  * | `web_search`          | → `web_search_options` (context size, location) | same                               |
+ * | tool-result media     | → a user message after the tool run (`toWireMessages`) | same                              |
  *
  * Only canonical fields are sent (unknown fields a caller may have smuggled in never reach the
  * upstream), and Gatehouse's extensions (`cache_control`, a tool's `origin`) are stripped. Streams
@@ -39,6 +40,7 @@ import type {
 } from '../../formats/chat.js';
 import { OPENAI_HINT_FIELDS } from '../../formats/hints.js';
 import { base64Text, fileSource, isTextMedia } from '../content.js';
+import { attachedNote, attachmentIntro, splitToolResult } from '../tool-media.js';
 
 export type OpenAiFlavor = 'openai' | 'openai-compatible';
 
@@ -101,6 +103,41 @@ function toWireMessage(m: ChatMessage, flavor: OpenAiFlavor): Record<string, unk
   return out;
 }
 
+/**
+ * The wire messages. A tool message takes text only on Chat Completions, so a tool result's media
+ * (an image Claude Code's Read tool returned, a PDF, …) move to ONE user message after the run of
+ * tool messages, each result's introduced by a line naming its call, in order; the tool message
+ * keeps its text (a note when it had none), so every tool call is still answered right after the
+ * assistant message that made it.
+ */
+function toWireMessages(messages: ChatMessage[], flavor: OpenAiFlavor): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  const names = new Map<string, string>();
+  let attachments: ContentPart[] = [];
+  const flush = () => {
+    if (attachments.length) out.push({ role: 'user', content: attachments });
+    attachments = [];
+  };
+  for (const m of messages) {
+    if (m.role !== 'tool') flush();
+    for (const tc of m.tool_calls ?? []) names.set(tc.id, tc.function.name);
+    const wire = toWireMessage(m, flavor);
+    if (m.role === 'tool' && Array.isArray(wire.content)) {
+      const { text, media } = splitToolResult(wire.content as ContentPart[]);
+      if (media.length) {
+        // As a string: some OpenAI-compatible servers take a tool message's content as a string only.
+        const joined = text.map((p) => p.text).join('\n');
+        wire.content = joined.trim() ? joined : attachedNote(media);
+        const name = m.tool_call_id === undefined ? undefined : names.get(m.tool_call_id);
+        attachments.push({ type: 'text', text: attachmentIntro(m.tool_call_id, name) }, ...media);
+      }
+    }
+    out.push(wire);
+  }
+  flush();
+  return out;
+}
+
 /** OpenAI's `web_search_options` (its location nested under `approximate`). */
 export function webSearchOptions(ws: WebSearchRequest): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -150,7 +187,7 @@ export function toOpenAiRequest(
 ): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: req.model,
-    messages: req.messages.map((m) => toWireMessage(m, flavor)),
+    messages: toWireMessages(req.messages, flavor),
   };
   for (const k of PASSTHROUGH) if (req[k] !== undefined) body[k] = req[k];
   if (req.tools) body.tools = req.tools.map((t) => ({ type: 'function', function: t.function }));

@@ -48,6 +48,37 @@ describe('vertex adapter', () => {
     expect(req.headers['x-goog-user-project']).toBe('billing-1');
   });
 
+  it("Gemini: a tool result's image goes as inline data after the function response", async () => {
+    await provider.chat(
+      {
+        model: 'gemini-2.5-pro',
+        messages: [
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'shot', arguments: '{}' } }],
+          },
+          {
+            role: 'tool',
+            tool_call_id: 'c1',
+            content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }],
+          },
+        ],
+      },
+      ctx,
+    );
+    const req = mock.requests[0]!;
+    expect(req.path).toMatch(/\/publishers\/google\/models\/gemini-2\.5-pro:generateContent$/);
+    expect(req.body.contents.at(-1)).toEqual({
+      role: 'user',
+      parts: [
+        { functionResponse: { name: 'shot', response: { result: '(image attached below)' } } },
+        { text: 'Attached to the result of tool call c1 (shot):' },
+        { inlineData: { mimeType: 'image/png', data: 'AAAA' } },
+      ],
+    });
+  });
+
   it('a model id Vertex could not have is a 400 and nothing is sent', async () => {
     for (const model of ['../../x', 'a/b', 'gemini:evil', '..']) {
       const err = await provider.chat(ask(model), ctx).catch((e) => e);
