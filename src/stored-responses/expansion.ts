@@ -95,15 +95,12 @@ export interface Expansion {
  * `history` (the earlier turns' input and output items, oldest first) followed by this turn's
  * input with each item reference replaced by the item `items` holds for its id.
  *
- * An id `items` lacks is a 404 naming it — unless `keepUnknown`, for a caller whose upstream may
- * hold it (the OpenAI Responses pass-through): then the reference, and an unresolved
- * `previous_response_id` (`history` empty), stay in the body for that upstream to resolve.
+ * An id `items` lacks is a 404 naming it.
  */
 export function expandBody(
   body: Obj,
   history: unknown[],
   items: ReadonlyMap<string, Item | null>,
-  opts: { keepUnknown?: boolean; previousResolved?: boolean } = {},
 ): Expansion {
   const own = inputList(body.input);
   const input =
@@ -114,13 +111,11 @@ export function expandBody(
       // null: an item held but not to be sent again (see `sendable`).
       if (found === null) return [];
       if (found) return [found];
-      if (opts.keepUnknown) return [item];
       throw new ApiError(404, `input[${i}]: no stored item with id '${id}' in this workspace`);
     }) ?? [];
   // A conversation is Gatehouse's: its items are in `history`, its id goes to no provider.
-  const { previous_response_id: previous, conversation: _conversation, ...rest } = body;
+  const { previous_response_id: _previous, conversation: _conversation, ...rest } = body;
   const out: Obj = rest;
-  if (given(previous) && opts.keepUnknown && !opts.previousResolved) out.previous_response_id = previous;
   // A body whose input is neither text nor a list is left for the parser to refuse.
   out.input = own ? [...history, ...input] : body.input;
   return { body: out, input };

@@ -355,42 +355,4 @@ describe.each(databases)('stored responses (%s)', (kind) => {
     ).toEqual([true, true]);
     expect((await service.get(A, id)).store).toBe(true);
   });
-
-  it('tells a native upstream (pass-through) which bodies need expanding, and can keep ids it does not hold', async () => {
-    const native = fresh('l');
-    const translated = fresh('m');
-    const t1 = await service.expand({ model: 'm', input: 'x' }, A, logs().log);
-    await service.save(t1, response(native, 'from openai'), 'openai', { upstreamStored: true });
-    const t2 = await service.expand({ model: 'm', input: 'x' }, A, logs().log);
-    await service.save(t2, response(translated, 'from anthropic'), 'anthropic');
-    const body = (prev: string) => ({ model: 'm', previous_response_id: prev, input: 'x' });
-
-    expect(await service.needsExpansion({ model: 'm', input: 'x' }, A)).toBe(false);
-    expect(await service.needsExpansion(body(native), A)).toBe(true);
-    expect(await service.needsExpansion(body(native), A, 'openai')).toBe(false);
-    expect(await service.needsExpansion(body(translated), A, 'openai')).toBe(true);
-    expect(await service.needsExpansion(body('resp_only_openai_knows'), A, 'openai')).toBe(false);
-    const nativeItem = { type: 'item_reference', id: `msg_${native.replace('resp_', '')}_0` };
-    const translatedItem = { type: 'item_reference', id: `msg_${translated.replace('resp_', '')}_0` };
-    expect(await service.needsExpansion({ model: 'm', input: [nativeItem] }, A, 'openai')).toBe(false);
-    expect(
-      await service.needsExpansion({ model: 'm', input: [nativeItem, translatedItem] }, A, 'openai'),
-    ).toBe(true);
-
-    const kept = await service.expand(
-      {
-        model: 'm',
-        previous_response_id: 'resp_only_openai_knows',
-        input: [{ id: 'msg_unknown' }, translatedItem],
-      },
-      A,
-      logs().log,
-      { keepUnknown: true },
-    );
-    expect(kept.body).toEqual({
-      model: 'm',
-      previous_response_id: 'resp_only_openai_knows',
-      input: [{ id: 'msg_unknown' }, response(translated, 'from anthropic').output[0]],
-    });
-  });
 });

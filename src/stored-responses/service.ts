@@ -50,7 +50,7 @@ export type CallerScope = Scope & { isManagement?: boolean };
 
 /** One `/responses` call as far as storage is concerned (from `expand`, for `save` / `tap`). */
 export interface Turn<B = unknown> {
-  /** The body to parse: plain (no stored references) unless expanded with `keepUnknown`. */
+  /** The body to parse: plain (no stored references). */
   body: B | Obj;
   scope: Scope;
   /** Whether the response is to be stored (`store` not false, and storage on). */
@@ -113,15 +113,9 @@ export class StoredResponsesService {
   /**
    * Resolves the stored state `body` names (404 naming an unknown id) into a plain body, and
    * describes the turn for `save` / `tap`. A body that names nothing is returned as it is (no
-   * database read). `keepUnknown`: ids Gatehouse does not hold stay in the body, for an upstream
-   * that may hold them (see `needsExpansion`).
+   * database read).
    */
-  async expand<B>(
-    body: B,
-    caller: CallerScope,
-    log: Log,
-    opts: { keepUnknown?: boolean } = {},
-  ): Promise<Turn<B>> {
+  async expand<B>(body: B, caller: CallerScope, log: Log): Promise<Turn<B>> {
     const scope = { organizationId: caller.organizationId, workspaceId: caller.workspaceId };
     const refs = referencesOf(body);
     const turn: Turn<B> = {
@@ -143,7 +137,6 @@ export class StoredResponsesService {
 
     const now = this.now();
     let history: unknown[] = [];
-    let previousResolved = false;
     if (refs.conversationId !== null) {
       if (!this.deps.conversations)
         throw new ApiError(
@@ -155,10 +148,9 @@ export class StoredResponsesService {
     if (refs.previousResponseId !== null) {
       const [previous] = await findResponses(this.deps.db, scope, [refs.previousResponseId], now);
       if (previous) {
-        previousResolved = true;
         turn.chain = [...(JSON.parse(previous.chain_json) as string[]), previous.id];
-        history = await this.conversation(scope, turn.chain, now, opts.keepUnknown === true);
-      } else if (!opts.keepUnknown) {
+        history = await this.conversation(scope, turn.chain, now);
+      } else {
         throw new ApiError(
           404,
           `previous_response_id: no stored response with id '${refs.previousResponseId}' in this workspace (it may have expired or been deleted)`,
@@ -172,36 +164,10 @@ export class StoredResponsesService {
         items.set(row.id, sendable(item, row.upstream_stored) ? item : null);
       }
     }
-    const expanded = expandBody(body as Obj, history, items, {
-      keepUnknown: opts.keepUnknown,
-      previousResolved,
-    });
+    const expanded = expandBody(body as Obj, history, items);
     turn.body = expanded.body;
     turn.input = expanded.input;
     return turn;
-  }
-
-  /**
-   * Whether `body` names state that only Gatehouse holds, so it must be expanded before it goes to
-   * `nativeProvider` — a provider that stores responses itself (the OpenAI Responses pass-through).
-   * Without a provider: whether it names any stored state at all. Ids Gatehouse does not know are
-   * left to that provider.
-   */
-  async needsExpansion(body: unknown, caller: CallerScope, nativeProvider?: string): Promise<boolean> {
-    const refs = referencesOf(body);
-    if (refs.previousResponseId === null && refs.conversationId === null && refs.itemIds.length === 0)
-      return false;
-    // Only Gatehouse holds its conversations.
-    if (nativeProvider === undefined || refs.conversationId !== null) return true;
-    const held = (r: { provider: string; upstream_stored: number }) =>
-      r.upstream_stored === 1 && r.provider === nativeProvider;
-    const now = this.now();
-    if (refs.previousResponseId !== null) {
-      const rows = await findResponses(this.deps.db, caller, [refs.previousResponseId], now);
-      if (rows.some((r) => !held(r))) return true;
-    }
-    const items = refs.itemIds.length ? await findItems(this.deps.db, caller, refs.itemIds, now) : [];
-    return items.some((r) => !held(r));
   }
 
   /**
@@ -295,8 +261,8 @@ export class StoredResponsesService {
   }
 
   /** The items of the stored responses `chain` (oldest first): each one's input, then its output. */
-  private async conversation(scope: Scope, chain: string[], now: number, tolerateGaps: boolean) {
-    return (await this.held(scope, chain, now, tolerateGaps)).map((h) => h.item);
+  private async conversation(scope: Scope, chain: string[], now: number) {
+    return (await this.held(scope, chain, now, false)).map((h) => h.item);
   }
 
   /**
