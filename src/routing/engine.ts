@@ -205,6 +205,7 @@ export class Engine {
     const tools = checks.serverToolsAllowed(serverToolsOf(call.body));
     if (!tools.ok) throw new ApiError(tools.status, tools.message);
     // Guardrail and context length per model of the list (the caller's body as sent sizes it).
+    const sentChars = promptChars(call, call);
     const chain = modelChain({
       primary,
       listed,
@@ -213,7 +214,7 @@ export class Engine {
         return m?.kind === call.wire.kind ? m : undefined;
       },
       allowed: (m) => checks.modelAllowed(m),
-      promptTokens: estimateTokens(promptChars(call, call)),
+      promptTokens: estimateTokens(sentChars),
     });
     const { body, safeguards, records } = filterBody(call, checks);
     const { skipped, ...planned } = await this.plan(call, chain.models, body, checks);
@@ -238,7 +239,8 @@ export class Engine {
       planned.attempts.map((a) => a.candidate.endpoint),
       {
         body,
-        promptTokens: estimateTokens(promptChars(call, prep)),
+        // The body as filtered (a redaction changes its size); walked again only then.
+        promptTokens: estimateTokens(body === call.body ? sentChars : promptChars(call, prep)),
         kind: call.wire.kind,
         defaultOutput: this.deps.reservedOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS,
       },
