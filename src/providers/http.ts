@@ -575,6 +575,8 @@ export function upstreamErrorFrom(
 
 /** Joins a base URL and a path without doubling or losing the slash. */
 export function joinUrl(base: string, path: string): string {
+  // Every upstream call joins one: the usual shapes (no trailing slash, one leading) without a regex.
+  if (!base.endsWith('/') && path.startsWith('/') && !path.startsWith('//')) return base + path;
   return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
 }
 
