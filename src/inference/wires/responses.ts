@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { ChatRequest, Usage } from '../../formats/chat.js';
+import { lanePlugins, lanePluginsDropped, withPlugins } from '../../formats/plugins.js';
 import { isGatehouseReasoningState } from '../../formats/reasoning-state.js';
 import {
   chatResponseToResponses,
@@ -118,7 +119,10 @@ function gatehouseReasoningItems(body: Body): number[] {
 }
 
 function laneBody(body: Body, upstreamModel: string): Body {
-  const out = laneWebSearch(withoutFields(body, upstreamModel, GATEHOUSE_FIELDS), 'responses');
+  const out = laneWebSearch(
+    withoutFields(lanePlugins(body, 'responses'), upstreamModel, GATEHOUSE_FIELDS),
+    'responses',
+  );
   const own = new Set(gatehouseReasoningItems(body));
   if (own.size && Array.isArray(body.input)) out.input = body.input.filter((_, i) => !own.has(i));
   return out;
@@ -145,10 +149,11 @@ export const responsesWire: ChatWire = {
     'anthropic-beta',
   ],
   inspect: inspectBody,
-  parse: (body, headers) => withAnthropicBeta(responsesRequestToChat(body), headers),
+  parse: (body, headers) => withPlugins(withAnthropicBeta(responsesRequestToChat(body), headers), body),
   laneDropped: (body, headers) => [
     ...gatehouseReasoningItems(body).map((i) => `input[${i}]`),
     ...laneSearchDropped(body, 'responses'),
+    ...lanePluginsDropped(body, 'responses'),
     ...laneDroppedHeaders(headers),
   ],
   texts,
