@@ -111,13 +111,13 @@ export const messagesWire: ChatWire = {
   laneDropped: (body) => lanePluginsDropped(body, 'messages'),
   answerTexts: messagesAnswerSlots,
   frameTexts: messagesFrameSlots,
-  encodeResponse: (done, call) =>
+  encodeResponse: (done) =>
     chatResponseToMessages(
       { ...done.response, usage: done.usage, model: done.info.model.id },
-      answerModel(done.info, call),
+      answerModel(done.info),
     ),
-  async *encodeStream(s, call) {
-    for await (const e of chatStreamToMessages(withFinalUsage(s), answerModel(s.info, call)))
+  async *encodeStream(s) {
+    for await (const e of chatStreamToMessages(withFinalUsage(s), answerModel(s.info)))
       yield sseJson(e.data, e.event);
   },
   streamError: (_info, message, status = 502) => [

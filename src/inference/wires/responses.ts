@@ -160,20 +160,20 @@ export const responsesWire: ChatWire = {
   laneBody,
   answerTexts: responsesAnswerSlots,
   frameTexts: responsesFrameSlots,
-  encodeResponse: (done, call) =>
+  encodeResponse: (done) =>
     chatResponseToResponses(
       { ...done.response, usage: done.usage, id: done.info.generationId },
-      answerModel(done.info, call),
+      answerModel(done.info),
       done.info.upstreamRequest as ChatRequest,
       { cost: () => responsesCost(done.cost, done.info.served.credential.isByok) },
     ),
-  async *encodeStream(s, call) {
+  async *encodeStream(s) {
     const { info } = s;
     const request = info.upstreamRequest as ChatRequest;
     // The final usage is priced from its own token counts, as the chat wire's usage chunk is.
     const cost = (u: Usage) =>
       responsesCost(costOf(info.served.endpoint.pricing, u), info.served.credential.isByok);
-    const stream = chatStreamToResponses(withFinalUsage(s), answerModel(info, call), request, {
+    const stream = chatStreamToResponses(withFinalUsage(s), answerModel(info), request, {
       cost,
       id: info.generationId,
     });

@@ -63,8 +63,8 @@ export type EmbeddingsWire = CallerWire<EmbeddingsResponse>;
  * The model a translated Messages or Responses answer names: as the caller named it, or the model
  * that served when a model fallback served the call.
  */
-export const answerModel = (info: RouteInfo, call: { model: string }): string =>
-  info.model.id === info.primaryModel ? call.model : info.model.id;
+export const answerModel = (info: RouteInfo): string =>
+  info.model.id === info.primaryModel ? info.requested : info.model.id;
 
 /** The request's `models` (OpenRouter's model fallbacks): a non-empty list of model ids, or absent. */
 export function modelsOf(body: Body): string[] | undefined {
