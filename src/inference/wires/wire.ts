@@ -60,8 +60,8 @@ export type ChatWire = CallerWire<ChatResponse>;
 export type EmbeddingsWire = CallerWire<EmbeddingsResponse>;
 
 /**
- * The model a translated Messages or Responses answer names: as the caller named it, or the model
- * that served when a model fallback served the call.
+ * The model a translated Messages or Responses answer names: as the caller named it (without an
+ * `:online` suffix: routing/online.ts), or the model that served when a model fallback served it.
  */
 export const answerModel = (info: RouteInfo): string =>
   info.model.id === info.primaryModel ? info.requested : info.model.id;
