@@ -1,12 +1,14 @@
 /**
  * Web search across formats: a caller asks for web search in its own format (Claude Code's
  * WebSearch on /messages, a Responses `web_search` tool, chat `web_search_options`, OpenRouter's
- * `openrouter:web_search`), the serving provider runs its own search, and the searches and
- * citations come back in the caller's format, streamed or not; a workspace's
- * `disabled_server_tools` refuses it (403) before anything goes upstream. Real gateway, real
- * sockets, the official clients, mock upstreams that answer a search as each vendor does.
+ * `openrouter:web_search` tool, `web` plugin and `:online` model variant), the serving provider
+ * runs its own search, and the searches and citations come back in the caller's format, streamed
+ * or not; a workspace's `disabled_server_tools` refuses it (403) before anything goes upstream.
+ * Real gateway, real sockets, the official clients, mock upstreams that answer a search as each
+ * vendor does.
  */
 import Anthropic from '@anthropic-ai/sdk';
+import { OpenRouter } from '@openrouter/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
@@ -317,6 +319,216 @@ describe('chat completions', () => {
   });
 });
 
+describe("OpenRouter's web plugin and the :online variant", () => {
+  const ask = { messages: [{ role: 'user', content: 'What is new?' }] };
+  const plugins = [{ id: 'web', max_results: 2, max_uses: 3 }, { id: 'response-healing' }];
+
+  it('plugin web on chat to Claude: the server tool upstream, annotations back, the rest listed', async () => {
+    const res = await call('POST', '/chat/completions', { model: 'ws/claude', ...ask, plugins });
+    expect(res.status, res.text).toBe(200);
+    const sent = upstreamBody();
+    expect(sent.tools).toEqual([{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }]);
+    expect(sent.plugins).toBeUndefined();
+    const dropped = res.headers.get(HEADER)?.split(',');
+    expect(dropped).toEqual(['plugins.web.max_results', 'plugins.response-healing']);
+    expect(res.body.gateway_metadata.dropped_fields).toEqual(dropped);
+    expect(res.body.choices[0].message.annotations[0].url_citation).toMatchObject({ url: FIRST.url });
+    expect((await generation(res.body.id)).web_search_requests).toBe(1);
+  });
+
+  it("plugin web on chat to Gemini: Google's search", async () => {
+    const res = await call('POST', '/chat/completions', {
+      model: 'ws/gemini',
+      ...ask,
+      plugins: [{ id: 'web' }],
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(upstreamBody().tools).toEqual([{ googleSearch: {} }]);
+    expect(res.headers.get(HEADER)).toBeNull();
+    expect(res.body.choices[0].message.annotations[0].url_citation).toMatchObject({ url: FIRST.url });
+  });
+
+  it('plugin web on the chat lane to OpenAI: its web_search_options, no plugins sent (streamed too)', async () => {
+    const res = await call('POST', '/chat/completions', { model: 'ws/gpt', ...ask, plugins });
+    expect(res.status, res.text).toBe(200);
+    expect(res.headers.get('x-gatehouse-route')).toBe('passthrough');
+    const sent = upstreamBody();
+    expect(sent.web_search_options).toEqual({});
+    expect(sent.plugins).toBeUndefined();
+    expect(res.headers.get(HEADER)?.split(',')).toEqual([
+      'plugins.web.max_results',
+      'plugins.response-healing',
+      'plugins.web.max_uses',
+    ]);
+    expect((await generation(res.body.id)).web_search_requests).toBe(1);
+
+    mock.reset();
+    const streamed = await call('POST', '/chat/completions', {
+      model: 'ws/gpt',
+      ...ask,
+      plugins: [{ id: 'web' }],
+      stream: true,
+    });
+    expect(streamed.status, streamed.text).toBe(200);
+    expect(upstreamBody().web_search_options).toEqual({});
+  });
+
+  it("plugin web on the Messages lane to Claude: Anthropic's server tool; on the Responses lane: a web_search tool", async () => {
+    const msg = await call('POST', '/messages', {
+      model: 'ws/claude',
+      max_tokens: 100,
+      ...ask,
+      plugins: [{ id: 'web', user_location: { type: 'approximate', country: 'DE' } }],
+    });
+    expect(msg.status, msg.text).toBe(200);
+    expect(msg.headers.get('x-gatehouse-route')).toBe('passthrough');
+    const toClaude = upstreamBody();
+    expect(toClaude.tools).toEqual([
+      {
+        type: 'web_search_20250305',
+        name: 'web_search',
+        user_location: { type: 'approximate', country: 'DE' },
+      },
+    ]);
+    expect(toClaude.plugins).toBeUndefined();
+
+    mock.reset();
+    const res = await call('POST', '/responses', {
+      model: 'ws/gpt',
+      input: 'What is new?',
+      plugins: [{ id: 'web', include_domains: ['docs.rs'] }],
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.headers.get('x-gatehouse-route')).toBe('passthrough');
+    expect(upstreamBody().tools).toEqual([{ type: 'web_search', filters: { allowed_domains: ['docs.rs'] } }]);
+  });
+
+  it(':online searches with the base model: routed, answered and recorded as it', async () => {
+    const res = await call('POST', '/chat/completions', { model: 'ws/claude:online', ...ask });
+    expect(res.status, res.text).toBe(200);
+    const sent = upstreamBody();
+    expect(sent.model).toBe('claude-ws');
+    expect(sent.tools).toEqual([{ type: 'web_search_20250305', name: 'web_search' }]);
+    expect(res.body.model).toBe('ws/claude');
+    expect(res.headers.get('x-gatehouse-model')).toBe('ws/claude');
+    const gen = await generation(res.body.id);
+    expect(gen).toMatchObject({ model: 'ws/claude', requested_model: 'ws/claude', web_search_requests: 1 });
+
+    // A translated Messages answer names the base model too; the lane gets OpenAI's search.
+    mock.reset();
+    const msg = await anthropic.messages.create({
+      model: 'ws/gemini:online',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'What is new?' }],
+    });
+    expect(upstreamBody().tools).toEqual([{ googleSearch: {} }]);
+    expect(msg.model).toBe('ws/gemini');
+    expect(msg.content.map((b) => b.type)).toContain('web_search_tool_result');
+    mock.reset();
+    const lane = await call('POST', '/chat/completions', { model: 'ws/gpt:online', ...ask });
+    expect(lane.status, lane.text).toBe(200);
+    expect(upstreamBody()).toMatchObject({ model: 'gpt-ws', web_search_options: {} });
+  });
+
+  it(':online in the models fallbacks; an unknown model stays unknown', async () => {
+    const res = await call('POST', '/chat/completions', { models: ['ws/claude:online', 'ws/gpt'], ...ask });
+    expect(res.status, res.text).toBe(200);
+    expect(upstreamBody().tools).toEqual([{ type: 'web_search_20250305', name: 'web_search' }]);
+    expect(res.body.model).toBe('ws/claude');
+    const unknown = await call('POST', '/chat/completions', { model: 'nobody/nothing:online', ...ask });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.message).toContain('nobody/nothing');
+  });
+
+  it('an unknown plugin is listed dropped, the call served (translated and on a lane)', async () => {
+    for (const model of ['ws/claude', 'ws/gpt']) {
+      mock.reset();
+      const res = await call('POST', '/chat/completions', {
+        model,
+        ...ask,
+        plugins: [
+          { id: 'no-such-plugin', anything: 1 },
+          { id: 'file-parser', enabled: false },
+        ],
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(res.headers.get(HEADER)).toBe('plugins.no-such-plugin');
+      const sent = upstreamBody();
+      expect(sent.plugins).toBeUndefined();
+      expect(sent.tools).toBeUndefined();
+      expect(sent.web_search_options).toBeUndefined();
+    }
+  });
+
+  it('a malformed plugins list is a 400 in the caller format, nothing sent upstream', async () => {
+    const chat = await call('POST', '/chat/completions', { model: 'ws/gpt', ...ask, plugins: { id: 'web' } });
+    expect(chat.status).toBe(400);
+    expect(chat.body.error.message).toContain('plugins');
+    const noId = await call('POST', '/chat/completions', {
+      model: 'ws/claude',
+      ...ask,
+      plugins: [{ max: 1 }],
+    });
+    expect(noId.status).toBe(400);
+    expect(noId.body.error.message).toContain('plugins[0].id');
+    const err = await anthropic.messages
+      .create({
+        model: 'ws/claude',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'hi' }],
+        plugins: ['web'],
+      } as never)
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(err.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect(mock.requests).toHaveLength(0);
+  });
+
+  it("through OpenRouter's SDK: chat.send with plugins, its response validation on", async () => {
+    const sdk = new OpenRouter({
+      serverURL: `${gw.url}/api/v1`,
+      apiKey: gw.apiKey,
+      retryConfig: { strategy: 'none' },
+    });
+    const res = await sdk.chat.send({
+      chatRequest: {
+        model: 'ws/claude',
+        messages: [{ role: 'user', content: 'What is new?' }],
+        plugins: [{ id: 'web', maxUses: 2, searchPrompt: 'Results:' }, { id: 'moderation' }],
+      },
+    });
+    if (Symbol.asyncIterator in res) throw new Error('expected a JSON body');
+    expect(upstreamBody().tools).toEqual([{ type: 'web_search_20250305', name: 'web_search', max_uses: 2 }]);
+    expect(res.model).toBe('ws/claude');
+    expect(res.choices[0]?.message.content).toEqual(expect.any(String));
+    const gen = await generation(res.id);
+    expect(gen.web_search_requests).toBe(1);
+    // The generation keeps what was not applied.
+    expect(gen.gateway_metadata.dropped_fields).toEqual(['plugins.web.search_prompt', 'plugins.moderation']);
+  });
+
+  it("a translated Responses answer's tools echo the caller's web search tool", async () => {
+    const res = await openai.responses.create({
+      model: 'ws/claude',
+      input: 'What is new?',
+      tools: [
+        { type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} }, strict: false },
+        { type: 'web_search', search_context_size: 'low' },
+      ],
+    });
+    expect(res.tools).toEqual([
+      {
+        type: 'function',
+        name: 'lookup',
+        description: null,
+        parameters: { type: 'object', properties: {} },
+        strict: false,
+      },
+      { type: 'web_search', search_context_size: 'low', user_location: null, filters: null },
+    ]);
+  });
+});
+
 describe("a workspace's disabled_server_tools", () => {
   let workspaceId: string;
   const mgmt = () => client(gw.url, gw.managementKey);
@@ -353,6 +565,30 @@ describe("a workspace's disabled_server_tools", () => {
       .create({ model: 'ws/claude', input: 'hi', tools: [{ type: 'web_search_preview' }] })
       .catch((e) => e);
     expect(responses).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect(mock.requests).toHaveLength(0);
+
+    // The web plugin and the :online variant are web search too.
+    for (const body of [
+      { model: 'ws/gpt', plugins: [{ id: 'web' }] },
+      { model: 'ws/claude', plugins: [{ id: 'web' }] },
+      { model: 'ws/gpt:online' },
+      { models: ['ws/gemini', 'ws/claude:online'] },
+    ]) {
+      const res = await call('POST', '/chat/completions', {
+        ...body,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(res.status, JSON.stringify(body)).toBe(403);
+      expect(res.body.error.message).toContain('openrouter:web_search');
+    }
+    const lane = await call('POST', '/messages', {
+      model: 'ws/claude',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'hi' }],
+      plugins: [{ id: 'web' }],
+    });
+    expect(lane.status).toBe(403);
+    expect(lane.body.error.type).toBe('permission_error');
     expect(mock.requests).toHaveLength(0);
 
     // A call without the tool goes through.

@@ -139,6 +139,11 @@ export interface WebSearchRequest {
   blocked_domains?: string[];
   user_location?: WebSearchLocation;
   search_context_size?: 'low' | 'medium' | 'high';
+  /**
+   * Internal: the Responses tool the caller asked with (`web_search`, `web_search_preview`, …,
+   * `openrouter:web_search`), which a translated Responses answer echoes. No provider reads it.
+   */
+  origin?: string;
 }
 
 export interface WebSearchLocation {

@@ -205,11 +205,17 @@ export function responsesTools(v: unknown, path = 'tools'): Parsed {
         else out.dropped.push(p);
         break;
       case WEB_SEARCH_TOOL:
-        out.web_search = mergeWebSearch(out.web_search, openRouterWebSearch(t, p, out.dropped));
+        out.web_search = mergeWebSearch(out.web_search, {
+          ...openRouterWebSearch(t, p, out.dropped),
+          origin: WEB_SEARCH_TOOL,
+        });
         break;
       default:
         if (isResponsesWebSearch(t.type))
-          out.web_search = mergeWebSearch(out.web_search, responsesWebSearch(t, p, out.dropped));
+          out.web_search = mergeWebSearch(out.web_search, {
+            ...responsesWebSearch(t, p, out.dropped),
+            origin: t.type as string,
+          });
         else fail(`${p}.type`, `built-in tool '${String(t.type)}' is not supported`);
     }
   }

@@ -559,8 +559,9 @@ describe('chatResponseToResponses', () => {
       },
     } satisfies ResponsesResponse);
     // Everything the official type requires is there ('minimal' effort makes `reasoning` wider;
-    // `output` may hold custom_tool_call items, which this SDK version does not know).
-    const typed: Omit<OpenAI.Responses.Response, 'reasoning' | 'output'> = r;
+    // `output` may hold custom_tool_call items, and `tools` an echoed `openrouter:web_search`, which
+    // this SDK version does not know).
+    const typed: Omit<OpenAI.Responses.Response, 'reasoning' | 'output' | 'tools'> = r;
     expect(typed.object).toBe('response');
   });
 

@@ -92,6 +92,8 @@ import type {
   ToolDefinition,
   UrlCitation,
   Usage,
+  WebSearchLocation,
+  WebSearchRequest,
 } from './chat.js';
 import { IMAGE_DETAILS } from './chat.js';
 import { filePart } from './files.js';
@@ -125,7 +127,7 @@ import {
   optStr,
   str,
 } from './validate.js';
-import { isResponsesWebSearch } from './web-search.js';
+import { isResponsesWebSearch, WEB_SEARCH_TOOL } from './web-search.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire types (what Gatehouse emits; a structural subset of the official SDK's types)
@@ -243,6 +245,19 @@ export interface ResponsesFunctionTool {
   strict: boolean | null;
 }
 
+/**
+ * The web search tool as OpenAI echoes it (its defaults filled in), under the caller's own type;
+ * OpenRouter's `openrouter:web_search` as sent (its parameters the canonical search carried).
+ */
+export type ResponsesWebSearchTool =
+  | {
+      type: 'web_search' | 'web_search_2025_08_26' | 'web_search_preview' | 'web_search_preview_2025_03_11';
+      search_context_size: 'low' | 'medium' | 'high';
+      user_location: WebSearchLocation | null;
+      filters: { allowed_domains: string[] } | null;
+    }
+  | { type: 'openrouter:web_search'; parameters: Record<string, unknown> };
+
 export type ResponsesToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; name: string };
 
 export interface ResponsesResponse {
@@ -272,7 +287,7 @@ export interface ResponsesResponse {
   temperature: number | null;
   text: { format: ResponsesTextFormat };
   tool_choice: ResponsesToolChoice;
-  tools: ResponsesFunctionTool[];
+  tools: (ResponsesFunctionTool | ResponsesWebSearchTool)[];
   top_p: number | null;
   truncation: 'disabled';
   usage?: ResponsesUsage;
@@ -805,6 +820,32 @@ function echoToolChoice(tc: ToolChoice | undefined): ResponsesToolChoice {
   return typeof tc === 'string' ? tc : { type: 'function', name: tc.function.name };
 }
 
+/** The caller's web search tool, as OpenAI echoes it (none for a search asked another way). */
+function echoWebSearch(ws: WebSearchRequest | undefined): ResponsesWebSearchTool[] {
+  if (!ws?.origin) return [];
+  if (ws.origin === WEB_SEARCH_TOOL)
+    return [
+      {
+        type: WEB_SEARCH_TOOL,
+        parameters: compact({
+          max_uses: ws.max_uses,
+          allowed_domains: ws.allowed_domains,
+          excluded_domains: ws.blocked_domains,
+          search_context_size: ws.search_context_size,
+          user_location: ws.user_location,
+        }),
+      },
+    ];
+  return [
+    {
+      type: ws.origin as Exclude<ResponsesWebSearchTool['type'], typeof WEB_SEARCH_TOOL>,
+      search_context_size: ws.search_context_size ?? 'medium',
+      user_location: ws.user_location ?? null,
+      filters: ws.allowed_domains ? { allowed_domains: ws.allowed_domains } : null,
+    },
+  ];
+}
+
 /** The response envelope: ids and the request parameters OpenAI echoes back. */
 function envelope(id: string, created: number, model: string, request?: ChatRequest): ResponsesResponse {
   const r: ResponsesResponse = {
@@ -831,13 +872,18 @@ function envelope(id: string, created: number, model: string, request?: ChatRequ
     temperature: request?.temperature ?? null,
     text: { format: textFormat(request?.response_format) },
     tool_choice: echoToolChoice(request?.tool_choice),
-    tools: (request?.tools ?? []).map((t) => ({
-      type: 'function',
-      name: t.function.name,
-      description: t.function.description ?? null,
-      parameters: t.function.parameters ?? null,
-      strict: t.function.strict ?? null,
-    })),
+    tools: [
+      ...(request?.tools ?? []).map(
+        (t): ResponsesFunctionTool => ({
+          type: 'function',
+          name: t.function.name,
+          description: t.function.description ?? null,
+          parameters: t.function.parameters ?? null,
+          strict: t.function.strict ?? null,
+        }),
+      ),
+      ...echoWebSearch(request?.web_search),
+    ],
     top_p: request?.top_p ?? null,
     truncation: 'disabled',
   };

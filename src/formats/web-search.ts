@@ -15,16 +15,28 @@
  * | `openrouter:web_search` tool (chat, Responses)      | `parameters`: max_uses, allowed_domains,   |
  * |                                                     | excluded_domains → blocked_domains,        |
  * |                                                     | search_context_size, user_location         |
+ * | OpenRouter's `web` plugin (`plugins`, or a model id  | max_uses, include_domains →                |
+ * | ending in `:online`; chat, Messages, Responses)     | allowed_domains, exclude_domains →         |
+ * |                                                     | blocked_domains, user_location             |
  *
  * Parameters with no canonical field (OpenRouter's `engine`, `max_results`, …) are dropped and
- * listed under the caller's path. For the workspace's `disabled_server_tools`, every spelling is the
- * tool `openrouter:web_search` (serverToolsOf).
+ * listed under the caller's path (`engine: native` or `auto` is what every provider does: not
+ * listed). For the workspace's `disabled_server_tools`, every spelling is the tool
+ * `openrouter:web_search` (serverToolsOf).
  */
 import type { WebSearchLocation, WebSearchRequest } from './chat.js';
 import { compact, given, isObj, type Obj, obj, oneOf, optNum, optStr, strArray } from './validate.js';
 
 /** The name every spelling of web search has in a workspace's `disabled_server_tools`. */
 export const WEB_SEARCH_TOOL = 'openrouter:web_search';
+
+/** OpenRouter's plugin id for web search (`plugins: [{id: 'web'}]`, what `:online` turns on). */
+export const WEB_PLUGIN = 'web';
+
+/** Whether a body's `plugins` turn web search on (read leniently: validated in plugins.ts). */
+export const asksWebPlugin = (body: Obj): boolean =>
+  Array.isArray(body.plugins) &&
+  body.plugins.some((p) => isObj(p) && p.id === WEB_PLUGIN && p.enabled !== false);
 
 const CONTEXT_SIZES = ['low', 'medium', 'high'] as const;
 
@@ -116,6 +128,39 @@ export function openRouterWebSearch(t: Obj, p: string, dropped: string[]): WebSe
   });
 }
 
+/** The `web` plugin's settings the canonical web search carries; `id` and `enabled` are the plugin's. */
+const PLUGIN_MAPPED = new Set([
+  'id',
+  'enabled',
+  'max_uses',
+  'include_domains',
+  'exclude_domains',
+  'user_location',
+]);
+
+/** `engine` values that ask for what Gatehouse does: the provider's own search. */
+const NATIVE_ENGINES = new Set(['native', 'auto']);
+
+/**
+ * OpenRouter's `web` plugin `{id: 'web', max_uses?, include_domains?, exclude_domains?,
+ * user_location?, …}` (`p`: its path); its settings with no canonical field (`max_results`,
+ * `search_prompt`, `mode`, another `engine` than the provider's own search, …) are pushed to
+ * `dropped` as `plugins.web.<name>`.
+ */
+export function pluginWebSearch(t: Obj, p: string, dropped: string[]): WebSearchRequest {
+  for (const [k, v] of Object.entries(t)) {
+    if (!given(v) || PLUGIN_MAPPED.has(k)) continue;
+    if (k === 'engine' && typeof v === 'string' && NATIVE_ENGINES.has(v)) continue;
+    dropped.push(`plugins.web.${k}`);
+  }
+  return compact({
+    max_uses: optNum(t.max_uses, `${p}.max_uses`, { integer: true, min: 1 }),
+    allowed_domains: domains(t.include_domains, `${p}.include_domains`),
+    blocked_domains: domains(t.exclude_domains, `${p}.exclude_domains`),
+    user_location: location(t.user_location, `${p}.user_location`),
+  });
+}
+
 /** Two requests for web search in one body (a tool and `web_search_options`): one, the later wins. */
 export const mergeWebSearch = (a: WebSearchRequest | undefined, b: WebSearchRequest): WebSearchRequest => ({
   ...a,
@@ -124,12 +169,13 @@ export const mergeWebSearch = (a: WebSearchRequest | undefined, b: WebSearchRequ
 
 /**
  * The server tools a caller's body asks for, by the names `disabled_server_tools` uses: any
- * spelling of web search is `openrouter:web_search`; another `openrouter:` tool is its own name.
+ * spelling of web search (the `web` plugin included) is `openrouter:web_search`; another
+ * `openrouter:` tool is its own name.
  * Read from the raw body, so a lane's call is checked before it is forwarded.
  */
 export function serverToolsOf(body: Obj): string[] {
   const out = new Set<string>();
-  if (given(body.web_search_options)) out.add(WEB_SEARCH_TOOL);
+  if (given(body.web_search_options) || asksWebPlugin(body)) out.add(WEB_SEARCH_TOOL);
   const tools = Array.isArray(body.tools) ? body.tools : [];
   for (const t of tools) {
     if (!isObj(t) || typeof t.type !== 'string') continue;

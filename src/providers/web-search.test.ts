@@ -110,7 +110,11 @@ describe('asking for web search in each caller format', () => {
       ],
       tools: [{ type: 'web_search', filters: { allowed_domains: ['docs.rs'] }, search_context_size: 'high' }],
     });
-    expect(req.web_search).toEqual({ allowed_domains: ['docs.rs'], search_context_size: 'high' });
+    expect(req.web_search).toEqual({
+      allowed_domains: ['docs.rs'],
+      search_context_size: 'high',
+      origin: 'web_search',
+    });
     expect(req.dropped).toEqual(['input[1]']);
     const forced = responsesRequestToChat({
       model: 'm',
@@ -414,6 +418,34 @@ describe('the answer in each caller format', () => {
     expect((res.output[1] as any).content[0].annotations).toEqual([
       { type: 'url_citation', url: 'https://a.com', title: 'A', start_index: 13, end_index: 29 },
     ]);
+  });
+
+  it("Responses: the answer's tools echo the caller's web search tool as OpenAI does", () => {
+    const fn = { type: 'function' as const, name: 'f', parameters: { type: 'object' } };
+    const preview = responsesRequestToChat({
+      model: 'm',
+      input: 'q',
+      tools: [fn, { type: 'web_search_preview', user_location: { type: 'approximate', country: 'FR' } }],
+    });
+    expect(chatResponseToResponses(canonical, 'm', preview).tools).toEqual([
+      { type: 'function', name: 'f', description: null, parameters: { type: 'object' }, strict: null },
+      {
+        type: 'web_search_preview',
+        search_context_size: 'medium',
+        user_location: { type: 'approximate', country: 'FR' },
+        filters: null,
+      },
+    ]);
+    const openrouter = responsesRequestToChat({
+      model: 'm',
+      input: 'q',
+      tools: [{ type: 'openrouter:web_search', parameters: { max_uses: 2, engine: 'exa' } }],
+    });
+    expect(chatResponseToResponses(canonical, 'm', openrouter).tools).toEqual([
+      { type: 'openrouter:web_search', parameters: { max_uses: 2 } },
+    ]);
+    // Asked for another way (a plugin, web_search_options): no tool to echo.
+    expect(chatResponseToResponses(canonical, 'm', { ...openrouter, web_search: {} }).tools).toEqual([]);
   });
 });
 

@@ -61,6 +61,7 @@ import { plannedMetadata, storedMetadata } from './gateway-metadata.js';
 import { type Meter, readChunk, readFrame, responseChars } from './metering.js';
 import type { RoutingMetrics } from './metrics.js';
 import { modelChain, type SkippedModel } from './model-chain.js';
+import { withoutOnline } from './online.js';
 import { type ParseOnce, parseOnce } from './parse-once.js';
 import { admitUnpriced } from './passthrough.js';
 import type { ProviderPreferences } from './preferences.js';
@@ -588,6 +589,7 @@ export class Engine {
 
   /** A non-streaming chat call, its answer through the content filters that apply to responses. */
   async complete(call: InferenceCall): Promise<Completed<ChatResponse>> {
+    call = withoutOnline(call, this.deps.catalog);
     const prep = await this.prepare(call);
     return this.completePrepared(call, prep, prep.checks.answerScan());
   }
@@ -685,6 +687,7 @@ export class Engine {
    * the caller goes away.
    */
   async stream(call: InferenceCall): Promise<Streaming> {
+    call = withoutOnline(call, this.deps.catalog);
     const prep = await this.prepare(call);
     return this.streamPrepared(call, prep, prep.checks.answerScan());
   }
@@ -898,6 +901,7 @@ export class Engine {
   async countTokens(
     call: InferenceCall,
   ): Promise<{ forwarded: ForwardedJson; provider: string } | { estimate: number; provider: string }> {
+    call = withoutOnline(call, this.deps.catalog);
     const prep = await this.prepare(call, false); // nothing is billed
     let last: Failure | null = null;
     for (const a of prep.attempts.filter((x) => x.lane)) {

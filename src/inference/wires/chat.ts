@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { chatRequestFromBody } from '../../formats/chat-edge.js';
+import { lanePlugins, lanePluginsDropped, withPlugins } from '../../formats/plugins.js';
 import { sseJson } from '../../formats/sse.js';
 import { laneSearchDropped, laneWebSearch } from '../../formats/web-search.js';
 import { ApiError } from '../../lib/errors.js';
@@ -97,12 +98,12 @@ function laneEffort(reasoning: unknown): string | undefined {
 }
 
 /**
- * A lane's body: OpenRouter's `reasoning` becomes OpenAI's `reasoning_effort`, and a
- * stream asks for its usage chunk (the gateway bills from it; OpenRouter's answers always end with
- * one).
+ * A lane's body: OpenRouter's `reasoning` becomes OpenAI's `reasoning_effort`, its web search (the
+ * `web` plugin, the `openrouter:web_search` tool) OpenAI's `web_search_options`, and a stream asks
+ * for its usage chunk (the gateway bills from it; OpenRouter's answers always end with one).
  */
 function laneBody(body: Body, upstreamModel: string): Body {
-  const out = laneWebSearch(withoutFields(body, upstreamModel, DROPPED), 'chat');
+  const out = laneWebSearch(withoutFields(lanePlugins(body, 'chat'), upstreamModel, DROPPED), 'chat');
   if (hasBreakpoints(body)) {
     delete out.cache_control;
     out.messages = (body.messages as unknown[]).map(withoutBreakpoints);
@@ -168,12 +169,13 @@ export const chatWire: ChatWire = {
   // `anthropic-beta` is for an Anthropic model's translated call (never sent on an OpenAI lane).
   forwardHeaders: ['openai-beta', 'anthropic-beta'],
   inspect: inspectBody,
-  parse: (body, headers) => withAnthropicBeta(chatRequestFromBody(body), headers),
+  parse: (body, headers) => withPlugins(withAnthropicBeta(chatRequestFromBody(body), headers), body),
   texts,
   laneBody,
   laneDropped: (body, headers) => [
     ...(hasBreakpoints(body) ? ['cache_control'] : []),
     ...laneSearchDropped(body, 'chat'),
+    ...lanePluginsDropped(body, 'chat'),
     ...laneDroppedHeaders(headers),
   ],
   answerTexts: chatAnswerSlots,

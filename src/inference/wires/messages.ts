@@ -4,6 +4,7 @@ import {
   chatStreamToMessages,
   messagesRequestToChat,
 } from '../../formats/messages.js';
+import { lanePlugins, lanePluginsDropped, withPlugins } from '../../formats/plugins.js';
 import { sseJson } from '../../formats/sse.js';
 import type { Body, TextSlot } from '../../routing/call.js';
 import type { ErrorRenderer } from '../../server/errors.js';
@@ -101,19 +102,22 @@ export const messagesWire: ChatWire = {
   forwardHeaders: ['anthropic-version', 'anthropic-beta'],
   inspect: inspectBody,
   // A beta the translation cannot carry is listed as dropped.
-  parse: (body, headers) => messagesRequestToChat(body, headers),
+  parse: (body, headers) => withPlugins(messagesRequestToChat(body, headers), body),
   texts,
-  // Anthropic refuses fields it does not know: OpenRouter's `usage` goes with Gatehouse's own.
-  laneBody: (body, upstreamModel) => withoutFields(body, upstreamModel, [...GATEHOUSE_FIELDS, 'usage']),
+  // Anthropic refuses fields it does not know: OpenRouter's `usage` goes with Gatehouse's own; the
+  // `web` plugin becomes Anthropic's own web search server tool.
+  laneBody: (body, upstreamModel) =>
+    withoutFields(lanePlugins(body, 'messages'), upstreamModel, [...GATEHOUSE_FIELDS, 'usage']),
+  laneDropped: (body) => lanePluginsDropped(body, 'messages'),
   answerTexts: messagesAnswerSlots,
   frameTexts: messagesFrameSlots,
-  encodeResponse: (done, call) =>
+  encodeResponse: (done) =>
     chatResponseToMessages(
       { ...done.response, usage: done.usage, model: done.info.model.id },
-      answerModel(done.info, call),
+      answerModel(done.info),
     ),
-  async *encodeStream(s, call) {
-    for await (const e of chatStreamToMessages(withFinalUsage(s), answerModel(s.info, call)))
+  async *encodeStream(s) {
+    for await (const e of chatStreamToMessages(withFinalUsage(s), answerModel(s.info)))
       yield sseJson(e.data, e.event);
   },
   streamError: (_info, message, status = 502) => [
@@ -131,7 +135,7 @@ export const countTokensWire: ChatWire = {
   ...messagesWire,
   native: 'anthropic-count-tokens',
   // A body to count has no max_tokens (nothing is generated): checked as a message all the same.
-  parse: (body, headers) => messagesRequestToChat({ max_tokens: 1, ...body }, headers),
+  parse: (body, headers) => withPlugins(messagesRequestToChat({ max_tokens: 1, ...body }, headers), body),
   path: '/messages/count_tokens',
   summary:
     'Count the tokens of a Messages request (Anthropic format; estimated where the provider has no count)',

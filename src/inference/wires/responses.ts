@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { ChatRequest, Usage } from '../../formats/chat.js';
+import { lanePlugins, lanePluginsDropped, withPlugins } from '../../formats/plugins.js';
 import { isGatehouseReasoningState } from '../../formats/reasoning-state.js';
 import {
   chatResponseToResponses,
@@ -118,7 +119,10 @@ function gatehouseReasoningItems(body: Body): number[] {
 }
 
 function laneBody(body: Body, upstreamModel: string): Body {
-  const out = laneWebSearch(withoutFields(body, upstreamModel, GATEHOUSE_FIELDS), 'responses');
+  const out = laneWebSearch(
+    withoutFields(lanePlugins(body, 'responses'), upstreamModel, GATEHOUSE_FIELDS),
+    'responses',
+  );
   const own = new Set(gatehouseReasoningItems(body));
   if (own.size && Array.isArray(body.input)) out.input = body.input.filter((_, i) => !own.has(i));
   return out;
@@ -145,30 +149,31 @@ export const responsesWire: ChatWire = {
     'anthropic-beta',
   ],
   inspect: inspectBody,
-  parse: (body, headers) => withAnthropicBeta(responsesRequestToChat(body), headers),
+  parse: (body, headers) => withPlugins(withAnthropicBeta(responsesRequestToChat(body), headers), body),
   laneDropped: (body, headers) => [
     ...gatehouseReasoningItems(body).map((i) => `input[${i}]`),
     ...laneSearchDropped(body, 'responses'),
+    ...lanePluginsDropped(body, 'responses'),
     ...laneDroppedHeaders(headers),
   ],
   texts,
   laneBody,
   answerTexts: responsesAnswerSlots,
   frameTexts: responsesFrameSlots,
-  encodeResponse: (done, call) =>
+  encodeResponse: (done) =>
     chatResponseToResponses(
       { ...done.response, usage: done.usage, id: done.info.generationId },
-      answerModel(done.info, call),
+      answerModel(done.info),
       done.info.upstreamRequest as ChatRequest,
       { cost: () => responsesCost(done.cost, done.info.served.credential.isByok) },
     ),
-  async *encodeStream(s, call) {
+  async *encodeStream(s) {
     const { info } = s;
     const request = info.upstreamRequest as ChatRequest;
     // The final usage is priced from its own token counts, as the chat wire's usage chunk is.
     const cost = (u: Usage) =>
       responsesCost(costOf(info.served.endpoint.pricing, u), info.served.credential.isByok);
-    const stream = chatStreamToResponses(withFinalUsage(s), answerModel(info, call), request, {
+    const stream = chatStreamToResponses(withFinalUsage(s), answerModel(info), request, {
       cost,
       id: info.generationId,
     });

@@ -1,6 +1,12 @@
 import type { TSchema } from '@sinclair/typebox';
-import type { ChatRequest, ChatResponse, EmbeddingsResponse } from '../../formats/chat.js';
+import {
+  type ChatRequest,
+  type ChatResponse,
+  type EmbeddingsResponse,
+  TranslationError,
+} from '../../formats/chat.js';
 import { anthropicBeta } from '../../formats/messages.js';
+import { readPlugins } from '../../formats/plugins.js';
 import { badRequest } from '../../lib/errors.js';
 import type { RelayFrame } from '../../providers/types.js';
 import type { Body, CallWire, RouteInfo } from '../../routing/call.js';
@@ -57,11 +63,11 @@ export type ChatWire = CallerWire<ChatResponse>;
 export type EmbeddingsWire = CallerWire<EmbeddingsResponse>;
 
 /**
- * The model a translated Messages or Responses answer names: as the caller named it, or the model
- * that served when a model fallback served the call.
+ * The model a translated Messages or Responses answer names: as the caller named it (without an
+ * `:online` suffix: routing/online.ts), or the model that served when a model fallback served it.
  */
-export const answerModel = (info: RouteInfo, call: { model: string }): string =>
-  info.model.id === info.primaryModel ? call.model : info.model.id;
+export const answerModel = (info: RouteInfo): string =>
+  info.model.id === info.primaryModel ? info.requested : info.model.id;
 
 /** The request's `models` (OpenRouter's model fallbacks): a non-empty list of model ids, or absent. */
 export function modelsOf(body: Body): string[] | undefined {
@@ -78,7 +84,7 @@ export function modelsOf(body: Body): string[] | undefined {
 
 /**
  * `model` (a non-empty string; the first of `models` when absent) and `stream` (a boolean when
- * given) of any body.
+ * given) of any body; its `plugins` are checked too (a lane forwards no malformed list unseen).
  */
 export function inspectBody(body: Body): { model: string; stream: boolean } {
   const { stream } = body;
@@ -86,12 +92,19 @@ export function inspectBody(body: Body): { model: string; stream: boolean } {
   if (typeof model !== 'string' || model === '') throw badRequest('model: a model id is required');
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
     throw badRequest('stream: must be a boolean');
+  try {
+    readPlugins(body);
+  } catch (err) {
+    if (err instanceof TranslationError) throw badRequest(err.message);
+    throw err;
+  }
   return { model, stream: stream === true };
 }
 
 /**
  * Gatehouse's own request fields (routing preferences, debugging, OpenRouter's extensions): read
- * by the gateway, never sent to a provider on a lane.
+ * by the gateway, never sent to a provider on a lane (the `web` plugin becomes the provider's own
+ * search first: formats/plugins.ts).
  */
 export const GATEHOUSE_FIELDS = ['provider', 'models', 'route', 'debug', 'transforms', 'plugins'] as const;
 
