@@ -317,6 +317,36 @@ describe('chat completions', () => {
     const id = streamed.headers.get('x-gatehouse-generation-id') as string;
     expect((await generation(id)).web_search_requests).toBe(1);
   });
+  it("an openrouter:web_search tool on /messages: Anthropic's server tool on its lane, Google's search translated", async () => {
+    const tools = [
+      { type: 'openrouter:web_search', parameters: { max_uses: 2, search_context_size: 'low' } },
+      { name: 'lookup', input_schema: { type: 'object' } },
+    ];
+    const lane = await call('POST', '/messages', {
+      model: 'ws/claude',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'What is new?' }],
+      tools,
+    });
+    expect(lane.status, lane.text).toBe(200);
+    expect(lane.headers.get('x-gatehouse-route')).toBe('passthrough');
+    // In its place among the tools; the size Anthropic has no field for listed.
+    expect(upstreamBody().tools).toEqual([
+      { type: 'web_search_20250305', name: 'web_search', max_uses: 2 },
+      { name: 'lookup', input_schema: { type: 'object' } },
+    ]);
+    expect(lane.headers.get(HEADER)).toContain('tools[0].parameters.search_context_size');
+    mock.reset();
+    const translated = await call('POST', '/messages', {
+      model: 'ws/gemini',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'What is new?' }],
+      tools: [tools[0]],
+    });
+    expect(translated.status, translated.text).toBe(200);
+    expect(upstreamBody().tools).toEqual([{ googleSearch: {} }]);
+    expect(translated.body.content.map((b: { type: string }) => b.type)).toContain('web_search_tool_result');
+  });
 });
 
 describe("OpenRouter's web plugin and the :online variant", () => {

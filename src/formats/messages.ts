@@ -121,7 +121,13 @@ import {
   str,
   strArray,
 } from './validate.js';
-import { anthropicWebSearch, isAnthropicWebSearch, mergeWebSearch } from './web-search.js';
+import {
+  anthropicWebSearch,
+  isAnthropicWebSearch,
+  mergeWebSearch,
+  openRouterWebSearch,
+  WEB_SEARCH_TOOL,
+} from './web-search.js';
 
 /**
  * Placeholder `signature` on thinking blocks whose reasoning has no Anthropic signature (another
@@ -464,6 +470,11 @@ function tools(v: unknown, dropped: string[], req: ChatRequest): ToolDefinition[
     if (isAnthropicWebSearch(tool.type)) {
       req.web_search = mergeWebSearch(req.web_search, anthropicWebSearch(tool, p));
       if (given(tool.cache_control)) dropped.push(`${p}.cache_control`);
+      return [];
+    }
+    // OpenRouter's spelling of it (its SDK's Messages tools take it too).
+    if (tool.type === WEB_SEARCH_TOOL) {
+      req.web_search = mergeWebSearch(req.web_search, openRouterWebSearch(tool, p, dropped));
       return [];
     }
     if (given(tool.type) && tool.type !== 'custom') {

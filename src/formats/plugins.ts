@@ -68,7 +68,7 @@ function searches(body: Obj, wire: LaneWire): boolean {
     case 'responses':
       return tools.some((t) => isResponsesWebSearch(t.type) || t.type === WEB_SEARCH_TOOL);
     case 'messages':
-      return tools.some((t) => isAnthropicWebSearch(t.type));
+      return tools.some((t) => isAnthropicWebSearch(t.type) || t.type === WEB_SEARCH_TOOL);
   }
 }
 

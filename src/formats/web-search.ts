@@ -186,11 +186,16 @@ export function serverToolsOf(body: Obj): string[] {
 }
 
 /**
- * OpenRouter's `openrouter:web_search` tool on a lane to OpenAI (which does not know it): OpenAI's
- * own search instead — `web_search_options` on Chat Completions, a `web_search` tool on Responses.
- * Its parameters OpenAI has no field for are listed in `dropped`. `body` is not changed.
+ * OpenRouter's `openrouter:web_search` tool on a lane (the provider does not know it): the
+ * provider's own search instead — `web_search_options` on Chat Completions, a `web_search` tool on
+ * Responses, Anthropic's `web_search_20250305` server tool on Messages. Its parameters the provider
+ * has no field for are listed in `dropped`. `body` is not changed.
  */
-export function laneWebSearch(body: Obj, wire: 'chat' | 'responses', dropped: string[] = []): Obj {
+export function laneWebSearch(
+  body: Obj,
+  wire: 'chat' | 'responses' | 'messages',
+  dropped: string[] = [],
+): Obj {
   if (!Array.isArray(body.tools)) return body;
   const at = body.tools.findIndex((t) => isObj(t) && t.type === WEB_SEARCH_TOOL);
   if (at < 0) return body;
@@ -200,11 +205,29 @@ export function laneWebSearch(body: Obj, wire: 'chat' | 'responses', dropped: st
   } catch {
     return body; // invalid parameters: the upstream refuses the call as it came
   }
-  if (ws.max_uses !== undefined) dropped.push(`tools[${at}].parameters.max_uses`);
-  if (ws.blocked_domains) dropped.push(`tools[${at}].parameters.excluded_domains`);
   const tools = body.tools.filter((_, i) => i !== at);
   const out: Obj = { ...body, tools };
   const location = ws.user_location;
+  if (wire === 'messages') {
+    // Anthropic's search takes a cap on uses and one of the two domain lists (the allowed).
+    if (ws.search_context_size) dropped.push(`tools[${at}].parameters.search_context_size`);
+    if (ws.allowed_domains && ws.blocked_domains) dropped.push(`tools[${at}].parameters.excluded_domains`);
+    tools.splice(
+      at,
+      0,
+      compact({
+        type: 'web_search_20250305',
+        name: 'web_search',
+        max_uses: ws.max_uses,
+        allowed_domains: ws.allowed_domains,
+        blocked_domains: ws.allowed_domains ? undefined : ws.blocked_domains,
+        user_location: location,
+      }),
+    );
+    return out;
+  }
+  if (ws.max_uses !== undefined) dropped.push(`tools[${at}].parameters.max_uses`);
+  if (ws.blocked_domains) dropped.push(`tools[${at}].parameters.excluded_domains`);
   if (wire === 'chat') {
     if (ws.allowed_domains) dropped.push(`tools[${at}].parameters.allowed_domains`);
     if (tools.length === 0) delete out.tools;
@@ -231,7 +254,7 @@ export function laneWebSearch(body: Obj, wire: 'chat' | 'responses', dropped: st
 }
 
 /** What laneWebSearch drops of `body`. */
-export function laneSearchDropped(body: Obj, wire: 'chat' | 'responses'): string[] {
+export function laneSearchDropped(body: Obj, wire: 'chat' | 'responses' | 'messages'): string[] {
   const dropped: string[] = [];
   laneWebSearch(body, wire, dropped);
   return dropped;

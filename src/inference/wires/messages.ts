@@ -6,6 +6,7 @@ import {
 } from '../../formats/messages.js';
 import { lanePlugins, lanePluginsDropped, withPlugins } from '../../formats/plugins.js';
 import { sseJson } from '../../formats/sse.js';
+import { laneSearchDropped, laneWebSearch } from '../../formats/web-search.js';
 import type { Body, TextSlot } from '../../routing/call.js';
 import type { ErrorRenderer } from '../../server/errors.js';
 import { withFinalUsage } from './final-usage.js';
@@ -107,8 +108,11 @@ export const messagesWire: ChatWire = {
   // Anthropic refuses fields it does not know: OpenRouter's `usage` goes with Gatehouse's own; the
   // `web` plugin becomes Anthropic's own web search server tool.
   laneBody: (body, upstreamModel) =>
-    withoutFields(lanePlugins(body, 'messages'), upstreamModel, [...GATEHOUSE_FIELDS, 'usage']),
-  laneDropped: (body) => lanePluginsDropped(body, 'messages'),
+    withoutFields(lanePlugins(laneWebSearch(body, 'messages'), 'messages'), upstreamModel, [
+      ...GATEHOUSE_FIELDS,
+      'usage',
+    ]),
+  laneDropped: (body) => [...laneSearchDropped(body, 'messages'), ...lanePluginsDropped(body, 'messages')],
   answerTexts: messagesAnswerSlots,
   frameTexts: messagesFrameSlots,
   encodeResponse: (done) =>
