@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GenerationDetail } from '../activity/schemas.js';
 import { captureWhole, tapStream } from '../content-log/tap.js';
+import type { CompactionDraft } from '../formats/compaction.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, notFound } from '../lib/errors.js';
 import type { ForwardedJson } from '../providers/types.js';
@@ -18,6 +19,7 @@ import {
   AnthropicMessage,
   ChatCompletion,
   ChatCompletionRequest,
+  CompactedResponse,
   CountTokensRequest,
   CountTokensResponse,
   EmbeddingsRequest,
@@ -26,11 +28,13 @@ import {
   jsonOrStream,
   MessagesRequest,
   OPENAPI_SCHEMAS,
+  ResponseCompactRequest,
   ResponseObject,
   ResponsesRequest,
 } from './openapi-schemas.js';
 import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
+import { compactWire } from './wires/compact.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
 import { isObj } from './wires/texts.js';
 import { modelsOf } from './wires/wire.js';
@@ -159,7 +163,7 @@ export const traced =
 
 export async function inferenceRoutes(
   app: Router,
-  services: Pick<Services, 'engine' | 'contentLog' | 'storedResponses' | 'generations'>,
+  services: Pick<Services, 'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations'>,
 ) {
   const { engine } = services;
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
@@ -203,7 +207,42 @@ export async function inferenceRoutes(
     responses,
     traced(async (req, reply) => {
       const store = await storeAround(services.storedResponses, req);
+      // Gatehouse's compaction items become their summaries (OpenAI's own stay for its lane); the
+      // turn is stored as it was sent.
+      req.body = services.compaction.expand(req.body, req.caller.organizationId);
       return serveChat(services, WIRES.responses, req, reply, store);
+    }),
+  );
+
+  // OpenAI's compaction (the Agents SDK's compaction session): passed through to OpenAI's compact
+  // endpoint for a model its Responses API serves, else one summarizing call whose summary comes
+  // back sealed in a compaction item (compaction/service.ts). Billed and recorded as a generation.
+  const compacting = route(compactWire, {
+    body: Type.Ref(ResponseCompactRequest),
+    response: { 200: Type.Ref(CompactedResponse) },
+  });
+  app.post(
+    compactWire.path,
+    compacting,
+    traced(async (req, reply) => {
+      const { caller } = req;
+      // Stored state is expanded as for /responses; nothing is stored (a compaction is no response).
+      // A compact body may name only its previous response: the stored chain is its whole input.
+      const body = req.body as Body;
+      const named = isObj(body) && body.input === undefined && body.previous_response_id;
+      const turn = await services.storedResponses.expand(
+        named ? { ...body, input: [] } : body,
+        caller,
+        req.log,
+      );
+      req.body = services.compaction.expand(turn.body, caller.organizationId);
+      const call = callOf(req, compactWire, callAbort(reply));
+      const done = await engine.complete(call);
+      describe(reply, done.info);
+      captureWhole(services.contentLog, call, done, reply);
+      if (done.lane) return relayed(reply, done, undefined);
+      const draft = compactWire.encodeResponse(done, call) as CompactionDraft;
+      return reply.send(services.compaction.answer(draft, caller.organizationId));
     }),
   );
 

@@ -184,6 +184,9 @@ export class UpstreamError extends Error {
 export type NativeWire =
   | 'openai-chat'
   | 'openai-responses'
+  /** OpenAI's `POST /responses/compact` and `POST /responses/input_tokens`. */
+  | 'openai-responses-compact'
+  | 'openai-responses-input-tokens'
   | 'openai-embeddings'
   | 'anthropic-messages'
   | 'anthropic-count-tokens';
