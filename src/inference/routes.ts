@@ -25,6 +25,8 @@ import {
   EmbeddingsRequest,
   EmbeddingsResponse,
   Generation,
+  InputTokensRequest,
+  InputTokensResponse,
   jsonOrStream,
   MessagesRequest,
   OPENAPI_SCHEMAS,
@@ -36,6 +38,7 @@ import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
 import { compactWire } from './wires/compact.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
+import { inputTokensWire } from './wires/input-tokens.js';
 import { isObj } from './wires/texts.js';
 import { modelsOf } from './wires/wire.js';
 
@@ -155,6 +158,28 @@ async function serveChat(
   return sendSse(req, reply, store ? store.frames(frames, s.info) : frames, { settled });
 }
 
+/**
+ * A token count as a counting route answers it: the provider's own answer relayed on a lane, else
+ * `answer` of the provider's count of the translated request, or of an estimate (said to be one).
+ */
+function sendCount(
+  reply: FastifyReply,
+  counted: Awaited<ReturnType<Services['engine']['countTokens']>>,
+  answer: (n: number, estimated: boolean) => object,
+) {
+  reply.header('x-gatehouse-provider', counted.provider);
+  if ('forwarded' in counted) {
+    reply.header('x-gatehouse-route', 'passthrough');
+    return relayed(reply, counted, undefined);
+  }
+  if ('counted' in counted) {
+    reply.header('x-gatehouse-route', 'translated');
+    return reply.send(answer(counted.counted, false));
+  }
+  reply.header('x-gatehouse-route', 'estimated');
+  return reply.send(answer(counted.estimate, true));
+}
+
 /** A handler run in the request's SERVER span (the parent of its attempts' spans) when tracing is on. */
 export const traced =
   <R extends FastifyRequest>(handler: (req: R, reply: FastifyReply) => Promise<unknown>) =>
@@ -257,13 +282,32 @@ export async function inferenceRoutes(
     counting,
     traced(async (req, reply) => {
       const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
-      reply.header('x-gatehouse-provider', counted.provider);
-      if ('forwarded' in counted) {
-        reply.header('x-gatehouse-route', 'passthrough');
-        return relayed(reply, counted, undefined);
-      }
-      reply.header('x-gatehouse-route', 'estimated');
-      return { input_tokens: counted.estimate, estimated: true };
+      return sendCount(reply, counted, (n, estimated) => ({
+        input_tokens: n,
+        ...(estimated ? { estimated } : {}),
+      }));
+    }),
+  );
+
+  // OpenAI's input token count of a Responses body: OpenAI's own on its models, Anthropic's count
+  // for a model it serves, else an estimate marked as one. Not billed, as count_tokens.
+  const inputTokens = route(inputTokensWire, {
+    body: Type.Ref(InputTokensRequest),
+    response: { 200: Type.Ref(InputTokensResponse) },
+  });
+  app.post(
+    inputTokensWire.path,
+    inputTokens,
+    traced(async (req, reply) => {
+      const { caller } = req;
+      const turn = await services.storedResponses.expand(req.body, caller, req.log);
+      req.body = services.compaction.expand(turn.body, caller.organizationId);
+      const counted = await engine.countTokens(callOf(req, inputTokensWire, callAbort(reply)));
+      return sendCount(reply, counted, (n, estimated) => ({
+        object: 'response.input_tokens',
+        input_tokens: n,
+        ...(estimated ? { estimated } : {}),
+      }));
     }),
   );
 
