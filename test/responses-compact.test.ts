@@ -187,6 +187,16 @@ describe.each(CLIENTS)('$client: responses.compact through Gatehouse', ({ OpenAI
     expect(mock.requests).toHaveLength(0);
   });
 
+  it('a model that writes no summary: a 502, no compaction item', async () => {
+    mock.enqueue({ reply: { text: '' } });
+    const err = await openai.responses
+      .compact({ model: 'test/claude', input: HISTORY })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((err as { status: number }).status).toBe(502);
+    expect((err as Error).message).toContain('returned no summary');
+  });
+
   it('compacts a stored conversation named by previous_response_id', async () => {
     mock.enqueue({ reply: { text: 'Fly on May 3rd.' } });
     const first = await openai.responses.create({ model: 'test/claude', input: 'Plan a trip to Oslo.' });

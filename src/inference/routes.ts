@@ -267,6 +267,9 @@ export async function inferenceRoutes(
       captureWhole(services.contentLog, call, done, reply);
       if (done.lane) return relayed(reply, done, undefined);
       const draft = compactWire.encodeResponse(done, call) as CompactionDraft;
+      // An empty summary would drop the conversation without a word: the caller keeps its history.
+      if (!draft.summary)
+        throw new ApiError(502, `${done.info.model.id} returned no summary to compact with`);
       return reply.send(services.compaction.answer(draft, caller.organizationId));
     }),
   );
