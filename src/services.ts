@@ -15,6 +15,7 @@ import { reloadInBackground } from './catalog/refresh.js';
 import { ClusterBus } from './cluster/bus.js';
 import { applyClusterEvent } from './cluster/caches.js';
 import { clusterLink, IpcLimitStore, IpcReservations, IpcWindows } from './cluster/ipc.js';
+import { CompactionService } from './compaction/service.js';
 import type { Config } from './config.js';
 import { ContentLog } from './content-log/service.js';
 import { BudgetsService } from './credits/budgets.service.js';
@@ -251,6 +252,8 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     retentionMs: config.responsesRetentionMs,
     upstreamInputItems: upstreamInputItems({ catalog, provider, timeoutMs: config.upstreamTimeoutMs }),
   });
+  // Compaction items Gatehouse mints carry their summary sealed under the master key.
+  const compaction = new CompactionService(config.masterKey);
   const batchLimiter = new RateLimiter({
     points: config.batches.rateLimit,
     durationSeconds: config.batches.rateLimitWindowSeconds,
@@ -369,6 +372,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     destinations,
     activity,
     storedResponses,
+    compaction,
     conversations,
     audit,
     oidc,

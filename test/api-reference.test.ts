@@ -65,6 +65,8 @@ describe('OpenAPI document', () => {
         ['system', 'tools', 'thinking', 'stream', 'provider'],
       ],
       ['/messages/count_tokens', ['model', 'messages'], ['system', 'tools']],
+      ['/responses/compact', ['model'], ['input', 'instructions', 'previous_response_id', 'provider']],
+      ['/responses/input_tokens', ['model'], ['input', 'instructions', 'tools']],
       ['/embeddings', ['model', 'input'], ['dimensions', 'encoding_format']],
     ];
     for (const [path, required, optional] of cases) {

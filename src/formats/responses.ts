@@ -96,6 +96,7 @@ import type {
   WebSearchRequest,
 } from './chat.js';
 import { IMAGE_DETAILS } from './chat.js';
+import { isGatehouseCompaction } from './compaction-item.js';
 import { filePart } from './files.js';
 import { openAiHints, withPartBreakpoint } from './hints.js';
 import { collapseReasoningDetails } from './reasoning-details.js';
@@ -618,6 +619,16 @@ function inputMessages(input: unknown, dropped: string[], tools: ToolDefinition[
         break;
       case 'item_reference':
         fail(`${p}.type`, `'item_reference' is not supported here: ${NOT_STORED}`);
+        break;
+      case 'compaction':
+        // Gatehouse's own are opened before translation (the compaction service): one here is
+        // OpenAI's, whose summary only OpenAI can read.
+        fail(
+          p,
+          isGatehouseCompaction(item.encrypted_content)
+            ? 'a Gatehouse compaction item cannot be read here'
+            : "this compaction item was made by OpenAI's compact endpoint and is encrypted by OpenAI: only OpenAI's models can read it (compact with this model through Gatehouse to continue on it)",
+        );
         break;
       default:
         fail(`${p}.type`, `'${String(type)}' input items are not supported`);

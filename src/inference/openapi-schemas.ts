@@ -403,6 +403,80 @@ export const ResponseObject = Type.Object(
   { $id: 'Response', title: 'Response', ...open },
 );
 
+// ── POST /responses/compact and /responses/input_tokens ─────────────────────────────────────────
+
+const responsesInput = Type.Unsafe<unknown>({
+  description:
+    'Text, or a list of input items (messages, function calls and their outputs, compaction items, …)',
+  anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }],
+});
+
+export const ResponseCompactRequest = Type.Object(
+  {
+    model: modelField,
+    input: Type.Optional(responsesInput),
+    instructions: Type.Optional(Type.String({ description: 'System (developer) instructions' })),
+    previous_response_id: Type.Optional(
+      Type.String({ description: 'Compact the stored conversation ending with this response' }),
+    ),
+    ...routingFields,
+  },
+  {
+    $id: 'ResponseCompactRequest',
+    title: 'Compact request',
+    description: 'The conversation to compact; other fields are passed to OpenAI on a pass-through.',
+    ...open,
+  },
+);
+
+export const CompactedResponse = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('response.compaction'),
+    created_at: Type.Integer(),
+    output: Type.Array(
+      Type.Object(
+        { type: Type.String({ description: "the input's user `message`s, then one `compaction` item" }) },
+        open,
+      ),
+    ),
+    usage: Type.Object(
+      { input_tokens: Type.Integer(), output_tokens: Type.Integer(), total_tokens: Type.Integer() },
+      open,
+    ),
+  },
+  { $id: 'CompactedResponse', title: 'Compacted conversation', ...open },
+);
+
+export const InputTokensRequest = Type.Object(
+  {
+    model: modelField,
+    input: Type.Optional(responsesInput),
+    instructions: Type.Optional(Type.String({ description: 'System (developer) instructions' })),
+    tools: Tools('The tools the request would offer'),
+    ...routingFields,
+  },
+  {
+    $id: 'InputTokensRequest',
+    title: 'Input tokens request',
+    description: 'A Responses body: what it would send, counted.',
+    ...open,
+  },
+);
+
+export const InputTokensResponse = Type.Object(
+  {
+    object: Type.Literal('response.input_tokens'),
+    input_tokens: Type.Integer({ minimum: 0 }),
+    estimated: Type.Optional(
+      Type.Boolean({
+        description: 'true: estimated by Gatehouse (no provider serving the model counts natively)',
+      }),
+    ),
+  },
+  { $id: 'InputTokensResponse', title: 'Input token count', ...open },
+);
+
 // ── POST /embeddings (OpenAI Embeddings) ────────────────────────────────────────────────────────
 
 export const EmbeddingsRequest = Type.Object(
@@ -504,6 +578,10 @@ export const OPENAPI_SCHEMAS = [
   CountTokensResponse,
   ResponsesRequest,
   ResponseObject,
+  ResponseCompactRequest,
+  CompactedResponse,
+  InputTokensRequest,
+  InputTokensResponse,
   EmbeddingsRequest,
   EmbeddingsResponse,
   Generation,

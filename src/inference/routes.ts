@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GenerationDetail } from '../activity/schemas.js';
 import { captureWhole, tapStream } from '../content-log/tap.js';
+import type { CompactionDraft } from '../formats/compaction.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, notFound } from '../lib/errors.js';
 import type { ForwardedJson } from '../providers/types.js';
@@ -18,20 +19,26 @@ import {
   AnthropicMessage,
   ChatCompletion,
   ChatCompletionRequest,
+  CompactedResponse,
   CountTokensRequest,
   CountTokensResponse,
   EmbeddingsRequest,
   EmbeddingsResponse,
   Generation,
+  InputTokensRequest,
+  InputTokensResponse,
   jsonOrStream,
   MessagesRequest,
   OPENAPI_SCHEMAS,
+  ResponseCompactRequest,
   ResponseObject,
   ResponsesRequest,
 } from './openapi-schemas.js';
 import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
+import { compactWire } from './wires/compact.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
+import { inputTokensWire } from './wires/input-tokens.js';
 import { isObj } from './wires/texts.js';
 import { modelsOf } from './wires/wire.js';
 
@@ -151,6 +158,28 @@ async function serveChat(
   return sendSse(req, reply, store ? store.frames(frames, s.info) : frames, { settled });
 }
 
+/**
+ * A token count as a counting route answers it: the provider's own answer relayed on a lane, else
+ * `answer` of the provider's count of the translated request, or of an estimate (said to be one).
+ */
+function sendCount(
+  reply: FastifyReply,
+  counted: Awaited<ReturnType<Services['engine']['countTokens']>>,
+  answer: (n: number, estimated: boolean) => object,
+) {
+  reply.header('x-gatehouse-provider', counted.provider);
+  if ('forwarded' in counted) {
+    reply.header('x-gatehouse-route', 'passthrough');
+    return relayed(reply, counted, undefined);
+  }
+  if ('counted' in counted) {
+    reply.header('x-gatehouse-route', 'translated');
+    return reply.send(answer(counted.counted, false));
+  }
+  reply.header('x-gatehouse-route', 'estimated');
+  return reply.send(answer(counted.estimate, true));
+}
+
 /** A handler run in the request's SERVER span (the parent of its attempts' spans) when tracing is on. */
 export const traced =
   <R extends FastifyRequest>(handler: (req: R, reply: FastifyReply) => Promise<unknown>) =>
@@ -159,7 +188,7 @@ export const traced =
 
 export async function inferenceRoutes(
   app: Router,
-  services: Pick<Services, 'engine' | 'contentLog' | 'storedResponses' | 'generations'>,
+  services: Pick<Services, 'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations'>,
 ) {
   const { engine } = services;
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
@@ -203,7 +232,45 @@ export async function inferenceRoutes(
     responses,
     traced(async (req, reply) => {
       const store = await storeAround(services.storedResponses, req);
+      // Gatehouse's compaction items become their summaries (OpenAI's own stay for its lane); the
+      // turn is stored as it was sent.
+      req.body = services.compaction.expand(req.body, req.caller.organizationId);
       return serveChat(services, WIRES.responses, req, reply, store);
+    }),
+  );
+
+  // OpenAI's compaction (the Agents SDK's compaction session): passed through to OpenAI's compact
+  // endpoint for a model its Responses API serves, else one summarizing call whose summary comes
+  // back sealed in a compaction item (compaction/service.ts). Billed and recorded as a generation.
+  const compacting = route(compactWire, {
+    body: Type.Ref(ResponseCompactRequest),
+    response: { 200: Type.Ref(CompactedResponse) },
+  });
+  app.post(
+    compactWire.path,
+    compacting,
+    traced(async (req, reply) => {
+      const { caller } = req;
+      // Stored state is expanded as for /responses; nothing is stored (a compaction is no response).
+      // A compact body may name only its previous response: the stored chain is its whole input.
+      const body = req.body as Body;
+      const named = isObj(body) && body.input === undefined && body.previous_response_id;
+      const turn = await services.storedResponses.expand(
+        named ? { ...body, input: [] } : body,
+        caller,
+        req.log,
+      );
+      req.body = services.compaction.expand(turn.body, caller.organizationId);
+      const call = callOf(req, compactWire, callAbort(reply));
+      const done = await engine.complete(call);
+      describe(reply, done.info);
+      captureWhole(services.contentLog, call, done, reply);
+      if (done.lane) return relayed(reply, done, undefined);
+      const draft = compactWire.encodeResponse(done, call) as CompactionDraft;
+      // An empty summary would drop the conversation without a word: the caller keeps its history.
+      if (!draft.summary)
+        throw new ApiError(502, `${done.info.model.id} returned no summary to compact with`);
+      return reply.send(services.compaction.answer(draft, caller.organizationId));
     }),
   );
 
@@ -218,13 +285,32 @@ export async function inferenceRoutes(
     counting,
     traced(async (req, reply) => {
       const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
-      reply.header('x-gatehouse-provider', counted.provider);
-      if ('forwarded' in counted) {
-        reply.header('x-gatehouse-route', 'passthrough');
-        return relayed(reply, counted, undefined);
-      }
-      reply.header('x-gatehouse-route', 'estimated');
-      return { input_tokens: counted.estimate, estimated: true };
+      return sendCount(reply, counted, (n, estimated) => ({
+        input_tokens: n,
+        ...(estimated ? { estimated } : {}),
+      }));
+    }),
+  );
+
+  // OpenAI's input token count of a Responses body: OpenAI's own on its models, Anthropic's count
+  // for a model it serves, else an estimate marked as one. Not billed, as count_tokens.
+  const inputTokens = route(inputTokensWire, {
+    body: Type.Ref(InputTokensRequest),
+    response: { 200: Type.Ref(InputTokensResponse) },
+  });
+  app.post(
+    inputTokensWire.path,
+    inputTokens,
+    traced(async (req, reply) => {
+      const { caller } = req;
+      const turn = await services.storedResponses.expand(req.body, caller, req.log);
+      req.body = services.compaction.expand(turn.body, caller.organizationId);
+      const counted = await engine.countTokens(callOf(req, inputTokensWire, callAbort(reply)));
+      return sendCount(reply, counted, (n, estimated) => ({
+        object: 'response.input_tokens',
+        input_tokens: n,
+        ...(estimated ? { estimated } : {}),
+      }));
     }),
   );
 

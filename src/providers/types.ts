@@ -184,6 +184,9 @@ export class UpstreamError extends Error {
 export type NativeWire =
   | 'openai-chat'
   | 'openai-responses'
+  /** OpenAI's `POST /responses/compact` and `POST /responses/input_tokens`. */
+  | 'openai-responses-compact'
+  | 'openai-responses-input-tokens'
   | 'openai-embeddings'
   | 'anthropic-messages'
   | 'anthropic-count-tokens';
@@ -300,6 +303,11 @@ export interface Provider {
    * encoded query string, `?…` or empty): its JSON answer. Absent: the provider stores none.
    */
   inputItems?(responseId: string, query: string, ctx: CallContext): Promise<unknown>;
+  /**
+   * The prompt tokens of a canonical request, counted by the provider's own counting endpoint
+   * (the input tokens of a translated call). Absent: the provider counts none; callers estimate.
+   */
+  countTokens?(req: ChatRequest, ctx: CallContext): Promise<number>;
   /** Absent when the provider has no natives. */
   forward?(req: ForwardRequest & { stream: false }, ctx: CallContext): Promise<ForwardedJson>;
   forwardStream?(

@@ -900,7 +900,11 @@ export class Engine {
    */
   async countTokens(
     call: InferenceCall,
-  ): Promise<{ forwarded: ForwardedJson; provider: string } | { estimate: number; provider: string }> {
+  ): Promise<
+    | { forwarded: ForwardedJson; provider: string }
+    | { counted: number; provider: string }
+    | { estimate: number; provider: string }
+  > {
     call = withoutOnline(call, this.deps.catalog);
     const prep = await this.prepare(call, false); // nothing is billed
     let last: Failure | null = null;
@@ -925,6 +929,25 @@ export class Engine {
       }
     }
     if (last) throw upstreamToApiError(last);
+    // No lane: the first provider that counts a translated request does (Anthropic's count of a
+    // Responses body, say); a failure there falls back to the estimate, as a count is only a hint.
+    const counting = prep.attempts.find(
+      (a) => !a.lane && this.deps.provider(a.candidate.endpoint.provider).countTokens,
+    );
+    if (counting && prep.canonical) {
+      const provider = counting.candidate.endpoint.provider;
+      const adapter = this.deps.provider(provider) as Required<Pick<Provider, 'countTokens'>>;
+      const scope = openAttempt(call.signal, this.deps.upstreamTimeoutMs);
+      try {
+        const req = { ...(prep.canonical as ChatRequest), model: counting.candidate.endpoint.upstreamModel };
+        return { counted: await adapter.countTokens(req, this.ctx(counting, scope.signal, false)), provider };
+      } catch (raw) {
+        if (call.signal.aborted) throw raw;
+        scope.unlink();
+      } finally {
+        scope.close();
+      }
+    }
     const provider = prep.attempts[0]?.candidate.endpoint.provider ?? '';
     return { estimate: estimateTokens(promptChars(call, prep)), provider };
   }

@@ -426,6 +426,18 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
     mgmtOnApi: 403,
   },
+  'POST /api/v1/responses/compact': {
+    auth: 'api',
+    body: () => ({ model: 'gatehouse/echo', input: 'hi' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/responses/input_tokens': {
+    auth: 'api',
+    body: () => ({ model: 'gatehouse/echo', input: 'hi' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
   // Stored responses: the key's workspace's.
   'GET /api/v1/responses/:id': {
     auth: 'api',

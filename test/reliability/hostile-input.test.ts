@@ -489,6 +489,16 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
     input: [{ role: 'user', content: 'hi' }],
     instructions: 'x',
   }),
+  'POST /api/v1/responses/compact': () => ({
+    model: 'gatehouse/echo',
+    input: [{ role: 'user', content: 'hi' }],
+    instructions: 'x',
+  }),
+  'POST /api/v1/responses/input_tokens': () => ({
+    model: 'gatehouse/echo',
+    input: [{ role: 'user', content: 'hi' }],
+    instructions: 'x',
+  }),
   'POST /api/v1/embeddings': () => ({ model: 'gatehouse/embed', input: ['hi', 'there'] }),
   'POST /api/v1/batches': () => ({
     endpoint: '/v1/chat/completions',

@@ -3,7 +3,9 @@
  * talks to, streaming included:
  *
  * - OpenAI: `POST …/chat/completions`, `POST …/embeddings`, `POST …/responses` (the Responses API:
- *   JSON, or SSE with its event sequence — response.created … response.completed)
+ *   JSON, or SSE with its event sequence — response.created … response.completed),
+ *   `POST …/responses/compact` (the input's user messages and an opaque compaction item) and
+ *   `POST …/responses/input_tokens`
  * - Anthropic: `POST …/messages`, `POST …/messages/count_tokens` (`{"input_tokens": n}`)
  * - `GET …/models` and `GET …/models/{id}`: an Anthropic-format listing when the request carries
  *   `anthropic-version`, else OpenAI's; the ids are `mock.models` (settable; `MOCK_MODELS` by default)
@@ -43,6 +45,8 @@ export type MockFormat =
   | 'openai-chat'
   | 'openai-embeddings'
   | 'openai-responses'
+  | 'openai-responses-compact'
+  | 'openai-responses-input-tokens'
   | 'openai-models'
   | 'anthropic-messages'
   | 'anthropic-count-tokens'
@@ -194,6 +198,8 @@ export function formatOf(method: string, path: string, headers: RecordedRequest[
   if (path.endsWith('/chat/completions')) return 'openai-chat';
   if (path.endsWith('/embeddings')) return 'openai-embeddings';
   if (path.endsWith('/responses')) return 'openai-responses';
+  if (path.endsWith('/responses/compact')) return 'openai-responses-compact';
+  if (path.endsWith('/responses/input_tokens')) return 'openai-responses-input-tokens';
   if (path.endsWith('/messages')) return 'anthropic-messages';
   if (path.endsWith('/messages/count_tokens')) return 'anthropic-count-tokens';
   if (path.endsWith(':generateContent')) return 'gemini-generate';
@@ -299,6 +305,44 @@ const ERROR_TYPES: Record<number, { openai: string; anthropic: string; google: s
   504: { openai: 'server_error', anthropic: 'timeout_error', google: 'DEADLINE_EXCEEDED' },
   529: { openai: 'server_error', anthropic: 'overloaded_error', google: 'UNAVAILABLE' },
 };
+
+/**
+ * OpenAI's compaction answer: the input's user messages, then one compaction item whose
+ * `encrypted_content` is OpenAI's (opaque: here the reply's text, base64 under a marker).
+ */
+function renderCompaction(r: Resolved, body: any): unknown {
+  const input: any[] =
+    typeof body?.input === 'string' ? [{ role: 'user', content: body.input }] : (body?.input ?? []);
+  const users = input
+    .filter((i) => (i?.type ?? 'message') === 'message' && i?.role === 'user')
+    .map((i, n) => ({
+      id: `msg_mock_${n}`,
+      type: 'message',
+      status: 'completed',
+      role: 'user',
+      content: i.content,
+    }));
+  return {
+    id: rid('cmp_'),
+    object: 'response.compaction',
+    created_at: Math.floor(Date.now() / 1000),
+    output: [
+      ...users,
+      {
+        id: rid('cmp_'),
+        type: 'compaction',
+        encrypted_content: `openai-sealed.${Buffer.from(r.text).toString('base64')}`,
+      },
+    ],
+    usage: {
+      input_tokens: r.prompt,
+      input_tokens_details: { cached_tokens: r.cached },
+      output_tokens: r.completion,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: r.prompt + r.completion,
+    },
+  };
+}
 
 /** An error body in the wire format of `format`. */
 export function renderError(format: MockFormat, status: number, error: MockStep['error'] = {}): unknown {
@@ -1340,6 +1384,13 @@ export async function startMockUpstream(): Promise<MockUpstream> {
         payload = renderEmbeddings(format, body, model, step);
       else if (format === 'anthropic-count-tokens')
         payload = { input_tokens: resolveReply(step?.reply, model, body).prompt };
+      else if (format === 'openai-responses-input-tokens')
+        payload = {
+          object: 'response.input_tokens',
+          input_tokens: resolveReply(step?.reply, model, body).prompt,
+        };
+      else if (format === 'openai-responses-compact')
+        payload = renderCompaction(resolveReply(step?.reply, model, body), body);
       else {
         const r = resolveReply(step?.reply, model, body);
         if (format === 'openai-chat') {

@@ -33,6 +33,9 @@ import {
 
 type MessagesPath = 'messages' | 'messages/count_tokens';
 
+/** The fields of a Messages body that Anthropic's count_tokens takes. */
+const COUNTED = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking']);
+
 const TRAITS: ProviderTraits = {
   natives: new Set(['anthropic-messages', 'anthropic-count-tokens']),
   target: 'anthropic',
@@ -133,6 +136,19 @@ export class AnthropicProvider implements Provider {
       }
       mapper.finish();
     })();
+  }
+
+  async countTokens(req: ChatRequest, ctx: CallContext): Promise<number> {
+    const whole = toAnthropicRequest(req, false);
+    // Anthropic's count takes the prompt's fields only (it refuses max_tokens and the sampling ones).
+    const body = Object.fromEntries(Object.entries(whole).filter(([k]) => COUNTED.has(k)));
+    const call = this.call('messages/count_tokens', body, false, this.headers(ctx, betas(req)), ctx);
+    const raw = await callJson(call);
+    if ((raw as { type?: unknown })?.type === 'error') throw anthropicStreamError(raw, [ctx.apiKey]);
+    const n = (raw as { input_tokens?: unknown })?.input_tokens;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+      throw new UpstreamError(502, 'upstream sent no token count', { retryable: false });
+    return n;
   }
 
   forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {

@@ -47,6 +47,8 @@ import {
 const PATHS: Partial<Record<NativeWire, string>> = {
   'openai-chat': '/chat/completions',
   'openai-responses': '/responses',
+  'openai-responses-compact': '/responses/compact',
+  'openai-responses-input-tokens': '/responses/input_tokens',
   'openai-embeddings': '/embeddings',
 };
 
@@ -57,7 +59,13 @@ const PATHS: Partial<Record<NativeWire, string>> = {
  */
 const TRAITS: Record<OpenAiFlavor, ProviderTraits> = {
   openai: {
-    natives: new Set(['openai-chat', 'openai-responses', 'openai-embeddings']),
+    natives: new Set([
+      'openai-chat',
+      'openai-responses',
+      'openai-responses-compact',
+      'openai-responses-input-tokens',
+      'openai-embeddings',
+    ]),
     target: 'openai',
     keyOptional: false,
   },
@@ -179,7 +187,9 @@ export class OpenAiWireProvider implements Provider {
 
   forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
     const call = this.call(this.path(req.wire), req.body, ctx, req.headers);
-    const tap = req.wire === 'openai-responses' ? tapResponse : tapChat;
+    // A compaction answer reports its usage as a response does; a token count reports none.
+    const tap =
+      req.wire === 'openai-responses' || req.wire === 'openai-responses-compact' ? tapResponse : tapChat;
     return forwardJson(call, (json, secrets) => tap(json, secrets, call.errors));
   }
 

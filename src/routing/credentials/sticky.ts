@@ -42,7 +42,7 @@ export function conversationKey(native: NativeWire, body: Body): string | null {
     if (id) return digest(`id\u0000${id}`);
     const messages = Array.isArray(body.messages) ? body.messages : [];
     opening = messages.slice(0, 2);
-  } else if (native === 'openai-responses') {
+  } else if (native === 'openai-responses' || native === 'openai-responses-compact') {
     const id = str(body.prompt_cache_key) ?? str(body.safety_identifier) ?? str(body.user);
     if (id) return digest(`id\u0000${id}`);
     const input = Array.isArray(body.input) ? body.input.slice(0, 1) : [body.input];
