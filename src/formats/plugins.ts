@@ -9,12 +9,15 @@
  * `enabled: false` is off: nothing to apply, nothing listed.
  */
 import type { ChatRequest, WebSearchRequest } from './chat.js';
-import { arr, compact, given, isObj, nonEmptyStr, type Obj, obj, optBool } from './validate.js';
+import { arr, given, isObj, nonEmptyStr, type Obj, obj, optBool } from './validate.js';
 import {
+  anthropicSearchTool,
+  chatSearchOptions,
   isAnthropicWebSearch,
   isResponsesWebSearch,
   mergeWebSearch,
   pluginWebSearch,
+  responsesSearchTool,
   WEB_PLUGIN,
   WEB_SEARCH_TOOL,
 } from './web-search.js';
@@ -93,33 +96,15 @@ export function lanePlugins(body: Obj, wire: LaneWire, dropped: string[] = []): 
   };
   const tools = Array.isArray(body.tools) ? body.tools : [];
   if (wire === 'messages') {
-    // Anthropic takes one of the two domain lists (the allowed).
     if (ws.allowed_domains) unsent('blocked_domains', 'exclude_domains');
-    const tool = compact({
-      type: 'web_search_20250305',
-      name: 'web_search',
-      max_uses: ws.max_uses,
-      allowed_domains: ws.allowed_domains,
-      blocked_domains: ws.allowed_domains ? undefined : ws.blocked_domains,
-      user_location: ws.user_location,
-    });
-    return { ...body, tools: [...tools, tool] };
+    return { ...body, tools: [...tools, anthropicSearchTool(ws)] };
   }
   // OpenAI's search has no cap on uses and no blocked domains.
   unsent('max_uses', 'max_uses');
   unsent('blocked_domains', 'exclude_domains');
-  const location = ws.user_location;
-  if (wire === 'responses') {
-    const tool = compact({
-      type: 'web_search',
-      user_location: location,
-      filters: ws.allowed_domains ? { allowed_domains: ws.allowed_domains } : undefined,
-    });
-    return { ...body, tools: [...tools, tool] };
-  }
+  if (wire === 'responses') return { ...body, tools: [...tools, responsesSearchTool(ws)] };
   unsent('allowed_domains', 'include_domains');
-  const { type, ...approximate } = location ?? { type: 'approximate' as const };
-  return { ...body, web_search_options: location ? { user_location: { type, approximate } } : {} };
+  return { ...body, web_search_options: chatSearchOptions(ws) };
 }
 
 /** What lanePlugins leaves out of `body`. */

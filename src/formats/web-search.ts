@@ -186,6 +186,39 @@ export function serverToolsOf(body: Obj): string[] {
 }
 
 /**
+ * A canonical web search in each lane wire's own form (a lane's body carries the provider's own
+ * search): Anthropic's server tool takes one domain list (the allowed, when both are given)...
+ */
+export const anthropicSearchTool = (ws: WebSearchRequest): Obj =>
+  compact({
+    type: 'web_search_20250305',
+    name: 'web_search',
+    max_uses: ws.max_uses,
+    allowed_domains: ws.allowed_domains,
+    blocked_domains: ws.allowed_domains ? undefined : ws.blocked_domains,
+    user_location: ws.user_location,
+  });
+
+/** …a Responses `web_search` tool (its allowed domains as `filters`)… */
+export const responsesSearchTool = (ws: WebSearchRequest): Obj =>
+  compact({
+    type: 'web_search',
+    search_context_size: ws.search_context_size,
+    user_location: ws.user_location,
+    filters: ws.allowed_domains ? { allowed_domains: ws.allowed_domains } : undefined,
+  });
+
+/** …and Chat Completions' `web_search_options` (its location nested under `approximate`). */
+export function chatSearchOptions(ws: WebSearchRequest): Obj {
+  const location = ws.user_location;
+  const { type, ...approximate } = location ?? { type: 'approximate' as const };
+  return compact({
+    search_context_size: ws.search_context_size,
+    user_location: location ? { type, approximate } : undefined,
+  });
+}
+
+/**
  * OpenRouter's `openrouter:web_search` tool on a lane (the provider does not know it): the
  * provider's own search instead — `web_search_options` on Chat Completions, a `web_search` tool on
  * Responses, Anthropic's `web_search_20250305` server tool on Messages. Its parameters the provider
@@ -207,23 +240,10 @@ export function laneWebSearch(
   }
   const tools = body.tools.filter((_, i) => i !== at);
   const out: Obj = { ...body, tools };
-  const location = ws.user_location;
   if (wire === 'messages') {
-    // Anthropic's search takes a cap on uses and one of the two domain lists (the allowed).
     if (ws.search_context_size) dropped.push(`tools[${at}].parameters.search_context_size`);
     if (ws.allowed_domains && ws.blocked_domains) dropped.push(`tools[${at}].parameters.excluded_domains`);
-    tools.splice(
-      at,
-      0,
-      compact({
-        type: 'web_search_20250305',
-        name: 'web_search',
-        max_uses: ws.max_uses,
-        allowed_domains: ws.allowed_domains,
-        blocked_domains: ws.allowed_domains ? undefined : ws.blocked_domains,
-        user_location: location,
-      }),
-    );
+    tools.splice(at, 0, anthropicSearchTool(ws));
     return out;
   }
   if (ws.max_uses !== undefined) dropped.push(`tools[${at}].parameters.max_uses`);
@@ -231,25 +251,10 @@ export function laneWebSearch(
   if (wire === 'chat') {
     if (ws.allowed_domains) dropped.push(`tools[${at}].parameters.allowed_domains`);
     if (tools.length === 0) delete out.tools;
-    if (!given(body.web_search_options)) {
-      const { type, ...approximate } = location ?? { type: 'approximate' as const };
-      out.web_search_options = compact({
-        search_context_size: ws.search_context_size,
-        user_location: location ? { type, approximate } : undefined,
-      });
-    }
+    if (!given(body.web_search_options)) out.web_search_options = chatSearchOptions(ws);
     return out;
   }
-  tools.splice(
-    at,
-    0,
-    compact({
-      type: 'web_search',
-      search_context_size: ws.search_context_size,
-      user_location: location,
-      filters: ws.allowed_domains ? { allowed_domains: ws.allowed_domains } : undefined,
-    }),
-  );
+  tools.splice(at, 0, responsesSearchTool(ws));
   return out;
 }
 
