@@ -5,11 +5,9 @@ import {
   isGatehouseCompaction,
   summaryMessage,
 } from '../formats/compaction-item.js';
+import { isObj, type Obj } from '../formats/validate.js';
 import { decrypt, encrypt } from '../lib/crypto.js';
 import { badRequest } from '../lib/errors.js';
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Binds a sealed summary to the organization that compacted: another tenant cannot open it. */
 const aad = (organizationId: string) => `compaction:${organizationId}`;

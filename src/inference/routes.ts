@@ -239,6 +239,15 @@ export async function inferenceRoutes(
     }),
   );
 
+  /**
+   * A Responses-shaped body (compact, input_tokens) with what Gatehouse holds put in, as for
+   * /responses: stored responses and items expanded, its compaction items opened.
+   */
+  const withHeldState = async (req: FastifyRequest, body: unknown) => {
+    const turn = await services.storedResponses.expand(body, req.caller, req.log);
+    return services.compaction.expand(turn.body, req.caller.organizationId);
+  };
+
   // OpenAI's compaction (the Agents SDK's compaction session): passed through to OpenAI's compact
   // endpoint for a model its Responses API serves, else one summarizing call whose summary comes
   // back sealed in a compaction item (compaction/service.ts). Billed and recorded as a generation.
@@ -255,12 +264,7 @@ export async function inferenceRoutes(
       // A compact body may name only its previous response: the stored chain is its whole input.
       const body = req.body as Body;
       const named = isObj(body) && body.input === undefined && body.previous_response_id;
-      const turn = await services.storedResponses.expand(
-        named ? { ...body, input: [] } : body,
-        caller,
-        req.log,
-      );
-      req.body = services.compaction.expand(turn.body, caller.organizationId);
+      req.body = await withHeldState(req, named ? { ...body, input: [] } : body);
       const call = callOf(req, compactWire, callAbort(reply));
       const done = await engine.complete(call);
       describe(reply, done.info);
@@ -302,9 +306,7 @@ export async function inferenceRoutes(
     inputTokensWire.path,
     inputTokens,
     traced(async (req, reply) => {
-      const { caller } = req;
-      const turn = await services.storedResponses.expand(req.body, caller, req.log);
-      req.body = services.compaction.expand(turn.body, caller.organizationId);
+      req.body = await withHeldState(req, req.body);
       const counted = await engine.countTokens(callOf(req, inputTokensWire, callAbort(reply)));
       return sendCount(reply, counted, (n, estimated) => ({
         object: 'response.input_tokens',
