@@ -204,6 +204,27 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
       expect(await result.totalUsage).toMatchObject({ inputTokens: 80, outputTokens: 15 });
     });
 
+    it("a tool's eager_input_streaming reaches Claude; OpenAI gets the tool without it, listed", async () => {
+      mock.enqueue({ reply: STEP_1 }, { reply: STEP_2 });
+      const eager = tool({ ...weather, providerOptions: { openrouter: { eager_input_streaming: true } } });
+      const result = await generateText({
+        model: openrouter()(id),
+        tools: { weather: eager },
+        stopWhen: isStepCount(5),
+        prompt: 'What is the weather in Oslo?',
+      });
+      expectLoop(id, result.text, result.steps.length);
+      expect(sent[0]?.tools[0]).toMatchObject({ eager_input_streaming: true });
+      const [tool0] = upstreamOf(id).body.tools;
+      if (id === 'test/claude') {
+        expect(tool0).toMatchObject({ name: 'weather', eager_input_streaming: true });
+        expect(droppedOf(result.steps[0]?.response.headers)).toEqual([]);
+      } else {
+        expect(tool0).not.toHaveProperty('eager_input_streaming');
+        expect(droppedOf(result.steps[0]?.response.headers)).toEqual(['tools[0].eager_input_streaming']);
+      }
+    });
+
     it('structured output: Output.object and generateObject send a JSON schema and parse the answer', async () => {
       mock.enqueue({ reply: { text: JSON.stringify(CITY) } }, { reply: { text: JSON.stringify(CITY) } });
       const result = await generateText({

@@ -108,6 +108,12 @@ function laneBody(body: Body, upstreamModel: string): Body {
     delete out.cache_control;
     out.messages = (body.messages as unknown[]).map(withoutBreakpoints);
   }
+  if (eagerTools(body).length && Array.isArray(out.tools))
+    out.tools = out.tools.map((t) => {
+      if (!isObj(t)) return t;
+      const { eager_input_streaming: _, ...tool } = t;
+      return tool;
+    });
   const effort = laneEffort(body.reasoning);
   if (effort && out.reasoning_effort === undefined) out.reasoning_effort = effort;
   if (body.stream === true)
@@ -143,6 +149,18 @@ function withoutBreakpoints(m: unknown): unknown {
   return rest;
 }
 
+/**
+ * The paths of tools with OpenRouter's `eager_input_streaming` (Anthropic's fine-grained tool
+ * streaming): an OpenAI-format provider streams tool input as it always does and takes no such
+ * field, so a lane leaves it out and reports it dropped.
+ */
+function eagerTools(body: Body): string[] {
+  if (!Array.isArray(body.tools)) return [];
+  return body.tools.flatMap((t, i) =>
+    isObj(t) && t.eager_input_streaming !== undefined ? [`tools[${i}].eager_input_streaming`] : [],
+  );
+}
+
 /** The in-band error chunk that ends a stream which failed after it started, then `[DONE]`. */
 function errorFrames(info: RouteInfo, code: number, message: string): string[] {
   return [
@@ -174,6 +192,7 @@ export const chatWire: ChatWire = {
   laneBody,
   laneDropped: (body, headers) => [
     ...(hasBreakpoints(body) ? ['cache_control'] : []),
+    ...eagerTools(body),
     ...laneSearchDropped(body, 'chat'),
     ...lanePluginsDropped(body, 'chat'),
     ...laneDroppedHeaders(headers),
