@@ -15,6 +15,7 @@ import {
   generateImage,
   generateObject,
   generateText,
+  experimental_generateVideo as generateVideo,
   isStepCount,
   jsonSchema,
   Output,
@@ -376,7 +377,9 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
         expect(body).toContain('"cache_control":{"type":"ephemeral","ttl":"1h"}');
         expect(up.body.cache_control).toEqual({ type: 'ephemeral' });
       } else {
+        // OpenAI caches by itself and takes no breakpoints: left out, listed.
         expect(body).not.toContain('cache_control');
+        expect(droppedOf(result.response.headers)).toEqual(['cache_control']);
       }
     });
 
@@ -486,7 +489,9 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
     mock.reset();
     mock.enqueue({ status: 503, error: { message: 'overloaded' } }, { reply: REPLY });
     const fallback = await generateText({
-      model: openrouter()('test/gpt', { models: ['test/gpt', 'test/claude'] }),
+      model: openrouter()('test/gpt'),
+      // Per call: every key of providerOptions.openrouter goes into the body.
+      providerOptions: { openrouter: { models: ['test/gpt', 'test/claude'] } },
       prompt: 'Say hello.',
       maxRetries: 0,
     });
@@ -537,14 +542,21 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
     ]);
   });
 
-  it('the image model has no route here: a clean 404, nothing sent upstream', async () => {
-    const err = await generateImage({
+  it('the image and video models have no route here: a clean 404, nothing sent upstream', async () => {
+    const image = await generateImage({
       model: openrouter().imageModel('test/gpt'),
       prompt: 'A lighthouse.',
       maxRetries: 0,
     }).catch((e: unknown) => e);
-    expect(APICallError.isInstance(err)).toBe(true);
-    expect((err as APICallError).statusCode).toBe(404);
+    const video = await generateVideo({
+      model: openrouter().videoModel('test/gpt'),
+      prompt: 'A lighthouse at dusk.',
+      maxRetries: 0,
+    }).catch((e: unknown) => e);
+    for (const err of [image, video]) {
+      expect(APICallError.isInstance(err)).toBe(true);
+      expect((err as APICallError).statusCode).toBe(404);
+    }
     expect(mock.requests).toHaveLength(0);
   });
 });
