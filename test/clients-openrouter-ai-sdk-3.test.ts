@@ -171,6 +171,28 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
       expect(upstreamOf(id).stream).toBe(true);
     });
 
+    it('debug.echo_upstream_body on a stream: a first chunk with what was sent upstream', async () => {
+      mock.enqueue({ reply: REPLY });
+      const errors: unknown[] = [];
+      const result = streamText({
+        model: openrouter()(id, { debug: { echo_upstream_body: true } }),
+        prompt: 'Say hello.',
+        includeRawChunks: true,
+        onError: ({ error }) => {
+          errors.push(error);
+        },
+      });
+      const raw: Record<string, any>[] = [];
+      for await (const p of result.fullStream)
+        if (p.type === 'raw') raw.push(p.rawValue as Record<string, any>);
+      expect(errors).toEqual([]);
+      expect(await result.text).toBe(REPLY.text);
+      expect(raw[0]?.choices).toEqual([]);
+      expect(raw[0]?.debug?.echo_upstream_body).toMatchObject({ model: UPSTREAM[id].model, stream: true });
+      expect(raw.slice(1).some((c) => c.debug)).toBe(false);
+      expect(upstreamOf(id).body).not.toHaveProperty('debug');
+    });
+
     it('generateText tool loop (isStepCount): the call, its result, the final text', async () => {
       mock.enqueue({ reply: STEP_1 }, { reply: STEP_2 });
       const result = await generateText({

@@ -247,6 +247,17 @@ export const chatWire: ChatWire = {
     return withoutNullUsage(frame.frame);
   },
   streamError: (info, message, status = 502) => errorFrames(info, status, message),
+  // As OpenRouter opens such a stream: a chunk without choices, before the answer's.
+  debugFrame: (info) =>
+    sseJson({
+      id: info.generationId,
+      object: 'chat.completion.chunk',
+      created: Math.floor(Date.now() / 1000),
+      model: info.model.id,
+      provider: info.served.endpoint.provider,
+      choices: [],
+      debug: { echo_upstream_body: info.upstreamRequest },
+    }),
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),
 };
