@@ -507,6 +507,16 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
     expect(mock.requests.map((r) => r.model)).toEqual(['llama-multi']);
     expect(mock.requests[0]?.body).not.toHaveProperty('provider');
 
+    // A price cap as a numeric string (the SDK types prices as number | string): only groq is cheap enough.
+    mock.reset();
+    mock.enqueue({ reply: REPLY });
+    const capped = await generateText({
+      model: openrouter()('test/multi', { provider: { max_price: { prompt: '0.75' } } }),
+      prompt: 'Say hello.',
+    });
+    expect(capped.providerMetadata?.openrouter?.provider).toBe('groq');
+    expect(mock.requests.map((r) => r.model)).toEqual(['llama-multi']);
+
     // `models`: the first model fails upstream, the next one answers.
     mock.reset();
     mock.enqueue({ status: 503, error: { message: 'overloaded' } }, { reply: REPLY });
