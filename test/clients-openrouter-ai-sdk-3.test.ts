@@ -482,6 +482,30 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
       expect(parts.at(-1)).toBe('finish');
     });
 
+    it("a video input: passed to OpenAI as sent (its answer is the provider's), a clear 400 for Claude", async () => {
+      const result = await generateText({
+        model: openrouter()(id),
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'file', mediaType: 'video/mp4', data: Buffer.from('not really a video') },
+              { type: 'text', text: 'What happens?' },
+            ],
+          },
+        ],
+        maxRetries: 0,
+      }).catch((e: unknown) => e);
+      if (id === 'test/gpt') {
+        expect(upstreamOf(id).body.messages[0].content[0]).toMatchObject({ type: 'video_url' });
+        return;
+      }
+      expect(APICallError.isInstance(result)).toBe(true);
+      expect((result as APICallError).statusCode).toBe(400);
+      expect((result as APICallError).message).toContain("'video_url' parts are not supported");
+      expect(mock.requests).toHaveLength(0);
+    });
+
     it('an upstream 400 is an APICallError with the provider message, asked once', async () => {
       mock.enqueue({ status: 400, error: { message: 'prompt is too long: 999999 tokens' } });
       const err = await generateText({ model: openrouter()(id), prompt: 'Say hello.', maxRetries: 0 }).catch(
