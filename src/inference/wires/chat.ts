@@ -108,9 +108,9 @@ function laneBody(body: Body, upstreamModel: string): Body {
     delete out.cache_control;
     out.messages = (body.messages as unknown[]).map(withoutBreakpoints);
   }
-  if (eagerTools(body).length && Array.isArray(out.tools))
+  if (Array.isArray(out.tools))
     out.tools = out.tools.map((t) => {
-      if (!isObj(t)) return t;
+      if (!isObj(t) || !('eager_input_streaming' in t)) return t;
       const { eager_input_streaming: _, ...tool } = t;
       return tool;
     });
@@ -150,14 +150,14 @@ function withoutBreakpoints(m: unknown): unknown {
 }
 
 /**
- * The paths of tools with OpenRouter's `eager_input_streaming` (Anthropic's fine-grained tool
+ * The paths of tools asking for OpenRouter's `eager_input_streaming` (Anthropic's fine-grained tool
  * streaming): an OpenAI-format provider streams tool input as it always does and takes no such
- * field, so a lane leaves it out and reports it dropped.
+ * field, so a lane leaves it out (`false` too) and reports the ones it drops.
  */
 function eagerTools(body: Body): string[] {
   if (!Array.isArray(body.tools)) return [];
   return body.tools.flatMap((t, i) =>
-    isObj(t) && t.eager_input_streaming !== undefined ? [`tools[${i}].eager_input_streaming`] : [],
+    isObj(t) && t.eager_input_streaming === true ? [`tools[${i}].eager_input_streaming`] : [],
   );
 }
 
