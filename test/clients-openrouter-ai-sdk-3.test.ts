@@ -3,9 +3,11 @@
  * (`ai` 7 with the provider's 3.x line) — through Gatehouse, on a model served by OpenAI (passed
  * through) and one served by Anthropic (translated). It drives generateText, streamText, a tool
  * loop, structured output, usage accounting, reasoning and its `reasoning_details` round-trip, an
- * image with a cache breakpoint, embeddings, web search (the `web` plugin and the provider's
- * `webSearch` tool), OpenRouter's routing options and errors with the real packages, and checks
- * what the SDK reads back and what reached the mock upstream.
+ * image with a cache breakpoint and automatic caching, PDF and video inputs, a tool's
+ * `eager_input_streaming`, a streamed `debug.echo_upstream_body`, embeddings, web search (the `web`
+ * plugin and the provider's `webSearch` tool), OpenRouter's routing options (`provider`, `models`)
+ * and errors with the real packages, and checks what the SDK reads back and what reached the mock
+ * upstream. Its image and video models have no route (404).
  * (The 2.x line with `ai` 6 is driven by clients-ai-sdk.test.ts.)
  */
 import {
