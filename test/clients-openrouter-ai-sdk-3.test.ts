@@ -308,6 +308,17 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
       expect(streamedMeta.usage.cost).toBeCloseTo(cost, 12);
     });
 
+    it('cache writes are counted apart from cache reads', async () => {
+      mock.enqueue({ reply: { text: 'ok', usage: { ...USAGE, cache_write_tokens: 8 } } });
+      const result = await generateText({ model: openrouter()(id), prompt: 'Say hello.' });
+      expect(result.usage.inputTokens).toBe(USAGE.prompt_tokens);
+      expect(result.usage.inputTokenDetails).toMatchObject({
+        cacheReadTokens: USAGE.cached_tokens,
+        // Anthropic reports cache writes; OpenAI has none to report.
+        cacheWriteTokens: id === 'test/claude' ? 8 : 0,
+      });
+    });
+
     it('reasoning (providerOptions.openrouter.reasoning): a thinking budget on Claude, an effort on OpenAI', async () => {
       mock.enqueue({
         reply: {
