@@ -563,6 +563,22 @@ describe('pass-through lanes', () => {
       expect(mock.requests[1]!.body.stream_options).toEqual({ include_usage: true });
       expect(usage?.cost).toBeGreaterThan(0);
     });
+    it("leaves a tool's eager_input_streaming out (OpenAI has no such field), listing the ones that asked", async () => {
+      mock.enqueue({ reply: { text: 'hi' } });
+      const fn = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object' } } });
+      const res = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+        model: 'test/gpt',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [
+          { ...fn('a'), eager_input_streaming: true },
+          fn('b'),
+          { ...fn('c'), eager_input_streaming: false },
+        ],
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(mock.requests[0]!.body.tools).toEqual([fn('a'), fn('b'), fn('c')]);
+      expect(res.headers.get('x-gatehouse-dropped-fields')).toBe('tools[0].eager_input_streaming');
+    });
     it('relays chunks that arrive in one read with their null usage cut, the usage chunk with its cost', async () => {
       const chunk = (delta: object, finish: string | null = null) => ({
         id: 'chatcmpl-oneread',

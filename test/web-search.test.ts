@@ -317,6 +317,22 @@ describe('chat completions', () => {
     const id = streamed.headers.get('x-gatehouse-generation-id') as string;
     expect((await generation(id)).web_search_requests).toBe(1);
   });
+  it('an openrouter:web_search tool with its settings beside `type` (as @openrouter/ai-sdk-provider 3 sends them)', async () => {
+    const tools = [
+      { type: 'openrouter:web_search', max_uses: 2, max_results: 5, search_context_size: 'low' },
+    ];
+    const ask = { messages: [{ role: 'user', content: 'What is new?' }], tools };
+    const translated = await call('POST', '/chat/completions', { model: 'ws/claude', ...ask });
+    expect(translated.status, translated.text).toBe(200);
+    expect(upstreamBody().tools).toEqual([{ type: 'web_search_20250305', name: 'web_search', max_uses: 2 }]);
+    expect(translated.headers.get(HEADER)).toBe('tools[0].max_results,web_search.search_context_size');
+    mock.reset();
+    const lane = await call('POST', '/chat/completions', { model: 'ws/gpt', ...ask });
+    expect(lane.status, lane.text).toBe(200);
+    expect(upstreamBody().web_search_options).toEqual({ search_context_size: 'low' });
+    expect(lane.headers.get(HEADER)).toBe('tools[0].max_results,tools[0].max_uses');
+  });
+
   it("an openrouter:web_search tool on /messages: Anthropic's server tool on its lane, Google's search translated", async () => {
     const tools = [
       { type: 'openrouter:web_search', parameters: { max_uses: 2, search_context_size: 'low' } },

@@ -135,17 +135,19 @@ describe('droppedFields', () => {
     safety_identifier: 's',
     user: 'u',
     parallel_tool_calls: false,
-    tools: [{ type: 'function', function: { name: 'f' } }],
+    tools: [{ type: 'function', function: { name: 'f' }, eager_input_streaming: true }],
   };
 
   // What each kind of provider drops of the same request: OpenAI keeps its own hints and drops
-  // cache breakpoints; Anthropic keeps breakpoints, maps service_tier and user; Gemini keeps none.
+  // cache breakpoints; Anthropic keeps breakpoints and eager tool streaming, maps service_tier and
+  // user; Gemini keeps none.
   const openAiOnly: string[] = [...OPENAI_HINT_FIELDS];
+  const eager = 'tools.eager_input_streaming';
   const expected: [TargetKind, string[]][] = [
-    ['openai', ['cache_control']],
-    ['openai-compatible', ['cache_control', ...openAiOnly]],
+    ['openai', ['cache_control', eager]],
+    ['openai-compatible', ['cache_control', eager, ...openAiOnly]],
     ['anthropic', openAiOnly.filter((f) => f !== 'service_tier')],
-    ['google', ['cache_control', ...openAiOnly, 'user', 'parallel_tool_calls']],
+    ['google', ['cache_control', eager, ...openAiOnly, 'user', 'parallel_tool_calls']],
   ];
   it.each(expected)('%s drops what it has no equivalent for', (kind, fields) => {
     expect(droppedFields(hinted, kind)).toEqual(fields);

@@ -193,6 +193,11 @@ export const HINT_RULES: readonly HintRule[] = [
       return t === 'anthropic' ? n > ANTHROPIC_MAX_BREAKPOINTS : n > 0;
     },
   },
+  // Anthropic streams such a tool's input unchecked; elsewhere it streams as it always does.
+  {
+    field: 'tools.eager_input_streaming',
+    dropped: keptBy(['anthropic'], (r) => r.tools?.some((t) => t.eager_input_streaming) ?? false),
+  },
   { field: 'prompt_cache_key', dropped: keptBy(['openai'], (r) => isSet(r.prompt_cache_key)) },
   { field: 'prompt_cache_retention', dropped: keptBy(['openai'], (r) => isSet(r.prompt_cache_retention)) },
   { field: 'prompt_cache_options', dropped: keptBy(['openai'], (r) => isSet(r.prompt_cache_options)) },

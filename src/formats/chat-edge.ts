@@ -34,7 +34,8 @@
  * OpenRouter-style `cache_control` breakpoints on content parts (or OpenAI's
  * `prompt_cache_breakpoint`, read as one), on tools and at the top level;
  * `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`, `service_tier`, `verbosity`,
- * `store`, `metadata`, `safety_identifier`. `top_k` is carried too (refused by OpenAI, which has none).
+ * `store`, `metadata`, `safety_identifier`, a tool's `eager_input_streaming` (Anthropic's).
+ * `top_k` is carried too (refused by OpenAI, which has none).
  *
  * Ignored: Gatehouse-level fields the router reads from the raw body (`provider`, `models`,
  * `route`, `transforms`, `usage`, `debug`, …), unknown fields.
@@ -266,13 +267,14 @@ function tools(b: Obj, req: ChatRequest, dropped: string[]): ToolDefinition[] | 
     }
     if (t.type !== 'function')
       fail(`tools[${i}].type`, `'${String(t.type)}' tools are not supported (only function tools)`);
-    return [
-      withCacheControl(
-        { type: 'function', function: functionDef(t.function, `tools[${i}].function`) },
-        t.cache_control,
-        `tools[${i}].cache_control`,
-      ),
-    ];
+    const def = withCacheControl<ToolDefinition>(
+      { type: 'function', function: functionDef(t.function, `tools[${i}].function`) },
+      t.cache_control,
+      `tools[${i}].cache_control`,
+    );
+    if (optBool(t.eager_input_streaming, `tools[${i}].eager_input_streaming`))
+      def.eager_input_streaming = true;
+    return [def];
   });
   return out.length ? out : undefined;
 }

@@ -114,6 +114,11 @@ export interface ToolDefinition {
   type: 'function';
   function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean };
   cache_control?: CacheControl;
+  /**
+   * Anthropic's fine-grained tool streaming: the tool's input streams as the model writes it, not
+   * checked first (OpenRouter takes it on a chat tool; a latency hint, dropped where not carried).
+   */
+  eager_input_streaming?: true;
   origin?: ToolOrigin;
 }
 

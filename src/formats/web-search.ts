@@ -14,7 +14,8 @@
  * |                                                     | `filters.allowed_domains`                 |
  * | `openrouter:web_search` tool (chat, Responses)      | `parameters`: max_uses, allowed_domains,   |
  * |                                                     | excluded_domains → blocked_domains,        |
- * |                                                     | search_context_size, user_location         |
+ * |                                                     | search_context_size, user_location (or     |
+ * |                                                     | the same beside `type`)                    |
  * | OpenRouter's `web` plugin (`plugins`, or a model id  | max_uses, include_domains →                |
  * | ending in `:online`; chat, Messages, Responses)     | allowed_domains, exclude_domains →         |
  * |                                                     | blocked_domains, user_location             |
@@ -110,21 +111,32 @@ const OPENROUTER_MAPPED = new Set([
 ]);
 
 /**
- * OpenRouter's `{type: 'openrouter:web_search', parameters?}`; the parameters with no canonical
- * field (its `engine`, `max_results`, …) are pushed to `dropped` as paths.
+ * The settings of an `openrouter:web_search` tool (`p`: its path), each with its path: under
+ * `parameters` as OpenRouter documents them, or beside `type`, where `@openrouter/ai-sdk-provider`
+ * 3 puts its `webSearch` tool's arguments (`parameters` wins where both name one).
+ */
+function openRouterSearchSettings(t: Obj, p: string): { o: Obj; pathOf: (k: string) => string } {
+  const { type: _, parameters, ...beside } = t;
+  const nested = given(parameters) ? obj(parameters, `${p}.parameters`) : {};
+  return {
+    o: { ...beside, ...nested },
+    pathOf: (k) => (k in nested ? `${p}.parameters.${k}` : `${p}.${k}`),
+  };
+}
+
+/**
+ * OpenRouter's `{type: 'openrouter:web_search', parameters?}` (or its settings beside `type`); the
+ * settings with no canonical field (its `engine`, `max_results`, …) are pushed to `dropped` as paths.
  */
 export function openRouterWebSearch(t: Obj, p: string, dropped: string[]): WebSearchRequest {
-  if (!given(t.parameters)) return {};
-  const pp = `${p}.parameters`;
-  const o = obj(t.parameters, pp);
-  for (const [k, v] of Object.entries(o))
-    if (given(v) && !OPENROUTER_MAPPED.has(k)) dropped.push(`${pp}.${k}`);
+  const { o, pathOf } = openRouterSearchSettings(t, p);
+  for (const [k, v] of Object.entries(o)) if (given(v) && !OPENROUTER_MAPPED.has(k)) dropped.push(pathOf(k));
   return compact({
-    max_uses: optNum(o.max_uses, `${pp}.max_uses`, { integer: true, min: 1 }),
-    allowed_domains: domains(o.allowed_domains, `${pp}.allowed_domains`),
-    blocked_domains: domains(o.excluded_domains, `${pp}.excluded_domains`),
-    search_context_size: contextSize(o.search_context_size, `${pp}.search_context_size`),
-    user_location: location(o.user_location, `${pp}.user_location`),
+    max_uses: optNum(o.max_uses, pathOf('max_uses'), { integer: true, min: 1 }),
+    allowed_domains: domains(o.allowed_domains, pathOf('allowed_domains')),
+    blocked_domains: domains(o.excluded_domains, pathOf('excluded_domains')),
+    search_context_size: contextSize(o.search_context_size, pathOf('search_context_size')),
+    user_location: location(o.user_location, pathOf('user_location')),
   });
 }
 
@@ -232,24 +244,27 @@ export function laneWebSearch(
   if (!Array.isArray(body.tools)) return body;
   const at = body.tools.findIndex((t) => isObj(t) && t.type === WEB_SEARCH_TOOL);
   if (at < 0) return body;
+  const tool = body.tools[at] as Obj;
   let ws: WebSearchRequest;
+  let pathOf: (k: string) => string;
   try {
-    ws = openRouterWebSearch(body.tools[at] as Obj, `tools[${at}]`, dropped);
+    ws = openRouterWebSearch(tool, `tools[${at}]`, dropped);
+    pathOf = openRouterSearchSettings(tool, `tools[${at}]`).pathOf;
   } catch {
     return body; // invalid parameters: the upstream refuses the call as it came
   }
   const tools = body.tools.filter((_, i) => i !== at);
   const out: Obj = { ...body, tools };
   if (wire === 'messages') {
-    if (ws.search_context_size) dropped.push(`tools[${at}].parameters.search_context_size`);
-    if (ws.allowed_domains && ws.blocked_domains) dropped.push(`tools[${at}].parameters.excluded_domains`);
+    if (ws.search_context_size) dropped.push(pathOf('search_context_size'));
+    if (ws.allowed_domains && ws.blocked_domains) dropped.push(pathOf('excluded_domains'));
     tools.splice(at, 0, anthropicSearchTool(ws));
     return out;
   }
-  if (ws.max_uses !== undefined) dropped.push(`tools[${at}].parameters.max_uses`);
-  if (ws.blocked_domains) dropped.push(`tools[${at}].parameters.excluded_domains`);
+  if (ws.max_uses !== undefined) dropped.push(pathOf('max_uses'));
+  if (ws.blocked_domains) dropped.push(pathOf('excluded_domains'));
   if (wire === 'chat') {
-    if (ws.allowed_domains) dropped.push(`tools[${at}].parameters.allowed_domains`);
+    if (ws.allowed_domains) dropped.push(pathOf('allowed_domains'));
     if (tools.length === 0) delete out.tools;
     if (!given(body.web_search_options)) out.web_search_options = chatSearchOptions(ws);
     return out;

@@ -38,11 +38,14 @@ export const ProviderPreferences = Type.Object(
     max_price: Type.Optional(
       Type.Object(
         {
-          prompt: Type.Optional(Type.Number()),
-          completion: Type.Optional(Type.Number()),
-          request: Type.Optional(Type.Number()),
+          prompt: Type.Optional(Type.Union([Type.Number(), Type.String()])),
+          completion: Type.Optional(Type.Union([Type.Number(), Type.String()])),
+          request: Type.Optional(Type.Union([Type.Number(), Type.String()])),
         },
-        { description: 'Highest price accepted, USD per million tokens (`request`: per call)' },
+        {
+          description:
+            'Highest price accepted, USD per million tokens (`request`: per call); a number or a numeric string',
+        },
       ),
     ),
     sort: Type.Optional(

@@ -110,6 +110,12 @@ async function* relay(
   }
 }
 
+/** `first`, then `rest`'s frames. */
+async function* after<T>(first: T, rest: AsyncIterable<T>): AsyncGenerator<T> {
+  yield first;
+  yield* rest;
+}
+
 /** The error frames ending a stream that failed after it started, in the caller's format. */
 function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown): string[] {
   const status = err instanceof ApiError ? err.status : 502;
@@ -142,7 +148,8 @@ async function serveChat(
   const s = tapStream(contentLog, call, await engine.stream(call));
   describe(reply, s.info);
   const settled = () => s.final() !== null;
-  if (s.lane && !store) {
+  const debug = call.echoUpstream ? wire.debugFrame?.(s.info) : undefined;
+  if (s.lane && !store && !debug) {
     // A lane's frames as they came (or as the wire rewrites them); a failure after the stream
     // started ends it in the caller's format.
     const { relayFrame } = wire;
@@ -152,9 +159,10 @@ async function serveChat(
       settled,
     });
   }
-  const frames = s.lane
+  const answer = s.lane
     ? relay(wire, s)
     : (wire.encodeStream as NonNullable<ChatWire['encodeStream']>)(s, call);
+  const frames = debug ? after(debug, answer) : answer;
   return sendSse(req, reply, store ? store.frames(frames, s.info) : frames, { settled });
 }
 

@@ -20,6 +20,23 @@ export interface ProviderPreferences {
 
 const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
 
+/**
+ * `provider.max_price` with its prices as numbers: OpenRouter takes each as a number or a numeric
+ * string (`"0.5"`, as its SDKs type them).
+ */
+function prices(raw: unknown): Record<string, number> {
+  const bad = () =>
+    badRequest('provider.max_price must map prompt/completion/request to non-negative numbers');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw bad();
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw bad();
+    out[k] = n;
+  }
+  return out;
+}
+
 /** Validates the raw `provider` object of a request body (400 on a malformed one). */
 export function parsePreferences(raw: unknown): ProviderPreferences {
   if (raw === undefined || raw === null) return {};
@@ -41,12 +58,7 @@ export function parsePreferences(raw: unknown): ProviderPreferences {
   ) {
     throw badRequest('provider.data_collection must be "allow" or "deny"');
   }
-  if (p.max_price !== undefined && p.max_price !== null) {
-    const mp = p.max_price as Record<string, unknown>;
-    if (typeof mp !== 'object' || Object.values(mp).some((v) => typeof v !== 'number' || v < 0)) {
-      throw badRequest('provider.max_price must map prompt/completion/request to non-negative numbers');
-    }
-  }
+  const maxPrice = p.max_price === undefined || p.max_price === null ? undefined : prices(p.max_price);
   const sortBy = typeof p.sort === 'object' && p.sort !== null ? (p.sort as { by?: unknown }).by : p.sort;
   if (
     sortBy !== undefined &&
@@ -63,7 +75,7 @@ export function parsePreferences(raw: unknown): ProviderPreferences {
     data_collection: (p.data_collection as 'allow' | 'deny' | undefined) ?? undefined,
     zdr: (p.zdr as boolean | undefined) ?? undefined,
     require_parameters: (p.require_parameters as boolean | undefined) ?? undefined,
-    max_price: (p.max_price as ProviderPreferences['max_price']) ?? undefined,
+    max_price: maxPrice as ProviderPreferences['max_price'],
     sort: sortBy ? (sortBy as 'price' | 'throughput' | 'latency') : undefined,
   };
 }

@@ -108,6 +108,12 @@ function laneBody(body: Body, upstreamModel: string): Body {
     delete out.cache_control;
     out.messages = (body.messages as unknown[]).map(withoutBreakpoints);
   }
+  if (Array.isArray(out.tools))
+    out.tools = out.tools.map((t) => {
+      if (!isObj(t) || !('eager_input_streaming' in t)) return t;
+      const { eager_input_streaming: _, ...tool } = t;
+      return tool;
+    });
   const effort = laneEffort(body.reasoning);
   if (effort && out.reasoning_effort === undefined) out.reasoning_effort = effort;
   if (body.stream === true)
@@ -143,6 +149,18 @@ function withoutBreakpoints(m: unknown): unknown {
   return rest;
 }
 
+/**
+ * The paths of tools asking for OpenRouter's `eager_input_streaming` (Anthropic's fine-grained tool
+ * streaming): an OpenAI-format provider streams tool input as it always does and takes no such
+ * field, so a lane leaves it out (`false` too) and reports the ones it drops.
+ */
+function eagerTools(body: Body): string[] {
+  if (!Array.isArray(body.tools)) return [];
+  return body.tools.flatMap((t, i) =>
+    isObj(t) && t.eager_input_streaming === true ? [`tools[${i}].eager_input_streaming`] : [],
+  );
+}
+
 /** The in-band error chunk that ends a stream which failed after it started, then `[DONE]`. */
 function errorFrames(info: RouteInfo, code: number, message: string): string[] {
   return [
@@ -174,6 +192,7 @@ export const chatWire: ChatWire = {
   laneBody,
   laneDropped: (body, headers) => [
     ...(hasBreakpoints(body) ? ['cache_control'] : []),
+    ...eagerTools(body),
     ...laneSearchDropped(body, 'chat'),
     ...lanePluginsDropped(body, 'chat'),
     ...laneDroppedHeaders(headers),
@@ -228,6 +247,17 @@ export const chatWire: ChatWire = {
     return withoutNullUsage(frame.frame);
   },
   streamError: (info, message, status = 502) => errorFrames(info, status, message),
+  // As OpenRouter opens such a stream: a chunk without choices, before the answer's.
+  debugFrame: (info) =>
+    sseJson({
+      id: info.generationId,
+      object: 'chat.completion.chunk',
+      created: Math.floor(Date.now() / 1000),
+      model: info.model.id,
+      provider: info.served.endpoint.provider,
+      choices: [],
+      debug: { echo_upstream_body: info.upstreamRequest },
+    }),
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),
 };

@@ -48,6 +48,11 @@ export interface CallerWire<R = ChatResponse> extends CallWire {
    */
   relayFrame?(frame: RelayFrame, info: RouteInfo): string | Buffer;
   /**
+   * OpenRouter's `debug.echo_upstream_body` on a stream: the frame that opens it, with what was
+   * sent upstream (absent: the format has no such frame).
+   */
+  debugFrame?(info: RouteInfo): string;
+  /**
    * The frames that end a stream which failed after it started (`status`: the failure's, 502 for
    * an upstream's; 403 for an answer a content filter blocked).
    */

@@ -327,6 +327,7 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
           name: t.function.name,
           ...(t.function.description !== undefined ? { description: t.function.description } : {}),
           input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+          ...(t.eager_input_streaming ? { eager_input_streaming: true } : {}),
         },
         t.cache_control,
       ),

@@ -71,7 +71,7 @@ const CONVERSE: ProviderTraits = {
   target: 'anthropic',
   // Calls are signed with AWS credentials, never with a Gatehouse-configured key.
   keyOptional: true,
-  drops: ['anthropic-beta'],
+  drops: ['anthropic-beta', 'tools.eager_input_streaming'],
   // Converse has no web search tool (Anthropic's server tool is not offered on Bedrock).
   refuses: ['web_search'],
 };
@@ -79,7 +79,12 @@ const CONVERSE: ProviderTraits = {
  * Anthropic models also take `/messages` bodies as they are, through InvokeModel (a lane), and
  * betas on Converse (`additionalModelRequestFields.anthropic_beta`).
  */
-const ANTHROPIC: ProviderTraits = { ...CONVERSE, natives: new Set(['anthropic-messages']), drops: [] };
+const ANTHROPIC: ProviderTraits = {
+  ...CONVERSE,
+  natives: new Set(['anthropic-messages']),
+  // Converse has no field for a tool's eager input streaming.
+  drops: ['tools.eager_input_streaming'],
+};
 
 type Operation = 'converse' | 'converse-stream' | 'invoke' | 'invoke-with-response-stream';
 
