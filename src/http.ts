@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import websocket from '@fastify/websocket';
 import scalar from '@scalar/fastify-api-reference';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyBaseLogger, type RouteOptions } from 'fastify';
@@ -26,6 +27,7 @@ import { guardrailAssignmentsRoutes } from './guardrails/assignments.routes.js';
 import { effectivePolicyRoutes } from './guardrails/effective.routes.js';
 import { guardrailsRoutes } from './guardrails/routes.js';
 import { inferenceRoutes } from './inference/routes.js';
+import { responsesSocketRoutes } from './inference/socket.routes.js';
 import { runtimeCallbackRoutes } from './interns/callback.routes.js';
 import { internChatRoutes } from './interns/chat.routes.js';
 import { installInternHostProxy } from './interns/host-proxy.js';
@@ -68,6 +70,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   adminRoutes,
   credentialRoutes,
   inferenceRoutes,
+  responsesSocketRoutes,
   contentLogRoutes,
   catalogRoutes,
   storedResponsesRoutes,
@@ -110,6 +113,15 @@ export async function buildApp(services: Services, opts: AppOptions) {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
 
   installErrorHandling(app);
+  // WebSocket upgrades go through the routes and their hooks (authentication too) like any
+  // request; only a route with a WebSocket handler upgrades (the Responses WebSocket mode). First,
+  // so its hook marks every upgrade before one that answers (a 401) runs: the socket of a refused
+  // upgrade is then closed after the answer. A message is bounded as an HTTP body is. The route
+  // closes its own sockets on shutdown.
+  await app.register(websocket, {
+    options: { maxPayload: config.bodyLimit },
+    preClose: (done) => done(),
+  });
   // Callback-style hooks on every request: an async hook costs a promise per request.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);

@@ -117,7 +117,7 @@ async function* after<T>(first: T, rest: AsyncIterable<T>): AsyncGenerator<T> {
 }
 
 /** The error frames ending a stream that failed after it started, in the caller's format. */
-function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown): string[] {
+export function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown): string[] {
   const status = err instanceof ApiError ? err.status : 502;
   return wire.streamError(info, (err as Error).message || 'Upstream stream failed', status);
 }
@@ -159,11 +159,26 @@ async function serveChat(
       settled,
     });
   }
+  return sendSse(req, reply, streamFrames(wire, s, call, store), { settled });
+}
+
+/**
+ * A stream's frames in the caller's format — a lane's relayed, a translation encoded, after the
+ * debug frame when the body asks for one — and stored through `store`: what the SSE body and the
+ * Responses WebSocket mode (socket.routes.ts) both send.
+ */
+export function streamFrames(
+  wire: ChatWire,
+  s: Streaming,
+  call: InferenceCall,
+  store?: AnswerStore,
+): AsyncIterable<string | Buffer> {
+  const debug = call.echoUpstream ? wire.debugFrame?.(s.info) : undefined;
   const answer = s.lane
     ? relay(wire, s)
     : (wire.encodeStream as NonNullable<ChatWire['encodeStream']>)(s, call);
   const frames = debug ? after(debug, answer) : answer;
-  return sendSse(req, reply, store ? store.frames(frames, s.info) : frames, { settled });
+  return store ? store.frames(frames, s.info) : frames;
 }
 
 /**
@@ -186,6 +201,20 @@ function sendCount(
   }
   reply.header('x-gatehouse-route', 'estimated');
   return reply.send(answer(counted.estimate, true));
+}
+
+/**
+ * What `/responses` (over HTTP and over a WebSocket) does before its call: the stored state the
+ * body names expanded, and the store of its answer. Gatehouse's compaction items become their
+ * summaries (OpenAI's own stay for its lane); the turn is stored as it was sent.
+ */
+export async function responsesTurn(
+  services: Pick<Services, 'storedResponses' | 'compaction'>,
+  req: FastifyRequest,
+): Promise<AnswerStore> {
+  const store = await storeAround(services.storedResponses, req);
+  req.body = services.compaction.expand(req.body, req.caller.organizationId);
+  return store;
 }
 
 /** A handler run in the request's SERVER span (the parent of its attempts' spans) when tracing is on. */
@@ -238,13 +267,9 @@ export async function inferenceRoutes(
   app.post(
     WIRES.responses.path,
     responses,
-    traced(async (req, reply) => {
-      const store = await storeAround(services.storedResponses, req);
-      // Gatehouse's compaction items become their summaries (OpenAI's own stay for its lane); the
-      // turn is stored as it was sent.
-      req.body = services.compaction.expand(req.body, req.caller.organizationId);
-      return serveChat(services, WIRES.responses, req, reply, store);
-    }),
+    traced(async (req, reply) =>
+      serveChat(services, WIRES.responses, req, reply, await responsesTurn(services, req)),
+    ),
   );
 
   /**
