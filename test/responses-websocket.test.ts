@@ -7,6 +7,7 @@
  */
 import { createRequire } from 'node:module';
 import { Agent, OpenAIResponsesWSModel, Runner, setTracingDisabled, tool } from '@openai/agents';
+import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import WebSocket from 'ws';
 import { z } from 'zod';
@@ -26,6 +27,13 @@ const providers = [
   { model: 'test/gpt', vendor: 'openai', upstream: 'gpt-x', path: '/openai/v1/responses' },
   { model: 'test/claude', vendor: 'anthropic', upstream: 'claude-x', path: '/anthropic/v1/messages' },
 ] as const;
+
+/** The streamed text of a turn's events. */
+const text = (events: Event[]) =>
+  events
+    .filter((e) => e.type === 'response.output_text.delta')
+    .map((e) => e.delta)
+    .join('');
 
 const WEATHER = {
   type: 'function',
@@ -83,11 +91,6 @@ describe('Responses WebSocket mode', () => {
   }
 
   const completed = (events: Event[]) => events.find((e) => e.type === 'response.completed')?.response;
-  const text = (events: Event[]) =>
-    events
-      .filter((e) => e.type === 'response.output_text.delta')
-      .map((e) => e.delta)
-      .join('');
 
   const generations = async () => {
     await gw.services.accountant.flush();
@@ -332,6 +335,54 @@ describe('Responses WebSocket mode', () => {
     });
   });
 
+  it('hostile messages: each is answered by an error event (never a 5xx) or a response, and the socket stays open', async () => {
+    const rws = connect();
+    const value = fc.jsonValue({ maxDepth: 3 });
+    const message = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      value.map((v) => JSON.stringify(v)),
+      fc
+        .record(
+          {
+            type: fc.constantFrom('response.create', 'response.create', 'response.cancel', 7),
+            model: fc.oneof(fc.constantFrom('test/gpt', 'test/claude', ''), value),
+            input: value,
+            previous_response_id: fc.oneof(fc.string({ maxLength: 12 }), value),
+            store: value,
+            generate: fc.oneof(fc.boolean(), value),
+            tools: value,
+          },
+          { requiredKeys: ['type'] },
+        )
+        .map((v) => JSON.stringify(v)),
+    );
+    /** Sends one raw message and waits for what ends its answer. */
+    const answer = (data: string) =>
+      new Promise<Event>((resolve) => {
+        const done = (e: Event) => {
+          if (!['response.completed', 'response.incomplete', 'response.failed', 'error'].includes(e.type))
+            return;
+          rws.off('event', done);
+          rws.off('error', onError);
+          resolve(e);
+        };
+        const onError = (err: { error?: Event }) => done(err.error ?? { type: 'error', status: 0 });
+        rws.on('event', done);
+        rws.on('error', onError);
+        rws.sendRaw(data);
+      });
+    await fc.assert(
+      fc.asyncProperty(message, async (data) => {
+        const end = await answer(data);
+        if (end.type === 'error') expect(end.status, JSON.stringify(end)).toBeLessThan(500);
+      }),
+      { numRuns: 60 },
+    );
+    expect(text(await turn(rws, { type: 'response.create', model: 'test/gpt', input: 'still here?' }))).toBe(
+      'Hello from gpt-x!',
+    );
+  });
+
   describe('the handshake', () => {
     /** The HTTP answer to an upgrade that is refused. */
     const refusedUpgrade = (headers: Record<string, string>) =>
@@ -410,5 +461,56 @@ describe('Responses WebSocket mode', () => {
     expect(runs).toEqual(['Oslo']);
     expect(mock.requests.map((r) => r.path)).toEqual(['/openai/v1/responses', '/openai/v1/responses']);
     expect(JSON.stringify(mock.requests[1]?.body)).toContain('sunny in Oslo');
+  });
+});
+
+describe('Responses WebSocket mode: limits and shutdown', () => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  let stop: () => Promise<void>;
+  beforeAll(async () => {
+    ({ gw, mock, stop } = await gatewayWithUpstreams({ GATEHOUSE_BODY_LIMIT: '4096' }));
+  });
+  afterAll(() => stop?.());
+
+  const socket = async () => {
+    const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/api/v1/responses`, {
+      headers: { authorization: `Bearer ${gw.apiKey}` },
+    });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    return ws;
+  };
+  const closed = (ws: WebSocket) =>
+    new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+
+  it('a message over the body limit closes the socket (1009, as the HTTP body gets 413)', async () => {
+    const ws = await socket();
+    const code = closed(ws);
+    ws.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'x'.repeat(5000) }));
+    expect(await code).toBe(1009);
+    expect(mock.requests).toHaveLength(0);
+  });
+
+  it('shutdown closes an idle socket at once and a busy one after its response (1001)', async () => {
+    mock.enqueue({ reply: { text: 'finishing before the end' }, eventDelayMs: 20 });
+    const idle = await socket();
+    const busy = await socket();
+    const idleClosed = closed(idle);
+    const busyClosed = closed(busy);
+    const events: Event[] = [];
+    const started = new Promise<void>((resolve) =>
+      busy.on('message', (data) => {
+        events.push(JSON.parse(String(data)));
+        resolve();
+      }),
+    );
+    busy.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'long one' }));
+    await started;
+    const stopped = gw.close();
+    expect(await idleClosed).toBe(1001);
+    expect(await busyClosed).toBe(1001);
+    await stopped;
+    expect(events.at(-1)?.type).toBe('response.completed');
+    expect(text(events)).toBe('finishing before the end');
   });
 });
