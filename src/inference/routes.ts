@@ -231,12 +231,13 @@ export async function inferenceRoutes(
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
   // `openapi`: the body and answer the document shows; the runtime takes any JSON object (see
   // openapi-schemas.ts) and sends the answer as it is.
-  const route = (wire: CallerWire<unknown>, openapi: OpenapiOnly) => ({
+  const route = (wire: CallerWire<unknown>, openapi: OpenapiOnly, description?: string) => ({
     // Errors, refusals included, in the caller's own format (Anthropic's on /messages).
     config: { auth: 'api' as const, verbatim: true, renderError: wire.renderError, openapi },
     schema: {
       tags,
       summary: wire.summary,
+      ...(description ? { description } : {}),
       body: AnyBody,
       response: Object.fromEntries(ERROR_STATUSES.map((s) => [s, wire.errorSchema])),
     },
@@ -260,10 +261,19 @@ export async function inferenceRoutes(
     messages,
     traced((req, reply) => serveChat(services, WIRES.messages, req, reply)),
   );
-  const responses = route(WIRES.responses, {
-    body: Type.Ref(ResponsesRequest),
-    response: { 200: jsonOrStream(ResponseObject, 'The response') },
-  });
+  // The WebSocket upgrade (socket.routes.ts) is no HTTP operation: the document tells of it here.
+  const responses = route(
+    WIRES.responses,
+    {
+      body: Type.Ref(ResponsesRequest),
+      response: { 200: jsonOrStream(ResponseObject, 'The response') },
+    },
+    'Streamed as server-sent events with `stream: true`. The same calls run over a WebSocket too ' +
+      "(OpenAI's Responses WebSocket mode): open `GET /responses` with a WebSocket upgrade and the " +
+      'API key in `Authorization`, send `{"type": "response.create", …}` messages with the fields of ' +
+      'this body, and receive each stream event as a JSON message; `previous_response_id` may name ' +
+      "the connection's last response even with `store: false`.",
+  );
   app.post(
     WIRES.responses.path,
     responses,
