@@ -26,6 +26,12 @@ type Event = Record<string, any>;
 const providers = [
   { model: 'test/gpt', vendor: 'openai', upstream: 'gpt-x', path: '/openai/v1/responses' },
   { model: 'test/claude', vendor: 'anthropic', upstream: 'claude-x', path: '/anthropic/v1/messages' },
+  {
+    model: 'test/gemini',
+    vendor: 'google',
+    upstream: 'gemini-x',
+    path: '/google/v1beta/models/gemini-x:streamGenerateContent',
+  },
 ] as const;
 
 /** The streamed text of a turn's events. */
@@ -124,7 +130,7 @@ describe('Responses WebSocket mode', () => {
     expect(response.usage.output_tokens).toBeGreaterThan(0);
     expect(mock.requests.map((r) => r.path)).toEqual([p.path]);
     const sent = mock.requests[0]!;
-    expect(sent.body.model).toBe(p.upstream);
+    expect(sent.model).toBe(p.upstream);
     expect(sent.stream).toBe(true);
     expect(JSON.stringify(sent.body)).toContain('Say hello.');
     expect(JSON.stringify(sent.body)).toContain('Be brief.');
@@ -170,12 +176,31 @@ describe('Responses WebSocket mode', () => {
     expect(r2.store).toBe(false);
     const upstream = JSON.stringify(mock.requests[1]?.body);
     expect(upstream).toContain('Weather in Oslo?');
-    expect(upstream).toContain(call.call_id);
+    // The call as the provider's format has it (Gemini's calls carry no id on the wire).
+    expect(upstream).toContain(p.vendor === 'google' ? '"functionCall":{"name":"weather"' : call.call_id);
     expect(upstream).toContain('sunny, 21 °C');
     // Nothing Gatehouse alone knows reaches the provider.
     expect(mock.requests[1]?.body.previous_response_id).toBeUndefined();
     // Not stored: not readable over HTTP.
     expect((await client(gw.url, gw.apiKey)('GET', `/responses/${r1.id}`)).status).toBe(404);
+  });
+
+  it('a key disabled while the socket is open: the next turn is a 401 error event and the socket closes', async () => {
+    const mgmt = client(gw.url, gw.managementKey);
+    const created = await mgmt('POST', '/keys', { name: 'short-lived' });
+    expect(created.status).toBe(201);
+    const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/api/v1/responses`, {
+      headers: { authorization: `Bearer ${created.body.key}` },
+    });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const messages: Event[] = [];
+    ws.on('message', (data) => messages.push(JSON.parse(String(data))));
+    expect((await mgmt('PATCH', `/keys/${created.body.data.hash}`, { disabled: true })).status).toBe(200);
+    const code = new Promise<number>((resolve) => ws.once('close', (c) => resolve(c)));
+    ws.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'hi' }));
+    expect(await code).toBe(1008);
+    expect(messages).toEqual([expect.objectContaining({ type: 'error', status: 401 })]);
+    expect(mock.requests).toHaveLength(0);
   });
 
   it('a stored response (store: true) continues as over HTTP, and is readable over HTTP', async () => {

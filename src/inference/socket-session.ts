@@ -25,7 +25,10 @@ import { errorEvent, errorOf, frameEvents, messageText, type SocketError } from 
 import { WIRES } from './wires/index.js';
 import { isObj } from './wires/texts.js';
 
-export type SessionServices = Pick<Services, 'engine' | 'contentLog' | 'storedResponses' | 'compaction'>;
+export type SessionServices = Pick<
+  Services,
+  'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'keys'
+>;
 
 /** The connection's last response: what a turn naming it continues from. */
 interface Remembered {
@@ -123,7 +126,10 @@ export class ResponsesSession {
     if (refused) return void this.fail(refused);
     const abort = new CallAbort();
     this.inFlight = abort;
-    const turn = event.generate === false ? this.warmUp(event) : this.respond(event, abort);
+    const turn = this.stillAuthorized().then((ok) => {
+      if (!ok) return;
+      return event.generate === false ? this.warmUp(event) : this.respond(event, abort);
+    });
     turn
       .catch((err) => {
         this.req.log.error({ err }, 'responses websocket turn failed');
@@ -133,6 +139,24 @@ export class ResponsesSession {
         this.inFlight = null;
         if (this.closeAfter) this.closeNow();
       });
+  }
+
+  /**
+   * The handshake's key, checked again for each turn as each HTTP call checks it: a key disabled,
+   * deleted or expired since the socket opened ends the connection (1008) with a 401 error event.
+   */
+  private async stillAuthorized(): Promise<boolean> {
+    const caller = await this.services.keys.callerOf(this.req.caller.keyHash);
+    if (caller) {
+      this.req.caller = caller;
+      return true;
+    }
+    this.closeAfter = {
+      code: 1008,
+      reason: 'key no longer valid',
+      error: { status: 401, message: 'Invalid, disabled or expired API key' },
+    };
+    return false;
   }
 
   /** One `response.create`: the body as `POST /responses` takes it, streamed, in a SERVER span. */
