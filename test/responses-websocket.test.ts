@@ -539,3 +539,28 @@ describe('Responses WebSocket mode: limits and shutdown', () => {
     expect(text(events)).toBe('finishing before the end');
   });
 });
+
+describe('Responses WebSocket mode: the connection age limit', () => {
+  let gw: TestGateway;
+  let stop: () => Promise<void>;
+  beforeAll(async () => {
+    ({ gw, stop } = await gatewayWithUpstreams({ GATEHOUSE_WEBSOCKET_MAX_AGE_MS: '500' }));
+  });
+  afterAll(() => stop?.());
+
+  it('a connection past its age gets websocket_connection_limit_reached and is closed', async () => {
+    const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/api/v1/responses`, {
+      headers: { authorization: `Bearer ${gw.apiKey}` },
+    });
+    const messages: Event[] = [];
+    ws.on('message', (data) => messages.push(JSON.parse(String(data))));
+    const code = await new Promise<number>((resolve) => ws.once('close', (c) => resolve(c)));
+    expect(code).toBe(1000);
+    expect(messages).toEqual([
+      expect.objectContaining({
+        type: 'error',
+        error: expect.objectContaining({ code: 'websocket_connection_limit_reached' }),
+      }),
+    ]);
+  });
+});

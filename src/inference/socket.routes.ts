@@ -12,16 +12,13 @@ import type { Services } from '../services.js';
 import { ResponsesSession, type SessionServices } from './socket-session.js';
 import { WIRES } from './wires/index.js';
 
-/** How long one connection serves, as OpenAI's (then `websocket_connection_limit_reached`). */
-export const CONNECTION_LIMIT_MS = 60 * 60_000;
-
 export async function responsesSocketRoutes(
   app: Router,
   services: SessionServices & Pick<Services, 'config'>,
 ) {
   const wire = WIRES.responses;
   const sessions = new Set<ResponsesSession>();
-  const { bodyLimit, shutdownGraceMs } = services.config;
+  const { bodyLimit, shutdownGraceMs, websocketMaxAgeMs } = services.config;
 
   app.route({
     method: 'GET',
@@ -47,14 +44,15 @@ export async function responsesSocketRoutes(
     wsHandler: (socket, req) => {
       const session = new ResponsesSession(socket, req, services);
       sessions.add(session);
+      // A connection serves for a while, as OpenAI's (60 minutes): then it ends after its response.
       const limit = setTimeout(
         () =>
           session.closeWhenIdle(1000, 'connection limit reached', {
             status: 400,
             code: 'websocket_connection_limit_reached',
-            message: `Responses websocket connection limit reached (${CONNECTION_LIMIT_MS / 60_000} minutes). Create a new websocket connection to continue.`,
+            message: `Responses websocket connection limit reached (${minutes(websocketMaxAgeMs)}). Create a new websocket connection to continue.`,
           }),
-        CONNECTION_LIMIT_MS,
+        websocketMaxAgeMs,
       );
       limit.unref();
       socket.on('close', () => {
@@ -90,3 +88,6 @@ export async function responsesSocketRoutes(
     }
   });
 }
+
+const minutes = (ms: number) =>
+  ms % 60_000 === 0 ? `${ms / 60_000} minutes` : `${Math.round(ms / 1000) || 1} seconds`;
