@@ -186,6 +186,8 @@ export class ResponsesSession {
             }
           }
         } catch (err) {
+          // The client left (the call was aborted): nothing to tell.
+          if (this.socket.readyState !== this.socket.OPEN) return 499;
           // Failed after it started: ended as the HTTP stream is, in the Responses format.
           for (const frame of failed(wire, s.info, err))
             for (const text of frameEvents(frame)) this.send(text);
@@ -255,7 +257,8 @@ export class ResponsesSession {
    * response it continues (the HTTP path saw no previous_response_id); the final one is returned.
    */
   private outgoing(text: string, continues: string | null) {
-    if (!text.startsWith('{"type":"response.')) return { text, final: null };
+    // Only the events carrying the response object are read (deltas pass untouched).
+    if (!text.includes('"response":{')) return { text, final: null };
     let event: unknown;
     try {
       event = JSON.parse(text);
