@@ -408,6 +408,31 @@ describe('the coding agents through Gatehouse', () => {
     },
   );
 
+  codexIt(
+    'Codex with supports_websockets → an Anthropic-served model: translated over the socket',
+    async () => {
+      mock.enqueue(...toolRoundTrip(/^\/anthropic\//, codexExec));
+      const r = await runCodex({
+        baseUrl: codexBase(),
+        apiKey: gw.apiKey,
+        model: 'claude-opus-5-5',
+        prompt: 'What does hello.txt say?',
+        files: FILES,
+        websockets: true,
+      });
+      expectFinished(r, ANSWER);
+      expect(proxy.requests.filter((q) => q.upgrade).map((q) => q.url)).toEqual(['/api/v1/responses']);
+      expect(sent()).toEqual([]);
+      const got = upstream('anthropic');
+      expect(got.map((q) => q.path)).toEqual(['/anthropic/v1/messages', '/anthropic/v1/messages']);
+      expect(JSON.stringify(wireView(got[1]!).turns.at(-1)?.toolResults[0]?.content)).toContain(
+        'hello from the file',
+      );
+      expectOperatorKey(got, 'anthropic');
+      await expectPricedGenerations('claude-opus-5-5');
+    },
+  );
+
   codexIt('Codex → an Anthropic-served model: translated, finishes its tool round trip', async () => {
     mock.enqueue(...toolRoundTrip(/^\/anthropic\//, codexExec));
     const r = await runCodex({
