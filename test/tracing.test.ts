@@ -189,6 +189,13 @@ describe('tracing over OTLP/HTTP JSON', () => {
     const attempts = traceOf(rx, traceId).filter((s) => s.kind === CLIENT);
     expect(attempts.map((a) => a.parentSpanId).sort()).toEqual(servers.map((s) => s.spanId).sort());
     expect(mock.requests.map((r) => r.headers.traceparent)).toEqual([expect.any(String), expect.any(String)]);
+    // Each turn has its access line, with its span's ids.
+    const lines = await until('two access lines', () => {
+      const found = logs.lines.filter((l) => l.msg === 'websocket turn completed' && l.trace_id === traceId);
+      return found.length === 2 ? found : undefined;
+    });
+    expect(lines.map((l) => l.span_id).sort()).toEqual(servers.map((s) => s.spanId).sort());
+    expect(lines.map((l) => (l.res as { statusCode: number }).statusCode)).toEqual([200, 200]);
   });
 
   it('a streamed call whose first provider fails: the caller’s traceparent parents the SERVER span, two CLIENT attempt spans under it, the fallback’s with usage; the upstream sees each attempt’s traceparent', async () => {

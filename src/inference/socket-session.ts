@@ -330,11 +330,13 @@ function withoutSocketBeta(headers: Record<string, string>): Record<string, stri
 }
 
 /**
- * Runs one turn in a SERVER span of its own, as an HTTP call is (when tracing is on): the span
- * ends with the status `handle` returns. A response object stands in for the HTTP one.
+ * Runs one turn as an HTTP call runs: in a SERVER span of its own (when tracing is on), ending with
+ * the status `handle` returns (a response object stands in for the HTTP one), and with an access
+ * line of its own (the status the HTTP call would have had).
  */
 async function traceTurn(req: FastifyRequest, handle: () => Promise<number>): Promise<void> {
   const res = new ServerResponse(req.raw);
+  const start = performance.now();
   try {
     res.statusCode = await serveTraced(
       req,
@@ -347,5 +349,9 @@ async function traceTurn(req: FastifyRequest, handle: () => Promise<number>): Pr
     throw err;
   } finally {
     res.emit('close');
+    req.log.info(
+      { res: { statusCode: res.statusCode }, responseTime: performance.now() - start },
+      'websocket turn completed',
+    );
   }
 }
