@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import websocket from '@fastify/websocket';
 import scalar from '@scalar/fastify-api-reference';
 import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyBaseLogger, type RouteOptions } from 'fastify';
@@ -45,6 +44,7 @@ import { installMetrics } from './server/metrics.js';
 import { documentedSchema } from './server/openapi-only.js';
 import type { Router } from './server/router.js';
 import { ErrorBody } from './server/schemas.js';
+import { installWebsocket } from './server/websocket.js';
 import type { Services } from './services.js';
 import { conversationRoutes } from './stored-responses/conversation-routes.js';
 import { storedResponsesRoutes } from './stored-responses/routes.js';
@@ -113,15 +113,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
 
   installErrorHandling(app);
-  // WebSocket upgrades go through the routes and their hooks (authentication too) like any
-  // request; only a route with a WebSocket handler upgrades (the Responses WebSocket mode). First,
-  // so its hook marks every upgrade before one that answers (a 401) runs: the socket of a refused
-  // upgrade is then closed after the answer. A message is bounded as an HTTP body is. The route
-  // closes its own sockets on shutdown.
-  await app.register(websocket, {
-    options: { maxPayload: config.bodyLimit },
-    preClose: (done) => done(),
-  });
+  await installWebsocket(app, config.bodyLimit);
   // Callback-style hooks on every request: an async hook costs a promise per request.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);

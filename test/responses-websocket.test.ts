@@ -410,9 +410,9 @@ describe('Responses WebSocket mode', () => {
 
   describe('the handshake', () => {
     /** The HTTP answer to an upgrade that is refused. */
-    const refusedUpgrade = (headers: Record<string, string>) =>
+    const refusedUpgrade = (headers: Record<string, string>, path = '/api/v1/responses') =>
       new Promise<{ status: number; body: any }>((resolve, reject) => {
-        const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/api/v1/responses`, { headers });
+        const ws = new WebSocket(`${gw.url.replace('http', 'ws')}${path}`, { headers });
         ws.on('open', () => reject(new Error('the socket opened')));
         ws.on('error', () => {});
         ws.on('unexpected-response', (_req, res) => {
@@ -432,6 +432,12 @@ describe('Responses WebSocket mode', () => {
       const bad = await refusedUpgrade({ authorization: 'Bearer sk-gh-v1-0000000000000000000000000000' });
       expect(bad.status).toBe(401);
       expect((await refusedUpgrade({ authorization: `Bearer ${gw.managementKey}` })).status).toBe(403);
+    });
+
+    it('is refused (404) on any other route, public or not', async () => {
+      const auth = { authorization: `Bearer ${gw.apiKey}` };
+      for (const path of ['/api/v1/models', '/api/v1/responses/resp_x', '/health', '/api/v1/nowhere'])
+        expect((await refusedUpgrade(auth, path)).status, path).toBe(404);
     });
 
     it('answers a plain GET with 426 and tells Codex the message size limit', async () => {

@@ -24,7 +24,7 @@ export async function responsesSocketRoutes(
     method: 'GET',
     url: wire.path,
     // Errors before the upgrade (a bad key: 401) in the /responses error format.
-    config: { auth: 'api', renderError: wire.renderError },
+    config: { auth: 'api', renderError: wire.renderError, upgrade: true },
     // Not an HTTP operation: the upgrade is described on POST /responses in the API reference.
     schema: { hide: true },
     // The inference endpoints refuse management keys; here before the socket opens.
