@@ -26,6 +26,7 @@ import { guardrailAssignmentsRoutes } from './guardrails/assignments.routes.js';
 import { effectivePolicyRoutes } from './guardrails/effective.routes.js';
 import { guardrailsRoutes } from './guardrails/routes.js';
 import { inferenceRoutes } from './inference/routes.js';
+import { responsesSocketRoutes } from './inference/socket.routes.js';
 import { runtimeCallbackRoutes } from './interns/callback.routes.js';
 import { internChatRoutes } from './interns/chat.routes.js';
 import { installInternHostProxy } from './interns/host-proxy.js';
@@ -43,6 +44,7 @@ import { installMetrics } from './server/metrics.js';
 import { documentedSchema } from './server/openapi-only.js';
 import type { Router } from './server/router.js';
 import { ErrorBody } from './server/schemas.js';
+import { installWebsocket } from './server/websocket.js';
 import type { Services } from './services.js';
 import { conversationRoutes } from './stored-responses/conversation-routes.js';
 import { storedResponsesRoutes } from './stored-responses/routes.js';
@@ -68,6 +70,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   adminRoutes,
   credentialRoutes,
   inferenceRoutes,
+  responsesSocketRoutes,
   contentLogRoutes,
   catalogRoutes,
   storedResponsesRoutes,
@@ -110,6 +113,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
 
   installErrorHandling(app);
+  await installWebsocket(app, config.bodyLimit);
   // Callback-style hooks on every request: an async hook costs a promise per request.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);

@@ -375,6 +375,64 @@ describe('the coding agents through Gatehouse', () => {
     },
   );
 
+  codexIt(
+    'Codex with supports_websockets → OpenAI Responses: its turns go over one WebSocket, none over HTTP',
+    async () => {
+      mock.enqueue(...toolRoundTrip(/^\/openai\//, codexExec));
+      const r = await runCodex({
+        baseUrl: codexBase(),
+        apiKey: gw.apiKey,
+        model: 'gpt-5.5',
+        prompt: 'What does hello.txt say?',
+        files: FILES,
+        websockets: true,
+      });
+      expectFinished(r, ANSWER);
+      const upgrades = proxy.requests.filter((q) => q.upgrade);
+      expect(upgrades.map((q) => q.url)).toEqual(['/api/v1/responses']);
+      expect(upgrades[0]?.headers['openai-beta']).toMatch(/^responses_websockets=/);
+      // No HTTP fallback; Codex's warm-up (generate: false) reaches no provider.
+      expect(sent()).toEqual([]);
+      const got = upstream('openai');
+      expect(got.map((q) => q.path)).toEqual(['/openai/v1/responses', '/openai/v1/responses']);
+      // Upstream an HTTP stream: the socket's envelope and beta stay behind, Codex's session goes.
+      expect(got[0]?.body).toMatchObject({ model: 'gpt-5.5', stream: true, store: false });
+      expect(got[0]?.body.type).toBeUndefined();
+      expect(got[0]?.headers['openai-beta']).toBeUndefined();
+      expect(got[0]?.headers.originator).toBe('codex_exec');
+      expect(got[1]?.body.input.map((i: any) => i.type)).toEqual(
+        expect.arrayContaining(['function_call', 'function_call_output']),
+      );
+      expectOperatorKey(got, 'openai');
+      await expectPricedGenerations('gpt-5.5');
+    },
+  );
+
+  codexIt(
+    'Codex with supports_websockets → an Anthropic-served model: translated over the socket',
+    async () => {
+      mock.enqueue(...toolRoundTrip(/^\/anthropic\//, codexExec));
+      const r = await runCodex({
+        baseUrl: codexBase(),
+        apiKey: gw.apiKey,
+        model: 'claude-opus-5-5',
+        prompt: 'What does hello.txt say?',
+        files: FILES,
+        websockets: true,
+      });
+      expectFinished(r, ANSWER);
+      expect(proxy.requests.filter((q) => q.upgrade).map((q) => q.url)).toEqual(['/api/v1/responses']);
+      expect(sent()).toEqual([]);
+      const got = upstream('anthropic');
+      expect(got.map((q) => q.path)).toEqual(['/anthropic/v1/messages', '/anthropic/v1/messages']);
+      expect(JSON.stringify(wireView(got[1]!).turns.at(-1)?.toolResults[0]?.content)).toContain(
+        'hello from the file',
+      );
+      expectOperatorKey(got, 'anthropic');
+      await expectPricedGenerations('claude-opus-5-5');
+    },
+  );
+
   codexIt('Codex → an Anthropic-served model: translated, finishes its tool round trip', async () => {
     mock.enqueue(...toolRoundTrip(/^\/anthropic\//, codexExec));
     const r = await runCodex({

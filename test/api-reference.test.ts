@@ -89,6 +89,8 @@ describe('OpenAPI document', () => {
     // Streaming answers are server-sent events.
     for (const path of ['/chat/completions', '/responses', '/messages'])
       expect(doc.paths[path].post.responses['200'].content['text/event-stream'], path).toBeDefined();
+    // The Responses WebSocket mode (an upgrade, no HTTP operation of its own) is told of there.
+    expect(doc.paths['/responses'].post.description).toMatch(/WebSocket upgrade/);
     expect(doc.components.schemas.ProviderPreferences.properties).toHaveProperty('order');
     expect(
       doc.paths['/batches/{id}/results'].get.responses['200'].content['application/jsonl'],

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { trace } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { tracingOn } from '../src/telemetry/spans.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
@@ -150,6 +151,51 @@ describe('tracing over OTLP/HTTP JSON', () => {
     await mock?.close();
     await rx?.close();
     setOtelEnv({});
+  });
+
+  it('the Responses WebSocket mode: each response.create is a SERVER span of its own (under the handshake’s traceparent), its attempt under it', async () => {
+    mock.reset();
+    const traceId = newTraceId();
+    const callerSpan = newSpanId();
+    const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/api/v1/responses`, {
+      headers: { authorization: `Bearer ${gw.apiKey}`, traceparent: `00-${traceId}-${callerSpan}-01` },
+    });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const turn = () =>
+      new Promise<void>((resolve) => {
+        const onMessage = (data: Buffer) => {
+          if (JSON.parse(String(data)).type !== 'response.completed') return;
+          ws.off('message', onMessage);
+          resolve();
+        };
+        ws.on('message', onMessage);
+        ws.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'hi', store: false }));
+      });
+    await turn();
+    await turn();
+    ws.close();
+    const servers = await until('two server spans', () => {
+      const found = traceOf(rx, traceId).filter((s) => s.kind === SERVER);
+      return found.length === 2 ? found : undefined;
+    });
+    for (const server of servers) {
+      expect(server.name).toBe('GET /api/v1/responses');
+      expect(server.parentSpanId).toBe(callerSpan);
+      expect(server.attributes).toMatchObject({
+        'http.response.status_code': 200,
+        'gen_ai.request.model': 'test/gpt',
+      });
+    }
+    const attempts = traceOf(rx, traceId).filter((s) => s.kind === CLIENT);
+    expect(attempts.map((a) => a.parentSpanId).sort()).toEqual(servers.map((s) => s.spanId).sort());
+    expect(mock.requests.map((r) => r.headers.traceparent)).toEqual([expect.any(String), expect.any(String)]);
+    // Each turn has its access line, with its span's ids.
+    const lines = await until('two access lines', () => {
+      const found = logs.lines.filter((l) => l.msg === 'websocket turn completed' && l.trace_id === traceId);
+      return found.length === 2 ? found : undefined;
+    });
+    expect(lines.map((l) => l.span_id).sort()).toEqual(servers.map((s) => s.spanId).sort());
+    expect(lines.map((l) => (l.res as { statusCode: number }).statusCode)).toEqual([200, 200]);
   });
 
   it('a streamed call whose first provider fails: the caller’s traceparent parents the SERVER span, two CLIENT attempt spans under it, the fallback’s with usage; the upstream sees each attempt’s traceparent', async () => {

@@ -117,7 +117,7 @@ async function* after<T>(first: T, rest: AsyncIterable<T>): AsyncGenerator<T> {
 }
 
 /** The error frames ending a stream that failed after it started, in the caller's format. */
-function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown): string[] {
+export function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown): string[] {
   const status = err instanceof ApiError ? err.status : 502;
   return wire.streamError(info, (err as Error).message || 'Upstream stream failed', status);
 }
@@ -159,11 +159,26 @@ async function serveChat(
       settled,
     });
   }
+  return sendSse(req, reply, streamFrames(wire, s, call, store), { settled });
+}
+
+/**
+ * A stream's frames in the caller's format — a lane's relayed, a translation encoded, after the
+ * debug frame when the body asks for one — and stored through `store`: what the SSE body and the
+ * Responses WebSocket mode (socket.routes.ts) both send.
+ */
+export function streamFrames(
+  wire: ChatWire,
+  s: Streaming,
+  call: InferenceCall,
+  store?: AnswerStore,
+): AsyncIterable<string | Buffer> {
+  const debug = call.echoUpstream ? wire.debugFrame?.(s.info) : undefined;
   const answer = s.lane
     ? relay(wire, s)
     : (wire.encodeStream as NonNullable<ChatWire['encodeStream']>)(s, call);
   const frames = debug ? after(debug, answer) : answer;
-  return sendSse(req, reply, store ? store.frames(frames, s.info) : frames, { settled });
+  return store ? store.frames(frames, s.info) : frames;
 }
 
 /**
@@ -188,6 +203,20 @@ function sendCount(
   return reply.send(answer(counted.estimate, true));
 }
 
+/**
+ * What `/responses` (over HTTP and over a WebSocket) does before its call: the stored state the
+ * body names expanded, and the store of its answer. Gatehouse's compaction items become their
+ * summaries (OpenAI's own stay for its lane); the turn is stored as it was sent.
+ */
+export async function responsesTurn(
+  services: Pick<Services, 'storedResponses' | 'compaction'>,
+  req: FastifyRequest,
+): Promise<AnswerStore> {
+  const store = await storeAround(services.storedResponses, req);
+  req.body = services.compaction.expand(req.body, req.caller.organizationId);
+  return store;
+}
+
 /** A handler run in the request's SERVER span (the parent of its attempts' spans) when tracing is on. */
 export const traced =
   <R extends FastifyRequest>(handler: (req: R, reply: FastifyReply) => Promise<unknown>) =>
@@ -202,12 +231,13 @@ export async function inferenceRoutes(
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
   // `openapi`: the body and answer the document shows; the runtime takes any JSON object (see
   // openapi-schemas.ts) and sends the answer as it is.
-  const route = (wire: CallerWire<unknown>, openapi: OpenapiOnly) => ({
+  const route = (wire: CallerWire<unknown>, openapi: OpenapiOnly, description?: string) => ({
     // Errors, refusals included, in the caller's own format (Anthropic's on /messages).
     config: { auth: 'api' as const, verbatim: true, renderError: wire.renderError, openapi },
     schema: {
       tags,
       summary: wire.summary,
+      ...(description ? { description } : {}),
       body: AnyBody,
       response: Object.fromEntries(ERROR_STATUSES.map((s) => [s, wire.errorSchema])),
     },
@@ -231,20 +261,25 @@ export async function inferenceRoutes(
     messages,
     traced((req, reply) => serveChat(services, WIRES.messages, req, reply)),
   );
-  const responses = route(WIRES.responses, {
-    body: Type.Ref(ResponsesRequest),
-    response: { 200: jsonOrStream(ResponseObject, 'The response') },
-  });
+  // The WebSocket upgrade (socket.routes.ts) is no HTTP operation: the document tells of it here.
+  const responses = route(
+    WIRES.responses,
+    {
+      body: Type.Ref(ResponsesRequest),
+      response: { 200: jsonOrStream(ResponseObject, 'The response') },
+    },
+    'Streamed as server-sent events with `stream: true`. The same calls run over a WebSocket too ' +
+      "(OpenAI's Responses WebSocket mode): open `GET /responses` with a WebSocket upgrade and the " +
+      'API key in `Authorization`, send `{"type": "response.create", …}` messages with the fields of ' +
+      'this body, and receive each stream event as a JSON message; `previous_response_id` may name ' +
+      "the connection's last response even with `store: false`.",
+  );
   app.post(
     WIRES.responses.path,
     responses,
-    traced(async (req, reply) => {
-      const store = await storeAround(services.storedResponses, req);
-      // Gatehouse's compaction items become their summaries (OpenAI's own stay for its lane); the
-      // turn is stored as it was sent.
-      req.body = services.compaction.expand(req.body, req.caller.organizationId);
-      return serveChat(services, WIRES.responses, req, reply, store);
-    }),
+    traced(async (req, reply) =>
+      serveChat(services, WIRES.responses, req, reply, await responsesTurn(services, req)),
+    ),
   );
 
   /**

@@ -426,6 +426,8 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
     mgmtOnApi: 403,
   },
+  // The Responses WebSocket mode: authenticated before the upgrade; a plain GET is a 426.
+  'GET /api/v1/responses': { auth: 'api', ok: 426, mgmtOnApi: 403 },
   'POST /api/v1/responses/compact': {
     auth: 'api',
     body: () => ({ model: 'gatehouse/echo', input: 'hi' }),

@@ -66,6 +66,8 @@ export interface CodexOptions extends AgentOptions {
   apiKey: string;
   /** `-m`; by default Codex picks its own. Other settings: `args: ['-c', 'key=value']`. */
   model?: string;
+  /** The provider's `supports_websockets`: Codex then calls the Responses WebSocket mode first. */
+  websockets?: boolean;
 }
 
 const require = createRequire(import.meta.url);
@@ -191,7 +193,7 @@ wire_api = "responses"
 # A refusal is final in a test; retries with backoff would only hide it.
 request_max_retries = 0
 stream_max_retries = 0
-`;
+${opts.websockets ? 'supports_websockets = true\n' : ''}`;
 }
 
 interface AgentDirs {

@@ -1,13 +1,15 @@
 import { createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 
 export interface ProxiedRequest {
   method: string;
   /** Path and query as the client sent them. */
   url: string;
   headers: Record<string, string | string[] | undefined>;
-  /** JSON-parsed body, or the raw text when it is not JSON. */
+  /** JSON-parsed body, or the raw text when it is not JSON (null for an upgrade). */
   body: any;
+  /** A WebSocket (or other) upgrade: its bytes are relayed both ways once the target answers. */
+  upgrade?: boolean;
 }
 
 export interface RecordingProxy {
@@ -20,6 +22,7 @@ export interface RecordingProxy {
  * A reverse proxy that records every request and forwards it unchanged to `target` (an
  * http://host:port origin), relaying the answer as it streams. Put between a client and the
  * gateway, it shows exactly what the client sent, to compare with what reached the upstream.
+ * Upgrades (a WebSocket handshake) are recorded and then relayed byte for byte.
  */
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const requests: ProxiedRequest[] = [];
@@ -54,6 +57,33 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       upstream.end(raw);
     });
   });
+  const tunnels = new Set<Socket>();
+  server.on('upgrade', (req, socket: Socket, head: Buffer) => {
+    requests.push({
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
+      headers: req.headers,
+      body: null,
+      upgrade: true,
+    });
+    const upstream = connect(Number(to.port), to.hostname, () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2)
+        lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket).pipe(upstream);
+    });
+    for (const s of [socket, upstream]) {
+      tunnels.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        tunnels.delete(s);
+        socket.destroy();
+        upstream.destroy();
+      });
+    }
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -61,6 +91,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     requests,
     close: () => {
       server.closeAllConnections();
+      for (const s of tunnels) s.destroy();
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
