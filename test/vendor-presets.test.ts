@@ -168,6 +168,33 @@ describe('vendor presets', () => {
     expect(endpoints.body.data.endpoints[0].supported_parameters).not.toContain('tools');
   });
 
+  it("lane: OpenRouter's reasoning in the history reaches only OpenRouter; another vendor gets the conversation without it, listed", async () => {
+    const reasoning_details = [
+      { type: 'reasoning.text', text: 'Thinking about it.', signature: 'sig', format: 'x' },
+    ];
+    const history = (model: string) => ({
+      model,
+      messages: [
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: 'Hello.', reasoning: 'Thinking about it.', reasoning_details },
+        { role: 'user', content: 'And now?' },
+      ],
+    });
+    mock.enqueue({ reply: { text: 'ok' } }, { reply: { text: 'ok' } });
+    const groq = await call('POST', '/chat/completions', history('groq/llama-mock'));
+    expect(groq.status, groq.text).toBe(200);
+    expect(groq.headers.get(HEADER)).toBe('messages[].reasoning,messages[].reasoning_details');
+    expect(mock.requests[0]?.body.messages).toEqual([
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello.' },
+      { role: 'user', content: 'And now?' },
+    ]);
+    const or = await call('POST', '/chat/completions', history('openrouter/llama-mock'));
+    expect(or.status, or.text).toBe(200);
+    expect(or.headers.get(HEADER)).toBeNull();
+    expect(mock.requests[1]?.body.messages).toEqual(history('x').messages);
+  });
+
   it("BYOK: a hosted vendor takes an organization's own key; a local server never does", async () => {
     const org = await makeOrganization(gw.url, 'Own keys');
     const mgmt = client(gw.url, org.managementKey);

@@ -18,6 +18,18 @@ export interface Quirk {
   models?: RegExp;
 }
 
+/**
+ * OpenRouter's reasoning on the assistant messages of a conversation sent back (`reasoning`,
+ * `reasoning_details`): Gatehouse's translations read them, but on a Chat Completions lane they
+ * would reach a provider as sent — where only one that speaks OpenRouter's format takes them;
+ * others refuse the whole call (Mistral, DeepSeek and MiniMax answer such a message with a 400)
+ * or could not use another model's reasoning. Left out there and reported as dropped.
+ */
+export const OPENROUTER_HISTORY: readonly Quirk[] = [
+  { field: 'messages[].reasoning' },
+  { field: 'messages[].reasoning_details' },
+];
+
 export interface Preset {
   /** The vendor's API root (overridden by `base_url`). */
   baseUrl: string;

@@ -34,11 +34,12 @@ export function rejectedFields(body: Body, quirks: readonly Quirk[], model: stri
   return quirks.filter((q) => applies(q, model) && carries(body, q)).map((q) => q.field);
 }
 
-/** `body` without the fields `quirks` refuse for `model` (a new object; `body` is not changed). */
+/** `body` without the fields `quirks` refuse for `model` (a new object when any is; `body` is not changed). */
 export function withoutRejected<T extends object>(body: T, quirks: readonly Quirk[], model: string): T {
-  const out: Body = { ...(body as Body) };
+  let out: Body | null = null;
   for (const q of quirks) {
-    if (!applies(q, model) || !carries(out, q)) continue;
+    if (!applies(q, model) || !carries(out ?? (body as Body), q)) continue;
+    out ??= { ...(body as Body) };
     const { list, key } = pathOf(q.field);
     if (!list) {
       delete out[key];
@@ -50,5 +51,5 @@ export function withoutRejected<T extends object>(body: T, quirks: readonly Quir
       return rest;
     });
   }
-  return out as T;
+  return (out ?? body) as T;
 }

@@ -14,7 +14,7 @@ import { providerSafeguardRecords } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import { randomHex } from '../lib/random-pool.js';
-import type { Quirk } from '../providers/presets.js';
+import { OPENROUTER_HISTORY, type Quirk } from '../providers/presets.js';
 import { rejectedFields, withoutRejected } from '../providers/quirks.js';
 import type { RemoteMedia } from '../providers/remote-media.js';
 import {
@@ -441,7 +441,7 @@ export class Engine {
   private upstreamRequest(call: InferenceCall, prep: Prepared, a: Attempt): unknown {
     const upstreamModel = a.candidate.endpoint.upstreamModel;
     const sent = this.unfiltered(call, prep, a.lane, upstreamModel);
-    const rejects = this.rejects(call, a.candidate.endpoint.provider);
+    const rejects = this.rejects(call, a.candidate.endpoint.provider, a.lane);
     return rejects.length ? withoutRejected(sent, rejects, upstreamModel) : sent;
   }
 
@@ -451,16 +451,23 @@ export class Engine {
     return { ...(prep.canonical as object), model: upstreamModel };
   }
 
-  /** The Chat Completions fields a provider's vendor refuses (vendor presets); none off chat wires. */
-  private rejects(call: InferenceCall, provider: string): readonly Quirk[] {
+  /**
+   * The Chat Completions fields a provider's vendor refuses (vendor presets), and on a Chat
+   * Completions lane OpenRouter's reasoning in the history, unless the provider is OpenRouter
+   * itself (translations carry it their own way); none off chat wires.
+   */
+  private rejects(call: InferenceCall, provider: string, lane: boolean): readonly Quirk[] {
     if (call.wire.kind !== 'chat') return [];
-    return this.deps.catalog.providers.get(provider)?.config.rejects ?? [];
+    const config = this.deps.catalog.providers.get(provider)?.config;
+    const vendor = config?.rejects ?? [];
+    if (!lane || call.wire.native !== 'openai-chat' || config?.preset === 'openrouter') return vendor;
+    return vendor.length ? [...vendor, ...OPENROUTER_HISTORY] : OPENROUTER_HISTORY;
   }
 
   /** What the served attempt left out because its vendor refuses it (reported as dropped). */
   private rejected(call: InferenceCall, prep: Prepared, served: Attempt): string[] {
     const { provider, upstreamModel } = served.candidate.endpoint;
-    const rejects = this.rejects(call, provider);
+    const rejects = this.rejects(call, provider, served.lane);
     if (!rejects.length) return [];
     return rejectedFields(this.unfiltered(call, prep, served.lane, upstreamModel), rejects, upstreamModel);
   }
