@@ -25,6 +25,18 @@ import {
   tool,
 } from 'ai-v7';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  CITY,
+  CITY_SCHEMA,
+  MODELS,
+  type Model,
+  PNG,
+  REPLY,
+  STEP_1,
+  STEP_2,
+  USAGE,
+  WEATHER_INPUT_SCHEMA,
+} from './support/ai-sdk-fixtures.js';
 import type { TestGateway } from './support/gateway.js';
 import {
   type MockFormat,
@@ -34,29 +46,7 @@ import {
 } from './support/mock-upstream.js';
 import { gatewayWithUpstreams } from './support/upstreams.js';
 
-const USAGE = { prompt_tokens: 40, completion_tokens: 7, cached_tokens: 16 };
-const REPLY = { text: 'Hello through the gateway.', usage: USAGE };
-const STEP_1 = {
-  text: 'Let me look that up.',
-  tool_calls: [{ id: 'call_w1', name: 'weather', arguments: { city: 'Oslo' } }],
-  usage: { prompt_tokens: 30, completion_tokens: 9 },
-};
-const STEP_2 = { text: 'It is sunny in Oslo.', usage: { prompt_tokens: 50, completion_tokens: 6 } };
-const CITY = { name: 'Oslo', population: 709037 };
-/** A 1×1 PNG. */
-const PNG = Buffer.from(
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
-  'base64',
-);
-const citySchema = jsonSchema<{ name: string; population: number }>({
-  type: 'object',
-  properties: { name: { type: 'string' }, population: { type: 'number' } },
-  required: ['name', 'population'],
-  additionalProperties: false,
-});
-
-type Model = 'test/claude' | 'test/gpt';
-const MODELS: Model[] = ['test/claude', 'test/gpt'];
+const citySchema = jsonSchema<{ name: string; population: number }>(CITY_SCHEMA);
 /** Which API the SDK model calls Gatehouse with. */
 type Api = 'responses' | 'chat' | 'messages';
 /** The upstream wire format a call lands in: OpenAI's model takes /responses as it is. */
@@ -73,12 +63,7 @@ describe('AI SDK 7 through Gatehouse', () => {
   const toolRuns: string[] = [];
   const weather = tool({
     description: 'The weather of a city',
-    inputSchema: jsonSchema<{ city: string }>({
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    }),
+    inputSchema: jsonSchema<{ city: string }>(WEATHER_INPUT_SCHEMA),
     execute: async ({ city }) => {
       toolRuns.push(city);
       return `sunny in ${city}`;

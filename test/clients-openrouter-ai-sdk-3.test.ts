@@ -26,40 +26,26 @@ import {
 } from 'ai-v7';
 import { createOpenRouter } from 'openrouter-ai-sdk-provider-v3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  CITY,
+  CITY_SCHEMA,
+  costOf,
+  MODELS,
+  type Model,
+  PNG,
+  PNG_BASE64,
+  REPLY,
+  STEP_1,
+  STEP_2,
+  UPSTREAM,
+  USAGE,
+  WEATHER_INPUT_SCHEMA,
+} from './support/ai-sdk-fixtures.js';
 import type { TestGateway } from './support/gateway.js';
 import { type MockUpstream, type RecordedRequest, wireView } from './support/mock-upstream.js';
 import { gatewayWithUpstreams } from './support/upstreams.js';
 
-/** Every priced model here costs $1 per million prompt tokens and $2 per million completion tokens. */
-const costOf = (prompt: number, completion: number) => (prompt * 1 + completion * 2) / 1e6;
-
-const USAGE = { prompt_tokens: 40, completion_tokens: 7, cached_tokens: 16 };
-const REPLY = { text: 'Hello through the gateway.', usage: USAGE };
-const STEP_1 = {
-  text: 'Let me look that up.',
-  tool_calls: [{ id: 'call_w1', name: 'weather', arguments: { city: 'Oslo' } }],
-  usage: { prompt_tokens: 30, completion_tokens: 9 },
-};
-const STEP_2 = { text: 'It is sunny in Oslo.', usage: { prompt_tokens: 50, completion_tokens: 6 } };
-const CITY = { name: 'Oslo', population: 709037 };
-const citySchema = jsonSchema<{ name: string; population: number }>({
-  type: 'object',
-  properties: { name: { type: 'string' }, population: { type: 'number' } },
-  required: ['name', 'population'],
-  additionalProperties: false,
-});
-/** A 1×1 PNG. */
-const PNG_BASE64 =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
-const PNG = Buffer.from(PNG_BASE64, 'base64');
-
-/** Where each model lands upstream: its wire format there and the provider's own model id. */
-const UPSTREAM = {
-  'test/claude': { format: 'anthropic-messages', model: 'claude-x', provider: 'anthropic' },
-  'test/gpt': { format: 'openai-chat', model: 'gpt-x', provider: 'openai' },
-} as const;
-type Model = keyof typeof UPSTREAM;
-const MODELS: Model[] = ['test/claude', 'test/gpt'];
+const citySchema = jsonSchema<{ name: string; population: number }>(CITY_SCHEMA);
 
 describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => {
   let gw: TestGateway;
@@ -70,12 +56,7 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
   const toolRuns: string[] = [];
   const weather = tool({
     description: 'The weather of a city',
-    inputSchema: jsonSchema<{ city: string }>({
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    }),
+    inputSchema: jsonSchema<{ city: string }>(WEATHER_INPUT_SCHEMA),
     execute: async ({ city }) => {
       toolRuns.push(city);
       return `sunny in ${city}`;
