@@ -161,15 +161,21 @@ function eagerTools(body: Body): string[] {
   );
 }
 
+/** A chunk of Gatehouse's own in a stream (not the provider's): the call's id, model and provider. */
+const ownChunk = (info: RouteInfo, rest: Record<string, unknown>): string =>
+  sseJson({
+    id: info.generationId,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model: info.model.id,
+    provider: info.served.endpoint.provider,
+    ...rest,
+  });
+
 /** The in-band error chunk that ends a stream which failed after it started, then `[DONE]`. */
 function errorFrames(info: RouteInfo, code: number, message: string): string[] {
   return [
-    sseJson({
-      id: info.generationId,
-      object: 'chat.completion.chunk',
-      created: Math.floor(Date.now() / 1000),
-      model: info.model.id,
-      provider: info.served.endpoint.provider,
+    ownChunk(info, {
       error: { code, message },
       choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }],
     }),
@@ -248,16 +254,7 @@ export const chatWire: ChatWire = {
   },
   streamError: (info, message, status = 502) => errorFrames(info, status, message),
   // As OpenRouter opens such a stream: a chunk without choices, before the answer's.
-  debugFrame: (info) =>
-    sseJson({
-      id: info.generationId,
-      object: 'chat.completion.chunk',
-      created: Math.floor(Date.now() / 1000),
-      model: info.model.id,
-      provider: info.served.endpoint.provider,
-      choices: [],
-      debug: { echo_upstream_body: info.upstreamRequest },
-    }),
+  debugFrame: (info) => ownChunk(info, { choices: [], debug: { echo_upstream_body: info.upstreamRequest } }),
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),
 };
