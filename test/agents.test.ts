@@ -13,8 +13,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type AgentResult, agentVersions, runClaudeCode, runCodex } from './support/agents.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { geminiRequestProblems } from './support/gemini-request.js';
 import { adminClient, client } from './support/http.js';
 import {
+  type MockReply,
   type MockStep,
   type MockUpstream,
   type RecordedRequest,
@@ -49,9 +51,18 @@ const PRICES = {
   'claude-opus-5-5': { prompt: 5, completion: 25, cached_prompt: 0.5, cache_write: 6.25 },
   'gpt-6.2-sol': { prompt: 2, completion: 10, cached_prompt: 0.2 },
   'gpt-5.5': { prompt: 1.25, completion: 10, cached_prompt: 0.125 },
+  'gemini-3.5-pro': { prompt: 2, completion: 12, cached_prompt: 0.2 },
 };
 type Priced = keyof typeof PRICES;
-const vendorOf = (id: Priced) => (id.startsWith('claude') ? 'anthropic' : 'openai');
+type Vendor = 'anthropic' | 'openai' | 'google';
+const vendorOf = (id: Priced): Vendor =>
+  id.startsWith('claude') ? 'anthropic' : id.startsWith('gemini') ? 'google' : 'openai';
+/** The catalog's provider slug of each vendor (Gemini's is Google AI Studio). */
+const PROVIDER: Record<Vendor, string> = {
+  anthropic: 'anthropic',
+  openai: 'openai',
+  google: 'google-ai-studio',
+};
 
 const expectedCost = (model: Priced) =>
   TURNS.reduce((sum, u) => {
@@ -62,21 +73,31 @@ const expectedCost = (model: Priced) =>
     );
   }, 0);
 
-const OPERATOR_KEYS = { anthropic: 'sk-ant-operator-agents-0000', openai: 'sk-operator-openai-agents-0000' };
+const OPERATOR_KEYS: Record<Vendor, string> = {
+  anthropic: 'sk-ant-operator-agents-0000',
+  openai: 'sk-operator-openai-agents-0000',
+  google: 'g-operator-agents-0000000000',
+};
 
 /**
  * The mock's side of a tool round trip, for requests on `path`: first a call of the agent's own
  * tool that reads hello.txt, then a text answer.
  */
-function toolRoundTrip(path: RegExp, call: { name: string; arguments: unknown }): MockStep[] {
+function toolRoundTrip(
+  path: RegExp,
+  call: { name: string; arguments: unknown },
+  extra: Partial<MockReply> = {},
+): MockStep[] {
   return [
-    { match: { path }, reply: { text: 'Reading it.', tool_calls: [call], usage: TURNS[0] } },
+    { match: { path }, reply: { text: 'Reading it.', tool_calls: [call], usage: TURNS[0], ...extra } },
     { match: { path }, reply: { text: ANSWER, usage: TURNS[1] } },
   ];
 }
 
 const claudeRead = (cwd: string) => ({ name: 'Read', arguments: { file_path: `${cwd}/hello.txt` } });
 const codexExec = { name: 'exec_command', arguments: { cmd: 'cat hello.txt' } };
+/** Gemini 3 signs the first function call of a step (and wants the signature back). */
+const GEMINI_SIGNED = { thoughtSignature: 'gemini-thought-signature-0001' };
 
 function expectFinished(r: AgentResult, answer: string) {
   const output = `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
@@ -177,7 +198,7 @@ describe('the coding agents through Gatehouse', () => {
     const models = (Object.keys(PRICES) as Priced[]).map((id) => ({
       id: `${vendorOf(id)}/${id}`,
       aliases: [id],
-      endpoints: [{ provider: vendorOf(id), upstream_model: id, pricing: PRICES[id] }],
+      endpoints: [{ provider: PROVIDER[vendorOf(id)], upstream_model: id, pricing: PRICES[id] }],
     }));
     configDir = mkdtempSync(join(tmpdir(), 'gatehouse-agents-'));
     const config = join(configDir, 'gatehouse.json');
@@ -188,6 +209,8 @@ describe('the coding agents through Gatehouse', () => {
         ANTHROPIC_API_KEY: OPERATOR_KEYS.anthropic,
         OPENAI_BASE_URL: `${mock.url}/openai/v1`,
         OPENAI_API_KEY: OPERATOR_KEYS.openai,
+        GEMINI_BASE_URL: `${mock.url}/google/v1beta`,
+        GEMINI_API_KEY: OPERATOR_KEYS.google,
         GATEHOUSE_CONFIG: config,
         GATEHOUSE_UNPRICED_MODELS: 'allow',
       },
@@ -212,14 +235,14 @@ describe('the coding agents through Gatehouse', () => {
   });
 
   /** What reached the upstream of one vendor. */
-  const upstream = (vendor: 'anthropic' | 'openai'): RecordedRequest[] =>
+  const upstream = (vendor: Vendor): RecordedRequest[] =>
     mock.requests.filter((r) => r.path.startsWith(`/${vendor}/`));
 
   /** The agent's inference calls as it sent them (through the recording proxy). */
   const sent = () => proxy.requests.filter((r) => r.method === 'POST');
 
   /** Neither the gateway key nor any caller credential reached the upstream; the operator's did. */
-  function expectOperatorKey(reqs: RecordedRequest[], vendor: 'anthropic' | 'openai') {
+  function expectOperatorKey(reqs: RecordedRequest[], vendor: Vendor) {
     expect(reqs.length).toBeGreaterThan(0);
     for (const r of reqs) {
       expect(wireView(r).auth?.key).toBe(OPERATOR_KEYS[vendor]);
@@ -451,6 +474,61 @@ describe('the coding agents through Gatehouse', () => {
     expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
     expectOperatorKey(got, 'anthropic');
     await expectPricedGenerations('claude-opus-5-5');
+  });
+
+  /** Gemini's wire: the model in the path, streamed as SSE, every request one Gemini would take. */
+  function expectGeminiRequests(got: RecordedRequest[], signature: string) {
+    expect(got.map((q) => `${q.path}?${new URLSearchParams(q.query)}`)).toEqual([
+      '/google/v1beta/models/gemini-3.5-pro:streamGenerateContent?alt=sse',
+      '/google/v1beta/models/gemini-3.5-pro:streamGenerateContent?alt=sse',
+    ]);
+    for (const q of got) expect(geminiRequestProblems(q.body)).toEqual([]);
+    // The function call Gemini made goes back signed (Gemini 3 refuses it unsigned).
+    const second = wireView(got[1] as RecordedRequest);
+    const call = second.turns.findLast((t) => t.role === 'assistant')?.toolCalls[0];
+    expect(call?.signature).toBe(signature);
+    expect(JSON.stringify(second.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
+  }
+
+  claudeIt('Claude Code → a Gemini-served model: translated, finishes its tool round trip', async () => {
+    const r = await runClaudeCode({
+      baseUrl: claudeBase(),
+      apiKey: gw.apiKey,
+      model: 'gemini-3.5-pro',
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+      beforeStart: (cwd) => mock.enqueue(...toolRoundTrip(/^\/google\//, claudeRead(cwd), GEMINI_SIGNED)),
+    });
+    expectFinished(r, ANSWER);
+    const got = upstream('google');
+    // Anthropic's wire has no place for Gemini's signature: Google's stand-in goes instead.
+    expectGeminiRequests(got, 'skip_thought_signature_validator');
+    const first = wireView(got[0] as RecordedRequest);
+    expect(first.system).toContain('Claude');
+    expect(first.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['Read', 'Bash']));
+    expect(got[1]?.body.contents.at(-2).parts.find((p: any) => p.functionCall).functionCall.name).toBe(
+      'Read',
+    );
+    expectOperatorKey(got, 'google');
+    await expectPricedGenerations('gemini-3.5-pro');
+  });
+
+  codexIt('Codex → a Gemini-served model: translated, finishes its tool round trip', async () => {
+    mock.enqueue(...toolRoundTrip(/^\/google\//, codexExec, GEMINI_SIGNED));
+    const r = await runCodex({
+      baseUrl: codexBase(),
+      apiKey: gw.apiKey,
+      model: 'gemini-3.5-pro',
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+    });
+    expectFinished(r, ANSWER);
+    const got = upstream('google');
+    // Carried in the reasoning item's encrypted_content Codex sends back.
+    expectGeminiRequests(got, GEMINI_SIGNED.thoughtSignature);
+    expect(wireView(got[0] as RecordedRequest).tools.map((t) => t.name)).toContain('exec_command');
+    expectOperatorKey(got, 'google');
+    await expectPricedGenerations('gemini-3.5-pro');
   });
 
   codexIt('Codex with an unlisted GPT model id: passed through to the OpenAI provider', async () => {
