@@ -59,7 +59,7 @@ import {
 } from './embeddings.js';
 import { bedrockErrors, streamException, withErrorType } from './errors.js';
 import { EVENT_STREAM_TYPE, eventStreamMessages, type StreamMessage } from './eventstream.js';
-import { invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
+import { droppedInvokeBetas, invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
 import { BedrockSigner } from './signer.js';
 
 /**
@@ -84,6 +84,7 @@ const ANTHROPIC: ProviderTraits = {
   natives: new Set(['anthropic-messages']),
   // Converse has no field for a tool's eager input streaming.
   drops: ['tools.eager_input_streaming'],
+  laneDropped: (body, headers) => droppedInvokeBetas(body, headers).map((b) => `anthropic-beta:${b}`),
 };
 
 type Operation = 'converse' | 'converse-stream' | 'invoke' | 'invoke-with-response-stream';

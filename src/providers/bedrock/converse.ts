@@ -13,7 +13,8 @@
  * auto/any/tool; `none` sends the tools without a choice: Converse has no "none", and history with
  * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. For Claude,
  * `reasoning` → `additionalModelRequestFields.thinking` (Anthropic's budget rules), the caller's
- * `anthropic-beta` → `additionalModelRequestFields.anthropic_beta` (a list), and thinking
+ * `anthropic-beta` → `additionalModelRequestFields.anthropic_beta` (a list of the flags Bedrock
+ * has, betas.ts), and thinking
  * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
  * `reasoningContent`; other models get no thinking, no betas (listed as dropped) and no default
  * max tokens. `response_format: json_schema` → `outputConfig.textFormat` (structured output).
@@ -41,6 +42,7 @@ import { toAnthropicRequest } from '../anthropic/wire.js';
 import { type Obj, obj } from '../errors.js';
 import { nowSeconds } from '../http.js';
 import { UpstreamError } from '../types.js';
+import { bedrockBetas, betaList } from './betas.js';
 
 type Block = Record<string, unknown>;
 
@@ -214,13 +216,9 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   }
   const additional: Record<string, unknown> = {};
   if (a.thinking) additional.thinking = a.thinking;
-  // Claude takes the caller's betas as a list beside the request (as InvokeModel's body has them).
-  const betas = opts.anthropic
-    ? (req.anthropic_beta ?? '')
-        .split(',')
-        .map((b) => b.trim())
-        .filter(Boolean)
-    : [];
+  // Claude takes the caller's betas as a list beside the request (as InvokeModel's body has them),
+  // those Bedrock has a flag for on Converse (betas.ts).
+  const betas = opts.anthropic ? bedrockBetas(betaList(req.anthropic_beta), 'converse').kept : [];
   if (betas.length) additional.anthropic_beta = betas;
   if (a.top_k !== undefined) additional.top_k = a.top_k;
   if (Object.keys(additional).length) body.additionalModelRequestFields = additional;
