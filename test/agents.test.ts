@@ -15,6 +15,7 @@ import { type AgentResult, agentVersions, runClaudeCode, runCodex } from './supp
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { geminiRequestProblems } from './support/gemini-request.js';
 import { adminClient, client } from './support/http.js';
+import { BEDROCK_TEST_KEYS, type MockBedrock, startMockBedrock } from './support/mock-bedrock.js';
 import {
   type MockReply,
   type MockStep,
@@ -53,6 +54,12 @@ const PRICES = {
   'gpt-5.5': { prompt: 1.25, completion: 10, cached_prompt: 0.125 },
   'gemini-3.5-pro': { prompt: 2, completion: 12, cached_prompt: 0.2 },
 };
+/** A Claude model an operator serves from Amazon Bedrock (its cross-region inference profile). */
+const BEDROCK_CLAUDE = {
+  id: 'claude-sonnet-5-bedrock',
+  bedrockId: 'us.anthropic.claude-sonnet-5-v1:0',
+  pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
+};
 type Priced = keyof typeof PRICES;
 type Vendor = 'anthropic' | 'openai' | 'google';
 const vendorOf = (id: Priced): Vendor =>
@@ -64,9 +71,13 @@ const PROVIDER: Record<Vendor, string> = {
   google: 'google-ai-studio',
 };
 
-const expectedCost = (model: Priced) =>
+interface Price {
+  prompt: number;
+  completion: number;
+  cached_prompt: number;
+}
+const expectedCost = (p: Price) =>
   TURNS.reduce((sum, u) => {
-    const p = PRICES[model];
     const plain = u.prompt_tokens - u.cached_tokens;
     return (
       sum + (plain * p.prompt + u.cached_tokens * p.cached_prompt + u.completion_tokens * p.completion) / 1e6
@@ -177,6 +188,7 @@ describe('the coding agents against the mock upstream directly (the harness itse
 
 describe('the coding agents through Gatehouse', () => {
   let mock: MockUpstream;
+  let bedrock: MockBedrock;
   let gw: TestGateway;
   let proxy: RecordingProxy;
   let configDir: string | undefined;
@@ -195,14 +207,32 @@ describe('the coding agents through Gatehouse', () => {
   beforeAll(async () => {
     if (!hasClaude && !hasCodex) return;
     mock = await startMockUpstream();
-    const models = (Object.keys(PRICES) as Priced[]).map((id) => ({
+    bedrock = await startMockBedrock();
+    const models: object[] = (Object.keys(PRICES) as Priced[]).map((id) => ({
       id: `${vendorOf(id)}/${id}`,
       aliases: [id],
       endpoints: [{ provider: PROVIDER[vendorOf(id)], upstream_model: id, pricing: PRICES[id] }],
     }));
+    models.push({
+      id: `bedrock/${BEDROCK_CLAUDE.id}`,
+      aliases: [BEDROCK_CLAUDE.id],
+      endpoints: [
+        { provider: 'bedrock', upstream_model: BEDROCK_CLAUDE.bedrockId, pricing: BEDROCK_CLAUDE.pricing },
+      ],
+    });
+    const providers = [
+      {
+        slug: 'bedrock',
+        kind: 'bedrock',
+        region: 'us-east-1',
+        endpoint: bedrock.url,
+        access_key_id: BEDROCK_TEST_KEYS.accessKeyId,
+        secret_access_key: BEDROCK_TEST_KEYS.secretAccessKey,
+      },
+    ];
     configDir = mkdtempSync(join(tmpdir(), 'gatehouse-agents-'));
     const config = join(configDir, 'gatehouse.json');
-    writeFileSync(config, JSON.stringify({ models }));
+    writeFileSync(config, JSON.stringify({ providers, models }));
     gw = await startTestGateway('sqlite', {
       env: {
         ANTHROPIC_BASE_URL: `${mock.url}/anthropic`,
@@ -225,11 +255,13 @@ describe('the coding agents through Gatehouse', () => {
     await proxy?.close();
     await gw?.stop();
     await mock?.close();
+    await bedrock?.close();
     if (configDir) rmSync(configDir, { recursive: true, force: true });
   });
   beforeEach(async () => {
     if (!gw) return;
     mock.reset();
+    bedrock.reset();
     proxy.requests.length = 0;
     before = new Set(await generationIds());
   });
@@ -251,7 +283,7 @@ describe('the coding agents through Gatehouse', () => {
   }
 
   /** The generations of this test's calls: one per upstream turn, priced from the mock's usage. */
-  async function expectPricedGenerations(model: Priced) {
+  async function expectPricedGenerations(pricing: Price) {
     // The agent may exit before the gateway has queued the last record: wait for both turns.
     const ids = await vi.waitFor(async () => {
       const fresh = (await generationIds()).filter((id) => !before.has(id));
@@ -266,7 +298,7 @@ describe('the coding agents through Gatehouse', () => {
       TURNS.map((u) => [u.prompt_tokens, u.cached_tokens, u.completion_tokens]),
     );
     const total = gens.reduce((s, g) => s + g.total_cost, 0);
-    expect(total).toBeCloseTo(expectedCost(model), 10);
+    expect(total).toBeCloseTo(expectedCost(pricing), 10);
   }
 
   const claudeBase = () => `${proxy.url}/api`; // the client appends /v1/messages
@@ -302,7 +334,7 @@ describe('the coding agents through Gatehouse', () => {
         cache_control: { type: 'ephemeral' },
       });
       expectOperatorKey(got, 'anthropic');
-      await expectPricedGenerations('claude-opus-5-5');
+      await expectPricedGenerations(PRICES['claude-opus-5-5']);
     },
   );
 
@@ -324,7 +356,7 @@ describe('the coding agents through Gatehouse', () => {
     expect(first?.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['Read', 'Bash']));
     expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
     expectOperatorKey(got, 'openai');
-    await expectPricedGenerations('gpt-5.5');
+    await expectPricedGenerations(PRICES['gpt-5.5']);
   });
 
   claudeIt(
@@ -394,7 +426,7 @@ describe('the coding agents through Gatehouse', () => {
         expect.arrayContaining(['function_call', 'function_call_output']),
       );
       expectOperatorKey(got, 'openai');
-      await expectPricedGenerations('gpt-5.5');
+      await expectPricedGenerations(PRICES['gpt-5.5']);
     },
   );
 
@@ -427,7 +459,7 @@ describe('the coding agents through Gatehouse', () => {
         expect.arrayContaining(['function_call', 'function_call_output']),
       );
       expectOperatorKey(got, 'openai');
-      await expectPricedGenerations('gpt-5.5');
+      await expectPricedGenerations(PRICES['gpt-5.5']);
     },
   );
 
@@ -452,7 +484,7 @@ describe('the coding agents through Gatehouse', () => {
         'hello from the file',
       );
       expectOperatorKey(got, 'anthropic');
-      await expectPricedGenerations('claude-opus-5-5');
+      await expectPricedGenerations(PRICES['claude-opus-5-5']);
     },
   );
 
@@ -473,7 +505,7 @@ describe('the coding agents through Gatehouse', () => {
     expect(first?.tools.map((t) => t.name)).toContain('exec_command');
     expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
     expectOperatorKey(got, 'anthropic');
-    await expectPricedGenerations('claude-opus-5-5');
+    await expectPricedGenerations(PRICES['claude-opus-5-5']);
   });
 
   /** Gemini's wire: the model in the path, streamed as SSE, every request one Gemini would take. */
@@ -510,7 +542,7 @@ describe('the coding agents through Gatehouse', () => {
       'Read',
     );
     expectOperatorKey(got, 'google');
-    await expectPricedGenerations('gemini-3.5-pro');
+    await expectPricedGenerations(PRICES['gemini-3.5-pro']);
   });
 
   codexIt('Codex → a Gemini-served model: translated, finishes its tool round trip', async () => {
@@ -528,7 +560,47 @@ describe('the coding agents through Gatehouse', () => {
     expectGeminiRequests(got, GEMINI_SIGNED.thoughtSignature);
     expect(wireView(got[0] as RecordedRequest).tools.map((t) => t.name)).toContain('exec_command');
     expectOperatorKey(got, 'google');
-    await expectPricedGenerations('gemini-3.5-pro');
+    await expectPricedGenerations(PRICES['gemini-3.5-pro']);
+  });
+
+  claudeIt('Claude Code → a Bedrock-served Claude model: its Messages body through InvokeModel', async () => {
+    const r = await runClaudeCode({
+      baseUrl: claudeBase(),
+      apiKey: gw.apiKey,
+      model: BEDROCK_CLAUDE.id,
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+      beforeStart: (cwd) =>
+        bedrock.enqueue(...toolRoundTrip(/\/invoke-with-response-stream$/, claudeRead(cwd))),
+    });
+    expectFinished(r, ANSWER);
+    const path = `/model/${encodeURIComponent(BEDROCK_CLAUDE.bedrockId)}/invoke-with-response-stream`;
+    expect(bedrock.requests.map((q) => q.path)).toEqual([path, path]);
+    const asSent = sent();
+    for (const [i, q] of bedrock.requests.entries()) {
+      expect(q.signatureValid).toBe(true);
+      expect(q.signedWith).toBe(BEDROCK_TEST_KEYS.secretAccessKey);
+      expect(JSON.stringify(q.headers) + q.raw).not.toContain(gw.apiKey);
+      // Bedrock's Messages body: the model in the path, no `stream`, Bedrock's version; the rest as
+      // Claude Code sent it (cache breakpoints, thinking, context_management, the system turn…).
+      const { model: _m, stream: _s, ...rest } = asSent[i]?.body ?? {};
+      const { anthropic_version, anthropic_beta, ...body } = q.body;
+      expect(anthropic_version).toBe('bedrock-2023-05-31');
+      expect(body).toEqual(rest);
+      // The header's betas Bedrock has (tool search under Bedrock's name); the others listed.
+      const header = String(asSent[i]?.headers['anthropic-beta']).split(',');
+      expect(anthropic_beta).toEqual(
+        expect.arrayContaining(['claude-code-20250219', 'context-management-2025-06-27']),
+      );
+      if (header.includes('advanced-tool-use-2025-11-20'))
+        expect(anthropic_beta).toContain('tool-search-tool-2025-10-19');
+      const dropped = String(asSent[i]?.answerHeaders?.['x-gatehouse-dropped-fields'] ?? '').split(',');
+      for (const beta of header)
+        if (!anthropic_beta.includes(beta) && beta !== 'advanced-tool-use-2025-11-20')
+          expect(dropped).toContain(`anthropic-beta:${beta}`);
+    }
+    expect(JSON.stringify(bedrock.requests[1]?.body.messages)).toContain('hello from the file');
+    await expectPricedGenerations(BEDROCK_CLAUDE.pricing);
   });
 
   codexIt('Codex with an unlisted GPT model id: passed through to the OpenAI provider', async () => {
