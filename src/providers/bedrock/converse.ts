@@ -182,7 +182,10 @@ export interface ConverseOptions {
 export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Record<string, unknown> {
   // Anthropic's request rules (thinking budget, sampling without thinking, tool loops) apply to
   // Claude; other models get no thinking, and Anthropic's default max_tokens is not imposed on them.
-  const a = toAnthropicRequest(opts.anthropic ? req : { ...req, reasoning: undefined }, false);
+  // Converse has no web search: one offered as a tool is left out (listed, see capabilities.ts),
+  // one asked for outright was refused before the call.
+  const sent: ChatRequest = { ...req, web_search: undefined };
+  const a = toAnthropicRequest(opts.anthropic ? sent : { ...sent, reasoning: undefined }, false);
   const messages = (a.messages as { role: string; content: Block[] }[])
     .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
     .filter((m) => m.content.length > 0);

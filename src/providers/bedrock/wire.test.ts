@@ -274,6 +274,19 @@ describe('InvokeModel for Anthropic models', () => {
     });
   });
 
+  it('leaves a web search out of the Converse body (Converse has none)', () => {
+    const body = toConverseRequest(
+      {
+        model: 'm',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+        web_search: { origin: 'web_search' },
+      },
+      { anthropic: true },
+    );
+    expect((body.toolConfig as any).tools.map((t: any) => t.toolSpec?.name)).toEqual(['f']);
+  });
+
   it('sends only the beta flags Bedrock has: renamed to Bedrock’s name, the others left out and listed', () => {
     // Claude Code's header: Bedrock answers "invalid beta flag" to any flag it does not have.
     const header =
