@@ -603,6 +603,37 @@ describe('the coding agents through Gatehouse', () => {
     await expectPricedGenerations(BEDROCK_CLAUDE.pricing);
   });
 
+  codexIt(
+    'Codex → a Bedrock-served Claude model: translated to Converse, finishes its tool round trip',
+    async () => {
+      bedrock.enqueue(...toolRoundTrip(/\/converse-stream$/, codexExec));
+      const r = await runCodex({
+        baseUrl: codexBase(),
+        apiKey: gw.apiKey,
+        model: BEDROCK_CLAUDE.id,
+        prompt: 'What does hello.txt say?',
+        files: FILES,
+      });
+      expectFinished(r, ANSWER);
+      const path = `/model/${encodeURIComponent(BEDROCK_CLAUDE.bedrockId)}/converse-stream`;
+      expect(bedrock.requests.map((q) => q.path)).toEqual([path, path]);
+      for (const q of bedrock.requests) {
+        expect(q.signatureValid).toBe(true);
+        expect(JSON.stringify(q.headers) + q.raw).not.toContain(gw.apiKey);
+      }
+      const [first, second] = bedrock.requests.map((q) => q.body);
+      const tools = first.toolConfig.tools.flatMap((t: any) => (t.toolSpec ? [t.toolSpec.name] : []));
+      expect(tools).toContain('exec_command');
+      // Converse has no web search: the one Codex offers is left out and listed, not refused.
+      expect(tools).not.toContain('web_search');
+      const dropped = String(sent()[0]?.answerHeaders?.['x-gatehouse-dropped-fields']).split(',');
+      expect(dropped).toContain('web_search');
+      const results = second.messages.at(-1).content.filter((b: any) => b.toolResult);
+      expect(JSON.stringify(results)).toContain('hello from the file');
+      await expectPricedGenerations(BEDROCK_CLAUDE.pricing);
+    },
+  );
+
   codexIt('Codex with an unlisted GPT model id: passed through to the OpenAI provider', async () => {
     const r = await runCodex({ baseUrl: codexBase(), apiKey: gw.apiKey, model: 'gpt-zeta-9', prompt: 'Hi' });
     expectFinished(r, 'Hello from gpt-zeta-9!');
