@@ -175,6 +175,40 @@ describe('toGeminiRequest', () => {
     );
   });
 
+  it('toGeminiSchema leaves out what Gemini refuses in the schemas coding agents send', () => {
+    expect(
+      toGeminiSchema({
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          timeout: { type: 'number', exclusiveMinimum: 0, maximum: 600000 },
+          env: {
+            type: 'object',
+            propertyNames: { pattern: '^[A-Z_]+$' },
+            additionalProperties: { type: 'string' },
+          },
+          level: { type: 'integer', enum: [1, 2, 3] },
+          mode: { const: 'fast' },
+        },
+        required: ['timeout', 'missing'],
+      }),
+    ).toEqual({
+      type: 'OBJECT',
+      properties: {
+        timeout: { type: 'NUMBER', maximum: 600000 },
+        env: { type: 'OBJECT' },
+        level: { type: 'INTEGER' },
+        mode: { enum: ['fast'] },
+      },
+      required: ['timeout'],
+    });
+    expect(toGeminiSchema({ type: 'object', properties: {}, required: ['x'] })).toEqual({
+      type: 'OBJECT',
+      properties: {},
+    });
+  });
+
   it('toGeminiSchema turns oneOf into anyOf', () => {
     expect(toGeminiSchema({ oneOf: [{ type: 'string' }, { type: 'number' }] })).toEqual({
       anyOf: [{ type: 'STRING' }, { type: 'NUMBER' }],

@@ -334,7 +334,10 @@ const SCHEMA_KEYS = new Set([
 /**
  * JSON Schema → the OpenAPI-3 subset Gemini's `Schema` accepts: known keys kept, `type` upper-cased,
  * `type: [x, 'null']` → `type: X, nullable: true`, `const` → `enum`, `oneOf` → `anyOf`; others
- * (`$schema`, `additionalProperties`, `$ref`…) dropped.
+ * (`$schema`, `additionalProperties`, `exclusiveMinimum`, `propertyNames`, `$ref`…) dropped.
+ * Gemini refuses what JSON Schema allows here too: an `enum` (or `const`) of anything but strings
+ * (left out: the description still says what the values are) and `required` names with no
+ * property (left out).
  */
 export function toGeminiSchema(schema: unknown): Obj {
   const s = obj(schema);
@@ -348,10 +351,18 @@ export function toGeminiSchema(schema: unknown): Obj {
   }
   if (typeof type === 'string') out.type = type.toUpperCase();
   if (s.const !== undefined) out.enum = [s.const];
+  if (out.enum !== undefined && !(Array.isArray(out.enum) && out.enum.every((v) => typeof v === 'string')))
+    delete out.enum;
+  const properties = s.properties && typeof s.properties === 'object' ? (s.properties as Obj) : {};
   if (s.properties && typeof s.properties === 'object') {
-    out.properties = Object.fromEntries(
-      Object.entries(s.properties as Obj).map(([k, v]) => [k, toGeminiSchema(v)]),
-    );
+    out.properties = Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, toGeminiSchema(v)]));
+  }
+  if (out.required !== undefined) {
+    const required = Array.isArray(out.required)
+      ? out.required.filter((r) => typeof r === 'string' && Object.hasOwn(properties, r))
+      : [];
+    if (required.length) out.required = required;
+    else delete out.required;
   }
   if (s.items && typeof s.items === 'object' && !Array.isArray(s.items)) out.items = toGeminiSchema(s.items);
   const anyOf = s.anyOf ?? s.oneOf;
