@@ -533,8 +533,8 @@ describe('the coding agents through Gatehouse', () => {
     });
     expectFinished(r, ANSWER);
     const got = upstream('google');
-    // Anthropic's wire has no place for Gemini's signature: Google's stand-in goes instead.
-    expectGeminiRequests(got, 'skip_thought_signature_validator');
+    // Sealed in a redacted_thinking block of the answer, which Claude Code sends back.
+    expectGeminiRequests(got, GEMINI_SIGNED.thoughtSignature);
     const first = wireView(got[0] as RecordedRequest);
     expect(first.system).toContain('Claude');
     expect(first.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['Read', 'Bash']));
