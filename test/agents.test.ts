@@ -559,6 +559,9 @@ describe('the coding agents through Gatehouse', () => {
     // Carried in the reasoning item's encrypted_content Codex sends back.
     expectGeminiRequests(got, GEMINI_SIGNED.thoughtSignature);
     expect(wireView(got[0] as RecordedRequest).tools.map((t) => t.name)).toContain('exec_command');
+    // Gemini refuses Google Search beside functions: the web_search Codex offers is left out, listed.
+    const dropped = String(sent()[0]?.answerHeaders?.['x-gatehouse-dropped-fields']).split(',');
+    expect(dropped).toContain('web_search');
     expectOperatorKey(got, 'google');
     await expectPricedGenerations(PRICES['gemini-3.5-pro']);
   });

@@ -132,8 +132,12 @@ describe('web search on a provider without one (Bedrock’s Converse)', () => {
     ]);
   });
 
-  it('is not dropped by a provider that searches', () => {
+  it('is not dropped by a provider that searches — Gemini drops one offered beside functions', () => {
     for (const kind of KINDS) expect(droppedFields(offered, kind)).toEqual([]);
+    const beside: ChatRequest = { ...offered, tools: [{ type: 'function', function: { name: 'f' } }] };
+    expect(droppedFields(beside, 'google')).toEqual(['web_search']);
+    expect(droppedFields(beside, 'anthropic')).toEqual([]);
+    expect(droppedFields({ ...asked, tools: beside.tools }, 'google')).toEqual([]);
   });
 });
 

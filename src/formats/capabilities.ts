@@ -30,7 +30,14 @@ const isSet = (v: unknown): boolean => v !== undefined && v !== null;
  * model may or may not use: a provider without a search drops it (listed) rather than refusing the
  * call. A search asked for outright (`web_search_options`, Anthropic's server tool) stays refused.
  */
-const offeredSearch = (r: ChatRequest): boolean => r.web_search?.origin !== undefined;
+export const offeredSearch = (r: ChatRequest): boolean => r.web_search?.origin !== undefined;
+
+/**
+ * Gemini refuses its Google Search beside function declarations (2.x: "Tool use with function
+ * calling is unsupported"; 3.x only with server-side tool invocations exposed, which the canonical
+ * request cannot carry back): a search merely offered beside functions is left out there.
+ */
+export const geminiDropsSearch = (r: ChatRequest): boolean => offeredSearch(r) && (r.tools?.length ?? 0) > 0;
 const when = (field: string, cond: (req: ChatRequest) => boolean) => (req: ChatRequest) =>
   cond(req) ? field : null;
 
@@ -191,7 +198,10 @@ export function anthropicServiceTier(tier: string | undefined): 'auto' | 'standa
 
 export const HINT_RULES: readonly HintRule[] = [
   // Every kind searches; only a provider without a search (ProviderTraits.drops) drops an offered one.
-  { field: 'web_search', dropped: (r, t) => t === 'dev' && offeredSearch(r) },
+  {
+    field: 'web_search',
+    dropped: (r, t) => (t === 'dev' && offeredSearch(r)) || (t === 'google' && geminiDropsSearch(r)),
+  },
   // A header, not a body field: Anthropic's adapter sends it as one.
   { field: 'anthropic-beta', dropped: keptBy(['anthropic'], (r) => isSet(r.anthropic_beta)) },
   {

@@ -10,6 +10,8 @@
  * - `enum` values are strings; `required` names only declared properties;
  * - function names start with a letter or underscore, then letters, digits, `_ . : -`, at most 64
  *   characters;
+ * - Google Search beside function declarations: refused (Gemini 2: "Tool use with function calling
+ *   is unsupported"; Gemini 3 unless `toolConfig.includeServerSideToolInvocations`);
  * - `contents` alternate nothing but `user` and `model` roles, every part is one known kind, and a
  *   model turn's function calls are answered by as many function responses in the next user turn.
  */
@@ -93,7 +95,14 @@ export function geminiRequestProblems(body: any): string[] {
       if (answers !== calls) out.push(`contents[${i + 1}]: ${answers} function responses for ${calls} calls`);
     }
   });
-  for (const [i, tool] of (body?.tools ?? []).entries()) {
+  const tools: any[] = body?.tools ?? [];
+  if (
+    tools.some((t) => t.googleSearch !== undefined) &&
+    tools.some((t) => t.functionDeclarations?.length) &&
+    body?.toolConfig?.includeServerSideToolInvocations !== true
+  )
+    out.push('tools: Google Search beside function declarations');
+  for (const [i, tool] of tools.entries()) {
     for (const [j, f] of (tool.functionDeclarations ?? []).entries()) {
       const at = `tools[${i}].functionDeclarations[${j}]`;
       if (!FUNCTION_NAME.test(String(f.name))) out.push(`${at}.name: invalid function name ${f.name}`);

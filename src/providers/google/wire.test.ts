@@ -209,6 +209,16 @@ describe('toGeminiRequest', () => {
     });
   });
 
+  it('leaves out a search only offered beside functions (Gemini refuses the two together)', () => {
+    const fn = { type: 'function' as const, function: { name: 'f', parameters: { type: 'object' } } };
+    const base = { model: 'gemini-3.5-pro', messages: [{ role: 'user' as const, content: 'hi' }] };
+    const tools = (r: object) => (toGeminiRequest({ ...base, ...r }).tools as object[]).map(Object.keys);
+    expect(tools({ tools: [fn], web_search: { origin: 'web_search' } })).toEqual([['functionDeclarations']]);
+    expect(tools({ web_search: { origin: 'web_search' } })).toEqual([['googleSearch']]);
+    // Asked for outright: sent (and Gemini's answer relayed).
+    expect(tools({ tools: [fn], web_search: {} })).toEqual([['functionDeclarations'], ['googleSearch']]);
+  });
+
   it('toGeminiSchema turns oneOf into anyOf', () => {
     expect(toGeminiSchema({ oneOf: [{ type: 'string' }, { type: 'number' }] })).toEqual({
       anyOf: [{ type: 'STRING' }, { type: 'NUMBER' }],

@@ -32,7 +32,8 @@
  *   includeThoughts: !exclude} (budget table in `../reasoning.ts`).
  *
  * - `web_search` → a `googleSearch` tool (Grounding with Google Search; its settings have no field
- *   here and are dropped and listed).
+ *   here and are dropped and listed); a search only offered as a Responses tool beside function
+ *   tools is left out and listed (Gemini refuses Google Search beside functions).
  *
  * Not sent (no per-request equivalent; reported as dropped, see HINT_RULES): cache breakpoints
  * (Gemini caches prompt prefixes implicitly; explicit caches are separate `cachedContents`
@@ -59,6 +60,7 @@
  * it already includes cached tokens), completion = candidatesTokenCount + thoughtsTokenCount.
  */
 import { randomUUID } from 'node:crypto';
+import { geminiDropsSearch } from '../../formats/capabilities.js';
 import {
   type ChatChunk,
   type ChatMessage,
@@ -394,8 +396,10 @@ export function toGeminiRequest(req: ChatRequest): Record<string, unknown> {
       },
     ];
   }
-  // Gemini's own search; none of the canonical search settings has a field here (HINT_RULES).
-  if (req.web_search) body.tools = [...((body.tools as Obj[]) ?? []), { googleSearch: {} }];
+  // Gemini's own search; none of the canonical search settings has a field here (HINT_RULES). One
+  // only offered beside functions is left out: Gemini refuses the two together.
+  if (req.web_search && !geminiDropsSearch(req))
+    body.tools = [...((body.tools as Obj[]) ?? []), { googleSearch: {} }];
   const tc = toolConfig(req);
   if (tc) body.toolConfig = tc;
 
