@@ -6,7 +6,8 @@
  * - a function's `parameters` is a `Schema`, a closed set of 22 fields (an OpenAPI 3.0 subset): any
  *   other key (`$schema`, `additionalProperties`, `exclusiveMinimum`, `propertyNames`, `const`,
  *   `oneOf`, `$ref`, …) → `Unknown name "…" … Cannot find field`;
- * - `type` one of Gemini's Type names; an ARRAY without `items` → `items: missing field`;
+ * - `type` one of Gemini's Type names; an ARRAY without `items` → `items: missing field`, `items` on
+ *   another type → refused;
  * - `enum` values are strings; `required` names only declared properties;
  * - function names start with a letter or underscore, then letters, digits, `_ . : -`, at most 64
  *   characters;
@@ -63,6 +64,8 @@ export function geminiSchemaProblems(schema: unknown, at: string): string[] {
   for (const k of Object.keys(s)) if (!SCHEMA_FIELDS.has(k)) out.push(`${at}: unknown field ${k}`);
   if (s.type !== undefined && !TYPES.has(String(s.type))) out.push(`${at}.type: ${String(s.type)}`);
   if (s.type === 'ARRAY' && s.items === undefined) out.push(`${at}.items: missing field`);
+  if (s.type !== undefined && s.type !== 'ARRAY' && s.items !== undefined)
+    out.push(`${at}.items: field predicate failed: $type == Type.ARRAY`);
   if (s.enum !== undefined && !(Array.isArray(s.enum) && s.enum.every((v) => typeof v === 'string')))
     out.push(`${at}.enum: not a list of strings`);
   const props = (s.properties ?? {}) as Record<string, unknown>;

@@ -203,6 +203,19 @@ describe('toGeminiRequest', () => {
       },
       required: ['timeout'],
     });
+    // Arrays get items (any element); other types lose theirs (an MCP server's hint).
+    expect(
+      toGeminiSchema({
+        type: 'object',
+        properties: {
+          ids: { type: 'array' },
+          value: { type: 'string', items: { type: 'string' }, maxItems: 2 },
+        },
+      }),
+    ).toEqual({
+      type: 'OBJECT',
+      properties: { ids: { type: 'ARRAY', items: {} }, value: { type: 'STRING' } },
+    });
     expect(toGeminiSchema({ type: 'object', properties: {}, required: ['x'] })).toEqual({
       type: 'OBJECT',
       properties: {},

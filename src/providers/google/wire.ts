@@ -338,8 +338,9 @@ const SCHEMA_KEYS = new Set([
  * `type: [x, 'null']` → `type: X, nullable: true`, `const` → `enum`, `oneOf` → `anyOf`; others
  * (`$schema`, `additionalProperties`, `exclusiveMinimum`, `propertyNames`, `$ref`…) dropped.
  * Gemini refuses what JSON Schema allows here too: an `enum` (or `const`) of anything but strings
- * (left out: the description still says what the values are) and `required` names with no
- * property (left out).
+ * (left out: the description still says what the values are), `required` names with no
+ * property (left out), an array without `items` (given `items: {}`) and `items` on another type
+ * (left out).
  */
 export function toGeminiSchema(schema: unknown): Obj {
   const s = obj(schema);
@@ -367,6 +368,14 @@ export function toGeminiSchema(schema: unknown): Obj {
     else delete out.required;
   }
   if (s.items && typeof s.items === 'object' && !Array.isArray(s.items)) out.items = toGeminiSchema(s.items);
+  // Gemini wants `items` on every array (`{}`: any element, as JSON Schema's bare array means) and
+  // on nothing else, nor the array bounds.
+  if (out.type === 'ARRAY') out.items ??= {};
+  else if (out.type !== undefined) {
+    delete out.items;
+    delete out.minItems;
+    delete out.maxItems;
+  }
   const anyOf = s.anyOf ?? s.oneOf;
   if (Array.isArray(anyOf)) out.anyOf = anyOf.map(toGeminiSchema);
   return out;
