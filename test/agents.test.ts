@@ -13,8 +13,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type AgentResult, agentVersions, runClaudeCode, runCodex } from './support/agents.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { geminiRequestProblems } from './support/gemini-request.js';
 import { adminClient, client } from './support/http.js';
+import { BEDROCK_TEST_KEYS, type MockBedrock, startMockBedrock } from './support/mock-bedrock.js';
 import {
+  type MockReply,
   type MockStep,
   type MockUpstream,
   type RecordedRequest,
@@ -49,34 +52,63 @@ const PRICES = {
   'claude-opus-5-5': { prompt: 5, completion: 25, cached_prompt: 0.5, cache_write: 6.25 },
   'gpt-6.2-sol': { prompt: 2, completion: 10, cached_prompt: 0.2 },
   'gpt-5.5': { prompt: 1.25, completion: 10, cached_prompt: 0.125 },
+  'gemini-3.5-pro': { prompt: 2, completion: 12, cached_prompt: 0.2 },
+};
+/** A Claude model an operator serves from Amazon Bedrock (its cross-region inference profile). */
+const BEDROCK_CLAUDE = {
+  id: 'claude-sonnet-5-bedrock',
+  bedrockId: 'us.anthropic.claude-sonnet-5-v1:0',
+  pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
 };
 type Priced = keyof typeof PRICES;
-const vendorOf = (id: Priced) => (id.startsWith('claude') ? 'anthropic' : 'openai');
+type Vendor = 'anthropic' | 'openai' | 'google';
+const vendorOf = (id: Priced): Vendor =>
+  id.startsWith('claude') ? 'anthropic' : id.startsWith('gemini') ? 'google' : 'openai';
+/** The catalog's provider slug of each vendor (Gemini's is Google AI Studio). */
+const PROVIDER: Record<Vendor, string> = {
+  anthropic: 'anthropic',
+  openai: 'openai',
+  google: 'google-ai-studio',
+};
 
-const expectedCost = (model: Priced) =>
+interface Price {
+  prompt: number;
+  completion: number;
+  cached_prompt: number;
+}
+const expectedCost = (p: Price) =>
   TURNS.reduce((sum, u) => {
-    const p = PRICES[model];
     const plain = u.prompt_tokens - u.cached_tokens;
     return (
       sum + (plain * p.prompt + u.cached_tokens * p.cached_prompt + u.completion_tokens * p.completion) / 1e6
     );
   }, 0);
 
-const OPERATOR_KEYS = { anthropic: 'sk-ant-operator-agents-0000', openai: 'sk-operator-openai-agents-0000' };
+const OPERATOR_KEYS: Record<Vendor, string> = {
+  anthropic: 'sk-ant-operator-agents-0000',
+  openai: 'sk-operator-openai-agents-0000',
+  google: 'g-operator-agents-0000000000',
+};
 
 /**
  * The mock's side of a tool round trip, for requests on `path`: first a call of the agent's own
  * tool that reads hello.txt, then a text answer.
  */
-function toolRoundTrip(path: RegExp, call: { name: string; arguments: unknown }): MockStep[] {
+function toolRoundTrip(
+  path: RegExp,
+  call: { name: string; arguments: unknown },
+  extra: Partial<MockReply> = {},
+): MockStep[] {
   return [
-    { match: { path }, reply: { text: 'Reading it.', tool_calls: [call], usage: TURNS[0] } },
+    { match: { path }, reply: { text: 'Reading it.', tool_calls: [call], usage: TURNS[0], ...extra } },
     { match: { path }, reply: { text: ANSWER, usage: TURNS[1] } },
   ];
 }
 
 const claudeRead = (cwd: string) => ({ name: 'Read', arguments: { file_path: `${cwd}/hello.txt` } });
 const codexExec = { name: 'exec_command', arguments: { cmd: 'cat hello.txt' } };
+/** Gemini 3 signs the first function call of a step (and wants the signature back). */
+const GEMINI_SIGNED = { thoughtSignature: 'gemini-thought-signature-0001' };
 
 function expectFinished(r: AgentResult, answer: string) {
   const output = `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
@@ -156,6 +188,7 @@ describe('the coding agents against the mock upstream directly (the harness itse
 
 describe('the coding agents through Gatehouse', () => {
   let mock: MockUpstream;
+  let bedrock: MockBedrock;
   let gw: TestGateway;
   let proxy: RecordingProxy;
   let configDir: string | undefined;
@@ -174,20 +207,40 @@ describe('the coding agents through Gatehouse', () => {
   beforeAll(async () => {
     if (!hasClaude && !hasCodex) return;
     mock = await startMockUpstream();
-    const models = (Object.keys(PRICES) as Priced[]).map((id) => ({
+    bedrock = await startMockBedrock();
+    const models: object[] = (Object.keys(PRICES) as Priced[]).map((id) => ({
       id: `${vendorOf(id)}/${id}`,
       aliases: [id],
-      endpoints: [{ provider: vendorOf(id), upstream_model: id, pricing: PRICES[id] }],
+      endpoints: [{ provider: PROVIDER[vendorOf(id)], upstream_model: id, pricing: PRICES[id] }],
     }));
+    models.push({
+      id: `bedrock/${BEDROCK_CLAUDE.id}`,
+      aliases: [BEDROCK_CLAUDE.id],
+      endpoints: [
+        { provider: 'bedrock', upstream_model: BEDROCK_CLAUDE.bedrockId, pricing: BEDROCK_CLAUDE.pricing },
+      ],
+    });
+    const providers = [
+      {
+        slug: 'bedrock',
+        kind: 'bedrock',
+        region: 'us-east-1',
+        endpoint: bedrock.url,
+        access_key_id: BEDROCK_TEST_KEYS.accessKeyId,
+        secret_access_key: BEDROCK_TEST_KEYS.secretAccessKey,
+      },
+    ];
     configDir = mkdtempSync(join(tmpdir(), 'gatehouse-agents-'));
     const config = join(configDir, 'gatehouse.json');
-    writeFileSync(config, JSON.stringify({ models }));
+    writeFileSync(config, JSON.stringify({ providers, models }));
     gw = await startTestGateway('sqlite', {
       env: {
         ANTHROPIC_BASE_URL: `${mock.url}/anthropic`,
         ANTHROPIC_API_KEY: OPERATOR_KEYS.anthropic,
         OPENAI_BASE_URL: `${mock.url}/openai/v1`,
         OPENAI_API_KEY: OPERATOR_KEYS.openai,
+        GEMINI_BASE_URL: `${mock.url}/google/v1beta`,
+        GEMINI_API_KEY: OPERATOR_KEYS.google,
         GATEHOUSE_CONFIG: config,
         GATEHOUSE_UNPRICED_MODELS: 'allow',
       },
@@ -202,24 +255,26 @@ describe('the coding agents through Gatehouse', () => {
     await proxy?.close();
     await gw?.stop();
     await mock?.close();
+    await bedrock?.close();
     if (configDir) rmSync(configDir, { recursive: true, force: true });
   });
   beforeEach(async () => {
     if (!gw) return;
     mock.reset();
+    bedrock.reset();
     proxy.requests.length = 0;
     before = new Set(await generationIds());
   });
 
   /** What reached the upstream of one vendor. */
-  const upstream = (vendor: 'anthropic' | 'openai'): RecordedRequest[] =>
+  const upstream = (vendor: Vendor): RecordedRequest[] =>
     mock.requests.filter((r) => r.path.startsWith(`/${vendor}/`));
 
   /** The agent's inference calls as it sent them (through the recording proxy). */
   const sent = () => proxy.requests.filter((r) => r.method === 'POST');
 
   /** Neither the gateway key nor any caller credential reached the upstream; the operator's did. */
-  function expectOperatorKey(reqs: RecordedRequest[], vendor: 'anthropic' | 'openai') {
+  function expectOperatorKey(reqs: RecordedRequest[], vendor: Vendor) {
     expect(reqs.length).toBeGreaterThan(0);
     for (const r of reqs) {
       expect(wireView(r).auth?.key).toBe(OPERATOR_KEYS[vendor]);
@@ -228,7 +283,7 @@ describe('the coding agents through Gatehouse', () => {
   }
 
   /** The generations of this test's calls: one per upstream turn, priced from the mock's usage. */
-  async function expectPricedGenerations(model: Priced) {
+  async function expectPricedGenerations(pricing: Price) {
     // The agent may exit before the gateway has queued the last record: wait for both turns.
     const ids = await vi.waitFor(async () => {
       const fresh = (await generationIds()).filter((id) => !before.has(id));
@@ -243,7 +298,7 @@ describe('the coding agents through Gatehouse', () => {
       TURNS.map((u) => [u.prompt_tokens, u.cached_tokens, u.completion_tokens]),
     );
     const total = gens.reduce((s, g) => s + g.total_cost, 0);
-    expect(total).toBeCloseTo(expectedCost(model), 10);
+    expect(total).toBeCloseTo(expectedCost(pricing), 10);
   }
 
   const claudeBase = () => `${proxy.url}/api`; // the client appends /v1/messages
@@ -279,7 +334,7 @@ describe('the coding agents through Gatehouse', () => {
         cache_control: { type: 'ephemeral' },
       });
       expectOperatorKey(got, 'anthropic');
-      await expectPricedGenerations('claude-opus-5-5');
+      await expectPricedGenerations(PRICES['claude-opus-5-5']);
     },
   );
 
@@ -301,7 +356,7 @@ describe('the coding agents through Gatehouse', () => {
     expect(first?.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['Read', 'Bash']));
     expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
     expectOperatorKey(got, 'openai');
-    await expectPricedGenerations('gpt-5.5');
+    await expectPricedGenerations(PRICES['gpt-5.5']);
   });
 
   claudeIt(
@@ -371,7 +426,7 @@ describe('the coding agents through Gatehouse', () => {
         expect.arrayContaining(['function_call', 'function_call_output']),
       );
       expectOperatorKey(got, 'openai');
-      await expectPricedGenerations('gpt-5.5');
+      await expectPricedGenerations(PRICES['gpt-5.5']);
     },
   );
 
@@ -404,7 +459,7 @@ describe('the coding agents through Gatehouse', () => {
         expect.arrayContaining(['function_call', 'function_call_output']),
       );
       expectOperatorKey(got, 'openai');
-      await expectPricedGenerations('gpt-5.5');
+      await expectPricedGenerations(PRICES['gpt-5.5']);
     },
   );
 
@@ -429,7 +484,7 @@ describe('the coding agents through Gatehouse', () => {
         'hello from the file',
       );
       expectOperatorKey(got, 'anthropic');
-      await expectPricedGenerations('claude-opus-5-5');
+      await expectPricedGenerations(PRICES['claude-opus-5-5']);
     },
   );
 
@@ -450,8 +505,137 @@ describe('the coding agents through Gatehouse', () => {
     expect(first?.tools.map((t) => t.name)).toContain('exec_command');
     expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
     expectOperatorKey(got, 'anthropic');
-    await expectPricedGenerations('claude-opus-5-5');
+    await expectPricedGenerations(PRICES['claude-opus-5-5']);
   });
+
+  /** Gemini's wire: the model in the path, streamed as SSE, every request one Gemini would take. */
+  function expectGeminiRequests(got: RecordedRequest[], signature: string) {
+    expect(got.map((q) => `${q.path}?${new URLSearchParams(q.query)}`)).toEqual([
+      '/google/v1beta/models/gemini-3.5-pro:streamGenerateContent?alt=sse',
+      '/google/v1beta/models/gemini-3.5-pro:streamGenerateContent?alt=sse',
+    ]);
+    for (const q of got) expect(geminiRequestProblems(q.body)).toEqual([]);
+    // The function call Gemini made goes back signed (Gemini 3 refuses it unsigned).
+    const second = wireView(got[1] as RecordedRequest);
+    const call = second.turns.findLast((t) => t.role === 'assistant')?.toolCalls[0];
+    expect(call?.signature).toBe(signature);
+    expect(JSON.stringify(second.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
+  }
+
+  claudeIt('Claude Code → a Gemini-served model: translated, finishes its tool round trip', async () => {
+    const r = await runClaudeCode({
+      baseUrl: claudeBase(),
+      apiKey: gw.apiKey,
+      model: 'gemini-3.5-pro',
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+      beforeStart: (cwd) => mock.enqueue(...toolRoundTrip(/^\/google\//, claudeRead(cwd), GEMINI_SIGNED)),
+    });
+    expectFinished(r, ANSWER);
+    const got = upstream('google');
+    // Sealed in a redacted_thinking block of the answer, which Claude Code sends back.
+    expectGeminiRequests(got, GEMINI_SIGNED.thoughtSignature);
+    const first = wireView(got[0] as RecordedRequest);
+    expect(first.system).toContain('Claude');
+    expect(first.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['Read', 'Bash']));
+    expect(got[1]?.body.contents.at(-2).parts.find((p: any) => p.functionCall).functionCall.name).toBe(
+      'Read',
+    );
+    expectOperatorKey(got, 'google');
+    await expectPricedGenerations(PRICES['gemini-3.5-pro']);
+  });
+
+  codexIt('Codex → a Gemini-served model: translated, finishes its tool round trip', async () => {
+    mock.enqueue(...toolRoundTrip(/^\/google\//, codexExec, GEMINI_SIGNED));
+    const r = await runCodex({
+      baseUrl: codexBase(),
+      apiKey: gw.apiKey,
+      model: 'gemini-3.5-pro',
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+    });
+    expectFinished(r, ANSWER);
+    const got = upstream('google');
+    // Carried in the reasoning item's encrypted_content Codex sends back.
+    expectGeminiRequests(got, GEMINI_SIGNED.thoughtSignature);
+    expect(wireView(got[0] as RecordedRequest).tools.map((t) => t.name)).toContain('exec_command');
+    // Gemini refuses Google Search beside functions: the web_search Codex offers is left out, listed.
+    const dropped = String(sent()[0]?.answerHeaders?.['x-gatehouse-dropped-fields']).split(',');
+    expect(dropped).toContain('web_search');
+    expectOperatorKey(got, 'google');
+    await expectPricedGenerations(PRICES['gemini-3.5-pro']);
+  });
+
+  claudeIt('Claude Code → a Bedrock-served Claude model: its Messages body through InvokeModel', async () => {
+    const r = await runClaudeCode({
+      baseUrl: claudeBase(),
+      apiKey: gw.apiKey,
+      model: BEDROCK_CLAUDE.id,
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+      beforeStart: (cwd) =>
+        bedrock.enqueue(...toolRoundTrip(/\/invoke-with-response-stream$/, claudeRead(cwd))),
+    });
+    expectFinished(r, ANSWER);
+    const path = `/model/${encodeURIComponent(BEDROCK_CLAUDE.bedrockId)}/invoke-with-response-stream`;
+    expect(bedrock.requests.map((q) => q.path)).toEqual([path, path]);
+    const asSent = sent();
+    for (const [i, q] of bedrock.requests.entries()) {
+      expect(q.signatureValid).toBe(true);
+      expect(q.signedWith).toBe(BEDROCK_TEST_KEYS.secretAccessKey);
+      expect(JSON.stringify(q.headers) + q.raw).not.toContain(gw.apiKey);
+      // Bedrock's Messages body: the model in the path, no `stream`, Bedrock's version; the rest as
+      // Claude Code sent it (cache breakpoints, thinking, context_management, the system turn…).
+      const { model: _m, stream: _s, ...rest } = asSent[i]?.body ?? {};
+      const { anthropic_version, anthropic_beta, ...body } = q.body;
+      expect(anthropic_version).toBe('bedrock-2023-05-31');
+      expect(body).toEqual(rest);
+      // The header's betas Bedrock has (tool search under Bedrock's name); the others listed.
+      const header = String(asSent[i]?.headers['anthropic-beta']).split(',');
+      expect(anthropic_beta).toEqual(
+        expect.arrayContaining(['claude-code-20250219', 'context-management-2025-06-27']),
+      );
+      if (header.includes('advanced-tool-use-2025-11-20'))
+        expect(anthropic_beta).toContain('tool-search-tool-2025-10-19');
+      const dropped = String(asSent[i]?.answerHeaders?.['x-gatehouse-dropped-fields'] ?? '').split(',');
+      for (const beta of header)
+        if (!anthropic_beta.includes(beta) && beta !== 'advanced-tool-use-2025-11-20')
+          expect(dropped).toContain(`anthropic-beta:${beta}`);
+    }
+    expect(JSON.stringify(bedrock.requests[1]?.body.messages)).toContain('hello from the file');
+    await expectPricedGenerations(BEDROCK_CLAUDE.pricing);
+  });
+
+  codexIt(
+    'Codex → a Bedrock-served Claude model: translated to Converse, finishes its tool round trip',
+    async () => {
+      bedrock.enqueue(...toolRoundTrip(/\/converse-stream$/, codexExec));
+      const r = await runCodex({
+        baseUrl: codexBase(),
+        apiKey: gw.apiKey,
+        model: BEDROCK_CLAUDE.id,
+        prompt: 'What does hello.txt say?',
+        files: FILES,
+      });
+      expectFinished(r, ANSWER);
+      const path = `/model/${encodeURIComponent(BEDROCK_CLAUDE.bedrockId)}/converse-stream`;
+      expect(bedrock.requests.map((q) => q.path)).toEqual([path, path]);
+      for (const q of bedrock.requests) {
+        expect(q.signatureValid).toBe(true);
+        expect(JSON.stringify(q.headers) + q.raw).not.toContain(gw.apiKey);
+      }
+      const [first, second] = bedrock.requests.map((q) => q.body);
+      const tools = first.toolConfig.tools.flatMap((t: any) => (t.toolSpec ? [t.toolSpec.name] : []));
+      expect(tools).toContain('exec_command');
+      // Converse has no web search: the one Codex offers is left out and listed, not refused.
+      expect(tools).not.toContain('web_search');
+      const dropped = String(sent()[0]?.answerHeaders?.['x-gatehouse-dropped-fields']).split(',');
+      expect(dropped).toContain('web_search');
+      const results = second.messages.at(-1).content.filter((b: any) => b.toolResult);
+      expect(JSON.stringify(results)).toContain('hello from the file');
+      await expectPricedGenerations(BEDROCK_CLAUDE.pricing);
+    },
+  );
 
   codexIt('Codex with an unlisted GPT model id: passed through to the OpenAI provider', async () => {
     const r = await runCodex({ baseUrl: codexBase(), apiKey: gw.apiKey, model: 'gpt-zeta-9', prompt: 'Hi' });

@@ -120,6 +120,27 @@ describe('assertTranslatable', () => {
   });
 });
 
+describe('web search on a provider without one (Bedrock’s Converse)', () => {
+  const offered: ChatRequest = { ...base, web_search: { origin: 'web_search' } };
+  const asked: ChatRequest = { ...base, web_search: {} };
+
+  it('drops and lists a search offered as a Responses tool; refuses one asked for outright', () => {
+    expect(untranslatableFields(offered, 'anthropic', ['web_search'])).toEqual([]);
+    expect(droppedFields(offered, 'anthropic', ['web_search'])).toEqual(['web_search']);
+    expect(untranslatableFields(asked, 'anthropic', ['web_search']).map((f) => f.field)).toEqual([
+      'web_search',
+    ]);
+  });
+
+  it('is not dropped by a provider that searches — Gemini drops one offered beside functions', () => {
+    for (const kind of KINDS) expect(droppedFields(offered, kind)).toEqual([]);
+    const beside: ChatRequest = { ...offered, tools: [{ type: 'function', function: { name: 'f' } }] };
+    expect(droppedFields(beside, 'google')).toEqual(['web_search']);
+    expect(droppedFields(beside, 'anthropic')).toEqual([]);
+    expect(droppedFields({ ...asked, tools: beside.tools }, 'google')).toEqual([]);
+  });
+});
+
 describe('droppedFields', () => {
   const cc = { type: 'ephemeral' } as const;
   const hinted: ChatRequest = {

@@ -24,6 +24,20 @@ export interface CapabilityRule {
 }
 
 const isSet = (v: unknown): boolean => v !== undefined && v !== null;
+
+/**
+ * A web search offered to the model as a Responses tool (Codex sends one on every call), which the
+ * model may or may not use: a provider without a search drops it (listed) rather than refusing the
+ * call. A search asked for outright (`web_search_options`, Anthropic's server tool) stays refused.
+ */
+export const offeredSearch = (r: ChatRequest): boolean => r.web_search?.origin !== undefined;
+
+/**
+ * Gemini refuses its Google Search beside function declarations (2.x: "Tool use with function
+ * calling is unsupported"; 3.x only with server-side tool invocations exposed, which the canonical
+ * request cannot carry back): a search merely offered beside functions is left out there.
+ */
+export const geminiDropsSearch = (r: ChatRequest): boolean => offeredSearch(r) && (r.tools?.length ?? 0) > 0;
 const when = (field: string, cond: (req: ChatRequest) => boolean) => (req: ChatRequest) =>
   cond(req) ? field : null;
 
@@ -96,11 +110,11 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
   // Images and documents in tool results are carried everywhere: where a tool result takes text
   // only (OpenAI's Chat Completions, Gemini), the provider wire moves them to the user turn after it.
   // Every kind has a web search; a provider without one (Bedrock's Converse) refuses it by name
-  // (ProviderTraits.refuses).
+  // (ProviderTraits.refuses) — unless it was only offered as a tool (see offeredSearch).
   {
     field: 'web_search',
     refusedBy: [],
-    check: when('web_search', (r) => isSet(r.web_search)),
+    check: when('web_search', (r) => isSet(r.web_search) && !offeredSearch(r)),
     reason: 'the provider has no web search of its own',
   },
 ];
@@ -183,6 +197,11 @@ export function anthropicServiceTier(tier: string | undefined): 'auto' | 'standa
 }
 
 export const HINT_RULES: readonly HintRule[] = [
+  // Every kind searches; only a provider without a search (ProviderTraits.drops) drops an offered one.
+  {
+    field: 'web_search',
+    dropped: (r, t) => (t === 'dev' && offeredSearch(r)) || (t === 'google' && geminiDropsSearch(r)),
+  },
   // A header, not a body field: Anthropic's adapter sends it as one.
   { field: 'anthropic-beta', dropped: keptBy(['anthropic'], (r) => isSet(r.anthropic_beta)) },
   {

@@ -15,6 +15,7 @@ import {
   messagesRequestToChat,
   THINKING_SIGNATURE,
 } from './messages.js';
+import { decodeReasoningState } from './reasoning-state.js';
 import { sseJson } from './sse.js';
 
 // ---- fixtures ---------------------------------------------------------------------------------
@@ -729,17 +730,22 @@ describe('chatResponseToMessages', () => {
     expect(empty.stop_reason).toBe('end_turn');
   });
 
-  it('answers real Anthropic signatures and redacted_thinking, the placeholder for other providers', () => {
+  it('answers real Anthropic signatures and redacted_thinking, the placeholder for other providers (Gemini’s signatures sealed after the answer)', () => {
     expect(chatResponseToMessages(SIGNED_RESPONSE, 'claude-test').content).toEqual([
       { type: 'thinking', thinking: 'Let me think.', signature: 'real-sig-1' },
       { type: 'redacted_thinking', data: 'REDACTED==' },
       { type: 'thinking', thinking: 'Again.', signature: 'real-sig-2' },
       { type: 'text', text: 'The answer is 4.' },
     ]);
-    expect(chatResponseToMessages(GEMINI_RESPONSE, 'claude-test').content).toEqual([
+    const gemini = chatResponseToMessages(GEMINI_RESPONSE, 'claude-test').content;
+    expect(gemini).toEqual([
       { type: 'thinking', thinking: 'Hmm.', signature: THINKING_SIGNATURE },
       { type: 'text', text: 'Done.' },
+      { type: 'redacted_thinking', data: expect.stringMatching(/^gatehouse\.rd1\./) },
     ]);
+    expect(decodeReasoningState((gemini[2] as { data: string }).data)).toEqual(
+      GEMINI_RESPONSE.choices[0]!.message.reasoning_details,
+    );
   });
 
   it('round-trips real signatures: answered blocks sent back become the same reasoning_details', () => {
@@ -754,7 +760,8 @@ describe('chatResponseToMessages', () => {
       reasoning: 'Let me think.\n\nAgain.',
       reasoning_details: SIGNED_RESPONSE.choices[0]!.message.reasoning_details,
     });
-    // The placeholder is Gatehouse's, not a signature: that thinking gives only `reasoning`.
+    // The placeholder is Gatehouse's, not a signature: that thinking gives only `reasoning`; the
+    // sealed block gives Gemini's own entries back.
     const placeholder = messagesRequestToChat({
       ...PARAMS,
       messages: [
@@ -762,7 +769,12 @@ describe('chatResponseToMessages', () => {
         { role: 'assistant', content: chatResponseToMessages(GEMINI_RESPONSE, 'claude-test').content },
       ],
     });
-    expect(placeholder.messages.at(-1)).toEqual({ role: 'assistant', content: 'Done.', reasoning: 'Hmm.' });
+    expect(placeholder.messages.at(-1)).toEqual({
+      role: 'assistant',
+      content: 'Done.',
+      reasoning: 'Hmm.',
+      reasoning_details: GEMINI_RESPONSE.choices[0]!.message.reasoning_details,
+    });
   });
 
   it('parses in the official client', async () => {
@@ -909,7 +921,16 @@ describe('chatStreamToMessages', () => {
       { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
       { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Done.' } },
       { type: 'content_block_stop', index: 1 },
+      // Gemini's signatures, sealed for the next turn.
+      {
+        type: 'content_block_start',
+        index: 2,
+        content_block: { type: 'redacted_thinking', data: expect.stringMatching(/^gatehouse\.rd1\./) },
+      },
+      { type: 'content_block_stop', index: 2 },
     ]);
+    const sealed = (events.at(-4)?.data as any).content_block.data;
+    expect(decodeReasoningState(sealed)).toEqual(GEMINI_RESPONSE.choices[0]!.message.reasoning_details);
   });
 
   it('streams two parallel tool calls with arguments split across chunks', async () => {

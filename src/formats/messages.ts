@@ -19,6 +19,7 @@
  * | assistant `thinking` blocks                 | `reasoning` (joined with a blank line) and, when signed,   |
  * |                                             | `reasoning_details` `reasoning.text` {text, signature}     |
  * | assistant `redacted_thinking` blocks        | `reasoning_details` `reasoning.encrypted` {data}           |
+ * | … whose data is Gatehouse's sealed state    | the `reasoning_details` it holds (sealedState)             |
  * | assistant `tool_use`                        | `tool_calls` (`arguments` = JSON.stringify(input))          |
  * | `max_tokens` (required, ≥ 1)                | `max_tokens`                                               |
  * | `temperature`, `top_p`, `top_k`             | same                                                       |
@@ -73,7 +74,8 @@
  * `reasoning.text` → a thinking block with the entry's real signature, `reasoning.encrypted` → a
  * `redacted_thinking` block with its data — so a caller served by Anthropic round-trips real
  * signatures; otherwise (another provider's reasoning) one thinking block from `reasoning`, signed
- * with THINKING_SIGNATURE (a placeholder: there is no Anthropic signature to give). Tool-call
+ * with THINKING_SIGNATURE (a placeholder: there is no Anthropic signature to give), and Gemini's
+ * thought signatures sealed in a last `redacted_thinking` block (sealedState). Tool-call
  * arguments that are not a JSON object become `input: {}` in a non-streamed message; streams
  * forward the upstream's argument text verbatim as `input_json_delta`. Usage: `input_tokens` =
  * prompt − cache reads − cache writes (Anthropic counts those separately). Web searches
@@ -101,6 +103,7 @@ import {
 } from './chat.js';
 import { documentParts } from './files.js';
 import { cachedTextParts, optCacheControl, withCacheControl } from './hints.js';
+import { decodeReasoningState, encodeReasoningState, isGatehouseReasoningState } from './reasoning-state.js';
 import { type Block, responseBlocks, segmentChatStream } from './segments.js';
 import {
   argumentsObject,
@@ -420,7 +423,9 @@ function assistantMessage(content: unknown, path: string, dropped: string[]): Ch
         break;
       }
       case 'redacted_thinking':
-        if (typeof block.data === 'string' && block.data) {
+        // Another provider's reasoning state Gatehouse sealed into the block (sealedState).
+        if (isGatehouseReasoningState(block.data)) details.push(...decodeReasoningState(block.data));
+        else if (typeof block.data === 'string' && block.data) {
           details.push({
             type: 'reasoning.encrypted',
             data: block.data,
@@ -818,6 +823,23 @@ function contentBlock(block: Exclude<Block, { kind: 'search' }>): AnthropicConte
   }
 }
 
+/** The reasoning state of another provider that a later turn must send back (Gemini's thought signatures). */
+const SEALED_FORMATS = new Set<string>([REASONING_FORMATS.google]);
+
+/**
+ * Gemini's thought signatures, which Gemini 3 wants back with the function calls they came with:
+ * Anthropic's format has no place for them, so they ride in a `redacted_thinking` block whose data
+ * is Gatehouse's reasoning state (reasoning-state.ts), after the answer's blocks. A client sends it
+ * back like any redacted thinking; the request side opens it, and a pass-through call to Anthropic
+ * leaves it out (inference/wires/messages.ts).
+ */
+function sealedState(details: readonly ReasoningDetail[]): AnthropicContentBlock | null {
+  const data = encodeReasoningState(
+    details.filter((d) => d.format !== undefined && SEALED_FORMATS.has(d.format)),
+  );
+  return data ? { type: 'redacted_thinking', data } : null;
+}
+
 /** A canonical chat response as an Anthropic `Message`; `model` is the model the caller asked for. */
 export function chatResponseToMessages(res: ChatResponse, model: string): AnthropicMessage {
   const { blocks, finish, nativeFinish } = responseBlocks(res, { reasoningFormat: FORMAT });
@@ -831,7 +853,10 @@ export function chatResponseToMessages(res: ChatResponse, model: string): Anthro
     type: 'message',
     role: 'assistant',
     model,
-    content: blocks.flatMap(contentBlocks),
+    content: [
+      ...blocks.flatMap(contentBlocks),
+      ...[sealedState(res.choices[0]?.message.reasoning_details ?? [])].filter((b) => b !== null),
+    ],
     stop_reason: reason,
     stop_sequence: null,
     stop_details: stopDetails(reason),
@@ -875,7 +900,18 @@ export async function* chatStreamToMessages(
   let open: number | null = null;
   // The open text block's text: a citation without its passage quotes the span it covers.
   let text = '';
-  for await (const s of segmentChatStream(chunks, { reasoningFormat: FORMAT })) {
+  // Reasoning state of another provider, sealed into a block at the end (sealedState).
+  const foreign: ReasoningDetail[] = [];
+  const tapped = (async function* () {
+    for await (const chunk of chunks) {
+      for (const c of chunk.choices)
+        if (c.index === 0)
+          for (const d of c.delta?.reasoning_details ?? [])
+            if (d.format !== undefined && SEALED_FORMATS.has(d.format)) foreign.push(d);
+      yield chunk;
+    }
+  })();
+  for await (const s of segmentChatStream(tapped, { reasoningFormat: FORMAT })) {
     const index = 'index' in s ? s.index + shift : 0;
     switch (s.type) {
       case 'begin': {
@@ -965,6 +1001,12 @@ export async function* chatStreamToMessages(
         yield sse({ type: 'content_block_stop', index });
         break;
       case 'end': {
+        const sealed = sealedState(foreign);
+        if (sealed) {
+          const at = s.blocks.length + shift;
+          yield sse({ type: 'content_block_start', index: at, content_block: sealed });
+          yield sse({ type: 'content_block_stop', index: at });
+        }
         const reason = stopReason(
           s.finish,
           s.nativeFinish,

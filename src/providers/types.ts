@@ -216,6 +216,11 @@ export interface ProviderTraits {
    */
   refuses?: readonly string[];
   /**
+   * What a lane call leaves out of the caller's body or headers, as listed in
+   * `x-gatehouse-dropped-fields` (Bedrock's InvokeModel: the beta flags Bedrock has none of).
+   */
+  laneDropped?(body: Record<string, unknown>, headers: Record<string, string>): string[];
+  /**
    * The traits of one upstream model when they differ by model (Vertex AI serves Claude, natively
    * on /messages, and Gemini under one entry); absent: these traits hold for every model.
    */

@@ -516,7 +516,10 @@ export class Engine {
       dropped: [
         ...new Set([
           ...(routed.served.lane
-            ? (call.wire.laneDropped?.(prep.body, call.headers) ?? [])
+            ? [
+                ...(call.wire.laneDropped?.(prep.body, call.headers) ?? []),
+                ...(traits.laneDropped?.(prep.body, call.headers) ?? []),
+              ]
             : call.wire.kind === 'chat'
               ? droppedFields(sent as ChatRequest, target, traits.drops)
               : []),

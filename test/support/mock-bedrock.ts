@@ -12,6 +12,10 @@
  * the secret of the access key it names (the mock's `credentials`): an unknown key is answered
  * 403 `UnrecognizedClientException`, a wrong signature 403 `InvalidSignatureException`, as AWS does.
  *
+ * Claude's InvokeModel bodies are checked as Bedrock checks them: an `anthropic_beta` flag Bedrock
+ * does not offer (BEDROCK_BETAS) is answered 400 `ValidationException` "invalid beta flag", as
+ * Bedrock answers the betas only Anthropic's own API has (Claude Code's `advanced-tool-use-…`, …).
+ *
  * Replies are scripted with the shared mock's steps (`enqueue`: `reply`, `status` + `error`,
  * `headers`, `delayMs`, `eventDelayMs`, `dieAfterEvents`, `endAfterEvents`), rendered in Bedrock's
  * formats, plus `exception`: an exception message mid-stream. Errors carry `x-amzn-ErrorType`.
@@ -74,6 +78,26 @@ export interface MockBedrock extends MockUpstream {
   /** Access keys the mock accepts (edit to add one). */
   credentials: AwsTestKeys[];
 }
+
+/**
+ * The `anthropic_beta` flags Bedrock's InvokeModel takes for Claude (AWS's Anthropic Claude Messages
+ * API parameters page, and Claude Code's own header betas Bedrock accepts).
+ */
+export const BEDROCK_BETAS = new Set([
+  'claude-code-20250219',
+  'computer-use-2024-10-22',
+  'computer-use-2025-01-24',
+  'computer-use-2025-11-24',
+  'token-efficient-tools-2025-02-19',
+  'interleaved-thinking-2025-05-14',
+  'output-128k-2025-02-19',
+  'dev-full-thinking-2025-05-14',
+  'context-1m-2025-08-07',
+  'context-management-2025-06-27',
+  'effort-2025-11-24',
+  'tool-search-tool-2025-10-19',
+  'tool-examples-2025-10-29',
+]);
 
 const ERROR_TYPES: Record<number, string> = {
   400: 'ValidationException',
@@ -426,6 +450,16 @@ export async function startMockBedrock(opts: { credentials?: AwsTestKeys[] } = {
         404,
         { message: `mock: no route for ${req.method} ${u.pathname}` },
         { 'x-amzn-errortype': 'UnknownOperationException' },
+      );
+
+    const betas: unknown[] =
+      operation?.startsWith('invoke') && Array.isArray(body?.anthropic_beta) ? body.anthropic_beta : [];
+    if (betas.some((b) => !BEDROCK_BETAS.has(String(b))))
+      return json(
+        res,
+        400,
+        { message: 'The model returned the following errors: invalid beta flag' },
+        { 'x-amzn-errortype': 'ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
       );
 
     const idx = queue.findIndex((s) => matches(s, rec));

@@ -10,6 +10,8 @@ export interface ProxiedRequest {
   body: any;
   /** A WebSocket (or other) upgrade: its bytes are relayed both ways once the target answers. */
   upgrade?: boolean;
+  /** The headers of the answer relayed to the client, once they came. */
+  answerHeaders?: Record<string, string | string[] | undefined>;
 }
 
 export interface RecordingProxy {
@@ -36,7 +38,13 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       try {
         body = body ? JSON.parse(body) : null;
       } catch {}
-      requests.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body });
+      const record: ProxiedRequest = {
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers: req.headers,
+        body,
+      };
+      requests.push(record);
       const upstream = httpRequest(
         {
           host: to.hostname,
@@ -46,6 +54,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
           headers: { ...req.headers, host: to.host },
         },
         (answer) => {
+          record.answerHeaders = answer.headers;
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
         },

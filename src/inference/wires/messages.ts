@@ -5,6 +5,7 @@ import {
   messagesRequestToChat,
 } from '../../formats/messages.js';
 import { lanePlugins, lanePluginsDropped, withPlugins } from '../../formats/plugins.js';
+import { isGatehouseReasoningState } from '../../formats/reasoning-state.js';
 import { sseJson } from '../../formats/sse.js';
 import { laneSearchDropped, laneWebSearch } from '../../formats/web-search.js';
 import type { Body, TextSlot } from '../../routing/call.js';
@@ -93,6 +94,39 @@ function texts(body: Body): TextSlot[] {
   return out;
 }
 
+/**
+ * `messages[i].content[j]` of the `redacted_thinking` blocks holding Gatehouse's sealed reasoning
+ * state (another provider's, see formats/messages.ts): Anthropic could not read them and would
+ * refuse the call, so a pass-through leaves them out (a conversation may change providers).
+ */
+function sealedBlocks(body: Body): [number, number][] {
+  if (!Array.isArray(body.messages)) return [];
+  return body.messages.flatMap((m, i) =>
+    isObj(m) && Array.isArray(m.content)
+      ? m.content.flatMap((b, j): [number, number][] =>
+          isObj(b) && b.type === 'redacted_thinking' && isGatehouseReasoningState(b.data) ? [[i, j]] : [],
+        )
+      : [],
+  );
+}
+
+function withoutSealed(body: Body): Body {
+  if (sealedBlocks(body).length === 0) return body;
+  return {
+    ...body,
+    messages: (body.messages as unknown[]).map((m) =>
+      isObj(m) && Array.isArray(m.content)
+        ? {
+            ...m,
+            content: m.content.filter(
+              (b) => !(isObj(b) && b.type === 'redacted_thinking' && isGatehouseReasoningState(b.data)),
+            ),
+          }
+        : m,
+    ),
+  };
+}
+
 /** `POST /messages`: Anthropic's Messages format. */
 export const messagesWire: ChatWire = {
   endpoint: 'messages',
@@ -108,11 +142,15 @@ export const messagesWire: ChatWire = {
   // Anthropic refuses fields it does not know: OpenRouter's `usage` goes with Gatehouse's own; the
   // `web` plugin becomes Anthropic's own web search server tool.
   laneBody: (body, upstreamModel) =>
-    withoutFields(lanePlugins(laneWebSearch(body, 'messages'), 'messages'), upstreamModel, [
+    withoutFields(lanePlugins(laneWebSearch(withoutSealed(body), 'messages'), 'messages'), upstreamModel, [
       ...GATEHOUSE_FIELDS,
       'usage',
     ]),
-  laneDropped: (body) => [...laneSearchDropped(body, 'messages'), ...lanePluginsDropped(body, 'messages')],
+  laneDropped: (body) => [
+    ...laneSearchDropped(body, 'messages'),
+    ...lanePluginsDropped(body, 'messages'),
+    ...sealedBlocks(body).map(([i, j]) => `messages[${i}].content[${j}]`),
+  ],
   answerTexts: messagesAnswerSlots,
   frameTexts: messagesFrameSlots,
   encodeResponse: (done) =>

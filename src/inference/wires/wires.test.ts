@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { encodeReasoningState } from '../../formats/reasoning-state.js';
 import { sseJson } from '../../formats/sse.js';
 import { ApiError } from '../../lib/errors.js';
 import type { RouteInfo } from '../../routing/call.js';
@@ -54,6 +55,34 @@ describe('lane bodies: the caller’s own, for the provider', () => {
     expect(WIRES.chat.laneDropped?.({ model: 'm', messages: [] })).toEqual([]);
     // The caller's own messages keep their breakpoints (a translated fallback carries them).
     expect(JSON.stringify(body.messages)).toContain('cache_control');
+  });
+
+  it('messages: leaves out (and lists) the redacted_thinking blocks holding Gatehouse’s sealed state', () => {
+    const sealed = encodeReasoningState([
+      { type: 'reasoning.encrypted', data: 'g-sig', id: 'call_1', format: 'google-gemini-v1', index: 0 },
+    ]);
+    const body = {
+      model: 'm',
+      max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'hi' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'redacted_thinking', data: 'anthropic-own' },
+            { type: 'text', text: 'ok' },
+            { type: 'redacted_thinking', data: sealed },
+          ],
+        },
+      ],
+    };
+    const sent = WIRES.messages.laneBody(body, 'claude-x');
+    expect((sent.messages as any[])[1].content).toEqual([
+      { type: 'redacted_thinking', data: 'anthropic-own' },
+      { type: 'text', text: 'ok' },
+    ]);
+    expect(WIRES.messages.laneDropped?.(body)).toEqual(['messages[1].content[2]']);
+    expect(WIRES.messages.laneDropped?.({ model: 'm', messages: [] })).toEqual([]);
   });
 
   it('chat: a reasoning budget (what the OpenRouter AI SDK provider sends) becomes an effort', () => {

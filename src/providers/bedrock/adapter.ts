@@ -59,7 +59,7 @@ import {
 } from './embeddings.js';
 import { bedrockErrors, streamException, withErrorType } from './errors.js';
 import { EVENT_STREAM_TYPE, eventStreamMessages, type StreamMessage } from './eventstream.js';
-import { invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
+import { droppedInvokeBetas, invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
 import { BedrockSigner } from './signer.js';
 
 /**
@@ -71,8 +71,9 @@ const CONVERSE: ProviderTraits = {
   target: 'anthropic',
   // Calls are signed with AWS credentials, never with a Gatehouse-configured key.
   keyOptional: true,
-  drops: ['anthropic-beta', 'tools.eager_input_streaming'],
-  // Converse has no web search tool (Anthropic's server tool is not offered on Bedrock).
+  drops: ['anthropic-beta', 'tools.eager_input_streaming', 'web_search'],
+  // Converse has no web search tool (Anthropic's server tool is not offered on Bedrock): a search
+  // asked for is refused, one merely offered as a tool is dropped (capabilities.ts).
   refuses: ['web_search'],
 };
 /**
@@ -83,7 +84,8 @@ const ANTHROPIC: ProviderTraits = {
   ...CONVERSE,
   natives: new Set(['anthropic-messages']),
   // Converse has no field for a tool's eager input streaming.
-  drops: ['tools.eager_input_streaming'],
+  drops: ['tools.eager_input_streaming', 'web_search'],
+  laneDropped: (body, headers) => droppedInvokeBetas(body, headers).map((b) => `anthropic-beta:${b}`),
 };
 
 type Operation = 'converse' | 'converse-stream' | 'invoke' | 'invoke-with-response-stream';

@@ -13,7 +13,8 @@
  * auto/any/tool; `none` sends the tools without a choice: Converse has no "none", and history with
  * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. For Claude,
  * `reasoning` → `additionalModelRequestFields.thinking` (Anthropic's budget rules), the caller's
- * `anthropic-beta` → `additionalModelRequestFields.anthropic_beta` (a list), and thinking
+ * `anthropic-beta` → `additionalModelRequestFields.anthropic_beta` (a list of the flags Bedrock
+ * has, betas.ts), and thinking
  * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
  * `reasoningContent`; other models get no thinking, no betas (listed as dropped) and no default
  * max tokens. `response_format: json_schema` → `outputConfig.textFormat` (structured output).
@@ -41,6 +42,7 @@ import { toAnthropicRequest } from '../anthropic/wire.js';
 import { type Obj, obj } from '../errors.js';
 import { nowSeconds } from '../http.js';
 import { UpstreamError } from '../types.js';
+import { bedrockBetas, betaList } from './betas.js';
 
 type Block = Record<string, unknown>;
 
@@ -180,7 +182,10 @@ export interface ConverseOptions {
 export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Record<string, unknown> {
   // Anthropic's request rules (thinking budget, sampling without thinking, tool loops) apply to
   // Claude; other models get no thinking, and Anthropic's default max_tokens is not imposed on them.
-  const a = toAnthropicRequest(opts.anthropic ? req : { ...req, reasoning: undefined }, false);
+  // Converse has no web search: one offered as a tool is left out (listed, see capabilities.ts),
+  // one asked for outright was refused before the call.
+  const sent: ChatRequest = { ...req, web_search: undefined };
+  const a = toAnthropicRequest(opts.anthropic ? sent : { ...sent, reasoning: undefined }, false);
   const messages = (a.messages as { role: string; content: Block[] }[])
     .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
     .filter((m) => m.content.length > 0);
@@ -214,13 +219,9 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   }
   const additional: Record<string, unknown> = {};
   if (a.thinking) additional.thinking = a.thinking;
-  // Claude takes the caller's betas as a list beside the request (as InvokeModel's body has them).
-  const betas = opts.anthropic
-    ? (req.anthropic_beta ?? '')
-        .split(',')
-        .map((b) => b.trim())
-        .filter(Boolean)
-    : [];
+  // Claude takes the caller's betas as a list beside the request (as InvokeModel's body has them),
+  // those Bedrock has a flag for on Converse (betas.ts).
+  const betas = opts.anthropic ? bedrockBetas(betaList(req.anthropic_beta), 'converse').kept : [];
   if (betas.length) additional.anthropic_beta = betas;
   if (a.top_k !== undefined) additional.top_k = a.top_k;
   if (Object.keys(additional).length) body.additionalModelRequestFields = additional;

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { TranslationError } from '../../formats/chat.js';
 import { UpstreamError } from '../types.js';
+import { bedrockBetas } from './betas.js';
 import { ConverseStreamMapper, fromConverseResponse, toConverseRequest } from './converse.js';
 import { errorType, streamException, withErrorType } from './errors.js';
 import { encodeEventStreamMessage, eventStreamMessages } from './eventstream.js';
-import { invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
+import { droppedInvokeBetas, invokeBody, isAnthropicModel, streamedEvent } from './invoke.js';
 
 describe('canonical → Converse', () => {
   it('maps turns, images, tool calls and results, cache breakpoints and settings', () => {
@@ -259,16 +260,53 @@ describe('InvokeModel for Anthropic models', () => {
   });
 
   it('sends the caller body without model and stream, with the Bedrock version and betas in the body', () => {
+    const [a, b] = ['interleaved-thinking-2025-05-14', 'context-management-2025-06-27'];
     expect(
       invokeBody(
-        { model: 'x', stream: true, max_tokens: 5, messages: [], anthropic_beta: ['a'] },
-        { 'anthropic-beta': 'b, a' },
+        { model: 'x', stream: true, max_tokens: 5, messages: [], anthropic_beta: [a] },
+        { 'anthropic-beta': `${b}, ${a}` },
       ),
     ).toEqual({
       anthropic_version: 'bedrock-2023-05-31',
       max_tokens: 5,
       messages: [],
-      anthropic_beta: ['a', 'b'],
+      anthropic_beta: [a, b],
+    });
+  });
+
+  it('leaves a web search out of the Converse body (Converse has none)', () => {
+    const body = toConverseRequest(
+      {
+        model: 'm',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+        web_search: { origin: 'web_search' },
+      },
+      { anthropic: true },
+    );
+    expect((body.toolConfig as any).tools.map((t: any) => t.toolSpec?.name)).toEqual(['f']);
+  });
+
+  it('sends only the beta flags Bedrock has: renamed to Bedrock’s name, the others left out and listed', () => {
+    // Claude Code's header: Bedrock answers "invalid beta flag" to any flag it does not have.
+    const header =
+      'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,per-turn-control-2026-07-01,advanced-tool-use-2025-11-20,effort-2025-11-24';
+    const body = { model: 'x', max_tokens: 5, messages: [] };
+    expect(invokeBody(body, { 'anthropic-beta': header }).anthropic_beta).toEqual([
+      'claude-code-20250219',
+      'interleaved-thinking-2025-05-14',
+      'context-management-2025-06-27',
+      'tool-search-tool-2025-10-19',
+      'effort-2025-11-24',
+    ]);
+    expect(droppedInvokeBetas(body, { 'anthropic-beta': header })).toEqual(['per-turn-control-2026-07-01']);
+    // None left: no empty list either.
+    const none = invokeBody({ ...body, anthropic_beta: ['made-up-2030-01-01'] }, {});
+    expect(none).not.toHaveProperty('anthropic_beta');
+    // Converse has no tool search: its flag is left out there.
+    expect(bedrockBetas(['advanced-tool-use-2025-11-20', 'effort-2025-11-24'], 'converse')).toEqual({
+      kept: ['effort-2025-11-24'],
+      dropped: ['advanced-tool-use-2025-11-20'],
     });
   });
 

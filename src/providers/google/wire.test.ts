@@ -175,6 +175,63 @@ describe('toGeminiRequest', () => {
     );
   });
 
+  it('toGeminiSchema leaves out what Gemini refuses in the schemas coding agents send', () => {
+    expect(
+      toGeminiSchema({
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          timeout: { type: 'number', exclusiveMinimum: 0, maximum: 600000 },
+          env: {
+            type: 'object',
+            propertyNames: { pattern: '^[A-Z_]+$' },
+            additionalProperties: { type: 'string' },
+          },
+          level: { type: 'integer', enum: [1, 2, 3] },
+          mode: { const: 'fast' },
+        },
+        required: ['timeout', 'missing'],
+      }),
+    ).toEqual({
+      type: 'OBJECT',
+      properties: {
+        timeout: { type: 'NUMBER', maximum: 600000 },
+        env: { type: 'OBJECT' },
+        level: { type: 'INTEGER' },
+        mode: { enum: ['fast'] },
+      },
+      required: ['timeout'],
+    });
+    // Arrays get items (any element); other types lose theirs (an MCP server's hint).
+    expect(
+      toGeminiSchema({
+        type: 'object',
+        properties: {
+          ids: { type: 'array' },
+          value: { type: 'string', items: { type: 'string' }, maxItems: 2 },
+        },
+      }),
+    ).toEqual({
+      type: 'OBJECT',
+      properties: { ids: { type: 'ARRAY', items: {} }, value: { type: 'STRING' } },
+    });
+    expect(toGeminiSchema({ type: 'object', properties: {}, required: ['x'] })).toEqual({
+      type: 'OBJECT',
+      properties: {},
+    });
+  });
+
+  it('leaves out a search only offered beside functions (Gemini refuses the two together)', () => {
+    const fn = { type: 'function' as const, function: { name: 'f', parameters: { type: 'object' } } };
+    const base = { model: 'gemini-3.5-pro', messages: [{ role: 'user' as const, content: 'hi' }] };
+    const tools = (r: object) => (toGeminiRequest({ ...base, ...r }).tools as object[]).map(Object.keys);
+    expect(tools({ tools: [fn], web_search: { origin: 'web_search' } })).toEqual([['functionDeclarations']]);
+    expect(tools({ web_search: { origin: 'web_search' } })).toEqual([['googleSearch']]);
+    // Asked for outright: sent (and Gemini's answer relayed).
+    expect(tools({ tools: [fn], web_search: {} })).toEqual([['functionDeclarations'], ['googleSearch']]);
+  });
+
   it('toGeminiSchema turns oneOf into anyOf', () => {
     expect(toGeminiSchema({ oneOf: [{ type: 'string' }, { type: 'number' }] })).toEqual({
       anyOf: [{ type: 'STRING' }, { type: 'NUMBER' }],

@@ -32,7 +32,8 @@
  *   includeThoughts: !exclude} (budget table in `../reasoning.ts`).
  *
  * - `web_search` → a `googleSearch` tool (Grounding with Google Search; its settings have no field
- *   here and are dropped and listed).
+ *   here and are dropped and listed); a search only offered as a Responses tool beside function
+ *   tools is left out and listed (Gemini refuses Google Search beside functions).
  *
  * Not sent (no per-request equivalent; reported as dropped, see HINT_RULES): cache breakpoints
  * (Gemini caches prompt prefixes implicitly; explicit caches are separate `cachedContents`
@@ -59,6 +60,7 @@
  * it already includes cached tokens), completion = candidatesTokenCount + thoughtsTokenCount.
  */
 import { randomUUID } from 'node:crypto';
+import { geminiDropsSearch } from '../../formats/capabilities.js';
 import {
   type ChatChunk,
   type ChatMessage,
@@ -334,7 +336,11 @@ const SCHEMA_KEYS = new Set([
 /**
  * JSON Schema → the OpenAPI-3 subset Gemini's `Schema` accepts: known keys kept, `type` upper-cased,
  * `type: [x, 'null']` → `type: X, nullable: true`, `const` → `enum`, `oneOf` → `anyOf`; others
- * (`$schema`, `additionalProperties`, `$ref`…) dropped.
+ * (`$schema`, `additionalProperties`, `exclusiveMinimum`, `propertyNames`, `$ref`…) dropped.
+ * Gemini refuses what JSON Schema allows here too: an `enum` (or `const`) of anything but strings
+ * (left out: the description still says what the values are), `required` names with no
+ * property (left out), an array without `items` (given `items: {}`) and `items` on another type
+ * (left out).
  */
 export function toGeminiSchema(schema: unknown): Obj {
   const s = obj(schema);
@@ -348,12 +354,28 @@ export function toGeminiSchema(schema: unknown): Obj {
   }
   if (typeof type === 'string') out.type = type.toUpperCase();
   if (s.const !== undefined) out.enum = [s.const];
+  if (out.enum !== undefined && !(Array.isArray(out.enum) && out.enum.every((v) => typeof v === 'string')))
+    delete out.enum;
+  const properties = s.properties && typeof s.properties === 'object' ? (s.properties as Obj) : {};
   if (s.properties && typeof s.properties === 'object') {
-    out.properties = Object.fromEntries(
-      Object.entries(s.properties as Obj).map(([k, v]) => [k, toGeminiSchema(v)]),
-    );
+    out.properties = Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, toGeminiSchema(v)]));
+  }
+  if (out.required !== undefined) {
+    const required = Array.isArray(out.required)
+      ? out.required.filter((r) => typeof r === 'string' && Object.hasOwn(properties, r))
+      : [];
+    if (required.length) out.required = required;
+    else delete out.required;
   }
   if (s.items && typeof s.items === 'object' && !Array.isArray(s.items)) out.items = toGeminiSchema(s.items);
+  // Gemini wants `items` on every array (`{}`: any element, as JSON Schema's bare array means) and
+  // on nothing else, nor the array bounds.
+  if (out.type === 'ARRAY') out.items ??= {};
+  else if (out.type !== undefined) {
+    delete out.items;
+    delete out.minItems;
+    delete out.maxItems;
+  }
   const anyOf = s.anyOf ?? s.oneOf;
   if (Array.isArray(anyOf)) out.anyOf = anyOf.map(toGeminiSchema);
   return out;
@@ -383,8 +405,10 @@ export function toGeminiRequest(req: ChatRequest): Record<string, unknown> {
       },
     ];
   }
-  // Gemini's own search; none of the canonical search settings has a field here (HINT_RULES).
-  if (req.web_search) body.tools = [...((body.tools as Obj[]) ?? []), { googleSearch: {} }];
+  // Gemini's own search; none of the canonical search settings has a field here (HINT_RULES). One
+  // only offered beside functions is left out: Gemini refuses the two together.
+  if (req.web_search && !geminiDropsSearch(req))
+    body.tools = [...((body.tools as Obj[]) ?? []), { googleSearch: {} }];
   const tc = toolConfig(req);
   if (tc) body.toolConfig = tc;
 
