@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type DbHandle, openDatabase } from './connection.js';
+import { type DbHandle, openDatabase, walMode } from './connection.js';
 import { migrateToLatest } from './migrate.js';
 
 describe('SQLite transactions with another writer on the file', () => {
@@ -42,5 +42,42 @@ describe('SQLite transactions with another writer on the file', () => {
     setting.run('other', 'x'); // once this transaction committed, the other writer goes ahead
     const names = (await handle.db.selectFrom('settings').select('name').execute()).map((r) => r.name);
     expect(names).toEqual(expect.arrayContaining(['mine', 'other']));
+  });
+});
+
+describe('walMode', () => {
+  const busy = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  it('tries the conversion again while another connection makes it busy, then goes on', () => {
+    let calls = 0;
+    walMode({
+      pragma: () => {
+        calls++;
+        if (calls < 3) throw busy();
+        return 'wal';
+      },
+    } as never);
+    expect(calls).toBe(3);
+  });
+  it('gives up after its wait, and at once on any other error', () => {
+    expect(() =>
+      walMode(
+        {
+          pragma: () => {
+            throw busy();
+          },
+        } as never,
+        60,
+      ),
+    ).toThrow('database is locked');
+    let calls = 0;
+    expect(() =>
+      walMode({
+        pragma: () => {
+          calls++;
+          throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+        },
+      } as never),
+    ).toThrow('disk I/O error');
+    expect(calls).toBe(1);
   });
 });

@@ -74,7 +74,7 @@ export function openDatabase(
   const path = url.replace(/^sqlite:(\/\/)?/, '');
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const file = new SQLite(path);
-  file.pragma('journal_mode = WAL');
+  walMode(file);
   file.pragma('synchronous = NORMAL');
   file.pragma('foreign_keys = ON');
   file.pragma('busy_timeout = 5000');
@@ -93,6 +93,25 @@ export function openDatabase(
     await db.destroy();
   };
   return { db, dialect: 'sqlite', sqlite: file, close };
+}
+
+/**
+ * Puts the file in WAL mode. Two processes opening a new file at once (`serve` and `worker`
+ * started together) both convert it, and SQLite answers one of them SQLITE_BUSY at once rather
+ * than waiting — neither can wait for the other — so the conversion is tried again for a while.
+ */
+export function walMode(file: Pick<SQLite.Database, 'pragma'>, waitMs = 10_000): void {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      file.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+      // Synchronous: the file is being opened, nothing else runs on it yet.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20 + Math.random() * 30);
+    }
+  }
 }
 
 /**
