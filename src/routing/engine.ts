@@ -469,7 +469,11 @@ export class Engine {
     const { provider, upstreamModel } = served.candidate.endpoint;
     const rejects = this.rejects(call, provider, served.lane);
     if (!rejects.length) return [];
-    return rejectedFields(this.unfiltered(call, prep, served.lane, upstreamModel), rejects, upstreamModel);
+    // The history's reasoning alone: the lane keeps the messages' own fields as the caller sent
+    // them, so the caller's body tells, without building the lane's body a second time.
+    const body =
+      rejects === OPENROUTER_HISTORY ? prep.body : this.unfiltered(call, prep, served.lane, upstreamModel);
+    return rejectedFields(body, rejects, upstreamModel);
   }
 
   private ctx(a: Attempt, signal: CallSignal, stream: boolean): CallContext {
