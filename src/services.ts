@@ -8,6 +8,7 @@ import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import { ActivityService } from './activity/service.js';
 import { AuditLog } from './audit/service.js';
+import { BatchFilesService } from './batches/openai-files.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
@@ -262,7 +263,9 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     logger: log,
     shared: windows,
   });
+  const batchFiles = new BatchFilesService({ db, config: config.batches });
   const batches = new BatchesService({
+    files: batchFiles,
     db,
     sqlite: handle.sqlite ?? null,
     engine,
@@ -377,6 +380,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     audit,
     oidc,
     batches,
+    batchFiles,
     createWorker,
     shutdown,
     policy,
