@@ -3,7 +3,7 @@ import { finished } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError, badRequest } from '../lib/errors.js';
+import { ApiError, badRequest, forbidden } from '../lib/errors.js';
 import type { ErrorRenderer } from '../server/errors.js';
 import type { OpenapiOnly } from '../server/openapi-only.js';
 import type { Router } from '../server/router.js';
@@ -149,6 +149,7 @@ function purposeError(purpose: string): ApiError {
 
 /** Reads the upload form part by part; refusals are answered once the body has been read. */
 async function upload(batchFiles: BatchFilesService, req: FastifyRequest): Promise<FileObjectView> {
+  if (req.caller.isManagement) throw forbidden('Management keys cannot use files; use an API key');
   if (!req.isMultipart())
     throw new ApiError(415, 'Send the file as multipart/form-data with the fields file and purpose');
   const caller = req.caller;
