@@ -415,3 +415,33 @@ describe.each(databases)('a file batch on a provider batch API (%s)', (db) => {
     expect(mock.sync).toHaveLength(0);
   });
 });
+
+describe.each(databases)('batch file size limit (%s)', (db) => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway(db, { env: { ...FAST, GATEHOUSE_BATCH_MAX_BYTES: '4096' } });
+  });
+  afterAll(() => gw?.stop());
+
+  it('413 for a file over GATEHOUSE_BATCH_MAX_BYTES, keeping nothing; a file under it is taken', async () => {
+    const openai = new OpenAI({ apiKey: gw.apiKey, baseURL: `${gw.url}/api/v1`, maxRetries: 0 });
+    const lineOf = (i: number) =>
+      line(`s-${i}`, '/v1/chat/completions', {
+        model: 'gatehouse/echo',
+        messages: [{ role: 'user', content: `${'x'.repeat(200)} ${i}` }],
+      });
+    const big = jsonl(Array.from({ length: 40 }, (_, i) => lineOf(i)));
+    expect(Buffer.byteLength(big)).toBeGreaterThan(4096);
+    const err = await upload(openai, big).catch((e) => e);
+    expect(err.status).toBe(413);
+    expect(err.error).toMatchObject({ message: expect.stringMatching(/4096 bytes/) });
+    expect((await openai.files.list()).data).toEqual([]);
+    const rows = await gw.services.db
+      .selectFrom('batch_file_chunks')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    expect(Number(rows.n)).toBe(0);
+    const small = await upload(openai, jsonl([lineOf(1)]));
+    expect(small.bytes).toBeLessThan(4096);
+  });
+});
