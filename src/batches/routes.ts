@@ -22,7 +22,7 @@ const REFUSED_BODY_LINGER_MS = 2_000;
  * it is closed, resetting whatever the client sent next on it); a body that has not ended
  * REFUSED_BODY_LINGER_MS later gets its connection closed.
  */
-function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
+export function lingerThenClose(req: IncomingMessage, res: ServerResponse): void {
   const socket = res.socket;
   if (!socket) return;
   const timer = setTimeout(() => {
