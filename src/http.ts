@@ -14,6 +14,7 @@ import { workspacesRoutes } from './accounts/workspaces.routes.js';
 import { activityRoutes } from './activity/routes.js';
 import { installAudit } from './audit/hook.js';
 import { auditRoutes } from './audit/routes.js';
+import { messageBatchesRoutes } from './batches/anthropic-routes.js';
 import { batchFilesRoutes } from './batches/openai-files-routes.js';
 import { batchesRoutes } from './batches/routes.js';
 import { byokRoutes } from './byok/routes.js';
@@ -78,6 +79,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   conversationRoutes,
   batchesRoutes,
   batchFilesRoutes,
+  messageBatchesRoutes,
   internsRoutes,
   internChatRoutes,
   vaultRoutes,

@@ -8,6 +8,7 @@ import { Roles } from './accounts/roles.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import { ActivityService } from './activity/service.js';
 import { AuditLog } from './audit/service.js';
+import { MessageBatchesService } from './batches/anthropic-service.js';
 import { BatchFilesService } from './batches/openai-files.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
@@ -274,6 +275,12 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     config: config.batches,
     limiter: batchLimiter,
   });
+  // Anthropic's Message Batches API: a view of the /v1/messages batches above.
+  const messageBatches = new MessageBatchesService({
+    db,
+    batches,
+    maxItemBytes: config.batches.maxItemBytes,
+  });
 
   // Interns and vaults: the programme check, secrets, the local provisioner and the lifecycle.
   const programme = new Programme(db);
@@ -381,6 +388,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     oidc,
     batches,
     batchFiles,
+    messageBatches,
     createWorker,
     shutdown,
     policy,

@@ -24,6 +24,7 @@ import {
   startMockUpstream,
   wireView,
 } from './support/mock-upstream.js';
+import { type MockVertex, startMockVertex } from './support/mock-vertex.js';
 import { type RecordingProxy, startRecordingProxy } from './support/recording-proxy.js';
 
 const versions = agentVersions();
@@ -58,6 +59,12 @@ const PRICES = {
 const BEDROCK_CLAUDE = {
   id: 'claude-sonnet-5-bedrock',
   bedrockId: 'us.anthropic.claude-sonnet-5-v1:0',
+  pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
+};
+/** A Claude model an operator serves from Google Vertex AI (its Vertex model id). */
+const VERTEX_CLAUDE = {
+  id: 'claude-sonnet-5-vertex',
+  vertexId: 'claude-sonnet-5@20261101',
   pricing: { prompt: 3, completion: 15, cached_prompt: 0.3, cache_write: 3.75 },
 };
 type Priced = keyof typeof PRICES;
@@ -189,6 +196,7 @@ describe('the coding agents against the mock upstream directly (the harness itse
 describe('the coding agents through Gatehouse', () => {
   let mock: MockUpstream;
   let bedrock: MockBedrock;
+  let vertex: MockVertex;
   let gw: TestGateway;
   let proxy: RecordingProxy;
   let configDir: string | undefined;
@@ -208,6 +216,7 @@ describe('the coding agents through Gatehouse', () => {
     if (!hasClaude && !hasCodex) return;
     mock = await startMockUpstream();
     bedrock = await startMockBedrock();
+    vertex = await startMockVertex();
     const models: object[] = (Object.keys(PRICES) as Priced[]).map((id) => ({
       id: `${vendorOf(id)}/${id}`,
       aliases: [id],
@@ -220,7 +229,22 @@ describe('the coding agents through Gatehouse', () => {
         { provider: 'bedrock', upstream_model: BEDROCK_CLAUDE.bedrockId, pricing: BEDROCK_CLAUDE.pricing },
       ],
     });
+    models.push({
+      id: `vertex/${VERTEX_CLAUDE.id}`,
+      aliases: [VERTEX_CLAUDE.id],
+      endpoints: [
+        { provider: 'vertex', upstream_model: VERTEX_CLAUDE.vertexId, pricing: VERTEX_CLAUDE.pricing },
+      ],
+    });
     const providers = [
+      {
+        slug: 'vertex',
+        kind: 'vertex',
+        project: vertex.project,
+        region: vertex.region,
+        endpoint: vertex.url,
+        credentials: vertex.serviceAccount,
+      },
       {
         slug: 'bedrock',
         kind: 'bedrock',
@@ -256,12 +280,14 @@ describe('the coding agents through Gatehouse', () => {
     await gw?.stop();
     await mock?.close();
     await bedrock?.close();
+    await vertex?.close();
     if (configDir) rmSync(configDir, { recursive: true, force: true });
   });
   beforeEach(async () => {
     if (!gw) return;
     mock.reset();
     bedrock.reset();
+    vertex.reset();
     proxy.requests.length = 0;
     before = new Set(await generationIds());
   });
@@ -636,6 +662,71 @@ describe('the coding agents through Gatehouse', () => {
       await expectPricedGenerations(BEDROCK_CLAUDE.pricing);
     },
   );
+
+  /** Vertex's Claude calls: the model in the path, the token the mock issued, never the gateway key. */
+  function expectVertexClaude(method: 'streamRawPredict' | 'rawPredict') {
+    const path = `/v1/projects/${vertex.project}/locations/${vertex.region}/publishers/anthropic/models/${VERTEX_CLAUDE.vertexId}:${method}`;
+    expect(vertex.requests.map((q) => q.path)).toEqual([path, path]);
+    for (const q of vertex.requests) {
+      expect(vertex.issued).toContain(/^Bearer (.+)$/.exec(String(q.headers.authorization))?.[1]);
+      expect(JSON.stringify(q.headers) + JSON.stringify(q.body)).not.toContain(gw.apiKey);
+      expect(q.headers['x-api-key']).toBeUndefined();
+      expect(q.body.anthropic_version).toBe('vertex-2023-10-16');
+      expect(q.body).not.toHaveProperty('model');
+    }
+    expect(JSON.stringify(vertex.requests[1]?.body.messages)).toContain('hello from the file');
+  }
+
+  claudeIt('Claude Code → a Vertex-served Claude model: its Messages body through rawPredict', async () => {
+    const r = await runClaudeCode({
+      baseUrl: claudeBase(),
+      apiKey: gw.apiKey,
+      model: VERTEX_CLAUDE.id,
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+      beforeStart: (cwd) => vertex.enqueue(...toolRoundTrip(/^\/v1\/messages$/, claudeRead(cwd))),
+    });
+    // Vertex answered (it refuses a beta or a field it does not take with a 400).
+    expectFinished(r, ANSWER);
+    expectVertexClaude('streamRawPredict');
+    const asSent = sent();
+    for (const [i, q] of vertex.requests.entries()) {
+      const header = String(asSent[i]?.headers['anthropic-beta']).split(',');
+      const kept = String(q.headers['anthropic-beta']).split(',');
+      // Claude Code's own betas Vertex has (tool search under Vertex's name); the others listed.
+      expect(kept).toEqual(expect.arrayContaining(['claude-code-20250219', 'effort-2025-11-24']));
+      if (header.includes('advanced-tool-use-2025-11-20'))
+        expect(kept).toContain('tool-search-tool-2025-10-19');
+      const dropped = String(asSent[i]?.answerHeaders?.['x-gatehouse-dropped-fields'] ?? '').split(',');
+      for (const beta of header)
+        if (!kept.includes(beta) && beta !== 'advanced-tool-use-2025-11-20')
+          expect(dropped).toContain(`anthropic-beta:${beta}`);
+      // The body as Claude Code sent it, but for the model (in the path), Vertex's version and
+      // context_management (Vertex has no context-management beta), which is listed.
+      const { model: _m, context_management, ...rest } = asSent[i]?.body ?? {};
+      const { anthropic_version: _v, ...body } = q.body;
+      expect(body).toEqual(rest);
+      if (context_management) expect(dropped).toContain('context_management');
+    }
+    await expectPricedGenerations(VERTEX_CLAUDE.pricing);
+  });
+
+  codexIt('Codex → a Vertex-served Claude model: translated, finishes its tool round trip', async () => {
+    vertex.enqueue(...toolRoundTrip(/^\/v1\/messages$/, codexExec));
+    const r = await runCodex({
+      baseUrl: codexBase(),
+      apiKey: gw.apiKey,
+      model: VERTEX_CLAUDE.id,
+      prompt: 'What does hello.txt say?',
+      files: FILES,
+    });
+    expectFinished(r, ANSWER);
+    expectVertexClaude('streamRawPredict');
+    const [first, second] = vertex.requests.map(wireView);
+    expect(first?.tools.map((t) => t.name)).toContain('exec_command');
+    expect(JSON.stringify(second?.turns.at(-1)?.toolResults[0]?.content)).toContain('hello from the file');
+    await expectPricedGenerations(VERTEX_CLAUDE.pricing);
+  });
 
   codexIt('Codex with an unlisted GPT model id: passed through to the OpenAI provider', async () => {
     const r = await runCodex({ baseUrl: codexBase(), apiKey: gw.apiKey, model: 'gpt-zeta-9', prompt: 'Hi' });

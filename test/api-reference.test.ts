@@ -95,6 +95,23 @@ describe('OpenAPI document', () => {
     expect(
       doc.paths['/batches/{id}/results'].get.responses['200'].content['application/jsonl'],
     ).toBeDefined();
+    // Anthropic's Message Batches: the batch object, the create body, errors in Anthropic's format.
+    const messageBatches = doc.paths['/messages/batches'];
+    expect(
+      resolve(messageBatches.post.requestBody.content['application/json'].schema).properties,
+    ).toHaveProperty('requests');
+    expect(
+      resolve(messageBatches.post.responses['200'].content['application/json'].schema).properties,
+    ).toHaveProperty('processing_status');
+    expect(messageBatches.post.responses['400'].content['application/json'].schema.title).toBe(
+      'AnthropicError',
+    );
+    expect(Object.keys(doc.paths['/messages/batches/{id}'])).toEqual(
+      expect.arrayContaining(['get', 'delete']),
+    );
+    expect(
+      doc.paths['/messages/batches/{id}/results'].get.responses['200'].content['application/binary'],
+    ).toBeDefined();
   });
 
   it('still takes unknown fields and answers every field: the documented schemas are not enforced', async () => {

@@ -46,6 +46,17 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
         ],
       })
     ).body;
+    const messageBatch = (
+      await client(gw.url, gw.apiKey)('POST', '/messages/batches', {
+        requests: [
+          {
+            custom_id: 'a',
+            params: { model: 'gatehouse/echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+          },
+        ],
+      })
+    ).body;
+    expect(messageBatch.id).toMatch(/^msgbatch_/);
 
     const api = client(gw.url, gw.apiKey);
     const form = new FormData();
@@ -88,6 +99,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       '/keys/{hash}': key.hash,
       '/batches/{id}': batch.id,
       '/files/{id}': file.id,
+      '/messages/batches/{id}': messageBatch.id,
       '/interns/{internId}': intern.id,
       '/vault/interns/{internId}': intern.id,
       '/responses/{id}': stored.id,
@@ -96,7 +108,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const fill = (path: string) =>
       path
         .replace(
-          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|files|interns|vault\/interns|responses|conversations)\/\{(\w+)\}/,
+          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|messages\/batches|files|interns|vault\/interns|responses|conversations)\/\{(\w+)\}/,
           (m) => (ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m),
         )
         .replace('{interval}', 'monthly')
@@ -129,7 +141,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     };
     // API-key resources: the intruder (in the interns programme, so its 404 is not the programme's)
     // tries them with its API key. `/vault/secrets/{name}` names the caller's own workspace vault.
-    const apiKeyRoutes = /^\/(batches|files|interns|vault|responses|conversations)\//;
+    const apiKeyRoutes = /^\/(batches|messages\/batches|files|interns|vault|responses|conversations)\//;
 
     const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
     const other = await makeOrganization(gw.url, `Intruder ${db}`, { internsProgramme: true });
@@ -195,6 +207,10 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     expect((await theirsApi('GET', '/batches')).body.total_count).toBe(0);
     expect((await api('GET', `/files/${file.id}`)).status).toBe(200);
     expect((await theirsApi('GET', '/files')).body.data).toEqual([]);
+    const ourMessageBatch = await api('GET', `/messages/batches/${messageBatch.id}`);
+    expect(ourMessageBatch.status).toBe(200);
+    expect(ourMessageBatch.body.cancel_initiated_at).toBeNull();
+    expect((await theirsApi('GET', '/messages/batches')).body.data).toEqual([]);
     const internNow = await api('GET', `/interns/${intern.id}`);
     expect(internNow.body).toMatchObject({ name: 'private-intern', status: 'stopped' });
     const secrets = (await api('GET', `/vault/interns/${intern.id}/secrets`)).body.data;

@@ -291,6 +291,40 @@ describe('Google Vertex AI provider', () => {
     expect(gen.total_cost).toBeCloseTo(0.002, 12);
   });
 
+  it('/messages on Claude: betas Vertex lacks and their body fields are left out and listed, not refused', async () => {
+    mock.enqueue({ reply: { text: 'lane answer', usage } });
+    const betas = [
+      'claude-code-20250219',
+      'context-management-2025-06-27',
+      'per-turn-control-2026-07-01',
+      'advanced-tool-use-2025-11-20',
+      'effort-2025-11-24',
+    ];
+    const { data, response } = await anthropic.beta.messages
+      .create({
+        model: 'test/claude',
+        max_tokens: 50,
+        messages: [{ role: 'user', content: 'hi' }],
+        context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+        betas,
+      })
+      .withResponse();
+    expect(data.content[0]).toMatchObject({ type: 'text', text: 'lane answer' });
+    const req = vertexRequest('anthropic', CLAUDE, 'rawPredict');
+    // Tool search under Vertex's name; the rest Vertex has no flag for stays behind.
+    expect(String(req.headers['anthropic-beta']).split(',')).toEqual([
+      'claude-code-20250219',
+      'tool-search-tool-2025-10-19',
+      'effort-2025-11-24',
+    ]);
+    expect(req.body).not.toHaveProperty('context_management');
+    expect(String(response.headers.get('x-gatehouse-dropped-fields')).split(',').sort()).toEqual([
+      'anthropic-beta:context-management-2025-06-27',
+      'anthropic-beta:per-turn-control-2026-07-01',
+      'context_management',
+    ]);
+  });
+
   it('/messages streaming on Claude relays the SSE from streamRawPredict and taps its usage', async () => {
     mock.enqueue({ reply: { text: 'streamed lane', usage } });
     const stream = anthropic.messages.stream({

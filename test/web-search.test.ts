@@ -29,6 +29,11 @@ const MODELS = [
     id: 'ws/gemini',
     endpoints: [{ provider: 'google-ai-studio', upstream_model: 'gemini-ws', pricing: PRICE }],
   },
+  {
+    id: 'ws/embed',
+    kind: 'embeddings',
+    endpoints: [{ provider: 'openai', upstream_model: 'embed-ws', pricing: PRICE }],
+  },
 ];
 
 /** What Claude Code's WebSearch tool sends: a request of its own whose only tool is web_search. */
@@ -643,5 +648,17 @@ describe("a workspace's disabled_server_tools", () => {
       messages: [{ role: 'user', content: 'hi' }],
     });
     expect(plain.status, plain.text).toBe(200);
+  });
+
+  it('does not refuse an embeddings call whose body names the web plugin: embeddings run no tool', async () => {
+    const res = await call('POST', '/embeddings', {
+      model: 'ws/embed',
+      input: 'hi',
+      plugins: [{ id: 'web' }],
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toHaveLength(1);
+    expect(mock.requests).toHaveLength(1);
+    expect(mock.requests[0]?.body).not.toHaveProperty('plugins');
   });
 });

@@ -113,7 +113,7 @@ describe('assertTranslatable', () => {
   });
 
   it('keeps one table with a rule per refusal', () => {
-    expect(CAPABILITY_RULES.length).toBe(10);
+    expect(CAPABILITY_RULES.length).toBe(11);
     // web_search: refused by a provider (Bedrock's Converse), not a kind.
     for (const rule of CAPABILITY_RULES.filter((r) => r.field !== 'web_search'))
       expect(rule.refusedBy.length).toBeGreaterThan(0);

@@ -107,6 +107,13 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
     check: (r) => findPartOfType(r, 'input_audio'),
     reason: 'audio input is not available',
   },
+  // OpenAI-format providers get the part as sent (OpenRouter serves it for the models that watch).
+  {
+    field: 'video_url',
+    refusedBy: ['anthropic'],
+    check: (r) => findPartOfType(r, 'video_url'),
+    reason: 'video input is not available',
+  },
   // Images and documents in tool results are carried everywhere: where a tool result takes text
   // only (OpenAI's Chat Completions, Gemini), the provider wire moves them to the user turn after it.
   // Every kind has a web search; a provider without one (Bedrock's Converse) refuses it by name

@@ -19,7 +19,9 @@
  *
  * Dropped and reported in `dropped`: `prediction` (predicted outputs only speed an answer up).
  *
- * Audio input: `input_audio` parts, for the providers that hear audio (OpenAI, Gemini).
+ * Audio input: `input_audio` parts, for the providers that hear audio (OpenAI, Gemini). Video
+ * input: OpenRouter's `video_url` parts (and their older name, `input_video`), for Gemini and the
+ * OpenAI-format providers that take them as sent.
  *
  * An `allowed_tools` tool choice → only the tools it lists, with its mode as the tool choice.
  *
@@ -120,6 +122,11 @@ function userPart(part: Obj, p: string): ContentPart {
     }
     case 'file': {
       return filePart(obj(part.file, `${p}.file`), `${p}.file`);
+    }
+    case 'video_url':
+    case 'input_video': {
+      const video = obj(part.video_url, `${p}.video_url`);
+      return { type: 'video_url', video_url: { url: nonEmptyStr(video.url, `${p}.video_url.url`) } };
     }
     default:
       return fail(`${p}.type`, `'${String(part.type)}' parts are not supported`);

@@ -33,7 +33,9 @@ export type ContentPart =
     }
   | { type: 'file'; file: FileInput; cache_control?: CacheControl }
   /** Audio for the model to hear (Chat Completions' part): base64 data in `format` (wav, mp3, …). */
-  | { type: 'input_audio'; input_audio: { data: string; format: string }; cache_control?: CacheControl };
+  | { type: 'input_audio'; input_audio: { data: string; format: string }; cache_control?: CacheControl }
+  /** A video for the model to watch (OpenRouter's part): a `data:` URL or an http(s) URL (YouTube's too). */
+  | { type: 'video_url'; video_url: { url: string }; cache_control?: CacheControl };
 
 /**
  * A document given to the model (OpenRouter's and OpenAI's `file` part; Anthropic's `document`

@@ -186,6 +186,22 @@ describe('lanePlugins (pass-through lanes)', () => {
     expect(lanePlugins(messages, 'messages')).toBe(messages);
   });
 
+  it("beside the caller's own search, the plugin's settings are listed as not applied", () => {
+    const plugins = [
+      { id: 'web', max_uses: 2, include_domains: ['a.com'], user_location: { type: 'approximate' } },
+    ];
+    const chat = { web_search_options: {}, plugins };
+    expect(lanePluginsDropped(chat, 'chat')).toEqual([
+      'plugins.web.max_uses',
+      'plugins.web.include_domains',
+      'plugins.web.user_location',
+    ]);
+    const messages = { tools: [{ type: 'web_search_20250305', name: 'web_search' }], plugins };
+    expect(lanePlugins(messages, 'messages')).toBe(messages);
+    expect(lanePluginsDropped(messages, 'messages')).toHaveLength(3);
+    expect(lanePluginsDropped({ web_search_options: {}, plugins: [{ id: 'web' }] }, 'chat')).toEqual([]);
+  });
+
   it('no web plugin, or a malformed list (refused before any lane): the body as it is', () => {
     const none = { plugins: [{ id: 'file-parser' }] };
     expect(lanePlugins(none, 'chat')).toBe(none);

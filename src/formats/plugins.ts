@@ -62,6 +62,14 @@ export function withPlugins(req: ChatRequest, body: Obj): ChatRequest {
 
 export type LaneWire = 'chat' | 'responses' | 'messages';
 
+/** The `web` plugin's settings Gatehouse maps, as the request field and the plugin's own name. */
+const PLUGIN_SETTINGS: [keyof WebSearchRequest, string][] = [
+  ['max_uses', 'max_uses'],
+  ['allowed_domains', 'include_domains'],
+  ['blocked_domains', 'exclude_domains'],
+  ['user_location', 'user_location'],
+];
+
 /** Whether a lane's body already asks for the provider's search in its own way (that one stands). */
 function searches(body: Obj, wire: LaneWire): boolean {
   const tools = Array.isArray(body.tools) ? body.tools.filter(isObj) : [];
@@ -90,10 +98,15 @@ export function lanePlugins(body: Obj, wire: LaneWire, dropped: string[] = []): 
   }
   dropped.push(...plugins.dropped);
   const ws = plugins.web;
-  if (!ws || searches(body, wire)) return body;
+  if (!ws) return body;
   const unsent = (field: keyof WebSearchRequest, name: string) => {
     if (ws[field] !== undefined) dropped.push(`plugins.web.${name}`);
   };
+  // The body's own search stands: none of the plugin's settings are applied.
+  if (searches(body, wire)) {
+    for (const [field, name] of PLUGIN_SETTINGS) unsent(field, name);
+    return body;
+  }
   const tools = Array.isArray(body.tools) ? body.tools : [];
   if (wire === 'messages') {
     if (ws.allowed_domains) unsent('blocked_domains', 'exclude_domains');

@@ -13,7 +13,7 @@
  * | ------------------------------------------------ | --------------------------------------------------- |
  * | `instructions`                                   | a leading `system` message                          |
  * | `input` string                                   | one user message                                    |
- * | message items user/system/developer              | same role; `input_text` → text, `input_image` (URL) → image_url, `input_file` (`file_data`, `file_url`, `file_id`) → file |
+ * | message items user/system/developer              | same role; `input_text` → text, `input_image` (URL) → image_url, `input_file` (`file_data`, `file_url`, `file_id`) → file, `input_video` (OpenRouter's; user messages) → video_url |
  * | assistant message items (`output_text`, `refusal`) | assistant `content` (text concatenated)           |
  * | `reasoning` items (summary text)                 | assistant `reasoning`                               |
  * | Gatehouse's `encrypted_content` on reasoning items | assistant `reasoning_details` (reasoning-state.ts) |
@@ -465,6 +465,11 @@ function inputPart(part: Obj, p: string, allowImages: boolean): ContentPart {
       // A file at a URL (`file_url`) is the canonical part's `file_data` URL.
       if (given(part.file_url)) return filePart({ ...part, file_data: part.file_url }, p, `${p}.file_url`);
       return filePart(part, p);
+    }
+    case 'input_video': {
+      // OpenRouter's video part: its URL (a data: URL or a link) is the canonical video_url's.
+      if (!allowImages) return fail(`${p}.type`, 'videos are only allowed in user messages');
+      return { type: 'video_url', video_url: { url: nonEmptyStr(part.video_url, `${p}.video_url`) } };
     }
     case 'input_audio':
       return fail(`${p}.type`, "'input_audio' content is not supported");

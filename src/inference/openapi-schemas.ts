@@ -110,7 +110,8 @@ const ChatMessage = Type.Object(
   {
     role: StringEnum(['system', 'developer', 'user', 'assistant', 'tool']),
     content: Type.Unsafe<unknown>({
-      description: 'Text, or a list of content parts (`text`, `image_url`, `input_audio`, `file`)',
+      description:
+        'Text, or a list of content parts (`text`, `image_url`, `input_audio`, `file`, `video_url`)',
       anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }, { type: 'null' }],
     }),
     name: Type.Optional(Type.String()),

@@ -23,6 +23,7 @@ const NOUNS: Record<Exclude<ContentPart['type'], 'text'>, [string, string]> = {
   image_url: ['image', 'images'],
   file: ['document', 'documents'],
   input_audio: ['audio clip', 'audio clips'],
+  video_url: ['video', 'videos'],
 };
 
 /** The stand-in text of a tool result that held media only: `(image attached below)`, … */

@@ -203,7 +203,8 @@ export class Engine {
         admitted.retryAfterMs ? { retry_after_ms: admitted.retryAfterMs } : undefined,
       );
     // Read from the caller's body: a lane forwards it as it is, so this is the last check before.
-    const tools = checks.serverToolsAllowed(serverToolsOf(call.body));
+    // An embeddings call runs no tool, whatever its body names.
+    const tools = checks.serverToolsAllowed(call.wire.kind === 'chat' ? serverToolsOf(call.body) : []);
     if (!tools.ok) throw new ApiError(tools.status, tools.message);
     // Guardrail and context length per model of the list (the caller's body as sent sizes it).
     const sentChars = promptChars(call, call);

@@ -85,6 +85,8 @@ interface Fx {
   batch: string;
   /** An uploaded batch file of workspace A1. */
   file: string;
+  /** A message batch (Anthropic's view of a /v1/messages batch) of workspace A1. */
+  messageBatch: string;
   intern: string;
   generation: string;
   /** A stored response of workspace A1. */
@@ -104,6 +106,8 @@ interface Fx {
     conversation: string;
     /** An item of `conversation` (the owner's DELETE of an item). */
     conversationItem: string;
+    /** A message batch that has ended (cancelled): its results, and the owner's DELETE. */
+    messageBatch: string;
   };
 }
 
@@ -564,6 +568,40 @@ const ROUTES: Record<string, Row> = {
     mgmtOnApi: 403,
   },
 
+  // Anthropic's Message Batches: the key's workspace's, errors in Anthropic's format.
+  'POST /api/v1/messages/batches': {
+    auth: 'api',
+    body: () => ({ requests: [{ custom_id: 'a', params: { ...chat, max_tokens: 16 } }] }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'GET /api/v1/messages/batches': { auth: 'api', ok: 200, mgmtOnApi: 403 },
+  'GET /api/v1/messages/batches/:id': {
+    auth: 'api',
+    path: (fx) => `/messages/batches/${fx.messageBatch}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'GET /api/v1/messages/batches/:id/results': {
+    auth: 'api',
+    path: (fx) => `/messages/batches/${fx.spare.messageBatch}/results`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/messages/batches/:id/cancel': {
+    auth: 'api',
+    path: (fx) => `/messages/batches/${fx.messageBatch}/cancel`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'DELETE /api/v1/messages/batches/:id': {
+    auth: 'api',
+    path: (fx) => `/messages/batches/${fx.messageBatch}`,
+    ownerPath: (fx) => `/messages/batches/${fx.spare.messageBatch}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+
   // Interns: the key's workspace's (404 with a named code when hidden).
   'POST /api/v1/interns': {
     auth: 'api',
@@ -999,6 +1037,13 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     };
     const file = await uploadFile('a1-private-file');
     const spareFile = await uploadFile('a1-spare-file');
+    const messageBatchBody = ROUTES['POST /api/v1/messages/batches']!.body!({} as Fx, 'api');
+    const messageBatch = created(await api('POST', '/messages/batches', messageBatchBody), 200).id as string;
+    // No worker runs here: a batch cancelled before any request started has ended at once.
+    const spareMessageBatch = created(await api('POST', '/messages/batches', messageBatchBody), 200).id;
+    expect(
+      created(await api('POST', `/messages/batches/${spareMessageBatch}/cancel`), 200).processing_status,
+    ).toBe('ended');
     const intern = created(await api('POST', '/interns', { name: 'private-intern' }));
     const spareIntern = created(await api('POST', '/interns', { name: 'spare-intern' }));
     const host = `a1-${randomBytes(4).toString('hex')}.example.com`; // unique: a marker of leaks
@@ -1042,6 +1087,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       workspace: workspace.id,
       batch: batch.id,
       file,
+      messageBatch,
       intern: intern.id,
       generation: generation.id,
       response,
@@ -1065,6 +1111,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
         response: await storedResponse(),
         conversation: created(await api('POST', '/conversations', {}), 200).id,
         conversationItem: spareConversationItem,
+        messageBatch: spareMessageBatch,
       },
     };
     const markers = [
@@ -1074,6 +1121,8 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       destination.id,
       workspace.id,
       batch.id,
+      messageBatch,
+      spareMessageBatch,
       intern.id,
       host,
       secret.value,
@@ -1094,6 +1143,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       [mgmt, `/workspaces/${workspace.id}/budgets`],
       [api, `/batches/${batch.id}`],
       [api, `/files/${file}`],
+      [api, `/messages/batches/${messageBatch}`],
       [api, `/interns/${intern.id}`],
       [api, `/vault/interns/${intern.id}/secrets`],
       [api, '/vault/secrets'],

@@ -423,6 +423,9 @@ interface Fx {
   byok: string;
   destination: string;
   batch: string;
+  /** Message batches that have ended (cancelled): one for the reads and cancel, one for DELETE. */
+  messageBatch: string;
+  deletableMessageBatch: string;
   intern: string;
   generation: string;
   /** A stored response (GET/DELETE /responses/{id}). */
@@ -505,6 +508,9 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
     completion_window: '24h',
     requests: [{ custom_id: 'a', body: chat }],
   }),
+  'POST /api/v1/messages/batches': () => ({
+    requests: [{ custom_id: 'a', params: { ...chat, max_tokens: 16 } }],
+  }),
   'POST /api/v1/interns': () => ({ name: `fuzz-${randomBytes(3).toString('hex')}`, description: 'd' }),
   'PATCH /api/v1/interns/:internId': () => ({ description: 'changed' }),
   'POST /api/v1/interns/:internId/chat/completions': () => ({
@@ -560,6 +566,8 @@ function paramValue(t: Target, name: string, fx: Fx): string {
   };
   if (byName[name]) return byName[name];
   if (t.id === 'GET /api/v1/models/:id') return 'gatehouse/echo';
+  if (t.id === 'DELETE /api/v1/messages/batches/:id') return fx.deletableMessageBatch;
+  if (t.url.startsWith('/api/v1/messages/batches/')) return fx.messageBatch;
   const prefix = t.url.replace('/api/v1/', '').split('/')[0];
   const byPrefix: Record<string, string> = {
     guardrails: fx.guardrail,
@@ -793,6 +801,14 @@ describe('hostile input: property-based requests on every route', () => {
         hosts: ['api.example.com'],
       }),
     );
+    // No worker runs here: a message batch cancelled before any request started has ended at once.
+    const endedMessageBatch = async () => {
+      const created = ok(
+        await api('POST', '/messages/batches', EXAMPLES['POST /api/v1/messages/batches']!({} as Fx)),
+      ) as any;
+      ok(await api('POST', `/messages/batches/${created.id}/cancel`));
+      return created.id as string;
+    };
     fx = {
       guardrail: (ok(await mgmt('POST', '/guardrails', { name: 'fuzz' })) as any).data.id,
       key: (ok(await mgmt('POST', '/keys', { name: 'fuzz' })) as any).data.hash,
@@ -809,6 +825,8 @@ describe('hostile input: property-based requests on every route', () => {
         ) as any
       ).data.id,
       batch: (ok(await api('POST', '/batches', EXAMPLES['POST /api/v1/batches']!({} as Fx))) as any).id,
+      messageBatch: await endedMessageBatch(),
+      deletableMessageBatch: await endedMessageBatch(),
       intern: intern.id,
       generation: (ok(await api('POST', '/chat/completions', chat)) as any).id,
       response: (ok(await api('POST', '/responses', { model: 'gatehouse/echo', input: 'keep' })) as any).id,

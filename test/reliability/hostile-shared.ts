@@ -35,7 +35,8 @@ export function answerProblem(a: Answer, service: 'gateway' | 'media'): string |
   if (a.status >= 500) return `server error: ${head}`;
   if (a.status >= 200 && a.status < 300) {
     if (a.status === 204 || a.contentType.startsWith('text/event-stream')) return null;
-    if (a.contentType.startsWith('application/jsonl'))
+    // JSON Lines; Anthropic's results download comes as application/binary.
+    if (a.contentType.startsWith('application/jsonl') || a.contentType.startsWith('application/binary'))
       return a.text.split('\n').every((l) => l === '' || json(l) !== undefined) ? null : `bad JSONL: ${head}`;
     if (!a.contentType.startsWith('application/json')) return `2xx as ${a.contentType}: ${head}`;
     return json(a.text) === undefined ? `2xx with unparseable JSON: ${head}` : null;

@@ -14,7 +14,9 @@
  * - Google Search beside function declarations: refused (Gemini 2: "Tool use with function calling
  *   is unsupported"; Gemini 3 unless `toolConfig.includeServerSideToolInvocations`);
  * - `contents` alternate nothing but `user` and `model` roles, every part is one known kind, and a
- *   model turn's function calls are answered by as many function responses in the next user turn.
+ *   model turn's function calls are answered by as many function responses in the next user turn;
+ * - `fileData` names its `fileUri`, and its `mimeType` unless the URI is a YouTube video (Gemini
+ *   fetches those itself); `inlineData` has both `mimeType` and `data`.
  */
 
 const SCHEMA_FIELDS = new Set([
@@ -91,6 +93,15 @@ export function geminiRequestProblems(body: any): string[] {
     for (const [j, p] of (c.parts ?? []).entries()) {
       const kinds = PART_KINDS.filter((k) => p[k] !== undefined);
       if (kinds.length !== 1) out.push(`contents[${i}].parts[${j}]: ${kinds.length} kinds of data`);
+      const at = `contents[${i}].parts[${j}]`;
+      if (p.fileData) {
+        const uri = String(p.fileData.fileUri ?? '');
+        if (!uri) out.push(`${at}.fileData.fileUri: missing`);
+        const youtube = /^https:\/\/(www\.|m\.)?(youtube\.com|youtu\.be)\//.test(uri);
+        if (!p.fileData.mimeType && !youtube) out.push(`${at}.fileData.mimeType: missing`);
+      }
+      if (p.inlineData && (!p.inlineData.mimeType || !p.inlineData.data))
+        out.push(`${at}.inlineData: mimeType and data required`);
     }
     const calls = (c.parts ?? []).filter((p: any) => p.functionCall).length;
     if (c.role === 'model' && calls > 0) {

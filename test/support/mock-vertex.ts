@@ -11,6 +11,11 @@
  *   Messages bodies with `anthropic_version: "vertex-2023-10-16"` and no `model`), and
  *   `…/anthropic/models/count-tokens:rawPredict` (the model in the body).
  *
+ * Claude calls are refused as real Vertex refuses them: a 400 `invalid_request_error` naming every
+ * `anthropic-beta` flag not among Vertex's own ("Unexpected value(s) `x` for the `anthropic-beta`
+ * header") and one for a body field Vertex does not take (`context_management`: Vertex has no
+ * context-management beta, so the field is an extra input there).
+ *
  * Every Vertex call must carry `Authorization: Bearer <a token this mock issued>` (else Vertex's
  * 401 UNAUTHENTICATED) and name the mock's project and region (else 404 NOT_FOUND). Generation
  * calls are answered by a mock upstream (`mock-upstream.ts`) behind this one — its Gemini and
@@ -77,6 +82,34 @@ const readBody = (req: IncomingMessage): Promise<string> =>
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
+
+/**
+ * The beta flags this mock's Vertex takes — kept here on their own, not read from Gatehouse: the
+ * ones Claude Code sends to Vertex in its own Vertex mode.
+ */
+const VERTEX_BETAS = new Set([
+  'claude-code-20250219',
+  'interleaved-thinking-2025-05-14',
+  'context-1m-2025-08-07',
+  'web-search-2025-03-05',
+  'tool-search-tool-2025-10-19',
+  'effort-2025-11-24',
+  'thinking-token-count-2026-05-13',
+]);
+/** Messages body fields Vertex answers "Extra inputs are not permitted". */
+const VERTEX_REFUSED_FIELDS = ['context_management'];
+
+/** Why Vertex refuses a Claude call's betas or body fields, or null. */
+function claudeRefusal(header: string | string[] | undefined, body: any): string | null {
+  const unknown = String(header ?? '')
+    .split(',')
+    .map((b) => b.trim())
+    .filter((b) => b && !VERTEX_BETAS.has(b));
+  if (unknown.length)
+    return `Unexpected value(s) ${unknown.map((b) => `\`${b}\``).join(', ')} for the \`anthropic-beta\` header. Please consult our documentation at docs.anthropic.com or try again without the header.`;
+  const field = VERTEX_REFUSED_FIELDS.find((f) => body && typeof body === 'object' && f in body);
+  return field ? `${field}: Extra inputs are not permitted` : null;
+}
 
 const VERTEX_PATH =
   /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/(google|anthropic)\/models\/([^/:]+):(\w+)$/;
@@ -197,6 +230,12 @@ export async function startMockVertex(
     }
     if (method !== 'rawPredict' && method !== 'streamRawPredict')
       return vertexError(res, 404, 'NOT_FOUND', `no method ${method}`);
+    const refusal = claudeRefusal(req.headers['anthropic-beta'], body);
+    if (refusal) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: refusal } }));
+      return;
+    }
     if (countTokens) {
       // One endpoint for every Claude model: the model is in the body.
       if (method !== 'rawPredict' || typeof body?.model !== 'string')

@@ -14,7 +14,7 @@
  * tool use needs the tool definitions); top_k → `additionalModelRequestFields.top_k`. For Claude,
  * `reasoning` → `additionalModelRequestFields.thinking` (Anthropic's budget rules), the caller's
  * `anthropic-beta` → `additionalModelRequestFields.anthropic_beta` (a list of the flags Bedrock
- * has, betas.ts), and thinking
+ * has, anthropic/betas.ts), and thinking
  * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
  * `reasoningContent`; other models get no thinking, no betas (listed as dropped) and no default
  * max tokens. `response_format: json_schema` → `outputConfig.textFormat` (structured output).
@@ -38,11 +38,11 @@ import {
   TranslationError,
   type Usage,
 } from '../../formats/chat.js';
+import { betaList, hostBetas } from '../anthropic/betas.js';
 import { toAnthropicRequest } from '../anthropic/wire.js';
 import { type Obj, obj } from '../errors.js';
 import { nowSeconds } from '../http.js';
 import { UpstreamError } from '../types.js';
-import { bedrockBetas, betaList } from './betas.js';
 
 type Block = Record<string, unknown>;
 
@@ -220,8 +220,8 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   const additional: Record<string, unknown> = {};
   if (a.thinking) additional.thinking = a.thinking;
   // Claude takes the caller's betas as a list beside the request (as InvokeModel's body has them),
-  // those Bedrock has a flag for on Converse (betas.ts).
-  const betas = opts.anthropic ? bedrockBetas(betaList(req.anthropic_beta), 'converse').kept : [];
+  // those Bedrock has a flag for on Converse (anthropic/betas.ts).
+  const betas = opts.anthropic ? hostBetas(betaList(req.anthropic_beta), 'bedrock-converse').kept : [];
   if (betas.length) additional.anthropic_beta = betas;
   if (a.top_k !== undefined) additional.top_k = a.top_k;
   if (Object.keys(additional).length) body.additionalModelRequestFields = additional;

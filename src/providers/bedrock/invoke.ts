@@ -2,12 +2,12 @@
  * Anthropic models through InvokeModel: the caller's Messages body as Bedrock takes it — the model
  * in the URL (not the body), no `stream` field (the operation says it), `anthropic_version:
  * "bedrock-2023-05-31"`, and the `anthropic-beta` header as the body's `anthropic_beta` list, with
- * only the flags Bedrock has (betas.ts). Everything else goes as the caller sent it.
+ * only the flags Bedrock has (anthropic/betas.ts). Everything else goes as the caller sent it.
  */
 import type { SseEvent } from '../../formats/sse.js';
+import { betaList, hostBetas } from '../anthropic/betas.js';
 import { obj } from '../errors.js';
 import { UpstreamError } from '../types.js';
-import { bedrockBetas, betaList } from './betas.js';
 import type { StreamMessage } from './eventstream.js';
 
 export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
@@ -27,7 +27,7 @@ export function invokeBody(
   const { model: _model, stream: _stream, ...rest } = body;
   const out: Record<string, unknown> = { anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...rest };
   const own = Array.isArray(rest.anthropic_beta) ? rest.anthropic_beta.map(String) : [];
-  const { kept } = bedrockBetas([...own, ...betaList(headers['anthropic-beta'])], 'invoke');
+  const { kept } = hostBetas([...own, ...betaList(headers['anthropic-beta'])], 'bedrock-invoke');
   if (kept.length) out.anthropic_beta = kept;
   else delete out.anthropic_beta;
   return out;
@@ -36,7 +36,7 @@ export function invokeBody(
 /** The caller's beta flags an InvokeModel call leaves out (Bedrock has no such flag). */
 export function droppedInvokeBetas(body: Record<string, unknown>, headers: Record<string, string>): string[] {
   const own = Array.isArray(body.anthropic_beta) ? body.anthropic_beta.map(String) : [];
-  return bedrockBetas([...own, ...betaList(headers['anthropic-beta'])], 'invoke').dropped;
+  return hostBetas([...own, ...betaList(headers['anthropic-beta'])], 'bedrock-invoke').dropped;
 }
 
 /** A `chunk` event's Anthropic stream event (base64 JSON in `bytes`) as the SSE event Anthropic sends. */

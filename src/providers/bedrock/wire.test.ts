@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TranslationError } from '../../formats/chat.js';
+import { hostBetas } from '../anthropic/betas.js';
 import { UpstreamError } from '../types.js';
-import { bedrockBetas } from './betas.js';
 import { ConverseStreamMapper, fromConverseResponse, toConverseRequest } from './converse.js';
 import { errorType, streamException, withErrorType } from './errors.js';
 import { encodeEventStreamMessage, eventStreamMessages } from './eventstream.js';
@@ -304,7 +304,7 @@ describe('InvokeModel for Anthropic models', () => {
     const none = invokeBody({ ...body, anthropic_beta: ['made-up-2030-01-01'] }, {});
     expect(none).not.toHaveProperty('anthropic_beta');
     // Converse has no tool search: its flag is left out there.
-    expect(bedrockBetas(['advanced-tool-use-2025-11-20', 'effort-2025-11-24'], 'converse')).toEqual({
+    expect(hostBetas(['advanced-tool-use-2025-11-20', 'effort-2025-11-24'], 'bedrock-converse')).toEqual({
       kept: ['effort-2025-11-24'],
       dropped: ['advanced-tool-use-2025-11-20'],
     });

@@ -133,6 +133,37 @@ function filePart(file: FileInput): Part {
   throw new TranslationError("file ids belong to the provider that issued them: send the file's data");
 }
 
+/** A video's media type by its URL's extension, as Gemini names them. */
+const VIDEO_MIME_BY_EXT: Record<string, string> = {
+  mp4: 'video/mp4',
+  mpeg: 'video/mpeg',
+  mpg: 'video/mpg',
+  mov: 'video/mov',
+  avi: 'video/avi',
+  flv: 'video/x-flv',
+  webm: 'video/webm',
+  wmv: 'video/wmv',
+  '3gp': 'video/3gpp',
+  '3gpp': 'video/3gpp',
+};
+
+const YOUTUBE_HOST = /^(www\.|m\.)?(youtube\.com|youtu\.be)$/i;
+
+/**
+ * A video part as Gemini's inline data (a `data:` URL) or file data at its URL. A YouTube link goes
+ * as it is (Gemini fetches it; no media type); any other file needs its media type, guessed from the
+ * extension (MP4 otherwise).
+ */
+function videoPart(url: string): Part {
+  const data = parseDataUrl(url);
+  if (data) return { inlineData: { mimeType: data.mediaType, data: data.data } };
+  if (!isHttpUrl(url)) throw new TranslationError('video_url must be a data: URL or an http(s) URL');
+  const { hostname, pathname } = new URL(url);
+  if (YOUTUBE_HOST.test(hostname)) return { fileData: { fileUri: url } };
+  const ext = /\.([a-z0-9]+)$/i.exec(pathname)?.[1]?.toLowerCase() ?? '';
+  return { fileData: { mimeType: VIDEO_MIME_BY_EXT[ext] ?? 'video/mp4', fileUri: url } };
+}
+
 /** An audio part's format (`wav`, `mp3`, …) as the media type Gemini reads. */
 const audioMime = (format: string): string =>
   format.includes('/') ? format : `audio/${format.toLowerCase()}`;
@@ -146,6 +177,7 @@ function contentParts(content: ChatMessage['content']): Part[] {
     if (p.type === 'file') return [filePart(p.file)];
     if (p.type === 'input_audio')
       return [{ inlineData: { mimeType: audioMime(p.input_audio.format), data: p.input_audio.data } }];
+    if (p.type === 'video_url') return [videoPart(p.video_url.url)];
     throw new TranslationError(`unsupported content part type: ${(p as { type: string }).type}`);
   });
 }

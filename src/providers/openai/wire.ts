@@ -87,7 +87,8 @@ function wireContent(content: ChatMessage['content']): ChatMessage['content'] {
   return content.map((p): ContentPart => {
     if (p.type === 'text') return { type: 'text', text: p.text };
     if (p.type === 'image_url') return { type: 'image_url', image_url: p.image_url };
-    if (p.type === 'input_audio') return p;
+    // Video goes as sent: OpenRouter takes it, for the models that watch.
+    if (p.type === 'input_audio' || p.type === 'video_url') return p;
     return wireFile(p.file);
   });
 }

@@ -27,7 +27,7 @@ import {
   type VertexPublisher,
 } from '../types.js';
 import { VertexTokenSource } from './auth.js';
-import { VertexClaude } from './claude.js';
+import { droppedVertexFields, VertexClaude } from './claude.js';
 import { VertexGemini } from './gemini.js';
 
 // No key is ever configured (keyOptional): the credential is the entry's own OAuth token.
@@ -36,6 +36,8 @@ const CLAUDE: ProviderTraits = {
   natives: new Set(['anthropic-messages', 'anthropic-count-tokens']),
   target: 'anthropic',
   keyOptional: true,
+  // Vertex refuses beta flags it does not have: those are left out, and listed (claude.ts).
+  laneDropped: droppedVertexFields,
 };
 
 /** The publisher of a model id by default: Anthropic's Claude models, else Google's. */
