@@ -15,6 +15,7 @@ import { activityRoutes } from './activity/routes.js';
 import { installAudit } from './audit/hook.js';
 import { auditRoutes } from './audit/routes.js';
 import { messageBatchesRoutes } from './batches/anthropic-routes.js';
+import { batchFilesRoutes } from './batches/openai-files-routes.js';
 import { batchesRoutes } from './batches/routes.js';
 import { byokRoutes } from './byok/routes.js';
 import { catalogRoutes } from './catalog/routes.js';
@@ -77,6 +78,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   storedResponsesRoutes,
   conversationRoutes,
   batchesRoutes,
+  batchFilesRoutes,
   messageBatchesRoutes,
   internsRoutes,
   internChatRoutes,

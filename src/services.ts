@@ -9,6 +9,7 @@ import { WorkspacesService } from './accounts/workspaces.service.js';
 import { ActivityService } from './activity/service.js';
 import { AuditLog } from './audit/service.js';
 import { MessageBatchesService } from './batches/anthropic-service.js';
+import { BatchFilesService } from './batches/openai-files.js';
 import { BatchesService } from './batches/service.js';
 import { BatchWorker } from './batches/worker.js';
 import { ByokService } from './byok/service.js';
@@ -263,7 +264,9 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     logger: log,
     shared: windows,
   });
+  const batchFiles = new BatchFilesService({ db, config: config.batches });
   const batches = new BatchesService({
+    files: batchFiles,
     db,
     sqlite: handle.sqlite ?? null,
     engine,
@@ -384,6 +387,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     audit,
     oidc,
     batches,
+    batchFiles,
     messageBatches,
     createWorker,
     shutdown,

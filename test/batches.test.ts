@@ -648,7 +648,7 @@ describe.each(databases)('batches (%s)', (db) => {
         batchOf([item('a')], { completion_window: '48h' }),
         /completion_window must be one of 24h/,
       ],
-      ['an unknown top-level field', batchOf([item('a')], { metadata: {} }), /Unknown field "metadata"/],
+      ['an unknown top-level field', batchOf([item('a')], { priority: 1 }), /Unknown field "priority"/],
       [
         'a streaming request',
         batchOf([item('a'), item('b', chatBody('x', 'gatehouse/echo', { stream: true }))]),

@@ -59,6 +59,22 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     expect(messageBatch.id).toMatch(/^msgbatch_/);
 
     const api = client(gw.url, gw.apiKey);
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    const fileLine = {
+      custom_id: 'f',
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'gatehouse/echo', messages: [{ role: 'user', content: 'private file' }] },
+    };
+    form.append('file', new Blob([`${JSON.stringify(fileLine)}\n`]), 'private.jsonl');
+    const uploaded = await fetch(`${gw.url}/api/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.apiKey}` },
+      body: form,
+    });
+    expect(uploaded.status).toBe(200);
+    const file = (await uploaded.json()) as { id: string };
     const stored = (await api('POST', '/responses', { model: 'gatehouse/echo', input: 'private turn' })).body;
     expect(stored.id).toMatch(/^resp_/);
     const conversation = (
@@ -82,6 +98,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       '/workspaces/{workspace_ref}': workspace.slug,
       '/keys/{hash}': key.hash,
       '/batches/{id}': batch.id,
+      '/files/{id}': file.id,
       '/messages/batches/{id}': messageBatch.id,
       '/interns/{internId}': intern.id,
       '/vault/interns/{internId}': intern.id,
@@ -91,7 +108,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const fill = (path: string) =>
       path
         .replace(
-          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|messages\/batches|interns|vault\/interns|responses|conversations)\/\{(\w+)\}/,
+          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|messages\/batches|files|interns|vault\/interns|responses|conversations)\/\{(\w+)\}/,
           (m) => (ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m),
         )
         .replace('{interval}', 'monthly')
@@ -124,7 +141,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     };
     // API-key resources: the intruder (in the interns programme, so its 404 is not the programme's)
     // tries them with its API key. `/vault/secrets/{name}` names the caller's own workspace vault.
-    const apiKeyRoutes = /^\/(batches|messages\/batches|interns|vault|responses|conversations)\//;
+    const apiKeyRoutes = /^\/(batches|messages\/batches|files|interns|vault|responses|conversations)\//;
 
     const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
     const other = await makeOrganization(gw.url, `Intruder ${db}`, { internsProgramme: true });
@@ -150,6 +167,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
         expect(res.text).not.toContain('sk-private-provider-secret');
         expect(res.text).not.toContain('sk-private-intern-secret');
         expect(res.text).not.toContain('private conversation');
+        expect(res.text).not.toContain('private file');
         tried.push(route);
       }
     }
@@ -187,6 +205,8 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const ours = await client(gw.url, gw.apiKey)('GET', `/batches/${batch.id}`);
     expect(ours.body.status).not.toMatch(/cancel/);
     expect((await theirsApi('GET', '/batches')).body.total_count).toBe(0);
+    expect((await api('GET', `/files/${file.id}`)).status).toBe(200);
+    expect((await theirsApi('GET', '/files')).body.data).toEqual([]);
     const ourMessageBatch = await api('GET', `/messages/batches/${messageBatch.id}`);
     expect(ourMessageBatch.status).toBe(200);
     expect(ourMessageBatch.body.cancel_initiated_at).toBeNull();

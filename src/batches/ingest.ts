@@ -17,6 +17,13 @@ import {
   COMPLETION_WINDOWS,
   isBatchEndpoint,
 } from './model.js';
+import {
+  checkOutputExpiry,
+  type FileLines,
+  namingLine,
+  parseInputFileId,
+  parseMetadata,
+} from './openai-batch.js';
 
 /**
  * Reads a batch body as it arrives and writes its requests to the store in chunks, so memory stays
@@ -37,7 +44,17 @@ const CHUNK_ITEMS = 1000;
 const CHUNK_CHARS = 1024 * 1024;
 const MAX_CUSTOM_ID = 512;
 const ITEM_FIELDS = new Set(['custom_id', 'body', 'method', 'url']);
-const TOP_FIELDS = new Set(['endpoint', 'requests', 'completion_window', 'model', 'provider']);
+const TOP_FIELDS = new Set([
+  'endpoint',
+  'requests',
+  'completion_window',
+  'model',
+  'provider',
+  // OpenAI's Batch API: the requests in an uploaded file (openai-batch.ts).
+  'input_file_id',
+  'metadata',
+  'output_expires_after',
+]);
 
 /** Completion tokens assumed for a request that sets no max_tokens (the cost estimate). */
 export const DEFAULT_ESTIMATE_COMPLETION_TOKENS = 1024;
@@ -52,6 +69,9 @@ export interface IngestResult {
   bytes: number;
   /** Token estimates summed over the requests, priced once the serving endpoint is known. */
   estimate: { promptTokens: number; completionTokens: number; completionTokensUnset: number };
+  /** The uploaded file the requests came from (OpenAI's `input_file_id`), and OpenAI's `metadata`. */
+  inputFileId: string | null;
+  metadata: Record<string, string> | null;
 }
 
 let lastIdMs = 0;
@@ -92,6 +112,8 @@ export class Ingestion {
   private completionWindow: string | null = null;
   private batchModel: string | null = null;
   private provider: BatchProviderPrefs | null = null;
+  private inputFileId: string | null = null;
+  private metadata: Record<string, string> | null = null;
   private count = 0;
   /** Requests [0, deferredUpTo) arrived before `endpoint` and are validated after the body. */
   private deferredUpTo = 0;
@@ -118,6 +140,8 @@ export class Ingestion {
     sqlite?: SQLite.Database | null,
     /** Whether a provider of the model serves the wire natively (its bodies go as sent). */
     private readonly native: (model: ModelEntry, wire: NativeWire) => boolean = () => false,
+    /** The caller's uploaded batch file of this id (`input_file_id`), or null. */
+    private readonly fileLines: (id: string) => Promise<FileLines | null> = async () => null,
   ) {
     this.parser = new BatchBodyParser({ maxItemBytes: config.maxItemBytes });
     this.sqliteWriter = sqlite ? new store.SqliteItemWriter(db, sqlite) : null;
@@ -140,6 +164,7 @@ export class Ingestion {
         return [];
       });
       await this.flush();
+      if (this.inputFileId !== null && this.endpoint !== null) bytes = await this.readFile(this.inputFileId);
     } finally {
       this.sqliteWriter?.close();
     }
@@ -159,7 +184,40 @@ export class Ingestion {
       count: this.count,
       bytes,
       estimate: this.estimate,
+      inputFileId: this.inputFileId,
+      metadata: this.metadata,
     };
+  }
+
+  /**
+   * The requests of an uploaded file (`input_file_id`), read as if they had been sent inline;
+   * refusals name the file's line. Returns the file's size.
+   */
+  private async readFile(id: string): Promise<number> {
+    if (this.count > 0) throw badRequest('Send the requests inline or as input_file_id, not both');
+    const file = await this.fileLines(id);
+    if (!file) throw badRequest(`input_file_id: no batch file ${id} in this workspace`);
+    const lineOf: number[] = [];
+    try {
+      for await (const { line, text } of file.lines) {
+        const index = lineOf.length;
+        lineOf.push(line);
+        let value: unknown;
+        try {
+          value = JSON.parse(text);
+        } catch (err) {
+          throw requestError(index, null, `not valid JSON (${(err as Error).message})`);
+        }
+        if (typeof value !== 'object' || value === null || Array.isArray(value))
+          throw requestError(index, null, 'must be a JSON object');
+        const flushing = this.onEvent({ kind: 'request', index, value, raw: text });
+        if (flushing) await flushing;
+      }
+      await this.flush();
+    } catch (err) {
+      throw namingLine(err, id, lineOf);
+    }
+    return file.bytes;
   }
 
   private parse(step: () => BatchBodyEvent[]): BatchBodyEvent[] {
@@ -222,6 +280,15 @@ export class Ingestion {
       }
       case 'provider':
         this.provider = parseBatchProvider(value);
+        return;
+      case 'input_file_id':
+        this.inputFileId = parseInputFileId(value);
+        return;
+      case 'metadata':
+        this.metadata = parseMetadata(value);
+        return;
+      case 'output_expires_after':
+        checkOutputExpiry(value);
         return;
     }
   }

@@ -85,9 +85,27 @@ export interface BatchUsage {
   }[];
   service_tier: string;
   speed: string;
+  /** OpenAI's names for the token counts. */
+  input_tokens: number;
+  output_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens_details: { reasoning_tokens: number };
 }
 
-export interface Batch {
+/** OpenAI's Batch fields Gatehouse's own Batch object lacks (every batch carries them). */
+export interface OpenAiBatchFields {
+  input_file_id: string | null;
+  output_file_id: string | null;
+  error_file_id: string | null;
+  errors: { object: 'list'; data: { code: string; message: string; param: null; line: null }[] } | null;
+  metadata: Record<string, string> | null;
+  completed_at: number | null;
+  failed_at: number | null;
+  expired_at: number | null;
+  cancelled_at: number | null;
+}
+
+export interface Batch extends OpenAiBatchFields {
   id: string;
   object: 'batch';
   endpoint: string;

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { ApiError, forbidden } from '../lib/errors.js';
 import type { Router } from '../server/router.js';
-import { errors, IdParams, PageQuery, toPage } from '../server/schemas.js';
+import { errors, IdParams, Nullable, PageQuery, toPage } from '../server/schemas.js';
 import type { Services } from '../services.js';
 import { Batch, BatchResultItem, BatchSubmit, BatchUsage, ResultsQuery } from './schemas.js';
 import { DEFAULT_RESULTS_PAGE } from './service.js';
@@ -92,16 +92,30 @@ export async function batchesRoutes(app: Router, { batches }: Pick<Services, 'ba
       schema: {
         tags,
         summary: "This key's batches, newest first (without results)",
-        querystring: PageQuery,
+        querystring: Type.Object({
+          ...PageQuery.properties,
+          after: Type.Optional(
+            Type.String({
+              description: "A batch id: the page starts after it (OpenAI's cursor; offset is then ignored)",
+            }),
+          ),
+        }),
         response: {
-          200: Type.Object({ data: Type.Array(BatchRef), total_count: Type.Integer() }),
+          200: Type.Object({
+            object: Type.Literal('list'),
+            data: Type.Array(BatchRef),
+            total_count: Type.Integer(),
+            has_more: Type.Boolean(),
+            first_id: Nullable(Type.String()),
+            last_id: Nullable(Type.String()),
+          }),
           ...errors(400, 401, 403, 500),
         },
       },
     },
     async (req) => {
       const page = toPage(req.query);
-      return batches.list(apiCaller(req), page.offset, page.limit);
+      return batches.list(apiCaller(req), page.offset, page.limit, req.query.after);
     },
   );
 

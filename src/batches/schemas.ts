@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Nullable } from '../server/schemas.js';
+import { OpenAiBatchFields } from './openai-schemas.js';
 import { MAX_RESULTS_PAGE } from './service.js';
 
 /** Wire schemas of the batch routes (OpenAPI components; responses are serialized through them). */
@@ -45,6 +46,10 @@ export const BatchUsage = Type.Object(
     ),
     service_tier: Str,
     speed: Str,
+    input_tokens: Int,
+    output_tokens: Int,
+    input_tokens_details: counts('cached_tokens'),
+    output_tokens_details: counts('reasoning_tokens'),
   },
   { $id: 'BatchUsage' },
 );
@@ -104,6 +109,7 @@ export const Batch = Type.Object(
     request_counts: counts('completed', 'failed', 'total'),
     error: Nullable(Type.Object({ message: Str })),
     usage: Type.Ref(BatchUsage),
+    ...OpenAiBatchFields.properties,
     results: Type.Optional(Type.Array(Type.Ref(BatchResultItem))),
     results_page: Type.Optional(
       Type.Object(
@@ -141,17 +147,29 @@ export const BatchSubmit = Type.Object(
     endpoint: Type.Union(
       ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/embeddings'].map((e) => Type.Literal(e)),
     ),
-    requests: Type.Array(
+    requests: Type.Optional(
+      Type.Array(
+        Type.Object({
+          custom_id: Type.String({ minLength: 1, maxLength: 512 }),
+          body: Type.Object(
+            {},
+            { additionalProperties: true, description: "A request body in the endpoint's format" },
+          ),
+          method: Type.Optional(Type.Literal('POST')),
+          url: Type.Optional(Str),
+        }),
+        { minItems: 1 },
+      ),
+    ),
+    input_file_id: Type.Optional(
+      Type.String({ description: 'An uploaded file of purpose batch (POST /files), instead of requests' }),
+    ),
+    metadata: Type.Optional(Type.Record(Str, Str, { description: 'Up to 16 string pairs' })),
+    output_expires_after: Type.Optional(
       Type.Object({
-        custom_id: Type.String({ minLength: 1, maxLength: 512 }),
-        body: Type.Object(
-          {},
-          { additionalProperties: true, description: "A request body in the endpoint's format" },
-        ),
-        method: Type.Optional(Type.Literal('POST')),
-        url: Type.Optional(Str),
+        anchor: Type.Literal('created_at'),
+        seconds: Type.Integer({ minimum: 3600, maximum: 2592000 }),
       }),
-      { minItems: 1 },
     ),
     completion_window: Type.Literal('24h'),
     model: Type.Optional(Str),

@@ -3,7 +3,7 @@ import type { Caller } from '../accounts/caller.js';
 import type { BatchConfig } from '../config.js';
 import type { SpendTracker } from '../credits/spend.js';
 import type { Db } from '../db/connection.js';
-import { ApiError, conflict, forbidden, notFound } from '../lib/errors.js';
+import { ApiError, badRequest, conflict, forbidden, notFound } from '../lib/errors.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Engine } from '../routing/engine.js';
 import type { ProviderPreferences } from '../routing/preferences.js';
@@ -16,6 +16,8 @@ import {
   payloadTooLarge,
 } from './ingest.js';
 import { BATCH_ENDPOINTS, type Batch, type BatchStatus, closingErrors, FINAL_STATUSES } from './model.js';
+import { batchesAfter } from './openai-batch.js';
+import type { BatchFilesService } from './openai-files.js';
 import * as store from './store.js';
 import { toBatch, toResult } from './view.js';
 
@@ -29,6 +31,8 @@ export interface BatchesDeps {
   config: BatchConfig;
   /** Batch creations per key (429 beyond). */
   limiter: RateLimiter;
+  /** Uploaded batch files (OpenAI's `input_file_id`). */
+  files?: Pick<BatchFilesService, 'linesOf'>;
 }
 
 /** Results per poll page at most, and by default. */
@@ -107,8 +111,14 @@ export class BatchesService {
       updated_at_ms: Date.now(),
     });
     try {
-      const ingested = await new Ingestion(db, this.deps.catalog, config, id, this.deps.sqlite, (m, w) =>
-        this.deps.engine.servesNatively(m, w),
+      const ingested = await new Ingestion(
+        db,
+        this.deps.catalog,
+        config,
+        id,
+        this.deps.sqlite,
+        (m, w) => this.deps.engine.servesNatively(m, w),
+        async (fileId) => (await this.deps.files?.linesOf(caller, fileId)) ?? null,
       ).read(body);
       const estimate = await this.admit(caller, ingested);
       await store.acceptBatch(db, id, {
@@ -119,6 +129,8 @@ export class BatchesService {
         input_bytes: ingested.bytes,
         estimated_cost_usd: estimate,
         updated_at_ms: Date.now(),
+        input_file_id: ingested.inputFileId,
+        metadata_json: ingested.metadata ? JSON.stringify(ingested.metadata) : null,
       });
     } catch (err) {
       await store.deleteBatch(db, id).catch(() => {});
@@ -179,11 +191,33 @@ export class BatchesService {
     return batch;
   }
 
-  /** The caller's (this key's) batches, newest first, without results. */
-  async list(caller: Caller, offset: number, limit: number): Promise<{ data: Batch[]; total_count: number }> {
+  /**
+   * The caller's (this key's) batches, newest first, without results: a page by `offset`, or after
+   * the `after` batch (OpenAI's cursor), with OpenAI's list fields beside `total_count`.
+   */
+  async list(caller: Caller, offset: number, limit: number, after?: string) {
     const { db } = this.deps;
-    const { rows, total } = await store.listBatches(db, caller.organizationId, caller.keyHash, offset, limit);
-    return { data: rows.map(toBatch), total_count: total };
+    let { rows, total } = await store.listBatches(
+      db,
+      caller.organizationId,
+      caller.keyHash,
+      offset,
+      limit + 1,
+    );
+    if (after !== undefined) {
+      const next = await batchesAfter(db, caller, after, limit + 1);
+      if (!next) throw badRequest(`after: no batch ${after} of this key`);
+      rows = next;
+    }
+    const data = rows.slice(0, limit).map(toBatch);
+    return {
+      object: 'list' as const,
+      data,
+      total_count: total,
+      has_more: rows.length > limit,
+      first_id: data[0]?.id ?? null,
+      last_id: data[data.length - 1]?.id ?? null,
+    };
   }
 
   /**

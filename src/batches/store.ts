@@ -44,6 +44,8 @@ export async function acceptBatch(
     | 'input_bytes'
     | 'estimated_cost_usd'
     | 'updated_at_ms'
+    | 'input_file_id'
+    | 'metadata_json'
   >,
 ): Promise<void> {
   await db

@@ -1,4 +1,5 @@
 import type { Batch, BatchStatus, BatchUsage, ResultItem } from './model.js';
+import { openAiBatchFields } from './openai-batch.js';
 import type { BatchRow, ResultRow } from './store.js';
 
 /** Rows → the wire shapes of the seed (Batch, Batch result item, Batch usage object). */
@@ -40,6 +41,10 @@ export function batchUsage(z: BatchRow): BatchUsage {
     iterations: [],
     service_tier: 'batch',
     speed: 'standard',
+    input_tokens: prompt,
+    output_tokens: completion,
+    input_tokens_details: { cached_tokens: Number(z.cached_tokens) },
+    output_tokens_details: { reasoning_tokens: Number(z.reasoning_tokens) },
   };
 }
 
@@ -60,6 +65,7 @@ export function toBatch(row: BatchRow): Batch {
     request_counts: { completed: row.completed_count, failed: row.failed_count, total: row.request_count },
     error: row.error_message ? { message: row.error_message } : null,
     usage: batchUsage(row),
+    ...openAiBatchFields(row),
   };
 }
 

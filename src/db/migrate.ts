@@ -22,6 +22,7 @@ import * as m0019 from './migrations/0019_audit_events.js';
 import * as m0020 from './migrations/0020_observability_destinations.js';
 import * as m0021 from './migrations/0021_console_sign_ins.js';
 import * as m0022 from './migrations/0022_conversations.js';
+import * as m0023 from './migrations/0023_batch_files.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '0020_observability_destinations': m0020,
   '0021_console_sign_ins': m0021,
   '0022_conversations': m0022,
+  '0023_batch_files': m0023,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

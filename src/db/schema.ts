@@ -362,6 +362,31 @@ export interface BatchesTable {
   native_state: Generated<string | null>;
   native_until_ms: Generated<number | null>;
   native_error: Generated<string | null>;
+  /** OpenAI's Batch API (migration 0023): the uploaded file it was created from, its `metadata`. */
+  input_file_id: string | null;
+  metadata_json: JsonText | null;
+}
+
+/** An uploaded batch input file (migration 0023; see batches/openai-files*.ts). Times in Unix seconds. */
+export interface BatchFilesTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  filename: string;
+  purpose: string;
+  bytes: Generated<number>;
+  line_count: Generated<number>;
+  /** 0 while the upload is being read (hidden), 1 once stored whole. */
+  complete: Generated<Bool>;
+  created_at: number;
+  expires_at: number | null;
+}
+
+/** A file's content in order: whole lines of UTF-8 text. */
+export interface BatchFileChunksTable {
+  file_id: string;
+  seq: number;
+  data: string;
 }
 
 /** `native`: handed to the provider's batch API (no worker claims it until its result is back). */
@@ -439,6 +464,8 @@ export interface Database {
   settings: SettingsTable;
   batches: BatchesTable;
   batch_requests: BatchRequestsTable;
+  batch_files: BatchFilesTable;
+  batch_file_chunks: BatchFileChunksTable;
   interns: InternsTable;
   intern_create_ops: InternCreateOpsTable;
   vaults: VaultsTable;

@@ -83,6 +83,8 @@ interface Fx {
   destination: string;
   workspace: string; // W: no keys, a monthly budget
   batch: string;
+  /** An uploaded batch file of workspace A1. */
+  file: string;
   /** A message batch (Anthropic's view of a /v1/messages batch) of workspace A1. */
   messageBatch: string;
   intern: string;
@@ -99,6 +101,7 @@ interface Fx {
     destination: string;
     workspace: string;
     intern: string;
+    file: string;
     response: string;
     conversation: string;
     /** An item of `conversation` (the owner's DELETE of an item). */
@@ -546,6 +549,25 @@ const ROUTES: Record<string, Row> = {
     mgmtOnApi: 403,
   },
 
+  // Batch files (OpenAI's Files API): the key's workspace's, errors in OpenAI's error object.
+  // The matrix sends JSON, not a multipart form: the 415 shows a valid key got past authentication.
+  'POST /api/v1/files': { auth: 'api', body: () => ({}), ok: 415, mgmtOnApi: 403 },
+  'GET /api/v1/files': { auth: 'api', ok: 200, mgmtOnApi: 403 },
+  'GET /api/v1/files/:id': { auth: 'api', path: (fx) => `/files/${fx.file}`, ok: 200, mgmtOnApi: 403 },
+  'GET /api/v1/files/:id/content': {
+    auth: 'api',
+    path: (fx) => `/files/${fx.file}/content`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'DELETE /api/v1/files/:id': {
+    auth: 'api',
+    path: (fx) => `/files/${fx.file}`,
+    ownerPath: (fx) => `/files/${fx.spare.file}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+
   // Anthropic's Message Batches: the key's workspace's, errors in Anthropic's format.
   'POST /api/v1/messages/batches': {
     auth: 'api',
@@ -779,7 +801,13 @@ async function inChunks<T>(tasks: (() => Promise<T>)[], n = 24): Promise<T[]> {
 }
 
 /** What is wrong with `got` against `want`, or null: status, then the error envelope of that service. */
-function mismatch(got: Answered, want: Answer, media: boolean, anthropic: boolean): string | null {
+function mismatch(
+  got: Answered,
+  want: Answer,
+  media: boolean,
+  anthropic: boolean,
+  openai = false,
+): string | null {
   const status = typeof want === 'number' ? want : want.status;
   const code = typeof want === 'number' ? want : want.code;
   if (got.status !== status) return `${got.status} (want ${status}) ${got.text.slice(0, 160)}`;
@@ -790,6 +818,15 @@ function mismatch(got: Answered, want: Answer, media: boolean, anthropic: boolea
     const type = { 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error' }[status];
     if (got.body?.type !== 'error' || e?.type !== type || typeof e?.message !== 'string' || e.message === '')
       return `Anthropic error object (want ${type}) ${got.text.slice(0, 160)}`;
+    return null;
+  }
+  // OpenAI's Files API answers OpenAI's error object: its type names the refusal.
+  if (openai) {
+    const type = { 401: 'authentication_error', 403: 'permission_error', 404: 'invalid_request_error' }[
+      status
+    ];
+    if ((type && e?.type !== type) || typeof e?.message !== 'string' || e.message === '' || !('param' in e))
+      return `OpenAI error object (want ${type}) ${got.text.slice(0, 160)}`;
     return null;
   }
   if (media) {
@@ -985,6 +1022,21 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       await api('POST', '/batches', ROUTES['POST /api/v1/batches']!.body!({} as Fx, 'api')),
       202,
     );
+    const uploadFile = async (name: string) => {
+      const form = new FormData();
+      const line = { custom_id: name, method: 'POST', url: '/v1/chat/completions', body: chat };
+      form.append('file', new Blob([`${JSON.stringify(line)}\n`]), `${name}.jsonl`);
+      form.append('purpose', 'batch');
+      const res = await fetch(`${gw.url}/api/v1/files`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}` },
+        body: form,
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { id: string }).id;
+    };
+    const file = await uploadFile('a1-private-file');
+    const spareFile = await uploadFile('a1-spare-file');
     const messageBatchBody = ROUTES['POST /api/v1/messages/batches']!.body!({} as Fx, 'api');
     const messageBatch = created(await api('POST', '/messages/batches', messageBatchBody), 200).id as string;
     // No worker runs here: a batch cancelled before any request started has ended at once.
@@ -1034,6 +1086,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       destination: destination.id,
       workspace: workspace.id,
       batch: batch.id,
+      file,
       messageBatch,
       intern: intern.id,
       generation: generation.id,
@@ -1054,6 +1107,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
         ).data.id,
         workspace: created(await mgmt('POST', '/workspaces', { name: 'Spare', slug: 'spare' })).data.id,
         intern: spareIntern.id,
+        file: spareFile,
         response: await storedResponse(),
         conversation: created(await api('POST', '/conversations', {}), 200).id,
         conversationItem: spareConversationItem,
@@ -1088,6 +1142,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       [mgmt, `/workspaces/${workspace.id}/members`],
       [mgmt, `/workspaces/${workspace.id}/budgets`],
       [api, `/batches/${batch.id}`],
+      [api, `/files/${file}`],
       [api, `/messages/batches/${messageBatch}`],
       [api, `/interns/${intern.id}`],
       [api, `/vault/interns/${intern.id}/secrets`],
@@ -1184,7 +1239,13 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     const problems: string[] = [];
     const run = async (c: Call) => {
       const got = await send(c.base, c.method, c.path, headers[c.cred], c.body);
-      const wrong = mismatch(got, c.want, c.media, /\/messages(\/|$)/.test(c.path));
+      const wrong = mismatch(
+        got,
+        c.want,
+        c.media,
+        /\/messages(\/|$)/.test(c.path),
+        !c.media && /^\/files(\/|$)/.test(c.path),
+      );
       if (wrong) problems.push(`${c.label}: ${wrong}`);
       if (FOREIGN.includes(c.cred)) {
         // An id the caller sent may come back in its own error message; any other is a leak.

@@ -542,6 +542,11 @@ const REFUSED: Record<string, number> = {
   'POST /api/v1/auth/sign-out': 409,
   'POST /api/:kind/:model': 404,
   'GET /files/*': 404,
+  // Batch files: the sample body is JSON (an upload is a multipart form), and the fixtures hold no file.
+  'POST /api/v1/files': 415,
+  'GET /api/v1/files/:id': 404,
+  'GET /api/v1/files/:id/content': 404,
+  'DELETE /api/v1/files/:id': 404,
 };
 
 /** A valid-looking path parameter: the fixture a route of that prefix names. */

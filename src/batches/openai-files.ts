@@ -1,0 +1,427 @@
+import type { Readable } from 'node:stream';
+import type { Caller } from '../accounts/caller.js';
+import type { BatchConfig } from '../config.js';
+import type { Db } from '../db/connection.js';
+import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
+import { payloadTooLarge } from './ingest.js';
+import { isBatchEndpoint } from './model.js';
+import { errorFileId, type FileLines, outputFileId } from './openai-batch.js';
+import * as files from './openai-files-store.js';
+import * as store from './store.js';
+import { toResult } from './view.js';
+
+/**
+ * OpenAI's Files API for batches: upload a JSONL file of requests (purpose `batch`), list, read,
+ * download and delete it, and read a batch's output and error files, which are derived from its
+ * stored results (never copied). A batch is created from an uploaded file by POST /batches with
+ * `input_file_id` (the ingestion reads the file's lines through `linesOf`).
+ */
+
+/** OpenAI's File object. */
+export interface FileObject {
+  id: string;
+  object: 'file';
+  bytes: number;
+  created_at: number;
+  filename: string;
+  purpose: 'batch' | 'batch_output';
+  status: 'processed';
+  expires_at: number | null;
+  status_details: null;
+}
+
+/** Content characters per stored chunk (whole lines; a longer line is a chunk of its own). */
+const CHUNK_CHARS = 1024 * 1024;
+/** An upload not completed after this long was cut off with its process: its rows are removed. */
+const ABANDONED_AFTER_S = 3600;
+/** `expires_after.seconds` bounds (OpenAI's: one hour to 30 days). */
+const MIN_EXPIRY_S = 3600;
+const MAX_EXPIRY_S = 30 * 24 * 3600;
+
+const DERIVED = /^file-(batch_[0-9a-f]{24})_(output|error)$/;
+
+/** A batch's output (successful requests) or error (failed requests) lines, in request order. */
+async function* resultLines(db: Db, batchId: string, kind: 'output' | 'error'): AsyncGenerator<string> {
+  let after = -1;
+  for (;;) {
+    const rows = await store.results(db, batchId, { afterIdx: after, limit: 500 });
+    if (rows.length === 0) return;
+    let text = '';
+    for (const r of rows) {
+      if ((r.error_json === null) !== (kind === 'output')) continue;
+      const item = toResult(batchId, r);
+      // OpenAI's error lines carry `code`; Gatehouse's own fields stay beside it.
+      const line = item.error ? { ...item, error: { code: item.error.error_type, ...item.error } } : item;
+      text += `${JSON.stringify(line)}\n`;
+    }
+    if (text) yield text;
+    after = (rows[rows.length - 1] as store.ResultRow).idx;
+  }
+}
+
+/** An upload read and stored, not yet shown (its purpose and expiry come with the rest of the form). */
+export interface ReceivedFile {
+  id: string;
+  filename: string;
+  bytes: number;
+  lines: number;
+  createdAt: number;
+}
+
+const lineError = (line: number, problem: string) =>
+  badRequest(`Line ${line} of the file: ${problem}`, { line });
+
+export class BatchFilesService {
+  /** Sizes of derived files, which never change once their batch is final (bounded). */
+  private readonly derivedBytes = new Map<string, number>();
+
+  constructor(private readonly deps: { db: Db; config: BatchConfig }) {}
+
+  /** Files are for API keys: management keys get 403 (as on batches). */
+  private owner(caller: Caller): Caller {
+    if (caller.isManagement) throw forbidden('Management keys cannot use files; use an API key');
+    return caller;
+  }
+
+  /**
+   * Stores an uploaded file as it arrives (whole lines per chunk, never the whole file in memory),
+   * checking that every line is a batch request `{custom_id, method: "POST", url, body}` for one
+   * endpoint Gatehouse batches. On any refusal nothing is kept. The file stays hidden until `finish`.
+   */
+  async receive(caller: Caller, filename: string, content: Readable): Promise<ReceivedFile> {
+    const { db, config } = this.deps;
+    const owner = this.owner(caller);
+    const now = Math.floor(Date.now() / 1000);
+    for (const id of await files.abandonedFiles(db, now - ABANDONED_AFTER_S)) await files.deleteFile(db, id);
+    const id = files.newFileId();
+    await files.createFile(db, {
+      id,
+      organization_id: owner.organizationId,
+      workspace_id: owner.workspaceId,
+      filename: filename || 'upload.jsonl',
+      purpose: 'batch',
+      created_at: now,
+      expires_at: null,
+    });
+    try {
+      const decoder = new TextDecoder('utf-8', { fatal: true });
+      let bytes = 0;
+      let lineNo = 0;
+      let requests = 0;
+      let url: string | null = null;
+      let carry = '';
+      let chunk = '';
+      let seq = 0;
+      const check = (line: string) => {
+        lineNo++;
+        if (Buffer.byteLength(line) > config.maxItemBytes)
+          throw new ApiError(413, `Line ${lineNo} of the file is larger than ${config.maxItemBytes} bytes`, {
+            line: lineNo,
+          });
+        if (line.trim() === '') return;
+        requests++;
+        let item: unknown;
+        try {
+          item = JSON.parse(line);
+        } catch (err) {
+          throw lineError(lineNo, `not valid JSON (${(err as Error).message})`);
+        }
+        if (typeof item !== 'object' || item === null || Array.isArray(item))
+          throw lineError(lineNo, 'must be a JSON object {custom_id, method, url, body}');
+        const r = item as Record<string, unknown>;
+        if (typeof r.custom_id !== 'string' || r.custom_id === '')
+          throw lineError(lineNo, 'custom_id must be a non-empty string');
+        if (r.method !== 'POST') throw lineError(lineNo, 'method must be "POST"');
+        if (!isBatchEndpoint(r.url))
+          throw lineError(
+            lineNo,
+            'url must be one of /v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings',
+          );
+        if (url !== null && r.url !== url)
+          throw lineError(lineNo, `url must be the same on every line (the first line has ${url})`);
+        url = r.url;
+        if (typeof r.body !== 'object' || r.body === null || Array.isArray(r.body))
+          throw lineError(lineNo, 'body must be a JSON object');
+      };
+      const store = async (force: boolean) => {
+        if (chunk.length === 0 || (!force && chunk.length < CHUNK_CHARS)) return;
+        await files.appendChunk(db, id, seq++, chunk);
+        chunk = '';
+      };
+      const take = async (text: string) => {
+        carry += text;
+        let nl = carry.indexOf('\n');
+        let from = 0;
+        while (nl >= 0) {
+          const line = carry.slice(from, nl + 1);
+          check(line);
+          chunk += line;
+          from = nl + 1;
+          nl = carry.indexOf('\n', from);
+        }
+        carry = carry.slice(from);
+        if (carry.length > config.maxItemBytes)
+          throw new ApiError(
+            413,
+            `Line ${lineNo + 1} of the file is larger than ${config.maxItemBytes} bytes`,
+            {
+              line: lineNo + 1,
+            },
+          );
+        await store(false);
+      };
+      for await (const buf of content as AsyncIterable<Buffer>) {
+        bytes += buf.length;
+        if (bytes > config.maxBytes) throw payloadTooLarge(config.maxBytes);
+        try {
+          await take(decoder.decode(buf, { stream: true }));
+        } catch (err) {
+          if (err instanceof TypeError) throw badRequest('The file is not UTF-8 text');
+          throw err;
+        }
+      }
+      let rest: string;
+      try {
+        rest = decoder.decode();
+      } catch {
+        throw badRequest('The file is not UTF-8 text');
+      }
+      await take(rest);
+      if (carry !== '') {
+        check(carry);
+        chunk += carry;
+      }
+      await store(true);
+      if (requests === 0)
+        throw badRequest('The file holds no requests: one JSON object per line is expected');
+      return { id, filename: filename || 'upload.jsonl', bytes, lines: requests, createdAt: now };
+    } catch (err) {
+      await files.deleteFile(db, id).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Shows a received file with its purpose (`batch`) and optional `expires_after` seconds. */
+  async finish(received: ReceivedFile, expiresAfterSeconds: number | null): Promise<FileObject> {
+    if (
+      expiresAfterSeconds !== null &&
+      !(
+        Number.isInteger(expiresAfterSeconds) &&
+        expiresAfterSeconds >= MIN_EXPIRY_S &&
+        expiresAfterSeconds <= MAX_EXPIRY_S
+      )
+    ) {
+      await this.discard(received);
+      throw badRequest(`expires_after[seconds] must be an integer from ${MIN_EXPIRY_S} to ${MAX_EXPIRY_S}`);
+    }
+    const expiresAt = expiresAfterSeconds === null ? null : received.createdAt + expiresAfterSeconds;
+    await files.completeFile(this.deps.db, received.id, {
+      bytes: received.bytes,
+      line_count: received.lines,
+      purpose: 'batch',
+      expires_at: expiresAt,
+    });
+    return {
+      id: received.id,
+      object: 'file',
+      bytes: received.bytes,
+      created_at: received.createdAt,
+      filename: received.filename,
+      purpose: 'batch',
+      status: 'processed',
+      expires_at: expiresAt,
+      status_details: null,
+    };
+  }
+
+  /** Removes a received file that is refused after all (its form had another purpose). */
+  async discard(received: ReceivedFile): Promise<void> {
+    await files.deleteFile(this.deps.db, received.id);
+  }
+
+  async get(caller: Caller, id: string): Promise<FileObject> {
+    const owner = this.owner(caller);
+    const derived = DERIVED.exec(id);
+    if (derived) {
+      const batch = await files.finalBatch(this.deps.db, owner, derived[1] as string);
+      const kind = derived[2] as 'output' | 'error';
+      if (!batch || (kind === 'output' ? batch.completed_count : batch.failed_count) === 0)
+        throw notFound('File');
+      return this.derivedView(batch, kind);
+    }
+    const row = await files.getFile(this.deps.db, owner, id, Math.floor(Date.now() / 1000));
+    if (!row) throw notFound('File');
+    return uploadedView(row);
+  }
+
+  async delete(caller: Caller, id: string): Promise<{ id: string; object: 'file'; deleted: true }> {
+    const owner = this.owner(caller);
+    if (DERIVED.test(id)) {
+      await this.get(caller, id); // 404 when it is not the caller's
+      throw new ApiError(
+        400,
+        "A batch's output and error files are its results and cannot be deleted on their own",
+      );
+    }
+    const row = await files.getFile(this.deps.db, owner, id, Math.floor(Date.now() / 1000));
+    if (!row) throw notFound('File');
+    // Batches created from the file hold their own copy of its requests: deleting it stops none.
+    await files.deleteFile(this.deps.db, id);
+    return { id, object: 'file', deleted: true };
+  }
+
+  /** A file's content: the uploaded bytes as stored, or a batch's output / error lines. */
+  async content(caller: Caller, id: string): Promise<{ filename: string; body: AsyncIterable<string> }> {
+    const file = await this.get(caller, id);
+    const db = this.deps.db;
+    const derived = DERIVED.exec(id);
+    if (derived)
+      return {
+        filename: file.filename,
+        body: resultLines(db, derived[1] as string, derived[2] as 'output' | 'error'),
+      };
+    return {
+      filename: file.filename,
+      body: (async function* () {
+        let after = -1;
+        for (;;) {
+          const rows = await files.chunks(db, id, after, 8);
+          if (rows.length === 0) return;
+          for (const r of rows) yield r.data;
+          after = (rows[rows.length - 1] as { seq: number }).seq;
+        }
+      })(),
+    };
+  }
+
+  /**
+   * The requests of an uploaded batch file of the caller's workspace, line by line (blank lines
+   * left out), for the ingestion; null when there is no such file.
+   */
+  async linesOf(owner: Caller, id: string): Promise<FileLines | null> {
+    const db = this.deps.db;
+    const row = await files.getFile(db, owner, id, Math.floor(Date.now() / 1000));
+    if (row?.purpose !== 'batch') return null;
+    return {
+      bytes: Number(row.bytes),
+      lines: (async function* () {
+        let after = -1;
+        let lineNo = 0;
+        for (;;) {
+          const rows = await files.chunks(db, id, after, 4);
+          if (rows.length === 0) return;
+          for (const r of rows) {
+            // Chunks hold whole lines: each ends with its newline but perhaps the file's last.
+            const lines = r.data.split('\n');
+            if (r.data.endsWith('\n')) lines.pop();
+            for (const text of lines) {
+              lineNo++;
+              if (text.trim() !== '') yield { line: lineNo, text };
+            }
+          }
+          after = (rows[rows.length - 1] as { seq: number }).seq;
+        }
+      })(),
+    };
+  }
+
+  /**
+   * OpenAI's file list: uploaded files and batch output/error files of the caller's workspace,
+   * newest first (or `asc`), `limit` at a time after the `after` file.
+   */
+  async list(
+    caller: Caller,
+    q: { after?: string; limit?: number; order?: 'asc' | 'desc'; purpose?: string },
+  ): Promise<{
+    object: 'list';
+    data: FileObject[];
+    has_more: boolean;
+    first_id: string | null;
+    last_id: string | null;
+  }> {
+    const owner = this.owner(caller);
+    const { db } = this.deps;
+    const order = q.order ?? 'desc';
+    const limit = q.limit ?? 10000;
+    const purpose = q.purpose ?? null;
+    let cursor: files.Cursor | null = null;
+    let afterKey: { created_at: number; id: string } | null = null;
+    if (q.after) {
+      const after = await this.get(caller, q.after).catch(() => null);
+      if (!after) throw badRequest(`after: no file ${q.after}`);
+      cursor = { createdAt: after.created_at, order };
+      afterKey = after;
+    }
+    const dir = order === 'desc' ? -1 : 1;
+    const cmp = (a: { created_at: number; id: string }, b: { created_at: number; id: string }) =>
+      dir * (a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    // The keys of both sources first (no derived file's size is read until it is on the page).
+    type Entry = { created_at: number; id: string; view: () => Promise<FileObject> };
+    const entries: Entry[] = [];
+    if (purpose === null || purpose === 'batch') {
+      for (const row of await files.listFiles(db, owner, {
+        cursor,
+        order,
+        limit: limit + 1,
+        purpose: 'batch',
+        now: Math.floor(Date.now() / 1000),
+      }))
+        entries.push({ created_at: Number(row.created_at), id: row.id, view: async () => uploadedView(row) });
+    }
+    if (purpose === null || purpose === 'batch_output') {
+      for (const b of await files.finalBatches(db, owner, { cursor, order, limit: limit + 1 })) {
+        const at = Number(b.finalized_at);
+        if (b.completed_count > 0)
+          entries.push({ created_at: at, id: outputFileId(b.id), view: () => this.derivedView(b, 'output') });
+        if (b.failed_count > 0)
+          entries.push({ created_at: at, id: errorFileId(b.id), view: () => this.derivedView(b, 'error') });
+      }
+    }
+    const after = afterKey;
+    const page = entries.filter((e) => after === null || cmp(e, after) > 0).sort(cmp);
+    const data = await Promise.all(page.slice(0, limit).map((e) => e.view()));
+    return {
+      object: 'list',
+      data,
+      has_more: page.length > limit,
+      first_id: data[0]?.id ?? null,
+      last_id: data[data.length - 1]?.id ?? null,
+    };
+  }
+
+  private async derivedView(batch: store.BatchRow, kind: 'output' | 'error'): Promise<FileObject> {
+    const id = kind === 'output' ? outputFileId(batch.id) : errorFileId(batch.id);
+    let bytes = this.derivedBytes.get(id);
+    if (bytes === undefined) {
+      bytes = 0;
+      for await (const text of resultLines(this.deps.db, batch.id, kind)) bytes += Buffer.byteLength(text);
+      if (this.derivedBytes.size >= 10_000) this.derivedBytes.clear();
+      this.derivedBytes.set(id, bytes);
+    }
+    return {
+      id,
+      object: 'file',
+      bytes,
+      created_at: Number(batch.finalized_at),
+      filename: `${batch.id}_${kind}.jsonl`,
+      purpose: 'batch_output',
+      status: 'processed',
+      expires_at: null,
+      status_details: null,
+    };
+  }
+}
+
+function uploadedView(row: files.FileRow): FileObject {
+  return {
+    id: row.id,
+    object: 'file',
+    bytes: Number(row.bytes),
+    created_at: Number(row.created_at),
+    filename: row.filename,
+    purpose: 'batch',
+    status: 'processed',
+    expires_at: row.expires_at === null ? null : Number(row.expires_at),
+    status_details: null,
+  };
+}
