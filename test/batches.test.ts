@@ -613,6 +613,8 @@ describe.each(databases)('batches (%s)', (db) => {
       requests,
       ...extra,
     });
+    /** An array nested `depth` deep. */
+    const nested = (depth: number): unknown => Array.from({ length: depth }).reduce<unknown>((v) => [v], 0);
     const invalid: [string, unknown, RegExp][] = [
       [
         'a request without custom_id',
@@ -649,6 +651,11 @@ describe.each(databases)('batches (%s)', (db) => {
         /completion_window must be one of 24h/,
       ],
       ['an unknown top-level field', batchOf([item('a')], { priority: 1 }), /Unknown field "priority"/],
+      [
+        'a body nested deeper than the synchronous endpoints take',
+        batchOf([item('a'), item('b', chatBody('x', 'gatehouse/echo', { metadata: nested(200) }))]),
+        /^requests\[1\] \(custom_id "b"\)\.body: JSON nested deeper than 128 levels/,
+      ],
       [
         'a streaming request',
         batchOf([item('a'), item('b', chatBody('x', 'gatehouse/echo', { stream: true }))]),

@@ -5,6 +5,7 @@ import type { Db } from '../db/connection.js';
 import { TranslationError } from '../formats/chat.js';
 import { WIRES } from '../inference/wires/index.js';
 import { ApiError, badRequest } from '../lib/errors.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/json-depth.js';
 import type { NativeWire } from '../providers/types.js';
 import { type Catalog, findModel, type ModelEntry } from '../routing/catalog.js';
 import { referencesOf } from '../stored-responses/expansion.js';
@@ -306,6 +307,10 @@ export class Ingestion {
     const body = item.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body))
       throw requestError(index, customId, '.body: must be an object');
+    // As on the synchronous endpoints: the worker's recursive walks (filters, translation) must
+    // not meet a body nested thousands deep.
+    if (nestsDeeperThan(body))
+      throw requestError(index, customId, `.body: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
     const b = body as Record<string, unknown>;
     if (b.stream === true)
       throw requestError(index, customId, '.body.stream: streaming is not supported in batches');
