@@ -94,6 +94,12 @@ export interface Config {
    */
   mediaUrl: string | null;
   /**
+   * The gateway's public base URL as clients reach it (GATEHOUSE_PUBLIC_URL: scheme, host and any
+   * path prefix a proxy adds, before `/api/v1`), for answers that link back to the gateway; null:
+   * such links are built from the request (X-Forwarded-Proto / X-Forwarded-Host, else Host).
+   */
+  publicUrl: string | null;
+  /**
    * Export destinations may be internal addresses (GATEHOUSE_EXPORT_PRIVATE=on): off by default, as
    * any management key may name a webhook URL.
    */
@@ -338,6 +344,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency_limit: limitFrom(env, 'GATEHOUSE_KEY_CONCURRENCY'),
     },
     mediaUrl: mediaUrlFrom(env),
+    publicUrl: httpUrlFrom(env, 'GATEHOUSE_PUBLIC_URL'),
     exportPrivate: isOn(env.GATEHOUSE_EXPORT_PRIVATE),
     exportQueueMax: intFrom(env, 'GATEHOUSE_EXPORT_QUEUE_MAX', 10_000),
     exportContentMaxBytes: exportContentMaxBytes(env),
@@ -346,10 +353,13 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /** GATEHOUSE_MEDIA_PUBLIC_URL without its trailing slashes, checked as the media service checks it. */
-function mediaUrlFrom(env: Env): string | null {
-  const url = env.GATEHOUSE_MEDIA_PUBLIC_URL?.trim();
+const mediaUrlFrom = (env: Env): string | null => httpUrlFrom(env, 'GATEHOUSE_MEDIA_PUBLIC_URL');
+
+/** An http(s) base URL variable without its trailing slashes; null when unset. */
+function httpUrlFrom(env: Env, name: string): string | null {
+  const url = env[name]?.trim();
   if (!url) return null;
-  if (!/^https?:\/\/[^/]/i.test(url)) throw new Error('GATEHOUSE_MEDIA_PUBLIC_URL must be an http(s) URL');
+  if (!/^https?:\/\/[^/]/i.test(url)) throw new Error(`${name} must be an http(s) URL`);
   return url.replace(/\/+$/, '');
 }
 

@@ -29,25 +29,27 @@ const HOST = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
 
 /**
  * Where the client reaches this gateway's results file: the SDK's `results()` fetches `results_url`
- * as it is, so it must be absolute. Built from the request: `X-Forwarded-Proto` / `X-Forwarded-Host`
- * as a reverse proxy sets them, else the connection's scheme and `Host`. A client forging them only
- * misdirects its own next call.
+ * as it is, so it must be absolute. Under the operator's public URL (GATEHOUSE_PUBLIC_URL) when
+ * set; else built from the request: `X-Forwarded-Proto` / `X-Forwarded-Host` as a reverse proxy
+ * sets them, else the connection's scheme and `Host`. A client forging them only misdirects its own
+ * next call.
  */
-function resultsUrl(req: FastifyRequest): ResultsUrl {
+export function resultsUrl(req: FastifyRequest, publicUrl: string | null): ResultsUrl {
+  // The route's own prefix (/api/v1), so the URL follows wherever the API is mounted.
+  const route = req.routeOptions.url ?? '';
+  const path = `${route.slice(0, route.indexOf('/messages/batches'))}/messages/batches`;
+  if (publicUrl) return (id) => `${publicUrl}${path}/${id}/results`;
   const proto = first(req.headers['x-forwarded-proto']);
   const scheme = proto === 'https' || proto === 'http' ? proto : req.protocol;
   const forwarded = first(req.headers['x-forwarded-host']);
   const host = [forwarded, req.headers.host].find((h) => h !== undefined && HOST.test(h)) ?? 'localhost';
-  // The route's own prefix (/api/v1), so the URL follows wherever the API is mounted.
-  const route = req.routeOptions.url ?? '';
-  const base = `${scheme}://${host}${route.slice(0, route.indexOf('/messages/batches'))}/messages/batches`;
-  return (id) => `${base}/${id}/results`;
+  return (id) => `${scheme}://${host}${path}/${id}/results`;
 }
 
 /** Anthropic's Message Batches API (`client.messages.batches`) over Gatehouse's batches. */
 export async function messageBatchesRoutes(
   app: Router,
-  { messageBatches }: Pick<Services, 'messageBatches'>,
+  { messageBatches, config: settings }: Pick<Services, 'messageBatches' | 'config'>,
 ) {
   app.addSchema(MessageBatch);
   app.addSchema(MessageBatchCreate);
@@ -79,7 +81,7 @@ export async function messageBatchesRoutes(
             req.caller,
             body,
             length === undefined ? null : Number(length),
-            resultsUrl(req),
+            resultsUrl(req, settings.publicUrl),
           );
         } catch (err) {
           // Refused before the body was read to its end: see lingerThenClose.
@@ -101,7 +103,7 @@ export async function messageBatchesRoutes(
         response: { 200: MessageBatchList, ...errors(400, 401, 403, 500) },
       },
     },
-    async (req) => messageBatches.list(req.caller, req.query, resultsUrl(req)),
+    async (req) => messageBatches.list(req.caller, req.query, resultsUrl(req, settings.publicUrl)),
   );
 
   app.get(
@@ -115,7 +117,7 @@ export async function messageBatchesRoutes(
         response: { 200: Ref, ...errors(401, 403, 404, 500) },
       },
     },
-    async (req) => messageBatches.get(req.caller, req.params.id, resultsUrl(req)),
+    async (req) => messageBatches.get(req.caller, req.params.id, resultsUrl(req, settings.publicUrl)),
   );
 
   app.post(
@@ -129,7 +131,7 @@ export async function messageBatchesRoutes(
         response: { 200: Ref, ...errors(401, 403, 404, 409, 500) },
       },
     },
-    async (req) => messageBatches.cancel(req.caller, req.params.id, resultsUrl(req)),
+    async (req) => messageBatches.cancel(req.caller, req.params.id, resultsUrl(req, settings.publicUrl)),
   );
 
   app.delete(
