@@ -496,7 +496,7 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
       }
       expect(APICallError.isInstance(result)).toBe(true);
       expect((result as APICallError).statusCode).toBe(400);
-      expect((result as APICallError).message).toContain("'video_url' parts are not supported");
+      expect((result as APICallError).message).toContain('video input is not available');
       expect(mock.requests).toHaveLength(0);
     });
 
