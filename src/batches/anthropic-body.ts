@@ -1,7 +1,7 @@
 import { ApiError, badRequest } from '../lib/errors.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/json-depth.js';
-import { BatchBodyError, type BatchBodyEvent, BatchBodyParser } from './body-parser.js';
-import { payloadTooLarge } from './ingest.js';
+import { BatchBodyParser } from './body-parser.js';
+import { parsedEvents, payloadTooLarge } from './ingest.js';
 
 /**
  * Anthropic's batch body `{"requests": [{"custom_id", "params"}, …]}` read as it arrives and
@@ -47,15 +47,7 @@ export async function* messageBatchBody(
   maxItemBytes: number,
 ): AsyncGenerator<Buffer> {
   const parser = new BatchBodyParser({ maxItemBytes });
-  const parse = (step: () => BatchBodyEvent[]): BatchBodyEvent[] => {
-    try {
-      return step();
-    } catch (err) {
-      if (err instanceof BatchBodyError)
-        throw badRequest(err.message, err.index !== undefined ? { index: err.index } : undefined);
-      throw err;
-    }
-  };
+  const parse = parsedEvents;
   let count = 0;
   let bytes = 0;
   yield Buffer.from(HEAD);

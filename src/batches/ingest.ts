@@ -107,6 +107,17 @@ function requestError(index: number, customId: string | null, problem: string): 
   });
 }
 
+/** A parser step's events; its malformed-body error as a 400 (naming the request's index). */
+export function parsedEvents(step: () => BatchBodyEvent[]): BatchBodyEvent[] {
+  try {
+    return step();
+  } catch (err) {
+    if (err instanceof BatchBodyError)
+      throw badRequest(err.message, err.index !== undefined ? { index: err.index } : undefined);
+    throw err;
+  }
+}
+
 export class Ingestion {
   private readonly parser: BatchBodyParser;
   private endpoint: BatchEndpoint | null = null;
@@ -222,13 +233,7 @@ export class Ingestion {
   }
 
   private parse(step: () => BatchBodyEvent[]): BatchBodyEvent[] {
-    try {
-      return step();
-    } catch (err) {
-      if (err instanceof BatchBodyError)
-        throw badRequest(err.message, err.index !== undefined ? { index: err.index } : undefined);
-      throw err;
-    }
+    return parsedEvents(step);
   }
 
   /** Handles one event; returns a promise only when a chunk of requests is being written. */
