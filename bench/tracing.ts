@@ -13,7 +13,9 @@
  * Results: bench/results/<date>-<machine>-tracing.md and .json. Every address is 127.0.0.1.
  * Knobs: BENCH_ROUNDS, BENCH_WARMUP_MS, BENCH_DURATION_MS, BENCH_CONCURRENCY, BENCH_SKIP_BUILD (0),
  * BENCH_START_WARMUP_MS (4000), BENCH_SAMPLER (always_on), BENCH_TRACED_NODE_ARGS (Node options of the
- * traced gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MACHINE, BENCH_OUT (bench/results).
+ * traced gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MACHINE, BENCH_OUT (bench/results),
+ * BENCH_AA=1 (the `traced` gateway started with OTEL_SDK_DISABLED=true: an A/A run, whose ratios
+ * show the harness's own bias and the VM's run-to-run spread).
  *
  *   npm run bench:tracing
  */
@@ -119,6 +121,8 @@ async function main() {
           OTEL_EXPORTER_OTLP_ENDPOINT: sinkOrigin,
           OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
           OTEL_TRACES_SAMPLER: OPTS.sampler,
+          // BENCH_AA=1: the "traced" gateway with the SDK disabled — an A/A run shows the harness's own bias.
+          ...(env.BENCH_AA === '1' ? { OTEL_SDK_DISABLED: 'true' } : {}),
         },
       }),
     };
