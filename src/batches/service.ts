@@ -131,6 +131,7 @@ export class BatchesService {
         updated_at_ms: Date.now(),
         input_file_id: ingested.inputFileId,
         metadata_json: ingested.metadata ? JSON.stringify(ingested.metadata) : null,
+        output_expires_after_s: ingested.outputExpiresAfterS,
       });
     } catch (err) {
       await store.deleteBatch(db, id).catch(() => {});

@@ -46,7 +46,7 @@ export async function acceptBatch(
     | 'updated_at_ms'
     | 'input_file_id'
     | 'metadata_json'
-  >,
+  > & { output_expires_after_s: number | null },
 ): Promise<void> {
   await db
     .updateTable('batches')
