@@ -86,16 +86,64 @@ export async function chunks(db: Db, fileId: string, afterSeq: number, limit: nu
     .execute();
 }
 
+/**
+ * Expired uploaded files (`expires_at` reached), `limit` of them, but those an unfinished batch was
+ * created from or is being created from (its ingestion reads the file while it is `validating`).
+ */
+export async function expiredFiles(db: Db, now: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('batch_files as f')
+    .select('f.id')
+    .where('f.expires_at', '<=', now)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('batches as b')
+            .select('b.id')
+            .whereRef('b.input_file_id', '=', 'f.id')
+            .where('b.status', 'not in', [...FINAL_STATUSES]),
+        ),
+      ),
+    )
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 /** Uploads whose process died mid-body (never completed) and that started before `before`. */
-export async function abandonedFiles(db: Db, before: number): Promise<string[]> {
+export async function abandonedFiles(db: Db, before: number, limit: number): Promise<string[]> {
   const rows = await db
     .selectFrom('batch_files')
     .select('id')
     .where('complete', '=', 0)
     .where('created_at', '<', before)
-    .limit(100)
+    .limit(limit)
     .execute();
   return rows.map((r) => r.id);
+}
+
+/**
+ * Deletes a file's first `limit` chunks (each up to ~1 MiB: one statement never deletes a whole
+ * 200 MiB file); returns how many.
+ */
+export async function deleteChunks(db: Db, fileId: string, limit: number): Promise<number> {
+  const first = db
+    .selectFrom('batch_file_chunks')
+    .select('seq')
+    .where('file_id', '=', fileId)
+    .orderBy('seq')
+    .limit(limit);
+  const r = await db
+    .deleteFrom('batch_file_chunks')
+    .where('file_id', '=', fileId)
+    .where('seq', 'in', first)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes a file's row once its chunks are gone. */
+export async function deleteFileRow(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('batch_files').where('id', '=', id).execute();
 }
 
 /**

@@ -32,8 +32,6 @@ export interface FileObject {
 
 /** Content characters per stored chunk (whole lines; a longer line is a chunk of its own). */
 const CHUNK_CHARS = 1024 * 1024;
-/** An upload not completed after this long was cut off with its process: its rows are removed. */
-const ABANDONED_AFTER_S = 3600;
 /** `expires_after.seconds` bounds (OpenAI's: one hour to 30 days). */
 const MIN_EXPIRY_S = 3600;
 const MAX_EXPIRY_S = 30 * 24 * 3600;
@@ -92,7 +90,6 @@ export class BatchFilesService {
     const { db, config } = this.deps;
     const owner = this.owner(caller);
     const now = Math.floor(Date.now() / 1000);
-    for (const id of await files.abandonedFiles(db, now - ABANDONED_AFTER_S)) await files.deleteFile(db, id);
     const id = files.newFileId();
     await files.createFile(db, {
       id,

@@ -118,7 +118,10 @@ export class BatchesService {
         id,
         this.deps.sqlite,
         (m, w) => this.deps.engine.servesNatively(m, w),
-        async (fileId) => (await this.deps.files?.linesOf(caller, fileId)) ?? null,
+        async (fileId) => {
+          await store.noteInputFile(db, id, fileId);
+          return (await this.deps.files?.linesOf(caller, fileId)) ?? null;
+        },
       ).read(body);
       const estimate = await this.admit(caller, ingested);
       await store.acceptBatch(db, id, {

@@ -55,6 +55,14 @@ export async function acceptBatch(
     .execute();
 }
 
+/**
+ * Names the uploaded file an ingestion is about to read (`input_file_id`) before it reads it: the
+ * file sweep keeps the files of unfinished batches, this one included.
+ */
+export async function noteInputFile(db: Db, id: string, fileId: string): Promise<void> {
+  await db.updateTable('batches').set({ input_file_id: fileId }).where('id', '=', id).execute();
+}
+
 export async function deleteBatch(db: Db, id: string): Promise<void> {
   await db.deleteFrom('batch_requests').where('batch_id', '=', id).execute();
   await db.deleteFrom('batches').where('id', '=', id).execute();
