@@ -179,13 +179,7 @@ export async function listFiles(
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', opts.now)]))
     .$if(opts.purpose !== null, (q) => q.where('purpose', '=', opts.purpose as string))
     .$if(cursor !== null, (q) =>
-      q.where((eb) => {
-        const c = cursor as Cursor;
-        return eb.or([
-          eb('created_at', past, c.createdAt),
-          eb.and([eb('created_at', '=', c.createdAt), eb(id, past, c.id)]),
-        ]);
-      }),
+      q.where(sql<boolean>`(created_at, ${id}) ${sql.raw(past)} (${cursor?.createdAt}, ${cursor?.id})`),
     )
     .orderBy('created_at', opts.order)
     .orderBy(id, opts.order)
@@ -240,13 +234,7 @@ export async function finalBatches(
   return servedBatches(db, owner, opts.now)
     .where((eb) => eb.or([eb('completed_count', '>', 0), eb('failed_count', '>', 0)]))
     .$if(cursor !== null, (q) =>
-      q.where((eb) => {
-        const c = cursor as Cursor;
-        return eb.or([
-          eb('finalized_at', past, c.createdAt),
-          eb.and([eb('finalized_at', '=', c.createdAt), eb(id, `${past}=`, key)]),
-        ]);
-      }),
+      q.where(sql<boolean>`(finalized_at, ${id}) ${sql.raw(`${past}=`)} (${cursor?.createdAt}, ${key})`),
     )
     .orderBy('finalized_at', opts.order)
     .orderBy(id, opts.order)
