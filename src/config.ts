@@ -191,6 +191,8 @@ export interface BatchConfig {
   rateLimitWindowSeconds: number;
   /** How often a provider-native batch is polled at its provider, ms. */
   nativePollMs: number;
+  /** How often the worker purges expired and abandoned uploaded batch files, ms (0: never). */
+  fileSweepMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -332,6 +334,7 @@ export function loadConfig(env: Env = process.env): Config {
       rateLimit: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT', 30),
       rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_BATCH_RATE_LIMIT_WINDOW', 60),
       nativePollMs: Math.max(10, intFrom(env, 'GATEHOUSE_BATCH_NATIVE_POLL_MS', 60_000)),
+      fileSweepMs: Math.max(0, intFrom(env, 'GATEHOUSE_BATCH_FILE_SWEEP_MS', 600_000)),
     },
     interns: loadInternsConfig(env, dataDir),
     spendReservations: {

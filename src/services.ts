@@ -264,7 +264,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     logger: log,
     shared: windows,
   });
-  const batchFiles = new BatchFilesService({ db, config: config.batches });
+  const batchFiles = new BatchFilesService({ db, dialect: handle.dialect, config: config.batches });
   const batches = new BatchesService({
     files: batchFiles,
     db,

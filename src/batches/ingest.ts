@@ -19,11 +19,11 @@ import {
   isBatchEndpoint,
 } from './model.js';
 import {
-  checkOutputExpiry,
   type FileLines,
   namingLine,
   parseInputFileId,
   parseMetadata,
+  parseOutputExpiry,
 } from './openai-batch.js';
 
 /**
@@ -73,6 +73,8 @@ export interface IngestResult {
   /** The uploaded file the requests came from (OpenAI's `input_file_id`), and OpenAI's `metadata`. */
   inputFileId: string | null;
   metadata: Record<string, string> | null;
+  /** OpenAI's `output_expires_after.seconds`: the output and error files' lifetime, or null. */
+  outputExpiresAfterS: number | null;
 }
 
 let lastIdMs = 0;
@@ -126,6 +128,7 @@ export class Ingestion {
   private provider: BatchProviderPrefs | null = null;
   private inputFileId: string | null = null;
   private metadata: Record<string, string> | null = null;
+  private outputExpiresAfterS: number | null = null;
   private count = 0;
   /** Requests [0, deferredUpTo) arrived before `endpoint` and are validated after the body. */
   private deferredUpTo = 0;
@@ -198,6 +201,7 @@ export class Ingestion {
       estimate: this.estimate,
       inputFileId: this.inputFileId,
       metadata: this.metadata,
+      outputExpiresAfterS: this.outputExpiresAfterS,
     };
   }
 
@@ -294,7 +298,7 @@ export class Ingestion {
         this.metadata = parseMetadata(value);
         return;
       case 'output_expires_after':
-        checkOutputExpiry(value);
+        this.outputExpiresAfterS = parseOutputExpiry(value);
         return;
     }
   }

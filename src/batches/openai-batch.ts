@@ -69,10 +69,11 @@ export function parseMetadata(value: unknown): Record<string, string> | null {
 }
 
 /**
- * `output_expires_after` ({anchor: "created_at", seconds}): accepted for compatibility. Output and
- * error files are the batch's stored results, kept as long as the batch itself.
+ * `output_expires_after` ({anchor: "created_at", seconds}): the output and error files expire
+ * `seconds` after their creation (OpenAI's anchor is the file's creation, here the batch's end).
+ * Returns the seconds.
  */
-export function checkOutputExpiry(value: unknown): void {
+export function parseOutputExpiry(value: unknown): number {
   const v = value as { anchor?: unknown; seconds?: unknown } | null;
   if (
     typeof v !== 'object' ||
@@ -83,6 +84,15 @@ export function checkOutputExpiry(value: unknown): void {
     (v.seconds as number) > 2_592_000
   )
     throw badRequest('output_expires_after must be {"anchor": "created_at", "seconds": 3600–2592000}');
+  return v.seconds as number;
+}
+
+/** When a final batch's output and error files expire (Unix seconds), or null: they are kept. */
+export function derivedExpiresAt(
+  row: Pick<BatchRow, 'finalized_at' | 'output_expires_after_s'>,
+): number | null {
+  if (row.finalized_at === null || row.output_expires_after_s === null) return null;
+  return Number(row.finalized_at) + Number(row.output_expires_after_s);
 }
 
 /** input_file_id: a file id. */

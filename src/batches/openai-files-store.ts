@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Selectable } from 'kysely';
-import type { Db } from '../db/connection.js';
+import { type Selectable, sql } from 'kysely';
+import type { Db, Dialect } from '../db/connection.js';
 import type { BatchFilesTable } from '../db/schema.js';
 import { FINAL_STATUSES } from './model.js';
 import type { BatchRow } from './store.js';
@@ -86,89 +86,158 @@ export async function chunks(db: Db, fileId: string, afterSeq: number, limit: nu
     .execute();
 }
 
+/**
+ * Expired uploaded files (`expires_at` reached), `limit` of them, but those an unfinished batch was
+ * created from or is being created from (its ingestion reads the file while it is `validating`).
+ */
+export async function expiredFiles(db: Db, now: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('batch_files as f')
+    .select('f.id')
+    .where('f.expires_at', '<=', now)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('batches as b')
+            .select('b.id')
+            .whereRef('b.input_file_id', '=', 'f.id')
+            .where('b.status', 'not in', [...FINAL_STATUSES]),
+        ),
+      ),
+    )
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 /** Uploads whose process died mid-body (never completed) and that started before `before`. */
-export async function abandonedFiles(db: Db, before: number): Promise<string[]> {
+export async function abandonedFiles(db: Db, before: number, limit: number): Promise<string[]> {
   const rows = await db
     .selectFrom('batch_files')
     .select('id')
     .where('complete', '=', 0)
     .where('created_at', '<', before)
-    .limit(100)
+    .limit(limit)
     .execute();
   return rows.map((r) => r.id);
 }
 
 /**
- * A page position: rows strictly after (`desc`: older than, `asc`: newer than) the cursor's
- * (created_at, id). Rows of the cursor's own second are read whole and compared by the caller
- * (ids of uploaded and derived files are compared in JavaScript, not in the database's collation).
+ * Deletes a file's first `limit` chunks (each up to ~1 MiB: one statement never deletes a whole
+ * 200 MiB file); returns how many.
+ */
+export async function deleteChunks(db: Db, fileId: string, limit: number): Promise<number> {
+  const first = db
+    .selectFrom('batch_file_chunks')
+    .select('seq')
+    .where('file_id', '=', fileId)
+    .orderBy('seq')
+    .limit(limit);
+  const r = await db
+    .deleteFrom('batch_file_chunks')
+    .where('file_id', '=', fileId)
+    .where('seq', 'in', first)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes a file's row once its chunks are gone. */
+export async function deleteFileRow(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('batch_files').where('id', '=', id).execute();
+}
+
+/**
+ * A page position: the last file shown, as (created_at, id); a page holds the rows strictly after it
+ * (`desc`: older than, `asc`: newer than). Ids compare byte by byte (`collate "C"` on PostgreSQL,
+ * SQLite's binary default), as the service merges uploaded and derived files in JavaScript.
  */
 export interface Cursor {
   createdAt: number;
+  id: string;
   order: 'asc' | 'desc';
 }
 
-/** Uploaded files of the owner's workspace: `limit` rows past the cursor's second, and all of its second. */
+const byteOrder = (dialect: Dialect) =>
+  dialect === 'postgres' ? sql<string>`id collate "C"` : sql<string>`id`;
+
+/** Uploaded files of the owner's workspace: the `limit` after the cursor (an exact keyset read). */
 export async function listFiles(
   db: Db,
+  dialect: Dialect,
   owner: Owner,
   opts: { cursor: Cursor | null; order: 'asc' | 'desc'; limit: number; purpose: string | null; now: number },
 ): Promise<FileRow[]> {
-  const base = db
+  const id = byteOrder(dialect);
+  const { cursor } = opts;
+  const past = opts.order === 'desc' ? '<' : '>';
+  return db
     .selectFrom('batch_files')
     .selectAll()
     .where('organization_id', '=', owner.organizationId)
     .where('workspace_id', '=', owner.workspaceId)
     .where('complete', '=', 1)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', opts.now)]))
-    .$if(opts.purpose !== null, (q) => q.where('purpose', '=', opts.purpose as string));
-  const past = base
-    .$if(opts.cursor !== null, (q) =>
-      q.where('created_at', opts.order === 'desc' ? '<' : '>', (opts.cursor as Cursor).createdAt),
+    .$if(opts.purpose !== null, (q) => q.where('purpose', '=', opts.purpose as string))
+    .$if(cursor !== null, (q) =>
+      q.where(sql<boolean>`(created_at, ${id}) ${sql.raw(past)} (${cursor?.createdAt}, ${cursor?.id})`),
     )
     .orderBy('created_at', opts.order)
-    .orderBy('id', opts.order)
+    .orderBy(id, opts.order)
     .limit(opts.limit)
     .execute();
-  const same = opts.cursor ? base.where('created_at', '=', opts.cursor.createdAt).execute() : [];
-  return [...(await same), ...(await past)];
 }
 
-/** A final batch of the owner's workspace (its output and error files are derived from it). */
-export async function finalBatch(db: Db, owner: Owner, id: string): Promise<BatchRow | undefined> {
+/** Final batches of the workspace whose output / error files are served (not past `output_expires_after`). */
+function servedBatches(db: Db, owner: Owner, now: number) {
   return db
     .selectFrom('batches')
     .selectAll()
-    .where('id', '=', id)
     .where('organization_id', '=', owner.organizationId)
     .where('workspace_id', '=', owner.workspaceId)
     .where('accepted', '=', 1)
     .where('status', 'in', [...FINAL_STATUSES])
-    .executeTakeFirst();
+    .where((eb) =>
+      eb.or([
+        eb('output_expires_after_s', 'is', null),
+        eb(eb('finalized_at', '+', eb.ref('output_expires_after_s')), '>', now),
+      ]),
+    );
 }
 
-/** Final batches of the workspace with results, by `finalized_at` (the derived files' created_at). */
-export async function finalBatches(
+/** A final batch of the owner's workspace whose output and error files have not expired. */
+export async function finalBatch(
   db: Db,
   owner: Owner,
-  opts: { cursor: Cursor | null; order: 'asc' | 'desc'; limit: number },
+  id: string,
+  now: number,
+): Promise<BatchRow | undefined> {
+  return servedBatches(db, owner, now).where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Final batches of the workspace with results, by (`finalized_at`, id): their output and error files'
+ * (created_at, id). `limit` batches from the cursor's on: the cursor's own batch is included (its
+ * other file may follow the cursor), and the caller drops what is not past the cursor.
+ */
+export async function finalBatches(
+  db: Db,
+  dialect: Dialect,
+  owner: Owner,
+  opts: { cursor: Cursor | null; order: 'asc' | 'desc'; limit: number; now: number },
 ): Promise<BatchRow[]> {
-  const base = db
-    .selectFrom('batches')
-    .selectAll()
-    .where('organization_id', '=', owner.organizationId)
-    .where('workspace_id', '=', owner.workspaceId)
-    .where('accepted', '=', 1)
-    .where('status', 'in', [...FINAL_STATUSES])
-    .where((eb) => eb.or([eb('completed_count', '>', 0), eb('failed_count', '>', 0)]));
-  const past = base
-    .$if(opts.cursor !== null, (q) =>
-      q.where('finalized_at', opts.order === 'desc' ? '<' : '>', (opts.cursor as Cursor).createdAt),
+  const id = byteOrder(dialect);
+  const { cursor } = opts;
+  const past = opts.order === 'desc' ? '<' : '>';
+  // `file-batch_<hex>_output` follows `file-<x>` exactly when `batch_<hex>` follows `<x>` without
+  // its suffix (ids are fixed-length), or is the same batch: compared from the batch's own id.
+  const key = cursor ? cursor.id.replace(/^file-/, '').replace(/_(output|error)$/, '') : '';
+  return servedBatches(db, owner, opts.now)
+    .where((eb) => eb.or([eb('completed_count', '>', 0), eb('failed_count', '>', 0)]))
+    .$if(cursor !== null, (q) =>
+      q.where(sql<boolean>`(finalized_at, ${id}) ${sql.raw(`${past}=`)} (${cursor?.createdAt}, ${key})`),
     )
     .orderBy('finalized_at', opts.order)
-    .orderBy('id', opts.order)
+    .orderBy(id, opts.order)
     .limit(opts.limit)
     .execute();
-  const same = opts.cursor ? base.where('finalized_at', '=', opts.cursor.createdAt).execute() : [];
-  return [...(await same), ...(await past)];
 }

@@ -1,11 +1,11 @@
 import type { Readable } from 'node:stream';
 import type { Caller } from '../accounts/caller.js';
 import type { BatchConfig } from '../config.js';
-import type { Db } from '../db/connection.js';
+import type { Db, Dialect } from '../db/connection.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import { payloadTooLarge } from './ingest.js';
 import { isBatchEndpoint } from './model.js';
-import { errorFileId, type FileLines, outputFileId } from './openai-batch.js';
+import { derivedExpiresAt, errorFileId, type FileLines, outputFileId } from './openai-batch.js';
 import * as files from './openai-files-store.js';
 import * as store from './store.js';
 import { toResult } from './view.js';
@@ -32,8 +32,6 @@ export interface FileObject {
 
 /** Content characters per stored chunk (whole lines; a longer line is a chunk of its own). */
 const CHUNK_CHARS = 1024 * 1024;
-/** An upload not completed after this long was cut off with its process: its rows are removed. */
-const ABANDONED_AFTER_S = 3600;
 /** `expires_after.seconds` bounds (OpenAI's: one hour to 30 days). */
 const MIN_EXPIRY_S = 3600;
 const MAX_EXPIRY_S = 30 * 24 * 3600;
@@ -75,7 +73,7 @@ export class BatchFilesService {
   /** Sizes of derived files, which never change once their batch is final (bounded). */
   private readonly derivedBytes = new Map<string, number>();
 
-  constructor(private readonly deps: { db: Db; config: BatchConfig }) {}
+  constructor(private readonly deps: { db: Db; dialect: Dialect; config: BatchConfig }) {}
 
   /** Files are for API keys: management keys get 403 (as on batches). */
   private owner(caller: Caller): Caller {
@@ -92,7 +90,6 @@ export class BatchFilesService {
     const { db, config } = this.deps;
     const owner = this.owner(caller);
     const now = Math.floor(Date.now() / 1000);
-    for (const id of await files.abandonedFiles(db, now - ABANDONED_AFTER_S)) await files.deleteFile(db, id);
     const id = files.newFileId();
     await files.createFile(db, {
       id,
@@ -243,7 +240,12 @@ export class BatchFilesService {
     const owner = this.owner(caller);
     const derived = DERIVED.exec(id);
     if (derived) {
-      const batch = await files.finalBatch(this.deps.db, owner, derived[1] as string);
+      const batch = await files.finalBatch(
+        this.deps.db,
+        owner,
+        derived[1] as string,
+        Math.floor(Date.now() / 1000),
+      );
       const kind = derived[2] as 'output' | 'error';
       if (!batch || (kind === 'output' ? batch.completed_count : batch.failed_count) === 0)
         throw notFound('File');
@@ -340,36 +342,42 @@ export class BatchFilesService {
     last_id: string | null;
   }> {
     const owner = this.owner(caller);
-    const { db } = this.deps;
+    const { db, dialect } = this.deps;
     const order = q.order ?? 'desc';
     const limit = q.limit ?? 10000;
     const purpose = q.purpose ?? null;
+    const now = Math.floor(Date.now() / 1000);
     let cursor: files.Cursor | null = null;
-    let afterKey: { created_at: number; id: string } | null = null;
     if (q.after) {
       const after = await this.get(caller, q.after).catch(() => null);
       if (!after) throw badRequest(`after: no file ${q.after}`);
-      cursor = { createdAt: after.created_at, order };
-      afterKey = after;
+      cursor = { createdAt: after.created_at, id: after.id, order };
     }
     const dir = order === 'desc' ? -1 : 1;
     const cmp = (a: { created_at: number; id: string }, b: { created_at: number; id: string }) =>
       dir * (a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    // The keys of both sources first (no derived file's size is read until it is on the page).
+    // Each source reads one page past the cursor (keyset on (created_at, id)); the two are merged
+    // here. No derived file's size is read until it is on the page.
     type Entry = { created_at: number; id: string; view: () => Promise<FileObject> };
     const entries: Entry[] = [];
     if (purpose === null || purpose === 'batch') {
-      for (const row of await files.listFiles(db, owner, {
+      for (const row of await files.listFiles(db, dialect, owner, {
         cursor,
         order,
         limit: limit + 1,
         purpose: 'batch',
-        now: Math.floor(Date.now() / 1000),
+        now,
       }))
         entries.push({ created_at: Number(row.created_at), id: row.id, view: async () => uploadedView(row) });
     }
     if (purpose === null || purpose === 'batch_output') {
-      for (const b of await files.finalBatches(db, owner, { cursor, order, limit: limit + 1 })) {
+      // limit + 2: the cursor's own batch may come first, with none of its files past the cursor.
+      for (const b of await files.finalBatches(db, dialect, owner, {
+        cursor,
+        order,
+        limit: limit + 2,
+        now,
+      })) {
         const at = Number(b.finalized_at);
         if (b.completed_count > 0)
           entries.push({ created_at: at, id: outputFileId(b.id), view: () => this.derivedView(b, 'output') });
@@ -377,7 +385,7 @@ export class BatchFilesService {
           entries.push({ created_at: at, id: errorFileId(b.id), view: () => this.derivedView(b, 'error') });
       }
     }
-    const after = afterKey;
+    const after = cursor ? { created_at: cursor.createdAt, id: cursor.id } : null;
     const page = entries.filter((e) => after === null || cmp(e, after) > 0).sort(cmp);
     const data = await Promise.all(page.slice(0, limit).map((e) => e.view()));
     return {
@@ -406,7 +414,7 @@ export class BatchFilesService {
       filename: `${batch.id}_${kind}.jsonl`,
       purpose: 'batch_output',
       status: 'processed',
-      expires_at: null,
+      expires_at: derivedExpiresAt(batch),
       status_details: null,
     };
   }

@@ -118,7 +118,10 @@ export class BatchesService {
         id,
         this.deps.sqlite,
         (m, w) => this.deps.engine.servesNatively(m, w),
-        async (fileId) => (await this.deps.files?.linesOf(caller, fileId)) ?? null,
+        async (fileId) => {
+          await store.noteInputFile(db, id, fileId);
+          return (await this.deps.files?.linesOf(caller, fileId)) ?? null;
+        },
       ).read(body);
       const estimate = await this.admit(caller, ingested);
       await store.acceptBatch(db, id, {
@@ -131,6 +134,7 @@ export class BatchesService {
         updated_at_ms: Date.now(),
         input_file_id: ingested.inputFileId,
         metadata_json: ingested.metadata ? JSON.stringify(ingested.metadata) : null,
+        output_expires_after_s: ingested.outputExpiresAfterS,
       });
     } catch (err) {
       await store.deleteBatch(db, id).catch(() => {});

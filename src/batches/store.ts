@@ -46,13 +46,21 @@ export async function acceptBatch(
     | 'updated_at_ms'
     | 'input_file_id'
     | 'metadata_json'
-  >,
+  > & { output_expires_after_s: number | null },
 ): Promise<void> {
   await db
     .updateTable('batches')
     .set({ ...fields, accepted: 1 })
     .where('id', '=', id)
     .execute();
+}
+
+/**
+ * Names the uploaded file an ingestion is about to read (`input_file_id`) before it reads it: the
+ * file sweep keeps the files of unfinished batches, this one included.
+ */
+export async function noteInputFile(db: Db, id: string, fileId: string): Promise<void> {
+  await db.updateTable('batches').set({ input_file_id: fileId }).where('id', '=', id).execute();
 }
 
 export async function deleteBatch(db: Db, id: string): Promise<void> {

@@ -13,6 +13,7 @@ import { traceBatchRequest } from '../telemetry/work.js';
 import { executeRequest } from './execute.js';
 import { closingErrors, type ResultError, resultError } from './model.js';
 import { NativeBatches } from './native/service.js';
+import { BatchFileSweep } from './openai-files-sweep.js';
 import { failedResult, OutcomeWriter, type WorkerLog } from './outcomes.js';
 import { Semaphore } from './semaphore.js';
 import * as store from './store.js';
@@ -79,10 +80,13 @@ export class BatchWorker {
   private readonly writer: OutcomeWriter;
   /** Batches sent to a provider's own batch API (native/service.ts). */
   private readonly native: NativeBatches;
+  /** Purges expired and abandoned uploaded files (OpenAI's Files API) now and then. */
+  readonly fileSweep: BatchFileSweep;
 
   constructor(private readonly deps: WorkerDeps) {
     this.writer = new OutcomeWriter(deps.db, deps.accountant, this.id, deps.log, deps.sqlite ?? null);
     this.native = new NativeBatches({ ...deps, writer: this.writer, workerId: this.id });
+    this.fileSweep = new BatchFileSweep({ db: deps.db, log: deps.log, everyMs: deps.config.fileSweepMs });
   }
 
   start(): void {
@@ -134,6 +138,7 @@ export class BatchWorker {
     }
     while (this.inflight.size > 0) await sleep(10);
     await this.native.idle();
+    await this.fileSweep.idle();
     await this.writer.close();
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
   }
@@ -228,6 +233,7 @@ export class BatchWorker {
       this.deps.log.warn({ batch_id: id }, 'removing a batch whose upload never completed');
       await store.deleteBatch(db, id);
     }
+    this.fileSweep.nowAndThen();
   }
 
   /** in_progress → finalizing → completed (the usage is summed from the requests when read). */

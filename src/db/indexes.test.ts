@@ -47,3 +47,47 @@ describe('usage_events indexes', () => {
     );
   });
 });
+
+/** Batch files: the list's keyset pages and the sweep's reads (SQLite's query plans). */
+describe('batch file indexes', () => {
+  let dir: string;
+  let handle: DbHandle;
+  const plan = (query: string) =>
+    (handle.sqlite?.prepare(`explain query plan ${query}`).all() as { detail: string }[])
+      .map((r) => r.detail)
+      .join('; ');
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gatehouse-indexes-'));
+    handle = openDatabase(join(dir, 'db.sqlite'));
+    await migrateToLatest(handle);
+  });
+  afterAll(async () => {
+    await handle.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads a page of files past a (created_at, id) cursor as one index range, with no sort', () => {
+    const files = plan(
+      "select * from batch_files where organization_id = 'o' and workspace_id = 'w' and (created_at, id) < (1, 'f') order by created_at desc, id desc limit 11",
+    );
+    expect(files).toMatch(
+      /SEARCH batch_files USING INDEX batch_files_list \(.*\(created_at,id\)<\(\?,\?\)\)/,
+    );
+    expect(files).not.toMatch(/TEMP B-TREE/);
+    const outputs = plan(
+      "select * from batches where organization_id = 'o' and workspace_id = 'w' and accepted = 1 and (finalized_at, id) <= (1, 'b') order by finalized_at desc, id desc limit 12",
+    );
+    expect(outputs).toMatch(/USING INDEX batches_workspace_final/);
+    expect(outputs).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it('finds expired files and the batches of a file through an index', () => {
+    expect(plan('select id from batch_files where expires_at <= 1')).toMatch(
+      /USING INDEX batch_files_expiry/,
+    );
+    expect(plan("select id from batches where input_file_id = 'f'")).toMatch(
+      /USING INDEX batches_input_file/,
+    );
+  });
+});

@@ -365,6 +365,8 @@ export interface BatchesTable {
   /** OpenAI's Batch API (migration 0023): the uploaded file it was created from, its `metadata`. */
   input_file_id: string | null;
   metadata_json: JsonText | null;
+  /** OpenAI's `output_expires_after.seconds` (migration 0024): its output/error files expire this long after `finalized_at`. */
+  output_expires_after_s: Generated<number | null>;
 }
 
 /** An uploaded batch input file (migration 0023; see batches/openai-files*.ts). Times in Unix seconds. */
