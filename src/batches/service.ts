@@ -36,6 +36,15 @@ export interface BatchesDeps {
   files?: Pick<BatchFilesService, 'linesOf'>;
 }
 
+/** What a front door adds to a batch besides its body. */
+export interface BatchOptions {
+  /**
+   * The caller's provider headers of the create call, already allow-listed (Message Batches:
+   * `anthropic-version`, `anthropic-beta`): each request runs as if it had carried them.
+   */
+  headers?: Record<string, string>;
+}
+
 /** Results per poll page at most, and by default. */
 export const MAX_RESULTS_PAGE = 1000;
 export const DEFAULT_RESULTS_PAGE = 100;
@@ -61,8 +70,13 @@ export class BatchesService {
    * Reads, validates and stores a batch body, then admits it: 202-able once this resolves. On any
    * refusal nothing is kept. `declaredBytes` is the Content-Length, when sent (413 before reading).
    */
-  async create(caller: Caller, body: AsyncIterable<Buffer>, declaredBytes: number | null): Promise<Batch> {
-    const run = this.ingest(caller, body, declaredBytes);
+  async create(
+    caller: Caller,
+    body: AsyncIterable<Buffer>,
+    declaredBytes: number | null,
+    options: BatchOptions = {},
+  ): Promise<Batch> {
+    const run = this.ingest(caller, body, declaredBytes, options);
     this.ingesting.add(run);
     try {
       return await run;
@@ -84,6 +98,7 @@ export class BatchesService {
     caller: Caller,
     body: AsyncIterable<Buffer>,
     declaredBytes: number | null,
+    options: BatchOptions,
   ): Promise<Batch> {
     const { db, config } = this.deps;
     if (caller.isManagement) throw forbidden('Management keys cannot create batches; use an API key');
@@ -136,6 +151,8 @@ export class BatchesService {
         input_file_id: ingested.inputFileId,
         metadata_json: ingested.metadata ? JSON.stringify(ingested.metadata) : null,
         output_expires_after_s: ingested.outputExpiresAfterS,
+        headers_json:
+          options.headers && Object.keys(options.headers).length > 0 ? JSON.stringify(options.headers) : null,
       });
     } catch (err) {
       await store.deleteBatch(db, id).catch(() => {});
