@@ -980,6 +980,60 @@ describe.each(databases)('batches (%s)', (db) => {
     });
   });
 
+  describe('a model leaving the catalog under a batch of several models (one request at a time)', () => {
+    let gw: TestGateway;
+    let mock: MockUpstream;
+    let file: string;
+    let config: { models: { id: string }[] };
+    beforeAll(async () => {
+      const up = await startUpstreams();
+      mock = up.mock;
+      file = up.env.GATEHOUSE_CONFIG as string;
+      config = JSON.parse(readFileSync(file, 'utf8'));
+      gw = await gatewayWithCredits(db, { GATEHOUSE_CONFIG: file, GATEHOUSE_BATCH_CONCURRENCY: '1' });
+    });
+    afterAll(async () => {
+      await gw?.stop();
+      await mock?.close();
+    });
+
+    it('fails only the requests of the model that left; the others complete', async () => {
+      const call = client(gw.url, gw.apiKey);
+      const created = await call('POST', '/batches', {
+        endpoint: CHAT,
+        completion_window: '24h',
+        requests: [
+          { custom_id: 'slow', body: chatBody(script({ text: 'slow', delay_ms: 1500 })) },
+          { custom_id: 'gpt', body: chatBody('to gpt', 'test/gpt') },
+          { custom_id: 'claude', body: chatBody('to claude', 'test/claude', { max_tokens: 20 }) },
+        ],
+      });
+      expect(created.status, created.text).toBe(202);
+      // While the first request runs, test/gpt leaves the catalog.
+      await waitFor(call, created.body.id, 'in_progress');
+      writeFileSync(
+        file,
+        JSON.stringify({ ...config, models: config.models.filter((m) => m.id !== 'test/gpt') }),
+      );
+      const reloaded = await adminClient(gw.url)('POST', '/admin/catalog/reload');
+      expect(reloaded.status, reloaded.text).toBe(200);
+
+      const done = await waitFor(call, created.body.id, ['completed', 'failed']);
+      expect(done).toMatchObject({
+        status: 'completed',
+        request_counts: { completed: 2, failed: 1, total: 3 },
+      });
+      const results = byCustomId(done.results);
+      expect(results.get('slow').response.body.choices[0].message.content).toBe('slow');
+      expect(results.get('claude').response.body.choices[0].message.content).toBe('Hello from claude-x!');
+      expect(results.get('gpt')).toMatchObject({
+        response: null,
+        error: { message: 'Model test/gpt not found', error_type: 'not_found' },
+      });
+      expect(mock.requests.map((r) => r.path)).toEqual(['/anthropic/v1/messages']);
+    });
+  });
+
   describe('expiry (a 1 s completion window)', () => {
     let gw: TestGateway;
     let call: Call;
