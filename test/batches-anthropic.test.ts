@@ -198,6 +198,88 @@ describe.each(databases)('Message Batches with the Anthropic SDK (%s)', (db) => 
     });
   });
 
+  it('runs a batch mixing models, each request on its own model, with the betas of the create call', async () => {
+    mock.reset();
+    const betas = ['interleaved-thinking-2025-05-14', 'context-1m-2025-08-07'];
+    const created = await anthropic.beta.messages.batches.create({
+      requests: [
+        { custom_id: 'to-claude', params: params('test/claude', 'for claude', { top_k: 3 }) },
+        { custom_id: 'to-gpt', params: params('test/gpt', 'for gpt') },
+        { custom_id: 'to-echo', params: params('gatehouse/echo', 'for echo') },
+        { custom_id: 'to-claude-2', params: params('test/claude', 'for claude again') },
+      ],
+      betas,
+    });
+    const done = await ended(anthropic, created.id);
+    expect(done.request_counts).toMatchObject({ succeeded: 4, errored: 0 });
+    const results = await resultsOf(anthropic, created.id);
+    expect(results.map((r) => [r.custom_id, textOf(r)])).toEqual([
+      ['to-claude', 'Hello from claude-x!'],
+      ['to-gpt', 'Hello from gpt-x!'],
+      ['to-echo', 'for echo'],
+      ['to-claude-2', 'Hello from claude-x!'],
+    ]);
+    // Each request reached its own model's provider; the betas went to Anthropic as the synchronous
+    // /messages would send them, and not to the OpenAI provider (a translated call drops them).
+    const toClaude = mock.requests.filter((r) => r.path === '/anthropic/v1/messages');
+    expect(toClaude.map((r) => r.body.messages[0].content).sort()).toEqual([
+      'for claude',
+      'for claude again',
+    ]);
+    for (const r of toClaude) {
+      expect(r.body.model).toBe('claude-x');
+      expect(r.headers['anthropic-beta']).toBe(betas.join(','));
+      expect(r.headers['x-api-key']).toBe('sk-operator-anthropic-00');
+    }
+    expect(toClaude.find((r) => r.body.messages[0].content === 'for claude')?.body.top_k).toBe(3);
+    const toGpt = mock.requests.filter((r) => r.path === '/openai/v1/chat/completions');
+    expect(toGpt.map((r) => [r.body.model, r.body.messages[0].content])).toEqual([['gpt-x', 'for gpt']]);
+    expect(toGpt[0]?.headers['anthropic-beta']).toBeUndefined();
+    expect(mock.requests).toHaveLength(3);
+
+    // On the Gatehouse routes: a batch of several models names none.
+    const own = await client(gw.url, gw.apiKey)(
+      'GET',
+      `/batches/${created.id.replace('msgbatch_', 'batch_')}`,
+    );
+    expect(own.body).toMatchObject({ endpoint: '/v1/messages', model: null, status: 'completed' });
+
+    // A batch created without betas sends none.
+    mock.reset();
+    const plain = await anthropic.messages.batches.create({
+      requests: [{ custom_id: 'plain', params: params('test/claude', 'no betas') }],
+    });
+    await ended(anthropic, plain.id);
+    expect(mock.requests.map((r) => [r.path, r.headers['anthropic-beta']])).toEqual([
+      ['/anthropic/v1/messages', undefined],
+    ]);
+  });
+
+  it('403 for a batch mixing models when the key may not use one of them', async () => {
+    const mgmt = client(gw.url, gw.managementKey);
+    const key = await mgmt('POST', '/keys', { name: `mix ${db}` });
+    const g = await mgmt('POST', '/guardrails', { name: 'claude only', allowed_models: ['test/claude'] });
+    await mgmt('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+      key_hashes: [key.body.data.hash],
+    });
+    const limited = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: key.body.key, maxRetries: 0 });
+    const rows = await batchRows();
+    const err = await refusal(
+      limited.messages.batches.create({
+        requests: [
+          { custom_id: 'ok', params: params('test/claude', 'x') },
+          { custom_id: 'forbidden', params: params('test/gpt', 'y') },
+        ],
+      }),
+    );
+    expect(err.status).toBe(403);
+    expect(err.error).toMatchObject({
+      type: 'error',
+      error: { type: 'permission_error', message: expect.stringContaining('test/gpt') },
+    });
+    expect(await batchRows()).toBe(rows);
+  });
+
   it("lists a key's message batches newest first, page by page with the SDK's auto-paging", async () => {
     const other = await makeOrganization(gw.url, `Lister ${db}`);
     const sdk = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: other.apiKey, maxRetries: 0 });
@@ -454,6 +536,16 @@ describe.each(databases)("Message Batches handed to Anthropic's batch API (%s)",
               },
             ],
           },
+          {
+            id: 'test/claude-other',
+            endpoints: [
+              {
+                provider: 'anthropic',
+                upstream_model: 'claude-other-upstream',
+                pricing: { prompt: 1, completion: 2 },
+              },
+            ],
+          },
         ],
       }),
     );
@@ -489,5 +581,46 @@ describe.each(databases)("Message Batches handed to Anthropic's batch API (%s)",
     ]);
     // Nothing ran synchronously: the provider's batch answered every request.
     expect(mock.sync).toEqual([]);
+  });
+
+  it("runs a batch of several models, or one with betas, on Gatehouse's worker: a provider batch runs one model", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.url}/api`, apiKey: gw.apiKey, maxRetries: 0 });
+    const submitted = mock.batches.length;
+    mock.sync.length = 0;
+    const mixed = await anthropic.messages.batches.create({
+      requests: [
+        { custom_id: 'm-0', params: params('test/claude', 'one') },
+        { custom_id: 'm-1', params: params('test/claude-other', 'two') },
+      ],
+    });
+    const done = await ended(anthropic, mixed.id);
+    expect(done.request_counts).toMatchObject({ succeeded: 2, errored: 0 });
+    expect(mock.sync.map((s) => [s.path, s.body.model]).sort()).toEqual([
+      ['/anthropic/v1/messages', 'claude-other-upstream'],
+      ['/anthropic/v1/messages', 'claude-upstream'],
+    ]);
+
+    // One model with betas: a provider batch's bodies would lose them, so the worker runs it too.
+    mock.sync.length = 0;
+    const beta = await anthropic.beta.messages.batches.create({
+      requests: [{ custom_id: 'b-0', params: params('test/claude', 'three') }],
+      betas: ['context-1m-2025-08-07'],
+    });
+    await ended(anthropic, beta.id);
+    expect(mock.sync.map((s) => s.body.model)).toEqual(['claude-upstream']);
+    expect(mock.batches).toHaveLength(submitted);
+    const native = await gw.services.db
+      .selectFrom('batches')
+      .select(['native_state', 'native_provider'])
+      .where(
+        'id',
+        'in',
+        [mixed.id, beta.id].map((id) => id.replace('msgbatch_', 'batch_')),
+      )
+      .execute();
+    expect(native).toEqual([
+      { native_state: 'none', native_provider: null },
+      { native_state: 'none', native_provider: null },
+    ]);
   });
 });

@@ -218,6 +218,42 @@ describe.each(databases)('OpenAI Files + Batch API with the openai client (%s)',
     for (const [i, r] of out.entries()) c.check(r.response.body, i);
   });
 
+  it('runs a file whose requests use different models, each on its own', async () => {
+    mock.reset();
+    const file = await upload(
+      openai,
+      jsonl([
+        line('gpt', '/v1/chat/completions', {
+          model: 'test/gpt',
+          messages: [{ role: 'user', content: 'to gpt' }],
+        }),
+        line('echo', '/v1/chat/completions', {
+          model: 'gatehouse/echo',
+          messages: [{ role: 'user', content: 'to echo' }],
+        }),
+      ]),
+    );
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    const done = await finalBatch(openai, created.id);
+    expect(done).toMatchObject({
+      status: 'completed',
+      request_counts: { total: 2, completed: 2, failed: 0 },
+    });
+    expect((done as { model?: string | null }).model).toBeNull();
+    const out = await contentLines(openai, done.output_file_id as string);
+    expect(out.map((r) => [r.custom_id, r.response.body.choices[0].message.content])).toEqual([
+      ['gpt', 'Hello from gpt-x!'],
+      ['echo', 'to echo'],
+    ]);
+    expect(mock.requests.map((r) => [r.path, r.body.model])).toEqual([
+      ['/openai/v1/chat/completions', 'gpt-x'],
+    ]);
+  });
+
   it('lists files with cursors, newest first or oldest first', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++)

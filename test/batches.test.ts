@@ -274,6 +274,13 @@ describe.each(databases)('batches (%s)', (db) => {
           api_key: 'sk-x',
           native_batches: false, // the worker's own paths (native batches: native-batches.test.ts)
         });
+      // Ten times test/gpt's prices: a batch mixing it with others is estimated per model.
+      config.models.push({
+        id: 'test/pricey',
+        endpoints: [
+          { provider: 'openai', upstream_model: 'pricey-x', pricing: { prompt: 10, completion: 20 } },
+        ],
+      });
       config.models.push({
         id: 'test/mixed',
         endpoints: mixed.map((provider) => ({
@@ -662,9 +669,9 @@ describe.each(databases)('batches (%s)', (db) => {
         /^requests\[1\] \(custom_id "b"\)\.body\.stream/,
       ],
       [
-        'requests for different models',
-        batchOf([item('a'), item('b', chatBody('x', 'gatehouse/scripted'))]),
-        /^requests\[1\] \(custom_id "b"\)\.body\.model: every request of a batch must use the same model/,
+        'requests for different models under a batch model',
+        batchOf([item('a'), item('b', chatBody('x', 'gatehouse/scripted'))], { model: 'gatehouse/echo' }),
+        /^requests\[1\] \(custom_id "b"\)\.body\.model: must be the batch's model gatehouse\/echo/,
       ],
       [
         'a request for another model than the batch model',
@@ -759,6 +766,101 @@ describe.each(databases)('batches (%s)', (db) => {
       expect(ok.status, ok.text).toBe(202);
       const done = await waitFor(groqOnly, ok.body.id, 'completed');
       expect(done.results[0].response.body.provider).toBe('groq');
+    });
+
+    it('runs a batch whose requests use different models, each on its own (no batch model)', async () => {
+      const created = await call(
+        'POST',
+        '/batches',
+        batchOf([
+          item('gpt', chatBody('to gpt', 'test/gpt')),
+          item('claude', chatBody('to claude', 'test/claude', { max_tokens: 50 })),
+          item('echo', chatBody('to echo')),
+          item('gpt-2', chatBody('to gpt again', 'test/gpt')),
+        ]),
+      );
+      expect(created.status, created.text).toBe(202);
+      expect(created.body).toMatchObject({ model: null, request_counts: { total: 4 } });
+      const done = await waitFor(call, created.body.id, 'completed');
+      expect(done.model).toBeNull();
+      const results = byCustomId(done.results);
+      const text = (id: string) => results.get(id)?.response.body.choices[0].message.content;
+      expect([text('gpt'), text('claude'), text('echo'), text('gpt-2')]).toEqual([
+        'Hello from gpt-x!',
+        'Hello from claude-x!',
+        'to echo',
+        'Hello from gpt-x!',
+      ]);
+      // Each request reached its own model's provider with its upstream model id.
+      const sent = mock.requests.map((r) => [r.path, r.body.model, JSON.stringify(r.body)]);
+      expect(sent.filter(([p]) => p === '/openai/v1/chat/completions').map(([, m]) => m)).toEqual([
+        'gpt-x',
+        'gpt-x',
+      ]);
+      const toClaude = sent.filter(([p]) => p === '/anthropic/v1/messages');
+      expect(toClaude.map(([, m]) => m)).toEqual(['claude-x']);
+      expect(toClaude[0]?.[2]).toContain('to claude');
+      expect(sent).toHaveLength(3);
+    });
+
+    it('403 for a batch of several models when the guardrail forbids one of them', async () => {
+      const echoOnly = await newKey({ allowed_models: ['gatehouse/echo'] });
+      await expectRefused(
+        gw,
+        echoOnly,
+        () =>
+          echoOnly('POST', '/batches', batchOf([item('a'), item('b', chatBody('x', 'test/gpt')), item('c')])),
+        403,
+        /test\/gpt/,
+      );
+      // Its allowed model alone is accepted.
+      const ok = await echoOnly('POST', '/batches', batchOf([item('a'), item('c')]));
+      expect(ok.status, ok.text).toBe(202);
+      await waitFor(echoOnly, ok.body.id, 'completed');
+      expect(mock.requests).toHaveLength(0);
+    });
+
+    it('estimates a batch of several models at each model’s prices (402 when the sum exceeds the balance)', async () => {
+      const cheap = item('e', chatBody('x', 'gatehouse/echo', { max_tokens: 100 }));
+      // As long as `cheap` ('test/pricey' is 3 characters shorter than 'gatehouse/echo').
+      const dear = item('p', chatBody('xxxx', 'test/pricey', { max_tokens: 100 }));
+      const estimateOf = async (requests: unknown[]) => {
+        const res = await call('POST', '/batches', batchOf(requests));
+        expect(res.status, res.text).toBe(202);
+        await waitFor(call, res.body.id, 'completed');
+        const row = await gw.services.db
+          .selectFrom('batches')
+          .select('estimated_cost_usd')
+          .where('id', '=', res.body.id)
+          .executeTakeFirstOrThrow();
+        return row.estimated_cost_usd;
+      };
+      const [echoOnly, priceyOnly, both] = [
+        await estimateOf([cheap]),
+        await estimateOf([dear]),
+        await estimateOf([cheap, dear]),
+      ];
+      // Same sizes, ten times the prices: 10× the estimate; the mix is the sum of its models'.
+      expect(priceyOnly).toBeCloseTo(10 * echoOnly, 12);
+      expect(both).toBeCloseTo(echoOnly + priceyOnly, 12);
+
+      // A balance the cheap model's part fits but not the whole.
+      const other = await makeOrganization(gw.url, `Batch mix ${db}`);
+      const poor = client(gw.url, other.apiKey);
+      await adminClient(gw.url)('POST', '/admin/credits', {
+        organization_id: other.organizationId,
+        amount_usd: (echoOnly + both) / 2,
+      });
+      await expectRefused(
+        gw,
+        poor,
+        () => poor('POST', '/batches', batchOf([cheap, dear])),
+        402,
+        /estimated cost/,
+      );
+      const ok = await poor('POST', '/batches', batchOf([cheap]));
+      expect(ok.status, ok.text).toBe(202);
+      await waitFor(poor, ok.body.id, 'completed');
     });
 
     it('402 without credits, and when the estimate exceeds the balance', async () => {
@@ -875,6 +977,60 @@ describe.each(databases)('batches (%s)', (db) => {
       const again = await call('POST', `/batches/${id}/cancel`);
       expect(again.status).toBe(200);
       expect(again.body).toMatchObject({ id, status: 'cancelled', request_counts: done.request_counts });
+    });
+  });
+
+  describe('a model leaving the catalog under a batch of several models (one request at a time)', () => {
+    let gw: TestGateway;
+    let mock: MockUpstream;
+    let file: string;
+    let config: { models: { id: string }[] };
+    beforeAll(async () => {
+      const up = await startUpstreams();
+      mock = up.mock;
+      file = up.env.GATEHOUSE_CONFIG as string;
+      config = JSON.parse(readFileSync(file, 'utf8'));
+      gw = await gatewayWithCredits(db, { GATEHOUSE_CONFIG: file, GATEHOUSE_BATCH_CONCURRENCY: '1' });
+    });
+    afterAll(async () => {
+      await gw?.stop();
+      await mock?.close();
+    });
+
+    it('fails only the requests of the model that left; the others complete', async () => {
+      const call = client(gw.url, gw.apiKey);
+      const created = await call('POST', '/batches', {
+        endpoint: CHAT,
+        completion_window: '24h',
+        requests: [
+          { custom_id: 'slow', body: chatBody(script({ text: 'slow', delay_ms: 1500 })) },
+          { custom_id: 'gpt', body: chatBody('to gpt', 'test/gpt') },
+          { custom_id: 'claude', body: chatBody('to claude', 'test/claude', { max_tokens: 20 }) },
+        ],
+      });
+      expect(created.status, created.text).toBe(202);
+      // While the first request runs, test/gpt leaves the catalog.
+      await waitFor(call, created.body.id, 'in_progress');
+      writeFileSync(
+        file,
+        JSON.stringify({ ...config, models: config.models.filter((m) => m.id !== 'test/gpt') }),
+      );
+      const reloaded = await adminClient(gw.url)('POST', '/admin/catalog/reload');
+      expect(reloaded.status, reloaded.text).toBe(200);
+
+      const done = await waitFor(call, created.body.id, ['completed', 'failed']);
+      expect(done).toMatchObject({
+        status: 'completed',
+        request_counts: { completed: 2, failed: 1, total: 3 },
+      });
+      const results = byCustomId(done.results);
+      expect(results.get('slow').response.body.choices[0].message.content).toBe('slow');
+      expect(results.get('claude').response.body.choices[0].message.content).toBe('Hello from claude-x!');
+      expect(results.get('gpt')).toMatchObject({
+        response: null,
+        error: { message: 'Model test/gpt not found', error_type: 'not_found' },
+      });
+      expect(mock.requests.map((r) => r.path)).toEqual(['/anthropic/v1/messages']);
     });
   });
 

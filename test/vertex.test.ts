@@ -325,6 +325,38 @@ describe('Google Vertex AI provider', () => {
     ]);
   });
 
+  it('a Message Batch created with betas: each request gets the betas Vertex has, as /messages would', async () => {
+    mock.enqueue({ reply: { text: 'batched', usage } });
+    const created = await anthropic.beta.messages.batches.create({
+      requests: [
+        {
+          custom_id: 'v-0',
+          params: { model: 'test/claude', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] },
+        },
+      ],
+      betas: ['claude-code-20250219', 'per-turn-control-2026-07-01', 'effort-2025-11-24'],
+    });
+    const deadline = Date.now() + 15_000;
+    let batch = created;
+    while (batch.processing_status !== 'ended' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 25));
+      batch = await anthropic.beta.messages.batches.retrieve(created.id);
+    }
+    expect(batch.request_counts).toMatchObject({ succeeded: 1, errored: 0 });
+    const req = vertexRequest('anthropic', CLAUDE, 'rawPredict');
+    // The beta Vertex has no flag for stays behind, as on the synchronous call.
+    expect(String(req.headers['anthropic-beta']).split(',')).toEqual([
+      'claude-code-20250219',
+      'effort-2025-11-24',
+    ]);
+    const results = [];
+    for await (const r of await anthropic.beta.messages.batches.results(created.id)) results.push(r);
+    expect(results[0]?.result).toMatchObject({
+      type: 'succeeded',
+      message: { content: [{ text: 'batched' }] },
+    });
+  });
+
   it('/messages streaming on Claude relays the SSE from streamRawPredict and taps its usage', async () => {
     mock.enqueue({ reply: { text: 'streamed lane', usage } });
     const stream = anthropic.messages.stream({

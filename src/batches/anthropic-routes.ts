@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { WIRES } from '../inference/wires/index.js';
+import { forwardedHeaders } from '../inference/wires/wire.js';
 import { ApiError } from '../lib/errors.js';
 import type { Router } from '../server/router.js';
 import { IdParams } from '../server/schemas.js';
@@ -67,7 +68,7 @@ export async function messageBatchesRoutes(
           tags,
           summary: 'Create a message batch (Anthropic format): the batch in_progress',
           description:
-            'Every request runs as `POST /messages` would run it; all requests of a batch use the same model.',
+            'Every request runs as `POST /messages` would run it, with the `anthropic-beta` and `anthropic-version` headers of this call; requests may use different models.',
           response: { 200: Ref, ...errors(400, 401, 402, 403, 413, 415, 429, 500) },
         },
       },
@@ -82,6 +83,9 @@ export async function messageBatchesRoutes(
             body,
             length === undefined ? null : Number(length),
             resultsUrl(req, settings.publicUrl),
+            // `anthropic-beta` (and `anthropic-version`): each request runs as `POST /messages`
+            // carrying them would, through the same allow-list.
+            forwardedHeaders(req.headers, WIRES.messages.forwardHeaders),
           );
         } catch (err) {
           // Refused before the body was read to its end: see lingerThenClose.

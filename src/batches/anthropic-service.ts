@@ -39,12 +39,19 @@ export class MessageBatchesService {
     body: AsyncIterable<Buffer>,
     declaredBytes: number | null,
     url: ResultsUrl,
+    /** The create call's allow-listed provider headers (`anthropic-beta`, `anthropic-version`). */
+    headers: Record<string, string> = {},
   ): Promise<MessageBatch> {
     apiKeyOnly(caller);
     let id: string;
     try {
       id = (
-        await this.deps.batches.create(caller, messageBatchBody(body, this.deps.maxItemBytes), declaredBytes)
+        await this.deps.batches.create(
+          caller,
+          messageBatchBody(body, this.deps.maxItemBytes),
+          declaredBytes,
+          { headers },
+        )
       ).id;
     } catch (err) {
       throw inAnthropicTerms(err);

@@ -23,7 +23,7 @@ export type Execution =
  */
 export async function executeRequest(
   engine: Engine,
-  batch: Pick<BatchRow, 'endpoint' | 'provider_json'>,
+  batch: Pick<BatchRow, 'endpoint' | 'provider_json' | 'headers_json'>,
   caller: Caller,
   item: string,
   signal: AbortSignal,
@@ -46,7 +46,9 @@ export async function executeRequest(
       body,
       model: wire.inspect(body).model,
       stream: false,
-      headers: {},
+      // The create call's allow-listed provider headers (Message Batches' anthropic-beta), as the
+      // synchronous endpoint passes the caller's on: translation and lanes filter them per provider.
+      headers: batch.headers_json ? (JSON.parse(batch.headers_json) as Record<string, string>) : {},
       prefs: {
         ...parsePreferences(body.provider),
         ...batchPrefs,

@@ -59,17 +59,36 @@ const TOP_FIELDS = new Set([
 
 /** Completion tokens assumed for a request that sets no max_tokens (the cost estimate). */
 export const DEFAULT_ESTIMATE_COMPLETION_TOKENS = 1024;
+/**
+ * Distinct models one batch may use (without a top-level `model`): admission checks each one's
+ * guardrail and prices each at its own first endpoint, so their number is bounded.
+ */
+export const MAX_BATCH_MODELS = 64;
+
+/** One model's requests in a batch: token estimates summed over them, priced at admission. */
+export interface ModelTally {
+  /** The canonical model id. */
+  model: string;
+  /** Its first request (named when the model is refused). */
+  index: number;
+  customId: string;
+  count: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** Requests without max_tokens (priced at the endpoint's limit, at most the default). */
+  completionTokensUnset: number;
+}
 
 export interface IngestResult {
   endpoint: BatchEndpoint;
   completionWindow: string;
-  /** The canonical model id all requests target. */
-  model: string;
+  /** The canonical model id all requests target; null when they use several. */
+  model: string | null;
   provider: BatchProviderPrefs | null;
   count: number;
   bytes: number;
-  /** Token estimates summed over the requests, priced once the serving endpoint is known. */
-  estimate: { promptTokens: number; completionTokens: number; completionTokensUnset: number };
+  /** Per model, in order of first use: the requests and their token estimates. */
+  models: ModelTally[];
   /** The uploaded file the requests came from (OpenAI's `input_file_id`), and OpenAI's `metadata`. */
   inputFileId: string | null;
   metadata: Record<string, string> | null;
@@ -132,14 +151,13 @@ export class Ingestion {
   private count = 0;
   /** Requests [0, deferredUpTo) arrived before `endpoint` and are validated after the body. */
   private deferredUpTo = 0;
-  /** The model of the first validated request (all must agree), with its index and custom_id. */
-  private firstModel: { id: string; index: number; customId: string } | null = null;
+  /** The models of the validated requests, in order of first use (at most MAX_BATCH_MODELS). */
+  private readonly models = new Map<string, ModelTally>();
   /** The requests read and not yet written (indexes chunkFirst, chunkFirst + 1, …). */
   private chunkFirst = 0;
   private chunkIds: string[] = [];
   private chunkItems: string[] = [];
   private chunkChars = 0;
-  private readonly estimate = { promptTokens: 0, completionTokens: 0, completionTokensUnset: 0 };
   /** SQLite: writes the chunks through the better-sqlite3 handle (null on PostgreSQL). */
   private readonly sqliteWriter: store.SqliteItemWriter | null;
 
@@ -189,16 +207,16 @@ export class Ingestion {
     if (this.count === 0)
       throw badRequest('requests is required: an array of at least one {custom_id, body}');
     if (this.deferredUpTo > 0) await this.validateStored();
-    const first = this.firstModel;
-    if (!first) throw badRequest('requests must contain at least one request');
+    const models = [...this.models.values()];
+    if (models.length === 0) throw badRequest('requests must contain at least one request');
     return {
       endpoint: this.endpoint,
       completionWindow: this.completionWindow,
-      model: first.id,
+      model: models.length === 1 ? (models[0] as ModelTally).model : null,
       provider: this.provider,
       count: this.count,
       bytes,
-      estimate: this.estimate,
+      models,
       inputFileId: this.inputFileId,
       metadata: this.metadata,
       outputExpiresAfterS: this.outputExpiresAfterS,
@@ -283,9 +301,10 @@ export class Ingestion {
       case 'model': {
         if (typeof value !== 'string' || value === '') throw badRequest('model must be a non-empty string');
         this.batchModel = value;
-        const first = this.firstModel;
-        if (first && this.canonical(value) !== first.id)
-          throw requestError(first.index, first.customId, `.body.model: must be the batch's model ${value}`);
+        // Requests read before it: the first of another model is refused.
+        const other = [...this.models.values()].find((m) => m.model !== this.canonical(value));
+        if (other)
+          throw requestError(other.index, other.customId, `.body.model: must be the batch's model ${value}`);
         return;
       }
       case 'provider':
@@ -369,18 +388,31 @@ export class Ingestion {
     }
     if (this.batchModel !== null && this.canonical(this.batchModel) !== entry.id)
       throw requestError(index, customId, `.body.model: must be the batch's model ${this.batchModel}`);
-    if (this.firstModel === null) this.firstModel = { id: entry.id, index, customId };
-    else if (this.firstModel.id !== entry.id)
-      throw requestError(
+    let tally = this.models.get(entry.id);
+    if (!tally) {
+      if (this.models.size >= MAX_BATCH_MODELS)
+        throw requestError(
+          index,
+          customId,
+          `.body.model: a batch may use at most ${MAX_BATCH_MODELS} different models (${entry.id} would be one more)`,
+        );
+      tally = {
+        model: entry.id,
         index,
         customId,
-        `.body.model: every request of a batch must use the same model (requests[${this.firstModel.index}] uses ${this.firstModel.id})`,
-      );
+        count: 0,
+        promptTokens: 0,
+        completionTokens: 0,
+        completionTokensUnset: 0,
+      };
+      this.models.set(entry.id, tally);
+    }
     // Estimate: 4 characters a token for the whole item (a ceiling for the prompt), and the
     // request's max tokens (or DEFAULT_ESTIMATE_COMPLETION_TOKENS) for the completion.
-    this.estimate.promptTokens += Math.ceil(rawLength / 4);
-    if (maxTokens === undefined) this.estimate.completionTokensUnset += 1;
-    else this.estimate.completionTokens += maxTokens;
+    tally.count += 1;
+    tally.promptTokens += Math.ceil(rawLength / 4);
+    if (maxTokens === undefined) tally.completionTokensUnset += 1;
+    else tally.completionTokens += maxTokens;
   }
 
   private canonical(slug: string): string {

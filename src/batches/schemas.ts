@@ -97,7 +97,7 @@ export const Batch = Type.Object(
     id: Str,
     object: Type.Literal('batch'),
     endpoint: Str,
-    model: Nullable(Str),
+    model: Nullable(Type.String({ description: 'The model every request uses; null when they use several' })),
     completion_window: Str,
     status: Status,
     created_at: Type.Integer({ description: 'Unix seconds' }),
@@ -172,7 +172,12 @@ export const BatchSubmit = Type.Object(
       }),
     ),
     completion_window: Type.Literal('24h'),
-    model: Type.Optional(Str),
+    model: Type.Optional(
+      Type.String({
+        description:
+          'Every request must use this model; without it requests may use different models (64 at most)',
+      }),
+    ),
     provider: Type.Optional(
       Type.Object({ only: Type.Optional(Type.Array(Str)), allow_fallbacks: Type.Optional(Type.Boolean()) }),
     ),

@@ -12,6 +12,7 @@ import {
   DEFAULT_ESTIMATE_COMPLETION_TOKENS,
   Ingestion,
   type IngestResult,
+  type ModelTally,
   newBatchId,
   payloadTooLarge,
 } from './ingest.js';
@@ -33,6 +34,15 @@ export interface BatchesDeps {
   limiter: RateLimiter;
   /** Uploaded batch files (OpenAI's `input_file_id`). */
   files?: Pick<BatchFilesService, 'linesOf'>;
+}
+
+/** What a front door adds to a batch besides its body. */
+export interface BatchOptions {
+  /**
+   * The caller's provider headers of the create call, already allow-listed (Message Batches:
+   * `anthropic-version`, `anthropic-beta`): each request runs as if it had carried them.
+   */
+  headers?: Record<string, string>;
 }
 
 /** Results per poll page at most, and by default. */
@@ -60,8 +70,13 @@ export class BatchesService {
    * Reads, validates and stores a batch body, then admits it: 202-able once this resolves. On any
    * refusal nothing is kept. `declaredBytes` is the Content-Length, when sent (413 before reading).
    */
-  async create(caller: Caller, body: AsyncIterable<Buffer>, declaredBytes: number | null): Promise<Batch> {
-    const run = this.ingest(caller, body, declaredBytes);
+  async create(
+    caller: Caller,
+    body: AsyncIterable<Buffer>,
+    declaredBytes: number | null,
+    options: BatchOptions = {},
+  ): Promise<Batch> {
+    const run = this.ingest(caller, body, declaredBytes, options);
     this.ingesting.add(run);
     try {
       return await run;
@@ -83,6 +98,7 @@ export class BatchesService {
     caller: Caller,
     body: AsyncIterable<Buffer>,
     declaredBytes: number | null,
+    options: BatchOptions,
   ): Promise<Batch> {
     const { db, config } = this.deps;
     if (caller.isManagement) throw forbidden('Management keys cannot create batches; use an API key');
@@ -135,6 +151,8 @@ export class BatchesService {
         input_file_id: ingested.inputFileId,
         metadata_json: ingested.metadata ? JSON.stringify(ingested.metadata) : null,
         output_expires_after_s: ingested.outputExpiresAfterS,
+        headers_json:
+          options.headers && Object.keys(options.headers).length > 0 ? JSON.stringify(options.headers) : null,
       });
     } catch (err) {
       await store.deleteBatch(db, id).catch(() => {});
@@ -148,29 +166,41 @@ export class BatchesService {
   }
 
   /**
-   * The guardrail (model and providers, key limits and budgets: 403) and, when credits are
+   * The guardrail (each model and its providers, key limits and budgets: 403) and, when credits are
    * enforced, the balance (402): the estimate prices every request at the first endpoint that
-   * would serve it. Returns the estimate.
+   * would serve its model, summed over the batch's models. Returns the estimate.
    */
   private async admit(caller: Caller, b: IngestResult): Promise<number> {
-    const kind = BATCH_ENDPOINTS[b.endpoint] === 'embeddings' ? 'embeddings' : 'chat';
-    const prefs: ProviderPreferences = { ...(b.provider ?? {}) };
-    const { candidates } = await this.deps.engine.admitBatch(caller, b.model, kind, prefs);
-    const first = candidates[0];
-    if (!first || first.credential.isByok) return 0;
-    const p = first.endpoint.pricing;
-    const maxCompletion = first.endpoint.maxCompletionTokens ?? DEFAULT_ESTIMATE_COMPLETION_TOKENS;
-    const completionTokens =
-      b.estimate.completionTokens +
-      b.estimate.completionTokensUnset * Math.min(maxCompletion, DEFAULT_ESTIMATE_COMPLETION_TOKENS);
-    const estimate =
-      (b.estimate.promptTokens * p.prompt + completionTokens * p.completion) / 1e6 +
-      (p.request ?? 0) * b.count;
+    let estimate = 0;
+    let paid = false;
+    for (const tally of b.models) {
+      const usd = await this.admitModel(caller, b, tally);
+      if (usd === null) continue;
+      paid = true;
+      estimate += usd;
+    }
+    // Only BYOK: the provider bills the organization's own account, not its credits.
+    if (!paid) return 0;
     const paying = await this.deps.spend.checkBalance(caller.organizationId, {
       cost: { usd: estimate, of: "this batch's estimated cost" },
     });
     if (!paying.ok) throw new ApiError(402, paying.reason);
     return estimate;
+  }
+
+  /** One model of a batch through the guardrail; its requests' estimated cost (null: BYOK). */
+  private async admitModel(caller: Caller, b: IngestResult, m: ModelTally): Promise<number | null> {
+    const kind = BATCH_ENDPOINTS[b.endpoint] === 'embeddings' ? 'embeddings' : 'chat';
+    const prefs: ProviderPreferences = { ...(b.provider ?? {}) };
+    const { candidates } = await this.deps.engine.admitBatch(caller, m.model, kind, prefs);
+    const first = candidates[0];
+    if (!first || first.credential.isByok) return null;
+    const p = first.endpoint.pricing;
+    const maxCompletion = first.endpoint.maxCompletionTokens ?? DEFAULT_ESTIMATE_COMPLETION_TOKENS;
+    const completionTokens =
+      m.completionTokens +
+      m.completionTokensUnset * Math.min(maxCompletion, DEFAULT_ESTIMATE_COMPLETION_TOKENS);
+    return (m.promptTokens * p.prompt + completionTokens * p.completion) / 1e6 + (p.request ?? 0) * m.count;
   }
 
   /** A batch of the caller's workspace with a page of its results (by request index). */

@@ -46,6 +46,7 @@ export async function acceptBatch(
     | 'updated_at_ms'
     | 'input_file_id'
     | 'metadata_json'
+    | 'headers_json'
   > & { output_expires_after_s: number | null },
 ): Promise<void> {
   await db

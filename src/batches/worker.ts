@@ -175,6 +175,9 @@ export class BatchWorker {
         case 'validating':
         case 'in_progress': {
           const caller = await this.deps.keys.callerOf(b.key_hash);
+          // A batch of one model fails whole once its model left the catalog. One of several
+          // models (no `model`) is checked per request as it runs: a request whose model is gone
+          // fails alone (404, model not found) and the others go on.
           const problem = !caller
             ? 'the API key that created it is disabled, expired or deleted'
             : b.model && !findModel(this.deps.catalog, b.model)

@@ -367,6 +367,11 @@ export interface BatchesTable {
   metadata_json: JsonText | null;
   /** OpenAI's `output_expires_after.seconds` (migration 0024): its output/error files expire this long after `finalized_at`. */
   output_expires_after_s: Generated<number | null>;
+  /**
+   * Migration 0025: the caller's allow-listed provider headers of the create call (Message
+   * Batches' `anthropic-version`, `anthropic-beta`), applied to each request; null when none.
+   */
+  headers_json: JsonText | null;
 }
 
 /** An uploaded batch input file (migration 0023; see batches/openai-files*.ts). Times in Unix seconds. */

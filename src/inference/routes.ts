@@ -40,22 +40,11 @@ import { compactWire } from './wires/compact.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
 import { inputTokensWire } from './wires/input-tokens.js';
 import { isObj } from './wires/texts.js';
-import { modelsOf } from './wires/wire.js';
+import { forwardedHeaders, modelsOf } from './wires/wire.js';
 
 const AnyBody = Type.Object({}, { additionalProperties: true });
 const tags = ['Inference'];
 const ERROR_STATUSES = [400, 401, 402, 403, 404, 429, 500, 502];
-
-/** The caller's provider headers a lane passes on: the wire's allow-list, nothing else. */
-function forwardedHeaders(req: FastifyRequest, allowed: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of allowed) {
-    const v = req.headers[name];
-    if (typeof v === 'string') out[name] = v;
-    else if (Array.isArray(v)) out[name] = v.join(',');
-  }
-  return out;
-}
 
 /** One call as the engine takes it: the body as sent, what the wire reads of it, who asks. */
 export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: CallSignal): InferenceCall {
@@ -71,7 +60,7 @@ export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: C
     model,
     ...(models ? { models } : {}),
     stream,
-    headers: forwardedHeaders(req, wire.forwardHeaders),
+    headers: forwardedHeaders(req.headers, wire.forwardHeaders),
     prefs: parsePreferences(body.provider),
     echoUpstream: isObj(body.debug) && body.debug.echo_upstream_body === true,
     signal,

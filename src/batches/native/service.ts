@@ -190,9 +190,14 @@ export class NativeBatches {
     return entry ? nativeApi(entry) : null;
   }
 
-  /** The provider the batch goes to natively, or null (the worker runs it). */
+  /**
+   * The provider the batch goes to natively, or null (the worker runs it). A provider's batch runs
+   * one model: a batch of several (no `model`) stays on the worker. So does one created with
+   * `anthropic-beta`: the captured bodies would reach the provider's batch without the betas.
+   */
   private async choose(b: BatchRow, caller: Caller): Promise<string | null> {
     if (!b.model || b.expires_at - b.created_at < PROVIDER_WINDOW_S) return null;
+    if (b.headers_json && 'anthropic-beta' in (JSON.parse(b.headers_json) as object)) return null;
     const endpoint = b.endpoint as BatchEndpoint;
     const kind = BATCH_ENDPOINTS[endpoint] === 'embeddings' ? 'embeddings' : 'chat';
     const prefs = b.provider_json ? (JSON.parse(b.provider_json) as BatchProviderPrefs) : {};

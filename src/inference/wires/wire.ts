@@ -120,6 +120,20 @@ export function withoutFields(body: Body, upstreamModel: string, drop: readonly 
   return out;
 }
 
+/** The caller's provider headers a lane passes on: the wire's allow-list, nothing else. */
+export function forwardedHeaders(
+  headers: Record<string, string | string[] | undefined>,
+  allowed: readonly string[],
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of allowed) {
+    const v = headers[name];
+    if (typeof v === 'string') out[name] = v;
+    else if (Array.isArray(v)) out[name] = v.join(',');
+  }
+  return out;
+}
+
 /**
  * A translated request with the caller's `anthropic-beta` header, for an Anthropic model called in
  * another format (an Anthropic-format provider sends it; any other lists it as dropped).
