@@ -8,6 +8,7 @@ import type {
   EmbeddingsResponse,
   Usage,
 } from '../formats/chat.js';
+import type { RerankRequest, RerankResponse } from '../formats/rerank.js';
 import { serverToolsOf } from '../formats/web-search.js';
 import type { AnswerScan } from '../guardrails/answer-filter.js';
 import { providerSafeguardRecords } from '../guardrails/content-filters.js';
@@ -122,6 +123,13 @@ export type Streaming = {
   final: () => { usage: Usage; cost: Cost } | null;
 } & ({ lane: true; frames: AsyncIterable<RelayFrame> } | { lane: false; chunks: AsyncIterable<ChatChunk> });
 
+/** A model kind as an error message names it. */
+const A_KIND: Record<ModelEntry['kind'], string> = {
+  chat: 'a chat',
+  embeddings: 'an embeddings',
+  rerank: 'a rerank',
+};
+
 /** A lane's answer (as opposed to an adapter's translated one). */
 const isForwarded = (x: unknown): x is ForwardedJson =>
   typeof x === 'object' && x !== null && 'text' in x && 'json' in x;
@@ -170,14 +178,12 @@ export class Engine {
     this.arrange = planner ? (tier, prefer) => planner.arrange(tier, prefer) : undefined;
   }
 
-  /** The catalog model a request names, or 404. */
-  model(requested: string, kind: 'chat' | 'embeddings'): ModelEntry {
+  /** The catalog model a request names, or 404; 400 when it is of another kind than the endpoint's. */
+  model(requested: string, kind: ModelEntry['kind']): ModelEntry {
     const model = findModel(this.deps.catalog, requested);
     if (!model) throw notFound(`Model ${requested}`);
     admitUnpriced(this.deps.catalog, model, this.deps.metrics.unpricedCalls);
-    if (model.kind !== kind) {
-      throw badRequest(`Model ${model.id} is ${kind === 'chat' ? 'an embeddings' : 'a chat'} model`);
-    }
+    if (model.kind !== kind) throw badRequest(`Model ${model.id} is ${A_KIND[model.kind]} model`);
     return model;
   }
 
@@ -343,6 +349,10 @@ export class Engine {
         attempts.push({ candidate, lane: true });
         continue;
       }
+      if (wire.kind === 'rerank' && !provider.rerank) {
+        refuse(candidate, `${candidate.endpoint.provider} serves no reranking`);
+        continue;
+      }
       const req = parse.parsed();
       if (req === undefined) {
         refuse(candidate, parse.error() ?? 'the request cannot be translated');
@@ -416,7 +426,7 @@ export class Engine {
   async admitBatch(
     caller: Caller,
     modelSlug: string,
-    kind: 'chat' | 'embeddings',
+    kind: ModelEntry['kind'],
     prefs: ProviderPreferences,
   ): Promise<{ model: ModelEntry; candidates: Candidate[] }> {
     if (caller.isManagement) throw forbidden('Management keys cannot create batches; use an API key');
@@ -638,6 +648,46 @@ export class Engine {
       completion_tokens: 0,
       total_tokens: result.usage.total_tokens,
     };
+    return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null, null, span);
+  }
+
+  /**
+   * A rerank call (content filters apply to the query and the text documents). Always translated:
+   * the adapter's `rerank` speaks its upstream's rerank API.
+   */
+  async rerank(call: InferenceCall): Promise<Completed<RerankResponse>> {
+    const prep = await this.prepare(call);
+    const { result, info, span } = await this.held(prep, () =>
+      // Planning left out the providers without one (planModel).
+      this.whole(call, prep, (provider, sent, ctx) =>
+        (provider.rerank as NonNullable<Provider['rerank']>)(sent as RerankRequest, ctx),
+      ),
+    );
+    if (isForwarded(result))
+      return this.served(
+        call,
+        prep,
+        info,
+        { lane: true, forwarded: result },
+        result.usage,
+        0,
+        null,
+        null,
+        span,
+      );
+    const { total_tokens, search_units } = result.usage;
+    // Cohere reports only search units (what it bills): the tokens are then the texts' estimate.
+    const tokens =
+      total_tokens ?? (search_units !== undefined ? estimateTokens(promptChars(call, prep)) : null);
+    const usage: Usage | null =
+      tokens === null
+        ? null
+        : {
+            prompt_tokens: tokens,
+            completion_tokens: 0,
+            total_tokens: tokens,
+            ...(search_units !== undefined ? { search_units } : {}),
+          };
     return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null, null, span);
   }
 
