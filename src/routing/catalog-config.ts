@@ -73,6 +73,14 @@ export function devCatalog(): { provider: ProviderEntry; models: ModelEntry[] } 
         description: 'Development provider: deterministic 8-dimensional embeddings.',
         endpoints: [endpoint('embed', { prompt: 0.1, completion: 0 })],
       },
+      {
+        id: 'gatehouse/rerank',
+        name: 'Gatehouse Rerank (development)',
+        aliases: [],
+        kind: 'rerank',
+        description: "Development provider: scores each document by the query's words it contains.",
+        endpoints: [endpoint('rerank', { prompt: 0.1, completion: 0 })],
+      },
     ],
   };
 }
