@@ -194,6 +194,20 @@ describe.each(databases)('POST /rerank (%s)', (db) => {
     expect(gen.body.data).toMatchObject({ provider_name: 'jina', attempts: 2 });
   });
 
+  it("an id the catalog does not list, named by its provider's slug, is a reranker by its name", async () => {
+    mock.enqueue({ match: { path: '/vllm/v1/rerank' }, status: 200, body: scored });
+    const res = await call('POST', '/rerank', { model: 'vllm/BAAI/bge-reranker-base', query, documents });
+    expect(res.status).toBe(200);
+    expect(res.body.model).toBe('vllm/BAAI/bge-reranker-base');
+    expect(mock.requests[0]?.body.model).toBe('BAAI/bge-reranker-base');
+    // Unpriced (GATEHOUSE_UNPRICED_MODELS=allow): served at cost 0.
+    expect(res.body.usage.cost).toBe(0);
+    // A chat id passed through the same way is no reranker.
+    const chat = await call('POST', '/rerank', { model: 'vllm/llama-3', query, documents });
+    expect(chat.status).toBe(400);
+    expect(chat.body.error.message).toContain('is a chat model');
+  });
+
   it("Cohere's /v2/rerank: its search units billed at the per-search price", async () => {
     mock.enqueue({
       match: { path: '/cohere/v2/rerank' },
