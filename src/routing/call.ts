@@ -8,6 +8,7 @@ import type { CallContext, ForwardedJson, ForwardRequest, NativeWire } from '../
 import type { TraceParent } from '../telemetry/spans.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
+import type { ModelKind } from './catalog-types.js';
 import type { ProviderPreferences } from './preferences.js';
 import type { Candidate, Credential, Exclusion } from './select.js';
 
@@ -50,7 +51,7 @@ export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest | RerankRe
   /** A provider serving this wire natively takes the body as it is (a lane). */
   readonly native: NativeWire;
   /** The catalog kind of the models this wire calls. */
-  readonly kind: 'chat' | 'embeddings' | 'rerank';
+  readonly kind: ModelKind;
   /**
    * Strict translation to the canonical shape; TranslationError names what it cannot carry.
    * `headers` are the caller's provider headers (a beta the translation cannot carry is listed).

@@ -15,6 +15,7 @@ import type {
   Capability,
   ModelEndpoint,
   ModelEntry,
+  ModelKind,
   Pricing,
   ProviderEntry,
   Vendor,
@@ -207,7 +208,7 @@ export interface FileConfig {
     id: string;
     name?: string;
     aliases?: string[];
-    kind?: 'chat' | 'embeddings' | 'rerank';
+    kind?: ModelKind;
     description?: string;
     /** Models tried in order when every provider of this one fails (the request's `models` wins). */
     fallbacks?: string[];
@@ -390,7 +391,7 @@ export function fileModels(file: FileConfig, providers: Map<string, ProviderEntr
           contextLength: e.context_length ?? 128_000,
           ...(e.context_length === undefined ? { contextAssumed: true } : {}),
           maxCompletionTokens: e.max_completion_tokens ?? null,
-          capabilities: e.capabilities ?? (m.kind === 'embeddings' || m.kind === 'rerank' ? [] : ALL_CAPS),
+          capabilities: e.capabilities ?? ((m.kind ?? 'chat') === 'chat' ? ALL_CAPS : []),
         };
       }),
     };

@@ -76,12 +76,15 @@ export interface ModelEndpoint {
   capabilities: Capability[];
 }
 
+/** What a model does, and so which endpoint calls it. */
+export type ModelKind = 'chat' | 'embeddings' | 'rerank';
+
 export interface ModelEntry {
   /** Canonical slug `author/model`. */
   id: string;
   name: string;
   aliases: string[];
-  kind: 'chat' | 'embeddings' | 'rerank';
+  kind: ModelKind;
   description: string;
   endpoints: ModelEndpoint[];
   /** Not listed: synthesized for an id passed through to a configured provider. */

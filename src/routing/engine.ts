@@ -43,6 +43,7 @@ import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
+import type { ModelKind } from './catalog-types.js';
 import type { CredentialGate, CredentialPlanner } from './credentials/service.js';
 import type { StickyRoute } from './credentials/sticky.js';
 import {
@@ -97,6 +98,13 @@ export interface EngineDeps {
   credentials?: CredentialGate & CredentialPlanner;
 }
 
+/** A model kind as a refusal names it ("Model x is a rerank model"). */
+const KIND_NAMES: Record<ModelKind, string> = {
+  chat: 'a chat',
+  embeddings: 'an embeddings',
+  rerank: 'a rerank',
+};
+
 /** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */
 export const newGenerationId = (): string => `gen-${Date.now()}-${randomHex(10)}`;
 
@@ -122,13 +130,6 @@ export type Streaming = {
   /** Usage and cost once the stream is over (for the caller-format encoders' final event). */
   final: () => { usage: Usage; cost: Cost } | null;
 } & ({ lane: true; frames: AsyncIterable<RelayFrame> } | { lane: false; chunks: AsyncIterable<ChatChunk> });
-
-/** A model kind as an error message names it. */
-const A_KIND: Record<ModelEntry['kind'], string> = {
-  chat: 'a chat',
-  embeddings: 'an embeddings',
-  rerank: 'a rerank',
-};
 
 /** A lane's answer (as opposed to an adapter's translated one). */
 const isForwarded = (x: unknown): x is ForwardedJson =>
@@ -178,12 +179,12 @@ export class Engine {
     this.arrange = planner ? (tier, prefer) => planner.arrange(tier, prefer) : undefined;
   }
 
-  /** The catalog model a request names, or 404; 400 when it is of another kind than the endpoint's. */
-  model(requested: string, kind: ModelEntry['kind']): ModelEntry {
+  /** The catalog model a request names, or 404. */
+  model(requested: string, kind: ModelKind): ModelEntry {
     const model = findModel(this.deps.catalog, requested);
     if (!model) throw notFound(`Model ${requested}`);
     admitUnpriced(this.deps.catalog, model, this.deps.metrics.unpricedCalls);
-    if (model.kind !== kind) throw badRequest(`Model ${model.id} is ${A_KIND[model.kind]} model`);
+    if (model.kind !== kind) throw badRequest(`Model ${model.id} is ${KIND_NAMES[model.kind]} model`);
     return model;
   }
 
@@ -426,7 +427,7 @@ export class Engine {
   async admitBatch(
     caller: Caller,
     modelSlug: string,
-    kind: ModelEntry['kind'],
+    kind: ModelKind,
     prefs: ProviderPreferences,
   ): Promise<{ model: ModelEntry; candidates: Candidate[] }> {
     if (caller.isManagement) throw forbidden('Management keys cannot create batches; use an API key');

@@ -1,7 +1,7 @@
 import { TranslationError } from '../formats/chat.js';
 import type { Body, CallWire, InferenceCall } from './call.js';
 
-/** A request in its canonical shape (chat, embeddings, rerank). */
+/** What a wire's strict parse makes of a body. */
 type Canonical = ReturnType<CallWire['parse']>;
 
 /**

@@ -1,5 +1,6 @@
 import type { Body } from './call.js';
 import type { ModelEndpoint } from './catalog.js';
+import type { ModelKind } from './catalog-types.js';
 import { costOf } from './pricing.js';
 
 /**
@@ -30,7 +31,7 @@ const rerankSearches = (body: Body): number =>
 
 export function worstCaseUsd(
   endpoints: Pick<ModelEndpoint, 'pricing' | 'maxCompletionTokens'>[],
-  opts: { body: Body; promptTokens: number; kind: 'chat' | 'embeddings' | 'rerank'; defaultOutput: number },
+  opts: { body: Body; promptTokens: number; kind: ModelKind; defaultOutput: number },
 ): number {
   const requested = requestedMaxOutput(opts.body);
   let worst = 0;
