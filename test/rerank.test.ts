@@ -278,6 +278,22 @@ describe.each(databases)('POST /rerank (%s)', (db) => {
     expect(mock.requests).toHaveLength(0);
   });
 
+  it("counts against the key's own limit: once it is spent, refused (403) before any upstream", async () => {
+    const key = await mgmt()('POST', '/keys', { name: 'rerank-limited', limit: 0.001 });
+    const limited = client(gw.url, key.body.key);
+    mock.enqueue({ match: { path: '/vllm/v1/rerank' }, status: 200, body: scored });
+    const body = { model: 'baai/bge-reranker', query, documents };
+    // A call alone may spend past what is left, as on every endpoint.
+    expect((await limited('POST', '/rerank', body)).status).toBe(200);
+    const spent = (await limited('GET', '/key')).body.data;
+    expect(spent.usage).toBeCloseTo((42 * VLLM.prompt) / 1e6 + VLLM.request, 12);
+    expect(spent.limit_remaining).toBe(0);
+    const refused = await limited('POST', '/rerank', body);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.message).toMatch(/limit/i);
+    expect(mock.requests).toHaveLength(1);
+  });
+
   it('a redacting content filter rewrites the query and the documents before they go upstream', async () => {
     const filtered = await keyWithGuardrail({
       content_filters: [{ pattern: 'SECRET-\\d+', action: 'redact', label: 'codename' }],
