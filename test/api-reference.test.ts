@@ -68,6 +68,7 @@ describe('OpenAPI document', () => {
       ['/responses/compact', ['model'], ['input', 'instructions', 'previous_response_id', 'provider']],
       ['/responses/input_tokens', ['model'], ['input', 'instructions', 'tools']],
       ['/embeddings', ['model', 'input'], ['dimensions', 'encoding_format']],
+      ['/rerank', ['model', 'query', 'documents'], ['top_n', 'provider']],
     ];
     for (const [path, required, optional] of cases) {
       const op = doc.paths[path].post;

@@ -18,7 +18,7 @@ export const GenerationView = Type.Object(
     origin: Type.String({
       description: 'The endpoint that served the call: chat, messages, responses, embeddings, media',
     }),
-    api_type: Nullable(StringEnum(['completions', 'embeddings', 'image', 'video'])),
+    api_type: Nullable(StringEnum(['completions', 'embeddings', 'rerank', 'image', 'video'])),
     status: Type.String({ description: 'success, error or cancelled' }),
     http_status: Type.Integer(),
     streamed: Type.Boolean(),

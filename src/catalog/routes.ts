@@ -121,7 +121,9 @@ const Paging = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 500 })),
 };
 const Filters = {
-  output_modalities: Type.Optional(Type.String({ description: 'text, embeddings or all (comma-separated)' })),
+  output_modalities: Type.Optional(
+    Type.String({ description: 'text, embeddings, rerank or all (comma-separated)' }),
+  ),
   input_modalities: Type.Optional(Type.String()),
   supported_parameters: Type.Optional(
     Type.String({ description: 'All must be supported (comma-separated)' }),

@@ -28,7 +28,8 @@ const list = (csv: string | undefined) =>
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean) ?? [];
 
-const outputOf = (m: ModelEntry) => (m.kind === 'embeddings' ? 'embeddings' : 'text');
+/** What a model puts out: text (chat), embeddings or rerank (its kind's name). */
+const outputOf = (m: ModelEntry) => (m.kind === 'chat' ? 'text' : m.kind);
 const inputsOf = (m: ModelEntry) =>
   m.endpoints.some((e) => e.capabilities.includes('images')) ? ['text', 'image'] : ['text'];
 const contextOf = (m: ModelEntry) => Math.max(0, ...m.endpoints.map((e) => e.contextLength));

@@ -51,6 +51,7 @@ const capabilities = (m: ModelEntry) => new Set(m.endpoints.flatMap((e) => e.cap
 
 export function supportedParameters(m: ModelEntry, e?: ModelEndpoint): string[] {
   if (m.kind === 'embeddings') return ['dimensions', 'encoding_format'];
+  if (m.kind === 'rerank') return ['top_n'];
   const caps = e ? new Set(e.capabilities) : capabilities(m);
   return [...BASE_PARAMS, ...[...caps].flatMap((c) => PARAMS[c] ?? [])];
 }
@@ -58,9 +59,9 @@ export function supportedParameters(m: ModelEntry, e?: ModelEndpoint): string[] 
 export function architecture(m: ModelEntry) {
   const images = capabilities(m).has('images');
   return {
-    modality: m.kind === 'embeddings' ? 'text->embeddings' : images ? 'text+image->text' : 'text->text',
+    modality: m.kind !== 'chat' ? `text->${m.kind}` : images ? 'text+image->text' : 'text->text',
     input_modalities: images ? ['text', 'image'] : ['text'],
-    output_modalities: [m.kind === 'embeddings' ? 'embeddings' : 'text'],
+    output_modalities: [m.kind === 'chat' ? 'text' : m.kind],
     tokenizer: tokenizer(m.id),
     instruct_type: null,
   };

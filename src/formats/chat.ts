@@ -258,6 +258,8 @@ export interface Usage {
   completion_tokens_details?: { reasoning_tokens?: number; audio_tokens?: number };
   /** Tools the provider ran itself and bills per use (web searches). */
   server_tool_use?: { web_search_requests?: number };
+  /** Rerank searches the provider billed (Cohere's search units), each at the `request` price. */
+  search_units?: number;
 }
 
 export interface ChatResponse {

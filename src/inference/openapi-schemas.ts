@@ -522,6 +522,58 @@ export const EmbeddingsResponse = Type.Object(
   { $id: 'EmbeddingsResponse', title: 'Embeddings', ...open },
 );
 
+// ── POST /rerank (OpenRouter's rerank) ──────────────────────────────────────────────────────────
+
+const RerankDocument = Type.Object(
+  {
+    text: Type.Optional(Type.String()),
+    image: Type.Optional(Type.String({ description: 'An image URL or a `data:image/…` URI' })),
+  },
+  { description: 'Text and/or an image (at least one)', ...open },
+);
+
+export const RerankRequest = Type.Object(
+  {
+    model: Type.String({ description: 'A rerank model from the catalog', examples: ['cohere/rerank-v3.5'] }),
+    query: Type.String({ minLength: 1, description: 'The search query the documents are ranked against' }),
+    documents: Type.Array(Type.Union([Type.String(), RerankDocument]), {
+      minItems: 1,
+      description: 'The documents to rank: strings, or objects with `text` and/or `image`',
+    }),
+    top_n: Type.Optional(Type.Integer({ minimum: 1, description: 'Return only the best n documents' })),
+    ...routingFields,
+  },
+  { $id: 'RerankRequest', title: 'Rerank request', ...open },
+);
+
+export const RerankResponse = Type.Object(
+  {
+    id: Type.String({ description: 'The generation id (`GET /generation?id=`)' }),
+    model: Type.String(),
+    provider: Type.String(),
+    results: Type.Array(
+      Type.Object(
+        {
+          index: Type.Integer({ description: "The document's index in the request" }),
+          relevance_score: Type.Number(),
+          document: RerankDocument,
+        },
+        open,
+      ),
+      { description: 'Best first' },
+    ),
+    usage: Type.Object(
+      {
+        total_tokens: Type.Integer(),
+        search_units: Type.Optional(Type.Integer({ description: 'Searches billed (Cohere)' })),
+        ...costFields,
+      },
+      open,
+    ),
+  },
+  { $id: 'RerankResponse', title: 'Rerank', ...open },
+);
+
 // ── GET /generation ─────────────────────────────────────────────────────────────────────────────
 
 export const Generation = Type.Object(
@@ -588,6 +640,8 @@ export const OPENAPI_SCHEMAS = [
   InputTokensResponse,
   EmbeddingsRequest,
   EmbeddingsResponse,
+  RerankRequest,
+  RerankResponse,
   Generation,
 ];
 

@@ -30,6 +30,8 @@ import {
   jsonOrStream,
   MessagesRequest,
   OPENAPI_SCHEMAS,
+  RerankRequest,
+  RerankResponse,
   ResponseCompactRequest,
   ResponseObject,
   ResponsesRequest,
@@ -39,6 +41,7 @@ import { callAbort, sendSse } from './stream.js';
 import { compactWire } from './wires/compact.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
 import { inputTokensWire } from './wires/input-tokens.js';
+import { rerankWire } from './wires/rerank.js';
 import { isObj } from './wires/texts.js';
 import { forwardedHeaders, modelsOf } from './wires/wire.js';
 
@@ -362,6 +365,23 @@ export async function inferenceRoutes(
       describe(reply, done.info);
       if (done.lane) return relayed(reply, done, embeddings.relayJson?.(done, call));
       return reply.send(embeddings.encodeResponse(done, call));
+    }),
+  );
+
+  // OpenRouter's rerank: always translated to the provider's rerank API, answered in OpenRouter's shape.
+  const reranking = route(rerankWire, {
+    body: Type.Ref(RerankRequest),
+    response: { 200: Type.Ref(RerankResponse) },
+  });
+  app.post(
+    rerankWire.path,
+    reranking,
+    traced(async (req, reply) => {
+      const call = callOf(req, rerankWire, callAbort(reply));
+      const done = await engine.rerank(call);
+      describe(reply, done.info);
+      if (done.lane) throw new ApiError(502, 'A rerank call cannot be relayed');
+      return reply.send(rerankWire.encodeResponse(done, call));
     }),
   );
 

@@ -44,6 +44,8 @@ export interface Preset {
   /** Whose per-vendor guardrail ZDR flag applies (default `other`). */
   vendor?: 'xai';
   rejects: readonly Quirk[];
+  /** The vendor's own rerank API, when it is not Jina's `POST {base_url}/rerank` (providers/rerank.ts). */
+  rerank?: 'cohere';
 }
 
 /** xAI's reasoning models (not the `-non-reasoning` variants). */
@@ -179,6 +181,17 @@ export const PRESETS = {
     discover: true,
     // https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html: OpenAI's parameters accepted.
     rejects: [],
+  },
+  cohere: {
+    // Cohere's OpenAI-compatible API (chat, embeddings); reranking is its own `POST /v2/rerank`.
+    baseUrl: 'https://api.cohere.ai/compatibility/v1',
+    env: 'COHERE',
+    auth: 'bearer',
+    discover: false,
+    // https://docs.cohere.com/docs/compatibility-api names parameters it does not support, not which
+    // it refuses: none is taken out.
+    rejects: [],
+    rerank: 'cohere',
   },
   lmstudio: {
     baseUrl: 'http://127.0.0.1:1234/v1',

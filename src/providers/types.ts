@@ -6,6 +6,7 @@ import type {
   EmbeddingsResponse,
   Usage,
 } from '../formats/chat.js';
+import type { RerankRequest, RerankResponse } from '../formats/rerank.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import type { PresetKind, Quirk } from './presets.js';
 import type { RemoteMedia } from './remote-media.js';
@@ -189,7 +190,9 @@ export type NativeWire =
   | 'openai-responses-input-tokens'
   | 'openai-embeddings'
   | 'anthropic-messages'
-  | 'anthropic-count-tokens';
+  | 'anthropic-count-tokens'
+  /** OpenRouter's `POST /rerank`: no provider takes it as it is; each adapter's `rerank` translates it. */
+  | 'openrouter-rerank';
 
 /**
  * Which rows of the capability and hint tables (formats/capabilities.ts) say what a translated
@@ -303,6 +306,8 @@ export interface Provider {
   chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>>;
   /** Absent when the provider serves no embeddings. */
   embeddings?(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse>;
+  /** Absent when the provider serves no reranking. */
+  rerank?(req: RerankRequest, ctx: CallContext): Promise<RerankResponse>;
   /**
    * `GET /responses/{id}/input_items` at a provider that stores Responses itself (`query`: the
    * encoded query string, `?…` or empty): its JSON answer. Absent: the provider stores none.

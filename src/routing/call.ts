@@ -1,5 +1,6 @@
 import type { Caller } from '../accounts/caller.js';
 import type { ChatMessage, ChatRequest, EmbeddingsRequest } from '../formats/chat.js';
+import type { RerankRequest } from '../formats/rerank.js';
 import type { AnswerScan } from '../guardrails/answer-filter.js';
 import type { SafeguardRecord, SafeguardResult } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
@@ -7,6 +8,7 @@ import type { CallContext, ForwardedJson, ForwardRequest, NativeWire } from '../
 import type { TraceParent } from '../telemetry/spans.js';
 import type { GenerationRow } from './accounting.js';
 import type { ModelEntry, ProviderEntry } from './catalog.js';
+import type { ModelKind } from './catalog-types.js';
 import type { ProviderPreferences } from './preferences.js';
 import type { Candidate, Credential, Exclusion } from './select.js';
 
@@ -15,7 +17,7 @@ import type { Candidate, Credential, Exclusion } from './select.js';
  * checked against, and what the endpoints learn about how it was served.
  */
 
-export type EndpointName = 'chat' | 'messages' | 'responses' | 'embeddings';
+export type EndpointName = 'chat' | 'messages' | 'responses' | 'embeddings' | 'rerank';
 
 /** A caller's JSON body (an object: the routes refuse anything else). */
 export type Body = Record<string, unknown>;
@@ -44,12 +46,12 @@ export type AnswerSlot = TextSlot & { channel?: string };
  * the provider-native wire that makes a call a pass-through lane, how to look at a body without
  * translating it, and how to translate it when a provider of another format serves the call.
  */
-export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest> {
+export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest | RerankRequest> {
   readonly endpoint: EndpointName;
   /** A provider serving this wire natively takes the body as it is (a lane). */
   readonly native: NativeWire;
   /** The catalog kind of the models this wire calls. */
-  readonly kind: 'chat' | 'embeddings';
+  readonly kind: ModelKind;
   /**
    * Strict translation to the canonical shape; TranslationError names what it cannot carry.
    * `headers` are the caller's provider headers (a beta the translation cannot carry is listed).

@@ -15,6 +15,7 @@ import type {
   Capability,
   ModelEndpoint,
   ModelEntry,
+  ModelKind,
   Pricing,
   ProviderEntry,
   Vendor,
@@ -72,6 +73,14 @@ export function devCatalog(): { provider: ProviderEntry; models: ModelEntry[] } 
         kind: 'embeddings',
         description: 'Development provider: deterministic 8-dimensional embeddings.',
         endpoints: [endpoint('embed', { prompt: 0.1, completion: 0 })],
+      },
+      {
+        id: 'gatehouse/rerank',
+        name: 'Gatehouse Rerank (development)',
+        aliases: [],
+        kind: 'rerank',
+        description: "Development provider: scores each document by the query's words it contains.",
+        endpoints: [endpoint('rerank', { prompt: 0.1, completion: 0 })],
       },
     ],
   };
@@ -199,7 +208,7 @@ export interface FileConfig {
     id: string;
     name?: string;
     aliases?: string[];
-    kind?: 'chat' | 'embeddings';
+    kind?: ModelKind;
     description?: string;
     /** Models tried in order when every provider of this one fails (the request's `models` wins). */
     fallbacks?: string[];
@@ -382,7 +391,7 @@ export function fileModels(file: FileConfig, providers: Map<string, ProviderEntr
           contextLength: e.context_length ?? 128_000,
           ...(e.context_length === undefined ? { contextAssumed: true } : {}),
           maxCompletionTokens: e.max_completion_tokens ?? null,
-          capabilities: e.capabilities ?? (m.kind === 'embeddings' ? [] : ALL_CAPS),
+          capabilities: e.capabilities ?? ((m.kind ?? 'chat') === 'chat' ? ALL_CAPS : []),
         };
       }),
     };

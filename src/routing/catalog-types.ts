@@ -55,6 +55,7 @@ export interface Pricing {
   completion: number;
   cached_prompt?: number;
   cache_write?: number;
+  /** USD per call; a rerank call's per search (each search unit its upstream reports). */
   request?: number;
   /** USD per web search the provider runs for the call (its server-side search tool). */
   web_search?: number;
@@ -75,12 +76,15 @@ export interface ModelEndpoint {
   capabilities: Capability[];
 }
 
+/** What a model does, and so which endpoint calls it. */
+export type ModelKind = 'chat' | 'embeddings' | 'rerank';
+
 export interface ModelEntry {
   /** Canonical slug `author/model`. */
   id: string;
   name: string;
   aliases: string[];
-  kind: 'chat' | 'embeddings';
+  kind: ModelKind;
   description: string;
   endpoints: ModelEndpoint[];
   /** Not listed: synthesized for an id passed through to a configured provider. */

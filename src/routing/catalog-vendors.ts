@@ -1,6 +1,6 @@
 import type { ModelInfo, Provider as PriceProvider } from '@pydantic/genai-prices';
 import { ALL_CAPS } from './catalog-config.js';
-import type { ModelEntry, ProviderEntry } from './catalog-types.js';
+import type { ModelEntry, ModelKind, ProviderEntry } from './catalog-types.js';
 import { pricesText, pricingOf, vendorData, vendorDataForUrl } from './model-data.js';
 
 /** The catalog prefix of the vendors whose native API a provider kind speaks. */
@@ -41,7 +41,9 @@ export function slugOf(id: string): string {
     .replace(/\.0$/, '');
 }
 
-export const kindOfId = (id: string): 'chat' | 'embeddings' => (/embed/i.test(id) ? 'embeddings' : 'chat');
+/** A model's kind told from its id: rerankers (`bge-reranker-…`, `rerank-v3.5`), embedders, else chat. */
+export const kindOfId = (id: string): ModelKind =>
+  /rerank/i.test(id) ? 'rerank' : /embed/i.test(id) ? 'embeddings' : 'chat';
 
 /** A catalog model for one data model served by one provider. */
 export function dataModel(prefix: string, provider: string, m: ModelInfo, now: Date): ModelEntry {
@@ -63,7 +65,7 @@ export function dataModel(prefix: string, provider: string, m: ModelInfo, now: D
         contextLength: m.context_window ?? 128_000,
         ...(m.context_window == null ? { contextAssumed: true } : {}),
         maxCompletionTokens: null,
-        capabilities: kind === 'embeddings' ? [] : ALL_CAPS,
+        capabilities: kind === 'chat' ? ALL_CAPS : [],
       },
     ],
   };

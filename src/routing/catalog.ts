@@ -12,7 +12,7 @@ import {
 } from './catalog-config.js';
 import { servedCapabilities } from './catalog-presets.js';
 import type { Catalog, ModelEntry, ProviderEntry } from './catalog-types.js';
-import { providerData, vendorModels } from './catalog-vendors.js';
+import { kindOfId, providerData, vendorModels } from './catalog-vendors.js';
 import { operatorCredentials } from './credentials/operator-keys.js';
 import { matchModel, pricingOf } from './model-data.js';
 import { unlistedModel } from './passthrough.js';
@@ -57,7 +57,7 @@ function discoveredModels(
     .filter((upstream) => !models.has(`${slug}/${upstream}`))
     .map((upstream) => {
       const match = data ? matchModel(data, upstream) : undefined;
-      const kind = /embed/i.test(upstream) ? 'embeddings' : 'chat';
+      const kind = kindOfId(upstream);
       return {
         id: `${slug}/${upstream}`,
         name: match?.name ?? upstream,
@@ -72,7 +72,7 @@ function discoveredModels(
             contextLength: match?.context_window ?? 128_000,
             ...(match?.context_window == null ? { contextAssumed: true } : {}),
             maxCompletionTokens: null,
-            capabilities: kind === 'embeddings' ? [] : ALL_CAPS,
+            capabilities: kind === 'chat' ? ALL_CAPS : [],
           },
         ],
         ...(match ? {} : { priced: false }),

@@ -8,6 +8,7 @@ import type {
   EmbeddingsResponse,
   Usage,
 } from '../formats/chat.js';
+import type { RerankRequest, RerankResponse } from '../formats/rerank.js';
 import { serverToolsOf } from '../formats/web-search.js';
 import type { AnswerScan } from '../guardrails/answer-filter.js';
 import { providerSafeguardRecords } from '../guardrails/content-filters.js';
@@ -42,6 +43,7 @@ import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
+import type { ModelKind } from './catalog-types.js';
 import type { CredentialGate, CredentialPlanner } from './credentials/service.js';
 import type { StickyRoute } from './credentials/sticky.js';
 import {
@@ -95,6 +97,13 @@ export interface EngineDeps {
   /** Weighted choice, circuit breakers and sticky routes of credentials (absent: tried as listed). */
   credentials?: CredentialGate & CredentialPlanner;
 }
+
+/** A model kind as a refusal names it ("Model x is a rerank model"). */
+const KIND_NAMES: Record<ModelKind, string> = {
+  chat: 'a chat',
+  embeddings: 'an embeddings',
+  rerank: 'a rerank',
+};
 
 /** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */
 export const newGenerationId = (): string => `gen-${Date.now()}-${randomHex(10)}`;
@@ -171,13 +180,11 @@ export class Engine {
   }
 
   /** The catalog model a request names, or 404. */
-  model(requested: string, kind: 'chat' | 'embeddings'): ModelEntry {
+  model(requested: string, kind: ModelKind): ModelEntry {
     const model = findModel(this.deps.catalog, requested);
     if (!model) throw notFound(`Model ${requested}`);
     admitUnpriced(this.deps.catalog, model, this.deps.metrics.unpricedCalls);
-    if (model.kind !== kind) {
-      throw badRequest(`Model ${model.id} is ${kind === 'chat' ? 'an embeddings' : 'a chat'} model`);
-    }
+    if (model.kind !== kind) throw badRequest(`Model ${model.id} is ${KIND_NAMES[model.kind]} model`);
     return model;
   }
 
@@ -343,6 +350,10 @@ export class Engine {
         attempts.push({ candidate, lane: true });
         continue;
       }
+      if (wire.kind === 'rerank' && !provider.rerank) {
+        refuse(candidate, `${candidate.endpoint.provider} serves no reranking`);
+        continue;
+      }
       const req = parse.parsed();
       if (req === undefined) {
         refuse(candidate, parse.error() ?? 'the request cannot be translated');
@@ -416,7 +427,7 @@ export class Engine {
   async admitBatch(
     caller: Caller,
     modelSlug: string,
-    kind: 'chat' | 'embeddings',
+    kind: ModelKind,
     prefs: ProviderPreferences,
   ): Promise<{ model: ModelEntry; candidates: Candidate[] }> {
     if (caller.isManagement) throw forbidden('Management keys cannot create batches; use an API key');
@@ -638,6 +649,46 @@ export class Engine {
       completion_tokens: 0,
       total_tokens: result.usage.total_tokens,
     };
+    return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null, null, span);
+  }
+
+  /**
+   * A rerank call (content filters apply to the query and the text documents). Always translated:
+   * the adapter's `rerank` speaks its upstream's rerank API.
+   */
+  async rerank(call: InferenceCall): Promise<Completed<RerankResponse>> {
+    const prep = await this.prepare(call);
+    const { result, info, span } = await this.held(prep, () =>
+      // Planning left out the providers without one (planModel).
+      this.whole(call, prep, (provider, sent, ctx) =>
+        (provider.rerank as NonNullable<Provider['rerank']>)(sent as RerankRequest, ctx),
+      ),
+    );
+    if (isForwarded(result))
+      return this.served(
+        call,
+        prep,
+        info,
+        { lane: true, forwarded: result },
+        result.usage,
+        0,
+        null,
+        null,
+        span,
+      );
+    const { total_tokens, search_units } = result.usage;
+    // Cohere reports only search units (what it bills): the tokens are then the texts' estimate.
+    const tokens =
+      total_tokens ?? (search_units !== undefined ? estimateTokens(promptChars(call, prep)) : null);
+    const usage: Usage | null =
+      tokens === null
+        ? null
+        : {
+            prompt_tokens: tokens,
+            completion_tokens: 0,
+            total_tokens: tokens,
+            ...(search_units !== undefined ? { search_units } : {}),
+          };
     return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null, null, span);
   }
 

@@ -1,5 +1,8 @@
-import { type ChatRequest, type EmbeddingsRequest, TranslationError } from '../formats/chat.js';
-import type { Body, InferenceCall } from './call.js';
+import { TranslationError } from '../formats/chat.js';
+import type { Body, CallWire, InferenceCall } from './call.js';
+
+/** What a wire's strict parse makes of a body. */
+type Canonical = ReturnType<CallWire['parse']>;
 
 /**
  * The caller's body as the canonical request, parsed on first need and once for the whole call:
@@ -7,15 +10,15 @@ import type { Body, InferenceCall } from './call.js';
  */
 export interface ParseOnce {
   /** The canonical request, or undefined when the body cannot be translated (see `error`). */
-  parsed(): ChatRequest | EmbeddingsRequest | undefined;
+  parsed(): Canonical | undefined;
   /** Why the body cannot be translated, once `parsed` found out; else null. */
   error(): string | null;
   /** The canonical request if some attempt needed it (not parsing it otherwise). */
-  canonical(): ChatRequest | EmbeddingsRequest | undefined;
+  canonical(): Canonical | undefined;
 }
 
 export function parseOnce(call: Pick<InferenceCall, 'wire' | 'headers'>, body: Body): ParseOnce {
-  let canonical: ChatRequest | EmbeddingsRequest | undefined;
+  let canonical: Canonical | undefined;
   let parseError: string | null = null;
   return {
     parsed() {

@@ -86,7 +86,7 @@ export function unlistedModel(catalog: Catalog, requested: string): ModelEntry |
     };
   });
   for (const e of endpoints)
-    e.capabilities = kind === 'embeddings' ? [] : servedCapabilities(catalog.providers.get(e.provider), e);
+    e.capabilities = kind !== 'chat' ? [] : servedCapabilities(catalog.providers.get(e.provider), e);
   const model: ModelEntry = {
     id: target.id,
     name: name ?? target.id,

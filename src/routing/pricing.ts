@@ -16,7 +16,7 @@ const round = (usd: number) => Math.round(usd * 1e12) / 1e12;
  * writes are priced separately when the endpoint has such prices; reasoning tokens are part of
  * completion tokens (as every provider reports them). Above a long-context threshold the tier's
  * prices apply to every token of the call. Web searches the provider ran are priced per search, in
- * the total (neither prompt nor completion).
+ * the total (neither prompt nor completion), as is the per-request price.
  */
 export function costOf(listed: Pricing, usage: Usage): Cost {
   // A long-context tier prices the whole call once its prompt is over the threshold.
@@ -31,7 +31,8 @@ export function costOf(listed: Pricing, usage: Usage): Cost {
       written * (pricing.cache_write ?? pricing.prompt)) *
     PER_TOKEN;
   const completion = usage.completion_tokens * pricing.completion * PER_TOKEN;
-  const request = pricing.request ?? 0;
+  // A rerank call reporting search units is that many searches, each at the per-request price.
+  const request = (pricing.request ?? 0) * (usage.search_units ?? 1);
   const searches = (usage.server_tool_use?.web_search_requests ?? 0) * (listed.web_search ?? 0);
   return {
     total: round(prompt + completion + request + searches),

@@ -76,5 +76,7 @@ export function checkUsage(
       ...st,
       web_search_requests: opt('web_search_requests', st.web_search_requests),
     };
+  if (reported.search_units !== undefined)
+    usage.search_units = fix('search_units', reported.search_units, () => 1);
   return { usage, invalid: wrong.length ? `usage_invalid: ${wrong.join(', ')}` : null };
 }

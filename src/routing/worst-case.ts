@@ -1,5 +1,6 @@
 import type { Body } from './call.js';
 import type { ModelEndpoint } from './catalog.js';
+import type { ModelKind } from './catalog-types.js';
 import { costOf } from './pricing.js';
 
 /**
@@ -24,16 +25,20 @@ export function requestedMaxOutput(body: Body): number | null {
   return null;
 }
 
+/** The searches a rerank body may be billed: one per 100 documents (Cohere's search unit). */
+const rerankSearches = (body: Body): number =>
+  Math.max(1, Math.ceil((Array.isArray(body.documents) ? body.documents.length : 0) / 100));
+
 export function worstCaseUsd(
   endpoints: Pick<ModelEndpoint, 'pricing' | 'maxCompletionTokens'>[],
-  opts: { body: Body; promptTokens: number; kind: 'chat' | 'embeddings'; defaultOutput: number },
+  opts: { body: Body; promptTokens: number; kind: ModelKind; defaultOutput: number },
 ): number {
   const requested = requestedMaxOutput(opts.body);
   let worst = 0;
   for (const e of endpoints) {
     const ceiling = e.maxCompletionTokens ?? Number.POSITIVE_INFINITY;
     const output =
-      opts.kind === 'embeddings'
+      opts.kind !== 'chat'
         ? 0
         : requested !== null
           ? Math.min(requested, ceiling)
@@ -42,6 +47,8 @@ export function worstCaseUsd(
       prompt_tokens: opts.promptTokens,
       completion_tokens: output,
       total_tokens: opts.promptTokens + output,
+      // Cohere bills a search unit per 100 documents.
+      ...(opts.kind === 'rerank' ? { search_units: rerankSearches(opts.body) } : {}),
     };
     worst = Math.max(worst, costOf(e.pricing, usage).total);
   }

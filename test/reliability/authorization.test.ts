@@ -522,6 +522,12 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
     mgmtOnApi: 403,
   },
+  'POST /api/v1/rerank': {
+    auth: 'api',
+    body: () => ({ model: 'gatehouse/rerank', query: 'hi', documents: ['hi there', 'bye'] }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
 
   // Batches: the key's workspace's.
   'POST /api/v1/batches': {
@@ -990,7 +996,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
 
     // The owner's objects (organization A, workspace A1), and spares for the owner's own deletes.
     // Assigned to the owner (as a member) below, so it must let the owner's own inference through.
-    const models = ['gatehouse/echo', 'gatehouse/embed'];
+    const models = ['gatehouse/echo', 'gatehouse/embed', 'gatehouse/rerank'];
     const guardrail = created(await mgmt('POST', '/guardrails', { name: 'g', allowed_models: models })).data;
     const key = created(await mgmt('POST', '/keys', { name: 'k' })).data;
     created(

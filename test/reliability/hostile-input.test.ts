@@ -503,6 +503,7 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
     instructions: 'x',
   }),
   'POST /api/v1/embeddings': () => ({ model: 'gatehouse/embed', input: ['hi', 'there'] }),
+  'POST /api/v1/rerank': () => ({ model: 'gatehouse/rerank', query: 'hi', documents: ['hi there', 'bye'] }),
   'POST /api/v1/batches': () => ({
     endpoint: '/v1/chat/completions',
     completion_window: '24h',

@@ -26,6 +26,8 @@
  *   reasoning_tokens. A partial `usage` override keeps the computed value for the missing field.
  * - ids: `chatcmpl-dev-<process start>-<counter>`, unique within and across processes.
  * - embeddings: 8-dim unit vectors from a SHA-256 of each input; prompt_tokens = words.
+ * - rerank: a document's score is the share of the query's words it contains (an image: 0);
+ *   total_tokens = words of the query and the documents.
  * - a caller abort rejects with / throws the signal's reason, like the network adapters.
  */
 import { createHash } from 'node:crypto';
@@ -39,6 +41,7 @@ import type {
   ToolCall,
   Usage,
 } from '../../formats/chat.js';
+import type { RerankRequest, RerankResponse } from '../../formats/rerank.js';
 import type { CallSignal } from '../../lib/call-abort.js';
 import { textOf } from '../content.js';
 import { abortReason, throwIfAborted } from '../http.js';
@@ -333,7 +336,30 @@ export class DevProvider implements Provider {
     });
     return { object: 'list', data, model: req.model, usage: { prompt_tokens: tokens, total_tokens: tokens } };
   }
+
+  async rerank(req: RerankRequest, ctx: CallContext): Promise<RerankResponse> {
+    throwIfAborted(ctx.signal);
+    const query = new Set(wordsOf(req.query));
+    let tokens = countWords(req.query);
+    const results = req.documents.map((d, index) => {
+      const text = typeof d === 'string' ? d : (d.text ?? '');
+      tokens += countWords(text);
+      const words = new Set(wordsOf(text));
+      const hits = [...query].filter((w) => words.has(w)).length;
+      return { index, relevance_score: query.size ? hits / query.size : 0 };
+    });
+    // Best first; ties in the documents' order.
+    results.sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index);
+    return {
+      model: req.model,
+      results: req.top_n !== undefined ? results.slice(0, req.top_n) : results,
+      usage: { total_tokens: tokens },
+    };
+  }
 }
+
+/** Lower-cased words of a text (the rerank scores' unit). */
+const wordsOf = (s: string): string[] => s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 
 /** A deterministic unit vector for an input (same input → same vector). */
 export function devEmbedding(input: string | number[]): number[] {

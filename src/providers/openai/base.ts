@@ -124,7 +124,7 @@ export class OpenAiWireProvider implements Provider {
     return h;
   }
 
-  private call(path: string, body: unknown, ctx: CallContext, caller?: Record<string, string>): ApiCall {
+  protected call(path: string, body: unknown, ctx: CallContext, caller?: Record<string, string>): ApiCall {
     return {
       ...this.target(path, body),
       headers: this.headers(ctx, caller && ownHeaders(caller)),
