@@ -103,6 +103,8 @@ const KIND_NAMES: Record<ModelKind, string> = {
   chat: 'a chat',
   embeddings: 'an embeddings',
   rerank: 'a rerank',
+  speech: 'a speech',
+  transcription: 'a transcription',
 };
 
 /** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */
@@ -252,6 +254,7 @@ export class Engine {
         promptTokens: estimateTokens(body === call.body ? sentChars : promptChars(call, prep)),
         kind: call.wire.kind,
         defaultOutput: this.deps.reservedOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS,
+        audio: call.wire.audioUnits?.(body),
       },
     );
     const reserved = await checks.reserve(worst);
