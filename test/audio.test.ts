@@ -42,6 +42,11 @@ const readBody = async (req: IncomingMessage): Promise<Buffer> => {
 /** The mock: OpenAI's audio wire under `/openai/v1` and `/backup/v1` (a second provider). */
 async function startAudioUpstream() {
   const received: Received[] = [];
+  /**
+   * `tts-slow`: its first piece, then the rest once the test calls `release` (`ended`), unless the
+   * gateway closes the connection first (`closed`).
+   */
+  const slow = { release: () => {}, ended: false, closed: false };
   const server: Server = createServer(async (req, res) => {
     const raw = await readBody(req);
     const path = req.url ?? '';
@@ -69,6 +74,23 @@ async function startAudioUpstream() {
     if (model === 'tts-down' || model === 'stt-down') {
       res.writeHead(503, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } }));
+    }
+    if (path.endsWith('/audio/speech') && model === 'tts-slow') {
+      slow.ended = false;
+      slow.closed = false;
+      res.writeHead(200, { 'content-type': 'audio/mpeg' });
+      res.write(SPOKEN.subarray(0, 1000));
+      const released = await new Promise<boolean>((r) => {
+        slow.release = () => r(true);
+        res.once('close', () => r(false));
+      });
+      if (!released) {
+        slow.closed = true;
+        return;
+      }
+      res.end(SPOKEN.subarray(1000));
+      slow.ended = true;
+      return;
     }
     if (path.endsWith('/audio/speech')) {
       const format = String(got.json?.response_format ?? 'mp3');
@@ -108,7 +130,15 @@ async function startAudioUpstream() {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, received, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url,
+    received,
+    slow,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
 }
 
 const AUDIO_LIMIT = 400_000;
@@ -144,6 +174,11 @@ describe('audio: speech and transcriptions', () => {
           id: 'test/tts',
           kind: 'speech',
           endpoints: [{ provider: 'openai', upstream_model: 'tts-1', pricing: { characters: 15 } }],
+        },
+        {
+          id: 'test/tts-slow',
+          kind: 'speech',
+          endpoints: [{ provider: 'openai', upstream_model: 'tts-slow', pricing: { characters: 15 } }],
         },
         {
           id: 'test/tts-fallback',
@@ -255,6 +290,49 @@ describe('audio: speech and transcriptions', () => {
       const bytes = Buffer.from(await new Response(stream).arrayBuffer());
       expect(bytes.equals(SPOKEN)).toBe(true);
       expect(mock.received[0]?.json).toMatchObject({ model: 'tts-1', response_format: 'pcm', voice: 'nova' });
+    });
+
+    it('relays the audio as it arrives (the first bytes before the upstream has finished)', async () => {
+      const res = await fetch(`${gw.url}/api/v1/audio/speech`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'test/tts-slow', input: 'slowly', voice: 'alloy' }),
+      });
+      expect(res.status).toBe(200);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      const first = await reader.read();
+      expect(first.value?.length).toBeGreaterThan(0);
+      expect(mock.slow.ended).toBe(false);
+      mock.slow.release();
+      const pieces = [Buffer.from(first.value as Uint8Array)];
+      for (let r = await reader.read(); !r.done; r = await reader.read()) pieces.push(Buffer.from(r.value));
+      expect(Buffer.concat(pieces).equals(SPOKEN)).toBe(true);
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({ status: 'success', streamed: true });
+    });
+
+    it('a caller that leaves mid-audio: the upstream call is closed, the generation recorded as cancelled', async () => {
+      const abort = new AbortController();
+      const res = await fetch(`${gw.url}/api/v1/audio/speech`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'test/tts-slow', input: 'never finished', voice: 'alloy' }),
+        signal: abort.signal,
+      });
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      abort.abort();
+      const id = res.headers.get('x-gatehouse-generation-id');
+      let gen: any = null;
+      for (let i = 0; i < 50 && gen?.status !== 'cancelled'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const got = await call('GET', `/generation?id=${id}`);
+        gen = got.status === 200 ? got.body.data : null;
+      }
+      expect(gen).toMatchObject({ status: 'cancelled', model: 'test/tts-slow' });
+      // Billed: the upstream had started on the input.
+      expect(gen.total_cost).toBeCloseTo(('never finished'.length * 15) / 1e6, 12);
+      expect(mock.slow).toMatchObject({ ended: false, closed: true });
     });
 
     it('falls back to the next provider serving the model when one fails', async () => {
