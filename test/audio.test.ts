@@ -141,7 +141,7 @@ async function startAudioUpstream() {
   };
 }
 
-const AUDIO_LIMIT = 400_000;
+const AUDIO_LIMIT = 3_000_000;
 
 describe('audio: speech and transcriptions', () => {
   let gw: TestGateway;
@@ -413,6 +413,16 @@ describe('audio: speech and transcriptions', () => {
       );
     });
 
+    it('a file over 1 MiB (the default file cap of the multipart plugin) arrives whole', async () => {
+      const large = audioBytes(2_500_000, 9);
+      const res = await openai.audio.transcriptions.create({
+        model: 'test/whisper',
+        file: await toFile(large, 'long.mp3'),
+      });
+      expect(res.text).toBe('the quick brown fox');
+      expect(mock.received[0]?.file?.bytes.equals(large)).toBe(true);
+    });
+
     it('text and srt answers are relayed as the upstream sent them; usage then estimated', async () => {
       const text = await openai.audio.transcriptions.create({
         model: 'test/whisper',
@@ -488,13 +498,24 @@ describe('audio: speech and transcriptions', () => {
         .create({ model: 'test/whisper', file: await toFile(audioBytes(AUDIO_LIMIT + 1), 'big.wav') })
         .catch((e) => e);
       expect(big.status).toBe(413);
-      expect(big.message).toMatch(/GATEHOUSE_AUDIO_MAX_BYTES/);
+      expect(big.message).toMatch(/file is larger than 3000000 bytes.*GATEHOUSE_AUDIO_MAX_BYTES/);
       const bigJson = await call('POST', '/audio/transcriptions', {
         model: 'test/whisper',
         input_audio: { data: audioBytes(AUDIO_LIMIT + 3000).toString('base64'), format: 'wav' },
       });
       expect(bigJson.status).toBe(413);
-      expect(bigJson.body.error.message).toMatch(/GATEHOUSE_AUDIO_MAX_BYTES/);
+      expect(bigJson.body.error.message).toMatch(
+        /^input_audio is larger than 3000000 bytes.*GATEHOUSE_AUDIO_MAX_BYTES/,
+      );
+      // A JSON body past the base64 form of the largest audio: Fastify's 413, told with its limit.
+      const huge = await call('POST', '/audio/transcriptions', {
+        model: 'test/whisper',
+        input_audio: { data: 'A'.repeat(4_200_000), format: 'wav' },
+      });
+      expect(huge.status).toBe(413);
+      expect(huge.body.error.message).toMatch(
+        /^The JSON body is larger than \d+ bytes.*GATEHOUSE_AUDIO_MAX_BYTES=3000000/,
+      );
       expect(mock.received).toHaveLength(0);
     });
   });

@@ -24,12 +24,17 @@ import type { CallerWire } from './wires/wire.js';
 const tags = ['Inference'];
 const ERROR_STATUSES = [400, 401, 402, 403, 404, 413, 429, 500, 502];
 const AnyBody = Type.Object({}, { additionalProperties: true });
+/** The message server/errors.ts gives Fastify's body-limit error. */
+const FASTIFY_TOO_LARGE = 'Request body is too large';
 
 /** Fastify's own 413 (a JSON body over the route's limit), told with the limit that applies. */
 const tooLargeSays =
   (wire: CallerWire<unknown>, message: string): ErrorRenderer =>
   (parts, req) =>
-    wire.renderError(parts.status === 413 && parts.code === undefined ? { ...parts, message } : parts, req);
+    wire.renderError(
+      parts.status === 413 && parts.message === FASTIFY_TOO_LARGE ? { ...parts, message } : parts,
+      req,
+    );
 
 /** The saved upload's name as sent upstream: its extension kept, nothing of a path. */
 const safeName = (name: string | undefined): string => {
@@ -49,7 +54,9 @@ async function readForm(req: FastifyRequest, dir: () => Promise<string>, maxByte
     failure ??= err;
   };
   try {
-    for await (const part of req.parts({ limits: { fieldSize: 256 * 1024, fields: 50, parts: 60 } })) {
+    // The plugin's own file limit would cut a file at the body limit (1 MiB) without a word.
+    const limits = { fieldSize: 256 * 1024, fields: 50, parts: 60, fileSize: maxBytes + 1 };
+    for await (const part of req.parts({ limits })) {
       if (part.type === 'field') {
         const value = String(part.value);
         const name = part.fieldname;
@@ -81,7 +88,7 @@ async function readForm(req: FastifyRequest, dir: () => Promise<string>, maxByte
         },
         createWriteStream(path, { mode: 0o600 }),
       );
-      if (over)
+      if (over || part.file.truncated)
         refuse(
           new ApiError(
             413,
