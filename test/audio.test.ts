@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { OpenRouter } from '@openrouter/sdk';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { client } from './support/http.js';
 
 /**
@@ -143,7 +143,7 @@ async function startAudioUpstream() {
 
 const AUDIO_LIMIT = 3_000_000;
 
-describe('audio: speech and transcriptions', () => {
+describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
   let gw: TestGateway;
   let mock: Awaited<ReturnType<typeof startAudioUpstream>>;
   let openai: OpenAI;
@@ -214,7 +214,7 @@ describe('audio: speech and transcriptions', () => {
     };
     const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-audio-')), 'gatehouse.json');
     writeFileSync(file, JSON.stringify(config));
-    gw = await startTestGateway('sqlite', {
+    gw = await startTestGateway(db, {
       env: { GATEHOUSE_CONFIG: file, GATEHOUSE_AUDIO_MAX_BYTES: String(AUDIO_LIMIT) },
     });
     openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
