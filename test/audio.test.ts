@@ -92,6 +92,13 @@ async function startAudioUpstream() {
       slow.ended = true;
       return;
     }
+    if (path.endsWith('/audio/speech') && got.json?.stream_format === 'sse') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const delta = { type: 'speech.audio.delta', audio: SPOKEN.subarray(0, 3000).toString('base64') };
+      res.write(`data: ${JSON.stringify(delta)}\n\n`);
+      const usage = { input_tokens: 7, output_tokens: 300, total_tokens: 307 };
+      return res.end(`data: ${JSON.stringify({ type: 'speech.audio.done', usage })}\n\n`);
+    }
     if (path.endsWith('/audio/speech')) {
       const format = String(got.json?.response_format ?? 'mp3');
       res.writeHead(200, { 'content-type': format === 'mp3' ? 'audio/mpeg' : `audio/${format}` });
@@ -174,6 +181,18 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
           id: 'test/tts',
           kind: 'speech',
           endpoints: [{ provider: 'openai', upstream_model: 'tts-1', pricing: { characters: 15 } }],
+        },
+        // gpt-4o-mini-tts: $0.60 / $12 per million tokens.
+        {
+          id: 'test/tts-tokens',
+          kind: 'speech',
+          endpoints: [
+            {
+              provider: 'openai',
+              upstream_model: 'gpt-4o-mini-tts',
+              pricing: { prompt: 0.6, completion: 12 },
+            },
+          ],
         },
         {
           id: 'test/tts-slow',
@@ -333,6 +352,30 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       // Billed: the upstream had started on the input.
       expect(gen.total_cost).toBeCloseTo(('never finished'.length * 15) / 1e6, 12);
       expect(mock.slow).toMatchObject({ ended: false, closed: true });
+    });
+
+    it('token-priced speech: the usage of an event stream (stream_format sse) is billed, plain audio estimated', async () => {
+      const sse = await call('POST', '/audio/speech', {
+        model: 'test/tts-tokens',
+        input: 'Say it as events',
+        voice: 'alloy',
+        stream_format: 'sse',
+      });
+      expect(sse.status).toBe(200);
+      expect(sse.headers.get('content-type')).toBe('text/event-stream');
+      expect(sse.text).toContain('speech.audio.done');
+      expect(mock.received[0]?.json).toMatchObject({ model: 'gpt-4o-mini-tts', stream_format: 'sse' });
+      const reported = await generation(sse.headers.get('x-gatehouse-generation-id'));
+      expect(reported).toMatchObject({ tokens_prompt: 7, tokens_completion: 300, usage_estimated: false });
+      expect(reported.total_cost).toBeCloseTo((7 * 0.6 + 300 * 12) / 1e6, 12);
+      const plain = await call('POST', '/audio/speech', {
+        model: 'test/tts-tokens',
+        input: 'Say it plainly',
+        voice: 'alloy',
+      });
+      expect(plain.status).toBe(200);
+      const estimated = await generation(plain.headers.get('x-gatehouse-generation-id'));
+      expect(estimated).toMatchObject({ tokens_prompt: 4, tokens_completion: 0, usage_estimated: true });
     });
 
     it('falls back to the next provider serving the model when one fails', async () => {

@@ -206,6 +206,11 @@ export function transcriptionRequestFromBody(body: Obj): TranscriptionRequest {
 export interface SpeechAudio {
   contentType: string;
   audio: AsyncIterable<Buffer>;
+  /**
+   * The usage the answer reported, once it has been read: OpenAI's `stream_format: "sse"` ends
+   * with a `speech.audio.done` event carrying it; plain audio reports none (null).
+   */
+  reported?(): { input_tokens: number; output_tokens: number } | null;
 }
 
 /** A transcription answer as the upstream sent it (its JSON parsed when it is JSON). */

@@ -2,8 +2,9 @@ import type { Usage } from '../formats/chat.js';
 import type { Pricing } from './catalog-types.js';
 
 /**
- * What an audio call is billed. Speech: the upstream reports nothing (its answer is audio), so the
- * input's characters are counted (exact, for a price per character) and its tokens estimated.
+ * What an audio call is billed. Speech: the input's characters are counted (exact, for a price per
+ * character); the upstream reports tokens only on an event stream (`stream_format: "sse"`), else
+ * the input's tokens are estimated.
  * Transcription: the answer's `usage` — tokens (`gpt-4o-transcribe`) or a duration (`whisper-1`)
  * — or `duration` of a verbose answer; a text, srt or vtt answer reports none, so the audio's
  * duration is estimated from its size and the output tokens from the text.
@@ -16,8 +17,27 @@ const WORST_BYTES_PER_SECOND = 4_000;
 
 const tokens = (chars: number): number => Math.ceil(chars / 4);
 
-/** A speech call's usage: its characters, and its input tokens estimated when tokens are priced. */
-export function speechUsage(characters: number, pricing: Pricing): { usage: Usage; estimated: boolean } {
+/**
+ * A speech call's usage: its characters, and the tokens the answer reported (OpenAI's
+ * `stream_format: "sse"`), else its input tokens estimated when tokens are priced.
+ */
+export function speechUsage(
+  characters: number,
+  pricing: Pricing,
+  reported: { input_tokens: number; output_tokens: number } | null = null,
+): { usage: Usage; estimated: boolean } {
+  if (reported) {
+    const { input_tokens: prompt, output_tokens: completion } = reported;
+    return {
+      usage: {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: prompt + completion,
+        audio: { characters },
+      },
+      estimated: false,
+    };
+  }
   const byTokens = pricing.prompt > 0 || pricing.completion > 0;
   const prompt = byTokens ? tokens(characters) : 0;
   return {

@@ -1073,7 +1073,7 @@ export class Engine {
     return {
       info,
       contentType: answer.contentType,
-      audio: this.relayAudio(call, prep, info, answer.audio, span),
+      audio: this.relayAudio(call, prep, info, answer, span),
     };
   }
 
@@ -1081,7 +1081,7 @@ export class Engine {
     call: InferenceCall,
     prep: Prepared,
     info: RouteInfo,
-    audio: AsyncIterable<Buffer>,
+    answer: SpeechAudio,
     span: TracedSpan | null,
   ): AsyncGenerator<Buffer> {
     this.streaming++;
@@ -1090,7 +1090,7 @@ export class Engine {
     let failure: unknown = null;
     let complete = false;
     try {
-      for await (const chunk of audio) {
+      for await (const chunk of answer.audio) {
         bytes += chunk.length;
         yield chunk;
       }
@@ -1101,7 +1101,11 @@ export class Engine {
     } finally {
       const input = (prep.body as { input?: unknown }).input;
       const pricing = info.served.endpoint.pricing;
-      const { usage, estimated } = speechUsage(typeof input === 'string' ? input.length : 0, pricing);
+      const { usage, estimated } = speechUsage(
+        typeof input === 'string' ? input.length : 0,
+        pricing,
+        complete ? (answer.reported?.() ?? null) : null,
+      );
       // An upstream that failed before any audio did no work the caller got.
       const cost =
         failure !== null && bytes === 0 ? { total: 0, prompt: 0, completion: 0 } : costOf(pricing, usage);

@@ -40,18 +40,47 @@ export async function postSpeech(call: ApiCall): Promise<SpeechAudio> {
     throwIfErrorPayload(json, secrets, true, errors);
   }
   const body = res.body;
+  // An event stream's last event (speech.audio.done) carries the usage: its tail is kept to read it.
+  const events = /^text\/event-stream/i.test(contentType);
+  let tail = '';
   return {
     contentType,
     audio: (async function* () {
       try {
-        for await (const chunk of body) yield chunk;
+        for await (const chunk of body) {
+          if (events) tail = (tail + chunk.toString('latin1')).slice(-TAIL_CHARS);
+          yield chunk;
+        }
       } catch (err) {
         throw toUpstreamError(err, signal, secrets);
       } finally {
         body.release();
       }
     })(),
+    reported: () => (events ? speechDoneUsage(tail) : null),
   };
+}
+
+/** Characters of an event stream kept to find its final event (a few hundred in OpenAI's). */
+const TAIL_CHARS = 8192;
+
+/** The usage of the last `speech.audio.done` event in `tail`, if it holds a whole one. */
+export function speechDoneUsage(tail: string): { input_tokens: number; output_tokens: number } | null {
+  const lines = tail.split(/\r?\n/).filter((l) => l.startsWith('data:'));
+  for (let i = lines.length - 1; i >= 0; i--) {
+    let event: { type?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown } };
+    try {
+      event = JSON.parse((lines[i] as string).slice(5));
+    } catch {
+      continue;
+    }
+    if (event?.type !== 'speech.audio.done') continue;
+    const { input_tokens: input, output_tokens: output } = event.usage ?? {};
+    const valid = (n: unknown): n is number =>
+      typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 1e8;
+    return valid(input) && valid(output) ? { input_tokens: input, output_tokens: output } : null;
+  }
+  return null;
 }
 
 /** The multipart form of a transcription: its fields, then the audio file. */
