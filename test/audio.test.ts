@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OpenRouter } from '@openrouter/sdk';
 import OpenAI, { toFile } from 'openai';
+import OpenAI7, { toFile as toFile7 } from 'openai-v7';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
 import { client } from './support/http.js';
@@ -464,6 +465,18 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       });
       expect(res.text).toBe('the quick brown fox');
       expect(mock.received[0]?.file?.bytes.equals(large)).toBe(true);
+    });
+
+    it('openai 7: speech and a transcription as with openai 6', async () => {
+      const openai7 = new OpenAI7({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+      const speech = await openai7.audio.speech.create({ model: 'test/tts', voice: 'alloy', input: 'seven' });
+      expect(Buffer.from(await speech.arrayBuffer()).equals(SPOKEN)).toBe(true);
+      const text = await openai7.audio.transcriptions.create({
+        model: 'test/whisper',
+        file: await toFile7(clip, 'seven.mp3'),
+      });
+      expect(text.text).toBe('the quick brown fox');
+      expect(mock.received[1]?.file?.bytes.equals(clip)).toBe(true);
     });
 
     it('text and srt answers are relayed as the upstream sent them; usage then estimated', async () => {
