@@ -31,6 +31,8 @@ export interface Config {
   bootstrapApiKey: string | null;
   /** Largest JSON body accepted on ordinary routes, in bytes. */
   bodyLimit: number;
+  /** Largest audio file a transcription takes (a multipart upload, or decoded base64), in bytes. */
+  audioMaxBytes: number;
   /** Requests each API key may make per rate-limit window. */
   rateLimitRequests: number;
   /** The rate-limit window, in seconds. */
@@ -301,6 +303,7 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapManagementKey: env.GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY || null,
     bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),
+    audioMaxBytes: intFrom(env, 'GATEHOUSE_AUDIO_MAX_BYTES', 26_214_400),
     rateLimitRequests: intFrom(env, 'GATEHOUSE_RATE_LIMIT_REQUESTS', 600),
     rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_RATE_LIMIT_WINDOW', 60),
     redisUrl: env.REDIS_URL || null,

@@ -27,6 +27,7 @@ import { ping } from './db/connection.js';
 import { guardrailAssignmentsRoutes } from './guardrails/assignments.routes.js';
 import { effectivePolicyRoutes } from './guardrails/effective.routes.js';
 import { guardrailsRoutes } from './guardrails/routes.js';
+import { audioRoutes } from './inference/audio.routes.js';
 import { inferenceRoutes } from './inference/routes.js';
 import { responsesSocketRoutes } from './inference/socket.routes.js';
 import { runtimeCallbackRoutes } from './interns/callback.routes.js';
@@ -72,6 +73,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   adminRoutes,
   credentialRoutes,
   inferenceRoutes,
+  audioRoutes,
   responsesSocketRoutes,
   contentLogRoutes,
   catalogRoutes,

@@ -93,6 +93,20 @@ describe('OpenAPI document', () => {
     // The Responses WebSocket mode (an upgrade, no HTTP operation of its own) is told of there.
     expect(doc.paths['/responses'].post.description).toMatch(/WebSocket upgrade/);
     expect(doc.components.schemas.ProviderPreferences.properties).toHaveProperty('order');
+    // Audio: speech answers audio; a transcription takes JSON (base64 audio) or a multipart upload.
+    const speech = doc.paths['/audio/speech'].post;
+    expect(resolve(speech.requestBody.content['application/json'].schema).required).toEqual(
+      expect.arrayContaining(['model', 'input']),
+    );
+    expect(speech.responses['200'].content['audio/*']).toBeDefined();
+    const transcription = doc.paths['/audio/transcriptions'].post;
+    expect(Object.keys(transcription.requestBody.content)).toEqual(
+      expect.arrayContaining(['application/json', 'multipart/form-data']),
+    );
+    expect(
+      resolve(transcription.responses['200'].content['application/json'].schema).properties,
+    ).toHaveProperty('text');
+    for (const op of [speech, transcription]) expect(op.responses['413']).toBeDefined();
     expect(
       doc.paths['/batches/{id}/results'].get.responses['200'].content['application/jsonl'],
     ).toBeDefined();

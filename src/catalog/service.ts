@@ -28,10 +28,15 @@ const list = (csv: string | undefined) =>
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean) ?? [];
 
-/** What a model puts out: text (chat), embeddings or rerank (its kind's name). */
-const outputOf = (m: ModelEntry) => (m.kind === 'chat' ? 'text' : m.kind);
+/** What a model puts out: text (chat, transcription), audio (speech), embeddings or rerank. */
+const outputOf = (m: ModelEntry) =>
+  m.kind === 'chat' || m.kind === 'transcription' ? 'text' : m.kind === 'speech' ? 'audio' : m.kind;
 const inputsOf = (m: ModelEntry) =>
-  m.endpoints.some((e) => e.capabilities.includes('images')) ? ['text', 'image'] : ['text'];
+  m.kind === 'transcription'
+    ? ['audio']
+    : m.endpoints.some((e) => e.capabilities.includes('images'))
+      ? ['text', 'image']
+      : ['text'];
 const contextOf = (m: ModelEntry) => Math.max(0, ...m.endpoints.map((e) => e.contextLength));
 const priceOf = (m: ModelEntry) =>
   Math.min(...m.endpoints.map((e) => e.pricing.prompt + e.pricing.completion));

@@ -52,11 +52,28 @@ const capabilities = (m: ModelEntry) => new Set(m.endpoints.flatMap((e) => e.cap
 export function supportedParameters(m: ModelEntry, e?: ModelEndpoint): string[] {
   if (m.kind === 'embeddings') return ['dimensions', 'encoding_format'];
   if (m.kind === 'rerank') return ['top_n'];
+  if (m.kind !== 'chat') return AUDIO_PARAMS[m.kind];
   const caps = e ? new Set(e.capabilities) : capabilities(m);
   return [...BASE_PARAMS, ...[...caps].flatMap((c) => PARAMS[c] ?? [])];
 }
 
+/** The parameters of OpenAI's audio endpoints. */
+const AUDIO_PARAMS = {
+  speech: ['voice', 'response_format', 'speed', 'instructions'],
+  transcription: ['language', 'prompt', 'response_format', 'temperature', 'timestamp_granularities'],
+};
+
 export function architecture(m: ModelEntry) {
+  if (m.kind === 'speech' || m.kind === 'transcription') {
+    const [from, to] = m.kind === 'speech' ? ['text', 'audio'] : ['audio', 'text'];
+    return {
+      modality: `${from}->${to}`,
+      input_modalities: [from],
+      output_modalities: [to],
+      tokenizer: 'Other',
+      instruct_type: null,
+    };
+  }
   const images = capabilities(m).has('images');
   return {
     modality: m.kind !== 'chat' ? `text->${m.kind}` : images ? 'text+image->text' : 'text->text',

@@ -260,6 +260,8 @@ export interface Usage {
   server_tool_use?: { web_search_requests?: number };
   /** Rerank searches the provider billed (Cohere's search units), each at the `request` price. */
   search_units?: number;
+  /** Audio calls: the characters a speech call read out, the seconds of audio a transcription heard. */
+  audio?: { characters?: number; seconds?: number };
 }
 
 export interface ChatResponse {

@@ -11,7 +11,7 @@ export { gatewayMetadata };
  * What a call charged to credits and what its BYOK provider charged: a BYOK call costs no credits
  * (`cost: 0`), its price is the provider's (`upstream_inference_cost`, null for other calls).
  */
-const charged = (cost: Cost, isByok: boolean) => ({
+export const charged = (cost: Cost, isByok: boolean) => ({
   cost: isByok ? 0 : cost.total,
   is_byok: isByok,
   upstream_inference_cost: isByok ? cost.total : null,

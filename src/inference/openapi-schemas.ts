@@ -65,7 +65,7 @@ export const ProviderPreferences = Type.Object(
 );
 
 /** `models`, `provider` and `debug`: what Gatehouse reads itself and never forwards. */
-const routingFields = {
+export const routingFields = {
   models: Type.Optional(
     Type.Array(Type.String(), {
       minItems: 1,
@@ -86,7 +86,7 @@ const routingFields = {
   ),
 };
 
-const modelField = Type.String({
+export const modelField = Type.String({
   description: 'Model id from the catalog (`GET /models`), e.g. `openai/gpt-4o-mini`',
   examples: ['openai/gpt-4o-mini'],
 });
@@ -98,7 +98,7 @@ const topP = Type.Optional(Type.Number({ minimum: 0, maximum: 1 }));
 const Tools = (description: string) => Type.Optional(Type.Array(Type.Object({}, open), { description }));
 
 /** Cost and BYOK fields Gatehouse adds to a `usage` object. */
-const costFields = {
+export const costFields = {
   cost: Type.Optional(Type.Number({ description: 'Charged to credits, USD (0 on your own provider key)' })),
   is_byok: Type.Optional(Type.Boolean({ description: 'Served on your own provider key (BYOK)' })),
   cost_details: Type.Optional(Type.Object({}, open)),

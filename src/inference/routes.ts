@@ -72,7 +72,7 @@ export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: C
 }
 
 /** How the call was served, in headers every answer carries (streams and relayed lane bodies too). */
-function describe(reply: FastifyReply, info: RouteInfo): void {
+export function describe(reply: FastifyReply, info: RouteInfo): void {
   reply.header('x-gatehouse-generation-id', info.generationId);
   reply.header('x-gatehouse-provider', info.served.endpoint.provider);
   // The catalog model that served: a lane's body names the provider's own id (and after a model

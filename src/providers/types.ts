@@ -1,4 +1,10 @@
 import type {
+  SpeechAudio,
+  SpeechRequest,
+  TranscriptionAnswer,
+  TranscriptionRequest,
+} from '../formats/audio.js';
+import type {
   ChatChunk,
   ChatRequest,
   ChatResponse,
@@ -192,7 +198,9 @@ export type NativeWire =
   | 'anthropic-messages'
   | 'anthropic-count-tokens'
   /** OpenRouter's `POST /rerank`: no provider takes it as it is; each adapter's `rerank` translates it. */
-  | 'openrouter-rerank';
+  | 'openrouter-rerank'
+  /** OpenAI's audio endpoints: no provider takes them as a lane (each adapter sends its own form). */
+  | 'openai-audio';
 
 /**
  * Which rows of the capability and hint tables (formats/capabilities.ts) say what a translated
@@ -308,6 +316,10 @@ export interface Provider {
   embeddings?(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse>;
   /** Absent when the provider serves no reranking. */
   rerank?(req: RerankRequest, ctx: CallContext): Promise<RerankResponse>;
+  /** Text to speech (OpenAI's audio wire): resolves at the answer's headers. Absent: none served. */
+  speech?(req: SpeechRequest, ctx: CallContext): Promise<SpeechAudio>;
+  /** A transcription of an audio file (OpenAI's audio wire). Absent: none served. */
+  transcription?(req: TranscriptionRequest, ctx: CallContext): Promise<TranscriptionAnswer>;
   /**
    * `GET /responses/{id}/input_items` at a provider that stores Responses itself (`query`: the
    * encoded query string, `?…` or empty): its JSON answer. Absent: the provider stores none.

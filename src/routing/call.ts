@@ -1,4 +1,5 @@
 import type { Caller } from '../accounts/caller.js';
+import type { SpeechRequest, TranscriptionRequest } from '../formats/audio.js';
 import type { ChatMessage, ChatRequest, EmbeddingsRequest } from '../formats/chat.js';
 import type { RerankRequest } from '../formats/rerank.js';
 import type { AnswerScan } from '../guardrails/answer-filter.js';
@@ -17,7 +18,17 @@ import type { Candidate, Credential, Exclusion } from './select.js';
  * checked against, and what the endpoints learn about how it was served.
  */
 
-export type EndpointName = 'chat' | 'messages' | 'responses' | 'embeddings' | 'rerank';
+export type EndpointName =
+  | 'chat'
+  | 'messages'
+  | 'responses'
+  | 'embeddings'
+  | 'rerank'
+  | 'speech'
+  | 'transcription';
+
+/** The canonical request of an audio call (formats/audio.ts). */
+export type AudioRequest = SpeechRequest | TranscriptionRequest;
 
 /** A caller's JSON body (an object: the routes refuse anything else). */
 export type Body = Record<string, unknown>;
@@ -46,7 +57,7 @@ export type AnswerSlot = TextSlot & { channel?: string };
  * the provider-native wire that makes a call a pass-through lane, how to look at a body without
  * translating it, and how to translate it when a provider of another format serves the call.
  */
-export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest | RerankRequest> {
+export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest | RerankRequest | AudioRequest> {
   readonly endpoint: EndpointName;
   /** A provider serving this wire natively takes the body as it is (a lane). */
   readonly native: NativeWire;
@@ -69,6 +80,11 @@ export interface CallWire<Canonical = ChatRequest | EmbeddingsRequest | RerankRe
    * `headers` (reported as dropped; absent: none).
    */
   laneDropped?(body: Body, headers?: Record<string, string>): string[];
+  /**
+   * The audio units a body bills before any answer, for its spend reservation (speech: its
+   * characters; a transcription: the most seconds its audio may hold). Absent: none.
+   */
+  audioUnits?(body: Body): { characters?: number; seconds?: number };
   /** The answer's texts in a lane's JSON body (filters on the response read and rewrite them). */
   answerTexts?(json: unknown): AnswerSlot[];
   /** The answer's texts in one event of a lane's stream: deltas (with a channel) and whole texts. */

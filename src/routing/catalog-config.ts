@@ -82,6 +82,26 @@ export function devCatalog(): { provider: ProviderEntry; models: ModelEntry[] } 
         description: "Development provider: scores each document by the query's words it contains.",
         endpoints: [endpoint('rerank', { prompt: 0.1, completion: 0 })],
       },
+      {
+        id: 'gatehouse/speech',
+        name: 'Gatehouse Speech (development)',
+        aliases: [],
+        kind: 'speech',
+        description: 'Development provider: a WAV of silence, 50 ms per character of the input.',
+        endpoints: [
+          { ...endpoint('speech', { prompt: 0, completion: 0, characters: 15 }), capabilities: [] },
+        ],
+      },
+      {
+        id: 'gatehouse/transcribe',
+        name: 'Gatehouse Transcription (development)',
+        aliases: [],
+        kind: 'transcription',
+        description: 'Development provider: says how many bytes of audio it heard.',
+        endpoints: [
+          { ...endpoint('transcribe', { prompt: 0, completion: 0, audio_minute: 0.006 }), capabilities: [] },
+        ],
+      },
     ],
   };
 }

@@ -59,6 +59,10 @@ export interface Pricing {
   request?: number;
   /** USD per web search the provider runs for the call (its server-side search tool). */
   web_search?: number;
+  /** USD per one million input characters (text to speech priced by its text: OpenAI's tts-1). */
+  characters?: number;
+  /** USD per minute of input audio (transcription priced by duration: OpenAI's whisper-1). */
+  audio_minute?: number;
   /** Prices that apply to the whole call once its prompt exceeds `above` tokens (long-context tiers). */
   long_context?: { above: number } & Partial<Omit<Pricing, 'long_context' | 'request' | 'web_search'>>;
 }
@@ -77,7 +81,7 @@ export interface ModelEndpoint {
 }
 
 /** What a model does, and so which endpoint calls it. */
-export type ModelKind = 'chat' | 'embeddings' | 'rerank';
+export type ModelKind = 'chat' | 'embeddings' | 'rerank' | 'speech' | 'transcription';
 
 export interface ModelEntry {
   /** Canonical slug `author/model`. */

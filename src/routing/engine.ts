@@ -1,4 +1,10 @@
 import type { Caller } from '../accounts/caller.js';
+import type {
+  SpeechAudio,
+  SpeechRequest,
+  TranscriptionAnswer,
+  TranscriptionRequest,
+} from '../formats/audio.js';
 import { droppedFields } from '../formats/capabilities.js';
 import type {
   ChatChunk,
@@ -39,6 +45,7 @@ import {
   filterFrames,
   type WholeAnswer,
 } from './answer-filter.js';
+import { speechUsage, transcriptionUsage } from './audio-usage.js';
 import { filterBody, promptChars } from './body-filter.js';
 import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
@@ -103,6 +110,8 @@ const KIND_NAMES: Record<ModelKind, string> = {
   chat: 'a chat',
   embeddings: 'an embeddings',
   rerank: 'a rerank',
+  speech: 'a speech',
+  transcription: 'a transcription',
 };
 
 /** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */
@@ -252,6 +261,7 @@ export class Engine {
         promptTokens: estimateTokens(body === call.body ? sentChars : promptChars(call, prep)),
         kind: call.wire.kind,
         defaultOutput: this.deps.reservedOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS,
+        audio: call.wire.audioUnits?.(body),
       },
     );
     const reserved = await checks.reserve(worst);
@@ -1032,6 +1042,124 @@ export class Engine {
         resolve();
       });
     });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Audio
+
+  /**
+   * Text to speech. Resolves once an upstream answered with audio (failures before that fall back
+   * like any call's); the audio is relayed as it arrives, and the generation recorded when it ends
+   * — completely, cut by the caller, or failed mid-way (billed unless nothing arrived).
+   */
+  async speak(
+    call: InferenceCall,
+  ): Promise<{ info: RouteInfo; contentType: string; audio: AsyncIterable<Buffer> }> {
+    const prep = await this.prepare(call);
+    const { result, info, span } = await this.held(prep, () =>
+      this.whole(call, prep, (provider, sent, ctx, a) => {
+        if (!provider.speech)
+          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no speech`, {
+            retryable: false,
+          });
+        return provider.speech(sent as SpeechRequest, { ...ctx, idleTimeoutMs: this.deps.upstreamTimeoutMs });
+      }),
+    );
+    const answer = result as SpeechAudio;
+    // Released when the caller leaves before the audio is read (nothing else settles it then).
+    const unread = () => prep.hold?.release();
+    call.signal.addEventListener('abort', unread, { once: true });
+    prep.onStreamStart = () => call.signal.removeEventListener('abort', unread);
+    return {
+      info,
+      contentType: answer.contentType,
+      audio: this.relayAudio(call, prep, info, answer, span),
+    };
+  }
+
+  private async *relayAudio(
+    call: InferenceCall,
+    prep: Prepared,
+    info: RouteInfo,
+    answer: SpeechAudio,
+    span: TracedSpan | null,
+  ): AsyncGenerator<Buffer> {
+    this.streaming++;
+    prep.onStreamStart?.();
+    let bytes = 0;
+    let failure: unknown = null;
+    let complete = false;
+    try {
+      for await (const chunk of answer.audio) {
+        bytes += chunk.length;
+        yield chunk;
+      }
+      complete = true;
+    } catch (err) {
+      failure = err;
+      throw err;
+    } finally {
+      const input = (prep.body as { input?: unknown }).input;
+      const pricing = info.served.endpoint.pricing;
+      const { usage, estimated } = speechUsage(
+        typeof input === 'string' ? input.length : 0,
+        pricing,
+        complete ? (answer.reported?.() ?? null) : null,
+      );
+      // An upstream that failed before any audio did no work the caller got.
+      const cost =
+        failure !== null && bytes === 0 ? { total: 0, prompt: 0, completion: 0 } : costOf(pricing, usage);
+      const status = complete ? 'success' : failure !== null && !call.signal.aborted ? 'error' : 'cancelled';
+      const recorded = this.recordSuccess(call, prep, info, usage, cost, {
+        streamed: true,
+        finishReason: complete ? 'stop' : null,
+        estimated,
+        status,
+        error: failure ? (failure as Error).message : null,
+      });
+      if (span) {
+        attemptServed(span, info, usage, cost, {
+          finishReason: complete ? 'stop' : null,
+          responseId: null,
+          status,
+        });
+        annotate(call.trace, () => callAttributes(info));
+      }
+      if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
+      await recorded;
+    }
+  }
+
+  /**
+   * A transcription: the upstream's whole answer, billed by the usage it reports (tokens or a
+   * duration), else by estimates from the audio's size and the text (recorded as estimated).
+   */
+  async transcribe(call: InferenceCall): Promise<Completed<TranscriptionAnswer> & { lane: false }> {
+    const prep = await this.prepare(call);
+    const { result, info, span } = await this.held(prep, () =>
+      this.whole(call, prep, (provider, sent, ctx, a) => {
+        if (!provider.transcription)
+          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no transcriptions`, {
+            retryable: false,
+          });
+        return provider.transcription(sent as TranscriptionRequest, ctx);
+      }),
+    );
+    const answer = result as TranscriptionAnswer;
+    const bytes = (prep.canonical as TranscriptionRequest | undefined)?.audio.bytes ?? 0;
+    const { usage, estimated } = transcriptionUsage(answer.parsed, answer.body, bytes);
+    const cost = costOf(info.served.endpoint.pricing, usage);
+    await this.recordSuccess(call, prep, info, usage, cost, {
+      streamed: false,
+      finishReason: 'stop',
+      estimated,
+      upstreamId: null,
+    });
+    if (span) {
+      attemptServed(span, info, usage, cost, { finishReason: 'stop', responseId: null });
+      annotate(call.trace, () => callAttributes(info));
+    }
+    return { lane: false, response: answer, info, usage, cost };
   }
 
   // -------------------------------------------------------------------------------------------

@@ -31,12 +31,16 @@ export function costOf(listed: Pricing, usage: Usage): Cost {
       written * (pricing.cache_write ?? pricing.prompt)) *
     PER_TOKEN;
   const completion = usage.completion_tokens * pricing.completion * PER_TOKEN;
+  // Audio priced by its text or its duration: part of the input's cost.
+  const audio =
+    (usage.audio?.characters ?? 0) * (listed.characters ?? 0) * PER_TOKEN +
+    ((usage.audio?.seconds ?? 0) / 60) * (listed.audio_minute ?? 0);
   // A rerank call reporting search units is that many searches, each at the per-request price.
   const request = (pricing.request ?? 0) * (usage.search_units ?? 1);
   const searches = (usage.server_tool_use?.web_search_requests ?? 0) * (listed.web_search ?? 0);
   return {
-    total: round(prompt + completion + request + searches),
-    prompt: round(prompt),
+    total: round(prompt + audio + completion + request + searches),
+    prompt: round(prompt + audio),
     completion: round(completion),
   };
 }

@@ -1,3 +1,4 @@
+import type { Usage } from '../formats/chat.js';
 import type { Body } from './call.js';
 import type { ModelEndpoint } from './catalog.js';
 import type { ModelKind } from './catalog-types.js';
@@ -31,7 +32,14 @@ const rerankSearches = (body: Body): number =>
 
 export function worstCaseUsd(
   endpoints: Pick<ModelEndpoint, 'pricing' | 'maxCompletionTokens'>[],
-  opts: { body: Body; promptTokens: number; kind: ModelKind; defaultOutput: number },
+  opts: {
+    body: Body;
+    promptTokens: number;
+    kind: ModelKind;
+    defaultOutput: number;
+    /** Audio units the body bills before any answer (CallWire.audioUnits). */
+    audio?: Usage['audio'];
+  },
 ): number {
   const requested = requestedMaxOutput(opts.body);
   let worst = 0;
@@ -49,6 +57,7 @@ export function worstCaseUsd(
       total_tokens: opts.promptTokens + output,
       // Cohere bills a search unit per 100 documents.
       ...(opts.kind === 'rerank' ? { search_units: rerankSearches(opts.body) } : {}),
+      ...(opts.audio ? { audio: opts.audio } : {}),
     };
     worst = Math.max(worst, costOf(e.pricing, usage).total);
   }

@@ -528,6 +528,18 @@ const ROUTES: Record<string, Row> = {
     ok: 200,
     mgmtOnApi: 403,
   },
+  'POST /api/v1/audio/speech': {
+    auth: 'api',
+    body: () => ({ model: 'gatehouse/speech', input: 'hi', voice: 'alloy' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/audio/transcriptions': {
+    auth: 'api',
+    body: () => ({ model: 'gatehouse/transcribe', input_audio: { data: 'UklGRg==', format: 'wav' } }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
 
   // Batches: the key's workspace's.
   'POST /api/v1/batches': {
@@ -996,7 +1008,13 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
 
     // The owner's objects (organization A, workspace A1), and spares for the owner's own deletes.
     // Assigned to the owner (as a member) below, so it must let the owner's own inference through.
-    const models = ['gatehouse/echo', 'gatehouse/embed', 'gatehouse/rerank'];
+    const models = [
+      'gatehouse/echo',
+      'gatehouse/embed',
+      'gatehouse/rerank',
+      'gatehouse/speech',
+      'gatehouse/transcribe',
+    ];
     const guardrail = created(await mgmt('POST', '/guardrails', { name: 'g', allowed_models: models })).data;
     const key = created(await mgmt('POST', '/keys', { name: 'k' })).data;
     created(

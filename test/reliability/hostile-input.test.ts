@@ -504,6 +504,11 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
   }),
   'POST /api/v1/embeddings': () => ({ model: 'gatehouse/embed', input: ['hi', 'there'] }),
   'POST /api/v1/rerank': () => ({ model: 'gatehouse/rerank', query: 'hi', documents: ['hi there', 'bye'] }),
+  'POST /api/v1/audio/speech': () => ({ model: 'gatehouse/speech', input: 'hi', voice: 'alloy' }),
+  'POST /api/v1/audio/transcriptions': () => ({
+    model: 'gatehouse/transcribe',
+    input_audio: { data: 'UklGRg==', format: 'wav' },
+  }),
   'POST /api/v1/batches': () => ({
     endpoint: '/v1/chat/completions',
     completion_window: '24h',

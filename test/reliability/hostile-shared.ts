@@ -38,6 +38,9 @@ export function answerProblem(a: Answer, service: 'gateway' | 'media'): string |
     // JSON Lines; Anthropic's results download comes as application/binary.
     if (a.contentType.startsWith('application/jsonl') || a.contentType.startsWith('application/binary'))
       return a.text.split('\n').every((l) => l === '' || json(l) !== undefined) ? null : `bad JSONL: ${head}`;
+    // Speech answers audio; a transcription asked for text, srt or vtt answers it as text.
+    if (a.contentType.startsWith('audio/')) return a.text.length > 0 ? null : `empty audio: ${head}`;
+    if (a.contentType.startsWith('text/plain') && /\/audio\/transcriptions$/.test(a.path ?? '')) return null;
     if (!a.contentType.startsWith('application/json')) return `2xx as ${a.contentType}: ${head}`;
     return json(a.text) === undefined ? `2xx with unparseable JSON: ${head}` : null;
   }

@@ -28,6 +28,7 @@
  * - embeddings: 8-dim unit vectors from a SHA-256 of each input; prompt_tokens = words.
  * - rerank: a document's score is the share of the query's words it contains (an image: 0);
  *   total_tokens = words of the query and the documents.
+ * - speech and transcriptions: see audio.ts.
  * - a caller abort rejects with / throws the signal's reason, like the network adapters.
  */
 import { createHash } from 'node:crypto';
@@ -53,6 +54,7 @@ import {
   type ProviderTraits,
   UpstreamError,
 } from '../types.js';
+import { devSpeech, devTranscription } from './audio.js';
 
 export const DEV_MODELS = ['echo', 'scripted'] as const;
 export const DEV_EMBEDDING_DIMENSIONS = 8;
@@ -317,6 +319,9 @@ export class DevProvider implements Provider {
       }
     })();
   }
+
+  readonly speech = devSpeech;
+  readonly transcription = devTranscription;
 
   async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
     throwIfAborted(ctx.signal);

@@ -11,6 +11,12 @@
  * `[DONE]`) was cut short → UpstreamError(502).
  */
 import type {
+  SpeechAudio,
+  SpeechRequest,
+  TranscriptionAnswer,
+  TranscriptionRequest,
+} from '../../formats/audio.js';
+import type {
   ChatChunk,
   ChatRequest,
   ChatResponse,
@@ -31,6 +37,7 @@ import {
   type RelayFrame,
   UpstreamError,
 } from '../types.js';
+import { postSpeech, postTranscription } from './audio.js';
 import { openAiErrors, throwIfErrorPayload } from './errors.js';
 import { chatStreamTap, responsesStreamTap, tapChat, tapResponse } from './lane.js';
 import {
@@ -183,6 +190,17 @@ export class OpenAiWireProvider implements Provider {
     const raw = await callJson(call);
     throwIfErrorPayload(raw, call.secrets, false, call.errors);
     return fromOpenAiEmbeddings(raw, req.model);
+  }
+
+  /** Text to speech: the audio relayed as it arrives (see audio.ts). */
+  speech(req: SpeechRequest, ctx: CallContext): Promise<SpeechAudio> {
+    return postSpeech(this.call('/audio/speech', req, ctx));
+  }
+
+  /** A transcription of the request's audio, sent as a multipart form (see audio.ts). */
+  transcription(req: TranscriptionRequest, ctx: CallContext): Promise<TranscriptionAnswer> {
+    // The target sees the model alone (Azure's deployment URL); the form carries the rest.
+    return postTranscription(this.call('/audio/transcriptions', { model: req.model }, ctx), req);
   }
 
   forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {

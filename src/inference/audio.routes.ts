@@ -1,0 +1,223 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import multipart from '@fastify/multipart';
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type AudioSource, audioTypeOf, UPLOADED_FILE } from '../formats/audio.js';
+import { ApiError, badRequest } from '../lib/errors.js';
+import type { Body } from '../routing/call.js';
+import type { ErrorRenderer } from '../server/errors.js';
+import type { OpenapiOnly } from '../server/openapi-only.js';
+import type { Router } from '../server/router.js';
+import type { Services } from '../services.js';
+import { AUDIO_SCHEMAS, SpeechRequest, Transcription, TranscriptionRequest } from './audio-schemas.js';
+import { callOf, describe, traced } from './routes.js';
+import { callAbort } from './stream.js';
+import { speechWire, transcriptionWire } from './wires/audio.js';
+import type { CallerWire } from './wires/wire.js';
+
+const tags = ['Inference'];
+const ERROR_STATUSES = [400, 401, 402, 403, 404, 413, 429, 500, 502];
+const AnyBody = Type.Object({}, { additionalProperties: true });
+/** The message server/errors.ts gives Fastify's body-limit error. */
+const FASTIFY_TOO_LARGE = 'Request body is too large';
+
+/** Fastify's own 413 (a JSON body over the route's limit), told with the limit that applies. */
+const tooLargeSays =
+  (wire: CallerWire<unknown>, message: string): ErrorRenderer =>
+  (parts, req) =>
+    wire.renderError(
+      parts.status === 413 && parts.message === FASTIFY_TOO_LARGE ? { ...parts, message } : parts,
+      req,
+    );
+
+/** The saved upload's name as sent upstream: its extension kept, nothing of a path. */
+const safeName = (name: string | undefined): string => {
+  const ext = /\.([A-Za-z0-9]{1,10})$/.exec(name ?? '')?.[1];
+  return `audio.${ext ?? 'bin'}`;
+};
+
+/**
+ * Reads a transcription's multipart form: its fields (repeated `name[]` fields as lists) and its
+ * `file` part, streamed to a temp file under `maxBytes` (more: a 413 once the body has been read).
+ */
+async function readForm(req: FastifyRequest, dir: () => Promise<string>, maxBytes: number): Promise<Body> {
+  const body: Body = {};
+  let file: AudioSource | null = null;
+  let failure: ApiError | null = null;
+  const refuse = (err: ApiError) => {
+    failure ??= err;
+  };
+  try {
+    // The plugin's own file limit would cut a file at the body limit (1 MiB) without a word.
+    const limits = { fieldSize: 256 * 1024, fields: 50, parts: 60, fileSize: maxBytes + 1 };
+    for await (const part of req.parts({ limits })) {
+      if (part.type === 'field') {
+        const value = String(part.value);
+        const name = part.fieldname;
+        if (name.endsWith('[]')) {
+          const prior = body[name];
+          body[name] = [...(Array.isArray(prior) ? prior : []), value];
+        } else body[name] = value;
+        continue;
+      }
+      if (failure || part.fieldname !== 'file' || file) {
+        refuse(
+          badRequest(part.fieldname === 'file' ? 'Send one file' : `Unknown file field ${part.fieldname}`),
+        );
+        await Readable.from(part.file).forEach(() => {});
+        continue;
+      }
+      const path = join(await dir(), randomUUID());
+      let bytes = 0;
+      let over = false;
+      await pipeline(
+        part.file,
+        async function* (source: AsyncIterable<Buffer>) {
+          for await (const chunk of source) {
+            bytes += chunk.length;
+            if (bytes > maxBytes) over = true;
+            // Beyond the limit the rest is read and dropped, so the client gets the answer.
+            if (!over) yield chunk;
+          }
+        },
+        createWriteStream(path, { mode: 0o600 }),
+      );
+      if (over || part.file.truncated)
+        refuse(
+          new ApiError(
+            413,
+            `file is larger than ${maxBytes} bytes, the most a transcription takes (GATEHOUSE_AUDIO_MAX_BYTES)`,
+          ),
+        );
+      const filename = safeName(part.filename);
+      const type = part.mimetype && part.mimetype !== 'application/octet-stream' ? part.mimetype : null;
+      file = { kind: 'file', path, filename, contentType: type ?? audioTypeOf(filename.slice(6)), bytes };
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    refuse(badRequest(`The multipart body is malformed: ${(err as Error).message}`));
+  }
+  if (failure) throw failure;
+  // Set last: a text field named `file` never stands for the upload.
+  if (file) body[UPLOADED_FILE] = file;
+  else delete body[UPLOADED_FILE];
+  return body;
+}
+
+/**
+ * OpenAI's audio endpoints: text to speech (the upstream's audio streamed back as it arrives) and
+ * transcription (a multipart upload, or OpenRouter's JSON body with base64 audio). Every guard of
+ * an inference call applies (engine.speak / engine.transcribe).
+ */
+export async function audioRoutes(app: Router, { engine, config }: Pick<Services, 'engine' | 'config'>) {
+  for (const schema of AUDIO_SCHEMAS) app.addSchema(schema);
+  const response = (wire: CallerWire<unknown>) =>
+    Object.fromEntries(ERROR_STATUSES.map((s) => [s, wire.errorSchema]));
+
+  const speechDoc: OpenapiOnly = {
+    body: Type.Ref(SpeechRequest),
+    response: {
+      200: {
+        description: 'The audio, streamed as the provider makes it (its content type: audio/mpeg …)',
+        content: { 'audio/*': { schema: Type.String({ format: 'binary' }) } },
+      },
+    },
+  };
+  app.post(
+    speechWire.path,
+    {
+      config: {
+        auth: 'api' as const,
+        verbatim: true,
+        renderError: tooLargeSays(
+          speechWire,
+          `The body is larger than ${config.bodyLimit} bytes (GATEHOUSE_BODY_LIMIT)`,
+        ),
+        openapi: speechDoc,
+      },
+      schema: { tags, summary: speechWire.summary, body: AnyBody, response: response(speechWire) },
+    },
+    traced(async (req: FastifyRequest, reply: FastifyReply) => {
+      const spoken = await engine.speak(callOf(req, speechWire, callAbort(reply)));
+      describe(reply, spoken.info);
+      reply.type(spoken.contentType);
+      return reply.send(Readable.from(spoken.audio, { objectMode: false }));
+    }),
+  );
+
+  // A JSON body carries its audio base64-encoded: its limit is that of the largest audio so encoded.
+  const maxAudio = config.audioMaxBytes;
+  const jsonLimit = Math.max(config.bodyLimit, Math.ceil(maxAudio / 3) * 4 + 64 * 1024);
+  const transcriptionDoc: OpenapiOnly = {
+    body: Type.Ref(TranscriptionRequest),
+    response: { 200: Type.Ref(Transcription) },
+  };
+  await app.register(async (scope) => {
+    // Registered on the plain instance: TypeScript cannot follow the plugin's types through the
+    // TypeBox provider (its instantiation is "excessively deep").
+    await (scope as unknown as FastifyInstance).register(multipart, { throwFileSizeLimit: false });
+    scope.post(
+      transcriptionWire.path,
+      {
+        bodyLimit: jsonLimit,
+        config: {
+          auth: 'api' as const,
+          verbatim: true,
+          renderError: tooLargeSays(
+            transcriptionWire,
+            `The JSON body is larger than ${jsonLimit} bytes, the most /audio/transcriptions takes (GATEHOUSE_AUDIO_MAX_BYTES=${maxAudio} of audio, base64-encoded)`,
+          ),
+          openapi: transcriptionDoc,
+        },
+        schema: {
+          tags,
+          summary: transcriptionWire.summary,
+          description:
+            'A multipart/form-data upload (`file` and the form fields, as OpenAI takes it) or a JSON ' +
+            'body with `input_audio` (base64 audio, as OpenRouter takes it). Audio up to ' +
+            '`GATEHOUSE_AUDIO_MAX_BYTES` (413 beyond).',
+          consumes: ['application/json', 'multipart/form-data'],
+          response: response(transcriptionWire),
+        },
+      },
+      traced(async (req: FastifyRequest, reply: FastifyReply) => {
+        let dir: Promise<string> | null = null;
+        const tempDir = () => {
+          dir ??= mkdtemp(join(tmpdir(), 'gatehouse-audio-'));
+          return dir;
+        };
+        try {
+          if (req.isMultipart()) req.body = await readForm(req, tempDir, maxAudio);
+          else {
+            const body = req.body;
+            if (typeof body !== 'object' || body === null || Array.isArray(body))
+              throw badRequest('The body must be a JSON object or a multipart/form-data upload');
+            if (UPLOADED_FILE in body)
+              throw badRequest('file: send the file as multipart/form-data, or the audio as input_audio');
+            const data = (body as { input_audio?: { data?: unknown } }).input_audio?.data;
+            if (typeof data === 'string' && Math.floor((data.length * 3) / 4) > maxAudio + 3)
+              throw new ApiError(
+                413,
+                `input_audio is larger than ${maxAudio} bytes of audio, the most a transcription takes (GATEHOUSE_AUDIO_MAX_BYTES)`,
+              );
+          }
+          const call = callOf(req, transcriptionWire, callAbort(reply));
+          const done = await engine.transcribe(call);
+          describe(reply, done.info);
+          const answer = transcriptionWire.encodeResponse(done, { ...call, echoUpstream: false });
+          if (typeof answer === 'string') reply.type(done.response.contentType);
+          return reply.send(answer);
+        } finally {
+          const made = dir as Promise<string> | null;
+          if (made) await rm(await made, { recursive: true, force: true }).catch(() => {});
+        }
+      }),
+    );
+  });
+}

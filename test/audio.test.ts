@@ -1,0 +1,632 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OpenRouter } from '@openrouter/sdk';
+import OpenAI, { toFile } from 'openai';
+import OpenAI7, { toFile as toFile7 } from 'openai-v7';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
+import { client } from './support/http.js';
+
+/**
+ * OpenAI's audio endpoints through Gatehouse: `POST /audio/speech` and `POST /audio/transcriptions`
+ * called with the official `openai` client and `@openrouter/sdk` (response validation on), against
+ * a mock upstream speaking OpenAI's audio wire over real sockets. What reached the upstream, what
+ * the caller got back, and the generation each call recorded (usage, cost) are asserted.
+ */
+
+/** One request the mock received: its path, headers, and JSON body or multipart form. */
+interface Received {
+  path: string;
+  headers: IncomingMessage['headers'];
+  json?: Record<string, unknown>;
+  fields?: Record<string, string[]>;
+  file?: { name: string; type: string; bytes: Buffer };
+}
+
+/** Deterministic "audio": `n` bytes of a pattern no two offsets of which are confused. */
+const audioBytes = (n: number, seed = 7): Buffer => {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed * 17 + (i >> 8)) & 0xff;
+  return b;
+};
+const SPOKEN = audioBytes(300_000);
+
+const readBody = async (req: IncomingMessage): Promise<Buffer> => {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+};
+
+/** The mock: OpenAI's audio wire under `/openai/v1` and `/backup/v1` (a second provider). */
+async function startAudioUpstream() {
+  const received: Received[] = [];
+  /**
+   * `tts-slow`: its first piece, then the rest once the test calls `release` (`ended`), unless the
+   * gateway closes the connection first (`closed`).
+   */
+  const slow = { release: () => {}, ended: false, closed: false };
+  const server: Server = createServer(async (req, res) => {
+    const raw = await readBody(req);
+    const path = req.url ?? '';
+    // The model discovery of the OpenAI-compatible provider: no models of its own.
+    if (req.method !== 'POST') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ object: 'list', data: [] }));
+    }
+    const type = req.headers['content-type'] ?? '';
+    const got: Received = { path, headers: req.headers };
+    if (type.startsWith('multipart/form-data')) {
+      const form = await new Request('http://mock/', {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body: raw,
+      }).formData();
+      got.fields = {};
+      for (const [k, v] of form.entries()) {
+        if (typeof v === 'string') got.fields[k] = [...(got.fields[k] ?? []), v];
+        else got.file = { name: v.name, type: v.type, bytes: Buffer.from(await v.arrayBuffer()) };
+      }
+    } else got.json = JSON.parse(raw.toString('utf8'));
+    received.push(got);
+    const model = got.json?.model ?? got.fields?.model?.[0];
+    if (model === 'tts-down' || model === 'stt-down') {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } }));
+    }
+    if (path.endsWith('/audio/speech') && model === 'tts-slow') {
+      slow.ended = false;
+      slow.closed = false;
+      res.writeHead(200, { 'content-type': 'audio/mpeg' });
+      res.write(SPOKEN.subarray(0, 1000));
+      const released = await new Promise<boolean>((r) => {
+        slow.release = () => r(true);
+        res.once('close', () => r(false));
+      });
+      if (!released) {
+        slow.closed = true;
+        return;
+      }
+      res.end(SPOKEN.subarray(1000));
+      slow.ended = true;
+      return;
+    }
+    if (path.endsWith('/audio/speech') && got.json?.stream_format === 'sse') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const delta = { type: 'speech.audio.delta', audio: SPOKEN.subarray(0, 3000).toString('base64') };
+      res.write(`data: ${JSON.stringify(delta)}\n\n`);
+      const usage = { input_tokens: 7, output_tokens: 300, total_tokens: 307 };
+      return res.end(`data: ${JSON.stringify({ type: 'speech.audio.done', usage })}\n\n`);
+    }
+    if (path.endsWith('/audio/speech')) {
+      const format = String(got.json?.response_format ?? 'mp3');
+      res.writeHead(200, { 'content-type': format === 'mp3' ? 'audio/mpeg' : `audio/${format}` });
+      // Sent in pieces, as a synthesizer streams it.
+      for (let i = 0; i < SPOKEN.length; i += 64 * 1024) {
+        res.write(SPOKEN.subarray(i, i + 64 * 1024));
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      return res.end();
+    }
+    if (path.endsWith('/audio/transcriptions')) {
+      const format = got.fields?.response_format?.[0] ?? 'json';
+      const text = 'the quick brown fox';
+      if (format === 'text') {
+        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+        return res.end(`${text}\n`);
+      }
+      if (format === 'srt') {
+        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+        return res.end(`1\n00:00:00,000 --> 00:00:02,000\n${text}\n`);
+      }
+      const usage =
+        model === 'whisper-1'
+          ? { type: 'duration', seconds: 12 }
+          : {
+              type: 'tokens',
+              input_tokens: 100,
+              output_tokens: 20,
+              total_tokens: 120,
+              input_token_details: { audio_tokens: 100, text_tokens: 0 },
+            };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ text, usage }));
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    received,
+    slow,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+const AUDIO_LIMIT = 3_000_000;
+
+describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
+  let gw: TestGateway;
+  let mock: Awaited<ReturnType<typeof startAudioUpstream>>;
+  let openai: OpenAI;
+  let sdk: OpenRouter;
+  let call: ReturnType<typeof client>;
+  let mgmt: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    mock = await startAudioUpstream();
+    const config = {
+      providers: [
+        {
+          slug: 'openai',
+          kind: 'openai',
+          base_url: `${mock.url}/openai/v1`,
+          api_key: 'sk-operator-audio-0000',
+        },
+        {
+          slug: 'backup',
+          kind: 'openai-compatible',
+          base_url: `${mock.url}/backup/v1`,
+          api_key: 'sk-backup-0000',
+        },
+      ],
+      models: [
+        // tts-1: $15 per million characters.
+        {
+          id: 'test/tts',
+          kind: 'speech',
+          endpoints: [{ provider: 'openai', upstream_model: 'tts-1', pricing: { characters: 15 } }],
+        },
+        // gpt-4o-mini-tts: $0.60 / $12 per million tokens.
+        {
+          id: 'test/tts-tokens',
+          kind: 'speech',
+          endpoints: [
+            {
+              provider: 'openai',
+              upstream_model: 'gpt-4o-mini-tts',
+              pricing: { prompt: 0.6, completion: 12 },
+            },
+          ],
+        },
+        {
+          id: 'test/tts-slow',
+          kind: 'speech',
+          endpoints: [{ provider: 'openai', upstream_model: 'tts-slow', pricing: { characters: 15 } }],
+        },
+        {
+          id: 'test/tts-fallback',
+          kind: 'speech',
+          endpoints: [
+            { provider: 'openai', upstream_model: 'tts-down', pricing: { characters: 15 } },
+            { provider: 'backup', upstream_model: 'tts-1', pricing: { characters: 30 } },
+          ],
+        },
+        // whisper-1: $0.006 a minute.
+        {
+          id: 'test/whisper',
+          kind: 'transcription',
+          endpoints: [{ provider: 'openai', upstream_model: 'whisper-1', pricing: { audio_minute: 0.006 } }],
+        },
+        // gpt-4o-transcribe: $2.50 / $10 per million tokens.
+        {
+          id: 'test/transcribe',
+          kind: 'transcription',
+          endpoints: [
+            {
+              provider: 'openai',
+              upstream_model: 'gpt-4o-transcribe',
+              pricing: { prompt: 2.5, completion: 10 },
+            },
+          ],
+        },
+        {
+          id: 'test/gpt',
+          endpoints: [{ provider: 'openai', upstream_model: 'gpt-x', pricing: { prompt: 1, completion: 2 } }],
+        },
+      ],
+    };
+    const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-audio-')), 'gatehouse.json');
+    writeFileSync(file, JSON.stringify(config));
+    gw = await startTestGateway(db, {
+      env: { GATEHOUSE_CONFIG: file, GATEHOUSE_AUDIO_MAX_BYTES: String(AUDIO_LIMIT) },
+    });
+    openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+    sdk = new OpenRouter({
+      serverURL: `${gw.url}/api/v1`,
+      apiKey: gw.apiKey,
+      retryConfig: { strategy: 'none' },
+    });
+    call = client(gw.url, gw.apiKey);
+    mgmt = client(gw.url, gw.managementKey);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await mock?.close();
+  });
+  beforeEach(() => {
+    mock.received.length = 0;
+  });
+
+  const generation = async (id: string | null) => {
+    expect(id).toMatch(/^gen-/);
+    const res = await call('GET', `/generation?id=${id}`);
+    expect(res.status).toBe(200);
+    return res.body.data;
+  };
+
+  describe('POST /audio/speech', () => {
+    it('the openai client gets the upstream audio byte for byte; the upstream got the model rewritten, no Gatehouse fields', async () => {
+      const input = 'Hello from the gateway';
+      const res = await openai.audio.speech
+        .create({
+          model: 'test/tts',
+          voice: 'alloy',
+          input,
+          response_format: 'mp3',
+          speed: 1.25,
+          // Gatehouse's own fields: read here, never sent on.
+          ...({ provider: { allow_fallbacks: true }, user: 'end-user-1', session_id: 's-1' } as object),
+        })
+        .asResponse();
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('audio/mpeg');
+      expect(Buffer.from(await res.arrayBuffer()).equals(SPOKEN)).toBe(true);
+      expect(mock.received).toHaveLength(1);
+      const sent = mock.received[0] as Received;
+      expect(sent.path).toBe('/openai/v1/audio/speech');
+      expect(sent.headers.authorization).toBe('Bearer sk-operator-audio-0000');
+      expect(sent.json).toEqual({
+        model: 'tts-1',
+        voice: 'alloy',
+        input,
+        response_format: 'mp3',
+        speed: 1.25,
+      });
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({
+        model: 'test/tts',
+        provider_name: 'openai',
+        upstream_model: 'tts-1',
+        origin: 'speech',
+        status: 'success',
+        streamed: true,
+        usage_estimated: false,
+      });
+      // Priced by the input's characters: exact.
+      expect(gen.total_cost).toBeCloseTo((input.length * 15) / 1e6, 12);
+    });
+
+    it('@openrouter/sdk tts.createSpeech streams the audio (its default pcm format)', async () => {
+      const stream = await sdk.tts.createSpeech({
+        speechRequest: { model: 'test/tts', input: 'Speak, SDK', voice: 'nova' },
+      });
+      const bytes = Buffer.from(await new Response(stream).arrayBuffer());
+      expect(bytes.equals(SPOKEN)).toBe(true);
+      expect(mock.received[0]?.json).toMatchObject({ model: 'tts-1', response_format: 'pcm', voice: 'nova' });
+    });
+
+    it('relays the audio as it arrives (the first bytes before the upstream has finished)', async () => {
+      const res = await fetch(`${gw.url}/api/v1/audio/speech`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'test/tts-slow', input: 'slowly', voice: 'alloy' }),
+      });
+      expect(res.status).toBe(200);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      const first = await reader.read();
+      expect(first.value?.length).toBeGreaterThan(0);
+      expect(mock.slow.ended).toBe(false);
+      mock.slow.release();
+      const pieces = [Buffer.from(first.value as Uint8Array)];
+      for (let r = await reader.read(); !r.done; r = await reader.read()) pieces.push(Buffer.from(r.value));
+      expect(Buffer.concat(pieces).equals(SPOKEN)).toBe(true);
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({ status: 'success', streamed: true });
+    });
+
+    it('a caller that leaves mid-audio: the upstream call is closed, the generation recorded as cancelled', async () => {
+      const abort = new AbortController();
+      const res = await fetch(`${gw.url}/api/v1/audio/speech`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'test/tts-slow', input: 'never finished', voice: 'alloy' }),
+        signal: abort.signal,
+      });
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      abort.abort();
+      const id = res.headers.get('x-gatehouse-generation-id');
+      let gen: any = null;
+      for (let i = 0; i < 50 && gen?.status !== 'cancelled'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const got = await call('GET', `/generation?id=${id}`);
+        gen = got.status === 200 ? got.body.data : null;
+      }
+      expect(gen).toMatchObject({ status: 'cancelled', model: 'test/tts-slow' });
+      // Billed: the upstream had started on the input.
+      expect(gen.total_cost).toBeCloseTo(('never finished'.length * 15) / 1e6, 12);
+      expect(mock.slow).toMatchObject({ ended: false, closed: true });
+    });
+
+    it('token-priced speech: the usage of an event stream (stream_format sse) is billed, plain audio estimated', async () => {
+      const sse = await call('POST', '/audio/speech', {
+        model: 'test/tts-tokens',
+        input: 'Say it as events',
+        voice: 'alloy',
+        stream_format: 'sse',
+      });
+      expect(sse.status).toBe(200);
+      expect(sse.headers.get('content-type')).toBe('text/event-stream');
+      expect(sse.text).toContain('speech.audio.done');
+      expect(mock.received[0]?.json).toMatchObject({ model: 'gpt-4o-mini-tts', stream_format: 'sse' });
+      const reported = await generation(sse.headers.get('x-gatehouse-generation-id'));
+      expect(reported).toMatchObject({ tokens_prompt: 7, tokens_completion: 300, usage_estimated: false });
+      expect(reported.total_cost).toBeCloseTo((7 * 0.6 + 300 * 12) / 1e6, 12);
+      const plain = await call('POST', '/audio/speech', {
+        model: 'test/tts-tokens',
+        input: 'Say it plainly',
+        voice: 'alloy',
+      });
+      expect(plain.status).toBe(200);
+      const estimated = await generation(plain.headers.get('x-gatehouse-generation-id'));
+      expect(estimated).toMatchObject({ tokens_prompt: 4, tokens_completion: 0, usage_estimated: true });
+    });
+
+    it('falls back to the next provider serving the model when one fails', async () => {
+      const res = await call('POST', '/audio/speech', {
+        model: 'test/tts-fallback',
+        input: 'again',
+        voice: 'alloy',
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-gatehouse-provider')).toBe('backup');
+      expect(mock.received.map((r) => r.path)).toEqual([
+        '/openai/v1/audio/speech',
+        '/backup/v1/audio/speech',
+      ]);
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({ provider_name: 'backup', attempts: 2 });
+      expect(gen.total_cost).toBeCloseTo((5 * 30) / 1e6, 12);
+    });
+
+    it('refuses bad input with a 400 in the inference error format, before any upstream call', async () => {
+      const cases: [object, RegExp][] = [
+        [{ model: 'test/tts', voice: 'alloy' }, /input/],
+        [{ input: 'hi', voice: 'alloy' }, /model/],
+        [{ model: 'test/tts', input: 'hi', response_format: 'ogg' }, /response_format/],
+        [{ model: 'test/gpt', input: 'hi' }, /test\/gpt is a chat model/],
+        [{ model: 'test/whisper', input: 'hi' }, /is a transcription model/],
+      ];
+      for (const [body, message] of cases) {
+        const res = await call('POST', '/audio/speech', body);
+        expect(res.status, JSON.stringify(body)).toBe(400);
+        expect(res.body.error.message).toMatch(message);
+      }
+      const notObject = await call('POST', '/audio/speech', [1, 2]);
+      expect(notObject.status).toBe(400);
+      expect(mock.received).toHaveLength(0);
+    });
+
+    it('a body over GATEHOUSE_BODY_LIMIT is a 413 naming that limit', async () => {
+      const res = await call('POST', '/audio/speech', { model: 'test/tts', input: 'x'.repeat(1_100_000) });
+      expect(res.status).toBe(413);
+      expect(res.body.error.message).toMatch(/GATEHOUSE_BODY_LIMIT/);
+    });
+  });
+
+  describe('POST /audio/transcriptions', () => {
+    const clip = audioBytes(50_000, 3);
+
+    it('the openai client uploads a file; the upstream gets the same bytes in its own form; billed per minute', async () => {
+      const res = await openai.audio.transcriptions
+        .create({
+          model: 'test/whisper',
+          file: await toFile(clip, 'meeting.mp3', { type: 'audio/mpeg' }),
+          language: 'en',
+          prompt: 'a fox',
+          timestamp_granularities: ['word', 'segment'],
+          response_format: 'verbose_json',
+        })
+        .withResponse();
+      expect(res.data.text).toBe('the quick brown fox');
+      const sent = mock.received[0] as Received;
+      expect(sent.path).toBe('/openai/v1/audio/transcriptions');
+      expect(sent.fields).toMatchObject({
+        model: ['whisper-1'],
+        language: ['en'],
+        prompt: ['a fox'],
+        response_format: ['verbose_json'],
+        'timestamp_granularities[]': ['word', 'segment'],
+      });
+      expect(sent.file?.bytes.equals(clip)).toBe(true);
+      expect(sent.file?.name).toBe('audio.mp3');
+      expect(sent.file?.type).toBe('audio/mpeg');
+      const gen = await generation(res.response.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({ model: 'test/whisper', origin: 'transcription', usage_estimated: false });
+      expect(gen.total_cost).toBeCloseTo((12 / 60) * 0.006, 12);
+      expect((res.data as unknown as { usage: { cost: number } }).usage.cost).toBeCloseTo(
+        (12 / 60) * 0.006,
+        12,
+      );
+    });
+
+    it('a file over 1 MiB (the default file cap of the multipart plugin) arrives whole', async () => {
+      const large = audioBytes(2_500_000, 9);
+      const res = await openai.audio.transcriptions.create({
+        model: 'test/whisper',
+        file: await toFile(large, 'long.mp3'),
+      });
+      expect(res.text).toBe('the quick brown fox');
+      expect(mock.received[0]?.file?.bytes.equals(large)).toBe(true);
+    });
+
+    it('openai 7: speech and a transcription as with openai 6', async () => {
+      const openai7 = new OpenAI7({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+      const speech = await openai7.audio.speech.create({ model: 'test/tts', voice: 'alloy', input: 'seven' });
+      expect(Buffer.from(await speech.arrayBuffer()).equals(SPOKEN)).toBe(true);
+      const text = await openai7.audio.transcriptions.create({
+        model: 'test/whisper',
+        file: await toFile7(clip, 'seven.mp3'),
+      });
+      expect(text.text).toBe('the quick brown fox');
+      expect(mock.received[1]?.file?.bytes.equals(clip)).toBe(true);
+    });
+
+    it('text and srt answers are relayed as the upstream sent them; usage then estimated', async () => {
+      const text = await openai.audio.transcriptions.create({
+        model: 'test/whisper',
+        file: await toFile(clip, 'clip.wav'),
+        response_format: 'text',
+      });
+      expect(text).toBe('the quick brown fox\n');
+      const res = await openai.audio.transcriptions
+        .create({ model: 'test/whisper', file: await toFile(clip, 'clip.wav'), response_format: 'srt' })
+        .withResponse();
+      expect(res.data).toMatch(/^1\n00:00:00,000 --> 00:00:02,000\nthe quick brown fox/);
+      const gen = await generation(res.response.headers.get('x-gatehouse-generation-id'));
+      expect(gen.usage_estimated).toBe(true);
+      expect(gen.total_cost).toBeGreaterThan(0);
+    });
+
+    it('@openrouter/sdk stt.createTranscription: base64 input_audio becomes the upstream form; tokens billed', async () => {
+      const res = await sdk.stt.createTranscription({
+        sttRequest: {
+          model: 'test/transcribe',
+          inputAudio: { data: clip.toString('base64'), format: 'wav' },
+          language: 'en',
+          user: 'end-user-2',
+          sessionId: 'session-2',
+        },
+      });
+      expect(res.text).toBe('the quick brown fox');
+      expect(res.usage).toMatchObject({ inputTokens: 100, outputTokens: 20, totalTokens: 120 });
+      const cost = (100 * 2.5 + 20 * 10) / 1e6;
+      expect(res.usage?.cost).toBeCloseTo(cost, 12);
+      const sent = mock.received[0] as Received;
+      expect(sent.file?.bytes.equals(clip)).toBe(true);
+      expect(sent.file?.name).toBe('audio.wav');
+      expect(sent.fields).toEqual({ model: ['gpt-4o-transcribe'], language: ['en'] });
+      // The same call as plain JSON: its generation keeps the reported tokens and their cost.
+      const plain = await call('POST', '/audio/transcriptions', {
+        model: 'test/transcribe',
+        input_audio: { data: `data:audio/wav;base64,${clip.toString('base64')}`, format: 'wav' },
+      });
+      expect(plain.status).toBe(200);
+      expect(mock.received[1]?.file?.bytes.equals(clip)).toBe(true);
+      const gen = await generation(plain.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({ tokens_prompt: 100, tokens_completion: 20, usage_estimated: false });
+      expect(gen.total_cost).toBeCloseTo(cost, 12);
+    });
+
+    it('refuses missing audio, a wrong format and oversize audio', async () => {
+      const missing = await call('POST', '/audio/transcriptions', { model: 'test/whisper' });
+      expect(missing.status).toBe(400);
+      expect(missing.body.error.message).toMatch(/file/);
+      const format = await openai.audio.transcriptions
+        .create({
+          model: 'test/whisper',
+          file: await toFile(clip, 'a.wav'),
+          response_format: 'xml' as 'json',
+        })
+        .catch((e) => e);
+      expect(format.status).toBe(400);
+      expect(format.message).toMatch(/response_format/);
+      const chat = await openai.audio.transcriptions
+        .create({ model: 'test/gpt', file: await toFile(clip, 'a.wav') })
+        .catch((e) => e);
+      expect(chat.status).toBe(400);
+      const form = new FormData();
+      form.append('model', 'test/whisper');
+      const noFile = await fetch(`${gw.url}/api/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}` },
+        body: form,
+      });
+      expect(noFile.status).toBe(400);
+      const big = await openai.audio.transcriptions
+        .create({ model: 'test/whisper', file: await toFile(audioBytes(AUDIO_LIMIT + 1), 'big.wav') })
+        .catch((e) => e);
+      expect(big.status).toBe(413);
+      expect(big.message).toMatch(/file is larger than 3000000 bytes.*GATEHOUSE_AUDIO_MAX_BYTES/);
+      const bigJson = await call('POST', '/audio/transcriptions', {
+        model: 'test/whisper',
+        input_audio: { data: audioBytes(AUDIO_LIMIT + 3000).toString('base64'), format: 'wav' },
+      });
+      expect(bigJson.status).toBe(413);
+      expect(bigJson.body.error.message).toMatch(
+        /^input_audio is larger than 3000000 bytes.*GATEHOUSE_AUDIO_MAX_BYTES/,
+      );
+      // A JSON body past the base64 form of the largest audio: Fastify's 413, told with its limit.
+      const huge = await call('POST', '/audio/transcriptions', {
+        model: 'test/whisper',
+        input_audio: { data: 'A'.repeat(4_200_000), format: 'wav' },
+      });
+      expect(huge.status).toBe(413);
+      expect(huge.body.error.message).toMatch(
+        /^The JSON body is larger than \d+ bytes.*GATEHOUSE_AUDIO_MAX_BYTES=3000000/,
+      );
+      expect(mock.received).toHaveLength(0);
+    });
+  });
+
+  describe('guardrails', () => {
+    async function keyWithGuardrail(guardrail: object) {
+      const key = await mgmt('POST', '/keys', { name: `k-${Math.random()}` });
+      const g = await mgmt('POST', '/guardrails', { name: 'audio rules', ...guardrail });
+      expect(g.status).toBe(201);
+      await mgmt('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+        key_hashes: [key.body.data.hash],
+      });
+      return client(gw.url, key.body.key);
+    }
+
+    it('a guardrail that does not allow the model is a 403, on both endpoints', async () => {
+      const limited = await keyWithGuardrail({ allowed_models: ['test/gpt'] });
+      const speech = await limited('POST', '/audio/speech', {
+        model: 'test/tts',
+        input: 'hi',
+        voice: 'alloy',
+      });
+      expect(speech.status).toBe(403);
+      const stt = await limited('POST', '/audio/transcriptions', {
+        model: 'test/whisper',
+        input_audio: { data: Buffer.from('RIFF').toString('base64'), format: 'wav' },
+      });
+      expect(stt.status).toBe(403);
+      expect(mock.received).toHaveLength(0);
+    });
+
+    it('a content filter blocks the speech input (403, nothing sent) and redacts it where it says so', async () => {
+      const filtered = await keyWithGuardrail({
+        content_filters: [
+          { pattern: 'launch codes', action: 'block', label: 'secrets' },
+          { pattern: '\\d{4}-\\d{4}', action: 'redact', label: 'card' },
+        ],
+      });
+      const blocked = await filtered('POST', '/audio/speech', {
+        model: 'test/tts',
+        input: 'read the launch codes aloud',
+        voice: 'alloy',
+      });
+      expect(blocked.status).toBe(403);
+      expect(blocked.body.error.message).toMatch(/secrets/);
+      expect(mock.received).toHaveLength(0);
+      const redacted = await filtered('POST', '/audio/speech', {
+        model: 'test/tts',
+        input: 'my card is 1234-5678',
+        voice: 'alloy',
+      });
+      expect(redacted.status).toBe(200);
+      const input = String(mock.received[0]?.json?.input);
+      expect(input).not.toContain('1234-5678');
+      expect(input).toMatch(/^my card is /);
+    });
+  });
+});
