@@ -295,6 +295,7 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
         provider_name: 'openai',
         upstream_model: 'tts-1',
         origin: 'speech',
+        api_type: 'tts',
         status: 'success',
         streamed: true,
         usage_estimated: false,
@@ -449,7 +450,12 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       expect(sent.file?.name).toBe('audio.mp3');
       expect(sent.file?.type).toBe('audio/mpeg');
       const gen = await generation(res.response.headers.get('x-gatehouse-generation-id'));
-      expect(gen).toMatchObject({ model: 'test/whisper', origin: 'transcription', usage_estimated: false });
+      expect(gen).toMatchObject({
+        model: 'test/whisper',
+        origin: 'transcription',
+        api_type: 'stt',
+        usage_estimated: false,
+      });
       expect(gen.total_cost).toBeCloseTo((12 / 60) * 0.006, 12);
       expect((res.data as unknown as { usage: { cost: number } }).usage.cost).toBeCloseTo(
         (12 / 60) * 0.006,

@@ -390,6 +390,25 @@ describe('tracing over OTLP/HTTP JSON', () => {
     expect(mock.requests[0]?.headers.traceparent).toBe(`00-${attempt.traceId}-${attempt.spanId}-01`);
   });
 
+  it('a rerank call is named for what it is: gen_ai.operation.name rerank on its attempt and its SERVER span, not chat', async () => {
+    const res = await client(gw.url, gw.apiKey)('POST', '/rerank', {
+      model: 'gatehouse/rerank',
+      query: 'lighthouse',
+      documents: ['a red lighthouse', 'a blue boat'],
+    });
+    expect(res.status).toBe(200);
+    const generationId = res.headers.get('x-gatehouse-generation-id');
+    const attempt = await until('the attempt span', () =>
+      rx.spans.find((s) => s.kind === CLIENT && s.attributes['gatehouse.generation_id'] === generationId),
+    );
+    expect(attempt.name).toMatch(/^rerank /);
+    expect(attempt.attributes['gen_ai.operation.name']).toBe('rerank');
+    const server = await until('the SERVER span', () =>
+      rx.spans.find((s) => s.spanId === attempt.parentSpanId),
+    );
+    expect(server.attributes['gen_ai.operation.name']).toBe('rerank');
+  });
+
   it('a batch: one span per request run, its attempt under it', async () => {
     mock.reset();
     const api = client(gw.url, gw.apiKey);

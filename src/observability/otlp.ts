@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { type Attributes, SpanKind, SpanStatusCode, TraceFlags } from '@opentelemetry/api';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
+import { operationName } from '../telemetry/operation.js';
 import { post, type Sender } from './delivery.js';
 import type { ExportRecord } from './records.js';
 import type { LiveDestination } from './service.js';
@@ -45,7 +46,7 @@ function outputMessages(output: unknown, finishReason: string | null) {
 
 function attributes(r: ExportRecord, langfuse: boolean): Attributes {
   const a: Attributes = {
-    'gen_ai.operation.name': r.request?.endpoint === 'embeddings' ? 'embeddings' : 'chat',
+    'gen_ai.operation.name': operationName(r.request?.endpoint),
     'gen_ai.request.model': r.requested_model,
     'gen_ai.response.id': r.id,
     'gen_ai.usage.input_tokens': r.usage.prompt_tokens,
@@ -124,7 +125,7 @@ export function recordSpan(r: ExportRecord, langfuse: boolean): Span {
   const start = Date.parse(r.created_at);
   const duration = hrTime(r.latency_ms);
   return {
-    name: `${r.request?.endpoint === 'embeddings' ? 'embeddings' : 'chat'} ${r.model}`,
+    name: `${operationName(r.request?.endpoint)} ${r.model}`,
     kind: SpanKind.CLIENT,
     spanContext: () => ({ traceId, spanId, traceFlags: TraceFlags.SAMPLED }),
     startTime: hrTime(start),

@@ -3,10 +3,14 @@ import type { Db } from '../db/connection.js';
 import type { Accountant, GenerationRow } from './accounting.js';
 
 /** OpenRouter's `api_type` of a generation, by the endpoint that served it (media: by its kind). */
-function apiType(r: GenerationRow): 'completions' | 'embeddings' | 'rerank' | 'image' | 'video' | null {
+function apiType(
+  r: GenerationRow,
+): 'completions' | 'embeddings' | 'rerank' | 'tts' | 'stt' | 'image' | 'video' | null {
   if (r.endpoint === 'chat' || r.endpoint === 'messages' || r.endpoint === 'responses') return 'completions';
   if (r.endpoint === 'embeddings') return 'embeddings';
   if (r.endpoint === 'rerank') return 'rerank';
+  if (r.endpoint === 'speech') return 'tts';
+  if (r.endpoint === 'transcription') return 'stt';
   if (r.endpoint === 'media') return r.requested_model.startsWith('media/video/') ? 'video' : 'image';
   return null;
 }

@@ -2,6 +2,7 @@ import type { Attributes } from '@opentelemetry/api';
 import type { Usage } from '../formats/chat.js';
 import type { Attempt, Body, InferenceCall, RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
+import { operationName } from './operation.js';
 import { SpanKind, startSpan, type TracedSpan, tracingOn } from './spans.js';
 
 /**
@@ -31,7 +32,7 @@ function providerName(a: Attempt): string {
   );
 }
 
-const operation = (call: InferenceCall): string => (call.wire.kind === 'embeddings' ? 'embeddings' : 'chat');
+const operation = (call: InferenceCall): string => operationName(call.wire.kind);
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
@@ -130,7 +131,7 @@ export function attemptServed(
  */
 export function callAttributes(info: RouteInfo): Attributes {
   return {
-    'gen_ai.operation.name': info.model.kind === 'embeddings' ? 'embeddings' : 'chat',
+    'gen_ai.operation.name': operationName(info.model.kind),
     'gen_ai.request.model': info.requested,
     'gatehouse.generation_id': info.generationId,
     'gatehouse.model': info.model.id,
