@@ -192,6 +192,11 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
           dir ??= mkdtemp(join(tmpdir(), 'gatehouse-audio-'));
           return dir;
         };
+        const removeDir = async () => {
+          const made = dir as Promise<string> | null;
+          if (made) await rm(await made, { recursive: true, force: true }).catch(() => {});
+        };
+        let relaying = false;
         try {
           if (req.isMultipart()) req.body = await readForm(req, tempDir, maxAudio);
           else {
@@ -210,12 +215,19 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
           const call = callOf(req, transcriptionWire, callAbort(reply));
           const done = await engine.transcribe(call);
           describe(reply, done.info);
+          if ('events' in done) {
+            // `stream: true`: the upstream's events relayed as they arrive; the upload is kept
+            // until the answer is over.
+            relaying = true;
+            reply.raw.once('close', () => void removeDir());
+            reply.type(done.contentType);
+            return reply.send(Readable.from(done.events, { objectMode: false }));
+          }
           const answer = transcriptionWire.encodeResponse(done, { ...call, echoUpstream: false });
           if (typeof answer === 'string') reply.type(done.response.contentType);
           return reply.send(answer);
         } finally {
-          const made = dir as Promise<string> | null;
-          if (made) await rm(await made, { recursive: true, force: true }).catch(() => {});
+          if (!relaying) await removeDir();
         }
       }),
     );
