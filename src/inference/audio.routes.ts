@@ -156,7 +156,21 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
   const jsonLimit = Math.max(config.bodyLimit, Math.ceil(maxAudio / 3) * 4 + 64 * 1024);
   const transcriptionDoc: OpenapiOnly = {
     body: Type.Ref(TranscriptionRequest),
-    response: { 200: Type.Ref(Transcription) },
+    response: {
+      200: {
+        description:
+          'The transcription: JSON, or text, srt and vtt as the provider sent them; with `stream: true`, its event stream',
+        content: {
+          'application/json': { schema: Type.Ref(Transcription) },
+          'text/plain': { schema: Type.String() },
+          'text/event-stream': {
+            schema: Type.String({
+              description: '`transcript.text.delta` events, then `transcript.text.done` with the usage',
+            }),
+          },
+        },
+      },
+    },
   };
   await app.register(async (scope) => {
     // Registered on the plain instance: TypeScript cannot follow the plugin's types through the
