@@ -736,6 +736,13 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       const missing = await call('POST', '/audio/transcriptions', { model: 'test/whisper' });
       expect(missing.status).toBe(400);
       expect(missing.body.error.message).toMatch(/file/);
+      const badStream = await call('POST', '/audio/transcriptions', {
+        model: 'test/transcribe',
+        input_audio: { data: clip.toString('base64'), format: 'wav' },
+        stream: 'yes',
+      });
+      expect(badStream.status).toBe(400);
+      expect(badStream.body.error.message).toMatch(/^stream: must be true or false/);
       const format = await openai.audio.transcriptions
         .create({
           model: 'test/whisper',
