@@ -106,6 +106,7 @@ describe('OpenAPI document', () => {
     expect(
       resolve(transcription.responses['200'].content['application/json'].schema).properties,
     ).toHaveProperty('text');
+    expect(transcription.responses['200'].content['text/event-stream']).toBeDefined();
     for (const op of [speech, transcription]) expect(op.responses['413']).toBeDefined();
     expect(
       doc.paths['/batches/{id}/results'].get.responses['200'].content['application/jsonl'],

@@ -40,6 +40,16 @@ const readBody = async (req: IncomingMessage): Promise<Buffer> => {
   return Buffer.concat(chunks);
 };
 
+/** A streamed transcription's deltas, and the usage of its `transcript.text.done` event. */
+const TRANSCRIPT_DELTAS = ['the', ' quick', ' brown', ' fox', ' jumps'];
+const STREAMED_USAGE = {
+  type: 'tokens',
+  input_tokens: 90,
+  output_tokens: 6,
+  total_tokens: 96,
+  input_token_details: { text_tokens: 0, audio_tokens: 90 },
+};
+
 /** The mock: OpenAI's audio wire under `/openai/v1` and `/backup/v1` (a second provider). */
 async function startAudioUpstream() {
   const received: Received[] = [];
@@ -48,6 +58,8 @@ async function startAudioUpstream() {
    * gateway closes the connection first (`closed`).
    */
   const slow = { release: () => {}, ended: false, closed: false };
+  /** `stt-slow`, streamed: its first delta, then the rest on `release`, as `slow`. */
+  const slowStt = { release: () => {}, ended: false, closed: false };
   const server: Server = createServer(async (req, res) => {
     const raw = await readBody(req);
     const path = req.url ?? '';
@@ -110,6 +122,37 @@ async function startAudioUpstream() {
       }
       return res.end();
     }
+    if (
+      path.endsWith('/audio/transcriptions') &&
+      got.fields?.stream?.[0] === 'true' &&
+      model !== 'whisper-1'
+    ) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const send = (event: object) => res.write(`data: ${JSON.stringify(event)}\n\n`);
+      const deltas = TRANSCRIPT_DELTAS;
+      send({ type: 'transcript.text.delta', delta: deltas[0] });
+      if (model === 'stt-slow') {
+        slowStt.ended = false;
+        slowStt.closed = false;
+        const released = await new Promise<boolean>((r) => {
+          slowStt.release = () => r(true);
+          res.once('close', () => r(false));
+        });
+        if (!released) {
+          slowStt.closed = true;
+          return;
+        }
+      }
+      for (const delta of deltas.slice(1)) {
+        await new Promise((r) => setTimeout(r, 2));
+        send({ type: 'transcript.text.delta', delta });
+      }
+      // `stt-nousage` ends without its done event.
+      if (model !== 'stt-nousage')
+        send({ type: 'transcript.text.done', text: deltas.join(''), usage: STREAMED_USAGE });
+      slowStt.ended = true;
+      return res.end();
+    }
     if (path.endsWith('/audio/transcriptions')) {
       const format = got.fields?.response_format?.[0] ?? 'json';
       const text = 'the quick brown fox';
@@ -142,6 +185,7 @@ async function startAudioUpstream() {
     url,
     received,
     slow,
+    slowStt,
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((r) => server.close(() => r()));
@@ -224,6 +268,39 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
               upstream_model: 'gpt-4o-transcribe',
               pricing: { prompt: 2.5, completion: 10 },
             },
+          ],
+        },
+        {
+          id: 'test/transcribe-slow',
+          kind: 'transcription',
+          endpoints: [
+            { provider: 'openai', upstream_model: 'stt-slow', pricing: { prompt: 2.5, completion: 10 } },
+          ],
+        },
+        {
+          id: 'test/transcribe-nousage',
+          kind: 'transcription',
+          endpoints: [
+            { provider: 'openai', upstream_model: 'stt-nousage', pricing: { prompt: 2.5, completion: 10 } },
+          ],
+        },
+        {
+          id: 'test/transcribe-fallback',
+          kind: 'transcription',
+          endpoints: [
+            { provider: 'openai', upstream_model: 'stt-down', pricing: { prompt: 2.5, completion: 10 } },
+            {
+              provider: 'backup',
+              upstream_model: 'gpt-4o-transcribe',
+              pricing: { prompt: 5, completion: 20 },
+            },
+          ],
+        },
+        {
+          id: 'test/transcribe-down',
+          kind: 'transcription',
+          endpoints: [
+            { provider: 'openai', upstream_model: 'stt-down', pricing: { prompt: 2.5, completion: 10 } },
           ],
         },
         {
@@ -531,10 +608,141 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       expect(gen.total_cost).toBeCloseTo(cost, 12);
     });
 
+    it('stream: true — the openai client iterates every delta and the done event; the streamed usage is billed', async () => {
+      const { data: stream, response } = await openai.audio.transcriptions
+        .create({ model: 'test/transcribe', file: await toFile(clip, 'live.mp3'), stream: true })
+        .withResponse();
+      expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const events: OpenAI.Audio.TranscriptionStreamEvent[] = [];
+      for await (const event of stream) events.push(event);
+      expect(events.map((e) => e.type)).toEqual([
+        ...TRANSCRIPT_DELTAS.map(() => 'transcript.text.delta'),
+        'transcript.text.done',
+      ]);
+      expect(events.slice(0, -1).map((e) => (e as { delta: string }).delta)).toEqual(TRANSCRIPT_DELTAS);
+      expect(events.at(-1)).toMatchObject({ text: TRANSCRIPT_DELTAS.join(''), usage: STREAMED_USAGE });
+      const sent = mock.received[0] as Received;
+      expect(sent.fields).toMatchObject({ model: ['gpt-4o-transcribe'], stream: ['true'] });
+      expect(sent.file?.bytes.equals(clip)).toBe(true);
+      const gen = await generation(response.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({
+        model: 'test/transcribe',
+        origin: 'transcription',
+        status: 'success',
+        streamed: true,
+        tokens_prompt: 90,
+        tokens_completion: 6,
+        usage_estimated: false,
+      });
+      expect(gen.total_cost).toBeCloseTo((90 * 2.5 + 6 * 10) / 1e6, 12);
+    });
+
+    it('stream: true in a JSON body streams too; a stream without a done event is billed from estimates', async () => {
+      const res = await call('POST', '/audio/transcriptions', {
+        model: 'test/transcribe-nousage',
+        input_audio: { data: clip.toString('base64'), format: 'wav' },
+        stream: true,
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      expect(res.text.match(/transcript\.text\.delta/g)).toHaveLength(TRANSCRIPT_DELTAS.length);
+      expect(mock.received[0]?.fields).toMatchObject({ model: ['stt-nousage'], stream: ['true'] });
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id'));
+      const said = TRANSCRIPT_DELTAS.join('');
+      expect(gen).toMatchObject({
+        status: 'success',
+        streamed: true,
+        usage_estimated: true,
+        tokens_completion: Math.ceil(said.length / 4),
+      });
+      expect(gen.total_cost).toBeCloseTo((Math.ceil(said.length / 4) * 10) / 1e6, 12);
+    });
+
+    it('stream: true on a model that does not stream (whisper-1) is answered as usual', async () => {
+      const form = new FormData();
+      form.append('model', 'test/whisper');
+      form.append('stream', 'true');
+      form.append('file', new Blob([clip], { type: 'audio/mpeg' }), 'a.mp3');
+      const res = await fetch(`${gw.url}/api/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}` },
+        body: form,
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ text: 'the quick brown fox', usage: { seconds: 12 } });
+      expect(mock.received[0]?.fields?.stream).toEqual(['true']);
+      const gen = await generation(res.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({ status: 'success', streamed: false, usage_estimated: false });
+    });
+
+    it('stream: true falls back before the first byte; an upstream error before the stream is the usual error JSON', async () => {
+      const stream = await openai.audio.transcriptions.create({
+        model: 'test/transcribe-fallback',
+        file: await toFile(clip, 'a.wav'),
+        stream: true,
+      });
+      const types: string[] = [];
+      for await (const event of stream) types.push(event.type);
+      expect(types.at(-1)).toBe('transcript.text.done');
+      expect(mock.received.map((r) => r.path)).toEqual([
+        '/openai/v1/audio/transcriptions',
+        '/backup/v1/audio/transcriptions',
+      ]);
+      const failed = await openai.audio.transcriptions
+        .create({ model: 'test/transcribe-down', file: await toFile(clip, 'a.wav'), stream: true })
+        .catch((e) => e);
+      expect(failed).toBeInstanceOf(OpenAI.APIError);
+      expect(failed.status).toBeGreaterThanOrEqual(500);
+      expect(failed.error).toMatchObject({ message: expect.stringMatching(/overloaded/) });
+    });
+
+    it('stream: true — the caller gets deltas before the upstream has finished; leaving mid-stream closes the upstream call and records a cancelled generation', async () => {
+      const form = () => {
+        const f = new FormData();
+        f.append('model', 'test/transcribe-slow');
+        f.append('stream', 'true');
+        f.append('file', new Blob([clip], { type: 'audio/mpeg' }), 'slow.mp3');
+        return f;
+      };
+      const abort = new AbortController();
+      const res = await fetch(`${gw.url}/api/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}` },
+        body: form(),
+        signal: abort.signal,
+      });
+      expect(res.status).toBe(200);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      const first = Buffer.from((await reader.read()).value as Uint8Array).toString('utf8');
+      expect(first).toContain('transcript.text.delta');
+      expect(mock.slowStt.ended).toBe(false);
+      abort.abort();
+      const id = res.headers.get('x-gatehouse-generation-id');
+      let gen: any = null;
+      for (let i = 0; i < 50 && gen?.status !== 'cancelled'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const got = await call('GET', `/generation?id=${id}`);
+        gen = got.status === 200 ? got.body.data : null;
+      }
+      expect(gen).toMatchObject({
+        status: 'cancelled',
+        model: 'test/transcribe-slow',
+        usage_estimated: true,
+      });
+      expect(mock.slowStt).toMatchObject({ ended: false, closed: true });
+    });
+
     it('refuses missing audio, a wrong format and oversize audio', async () => {
       const missing = await call('POST', '/audio/transcriptions', { model: 'test/whisper' });
       expect(missing.status).toBe(400);
       expect(missing.body.error.message).toMatch(/file/);
+      const badStream = await call('POST', '/audio/transcriptions', {
+        model: 'test/transcribe',
+        input_audio: { data: clip.toString('base64'), format: 'wav' },
+        stream: 'yes',
+      });
+      expect(badStream.status).toBe(400);
+      expect(badStream.body.error.message).toMatch(/^stream: must be true or false/);
       const format = await openai.audio.transcriptions
         .create({
           model: 'test/whisper',

@@ -51,6 +51,8 @@ export interface TranscriptionRequest {
   model: string;
   audio: AudioSource;
   response_format?: (typeof TRANSCRIPTION_FORMATS)[number];
+  /** `stream: true`: the answer asked for as OpenAI's event stream (`transcript.text.delta` …). */
+  stream?: boolean;
   /** The form fields sent with the file (strings; lists as repeated `name[]` fields). */
   fields: Record<string, string | string[]>;
 }
@@ -175,9 +177,14 @@ export function transcriptionRequestFromBody(body: Obj): TranscriptionRequest {
   optionalString(body, 'prompt');
   if (body.temperature !== undefined && Number.isNaN(Number(body.temperature)))
     throw new TranslationError('temperature: must be a number');
+  // A form sends it as the string "true", a JSON body as a boolean.
   const stream = body.stream;
-  if (stream === true || stream === 'true')
-    throw new TranslationError('stream: streamed transcriptions are not supported');
+  if (
+    stream !== undefined &&
+    stream !== null &&
+    ![true, false, 'true', 'false'].includes(stream as boolean | string)
+  )
+    throw new TranslationError('stream: must be true or false');
   const audio = audioOf(body);
   const fields: Record<string, string | string[]> = {};
   const rest = withoutGatehouseFields(body);
@@ -199,7 +206,13 @@ export function transcriptionRequestFromBody(body: Obj): TranscriptionRequest {
         ? value
         : [...(Array.isArray(prior) ? prior : [prior]), ...(Array.isArray(value) ? value : [value])];
   }
-  return { model: body.model, audio, ...(format ? { response_format: format } : {}), fields };
+  return {
+    model: body.model,
+    audio,
+    ...(format ? { response_format: format } : {}),
+    ...(stream === true || stream === 'true' ? { stream: true } : {}),
+    fields,
+  };
 }
 
 /** A speech answer: the audio as it arrives (never held whole), with the upstream's content type. */
@@ -217,6 +230,13 @@ export interface SpeechAudio {
 export interface TranscriptionAnswer {
   contentType: string;
   body: string;
-  /** The parsed JSON answer; undefined for text, srt and vtt answers. */
+  /** The parsed JSON answer; undefined for text, srt and vtt answers (and event streams). */
   parsed: unknown;
+  /** An event stream (`stream: true`): its bytes as they arrive, never held whole. */
+  events?: AsyncIterable<Buffer>;
+  /**
+   * Once `events` has been read: the text of its deltas and its `transcript.text.done` event
+   * (the final text and the usage), null when the stream ended without one.
+   */
+  streamed?(): { text: string; done: unknown };
 }

@@ -29,6 +29,12 @@ const transcriptionFields = {
   response_format: Type.Optional(StringEnum([...TRANSCRIPTION_FORMATS], { default: 'json' })),
   temperature: Type.Optional(Type.Number()),
   timestamp_granularities: Type.Optional(Type.Array(StringEnum(['word', 'segment']))),
+  stream: Type.Optional(
+    Type.Boolean({
+      description:
+        "Answer with OpenAI's event stream (`text/event-stream`: `transcript.text.delta` events, then `transcript.text.done` with the usage), relayed as it arrives; a model that does not stream answers as usual",
+    }),
+  ),
 };
 
 export const TranscriptionRequest = Type.Object(

@@ -156,7 +156,21 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
   const jsonLimit = Math.max(config.bodyLimit, Math.ceil(maxAudio / 3) * 4 + 64 * 1024);
   const transcriptionDoc: OpenapiOnly = {
     body: Type.Ref(TranscriptionRequest),
-    response: { 200: Type.Ref(Transcription) },
+    response: {
+      200: {
+        description:
+          'The transcription: JSON, or text, srt and vtt as the provider sent them; with `stream: true`, its event stream',
+        content: {
+          'application/json': { schema: Type.Ref(Transcription) },
+          'text/plain': { schema: Type.String() },
+          'text/event-stream': {
+            schema: Type.String({
+              description: '`transcript.text.delta` events, then `transcript.text.done` with the usage',
+            }),
+          },
+        },
+      },
+    },
   };
   await app.register(async (scope) => {
     // Registered on the plain instance: TypeScript cannot follow the plugin's types through the
@@ -192,6 +206,11 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
           dir ??= mkdtemp(join(tmpdir(), 'gatehouse-audio-'));
           return dir;
         };
+        const removeDir = async () => {
+          const made = dir as Promise<string> | null;
+          if (made) await rm(await made, { recursive: true, force: true }).catch(() => {});
+        };
+        let relaying = false;
         try {
           if (req.isMultipart()) req.body = await readForm(req, tempDir, maxAudio);
           else {
@@ -210,12 +229,19 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
           const call = callOf(req, transcriptionWire, callAbort(reply));
           const done = await engine.transcribe(call);
           describe(reply, done.info);
+          if ('events' in done) {
+            // `stream: true`: the upstream's events relayed as they arrive; the upload is kept
+            // until the answer is over.
+            relaying = true;
+            reply.raw.once('close', () => void removeDir());
+            reply.type(done.contentType);
+            return reply.send(Readable.from(done.events, { objectMode: false }));
+          }
           const answer = transcriptionWire.encodeResponse(done, { ...call, echoUpstream: false });
           if (typeof answer === 'string') reply.type(done.response.contentType);
           return reply.send(answer);
         } finally {
-          const made = dir as Promise<string> | null;
-          if (made) await rm(await made, { recursive: true, force: true }).catch(() => {});
+          if (!relaying) await removeDir();
         }
       }),
     );

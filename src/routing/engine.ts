@@ -1066,23 +1066,47 @@ export class Engine {
       }),
     );
     const answer = result as SpeechAudio;
-    // Released when the caller leaves before the audio is read (nothing else settles it then).
-    const unread = () => prep.hold?.release();
-    call.signal.addEventListener('abort', unread, { once: true });
-    prep.onStreamStart = () => call.signal.removeEventListener('abort', unread);
+    const input = (prep.body as { input?: unknown }).input;
+    const characters = typeof input === 'string' ? input.length : 0;
     return {
       info,
       contentType: answer.contentType,
-      audio: this.relayAudio(call, prep, info, answer, span),
+      audio: this.relayed(call, prep, info, answer.audio, span, (complete) =>
+        speechUsage(
+          characters,
+          info.served.endpoint.pricing,
+          complete ? (answer.reported?.() ?? null) : null,
+        ),
+      ),
     };
+  }
+
+  /**
+   * An answer relayed as it arrives (speech's audio, a transcription's events), its generation
+   * recorded when it ends with the usage `usageOf` reads from what passed.
+   */
+  private relayed(
+    call: InferenceCall,
+    prep: Prepared,
+    info: RouteInfo,
+    chunks: AsyncIterable<Buffer>,
+    span: TracedSpan | null,
+    usageOf: (complete: boolean) => { usage: Usage; estimated: boolean },
+  ): AsyncGenerator<Buffer> {
+    // Released when the caller leaves before the answer is read (nothing else settles it then).
+    const unread = () => prep.hold?.release();
+    call.signal.addEventListener('abort', unread, { once: true });
+    prep.onStreamStart = () => call.signal.removeEventListener('abort', unread);
+    return this.relayAudio(call, prep, info, chunks, span, usageOf);
   }
 
   private async *relayAudio(
     call: InferenceCall,
     prep: Prepared,
     info: RouteInfo,
-    answer: SpeechAudio,
+    chunks: AsyncIterable<Buffer>,
     span: TracedSpan | null,
+    usageOf: (complete: boolean) => { usage: Usage; estimated: boolean },
   ): AsyncGenerator<Buffer> {
     this.streaming++;
     prep.onStreamStart?.();
@@ -1090,7 +1114,7 @@ export class Engine {
     let failure: unknown = null;
     let complete = false;
     try {
-      for await (const chunk of answer.audio) {
+      for await (const chunk of chunks) {
         bytes += chunk.length;
         yield chunk;
       }
@@ -1099,13 +1123,8 @@ export class Engine {
       failure = err;
       throw err;
     } finally {
-      const input = (prep.body as { input?: unknown }).input;
       const pricing = info.served.endpoint.pricing;
-      const { usage, estimated } = speechUsage(
-        typeof input === 'string' ? input.length : 0,
-        pricing,
-        complete ? (answer.reported?.() ?? null) : null,
-      );
+      const { usage, estimated } = usageOf(complete);
       // An upstream that failed before any audio did no work the caller got.
       const cost =
         failure !== null && bytes === 0 ? { total: 0, prompt: 0, completion: 0 } : costOf(pricing, usage);
@@ -1132,9 +1151,16 @@ export class Engine {
 
   /**
    * A transcription: the upstream's whole answer, billed by the usage it reports (tokens or a
-   * duration), else by estimates from the audio's size and the text (recorded as estimated).
+   * duration), else by estimates from the audio's size and the text (recorded as estimated). An
+   * event stream (`stream: true`) resolves at its headers, as speech does, and is relayed as it
+   * arrives; its `transcript.text.done` event carries the usage.
    */
-  async transcribe(call: InferenceCall): Promise<Completed<TranscriptionAnswer> & { lane: false }> {
+  async transcribe(
+    call: InferenceCall,
+  ): Promise<
+    | (Completed<TranscriptionAnswer> & { lane: false })
+    | { info: RouteInfo; contentType: string; events: AsyncIterable<Buffer> }
+  > {
     const prep = await this.prepare(call);
     const { result, info, span } = await this.held(prep, () =>
       this.whole(call, prep, (provider, sent, ctx, a) => {
@@ -1142,11 +1168,25 @@ export class Engine {
           throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no transcriptions`, {
             retryable: false,
           });
-        return provider.transcription(sent as TranscriptionRequest, ctx);
+        return provider.transcription(sent as TranscriptionRequest, {
+          ...ctx,
+          idleTimeoutMs: this.deps.upstreamTimeoutMs,
+        });
       }),
     );
     const answer = result as TranscriptionAnswer;
     const bytes = (prep.canonical as TranscriptionRequest | undefined)?.audio.bytes ?? 0;
+    const { events, streamed } = answer;
+    if (events && streamed)
+      return {
+        info,
+        contentType: answer.contentType,
+        events: this.relayed(call, prep, info, events, span, () => {
+          // Without a done event (cut short, or never sent), estimated from the deltas' text.
+          const { text, done } = streamed();
+          return transcriptionUsage(done ?? undefined, text, bytes);
+        }),
+      };
     const { usage, estimated } = transcriptionUsage(answer.parsed, answer.body, bytes);
     const cost = costOf(info.served.endpoint.pricing, usage);
     await this.recordSuccess(call, prep, info, usage, cost, {

@@ -18,7 +18,11 @@ import { stringSlot } from './texts.js';
 import { type CallerWire, modelsOf, withoutFields } from './wire.js';
 
 /** A strict parse as a route's 400 (the body is checked before any model or provider is). */
-function checked<T>(parse: (body: Body) => T, body: Body): { model: string; stream: boolean } {
+function checked<T>(
+  parse: (body: Body) => T,
+  body: Body,
+  stream = false,
+): { model: string; stream: boolean } {
   const model = body.model ?? modelsOf(body)?.[0];
   try {
     parse(typeof model === 'string' ? { ...body, model } : body);
@@ -26,7 +30,7 @@ function checked<T>(parse: (body: Body) => T, body: Body): { model: string; stre
     if (err instanceof TranslationError) throw badRequest(err.message);
     throw err;
   }
-  return { model: model as string, stream: false };
+  return { model: model as string, stream };
 }
 
 /** The one text of a field (the speech's input, a transcription's prompt): what filters read. */
@@ -78,7 +82,9 @@ export const transcriptionWire: CallerWire<TranscriptionAnswer> = {
   path: '/audio/transcriptions',
   summary: 'Audio transcription (OpenAI format)',
   forwardHeaders: [],
-  inspect: (body) => checked(transcriptionRequestFromBody, body),
+  // `stream: true` (a form's "true", a JSON body's true): OpenAI's events, relayed (audio.routes.ts).
+  inspect: (body) =>
+    checked(transcriptionRequestFromBody, body, body.stream === true || body.stream === 'true'),
   parse: (body): TranscriptionRequest => transcriptionRequestFromBody(body),
   texts: fieldText('prompt'),
   audioUnits: (body) => ({ seconds: worstCaseSeconds(audioBytes(body)) }),

@@ -92,6 +92,7 @@ async function formOf(req: TranscriptionRequest): Promise<FormData> {
       : new Blob([Buffer.from(audio.data, 'base64')], { type: audio.contentType });
   const form = new FormData();
   form.append('model', req.model);
+  if (req.stream) form.append('stream', 'true');
   for (const [name, value] of Object.entries(req.fields)) {
     if (Array.isArray(value)) for (const v of value) form.append(`${name}[]`, v);
     else form.append(name, value);
@@ -100,7 +101,44 @@ async function formOf(req: TranscriptionRequest): Promise<FormData> {
   return form;
 }
 
-/** A transcription: the form POSTed, the whole answer read (JSON, or text/srt/vtt as it came). */
+/**
+ * Reads OpenAI's transcription events as they pass (`transcript.text.delta`, then
+ * `transcript.text.done` with the final text and the usage), whole lines at a time.
+ */
+export class TranscriptTap {
+  private line = '';
+  private readonly decoder = new TextDecoder();
+  text = '';
+  done: unknown = null;
+
+  push(chunk: Buffer): void {
+    const lines = (this.line + this.decoder.decode(chunk, { stream: true })).split(/\r?\n/);
+    this.line = lines.pop() ?? '';
+    for (const l of lines) this.read(l);
+  }
+
+  end(): void {
+    this.read(this.line + this.decoder.decode());
+    this.line = '';
+  }
+
+  private read(line: string): void {
+    if (!line.startsWith('data:')) return;
+    let event: { type?: unknown; delta?: unknown };
+    try {
+      event = JSON.parse(line.slice(5));
+    } catch {
+      return;
+    }
+    if (event?.type === 'transcript.text.delta' && typeof event.delta === 'string') this.text += event.delta;
+    else if (event?.type === 'transcript.text.done') this.done = event;
+  }
+}
+
+/**
+ * A transcription: the form POSTed, the whole answer read (JSON, or text/srt/vtt as it came) — or,
+ * asked with `stream: true`, the event stream relayed as it arrives and read by a tap on the way.
+ */
 export async function postTranscription(
   call: ApiCall,
   req: TranscriptionRequest,
@@ -111,16 +149,20 @@ export async function postTranscription(
   let res: {
     status: number;
     headers: Record<string, string | string[] | undefined>;
-    body: { text(): Promise<string> };
+    body: AsyncIterable<Buffer> & { text(): Promise<string>; destroy(): void };
   };
   try {
     const r = await upstreamAgent().request({
       origin,
       path: `${pathname}${search}`,
       method: 'POST',
-      headers: { accept: 'application/json, text/plain', ...call.headers },
+      headers: {
+        accept: req.stream ? 'text/event-stream, application/json' : 'application/json, text/plain',
+        ...call.headers,
+      },
       body: await formOf(req),
       signal: signal as AbortSignal,
+      ...(call.idleTimeoutMs ? { bodyTimeout: call.idleTimeoutMs } : {}),
     });
     res = { status: r.statusCode, headers: r.headers, body: r.body };
   } catch (err) {
@@ -128,6 +170,8 @@ export async function postTranscription(
   }
   await ensureOk(res, signal, errors, secrets);
   const contentType = headerOf(res.headers, 'content-type') || 'application/json';
+  // A model that does not stream (whisper-1) answers JSON: read as any answer.
+  if (/^text\/event-stream/i.test(contentType)) return streamedTranscription(contentType, res.body, call);
   let body: string;
   try {
     body = await res.body.text();
@@ -145,4 +189,32 @@ export async function postTranscription(
   }
   throwIfErrorPayload(parsed, secrets, false, errors);
   return { contentType, body, parsed };
+}
+
+function streamedTranscription(
+  contentType: string,
+  body: AsyncIterable<Buffer> & { destroy(): void },
+  { signal, secrets }: ApiCall,
+): TranscriptionAnswer {
+  const tap = new TranscriptTap();
+  return {
+    contentType,
+    body: '',
+    parsed: undefined,
+    events: (async function* () {
+      try {
+        for await (const chunk of body) {
+          tap.push(chunk);
+          yield chunk;
+        }
+        tap.end();
+      } catch (err) {
+        throw toUpstreamError(err, signal, secrets);
+      } finally {
+        // Left early (the caller gone): the upstream call is closed with it.
+        body.destroy();
+      }
+    })(),
+    streamed: () => ({ text: tap.text, done: tap.done }),
+  };
 }
