@@ -642,24 +642,11 @@ export class Engine {
         return provider.embeddings(sent as EmbeddingsRequest, ctx);
       }),
     );
-    if (isForwarded(result))
-      return this.served(
-        call,
-        prep,
-        info,
-        { lane: true, forwarded: result },
-        result.usage,
-        0,
-        null,
-        null,
-        span,
-      );
-    const usage: Usage = {
-      prompt_tokens: result.usage.prompt_tokens,
+    return this.servedWhole(call, prep, { result, info, span }, (r) => ({
+      prompt_tokens: r.usage.prompt_tokens,
       completion_tokens: 0,
-      total_tokens: result.usage.total_tokens,
-    };
-    return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null, null, span);
+      total_tokens: r.usage.total_tokens,
+    }));
   }
 
   /**
@@ -674,6 +661,32 @@ export class Engine {
         (provider.rerank as NonNullable<Provider['rerank']>)(sent as RerankRequest, ctx),
       ),
     );
+    return this.servedWhole(call, prep, { result, info, span }, (r): Usage | null => {
+      const { total_tokens, search_units } = r.usage;
+      // Cohere reports only search units (what it bills): the tokens are then the texts' estimate.
+      const tokens =
+        total_tokens ?? (search_units !== undefined ? estimateTokens(promptChars(call, prep)) : null);
+      if (tokens === null) return null;
+      return {
+        prompt_tokens: tokens,
+        completion_tokens: 0,
+        total_tokens: tokens,
+        ...(search_units !== undefined ? { search_units } : {}),
+      };
+    });
+  }
+
+  /**
+   * A whole answer with no text of its own to scan (embeddings, rerank): a lane's priced by the
+   * usage its tap read, an adapter's by `usageOf` (null: estimated).
+   */
+  private servedWhole<R>(
+    call: InferenceCall,
+    prep: Prepared,
+    held: { result: ForwardedJson | R; info: RouteInfo; span: TracedSpan | null },
+    usageOf: (response: R) => Usage | null,
+  ): Promise<Completed<R>> {
+    const { result, info, span } = held;
     if (isForwarded(result))
       return this.served(
         call,
@@ -686,20 +699,17 @@ export class Engine {
         null,
         span,
       );
-    const { total_tokens, search_units } = result.usage;
-    // Cohere reports only search units (what it bills): the tokens are then the texts' estimate.
-    const tokens =
-      total_tokens ?? (search_units !== undefined ? estimateTokens(promptChars(call, prep)) : null);
-    const usage: Usage | null =
-      tokens === null
-        ? null
-        : {
-            prompt_tokens: tokens,
-            completion_tokens: 0,
-            total_tokens: tokens,
-            ...(search_units !== undefined ? { search_units } : {}),
-          };
-    return this.served(call, prep, info, { lane: false, response: result }, usage, 0, null, null, span);
+    return this.served(
+      call,
+      prep,
+      info,
+      { lane: false, response: result },
+      usageOf(result),
+      0,
+      null,
+      null,
+      span,
+    );
   }
 
   /**
