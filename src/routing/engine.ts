@@ -24,18 +24,17 @@ import { randomHex } from '../lib/random-pool.js';
 import { OPENROUTER_HISTORY, type Quirk } from '../providers/presets.js';
 import { rejectedFields, withoutRejected } from '../providers/quirks.js';
 import type { RemoteMedia } from '../providers/remote-media.js';
-import {
-  type CallContext,
-  type ForwardedJson,
-  type NativeWire,
-  type Provider,
-  type ProviderTraits,
-  type RelayFrame,
-  type TranslationTarget,
-  UpstreamError,
+import type {
+  CallContext,
+  ForwardedJson,
+  NativeWire,
+  Provider,
+  ProviderTraits,
+  RelayFrame,
+  TranslationTarget,
 } from '../providers/types.js';
-import { attemptServed, callAttributes } from '../telemetry/genai.js';
-import { annotate, type TracedSpan } from '../telemetry/spans.js';
+import { callServed } from '../telemetry/genai.js';
+import type { TracedSpan } from '../telemetry/spans.js';
 import type { GenerationRow } from './accounting.js';
 import {
   blockedBy,
@@ -114,6 +113,19 @@ const KIND_NAMES: Record<ModelKind, string> = {
   transcription: 'a transcription',
 };
 
+/**
+ * The adapter method a translated call of each non-chat kind runs: a provider without it is left
+ * out when the call is planned (the next provider serves it, or a 400 names what is missing).
+ */
+const ADAPTER_METHODS: Partial<
+  Record<ModelKind, { method: 'embeddings' | 'rerank' | 'speech' | 'transcription'; serves: string }>
+> = {
+  embeddings: { method: 'embeddings', serves: 'embeddings' },
+  rerank: { method: 'rerank', serves: 'reranking' },
+  speech: { method: 'speech', serves: 'speech' },
+  transcription: { method: 'transcription', serves: 'transcriptions' },
+};
+
 /** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */
 export const newGenerationId = (): string => `gen-${Date.now()}-${randomHex(10)}`;
 
@@ -186,6 +198,11 @@ export class Engine {
     };
     const planner = deps.credentials;
     this.arrange = planner ? (tier, prefer) => planner.arrange(tier, prefer) : undefined;
+  }
+
+  /** A relayed answer ended: a drain waiting for the last one is let go. */
+  private streamEnded(): void {
+    if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
   }
 
   /** The catalog model a request names, or 404. */
@@ -360,8 +377,9 @@ export class Engine {
         attempts.push({ candidate, lane: true });
         continue;
       }
-      if (wire.kind === 'rerank' && !provider.rerank) {
-        refuse(candidate, `${candidate.endpoint.provider} serves no reranking`);
+      const needs = ADAPTER_METHODS[wire.kind];
+      if (needs && !provider[needs.method]) {
+        refuse(candidate, `${candidate.endpoint.provider} serves no ${needs.serves}`);
         continue;
       }
       const req = parse.parsed();
@@ -634,13 +652,10 @@ export class Engine {
   async embed(call: InferenceCall): Promise<Completed<EmbeddingsResponse>> {
     const prep = await this.prepare(call);
     const { result, info, span } = await this.held(prep, () =>
-      this.whole(call, prep, (provider, sent, ctx, a) => {
-        if (!provider.embeddings)
-          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no embeddings`, {
-            retryable: false,
-          });
-        return provider.embeddings(sent as EmbeddingsRequest, ctx);
-      }),
+      // Planning left out the providers without one (ADAPTER_METHODS).
+      this.whole(call, prep, (provider, sent, ctx) =>
+        (provider.embeddings as NonNullable<Provider['embeddings']>)(sent as EmbeddingsRequest, ctx),
+      ),
     );
     return this.servedWhole(call, prep, { result, info, span }, (r) => ({
       prompt_tokens: r.usage.prompt_tokens,
@@ -656,7 +671,7 @@ export class Engine {
   async rerank(call: InferenceCall): Promise<Completed<RerankResponse>> {
     const prep = await this.prepare(call);
     const { result, info, span } = await this.held(prep, () =>
-      // Planning left out the providers without one (planModel).
+      // Planning left out the providers without one (ADAPTER_METHODS).
       this.whole(call, prep, (provider, sent, ctx) =>
         (provider.rerank as NonNullable<Provider['rerank']>)(sent as RerankRequest, ctx),
       ),
@@ -755,12 +770,11 @@ export class Engine {
     });
     if (span) {
       const body = (answer.lane ? answer.forwarded.json : answer.response) as { model?: unknown } | null;
-      attemptServed(span, info, usage, cost, {
+      callServed(span, call.trace, info, usage, cost, {
         finishReason,
         responseModel: body?.model,
         responseId: answer.lane ? answer.forwarded.responseId : null,
       });
-      annotate(call.trace, () => callAttributes(info));
     }
     if (scan?.blocked) throw blockedBy(scan);
     return { ...answer, info, usage, cost };
@@ -927,15 +941,14 @@ export class Engine {
       });
       // The serving attempt's span ends with the stream, with its usage (an error if it broke).
       if (span) {
-        attemptServed(span, info, usage, cost, {
+        callServed(span, call.trace, info, usage, cost, {
           finishReason: m.finishReason,
           responseId: m.responseId,
           status,
           ...(failure !== null ? { error: failure } : {}),
         });
-        annotate(call.trace, () => callAttributes(info));
       }
-      if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
+      this.streamEnded();
       // The stream's last frames ([DONE]) follow once the generation is journaled.
       await recorded;
     }
@@ -1067,13 +1080,13 @@ export class Engine {
   ): Promise<{ info: RouteInfo; contentType: string; audio: AsyncIterable<Buffer> }> {
     const prep = await this.prepare(call);
     const { result, info, span } = await this.held(prep, () =>
-      this.whole(call, prep, (provider, sent, ctx, a) => {
-        if (!provider.speech)
-          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no speech`, {
-            retryable: false,
-          });
-        return provider.speech(sent as SpeechRequest, { ...ctx, idleTimeoutMs: this.deps.upstreamTimeoutMs });
-      }),
+      // Planning left out the providers without one (ADAPTER_METHODS).
+      this.whole(call, prep, (provider, sent, ctx) =>
+        (provider.speech as NonNullable<Provider['speech']>)(sent as SpeechRequest, {
+          ...ctx,
+          idleTimeoutMs: this.deps.upstreamTimeoutMs,
+        }),
+      ),
     );
     const answer = result as SpeechAudio;
     const input = (prep.body as { input?: unknown }).input;
@@ -1147,14 +1160,13 @@ export class Engine {
         error: failure ? (failure as Error).message : null,
       });
       if (span) {
-        attemptServed(span, info, usage, cost, {
+        callServed(span, call.trace, info, usage, cost, {
           finishReason: complete ? 'stop' : null,
           responseId: null,
           status,
         });
-        annotate(call.trace, () => callAttributes(info));
       }
-      if (--this.streaming === 0) for (const done of this.drained.splice(0)) done();
+      this.streamEnded();
       await recorded;
     }
   }
@@ -1173,16 +1185,13 @@ export class Engine {
   > {
     const prep = await this.prepare(call);
     const { result, info, span } = await this.held(prep, () =>
-      this.whole(call, prep, (provider, sent, ctx, a) => {
-        if (!provider.transcription)
-          throw new UpstreamError(400, `${a.candidate.endpoint.provider} serves no transcriptions`, {
-            retryable: false,
-          });
-        return provider.transcription(sent as TranscriptionRequest, {
+      // Planning left out the providers without one (ADAPTER_METHODS).
+      this.whole(call, prep, (provider, sent, ctx) =>
+        (provider.transcription as NonNullable<Provider['transcription']>)(sent as TranscriptionRequest, {
           ...ctx,
           idleTimeoutMs: this.deps.upstreamTimeoutMs,
-        });
-      }),
+        }),
+      ),
     );
     const answer = result as TranscriptionAnswer;
     const bytes = (prep.canonical as TranscriptionRequest | undefined)?.audio.bytes ?? 0;
@@ -1206,8 +1215,7 @@ export class Engine {
       upstreamId: null,
     });
     if (span) {
-      attemptServed(span, info, usage, cost, { finishReason: 'stop', responseId: null });
-      annotate(call.trace, () => callAttributes(info));
+      callServed(span, call.trace, info, usage, cost, { finishReason: 'stop', responseId: null });
     }
     return { lane: false, response: answer, info, usage, cost };
   }

@@ -3,7 +3,7 @@ import type { Usage } from '../formats/chat.js';
 import type { Attempt, Body, InferenceCall, RouteInfo } from '../routing/call.js';
 import type { Cost } from '../routing/pricing.js';
 import { operationName } from './operation.js';
-import { SpanKind, startSpan, type TracedSpan, tracingOn } from './spans.js';
+import { annotate, SpanKind, startSpan, type TracedSpan, type TraceParent, tracingOn } from './spans.js';
 
 /**
  * The spans of inference calls, with the GenAI semantic conventions' attributes
@@ -83,7 +83,7 @@ export function attemptSpan(
 }
 
 /** Ends the attempt that served a call, with its usage, cost and how it ended. */
-export function attemptServed(
+function attemptServed(
   span: TracedSpan | undefined | null,
   info: RouteInfo,
   usage: Usage,
@@ -129,7 +129,7 @@ export function attemptServed(
  * cost, the provider, the model that answered, the attempts) is on the serving attempt's span
  * only: dashboards that sum `gen_ai.usage.*` or the cost over spans count each call once.
  */
-export function callAttributes(info: RouteInfo): Attributes {
+function callAttributes(info: RouteInfo): Attributes {
   return {
     'gen_ai.operation.name': operationName(info.model.kind),
     'gen_ai.request.model': info.requested,
@@ -145,4 +145,20 @@ export function attemptFailed(span: TracedSpan | null, err: unknown, upstreamSta
     'error.type': upstreamStatus ? String(upstreamStatus) : err instanceof Error ? err.name : 'error',
     ...(upstreamStatus ? { 'http.response.status_code': upstreamStatus } : {}),
   });
+}
+
+/**
+ * A call served: its serving attempt's span ends with what the call used (attemptServed), and the
+ * span around the call (`trace`: the request's, the batch item's) says which call it was.
+ */
+export function callServed(
+  span: TracedSpan,
+  trace: TraceParent | undefined,
+  info: RouteInfo,
+  usage: Usage,
+  cost: Cost,
+  end: Parameters<typeof attemptServed>[4],
+): void {
+  attemptServed(span, info, usage, cost, end);
+  annotate(trace, () => callAttributes(info));
 }
