@@ -38,6 +38,7 @@ import { AccessLog } from './lib/access-log.js';
 import { httpServerOptions } from './lib/http-server.js';
 import type { Log } from './lib/log.js';
 import { observabilityRoutes } from './observability/routes.js';
+import { presetsRoutes } from './presets/routes.js';
 import { credentialRoutes } from './routing/credentials/routes.js';
 import { apiReferenceOptions } from './server/api-reference.js';
 import { installConsole } from './server/console.js';
@@ -78,6 +79,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   contentLogRoutes,
   catalogRoutes,
   storedResponsesRoutes,
+  presetsRoutes,
   conversationRoutes,
   batchesRoutes,
   batchFilesRoutes,

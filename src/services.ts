@@ -42,6 +42,7 @@ import { MemoryLimitStore, RedisLimitStore } from './limits/store.js';
 import { UsageLimits } from './limits/usage-limits.js';
 import { DEFAULT_DISPATCH, ExportDispatcher } from './observability/dispatcher.js';
 import { DestinationsService } from './observability/service.js';
+import { PresetsService } from './presets/service.js';
 import { closeUpstreamHttp } from './providers/http.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { createRemoteMedia } from './providers/remote-media.js';
@@ -254,6 +255,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     retentionMs: config.responsesRetentionMs,
     upstreamInputItems: upstreamInputItems({ catalog, provider, timeoutMs: config.upstreamTimeoutMs }),
   });
+  const presets = new PresetsService(db);
   // Compaction items Gatehouse mints carry their summary sealed under the master key.
   const compaction = new CompactionService(config.masterKey);
   const batchLimiter = new RateLimiter({
@@ -382,6 +384,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     destinations,
     activity,
     storedResponses,
+    presets,
     compaction,
     conversations,
     audit,

@@ -82,6 +82,11 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     ).body;
     expect(conversation.id).toMatch(/^conv_/);
     const conversationItem = (await api('GET', `/conversations/${conversation.id}/items`)).body.data[0].id;
+    const preset = await api('POST', '/presets/private-preset/chat/completions', {
+      model: 'gatehouse/echo',
+      messages: [{ role: 'system', content: 'private preset prompt' }],
+    });
+    expect(preset.status).toBe(200);
     const intern = (await api('POST', '/interns', { name: 'private-intern' })).body;
     expect(intern.id).toBeTruthy();
     const secret = await api('PUT', `/vault/interns/${intern.id}/secrets/private_token`, {
@@ -104,16 +109,18 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       '/vault/interns/{internId}': intern.id,
       '/responses/{id}': stored.id,
       '/conversations/{id}': conversation.id,
+      '/presets/{slug}': 'private-preset',
     };
     const fill = (path: string) =>
       path
         .replace(
-          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|messages\/batches|files|interns|vault\/interns|responses|conversations)\/\{(\w+)\}/,
+          /^\/(guardrails|byok|observability\/destinations|workspaces|keys|batches|messages\/batches|files|interns|vault\/interns|responses|conversations|presets)\/\{(\w+)\}/,
           (m) => (ids[m] !== undefined ? m.replace(/\{\w+\}/, ids[m]!) : m),
         )
         .replace('{interval}', 'monthly')
         .replace('{name}', 'private_token')
-        .replace('{item_id}', conversationItem);
+        .replace('{item_id}', conversationItem)
+        .replace('{version}', '1');
     const bodies: Record<string, unknown> = {
       'PATCH /guardrails/{id}': { name: 'stolen' },
       'POST /guardrails/{id}/assignments/keys': { key_hashes: [key.hash] },
@@ -141,7 +148,11 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     };
     // API-key resources: the intruder (in the interns programme, so its 404 is not the programme's)
     // tries them with its API key. `/vault/secrets/{name}` names the caller's own workspace vault.
-    const apiKeyRoutes = /^\/(batches|messages\/batches|files|interns|vault|responses|conversations)\//;
+    const apiKeyRoutes =
+      /^\/(batches|messages\/batches|files|interns|vault|responses|conversations|presets)\//;
+    // Saving a preset names a slug in the caller's own workspace: another tenant saving the same
+    // slug makes its own preset (test/presets.test.ts), so those routes are no object of the owner's.
+    const ownScope = /^\/presets\/\{slug\}\/(chat\/completions|messages|responses)$/;
 
     const doc: any = await (await fetch(`${gw.url}/api/v1/openapi.json`)).json();
     const other = await makeOrganization(gw.url, `Intruder ${db}`, { internsProgramme: true });
@@ -152,7 +163,13 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) {
       // The catalog's routes name models, not objects of an organization.
       const catalog = /^\/models?\//.test(path);
-      if (!path.includes('{') || catalog || path.startsWith('/admin') || path.startsWith('/vault/secrets/'))
+      if (
+        !path.includes('{') ||
+        catalog ||
+        ownScope.test(path) ||
+        path.startsWith('/admin') ||
+        path.startsWith('/vault/secrets/')
+      )
         continue;
       for (const method of Object.keys(ops).map((m) => m.toUpperCase())) {
         const route = `${method} ${path}`;
@@ -168,6 +185,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
         expect(res.text).not.toContain('sk-private-intern-secret');
         expect(res.text).not.toContain('private conversation');
         expect(res.text).not.toContain('private file');
+        expect(res.text).not.toContain('private preset prompt');
         tried.push(route);
       }
     }
@@ -206,6 +224,10 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     expect(ours.body.status).not.toMatch(/cancel/);
     expect((await theirsApi('GET', '/batches')).body.total_count).toBe(0);
     expect((await api('GET', `/files/${file.id}`)).status).toBe(200);
+    expect((await api('GET', '/presets/private-preset')).body.data.designated_version.system_prompt).toBe(
+      'private preset prompt',
+    );
+    expect((await theirsApi('GET', '/presets')).body.total_count).toBe(0);
     expect((await theirsApi('GET', '/files')).body.data).toEqual([]);
     const ourMessageBatch = await api('GET', `/messages/batches/${messageBatch.id}`);
     expect(ourMessageBatch.status).toBe(200);

@@ -55,6 +55,31 @@ export const AUDITED: Record<string, AuditedRoute> = {
   [`POST ${P}/keys`]: { action: 'key.create', resource: 'key' },
   [`PATCH ${P}/keys/:hash`]: { action: 'key.update', resource: 'key', before: '/keys/:hash', id: ['hash'] },
   [`DELETE ${P}/keys/:hash`]: { action: 'key.delete', resource: 'key', before: '/keys/:hash', id: ['hash'] },
+  // Presets (API keys, in their own workspace).
+  [`POST ${P}/presets/:slug/chat/completions`]: {
+    action: 'preset.save',
+    resource: 'preset',
+    before: '/presets/:slug',
+    id: ['slug'],
+  },
+  [`POST ${P}/presets/:slug/messages`]: {
+    action: 'preset.save',
+    resource: 'preset',
+    before: '/presets/:slug',
+    id: ['slug'],
+  },
+  [`POST ${P}/presets/:slug/responses`]: {
+    action: 'preset.save',
+    resource: 'preset',
+    before: '/presets/:slug',
+    id: ['slug'],
+  },
+  [`DELETE ${P}/presets/:slug`]: {
+    action: 'preset.delete',
+    resource: 'preset',
+    before: '/presets/:slug',
+    id: ['slug'],
+  },
   [`POST ${P}/workspaces`]: { action: 'workspace.create', resource: 'workspace' },
   [`PATCH ${P}/workspaces/:id`]: {
     action: 'workspace.update',

@@ -243,6 +243,8 @@ export interface GenerationsTable {
   safeguards?: string | null;
   /** How the call was routed, as a JSON object (null: rows from before 0017, calls never routed). */
   gateway_metadata?: string | null;
+  /** The preset the call used (`@preset/<slug>`), null for none (0026). */
+  preset_id?: string | null;
 }
 
 /**
@@ -477,6 +479,8 @@ export interface Database {
   intern_create_ops: InternCreateOpsTable;
   vaults: VaultsTable;
   vault_secrets: VaultSecretsTable;
+  presets: PresetsTable;
+  preset_versions: PresetVersionsTable;
   stored_responses: StoredResponsesTable;
   stored_response_items: StoredResponseItemsTable;
   conversations: ConversationsTable;
@@ -550,6 +554,35 @@ export interface VaultSecretsTable {
 }
 
 /** A stored `/responses` response (times in ms since the epoch; see migration 0006). */
+/** A workspace's named request configuration (0026); its versions are in preset_versions. */
+export interface PresetsTable {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  slug: string;
+  name: string;
+  description: string | null;
+  /** active | disabled | archived */
+  status: string;
+  designated_version_id: string | null;
+  creator_user_id: string | null;
+  created_at: string;
+  updated_at: string;
+  status_updated_at: string | null;
+}
+
+/** One saved version of a preset: the request fields it sets and its system prompt. */
+export interface PresetVersionsTable {
+  id: string;
+  preset_id: string;
+  version: number;
+  config_json: JsonText;
+  system_prompt: string | null;
+  /** The user who saved it, else the hash of the key that did. */
+  creator_id: string;
+  created_at: string;
+}
+
 export interface StoredResponsesTable {
   id: string;
   organization_id: string;

@@ -94,6 +94,8 @@ interface Fx {
   /** A conversation of workspace A1, and one of its items. */
   conversation: string;
   conversationItem: string;
+  /** A preset of workspace A1 (its slug). */
+  preset: string;
   spare: {
     guardrail: string;
     key: string;
@@ -108,6 +110,7 @@ interface Fx {
     conversationItem: string;
     /** A message batch that has ended (cancelled): its results, and the owner's DELETE. */
     messageBatch: string;
+    preset: string;
   };
 }
 
@@ -513,6 +516,47 @@ const ROUTES: Record<string, Row> = {
     auth: 'api',
     path: (fx) => `/conversations/${fx.conversation}/items/${fx.conversationItem}`,
     ownerPath: (fx) => `/conversations/${fx.conversation}/items/${fx.spare.conversationItem}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  // Presets: the key's workspace's. Saving names a slug in the caller's own workspace, so another
+  // tenant's save (of a slug of its own) makes its own preset.
+  'GET /api/v1/presets': { auth: 'api', ok: 200, mgmtOnApi: 403 },
+  'GET /api/v1/presets/:slug': {
+    auth: 'api',
+    path: (fx) => `/presets/${fx.preset}`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'GET /api/v1/presets/:slug/versions': {
+    auth: 'api',
+    path: (fx) => `/presets/${fx.preset}/versions`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'GET /api/v1/presets/:slug/versions/:version': {
+    auth: 'api',
+    path: (fx) => `/presets/${fx.preset}/versions/1`,
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  ...Object.fromEntries(
+    ['chat/completions', 'messages', 'responses'].map((skin) => [
+      `POST /api/v1/presets/:slug/${skin}`,
+      {
+        auth: 'api',
+        path: (fx: Fx, as: Cred) => `/presets/${as === 'api' ? fx.preset : `p-${tag(as)}`}/${skin}`,
+        body: () => chat,
+        ok: 200,
+        org: 200,
+        mgmtOnApi: 403,
+      } satisfies Row,
+    ]),
+  ),
+  'DELETE /api/v1/presets/:slug': {
+    auth: 'api',
+    path: (fx) => `/presets/${fx.preset}`,
+    ownerPath: (fx) => `/presets/${fx.spare.preset}`,
     ok: 200,
     mgmtOnApi: 403,
   },
@@ -1100,6 +1144,10 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       await api('GET', `/conversations/${conversation}/items?order=asc`),
       200,
     ).data.map((i: { id: string }) => i.id);
+    const preset = async (slug: string) => {
+      created(await api('POST', `/presets/${slug}/chat/completions`, chat), 200);
+      return slug;
+    };
     await gw.services.accountant.flush();
     const fx: Fx = {
       otherOrg: other.organizationId,
@@ -1117,6 +1165,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       response,
       conversation,
       conversationItem,
+      preset: await preset('a1-preset'),
       spare: {
         guardrail: created(await mgmt('POST', '/guardrails', { name: 'spare' })).data.id,
         key: created(await mgmt('POST', '/keys', { name: 'spare' })).data.hash,
@@ -1136,6 +1185,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
         conversation: created(await api('POST', '/conversations', {}), 200).id,
         conversationItem: spareConversationItem,
         messageBatch: spareMessageBatch,
+        preset: await preset('a1-spare-preset'),
       },
     };
     const markers = [
@@ -1147,6 +1197,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       batch.id,
       messageBatch,
       spareMessageBatch,
+      'a1-preset',
       intern.id,
       host,
       secret.value,
@@ -1267,7 +1318,8 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
         got,
         c.want,
         c.media,
-        /\/messages(\/|$)/.test(c.path),
+        // Anthropic-format routes (not saving a preset from a Messages body: a management answer).
+        /^\/messages(\/|$)/.test(c.path),
         !c.media && /^\/files(\/|$)/.test(c.path),
       );
       if (wrong) problems.push(`${c.label}: ${wrong}`);

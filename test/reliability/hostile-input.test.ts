@@ -569,7 +569,9 @@ function paramValue(t: Target, name: string, fx: Fx): string {
     slug: 'echo',
     '*': 'no/such/file.png',
     item_id: fx.conversationItem,
+    version: '1',
   };
+  if (t.id === 'DELETE /api/v1/presets/:slug') return 'deletable-preset';
   if (byName[name]) return byName[name];
   if (t.id === 'GET /api/v1/models/:id') return 'gatehouse/echo';
   if (t.id === 'DELETE /api/v1/messages/batches/:id') return fx.deletableMessageBatch;
@@ -842,6 +844,10 @@ describe('hostile input: property-based requests on every route', () => {
       otherOrg: other.data.id,
       imageUrl: `http://127.0.0.1:${(images.address() as AddressInfo).port}/a.png`,
     };
+    // Presets are named by slug: `echo` (the slug every `:slug` parameter gets) for the reads, and
+    // one for DELETE.
+    for (const slug of ['echo', 'deletable-preset'])
+      ok(await api('POST', `/presets/${slug}/chat/completions`, chat));
     await gw.services.accountant.flush();
     await gw.services.contentLog.flush();
   });
