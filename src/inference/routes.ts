@@ -5,6 +5,7 @@ import { captureWhole, tapStream } from '../content-log/tap.js';
 import type { CompactionDraft } from '../formats/compaction.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, notFound } from '../lib/errors.js';
+import type { Skin } from '../presets/config.js';
 import type { ForwardedJson } from '../providers/types.js';
 import type { Body, InferenceCall, RouteInfo } from '../routing/call.js';
 import type { Streaming } from '../routing/engine.js';
@@ -116,16 +117,19 @@ export function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown)
 
 /**
  * Serves one chat-kind call: a lane's answer relayed as it came, or the translation encoded;
- * `store` keeps the answer (the /responses endpoint's stored responses).
+ * `presetId` is the preset its body was completed from (withPreset), `store` keeps the answer (the
+ * /responses endpoint's stored responses).
  */
 async function serveChat(
   { engine, contentLog }: Pick<Services, 'engine' | 'contentLog'>,
   wire: ChatWire,
   req: FastifyRequest,
   reply: FastifyReply,
+  presetId: string | undefined,
   store?: AnswerStore,
 ) {
   const call = callOf(req, wire, callAbort(reply));
+  if (presetId) call.presetId = presetId;
   if (!call.stream) {
     const done = await engine.complete(call);
     describe(reply, done.info);
@@ -209,6 +213,22 @@ export async function responsesTurn(
   return store;
 }
 
+/**
+ * A chat-kind body that names a preset (`@preset/<slug>`, `<model>@preset/<slug>`, `preset`)
+ * completed from it in place; the preset's id, recorded with the generation. Before anything else
+ * reads the body: the model it runs is the preset's.
+ */
+export async function withPreset(
+  { presets }: Pick<Services, 'presets'>,
+  req: FastifyRequest,
+  skin: Skin,
+): Promise<string | undefined> {
+  const resolved = await presets.resolve(req.caller, skin, req.body as Body);
+  if (!resolved) return undefined;
+  req.body = resolved.body;
+  return resolved.presetId;
+}
+
 /** A handler run in the request's SERVER span (the parent of its attempts' spans) when tracing is on. */
 export const traced =
   <R extends FastifyRequest>(handler: (req: R, reply: FastifyReply) => Promise<unknown>) =>
@@ -217,7 +237,10 @@ export const traced =
 
 export async function inferenceRoutes(
   app: Router,
-  services: Pick<Services, 'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations'>,
+  services: Pick<
+    Services,
+    'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations' | 'presets'
+  >,
 ) {
   const { engine } = services;
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
@@ -242,7 +265,9 @@ export async function inferenceRoutes(
   app.post(
     WIRES.chat.path,
     chat,
-    traced((req, reply) => serveChat(services, WIRES.chat, req, reply)),
+    traced(async (req, reply) =>
+      serveChat(services, WIRES.chat, req, reply, await withPreset(services, req, 'chat')),
+    ),
   );
   const messages = route(WIRES.messages, {
     body: Type.Ref(MessagesRequest),
@@ -251,7 +276,9 @@ export async function inferenceRoutes(
   app.post(
     WIRES.messages.path,
     messages,
-    traced((req, reply) => serveChat(services, WIRES.messages, req, reply)),
+    traced(async (req, reply) =>
+      serveChat(services, WIRES.messages, req, reply, await withPreset(services, req, 'messages')),
+    ),
   );
   // The WebSocket upgrade (socket.routes.ts) is no HTTP operation: the document tells of it here.
   const responses = route(
@@ -269,9 +296,10 @@ export async function inferenceRoutes(
   app.post(
     WIRES.responses.path,
     responses,
-    traced(async (req, reply) =>
-      serveChat(services, WIRES.responses, req, reply, await responsesTurn(services, req)),
-    ),
+    traced(async (req, reply) => {
+      const presetId = await withPreset(services, req, 'responses');
+      return serveChat(services, WIRES.responses, req, reply, presetId, await responsesTurn(services, req));
+    }),
   );
 
   /**

@@ -20,14 +20,14 @@ import type { Body } from '../routing/call.js';
 import type { Services } from '../services.js';
 import { inputList } from '../stored-responses/expansion.js';
 import { serveTraced } from '../telemetry/spans.js';
-import { callOf, failed, responsesTurn, streamFrames } from './routes.js';
+import { callOf, failed, responsesTurn, streamFrames, withPreset } from './routes.js';
 import { errorEvent, errorOf, frameEvents, messageText, type SocketError } from './socket-events.js';
 import { WIRES } from './wires/index.js';
 import { isObj } from './wires/texts.js';
 
 export type SessionServices = Pick<
   Services,
-  'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'keys'
+  'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'keys' | 'presets'
 >;
 
 /** The connection's last response: what a turn naming it continues from. */
@@ -167,9 +167,11 @@ export class ResponsesSession {
     await traceTurn(req, async () => {
       let started = false;
       try {
+        const presetId = await withPreset(this.services, req, 'responses');
         const store = await responsesTurn(this.services, req);
         const context = inputList((req.body as Body).input) ?? [];
         const call = callOf(req, wire, abort);
+        if (presetId) call.presetId = presetId;
         call.headers = withoutSocketBeta(call.headers);
         const { engine, contentLog } = this.services;
         const s = tapStream(contentLog, call, await engine.stream(call));

@@ -52,6 +52,7 @@ const GENERATION_COLUMNS = [
   'provider_responses',
   'safeguards',
   'gateway_metadata',
+  'preset_id',
 ] as const satisfies readonly (keyof GenerationsTable)[];
 
 /** The columns a generations list reads: all but the detail's JSON (see generationDetailView). */

@@ -167,6 +167,8 @@ export interface InferenceCall {
   hooks?: CallHooks;
   /** The span the call's attempt spans go under (the request's, a batch item's); absent: not traced. */
   trace?: TraceParent;
+  /** The preset whose configuration the body was completed from (presets/), recorded with the generation. */
+  presetId?: string;
 }
 
 /** How a caller other than the HTTP endpoints (the batch worker) takes part in a call. */

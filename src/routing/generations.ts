@@ -70,7 +70,7 @@ export function generationView(r: GenerationRow) {
     provider_responses: fromJsonList(r.provider_responses),
     upstream_id: r.upstream_id,
     app_id: null,
-    preset_id: null,
+    preset_id: r.preset_id ?? null,
     http_referer: null,
     user_agent: null,
     external_user: null,

@@ -24,7 +24,7 @@ export interface Outcome {
   upstreamId?: string | null;
 }
 
-type CallRef = Pick<InferenceCall, 'caller' | 'wire' | 'model'>;
+type CallRef = Pick<InferenceCall, 'caller' | 'wire' | 'model' | 'presetId'>;
 
 /** Who made a generation, through which endpoint, asking for which model. */
 export interface RowRef {
@@ -32,12 +32,15 @@ export interface RowRef {
   /** chat | messages | responses | embeddings | media */
   endpoint: string;
   requestedModel: string;
+  /** The preset the call used, when it named one. */
+  presetId?: string;
 }
 
 const refOf = (call: CallRef): RowRef => ({
   caller: call.caller,
   endpoint: call.wire.endpoint,
   requestedModel: call.model,
+  presetId: call.presetId,
 });
 
 /** A generation row with nothing served yet: zero tokens, zero cost, status success. */
@@ -79,6 +82,7 @@ export function baseRow(ref: RowRef, id: string): GenerationRow {
     provider_responses: null,
     safeguards: null,
     gateway_metadata: null,
+    preset_id: ref.presetId ?? null,
   };
 }
 

@@ -111,7 +111,15 @@ export function inspectBody(body: Body): { model: string; stream: boolean } {
  * by the gateway, never sent to a provider on a lane (the `web` plugin becomes the provider's own
  * search first: formats/plugins.ts).
  */
-export const GATEHOUSE_FIELDS = ['provider', 'models', 'route', 'debug', 'transforms', 'plugins'] as const;
+export const GATEHOUSE_FIELDS = [
+  'provider',
+  'models',
+  'route',
+  'debug',
+  'transforms',
+  'plugins',
+  'preset',
+] as const;
 
 /** The caller's body for a lane: a shallow copy with the upstream's model id and without `drop`. */
 export function withoutFields(body: Body, upstreamModel: string, drop: readonly string[]): Body {
