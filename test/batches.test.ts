@@ -669,6 +669,16 @@ describe.each(databases)('batches (%s)', (db) => {
         /^requests\[1\] \(custom_id "b"\)\.body\.stream/,
       ],
       [
+        'a request naming a preset',
+        batchOf([item('a'), item('b', chatBody('x', '@preset/writer'))]),
+        /^requests\[1\] \(custom_id "b"\)\.body: presets are not applied in batches/,
+      ],
+      [
+        'a request with a preset field',
+        batchOf([item('a', chatBody('x', 'gatehouse/echo', { preset: 'writer' }))]),
+        /^requests\[0\] \(custom_id "a"\)\.body: presets are not applied in batches/,
+      ],
+      [
         'requests for different models under a batch model',
         batchOf([item('a'), item('b', chatBody('x', 'gatehouse/scripted'))], { model: 'gatehouse/echo' }),
         /^requests\[1\] \(custom_id "b"\)\.body\.model: must be the batch's model gatehouse\/echo/,

@@ -344,6 +344,14 @@ export class Ingestion {
       throw requestError(index, customId, '.body.stream: streaming is not supported in batches');
     if (typeof b.model !== 'string' || b.model === '')
       throw requestError(index, customId, '.body.model: a model id is required');
+    // Presets complete a body at call time (presets/): a batch's requests are run as they were
+    // admitted, so one naming a preset is refused rather than run without it.
+    if ((b.preset !== undefined && b.preset !== null) || b.model.includes('@preset/'))
+      throw requestError(
+        index,
+        customId,
+        '.body: presets are not applied in batches; name the model and settings',
+      );
     const model = b.model;
     const limit = [b.max_completion_tokens, b.max_tokens, b.max_output_tokens].find(
       (n): n is number => typeof n === 'number' && Number.isInteger(n) && n > 0,
