@@ -25,6 +25,7 @@ import * as m0022 from './migrations/0022_conversations.js';
 import * as m0023 from './migrations/0023_batch_files.js';
 import * as m0024 from './migrations/0024_batch_file_expiry.js';
 import * as m0025 from './migrations/0025_batch_headers.js';
+import * as m0027 from './migrations/0027_generation_feedback.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '0023_batch_files': m0023,
   '0024_batch_file_expiry': m0024,
   '0025_batch_headers': m0025,
+  '0027_generation_feedback': m0027,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
