@@ -217,7 +217,10 @@ export const traced =
 
 export async function inferenceRoutes(
   app: Router,
-  services: Pick<Services, 'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations'>,
+  services: Pick<
+    Services,
+    'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations' | 'feedback'
+  >,
 ) {
   const { engine } = services;
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
@@ -408,7 +411,8 @@ export async function inferenceRoutes(
       };
       const kept = (await services.contentLog.get(scope, row.id)) !== null;
       const content_url = kept ? `/api/v1/generation/content?id=${encodeURIComponent(row.id)}` : null;
-      return reply.send({ data: { ...row, content_url } });
+      const feedback = await services.feedback.recent(row.id);
+      return reply.send({ data: { ...row, content_url, feedback } });
     },
   );
 }
