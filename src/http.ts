@@ -24,6 +24,7 @@ import { contentLogRoutes } from './content-log/routes.js';
 import { budgetsRoutes } from './credits/budgets.routes.js';
 import { creditsRoutes } from './credits/routes.js';
 import { ping } from './db/connection.js';
+import { feedbackRoutes } from './feedback/routes.js';
 import { guardrailAssignmentsRoutes } from './guardrails/assignments.routes.js';
 import { effectivePolicyRoutes } from './guardrails/effective.routes.js';
 import { guardrailsRoutes } from './guardrails/routes.js';
@@ -77,6 +78,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   audioRoutes,
   responsesSocketRoutes,
   contentLogRoutes,
+  feedbackRoutes,
   catalogRoutes,
   storedResponsesRoutes,
   presetsRoutes,

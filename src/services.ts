@@ -28,6 +28,7 @@ import { type SpendEvent, SpendTracker } from './credits/spend.js';
 import { SpendAdmission } from './credits/spend-admission.js';
 import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
+import { FeedbackService } from './feedback/service.js';
 import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
 import { EffectivePolicyService } from './guardrails/effective.service.js';
@@ -202,6 +203,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     credentials,
   });
   const generations = new GenerationsService(db, accountant);
+  const feedback = new FeedbackService(db, generations);
   // Request and response content of the workspaces that keep it, written off the calls' path.
   // Export destinations: every accounted generation is matched and queued off the response path.
   const contentLog = new ContentLog({ db, log: log.child({ component: 'content-log' }), metrics });
@@ -380,6 +382,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     interns,
     mediaBilling: media,
     generations,
+    feedback,
     contentLog,
     destinations,
     activity,

@@ -208,6 +208,15 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
       expect(res.status).toBe(404);
       expect(res.text).not.toContain('private content');
     }
+    // Nor does either send feedback on it (the id is in the body).
+    for (const as of [theirs, theirsApi]) {
+      const res = await as('POST', '/generation/feedback', {
+        generation_id: generationId,
+        category: 'other',
+      });
+      expect(res.status).toBe(404);
+    }
+    expect((await api('GET', `/generation?id=${generationId}`)).body.data.feedback).toEqual([]);
 
     // Nothing of the first organization changed.
     expect((await mine('GET', `/guardrails/${guardrail.id}`)).body.data.name).toBe('g');

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { FeedbackEntry } from '../feedback/schemas.js';
 import { Nullable, StringEnum } from '../server/schemas.js';
 
 const Str = Type.String();
@@ -105,7 +106,7 @@ export const SafeguardRecord = Type.Object(
   { title: 'SafeguardRecord' },
 );
 
-/** GET /generation?id=: one generation, and where its kept content is (null when none is kept). */
+/** GET /generation?id=: one generation, where its kept content is (null when none is kept), its feedback. */
 export const GenerationDetail = Type.Object({
   data: Type.Object(
     {
@@ -131,6 +132,9 @@ export const GenerationDetail = Type.Object({
           },
         ),
       ),
+      feedback: Type.Array(FeedbackEntry, {
+        description: 'The newest 20 entries of POST /generation/feedback on it, newest first ([] when none)',
+      }),
     },
     { title: 'GenerationDetail' },
   ),

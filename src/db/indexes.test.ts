@@ -91,3 +91,34 @@ describe('batch file indexes', () => {
     );
   });
 });
+
+/** Generation feedback: GET /generation's newest entries and the cap's next number (SQLite's query plans). */
+describe('generation feedback index', () => {
+  let dir: string;
+  let handle: DbHandle;
+  const plan = (query: string) =>
+    (handle.sqlite?.prepare(`explain query plan ${query}`).all() as { detail: string }[])
+      .map((r) => r.detail)
+      .join('; ');
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gatehouse-indexes-'));
+    handle = openDatabase(join(dir, 'db.sqlite'));
+    await migrateToLatest(handle);
+  });
+  afterAll(async () => {
+    await handle.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads a generation’s newest entries and its highest number through the index, without a sort', () => {
+    const newest = plan(
+      "select category from generation_feedback where generation_id = 'g' order by seq desc limit 20",
+    );
+    expect(newest).toMatch(/USING INDEX generation_feedback_seq/);
+    expect(newest).not.toMatch(/TEMP B-TREE/);
+    expect(plan("select max(seq) from generation_feedback where generation_id = 'g'")).toMatch(
+      /generation_feedback_seq/,
+    );
+  });
+});

@@ -26,6 +26,7 @@ import * as m0023 from './migrations/0023_batch_files.js';
 import * as m0024 from './migrations/0024_batch_file_expiry.js';
 import * as m0025 from './migrations/0025_batch_headers.js';
 import * as m0026 from './migrations/0026_presets.js';
+import * as m0027 from './migrations/0027_generation_feedback.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -55,6 +56,7 @@ const migrations: Record<string, Migration> = {
   '0024_batch_file_expiry': m0024,
   '0025_batch_headers': m0025,
   '0026_presets': m0026,
+  '0027_generation_feedback': m0027,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

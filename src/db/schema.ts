@@ -431,6 +431,22 @@ export interface BatchRequestsTable {
   finished_by: string | null;
 }
 
+/** One feedback entry on a generation (migration 0027; see feedback/). `seq`: 1, 2, … per generation. */
+export interface GenerationFeedbackTable {
+  id: string;
+  organization_id: string;
+  /** The generation's workspace. */
+  workspace_id: string;
+  generation_id: string;
+  seq: number;
+  category: string;
+  comment: string | null;
+  /** Who sent it: the key's hash, and the key's user when it has one. */
+  key_hash: string;
+  user_id: string | null;
+  created_at: string;
+}
+
 /** One management write, made or refused (migration 0019; see audit/). */
 export interface AuditEventsTable {
   id: string;
@@ -470,6 +486,7 @@ export interface Database {
   generations: GenerationsTable;
   generation_hours: GenerationHoursTable;
   generation_contents: GenerationContentsTable;
+  generation_feedback: GenerationFeedbackTable;
   settings: SettingsTable;
   batches: BatchesTable;
   batch_requests: BatchRequestsTable;

@@ -9,6 +9,7 @@
 
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { SafeguardRecord } from '../activity/schemas.js';
+import { FeedbackEntry } from '../feedback/schemas.js';
 import { StringEnum } from '../server/schemas.js';
 
 const open = { additionalProperties: true };
@@ -613,6 +614,10 @@ export const Generation = Type.Object(
           additionalProperties: true,
           description:
             'How the call was routed: `route` (lane or translated), `endpoints` considered, `endpoints_excluded`, `models_tried`, `models_skipped`, `strategy`, `dropped_fields`, a `summary`. Null on generations recorded before this was kept.',
+        }),
+        feedback: Type.Array(FeedbackEntry, {
+          description:
+            'The newest 20 entries sent with `POST /generation/feedback`, newest first (`[]` when none).',
         }),
       },
       open,

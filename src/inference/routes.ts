@@ -239,7 +239,7 @@ export async function inferenceRoutes(
   app: Router,
   services: Pick<
     Services,
-    'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations' | 'presets'
+    'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations' | 'presets' | 'feedback'
   >,
 ) {
   const { engine } = services;
@@ -436,7 +436,8 @@ export async function inferenceRoutes(
       };
       const kept = (await services.contentLog.get(scope, row.id)) !== null;
       const content_url = kept ? `/api/v1/generation/content?id=${encodeURIComponent(row.id)}` : null;
-      return reply.send({ data: { ...row, content_url } });
+      const feedback = await services.feedback.recent(row.id);
+      return reply.send({ data: { ...row, content_url, feedback } });
     },
   );
 }

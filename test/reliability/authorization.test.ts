@@ -191,6 +191,14 @@ const ROUTES: Record<string, Row> = {
   },
   // An API key lists only its own generations; a management key its organization's.
   'GET /api/v1/generations': { auth: 'key', ok: 200, org: 200, ws: 200 },
+  // Feedback: an API key on its own workspace's generations, a management key on its organization's.
+  'POST /api/v1/generation/feedback': {
+    auth: 'key',
+    body: (fx, as) => ({ generation_id: fx.generation, category: 'other', comment: `from ${tag(as)}` }),
+    ok: 200,
+    org: 404,
+    ws: 404,
+  },
 
   // Management keys.
   'POST /api/v1/guardrails': {
@@ -1338,6 +1346,16 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     // Nothing another tenant (or an invalid credential) did changed the owner's objects.
     const after = await snapshot();
     const changed = snapshotPaths.filter((_, i) => JSON.stringify(before[i]) !== JSON.stringify(after[i]));
+    // Feedback on the owner's generation came from the owner's two keys only (the owner's own calls
+    // of a route any key may use run with the rest, so it is checked here rather than by snapshot).
+    const feedbackBy = await gw.services.db
+      .selectFrom('generation_feedback')
+      .select('key_hash')
+      .where('generation_id', '=', fx.generation)
+      .execute();
+    expect(feedbackBy.map((r) => r.key_hash).sort()).toEqual(
+      [sha256(gw.apiKey), sha256(gw.managementKey)].sort(),
+    );
 
     // Owner controls: each write route does succeed for its owner (reads ran above). Deletes last,
     // on spares; the rest in registration order (assign before remove, provision before suspend).

@@ -536,6 +536,7 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
   }),
   'POST /api/v1/conversations/:id': () => ({ metadata: { topic: 'fuzz' } }),
   'POST /api/v1/conversations/:id/items': () => ({ items: [{ role: 'user', content: 'more' }] }),
+  'POST /api/v1/generation/feedback': (fx) => ({ generation_id: fx.generation, category: 'other' }),
 };
 
 /** Routes whose valid example is refused by design (removed, no runtime token, nothing running, no such thing). */
