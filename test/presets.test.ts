@@ -211,6 +211,23 @@ describe.each(databases)('presets (%s)', (db) => {
     });
   });
 
+  it("counts a preset's tokens as its calls would send them: its model and system prompt, no settings", async () => {
+    mock.enqueue({ reply: { text: 'unused' } });
+    const res = await call('POST', '/messages/count_tokens', {
+      model: '@preset/writer',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.input_tokens).toEqual(expect.any(Number));
+    // Anthropic's count endpoint takes no sampling settings or output limit.
+    expect(mock.requests[0]?.path).toMatch(/count_tokens$/);
+    expect(mock.requests[0]?.body).toEqual({
+      model: 'claude-x',
+      messages: [{ role: 'user', content: 'hi' }],
+      system: 'You are terse.',
+    });
+  });
+
   it("an unknown preset is a 404 in the caller's format, before any upstream call", async () => {
     const chat = await call('POST', '/chat/completions', { model: '@preset/nope', messages: [] });
     expect(chat.status).toBe(404);

@@ -216,14 +216,16 @@ export async function responsesTurn(
 /**
  * A chat-kind body that names a preset (`@preset/<slug>`, `<model>@preset/<slug>`, `preset`)
  * completed from it in place; the preset's id, recorded with the generation. Before anything else
- * reads the body: the model it runs is the preset's.
+ * reads the body: the model it runs is the preset's. `routingOnly` for bodies that take no settings
+ * (token counts, compaction): the preset's model, provider preferences and system prompt only.
  */
 export async function withPreset(
   { presets }: Pick<Services, 'presets'>,
   req: FastifyRequest,
   skin: Skin,
+  routingOnly = false,
 ): Promise<string | undefined> {
-  const resolved = await presets.resolve(req.caller, skin, req.body as Body);
+  const resolved = await presets.resolve(req.caller, skin, req.body as Body, routingOnly);
   if (!resolved) return undefined;
   req.body = resolved.body;
   return resolved.presetId;
@@ -325,10 +327,12 @@ export async function inferenceRoutes(
       const { caller } = req;
       // Stored state is expanded as for /responses; nothing is stored (a compaction is no response).
       // A compact body may name only its previous response: the stored chain is its whole input.
+      const presetId = await withPreset(services, req, 'responses', true);
       const body = req.body as Body;
       const named = isObj(body) && body.input === undefined && body.previous_response_id;
       req.body = await withHeldState(req, named ? { ...body, input: [] } : body);
       const call = callOf(req, compactWire, callAbort(reply));
+      if (presetId) call.presetId = presetId;
       const done = await engine.complete(call);
       describe(reply, done.info);
       captureWhole(services.contentLog, call, done, reply);
@@ -351,6 +355,7 @@ export async function inferenceRoutes(
     countTokensWire.path,
     counting,
     traced(async (req, reply) => {
+      await withPreset(services, req, 'messages', true);
       const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
       return sendCount(reply, counted, (n, estimated) => ({
         input_tokens: n,
@@ -369,6 +374,7 @@ export async function inferenceRoutes(
     inputTokensWire.path,
     inputTokens,
     traced(async (req, reply) => {
+      await withPreset(services, req, 'responses', true);
       req.body = await withHeldState(req, req.body);
       const counted = await engine.countTokens(callOf(req, inputTokensWire, callAbort(reply)));
       return sendCount(reply, counted, (n, estimated) => ({

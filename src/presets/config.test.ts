@@ -99,6 +99,14 @@ describe('preset configuration', () => {
     });
   });
 
+  it('gives a counting or compacting body only the model, provider preferences and system prompt', () => {
+    expect(applied('messages', { messages: [] }, preset, true)).toEqual({
+      messages: [],
+      model: 'p/model',
+      system: 'You are terse.',
+    });
+  });
+
   it("leaves the output limit alone when the body sets either of chat's two names", () => {
     const out = applied('chat', { messages: [], max_completion_tokens: 10 }, preset);
     expect(out.max_completion_tokens).toBe(10);

@@ -101,18 +101,25 @@ export function savedFrom(skin: Skin, body: Body): Saved {
   return { config, systemPrompt: systemPromptOf(skin, body) };
 }
 
+/** The fields that choose what serves a call: all a counting or compacting body takes of a preset. */
+const ROUTING: ReadonlySet<string> = new Set(['model', 'models', 'provider', 'route']);
+
 /**
  * `body` completed from a preset: every preset field the format takes that the body does not set
  * (a field sent as null counts as not sent), and the preset's system prompt when the body has none.
- * The body's own fields always win. `body` is not changed.
+ * The body's own fields always win. `body` is not changed. `routingOnly`: only the model, provider
+ * preferences and system prompt — for token counts and compaction, whose bodies take no settings.
  */
-export function applied(skin: Skin, body: Body, preset: Saved): Body {
+export function applied(skin: Skin, body: Body, preset: Saved, routingOnly = false): Body {
   const out: Body = { ...body };
-  for (const [k, v] of Object.entries(preset.config)) if (FIELDS[skin].has(k) && !given(out[k])) out[k] = v;
-  const limit = preset.config.max_tokens;
-  if (given(limit) && !LIMIT[skin].some((k) => given(out[k]))) out[LIMIT[skin][0]] = limit;
-  const stop = STOP[skin];
-  if (stop && given(preset.config.stop) && !given(out[stop])) out[stop] = preset.config.stop;
+  const takes = routingOnly ? ROUTING : FIELDS[skin];
+  for (const [k, v] of Object.entries(preset.config)) if (takes.has(k) && !given(out[k])) out[k] = v;
+  if (!routingOnly) {
+    const limit = preset.config.max_tokens;
+    if (given(limit) && !LIMIT[skin].some((k) => given(out[k]))) out[LIMIT[skin][0]] = limit;
+    const stop = STOP[skin];
+    if (stop && given(preset.config.stop) && !given(out[stop])) out[stop] = preset.config.stop;
+  }
   const prompt = preset.systemPrompt;
   if (prompt && systemPromptOf(skin, body) === null) {
     if (skin === 'messages') out.system = prompt;

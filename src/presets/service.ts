@@ -180,14 +180,20 @@ export class PresetsService {
    * The body a call runs with when it names a preset (`@preset/<slug>`, `<model>@preset/<slug>` or
    * `preset`): completed from the preset's designated version, the reference taken out. Null when
    * the body names no preset (the common case: no database read). An unknown preset is a 404.
+   * `routingOnly`: the preset's model, provider preferences and system prompt only (config.ts).
    */
-  async resolve(caller: Caller, skin: Skin, body: Body): Promise<{ body: Body; presetId: string } | null> {
+  async resolve(
+    caller: Caller,
+    skin: Skin,
+    body: Body,
+    routingOnly = false,
+  ): Promise<{ body: Body; presetId: string } | null> {
     const ref = presetRefOf(body);
     if (!ref) return null;
     const found = await store.findWithVersion(this.db, scopeOf(caller), ref.slug);
     if (!found?.version || found.status !== 'active')
       throw new ApiError(404, `Preset ${ref.slug} not found in this workspace`);
-    const out = applied(skin, withoutRef(body, ref), savedOf(found.version));
+    const out = applied(skin, withoutRef(body, ref), savedOf(found.version), routingOnly);
     if (out.model === undefined && out.models === undefined)
       throw badRequest(
         `Preset ${ref.slug} names no model: name one in the request (\`model@preset/${ref.slug}\`)`,
