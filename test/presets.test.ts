@@ -275,6 +275,10 @@ describe.each(databases)('presets (%s)', (db) => {
     expect((await call('GET', '/presets/writer/versions/zero')).status).toBe(400);
     expect((await call('GET', '/presets/writer/versions/9')).status).toBe(404);
     expect((await call('GET', '/presets?limit=500')).status).toBe(400);
+    const nested = await call('POST', '/presets/nested/chat/completions', { model: '@preset/writer' });
+    expect(nested.status).toBe(400);
+    expect(nested.body.error.message).toMatch(/cannot name another preset/);
+    expect((await call('GET', '/presets/nested')).status).toBe(404);
     expect((await client(gw.url, gw.managementKey)('GET', '/presets')).status).toBe(403);
   });
 

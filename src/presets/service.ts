@@ -139,6 +139,9 @@ export class PresetsService {
   async save(caller: Caller, slug: string, skin: Skin, body: Body) {
     checkSlug(slug);
     const saved = savedFrom(skin, body);
+    // A call completes from one preset: a preset naming another would be a model id no catalog has.
+    if (presetRefOf(saved.config))
+      throw badRequest('A preset cannot name another preset: give it a model id (`model`, `models`)');
     const configJson = JSON.stringify(saved.config);
     if (Buffer.byteLength(configJson) > MAX_CONFIG_BYTES)
       throw badRequest(`A preset's configuration is at most ${MAX_CONFIG_BYTES / 1024} KiB of JSON`);
