@@ -57,7 +57,8 @@ function Batches() {
           empty="No batches yet."
           columns={[
             { header: 'Batch', cell: (b) => <code>{b.id}</code> },
-            { header: 'Model', cell: (b) => b.model ?? '—' },
+            // A batch whose requests name several models has none of its own.
+            { header: 'Model', cell: (b) => b.model ?? 'several' },
             { header: 'Endpoint', cell: (b) => b.endpoint },
             { header: 'Status', cell: (b) => <span data-status={b.status}>{b.status}</span> },
             {
@@ -124,8 +125,8 @@ function Upload({ onCreated }: { onCreated: (b: Batch) => void }) {
       <p className="hint">
         A JSON Lines file: one request per line,{' '}
         <code>{'{"custom_id": "q1", "body": {"model": …, "messages": […]}}'}</code> (OpenAI's batch files,
-        with <code>method</code> and <code>url</code>, work as they are). Every request must name the same
-        model; results arrive within 24 hours.
+        with <code>method</code> and <code>url</code>, work as they are). Requests may name different models
+        (up to 64); results arrive within 24 hours.
       </p>
       <ErrorBanner error={error} onDismiss={() => setError(null)} />
       <form className="form-row" onSubmit={submit}>
