@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import type { Caller } from '../accounts/caller.js';
 import { isUniqueViolation } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
@@ -13,6 +14,7 @@ import {
   savedFrom,
   withoutRef,
 } from './config.js';
+import type { Preset, PresetVersion } from './schemas.js';
 import * as store from './store.js';
 
 /** Presets a workspace may hold, and versions kept of each (older ones are deleted on save). */
@@ -24,32 +26,9 @@ const MAX_SYSTEM_PROMPT_CHARS = 200_000;
 
 type Body = Record<string, unknown>;
 
-/** A preset as the API shows it (OpenRouter's `Preset`). */
-export interface PresetView {
-  id: string;
-  slug: string;
-  name: string;
-  description: string | null;
-  status: string;
-  designated_version_id: string | null;
-  creator_user_id: string | null;
-  workspace_id: string | null;
-  created_at: string;
-  updated_at: string;
-  status_updated_at: string | null;
-}
-
-/** One version (OpenRouter's `PresetDesignatedVersion`). */
-export interface VersionView {
-  id: string;
-  preset_id: string;
-  version: number;
-  config: PresetConfig;
-  system_prompt: string | null;
-  creator_id: string;
-  created_at: string;
-  updated_at: string;
-}
+/** A preset and a version as the API shows them (OpenRouter's `Preset` and `PresetDesignatedVersion`). */
+type PresetView = Static<typeof Preset>;
+type VersionView = Static<typeof PresetVersion>;
 
 const presetView = (p: store.PresetRow): PresetView => ({
   id: p.id,
