@@ -158,12 +158,13 @@ describe.each(databases)('generations list and activity (%s)', (db) => {
     expect(idsOf(seen)).toEqual(idsOf(newestFirst(mine)));
     const echo = seen.find((g: any) => g.model === 'gatehouse/echo') as any;
     expect(echo).toMatchObject({ status: 'success', streamed: false, api_key_hash: expect.any(String) });
-    // The same view as GET /generation, which adds where the call's kept content is, its safeguards
-    // and how it was routed (left out of the list: they are the bulk of a row).
+    // The same view as GET /generation, which adds where the call's kept content is, its safeguards,
+    // how it was routed and its feedback (left out of the list: they are the bulk of a row).
     const one = await mgmt('GET', `/generation?id=${echo.id}`);
-    const { content_url, safeguards, gateway_metadata, ...listed } = one.body.data;
+    const { content_url, safeguards, gateway_metadata, feedback, ...listed } = one.body.data;
     expect(content_url).toBeNull();
     expect(safeguards).toEqual([]);
+    expect(feedback).toEqual([]);
     expect(gateway_metadata).toMatchObject({ requested: 'gatehouse/echo', models_tried: ['gatehouse/echo'] });
     expect(listed).toEqual(echo);
   });
