@@ -1,5 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import OpenAI, { toFile } from 'openai';
 import OpenAI7, { toFile as toFile7 } from 'openai-v7';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
-import { client } from './support/http.js';
+import { adminClient, client } from './support/http.js';
 
 /**
  * OpenAI's audio endpoints through Gatehouse: `POST /audio/speech` and `POST /audio/transcriptions`
@@ -195,6 +195,79 @@ async function startAudioUpstream() {
 
 const AUDIO_LIMIT = 3_000_000;
 
+/**
+ * A multipart upload over its own connection (Content-Length of the whole form) that sends the
+ * `fields`, the file part's head and the first 64 KiB of a `size`-byte file, then waits: the rest
+ * goes only on `finish()`. A call refused before its upload is read is answered while it waits.
+ */
+function startUpload(url: string, key: string, fields: [string, string][], size: number) {
+  const boundary = `----gatehouse-test-${Math.random().toString(16).slice(2)}`;
+  const head = Buffer.from(
+    fields
+      .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
+      .join('') +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="long.mp3"\r\n` +
+      'Content-Type: audio/mpeg\r\n\r\n',
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const file = audioBytes(size, 5);
+  const total = head.length + file.length + tail.length;
+  const { hostname, port } = new URL(url);
+  const req = request({
+    host: hostname,
+    port,
+    method: 'POST',
+    path: '/api/v1/audio/transcriptions',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': total,
+    },
+  });
+  let sent = 0;
+  const write = (b: Buffer) => {
+    sent += b.length;
+    req.write(b);
+  };
+  const closed = new Promise<void>((r) => req.once('close', () => r()));
+  const answer = new Promise<IncomingMessage>((resolve, reject) => {
+    req.once('error', reject);
+    req.once('response', resolve);
+  });
+  // A client that leaves before any answer makes it fail: not a failure of the test then.
+  answer.catch(() => {});
+  /** The whole answer. */
+  const response = () =>
+    answer.then(async (res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of res) chunks.push(c as Buffer);
+      return { status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() };
+    });
+  // The connection may close under the unsent rest: that is what some cases expect.
+  req.on('error', () => {});
+  write(head);
+  write(file.subarray(0, 64 * 1024));
+  return {
+    answer,
+    response,
+    closed,
+    total,
+    sent: () => sent,
+    finish: () => {
+      write(file.subarray(64 * 1024));
+      write(tail);
+      req.end();
+    },
+    abort: () => req.destroy(),
+  };
+}
+
+/** Waits (polling, up to 10 s) until `check` holds; returns whether it did. */
+async function until(check: () => boolean): Promise<boolean> {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 50));
+  return check();
+}
+
 describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
   let gw: TestGateway;
   let mock: Awaited<ReturnType<typeof startAudioUpstream>>;
@@ -202,6 +275,7 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
   let sdk: OpenRouter;
   let call: ReturnType<typeof client>;
   let mgmt: ReturnType<typeof client>;
+  let configFile: string;
 
   beforeAll(async () => {
     mock = await startAudioUpstream();
@@ -309,10 +383,10 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
         },
       ],
     };
-    const file = join(mkdtempSync(join(tmpdir(), 'gatehouse-audio-')), 'gatehouse.json');
-    writeFileSync(file, JSON.stringify(config));
+    configFile = join(mkdtempSync(join(tmpdir(), 'gatehouse-audio-')), 'gatehouse.json');
+    writeFileSync(configFile, JSON.stringify(config));
     gw = await startTestGateway(db, {
-      env: { GATEHOUSE_CONFIG: file, GATEHOUSE_AUDIO_MAX_BYTES: String(AUDIO_LIMIT) },
+      env: { GATEHOUSE_CONFIG: configFile, GATEHOUSE_AUDIO_MAX_BYTES: String(AUDIO_LIMIT) },
     });
     openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
     sdk = new OpenRouter({
@@ -841,6 +915,203 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       const input = String(mock.received[0]?.json?.input);
       expect(input).not.toContain('1234-5678');
       expect(input).toMatch(/^my card is /);
+    });
+  });
+  /**
+   * A second gateway: credits enforced (the bootstrap organization is granted some), two requests
+   * per key and window, uploads up to the default 25 MiB, and its temp directory watched.
+   */
+  describe('transcriptions refused before the upload is read', () => {
+    const BIG = 5 * 1024 * 1024;
+    let limited: TestGateway;
+    let uploads: string;
+    let priorTmp: string | undefined;
+    const uploadDirs = () => readdirSync(uploads).filter((n) => n.startsWith('gatehouse-audio-'));
+
+    beforeAll(async () => {
+      limited = await startTestGateway(db, {
+        env: {
+          GATEHOUSE_CONFIG: configFile,
+          GATEHOUSE_CREDITS: 'enforce',
+          GATEHOUSE_RATE_LIMIT_REQUESTS: '2',
+        },
+      });
+      const grant = await adminClient(limited.url)('POST', '/admin/credits', {
+        organization_id: limited.organizationId,
+        amount_usd: 100,
+      });
+      expect(grant.status).toBe(201);
+      // Uploads are saved under the temp directory: this one only sees this suite's.
+      uploads = mkdtempSync(join(tmpdir(), 'gatehouse-uploads-'));
+      priorTmp = process.env.TMPDIR;
+      process.env.TMPDIR = uploads;
+    });
+    afterAll(async () => {
+      if (priorTmp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = priorTmp;
+      await limited?.stop();
+    });
+
+    /** A new API key of the bootstrap organization (its own rate-limit window). */
+    const newKey = async (): Promise<string> => {
+      const key = await client(limited.url, limited.managementKey)('POST', '/keys', {
+        name: `k-${Math.random()}`,
+      });
+      expect(key.status).toBe(201);
+      return key.body.key;
+    };
+    /** The refusal of a 5 MiB upload naming `model` first: answered before the file is sent, then the connection closed. */
+    const refusedEarly = async (key: string, model: string, url = limited.url) => {
+      const up = startUpload(url, key, [['model', model]], url === limited.url ? BIG : 2_000_000);
+      const res = await up.response();
+      await up.closed;
+      expect(up.sent()).toBeLessThan(up.total);
+      expect(res.headers.connection).toBe('close');
+      expect(uploadDirs()).toEqual([]);
+      return { ...res, body: JSON.parse(res.text) };
+    };
+    /** The same call with the file before the model: refused as before, once the upload is read. */
+    const refusedLate = async (key: string, model: string) => {
+      const form = new FormData();
+      form.append('file', new Blob([audioBytes(BIG)], { type: 'audio/mpeg' }), 'long.mp3');
+      form.append('model', model);
+      const res = await fetch(`${limited.url}/api/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: form,
+      });
+      return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+    };
+    const clip = audioBytes(40_000, 4);
+
+    it('a key over its rate limit: two calls admitted (one point each), the third a 429 with Retry-After before its upload', async () => {
+      const key = await newKey();
+      const openai = new OpenAI({ baseURL: `${limited.url}/api/v1`, apiKey: key, maxRetries: 0 });
+      // The openai client sends `model` before the file when the params name it first.
+      for (const n of [1, 2]) {
+        const ok = await openai.audio.transcriptions.create({
+          model: 'test/whisper',
+          file: await toFile(clip, `${n}.mp3`),
+        });
+        expect(ok.text).toBe('the quick brown fox');
+      }
+      const early = await refusedEarly(key, 'test/whisper');
+      expect(early.status).toBe(429);
+      expect(Number(early.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(early.body.error).toMatchObject({
+        code: 429,
+        message: expect.stringMatching(/^Rate limit exceeded for this key; retry in \d+ s$/),
+        metadata: { retry_after_ms: expect.any(Number) },
+      });
+      // The openai client gets the same answer for a large upload (not a broken connection).
+      const client429 = await openai.audio.transcriptions
+        .create({ model: 'test/whisper', file: await toFile(audioBytes(BIG), 'long.mp3') })
+        .catch((e) => e);
+      expect(client429).toBeInstanceOf(OpenAI.APIError);
+      expect(client429.status).toBe(429);
+      expect(client429.message).toMatch(/Rate limit exceeded for this key/);
+      // The model after the file: refused as it always was, after the upload.
+      const late = await refusedLate(key, 'test/whisper');
+      expect(late.status).toBe(429);
+      expect(late.headers.get('retry-after')).toBeTruthy();
+      expect(late.body.error.message).toMatch(/^Rate limit exceeded for this key; retry in \d+ s$/);
+      expect(uploadDirs()).toEqual([]);
+    });
+
+    it('a key allowed 2 requests a minute (its usage limits): two uploads admitted, counted once each; the third refused before its upload', async () => {
+      // The first gateway: no request rate limit of its own in the way.
+      const created = await mgmt('POST', '/keys', { name: `rpm-${Math.random()}`, rpm_limit: 2 });
+      expect(created.status).toBe(201);
+      const key = created.body.key as string;
+      const up = startUpload(gw.url, key, [['model', 'test/whisper']], 200_000);
+      up.finish();
+      expect((await up.response()).status).toBe(200);
+      const openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: key, maxRetries: 0 });
+      const second = await openai.audio.transcriptions.create({
+        model: 'test/whisper',
+        file: await toFile(clip, 'a.mp3'),
+      });
+      expect(second.text).toBe('the quick brown fox');
+      const early = await refusedEarly(key, 'test/whisper', gw.url);
+      expect(early.status).toBe(429);
+      expect(early.body.error.message).toMatch(/rpm|requests per minute|limit/i);
+      expect(early.headers['retry-after']).toBeTruthy();
+    });
+
+    it('an organization without credits: a 402 before the upload, as after it', async () => {
+      const admin = adminClient(limited.url);
+      const org = await admin('POST', '/admin/organizations', { name: `broke-${Math.random()}` });
+      expect(org.status).toBe(201);
+      // Two requests a key in this gateway: a key for each of the calls below.
+      const orgKey = async () => {
+        const made = await admin('POST', '/admin/keys', { name: 'broke', organization_id: org.body.data.id });
+        expect(made.status).toBe(201);
+        return made.body.key as string;
+      };
+      const early = await refusedEarly(await orgKey(), 'test/whisper');
+      expect(early.status).toBe(402);
+      expect(early.body.error.message).toMatch(/^Insufficient credits: the organization's balance is \$0/);
+      const late = await refusedLate(await orgKey(), 'test/whisper');
+      expect(late.status).toBe(402);
+      expect(late.body).toEqual(early.body);
+      const openai = new OpenAI({ baseURL: `${limited.url}/api/v1`, apiKey: await orgKey(), maxRetries: 0 });
+      const client402 = await openai.audio.transcriptions
+        .create({ model: 'test/whisper', file: await toFile(audioBytes(BIG), 'long.mp3') })
+        .catch((e) => e);
+      expect(client402.status).toBe(402);
+      expect(mock.received).toHaveLength(0);
+    });
+
+    it('a model the guardrail forbids (403) and an unknown model (404): refused before the upload, with the body they get after it', async () => {
+      const key = await newKey();
+      const mgmtKey = client(limited.url, limited.managementKey);
+      const g = await mgmtKey('POST', '/guardrails', { name: 'only gpt', allowed_models: ['test/gpt'] });
+      expect(g.status).toBe(201);
+      const restricted = await mgmtKey('POST', '/keys', { name: `r-${Math.random()}` });
+      await mgmtKey('POST', `/guardrails/${g.body.data.id}/assignments/keys`, {
+        key_hashes: [restricted.body.data.hash],
+      });
+      const forbidden = await refusedEarly(restricted.body.key, 'test/whisper');
+      expect(forbidden.status).toBe(403);
+      expect(forbidden.body).toEqual((await refusedLate(restricted.body.key, 'test/whisper')).body);
+      const unknown = await refusedEarly(key, 'test/no-such-model');
+      expect(unknown.status).toBe(404);
+      expect(unknown.body).toEqual((await refusedLate(key, 'test/no-such-model')).body);
+      expect(mock.received).toHaveLength(0);
+    });
+
+    it('temp files are removed after an upstream error, a client leaving mid-upload and mid-answer', async () => {
+      const key = await newKey();
+      const failed = startUpload(limited.url, key, [['model', 'test/transcribe-down']], 300_000);
+      failed.finish();
+      expect((await failed.response()).status).toBeGreaterThanOrEqual(500);
+      expect(await until(() => uploadDirs().length === 0)).toBe(true);
+
+      // Mid-upload: once the server is saving the file, the client goes away.
+      const left = startUpload(limited.url, await newKey(), [['model', 'test/whisper']], BIG);
+      expect(await until(() => uploadDirs().length === 1)).toBe(true);
+      left.abort();
+      expect(await until(() => uploadDirs().length === 0)).toBe(true);
+
+      // Mid-answer: a streamed transcription the client leaves after its first delta.
+      const streamed = startUpload(
+        limited.url,
+        await newKey(),
+        [
+          ['model', 'test/transcribe-slow'],
+          ['stream', 'true'],
+        ],
+        100_000,
+      );
+      streamed.finish();
+      const res = await streamed.answer;
+      expect(res.statusCode).toBe(200);
+      const delta = await new Promise<Buffer>((r) => res.once('data', r));
+      expect(delta.toString()).toContain('transcript.text.delta');
+      expect(uploadDirs()).toHaveLength(1);
+      streamed.abort();
+      expect(await until(() => uploadDirs().length === 0)).toBe(true);
+      expect(await until(() => mock.slowStt.closed)).toBe(true);
     });
   });
 });

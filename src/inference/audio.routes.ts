@@ -10,7 +10,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type AudioSource, audioTypeOf, UPLOADED_FILE } from '../formats/audio.js';
 import { ApiError, badRequest } from '../lib/errors.js';
-import type { Body } from '../routing/call.js';
+import type { Body, EarlyAdmission } from '../routing/call.js';
 import type { ErrorRenderer } from '../server/errors.js';
 import type { OpenapiOnly } from '../server/openapi-only.js';
 import type { Router } from '../server/router.js';
@@ -42,17 +42,35 @@ const safeName = (name: string | undefined): string => {
   return `audio.${ext ?? 'bin'}`;
 };
 
+/** Stands for the upload in the fields checked before it is read (its checks read nothing of it). */
+const PENDING_UPLOAD: AudioSource = {
+  kind: 'file',
+  path: '',
+  filename: 'audio.bin',
+  contentType: 'application/octet-stream',
+  bytes: 0,
+};
+
 /**
  * Reads a transcription's multipart form: its fields (repeated `name[]` fields as lists) and its
  * `file` part, streamed to a temp file under `maxBytes` (more: a 413 once the body has been read).
+ * When the fields sent before the file name the model, `beforeFile` sees them before any byte of
+ * the file is read; what it throws ends the form there, the rest of the upload unread.
  */
-async function readForm(req: FastifyRequest, dir: () => Promise<string>, maxBytes: number): Promise<Body> {
+async function readForm(
+  req: FastifyRequest,
+  dir: () => Promise<string>,
+  maxBytes: number,
+  beforeFile: (fields: Body) => Promise<void>,
+): Promise<Body> {
   const body: Body = {};
   let file: AudioSource | null = null;
   let failure: ApiError | null = null;
   const refuse = (err: ApiError) => {
     failure ??= err;
   };
+  let checked = false;
+  let refusedEarly: { err: unknown } | null = null;
   try {
     // The plugin's own file limit would cut a file at the body limit (1 MiB) without a word.
     const limits = { fieldSize: 256 * 1024, fields: 50, parts: 60, fileSize: maxBytes + 1 };
@@ -60,7 +78,10 @@ async function readForm(req: FastifyRequest, dir: () => Promise<string>, maxByte
       if (part.type === 'field') {
         const value = String(part.value);
         const name = part.fieldname;
-        if (name.endsWith('[]')) {
+        // The call was admitted for the model named before the file: it is not named anew.
+        if (checked && name === 'model')
+          refuse(badRequest('model: named again after the file; name it once'));
+        else if (name.endsWith('[]')) {
           const prior = body[name];
           body[name] = [...(Array.isArray(prior) ? prior : []), value];
         } else body[name] = value;
@@ -72,6 +93,15 @@ async function readForm(req: FastifyRequest, dir: () => Promise<string>, maxByte
         );
         await Readable.from(part.file).forEach(() => {});
         continue;
+      }
+      if (!checked && typeof body.model === 'string') {
+        checked = true;
+        try {
+          await beforeFile(body);
+        } catch (err) {
+          refusedEarly = { err };
+          break;
+        }
       }
       const path = join(await dir(), randomUUID());
       let bytes = 0;
@@ -103,6 +133,7 @@ async function readForm(req: FastifyRequest, dir: () => Promise<string>, maxByte
     if (err instanceof ApiError) throw err;
     refuse(badRequest(`The multipart body is malformed: ${(err as Error).message}`));
   }
+  if (refusedEarly) throw refusedEarly.err;
   if (failure) throw failure;
   // Set last: a text field named `file` never stands for the upload.
   if (file) body[UPLOADED_FILE] = file;
@@ -211,8 +242,27 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
           if (made) await rm(await made, { recursive: true, force: true }).catch(() => {});
         };
         let relaying = false;
+        const signal = callAbort(reply);
+        let admitted: EarlyAdmission | undefined;
+        // A form naming its model before its file is admitted before the file is read: a call
+        // refused for its key, model or credits does not upload its audio first. Admitted, the call
+        // carries its admission to the engine (counted once).
+        const admitEarly = async (fields: Body) => {
+          try {
+            // The fields' own 400s first, as the whole form would get them.
+            const early = callOf(req, transcriptionWire, signal, {
+              ...fields,
+              [UPLOADED_FILE]: PENDING_UPLOAD,
+            });
+            admitted = await engine.admitEarly(early);
+          } catch (err) {
+            // The rest of the upload is not drained: the connection closes after the answer.
+            reply.header('connection', 'close');
+            throw err;
+          }
+        };
         try {
-          if (req.isMultipart()) req.body = await readForm(req, tempDir, maxAudio);
+          if (req.isMultipart()) req.body = await readForm(req, tempDir, maxAudio, admitEarly);
           else {
             const body = req.body;
             if (typeof body !== 'object' || body === null || Array.isArray(body))
@@ -226,7 +276,8 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
                 `input_audio is larger than ${maxAudio} bytes of audio, the most a transcription takes (GATEHOUSE_AUDIO_MAX_BYTES)`,
               );
           }
-          const call = callOf(req, transcriptionWire, callAbort(reply));
+          const call = callOf(req, transcriptionWire, signal);
+          if (admitted) call.admitted = admitted;
           const done = await engine.transcribe(call);
           describe(reply, done.info);
           if ('events' in done) {
@@ -238,6 +289,8 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
             return reply.send(Readable.from(done.events, { objectMode: false }));
           }
           const answer = transcriptionWire.encodeResponse(done, { ...call, echoUpstream: false });
+          // Gone before the caller has the answer (a refusal's or failure's: before its error is sent).
+          await removeDir();
           if (typeof answer === 'string') reply.type(done.response.contentType);
           return reply.send(answer);
         } finally {

@@ -50,9 +50,16 @@ const AnyBody = Type.Object({}, { additionalProperties: true });
 const tags = ['Inference'];
 const ERROR_STATUSES = [400, 401, 402, 403, 404, 429, 500, 502];
 
-/** One call as the engine takes it: the body as sent, what the wire reads of it, who asks. */
-export function callOf(req: FastifyRequest, wire: CallerWire<unknown>, signal: CallSignal): InferenceCall {
-  const sent = req.body as Body;
+/**
+ * One call as the engine takes it: the body as sent (`sent`: the request's unless given), what the
+ * wire reads of it, who asks.
+ */
+export function callOf(
+  req: FastifyRequest,
+  wire: CallerWire<unknown>,
+  signal: CallSignal,
+  sent = req.body as Body,
+): InferenceCall {
   const { model, stream } = wire.inspect(sent);
   const models = modelsOf(sent);
   // A body naming its models in `models` only: the primary is its `model` from here on.

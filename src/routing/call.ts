@@ -140,6 +140,18 @@ export interface CallChecks {
   reserve(worstUsd: number): Promise<{ ok: true; hold: CallHold } | Extract<Verdict, { ok: false }>>;
 }
 
+/**
+ * A call admitted before its body was read whole (engine.admitEarly: a transcription's upload is
+ * checked before its bytes are consumed): the models it names and its checks, opened and admitted
+ * once. The engine takes them as they are — a second admission would count the call twice against
+ * the rate and usage limits.
+ */
+export interface EarlyAdmission {
+  primary: ModelEntry;
+  listed: ModelEntry[] | null;
+  checks: CallChecks;
+}
+
 /** A call's spend reservation: settled with its generation, or released, once. */
 export interface CallHold {
   /** Reserves the organization's credits too (402 when they do not cover the reservation). */
@@ -169,6 +181,8 @@ export interface InferenceCall {
   trace?: TraceParent;
   /** The preset whose configuration the body was completed from (presets/), recorded with the generation. */
   presetId?: string;
+  /** Admitted before the body was read whole (engine.admitEarly): not opened or admitted again. */
+  admitted?: EarlyAdmission;
 }
 
 /** How a caller other than the HTTP endpoints (the batch worker) takes part in a call. */

@@ -46,7 +46,15 @@ import {
 } from './answer-filter.js';
 import { speechUsage, transcriptionUsage } from './audio-usage.js';
 import { filterBody, promptChars } from './body-filter.js';
-import type { Body, ByokChoice, CallChecks, CallGuard, InferenceCall, RouteInfo } from './call.js';
+import type {
+  Body,
+  ByokChoice,
+  CallChecks,
+  CallGuard,
+  EarlyAdmission,
+  InferenceCall,
+  RouteInfo,
+} from './call.js';
 import type { Catalog, ModelEntry } from './catalog.js';
 import { findModel } from './catalog.js';
 import type { ModelKind } from './catalog-types.js';
@@ -104,6 +112,9 @@ export interface EngineDeps {
   credentials?: CredentialGate & CredentialPlanner;
 }
 
+/** What of a call its early admission reads (admitEarly): who calls, the models, the preferences. */
+export type EarlyCall = Pick<InferenceCall, 'caller' | 'wire' | 'model' | 'models' | 'prefs' | 'hooks'>;
+
 /** A model kind as a refusal names it ("Model x is a rerank model"). */
 const KIND_NAMES: Record<ModelKind, string> = {
   chat: 'a chat',
@@ -125,6 +136,17 @@ const ADAPTER_METHODS: Partial<
   speech: { method: 'speech', serves: 'speech' },
   transcription: { method: 'transcription', serves: 'transcriptions' },
 };
+
+/**
+ * The refusal of a model no endpoint is left of for the caller: 403 when policy excluded some,
+ * 400 when none satisfies the request (or none is configured).
+ */
+function noProvider(model: ModelEntry, excluded: Exclusion[]): ApiError {
+  const reasons = excluded.map((e) => `${e.provider}: ${e.reason}`).join('; ');
+  if (excluded.some((e) => e.reason.startsWith('Provider')))
+    return forbidden(`No allowed provider for ${model.id}: ${reasons}`);
+  return badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
+}
 
 /** A generation id: `gen-<ms since epoch>-<20 random hex digits>`. */
 export const newGenerationId = (): string => `gen-${Date.now()}-${randomHex(10)}`;
@@ -222,19 +244,7 @@ export class Engine {
    * the key's limit and budgets — last, so that nothing after it can fail and leak the hold.
    */
   private async prepare(call: InferenceCall, reserve = true): Promise<Prepared> {
-    const { caller } = call;
-    if (caller.isManagement)
-      throw forbidden('Management keys cannot call inference endpoints; use an API key');
-    const primary = this.model(call.model, call.wire.kind);
-    const listed = call.models?.map((id) => this.model(id, call.wire.kind)) ?? null;
-    const checks = await this.deps.guard.open(caller, { rateLimit: call.hooks?.rateLimit !== false });
-    const admitted = await checks.admit();
-    if (!admitted.ok)
-      throw new ApiError(
-        admitted.status,
-        admitted.message,
-        admitted.retryAfterMs ? { retry_after_ms: admitted.retryAfterMs } : undefined,
-      );
+    const { primary, listed, checks } = call.admitted ?? (await this.admission(call));
     // Read from the caller's body: a lane forwards it as it is, so this is the last check before.
     // An embeddings call runs no tool, whatever its body names.
     const tools = checks.serverToolsAllowed(call.wire.kind === 'chat' ? serverToolsOf(call.body) : []);
@@ -244,10 +254,7 @@ export class Engine {
     const chain = modelChain({
       primary,
       listed,
-      lookup: (id) => {
-        const m = findModel(this.deps.catalog, id);
-        return m?.kind === call.wire.kind ? m : undefined;
-      },
+      lookup: this.lookup(call.wire.kind),
       allowed: (m) => checks.modelAllowed(m),
       promptTokens: estimateTokens(sentChars),
     });
@@ -290,6 +297,74 @@ export class Engine {
       );
     prep.hold = reserved.hold;
     return prep;
+  }
+
+  /**
+   * The first checks of a call, which read nothing of its body but the models it names: who calls
+   * (a management key: 403), the models (404, or 400 for another kind), then its admission — the
+   * key's rate and usage limits (429), its own limit and guardrail budgets (403).
+   */
+  private async admission(call: EarlyCall): Promise<EarlyAdmission> {
+    const { caller } = call;
+    if (caller.isManagement)
+      throw forbidden('Management keys cannot call inference endpoints; use an API key');
+    const primary = this.model(call.model, call.wire.kind);
+    const listed = call.models?.map((id) => this.model(id, call.wire.kind)) ?? null;
+    const checks = await this.deps.guard.open(caller, { rateLimit: call.hooks?.rateLimit !== false });
+    const admitted = await checks.admit();
+    if (!admitted.ok)
+      throw new ApiError(
+        admitted.status,
+        admitted.message,
+        admitted.retryAfterMs ? { retry_after_ms: admitted.retryAfterMs } : undefined,
+      );
+    return { primary, listed, checks };
+  }
+
+  /** A model of the catalog by id or alias, when it is of `kind` (a model list's fallbacks). */
+  private lookup(kind: ModelKind): (id: string) => ModelEntry | undefined {
+    return (id) => {
+      const m = findModel(this.deps.catalog, id);
+      return m?.kind === kind ? m : undefined;
+    };
+  }
+
+  /**
+   * Admits a call before its body is read whole (a transcription's upload: audio.routes.ts), with
+   * the refusals it would get once read, from what needs nothing of the body but the models and
+   * provider preferences it names: those of `admission`, then the guardrail on the models (403),
+   * no allowed provider (403), and no credits when only the operator's keys could serve it (402).
+   * The call then carries the result (`call.admitted`): nothing is opened or counted twice. What
+   * needs the body (content filters, the reservation sized by it) is checked when it is served.
+   */
+  async admitEarly(call: EarlyCall): Promise<EarlyAdmission> {
+    const early = await this.admission(call);
+    const { checks } = early;
+    const chain = modelChain({
+      primary: early.primary,
+      listed: early.listed,
+      lookup: this.lookup(call.wire.kind),
+      allowed: (m) => checks.modelAllowed(m),
+      // Nothing of the prompt is read yet: no model is passed over for its context length here.
+      promptTokens: 0,
+    });
+    // As planning refuses: when no model has an endpoint left, the first one's refusal.
+    let refusal: ApiError | null = null;
+    let servable = false;
+    let byok = false;
+    for (const model of chain.models) {
+      const { candidates, excluded } = await this.candidates(call.caller, model, null, call.prefs, checks);
+      if (candidates.length === 0) refusal ??= noProvider(model, excluded);
+      servable ||= candidates.length > 0;
+      byok ||= candidates.some((c) => c.credential.isByok);
+    }
+    if (!servable) throw refusal as ApiError;
+    // Every attempt on the operator's key: each would be refused its credits (fallback.ts, pay).
+    if (!byok) {
+      const paid = await checks.balance();
+      if (!paid.ok) throw new ApiError(paid.status, paid.message);
+    }
+    return early;
   }
 
   /** Runs `serve` on a prepared call; the reservation is released if it fails (settled otherwise). */
@@ -399,13 +474,7 @@ export class Engine {
       }
       attempts.push({ candidate, lane: false });
     }
-    if (attempts.length === 0) {
-      if (refusal) throw badRequest(refusal);
-      const reasons = excluded.map((e) => `${e.provider}: ${e.reason}`).join('; ');
-      const policyRefusal = excluded.find((e) => e.reason.startsWith('Provider'));
-      if (policyRefusal) throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
-      throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
-    }
+    if (attempts.length === 0) throw refusal ? badRequest(refusal) : noProvider(model, excluded);
     return { attempts, excluded };
   }
 
@@ -465,12 +534,7 @@ export class Engine {
       if (!verdict.ok) throw new ApiError(verdict.status, verdict.message);
     }
     const { candidates, excluded } = await this.candidates(caller, model, null, prefs, checks);
-    if (candidates.length === 0) {
-      const reasons = excluded.map((e) => `${e.provider}: ${e.reason}`).join('; ');
-      if (excluded.some((e) => e.reason.startsWith('Provider')))
-        throw forbidden(`No allowed provider for ${model.id}: ${reasons}`);
-      throw badRequest(`No provider for ${model.id} satisfies the request: ${reasons || 'none configured'}`);
-    }
+    if (candidates.length === 0) throw noProvider(model, excluded);
     return { model, candidates };
   }
 
