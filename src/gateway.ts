@@ -8,6 +8,7 @@ import { type App, type AppOptions, buildApp } from './http.js';
 import { assertShellSandbox } from './interns/runtime/sandbox.js';
 import { listenError } from './lib/http-server.js';
 import { createLog, type LogOptions } from './lib/log.js';
+import { sweepOrphanedTempFilesLater } from './lib/temp-files.js';
 import { startMetricsListener } from './server/metrics.js';
 import { buildServices, type Services } from './services.js';
 import { startTracing } from './telemetry/sdk.js';
@@ -60,6 +61,7 @@ export async function prepareGateway(
     // Usage a killed process answered for but had not written yet (its local journal).
     const replayed = await services.accountant.replayJournal();
     const app = await buildApp(services, { ...opts, log });
+    sweepOrphanedTempFilesLater(app.log);
     if (replayed > 0)
       app.log.warn(
         { replayed },

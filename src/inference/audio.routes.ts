@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -10,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type AudioSource, audioTypeOf, UPLOADED_FILE } from '../formats/audio.js';
 import { ApiError, badRequest } from '../lib/errors.js';
+import { TempFiles } from '../lib/temp-files.js';
 import type { Body, EarlyAdmission } from '../routing/call.js';
 import type { ErrorRenderer } from '../server/errors.js';
 import type { OpenapiOnly } from '../server/openapi-only.js';
@@ -232,15 +231,9 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
         },
       },
       traced(async (req: FastifyRequest, reply: FastifyReply) => {
-        let dir: Promise<string> | null = null;
-        const tempDir = () => {
-          dir ??= mkdtemp(join(tmpdir(), 'gatehouse-audio-'));
-          return dir;
-        };
-        const removeDir = async () => {
-          const made = dir as Promise<string> | null;
-          if (made) await rm(await made, { recursive: true, force: true }).catch(() => {});
-        };
+        const temp = new TempFiles('audio');
+        const tempDir = () => temp.dir();
+        const removeDir = () => temp.cleanup();
         let relaying = false;
         const signal = callAbort(reply);
         let admitted: EarlyAdmission | undefined;

@@ -7,13 +7,14 @@
  */
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { TempFiles } from '../lib/temp-files.js';
 import type { MediaConfig } from './config.js';
 import { PROMPT_MAX_LENGTH } from './config.js';
 import { fetchImage } from './fetch.js';
 import type { AdmittedRequest, MediaService } from './service.js';
 import type { FilesystemStore } from './storage/filesystem.js';
 import { type InputImage, MediaError, type MediaRoute, type ParamSpec } from './types.js';
-import { readMultipart, TempFiles } from './uploads.js';
+import { readMultipart } from './uploads.js';
 import { validateGeneration } from './validate.js';
 
 const ErrorBody = {
@@ -161,7 +162,7 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
   });
 
   async function generate(route: MediaRoute, req: FastifyRequest, reply: FastifyReply) {
-    const temp = new TempFiles();
+    const temp = new TempFiles('media');
     const cancel = new AbortController();
     const onClose = () => {
       if (!reply.raw.writableFinished) cancel.abort(new Error('client went away'));

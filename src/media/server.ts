@@ -19,6 +19,7 @@ import { AccessLog } from '../lib/access-log.js';
 import { isDatabaseUnavailable } from '../lib/errors.js';
 import { httpServerOptions, listenError } from '../lib/http-server.js';
 import { createLog } from '../lib/log.js';
+import { sweepOrphanedTempFilesLater } from '../lib/temp-files.js';
 import { apiReferenceOptions } from '../server/api-reference.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
@@ -274,6 +275,7 @@ export async function startMedia(
     await app.close();
     throw listenError(err, 'MEDIA_PORT', config.host, config.port);
   });
+  sweepOrphanedTempFilesLater(app.log);
   const port = new URL(address.replace('[::1]', '127.0.0.1').replace('[::]', '127.0.0.1')).port;
   if (!config.publicUrl && store instanceof FilesystemStore) store.setPublicUrl(`http://localhost:${port}`);
   return { app, service, url: `http://127.0.0.1:${port}`, close: () => app.close() };

@@ -4,12 +4,9 @@
  * from magic bytes, and the directory removed when the request ends.
  */
 
-import { randomUUID } from 'node:crypto';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyRequest } from 'fastify';
+import type { TempFiles } from '../lib/temp-files.js';
 import { type InputImage, MediaError, type MediaRoute } from './types.js';
 
 /** Image types accepted as inputs, by their leading bytes. */
@@ -30,23 +27,6 @@ export function sniffImage(head: Buffer): { contentType: string; extension: stri
   )
     return { contentType: 'image/webp', extension: 'webp' };
   return null;
-}
-
-/** A request's temp directory, created on first use; `cleanup()` removes it and everything in it. */
-export class TempFiles {
-  private dir: Promise<string> | null = null;
-
-  async path(): Promise<string> {
-    this.dir ??= mkdtemp(join(tmpdir(), 'gatehouse-media-'));
-    return join(await this.dir, randomUUID());
-  }
-
-  async cleanup(): Promise<void> {
-    const dir = this.dir;
-    this.dir = null;
-    if (!dir) return;
-    await rm(await dir, { recursive: true, force: true }).catch(() => {});
-  }
 }
 
 const tooLarge = (field: string, max: number) =>
