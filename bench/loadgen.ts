@@ -13,6 +13,7 @@
  * cores with whatever it measures.
  */
 import { Pool } from 'undici';
+import { runWrk } from './loadgen-wrk.js';
 
 export interface LoadSpec {
   /** Origin, e.g. `http://127.0.0.1:8080`; only loopback addresses are accepted. */
@@ -191,9 +192,13 @@ export function assertLoopback(origin: string): void {
   }
 }
 
-/** Warm-up (discarded), then the measured window. */
+/**
+ * Warm-up (discarded), then the measured window. `BENCH_LOADGEN=wrk` drives whole answers with wrk
+ * instead (loadgen-wrk.ts: less CPU a request on a machine the generator shares); streams stay here.
+ */
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   assertLoopback(spec.origin);
+  if (process.env.BENCH_LOADGEN === 'wrk' && !spec.stream) return runWrk(spec);
   const pool = new Pool(spec.origin, {
     connections: spec.concurrency,
     pipelining: 1,
