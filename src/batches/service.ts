@@ -39,8 +39,9 @@ export interface BatchesDeps {
 /** What a front door adds to a batch besides its body. */
 export interface BatchOptions {
   /**
-   * The caller's provider headers of the create call, already allow-listed (Message Batches:
-   * `anthropic-version`, `anthropic-beta`): each request runs as if it had carried them.
+   * The caller's provider headers of the create call, already allow-listed (the batch endpoints'
+   * allow-lists: `anthropic-version`, `anthropic-beta`, …): each request runs as if it had carried
+   * those its endpoint forwards. Stored with the batch (`headers_json`), so they outlive a restart.
    */
   headers?: Record<string, string>;
 }
