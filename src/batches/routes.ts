@@ -163,8 +163,9 @@ export async function batchesRoutes(app: Router, { batches }: Pick<Services, 'ba
       schema: {
         tags,
         summary: 'Every finished result as JSON Lines (application/jsonl), in request order',
+        description: '410 once the results expired with the output files (`output_expires_after`).',
         params: IdParams,
-        response: errors(401, 403, 404, 500),
+        response: errors(401, 403, 404, 410, 500),
       },
     },
     async (req, reply) => {
