@@ -349,6 +349,21 @@ describe.each(databases)('OpenAI Files + Batch API with the openai client (%s)',
     });
   });
 
+  it('takes a file past the 1 MiB JSON body limit whole', async () => {
+    const text = jsonl(
+      Array.from({ length: 3 }, (_, i) =>
+        line(`long-${i}`, '/v1/chat/completions', {
+          model: 'gatehouse/echo',
+          messages: [{ role: 'user', content: `${i} ${'y'.repeat(500_000)}` }],
+        }),
+      ),
+    );
+    expect(Buffer.byteLength(text)).toBeGreaterThan(1_048_576);
+    const file = await upload(openai, text);
+    expect(file.bytes).toBe(Buffer.byteLength(text));
+    expect(await (await openai.files.content(file.id)).text()).toBe(text);
+  });
+
   it('answers 404 to another workspace and 403 to a management key', async () => {
     const file = await upload(openai, jsonl([line('w', '/v1/chat/completions', endpointCases[0]!.body(0))]));
     const mgmt = client(gw.url, gw.managementKey);
