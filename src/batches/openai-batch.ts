@@ -115,6 +115,19 @@ export const resultsExpired = (batchId: string, at: number) =>
     { expired_at: at },
   );
 
+/**
+ * The refusal of a batch whose input file is not there (never was, or was deleted while the batch was
+ * being created): the file's 404, as `GET /files/{id}` would answer.
+ */
+export const inputFileGone = (id: string) =>
+  new ApiError(
+    404,
+    `input_file_id: no batch file ${id} in this workspace (deleted, expired or never uploaded)`,
+    {
+      param: 'input_file_id',
+    },
+  );
+
 /** input_file_id: a file id. */
 export function parseInputFileId(value: unknown): string {
   if (typeof value !== 'string' || value === '') throw badRequest('input_file_id must be a file id');
