@@ -243,6 +243,27 @@ describe.each(databases)('batch file retention (%s)', (db) => {
     expect(kept.body.results).toHaveLength(2);
     expect(kept.body.results_expired_at).toBeUndefined();
     expect((await call('GET', `/batches/${plain.id}/results`)).status).toBe(200);
+    // And the worker's sweep clears the expired batch's stored answers; the other keeps its own.
+    const answers = async (batchId: string) =>
+      (
+        await gw.services.db
+          .selectFrom('batch_requests')
+          .select('response_body')
+          .where('batch_id', '=', batchId)
+          .where('response_body', 'is not', null)
+          .execute()
+      ).length;
+    await until(
+      'the expired answers cleared',
+      () => answers(done.id),
+      (n) => n === 0,
+    );
+    expect(await answers(plain.id)).toBe(1);
+    expect((await call('GET', `/batches/${done.id}`)).body.request_counts).toEqual({
+      completed: 1,
+      failed: 1,
+      total: 2,
+    });
   });
 
   it('refuses a malformed output_expires_after with a 400', async () => {
