@@ -221,6 +221,49 @@ describe.each(databases)('batch file retention (%s)', (db) => {
     expect(ids).toContain(plain.output_file_id);
     // The batch still names its files, as OpenAI's does once they have expired.
     expect((await openai.batches.retrieve(done.id)).output_file_id).toBe(output.id);
+    // Its results went with them on every route: the batch and its counts stay readable, its
+    // results are not served (410 for the download, with when they expired).
+    const expiredAt = (done.completed_at as number) - 1;
+    const call = client(gw.url, gw.apiKey);
+    const polled = await call('GET', `/batches/${done.id}?results_limit=10`);
+    expect(polled.status).toBe(200);
+    expect(polled.body).toMatchObject({
+      status: 'completed',
+      request_counts: { completed: 1, failed: 1, total: 2 },
+      results: [],
+      results_page: { offset: 0, limit: 10, total: 0, has_more: false },
+      results_expired_at: expiredAt,
+    });
+    const gone = await call('GET', `/batches/${done.id}/results`);
+    expect(gone.status).toBe(410);
+    expect(gone.body.error.message).toContain(`expired at ${new Date(expiredAt * 1000).toISOString()}`);
+    expect(gone.text).not.toContain('fine');
+    // A batch without the setting keeps serving its results.
+    const kept = await call('GET', `/batches/${plain.id}?results_limit=10`);
+    expect(kept.body.results).toHaveLength(2);
+    expect(kept.body.results_expired_at).toBeUndefined();
+    expect((await call('GET', `/batches/${plain.id}/results`)).status).toBe(200);
+    // And the worker's sweep clears the expired batch's stored answers; the other keeps its own.
+    const answers = async (batchId: string) =>
+      (
+        await gw.services.db
+          .selectFrom('batch_requests')
+          .select('response_body')
+          .where('batch_id', '=', batchId)
+          .where('response_body', 'is not', null)
+          .execute()
+      ).length;
+    await until(
+      'the expired answers cleared',
+      () => answers(done.id),
+      (n) => n === 0,
+    );
+    expect(await answers(plain.id)).toBe(1);
+    expect((await call('GET', `/batches/${done.id}`)).body.request_counts).toEqual({
+      completed: 1,
+      failed: 1,
+      total: 2,
+    });
   });
 
   it('refuses a malformed output_expires_after with a 400', async () => {

@@ -332,8 +332,9 @@ describe.each(databases)('OpenAI Files + Batch API with the openai client (%s)',
     const missing = await openai.batches
       .create({ input_file_id: 'file-nope', endpoint: '/v1/chat/completions', completion_window: '24h' })
       .catch((e) => e);
-    expect(missing.status).toBe(400);
-    expect(missing.message).toMatch(/input_file_id/);
+    // The file's 404, as GET /files/{id} answers it.
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(missing.message).toMatch(/input_file_id: no batch file file-nope/);
   });
 
   it('takes only batch files: another purpose is a 400 in OpenAI format', async () => {
@@ -346,6 +347,136 @@ describe.each(databases)('OpenAI Files + Batch API with the openai client (%s)',
       type: 'invalid_request_error',
       param: null,
       code: expect.any(String),
+    });
+  });
+
+  it('takes a file past the 1 MiB JSON body limit whole', async () => {
+    const text = jsonl(
+      Array.from({ length: 3 }, (_, i) =>
+        line(`long-${i}`, '/v1/chat/completions', {
+          model: 'gatehouse/echo',
+          messages: [{ role: 'user', content: `${i} ${'y'.repeat(500_000)}` }],
+        }),
+      ),
+    );
+    expect(Buffer.byteLength(text)).toBeGreaterThan(1_048_576);
+    const file = await upload(openai, text);
+    expect(file.bytes).toBe(Buffer.byteLength(text));
+    expect(await (await openai.files.content(file.id)).text()).toBe(text);
+  });
+
+  describe('DELETE /files/{id} while a batch is being created from it', () => {
+    const files = () => gw.services.batchFiles;
+    const batchRows = async () =>
+      Number(
+        (
+          await gw.services.db
+            .selectFrom('batches')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    /**
+     * Makes the next creation's file read delete the file (through the API) once it has handed
+     * over its first request, deterministically mid-read; returns the restore.
+     */
+    function deleteAfterFirstLine(): () => void {
+      const original = files().linesOf;
+      files().linesOf = async (owner, id) => {
+        const file = await original.call(files(), owner, id);
+        if (!file) return file;
+        return {
+          bytes: file.bytes,
+          lines: (async function* () {
+            let first = true;
+            for await (const l of file.lines) {
+              yield l;
+              if (first) {
+                first = false;
+                expect(await openai.files.delete(id)).toMatchObject({ id, deleted: true });
+              }
+            }
+          })(),
+        };
+      };
+      return () => {
+        files().linesOf = original;
+      };
+    }
+
+    it("refuses the batch with the file's 404 and keeps nothing when the rest of the file was gone", async () => {
+      // Lines of ~600 KB: two to a stored chunk, ten lines in five chunks — more than one read
+      // (four chunks) takes, so the last chunk is read after the deletion.
+      const big = 'x'.repeat(600_000);
+      const text = jsonl(
+        Array.from({ length: 10 }, (_, i) =>
+          line(`big-${i}`, '/v1/chat/completions', {
+            model: 'gatehouse/echo',
+            messages: [{ role: 'user', content: `${i} ${big}` }],
+          }),
+        ),
+      );
+      const file = await upload(openai, text);
+      // Taken whole (past the 1 MiB JSON body limit): every byte of the 6 MB upload.
+      expect(file.bytes).toBe(Buffer.byteLength(text));
+      const before = await batchRows();
+      const restore = deleteAfterFirstLine();
+      try {
+        const err = await openai.batches
+          .create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
+          .catch((e) => e);
+        expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+        expect(err.message).toContain(`no batch file ${file.id}`);
+      } finally {
+        restore();
+      }
+      expect(await batchRows()).toBe(before);
+      expect(
+        Number(
+          (
+            await gw.services.db
+              .selectFrom('batch_requests')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .where('custom_id', 'like', 'big-%')
+              .executeTakeFirstOrThrow()
+          ).n,
+        ),
+      ).toBe(0);
+      // And once deleted, a creation from it is the same 404.
+      await expect(
+        openai.batches.create({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        }),
+      ).rejects.toMatchObject({ status: 404 });
+    });
+
+    it('creates the batch with its whole input when the file had been read before the deletion', async () => {
+      // One chunk: read whole before its first request is handed over.
+      const file = await upload(
+        openai,
+        jsonl([0, 1, 2].map((i) => line(`small-${i}`, '/v1/chat/completions', endpointCases[0]!.body(i)))),
+      );
+      const restore = deleteAfterFirstLine();
+      let created: OpenAI.Batch;
+      try {
+        created = await openai.batches.create({
+          input_file_id: file.id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        });
+      } finally {
+        restore();
+      }
+      await expect(openai.files.retrieve(file.id)).rejects.toMatchObject({ status: 404 });
+      const done = await finalBatch(openai, created.id);
+      expect(done).toMatchObject({
+        status: 'completed',
+        request_counts: { completed: 3, failed: 0, total: 3 },
+      });
+      const out = await contentLines(openai, done.output_file_id as string);
+      expect(out.map((l) => l.custom_id)).toEqual(['small-0', 'small-1', 'small-2']);
     });
   });
 
@@ -362,7 +493,8 @@ describe.each(databases)('OpenAI Files + Batch API with the openai client (%s)',
     const theirs = await other.batches
       .create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
       .catch((e) => e);
-    expect(theirs.status).toBe(400);
+    expect(theirs.status).toBe(404);
+    expect(theirs.message).toContain(`no batch file ${file.id}`);
     expect((await openai.files.retrieve(file.id)).id).toBe(file.id);
 
     const management = new OpenAI({ apiKey: gw.managementKey, baseURL: `${gw.url}/api/v1`, maxRetries: 0 });

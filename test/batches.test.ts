@@ -446,6 +446,72 @@ describe.each(databases)('batches (%s)', (db) => {
       expect(done.results[0].response.body).toMatchObject({ type: 'message', model: 'claude-x' });
     });
 
+    it('applies the allow-listed provider headers of the create call to every request, and no others', async () => {
+      const betas = 'interleaved-thinking-2025-05-14,context-1m-2025-08-07';
+      const created = await call(
+        'POST',
+        '/batches',
+        {
+          endpoint: '/v1/messages',
+          completion_window: '24h',
+          requests: ['one', 'two', 'three'].map((t) => ({
+            custom_id: t,
+            body: { model: 'test/claude', max_tokens: 16, messages: [{ role: 'user', content: t }] },
+          })),
+        },
+        {
+          'anthropic-beta': betas,
+          'anthropic-version': '2023-06-01',
+          'x-not-allowed': 'leak',
+          // Another endpoint's header: captured, but /messages does not pass it on.
+          'openai-beta': 'assistants=v2',
+        },
+      );
+      expect(created.status, created.text).toBe(202);
+      // Kept with the batch (what the worker reads, after a restart too): the allow-listed ones only.
+      const row = await gw.services.db
+        .selectFrom('batches')
+        .select('headers_json')
+        .where('id', '=', created.body.id)
+        .executeTakeFirstOrThrow();
+      expect(JSON.parse(row.headers_json as string)).toEqual({
+        'anthropic-beta': betas,
+        'anthropic-version': '2023-06-01',
+        'openai-beta': 'assistants=v2',
+      });
+      const done = await waitFor(call, created.body.id, ['completed', 'failed']);
+      expect(done.request_counts).toEqual({ completed: 3, failed: 0, total: 3 });
+      const sent = mock.requests.filter((r) => r.path === '/anthropic/v1/messages');
+      expect(sent.map((r) => r.body.messages[0].content).sort()).toEqual(['one', 'three', 'two']);
+      for (const r of sent) {
+        expect(r.headers['anthropic-beta']).toBe(betas);
+        expect(r.headers['anthropic-version']).toBe('2023-06-01');
+        expect(r.headers['x-not-allowed']).toBeUndefined();
+        expect(r.headers['openai-beta']).toBeUndefined();
+        // The operator's credential, never the caller's key.
+        expect(r.headers['x-api-key']).toBe('sk-operator-anthropic-00');
+        expect(JSON.stringify(r.headers)).not.toContain(gw.apiKey);
+      }
+
+      // A batch created without them sends none.
+      mock.reset();
+      const plain = await call('POST', '/batches', {
+        endpoint: '/v1/messages',
+        completion_window: '24h',
+        requests: [
+          {
+            custom_id: 'p',
+            body: { model: 'test/claude', max_tokens: 16, messages: [{ role: 'user', content: 'p' }] },
+          },
+        ],
+      });
+      expect(plain.status, plain.text).toBe(202);
+      await waitFor(call, plain.body.id, ['completed', 'failed']);
+      expect(mock.requests.map((r) => [r.path, r.headers['anthropic-beta']])).toEqual([
+        ['/anthropic/v1/messages', undefined],
+      ]);
+    });
+
     it('records per-request failures in their items: a final 400, a 429 retried to success, a 500 until attempts run out', async () => {
       const only = (slug: string) => ({ provider: { only: [slug] } });
       mock.enqueue(

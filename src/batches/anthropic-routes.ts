@@ -171,7 +171,7 @@ export async function messageBatchesRoutes(
         tags,
         summary: 'The results of an ended message batch as JSON Lines',
         params: IdParams,
-        response: errors(401, 403, 404, 409, 500),
+        response: errors(401, 403, 404, 409, 410, 500),
       },
     },
     async (req, reply) => {

@@ -13,6 +13,7 @@ import {
   toMessageBatchId,
 } from './anthropic-view.js';
 import type { BatchStatus } from './model.js';
+import { resultsExpired, resultsExpiredAt } from './openai-batch.js';
 import type { BatchesService } from './service.js';
 import * as store from './store.js';
 
@@ -116,6 +117,8 @@ export class MessageBatchesService {
     const row = await this.row(caller, id);
     if (processingStatus(row.status as BatchStatus) !== 'ended')
       throw conflict(`Message batch ${id} has not ended yet: its results are available once it has`);
+    const expiredAt = resultsExpiredAt(row);
+    if (expiredAt !== null) throw resultsExpired(id, expiredAt);
     const { db } = this.deps;
     return (async function* () {
       let after = -1;

@@ -2,6 +2,7 @@ import type { Caller } from '../accounts/caller.js';
 import { TranslationError } from '../formats/chat.js';
 import { type CallerWire, type ChatWire, WIRES } from '../inference/wires/index.js';
 import { isObj } from '../inference/wires/texts.js';
+import { forwardedHeaders } from '../inference/wires/wire.js';
 import { ApiError } from '../lib/errors.js';
 import type { CallHooks, InferenceCall } from '../routing/call.js';
 import type { Completed, Engine, Served } from '../routing/engine.js';
@@ -10,6 +11,15 @@ import type { Cost } from '../routing/pricing.js';
 import type { TraceParent } from '../telemetry/spans.js';
 import { BATCH_ENDPOINTS, type BatchEndpoint, type BatchProviderPrefs } from './model.js';
 import type { BatchRow, RequestResult } from './store.js';
+
+/**
+ * The provider headers a batch's create call may carry for its requests: every batch endpoint's own
+ * allow-list (the synchronous routes'), since `POST /batches` learns its endpoint only from the body.
+ * Each request then gets only those its endpoint forwards (see `executeRequest`).
+ */
+export const BATCH_FORWARD_HEADERS: readonly string[] = [
+  ...new Set(Object.values(BATCH_ENDPOINTS).flatMap((name) => WIRES[name].forwardHeaders)),
+];
 
 /** How one run of a batch request ended. */
 export type Execution =
@@ -46,9 +56,12 @@ export async function executeRequest(
       body,
       model: wire.inspect(body).model,
       stream: false,
-      // The create call's allow-listed provider headers (Message Batches' anthropic-beta), as the
-      // synchronous endpoint passes the caller's on: translation and lanes filter them per provider.
-      headers: batch.headers_json ? (JSON.parse(batch.headers_json) as Record<string, string>) : {},
+      // The create call's allow-listed provider headers (anthropic-beta, …), as the synchronous
+      // endpoint passes the caller's on — only those its allow-list names (a batch may have captured
+      // another endpoint's): translation and lanes then filter them per provider.
+      headers: batch.headers_json
+        ? forwardedHeaders(JSON.parse(batch.headers_json) as Record<string, string>, wire.forwardHeaders)
+        : {},
       prefs: {
         ...parsePreferences(body.provider),
         ...batchPrefs,

@@ -20,6 +20,7 @@ import {
 } from './model.js';
 import {
   type FileLines,
+  inputFileGone,
   namingLine,
   parseInputFileId,
   parseMetadata,
@@ -230,7 +231,7 @@ export class Ingestion {
   private async readFile(id: string): Promise<number> {
     if (this.count > 0) throw badRequest('Send the requests inline or as input_file_id, not both');
     const file = await this.fileLines(id);
-    if (!file) throw badRequest(`input_file_id: no batch file ${id} in this workspace`);
+    if (!file) throw inputFileGone(id);
     const lineOf: number[] = [];
     try {
       for await (const { line, text } of file.lines) {

@@ -124,6 +124,8 @@ export interface Batch extends OpenAiBatchFields {
   results?: ResultItem[];
   /** Paging of `results` on this response. */
   results_page?: { offset: number; limit: number; total: number; has_more: boolean };
+  /** When its results expired with its output files (`output_expires_after`): none are served since. */
+  results_expired_at?: number;
 }
 
 /** How a request's error status maps to the result item's `type` and `error_type`. */

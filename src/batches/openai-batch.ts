@@ -95,6 +95,39 @@ export function derivedExpiresAt(
   return Number(row.finalized_at) + Number(row.output_expires_after_s);
 }
 
+/**
+ * When a batch's results expired with its output and error files (Unix seconds), or null: still
+ * served. The retention the caller asked for holds for every way of reading them, not only the files.
+ */
+export function resultsExpiredAt(
+  row: Pick<BatchRow, 'finalized_at' | 'output_expires_after_s'>,
+  nowS: number = Math.floor(Date.now() / 1000),
+): number | null {
+  const at = derivedExpiresAt(row);
+  return at !== null && at <= nowS ? at : null;
+}
+
+/** The refusal of a read of results that expired at `at` (Unix seconds): 410, in the caller's format. */
+export const resultsExpired = (batchId: string, at: number) =>
+  new ApiError(
+    410,
+    `The results of batch ${batchId} expired at ${new Date(at * 1000).toISOString()} (output_expires_after) and are no longer available`,
+    { expired_at: at },
+  );
+
+/**
+ * The refusal of a batch whose input file is not there (never was, or was deleted while the batch was
+ * being created): the file's 404, as `GET /files/{id}` would answer.
+ */
+export const inputFileGone = (id: string) =>
+  new ApiError(
+    404,
+    `input_file_id: no batch file ${id} in this workspace (deleted, expired or never uploaded)`,
+    {
+      param: 'input_file_id',
+    },
+  );
+
 /** input_file_id: a file id. */
 export function parseInputFileId(value: unknown): string {
   if (typeof value !== 'string' || value === '') throw badRequest('input_file_id must be a file id');

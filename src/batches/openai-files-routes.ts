@@ -161,7 +161,10 @@ async function upload(batchFiles: BatchFilesService, req: FastifyRequest): Promi
     failure ??= err;
   };
   try {
-    for await (const part of req.parts({ limits: { fieldSize: 4096, fields: 20, parts: 30 } })) {
+    // No file size limit here: the plugin's default (the JSON body limit, 1 MiB) would cut a file
+    // short without a word; `receive` counts the bytes against the batch size limit (413 beyond).
+    const limits = { fieldSize: 4096, fields: 20, parts: 30, fileSize: Number.POSITIVE_INFINITY };
+    for await (const part of req.parts({ limits })) {
       if (part.type === 'field') {
         fields[part.fieldname] = String(part.value);
         // Whatever else was wrong, another purpose is the answer (the file may come first).

@@ -241,3 +241,48 @@ export async function finalBatches(
     .limit(opts.limit)
     .execute();
 }
+
+/**
+ * Final batches whose results expired with their output files (`output_expires_after`) and still
+ * hold answers: the sweep clears those (the retention asked for holds for the stored data too).
+ */
+export async function expiredResultBatches(db: Db, now: number, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('batches as b')
+    .select('b.id')
+    .where('b.status', 'in', [...FINAL_STATUSES])
+    .where('b.output_expires_after_s', 'is not', null)
+    .where((eb) => eb(eb('b.finalized_at', '+', eb.ref('b.output_expires_after_s')), '<=', now))
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('batch_requests as r')
+          .select('r.idx')
+          .whereRef('r.batch_id', '=', 'b.id')
+          .where('r.response_body', 'is not', null),
+      ),
+    )
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Clears up to `limit` stored answers of a batch (its counts, usage and error lines stay: what the
+ * Batch object shows). Returns how many.
+ */
+export async function clearAnswers(db: Db, batchId: string, limit: number): Promise<number> {
+  const res = await db
+    .updateTable('batch_requests')
+    .set({ response_body: null })
+    .where('batch_id', '=', batchId)
+    .where('idx', 'in', (eb) =>
+      eb
+        .selectFrom('batch_requests')
+        .select('idx')
+        .where('batch_id', '=', batchId)
+        .where('response_body', 'is not', null)
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}

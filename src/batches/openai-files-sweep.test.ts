@@ -80,7 +80,7 @@ describe('BatchFileSweep', () => {
     await file('file-big', { expiresAt: NOW_S, chunks: 40 });
     await file('file-later', { expiresAt: NOW_S + 1, chunks: 2 });
     await file('file-never', { chunks: 2 });
-    expect(await sweep().sweep()).toEqual({ expired: 131, abandoned: 0, chunks: 170 });
+    expect(await sweep().sweep()).toEqual({ expired: 131, abandoned: 0, chunks: 170, results: 0 });
     expect(await ids('batch_files')).toEqual(['file-later', 'file-never']);
     expect((await ids('batch_file_chunks')).sort()).toEqual([
       'file-later',
@@ -115,14 +115,14 @@ describe('BatchFileSweep', () => {
   it('deletes uploads never completed once they are older than the threshold', async () => {
     await file('file-cut', { complete: 0, createdAt: NOW_S - ABANDONED_AFTER_S - 1, chunks: 3 });
     await file('file-arriving', { complete: 0, createdAt: NOW_S - 60 });
-    expect(await sweep().sweep()).toEqual({ expired: 0, abandoned: 1, chunks: 3 });
+    expect(await sweep().sweep()).toEqual({ expired: 0, abandoned: 1, chunks: 3, results: 0 });
     expect(await ids('batch_files')).toEqual(['file-arriving']);
     expect(logged).toEqual([{ expired_files: 0, abandoned_uploads: 1, chunks: 3 }]);
   });
 
   it('logs nothing when there is nothing to purge', async () => {
     await file('file-kept', {});
-    expect(await sweep().sweep()).toEqual({ expired: 0, abandoned: 0, chunks: 0 });
+    expect(await sweep().sweep()).toEqual({ expired: 0, abandoned: 0, chunks: 0, results: 0 });
     expect(logged).toEqual([]);
   });
 

@@ -4,7 +4,8 @@ import type { WorkerLog } from './outcomes.js';
 
 /**
  * The batch worker's purge of uploaded batch files: expired files (their rows and content; not
- * those of unfinished batches, kept until the batch ends) and uploads cut off with their process,
+ * those of unfinished batches, kept until the batch ends), the answers of batches whose output
+ * files expired (`output_expires_after`), and uploads cut off with their process,
  * whether or not anyone uploads again. Every statement is small: files a page at a time, content a
  * few chunks at a time, so a 200 MiB file never makes one long transaction or holds a lock long.
  */
@@ -15,11 +16,15 @@ export const ABANDONED_AFTER_S = 3600;
 const FILES_PER_PAGE = 100;
 /** Chunks deleted per statement (each up to ~1 MiB of text). */
 const CHUNKS_PER_DELETE = 16;
+/** Stored answers cleared per statement. */
+const ANSWERS_PER_UPDATE = 500;
 
 export interface SweepCounts {
   expired: number;
   abandoned: number;
   chunks: number;
+  /** Batches whose results expired (`output_expires_after`) and whose stored answers were cleared. */
+  results: number;
 }
 
 export class BatchFileSweep {
@@ -65,7 +70,7 @@ export class BatchFileSweep {
   async sweep(): Promise<SweepCounts> {
     const { db } = this.deps;
     const now = Math.floor(this.now() / 1000);
-    const counts: SweepCounts = { expired: 0, abandoned: 0, chunks: 0 };
+    const counts: SweepCounts = { expired: 0, abandoned: 0, chunks: 0, results: 0 };
     const purge = async (page: () => Promise<string[]>, kind: 'expired' | 'abandoned') => {
       for (;;) {
         const ids = await page();
@@ -82,6 +87,17 @@ export class BatchFileSweep {
     };
     await purge(() => files.expiredFiles(db, now, FILES_PER_PAGE), 'expired');
     await purge(() => files.abandonedFiles(db, now - ABANDONED_AFTER_S, FILES_PER_PAGE), 'abandoned');
+    // Results expired with their output files: their answers leave the database as the files did.
+    for (;;) {
+      const ids = await files.expiredResultBatches(db, now, FILES_PER_PAGE);
+      for (const id of ids) {
+        while ((await files.clearAnswers(db, id, ANSWERS_PER_UPDATE)) === ANSWERS_PER_UPDATE);
+        counts.results++;
+      }
+      if (ids.length < FILES_PER_PAGE) break;
+    }
+    if (counts.results > 0)
+      this.deps.log.info({ expired_results: counts.results }, 'purged expired batch results');
     if (counts.expired + counts.abandoned > 0)
       this.deps.log.info(
         { expired_files: counts.expired, abandoned_uploads: counts.abandoned, chunks: counts.chunks },

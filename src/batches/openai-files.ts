@@ -5,7 +5,13 @@ import type { Db, Dialect } from '../db/connection.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
 import { payloadTooLarge } from './ingest.js';
 import { isBatchEndpoint } from './model.js';
-import { derivedExpiresAt, errorFileId, type FileLines, outputFileId } from './openai-batch.js';
+import {
+  derivedExpiresAt,
+  errorFileId,
+  type FileLines,
+  inputFileGone,
+  outputFileId,
+} from './openai-batch.js';
 import * as files from './openai-files-store.js';
 import * as store from './store.js';
 import { toResult } from './view.js';
@@ -299,26 +305,39 @@ export class BatchFilesService {
   /**
    * The requests of an uploaded batch file of the caller's workspace, line by line (blank lines
    * left out), for the ingestion; null when there is no such file.
+   *
+   * A `DELETE /files/{id}` may land while they are read (it removes the chunks, then the row; no
+   * lock is held across the read): chunks read before it are whole, those after it are gone. So the
+   * read counts its requests against the file's own count and, short of it, ends in the file's 404 —
+   * the batch is then refused and removed, never created from part of its file. A deletion after
+   * the last chunk was read takes nothing from the batch, which holds its own copy of the requests.
    */
   async linesOf(owner: Caller, id: string): Promise<FileLines | null> {
     const db = this.deps.db;
     const row = await files.getFile(db, owner, id, Math.floor(Date.now() / 1000));
     if (row?.purpose !== 'batch') return null;
+    const expected = Number(row.line_count);
     return {
       bytes: Number(row.bytes),
       lines: (async function* () {
         let after = -1;
         let lineNo = 0;
+        let requests = 0;
         for (;;) {
           const rows = await files.chunks(db, id, after, 4);
-          if (rows.length === 0) return;
+          if (rows.length === 0) {
+            if (requests !== expected) throw inputFileGone(id);
+            return;
+          }
           for (const r of rows) {
             // Chunks hold whole lines: each ends with its newline but perhaps the file's last.
             const lines = r.data.split('\n');
             if (r.data.endsWith('\n')) lines.pop();
             for (const text of lines) {
               lineNo++;
-              if (text.trim() !== '') yield { line: lineNo, text };
+              if (text.trim() === '') continue;
+              requests++;
+              yield { line: lineNo, text };
             }
           }
           after = (rows[rows.length - 1] as { seq: number }).seq;

@@ -2,10 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
+import { forwardedHeaders } from '../inference/wires/wire.js';
 import { ApiError, forbidden } from '../lib/errors.js';
 import type { Router } from '../server/router.js';
 import { errors, IdParams, Nullable, PageQuery, toPage } from '../server/schemas.js';
 import type { Services } from '../services.js';
+import { BATCH_FORWARD_HEADERS } from './execute.js';
 import { Batch, BatchResultItem, BatchSubmit, BatchUsage, ResultsQuery } from './schemas.js';
 import { DEFAULT_RESULTS_PAGE } from './service.js';
 
@@ -60,7 +62,7 @@ export async function batchesRoutes(app: Router, { batches }: Pick<Services, 'ba
           tags,
           summary: 'Create a batch (streamed body up to 200 MB); 202 with the batch in validating',
           description:
-            'Body: BatchSubmit. Requests are validated as they arrive; the first invalid one is a 400 naming its index and custom_id.',
+            'Body: BatchSubmit. Requests are validated as they arrive; the first invalid one is a 400 naming its index and custom_id. Every request runs with the provider headers of this call that its endpoint passes on (`anthropic-beta`, `anthropic-version`, `openai-beta`, …).',
           response: { 202: BatchRef, ...errors(400, 401, 402, 403, 413, 415, 429, 500) },
         },
       },
@@ -74,7 +76,11 @@ export async function batchesRoutes(app: Router, { batches }: Pick<Services, 'ba
           // The ingester may stop early (a refusal): the request must then stay readable for
           // lingerThenClose, not be destroyed with its connection as for-await's early exit would.
           const body = req.body.iterator({ destroyOnReturn: false });
-          const batch = await batches.create(apiCaller(req), body, declared);
+          // The provider headers of this call (`anthropic-beta`, `anthropic-version`, `openai-beta`,
+          // …): each request runs as its endpoint would run it carrying them — stored with the batch.
+          const batch = await batches.create(apiCaller(req), body, declared, {
+            headers: forwardedHeaders(req.headers, BATCH_FORWARD_HEADERS),
+          });
           return reply.code(202).send(batch);
         } catch (err) {
           // Refused before the body was read to its end: see lingerThenClose.
@@ -157,8 +163,9 @@ export async function batchesRoutes(app: Router, { batches }: Pick<Services, 'ba
       schema: {
         tags,
         summary: 'Every finished result as JSON Lines (application/jsonl), in request order',
+        description: '410 once the results expired with the output files (`output_expires_after`).',
         params: IdParams,
-        response: errors(401, 403, 404, 500),
+        response: errors(401, 403, 404, 410, 500),
       },
     },
     async (req, reply) => {

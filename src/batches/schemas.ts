@@ -119,6 +119,12 @@ export const Batch = Type.Object(
         },
       ),
     ),
+    results_expired_at: Type.Optional(
+      Type.Integer({
+        description:
+          'Unix seconds: the results expired with the output files (`output_expires_after`) and are no longer served',
+      }),
+    ),
   },
   { $id: 'Batch' },
 );

@@ -17,7 +17,7 @@ import {
   payloadTooLarge,
 } from './ingest.js';
 import { BATCH_ENDPOINTS, type Batch, type BatchStatus, closingErrors, FINAL_STATUSES } from './model.js';
-import { batchesAfter } from './openai-batch.js';
+import { batchesAfter, resultsExpired, resultsExpiredAt } from './openai-batch.js';
 import type { BatchFilesService } from './openai-files.js';
 import * as store from './store.js';
 import { toBatch, toResult } from './view.js';
@@ -39,8 +39,9 @@ export interface BatchesDeps {
 /** What a front door adds to a batch besides its body. */
 export interface BatchOptions {
   /**
-   * The caller's provider headers of the create call, already allow-listed (Message Batches:
-   * `anthropic-version`, `anthropic-beta`): each request runs as if it had carried them.
+   * The caller's provider headers of the create call, already allow-listed (the batch endpoints'
+   * allow-lists: `anthropic-version`, `anthropic-beta`, …): each request runs as if it had carried
+   * those its endpoint forwards. Stored with the batch (`headers_json`), so they outlive a restart.
    */
   headers?: Record<string, string>;
 }
@@ -213,6 +214,14 @@ export class BatchesService {
     const row = await store.getBatch(db, caller, id);
     if (!row) throw notFound('Batch');
     const batch = toBatch(row);
+    // Expired with its output files: the batch and its counts stay, its results are not served.
+    const expiredAt = resultsExpiredAt(row);
+    if (expiredAt !== null) {
+      batch.results = [];
+      batch.results_page = { offset: page.offset, limit: page.limit, total: 0, has_more: false };
+      batch.results_expired_at = expiredAt;
+      return batch;
+    }
     const rows = page.limit > 0 ? await store.results(db, id, page) : [];
     const finished = row.completed_count + row.failed_count;
     batch.results = rows.map((r) => toResult(id, r));
@@ -286,6 +295,8 @@ export class BatchesService {
     const { db } = this.deps;
     const row = await store.getBatch(db, caller, id);
     if (!row) throw notFound('Batch');
+    const expiredAt = resultsExpiredAt(row);
+    if (expiredAt !== null) throw resultsExpired(id, expiredAt);
     return (async function* () {
       let after = -1;
       for (;;) {
