@@ -130,7 +130,17 @@ async function startAudioUpstream() {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const send = (event: object) => res.write(`data: ${JSON.stringify(event)}\n\n`);
       const deltas = TRANSCRIPT_DELTAS;
-      send({ type: 'transcript.text.delta', delta: deltas[0] });
+      // `stt-cut`: the connection reset once the first delta has left; `stt-error`: an error
+      // event naming the operator's key; `stt-garbled`: an event that is not JSON.
+      const first = { type: 'transcript.text.delta', delta: deltas[0] };
+      if (model === 'stt-cut')
+        return void res.write(`data: ${JSON.stringify(first)}\n\n`, () => res.socket?.destroy());
+      send(first);
+      if (model === 'stt-error') {
+        const error = { message: 'overloaded, key sk-operator-audio-0000', type: 'server_error' };
+        return res.end(`event: error\ndata: ${JSON.stringify({ type: 'error', error })}\n\n`);
+      }
+      if (model === 'stt-garbled') return res.end('data: {"type":"transcript.text.del\n\n');
       if (model === 'stt-slow') {
         slowStt.ended = false;
         slowStt.closed = false;
@@ -370,6 +380,13 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
             },
           ],
         },
+        ...['cut', 'error', 'garbled'].map((how) => ({
+          id: `test/transcribe-${how}`,
+          kind: 'transcription',
+          endpoints: [
+            { provider: 'openai', upstream_model: `stt-${how}`, pricing: { prompt: 2.5, completion: 10 } },
+          ],
+        })),
         {
           id: 'test/transcribe-down',
           kind: 'transcription',
@@ -730,6 +747,34 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
         tokens_completion: Math.ceil(said.length / 4),
       });
       expect(gen.total_cost).toBeCloseTo((Math.ceil(said.length / 4) * 10) / 1e6, 12);
+    });
+
+    it.each([
+      ['the upstream connection reset', 'cut', /upstream connection failed/],
+      ['an upstream error event', 'error', /overloaded/],
+      ['an event that is not JSON', 'garbled', /invalid stream event/],
+    ])('stream: true — %s after the first delta: the openai client gets the delta, then the error; the generation is recorded failed', async (_what, how, message) => {
+      const { data: stream, response } = await openai.audio.transcriptions
+        .create({ model: `test/transcribe-${how}`, file: await toFile(clip, 'live.mp3'), stream: true })
+        .withResponse();
+      const deltas: string[] = [];
+      let caught: unknown = null;
+      try {
+        for await (const event of stream)
+          if (event.type === 'transcript.text.delta') deltas.push(event.delta);
+      } catch (err) {
+        caught = err;
+      }
+      expect(deltas).toEqual([TRANSCRIPT_DELTAS[0]]);
+      expect(caught).toBeInstanceOf(OpenAI.APIError);
+      const error = caught as InstanceType<typeof OpenAI.APIError>;
+      expect(error.message).toMatch(message);
+      expect(error.error).toMatchObject({ type: 'server_error', code: expect.any(Number) });
+      // Neither the operator's key nor the upstream's body.
+      expect(JSON.stringify(error.error)).not.toContain('sk-operator');
+      const gen = await generation(response.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({ status: 'error', streamed: true, usage_estimated: true });
+      expect(gen.error_message).toMatch(message);
     });
 
     it('stream: true on a model that does not stream (whisper-1) is answered as usual', async () => {
