@@ -62,14 +62,15 @@ async function startAudioUpstream() {
   const slowStt = { release: () => {}, ended: false, closed: false };
   const server: Server = createServer(async (req, res) => {
     const raw = await readBody(req);
-    const path = req.url ?? '';
+    // Matched without its query (Azure's `api-version`), recorded with it.
+    const path = (req.url ?? '').split('?')[0] as string;
     // The model discovery of the OpenAI-compatible provider: no models of its own.
     if (req.method !== 'POST') {
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ object: 'list', data: [] }));
     }
     const type = req.headers['content-type'] ?? '';
-    const got: Received = { path, headers: req.headers };
+    const got: Received = { path: req.url ?? '', headers: req.headers };
     if (type.startsWith('multipart/form-data')) {
       const form = await new Request('http://mock/', {
         method: 'POST',
@@ -303,8 +304,33 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
           base_url: `${mock.url}/backup/v1`,
           api_key: 'sk-backup-0000',
         },
+        {
+          // An Azure OpenAI resource: deployments under /azure, its key in `api-key`.
+          slug: 'azure',
+          kind: 'azure',
+          endpoint: `${mock.url}/azure`,
+          api_key: 'azure-audio-key-0000',
+          api_version: '2025-03-01-preview',
+          deployments: { 'test/azure-tts': 'tts-prod', 'test/azure-transcribe': 'stt-prod' },
+        },
       ],
       models: [
+        {
+          id: 'test/azure-tts',
+          kind: 'speech',
+          endpoints: [{ provider: 'azure', upstream_model: 'tts-1', pricing: { characters: 15 } }],
+        },
+        {
+          id: 'test/azure-transcribe',
+          kind: 'transcription',
+          endpoints: [
+            {
+              provider: 'azure',
+              upstream_model: 'gpt-4o-transcribe',
+              pricing: { prompt: 2.5, completion: 10 },
+            },
+          ],
+        },
         // tts-1: $15 per million characters.
         {
           id: 'test/tts',
@@ -775,6 +801,43 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       const gen = await generation(response.headers.get('x-gatehouse-generation-id'));
       expect(gen).toMatchObject({ status: 'error', streamed: true, usage_estimated: true });
       expect(gen.error_message).toMatch(message);
+    });
+
+    it('Azure OpenAI: speech and transcriptions (streamed too) go to the deployment with api-key and the api-version', async () => {
+      const speech = await openai.audio.speech.create({
+        model: 'test/azure-tts',
+        input: 'hi',
+        voice: 'alloy',
+      });
+      expect(Buffer.from(await speech.arrayBuffer()).equals(SPOKEN)).toBe(true);
+      const text = await openai.audio.transcriptions.create({
+        model: 'test/azure-transcribe',
+        file: await toFile(clip, 'a.wav'),
+      });
+      expect(text.text).toBe('the quick brown fox');
+      const stream = await openai.audio.transcriptions.create({
+        model: 'test/azure-transcribe',
+        file: await toFile(clip, 'a.wav'),
+        stream: true,
+      });
+      const types: string[] = [];
+      for await (const event of stream) types.push(event.type);
+      expect(types.at(-1)).toBe('transcript.text.done');
+      const version = 'api-version=2025-03-01-preview';
+      expect(mock.received.map((r) => r.path)).toEqual([
+        `/azure/openai/deployments/tts-prod/audio/speech?${version}`,
+        `/azure/openai/deployments/stt-prod/audio/transcriptions?${version}`,
+        `/azure/openai/deployments/stt-prod/audio/transcriptions?${version}`,
+      ]);
+      for (const r of mock.received) {
+        expect(r.headers['api-key']).toBe('azure-audio-key-0000');
+        expect(r.headers.authorization).toBeUndefined();
+        expect(JSON.stringify(r.headers)).not.toContain(gw.apiKey);
+      }
+      // The body's model is the deployment's name, as on Azure's other routes.
+      expect(mock.received[0]?.json?.model).toBe('tts-prod');
+      expect(mock.received[1]?.fields?.model).toEqual(['stt-prod']);
+      expect(mock.received[1]?.file?.bytes.equals(clip)).toBe(true);
     });
 
     it('stream: true on a model that does not stream (whisper-1) is answered as usual', async () => {
