@@ -62,14 +62,15 @@ async function startAudioUpstream() {
   const slowStt = { release: () => {}, ended: false, closed: false };
   const server: Server = createServer(async (req, res) => {
     const raw = await readBody(req);
-    const path = req.url ?? '';
+    // Matched without its query (Azure's `api-version`), recorded with it.
+    const path = (req.url ?? '').split('?')[0] as string;
     // The model discovery of the OpenAI-compatible provider: no models of its own.
     if (req.method !== 'POST') {
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ object: 'list', data: [] }));
     }
     const type = req.headers['content-type'] ?? '';
-    const got: Received = { path, headers: req.headers };
+    const got: Received = { path: req.url ?? '', headers: req.headers };
     if (type.startsWith('multipart/form-data')) {
       const form = await new Request('http://mock/', {
         method: 'POST',
@@ -130,7 +131,17 @@ async function startAudioUpstream() {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const send = (event: object) => res.write(`data: ${JSON.stringify(event)}\n\n`);
       const deltas = TRANSCRIPT_DELTAS;
-      send({ type: 'transcript.text.delta', delta: deltas[0] });
+      // `stt-cut`: the connection reset once the first delta has left; `stt-error`: an error
+      // event naming the operator's key; `stt-garbled`: an event that is not JSON.
+      const first = { type: 'transcript.text.delta', delta: deltas[0] };
+      if (model === 'stt-cut')
+        return void res.write(`data: ${JSON.stringify(first)}\n\n`, () => res.socket?.destroy());
+      send(first);
+      if (model === 'stt-error') {
+        const error = { message: 'overloaded, key sk-operator-audio-0000', type: 'server_error' };
+        return res.end(`event: error\ndata: ${JSON.stringify({ type: 'error', error })}\n\n`);
+      }
+      if (model === 'stt-garbled') return res.end('data: {"type":"transcript.text.del\n\n');
       if (model === 'stt-slow') {
         slowStt.ended = false;
         slowStt.closed = false;
@@ -293,8 +304,33 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
           base_url: `${mock.url}/backup/v1`,
           api_key: 'sk-backup-0000',
         },
+        {
+          // An Azure OpenAI resource: deployments under /azure, its key in `api-key`.
+          slug: 'azure',
+          kind: 'azure',
+          endpoint: `${mock.url}/azure`,
+          api_key: 'azure-audio-key-0000',
+          api_version: '2025-03-01-preview',
+          deployments: { 'test/azure-tts': 'tts-prod', 'test/azure-transcribe': 'stt-prod' },
+        },
       ],
       models: [
+        {
+          id: 'test/azure-tts',
+          kind: 'speech',
+          endpoints: [{ provider: 'azure', upstream_model: 'tts-1', pricing: { characters: 15 } }],
+        },
+        {
+          id: 'test/azure-transcribe',
+          kind: 'transcription',
+          endpoints: [
+            {
+              provider: 'azure',
+              upstream_model: 'gpt-4o-transcribe',
+              pricing: { prompt: 2.5, completion: 10 },
+            },
+          ],
+        },
         // tts-1: $15 per million characters.
         {
           id: 'test/tts',
@@ -370,6 +406,13 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
             },
           ],
         },
+        ...['cut', 'error', 'garbled'].map((how) => ({
+          id: `test/transcribe-${how}`,
+          kind: 'transcription',
+          endpoints: [
+            { provider: 'openai', upstream_model: `stt-${how}`, pricing: { prompt: 2.5, completion: 10 } },
+          ],
+        })),
         {
           id: 'test/transcribe-down',
           kind: 'transcription',
@@ -730,6 +773,71 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
         tokens_completion: Math.ceil(said.length / 4),
       });
       expect(gen.total_cost).toBeCloseTo((Math.ceil(said.length / 4) * 10) / 1e6, 12);
+    });
+
+    it.each([
+      ['the upstream connection reset', 'cut', /upstream connection failed/],
+      ['an upstream error event', 'error', /overloaded/],
+      ['an event that is not JSON', 'garbled', /invalid stream event/],
+    ])('stream: true — %s after the first delta: the openai client gets the delta, then the error; the generation is recorded failed', async (_what, how, message) => {
+      const { data: stream, response } = await openai.audio.transcriptions
+        .create({ model: `test/transcribe-${how}`, file: await toFile(clip, 'live.mp3'), stream: true })
+        .withResponse();
+      const deltas: string[] = [];
+      let caught: unknown = null;
+      try {
+        for await (const event of stream)
+          if (event.type === 'transcript.text.delta') deltas.push(event.delta);
+      } catch (err) {
+        caught = err;
+      }
+      expect(deltas).toEqual([TRANSCRIPT_DELTAS[0]]);
+      expect(caught).toBeInstanceOf(OpenAI.APIError);
+      const error = caught as InstanceType<typeof OpenAI.APIError>;
+      expect(error.message).toMatch(message);
+      expect(error.error).toMatchObject({ type: 'server_error', code: expect.any(Number) });
+      // Neither the operator's key nor the upstream's body.
+      expect(JSON.stringify(error.error)).not.toContain('sk-operator');
+      const gen = await generation(response.headers.get('x-gatehouse-generation-id'));
+      expect(gen).toMatchObject({ status: 'error', streamed: true, usage_estimated: true });
+      expect(gen.error_message).toMatch(message);
+    });
+
+    it('Azure OpenAI: speech and transcriptions (streamed too) go to the deployment with api-key and the api-version', async () => {
+      const speech = await openai.audio.speech.create({
+        model: 'test/azure-tts',
+        input: 'hi',
+        voice: 'alloy',
+      });
+      expect(Buffer.from(await speech.arrayBuffer()).equals(SPOKEN)).toBe(true);
+      const text = await openai.audio.transcriptions.create({
+        model: 'test/azure-transcribe',
+        file: await toFile(clip, 'a.wav'),
+      });
+      expect(text.text).toBe('the quick brown fox');
+      const stream = await openai.audio.transcriptions.create({
+        model: 'test/azure-transcribe',
+        file: await toFile(clip, 'a.wav'),
+        stream: true,
+      });
+      const types: string[] = [];
+      for await (const event of stream) types.push(event.type);
+      expect(types.at(-1)).toBe('transcript.text.done');
+      const version = 'api-version=2025-03-01-preview';
+      expect(mock.received.map((r) => r.path)).toEqual([
+        `/azure/openai/deployments/tts-prod/audio/speech?${version}`,
+        `/azure/openai/deployments/stt-prod/audio/transcriptions?${version}`,
+        `/azure/openai/deployments/stt-prod/audio/transcriptions?${version}`,
+      ]);
+      for (const r of mock.received) {
+        expect(r.headers['api-key']).toBe('azure-audio-key-0000');
+        expect(r.headers.authorization).toBeUndefined();
+        expect(JSON.stringify(r.headers)).not.toContain(gw.apiKey);
+      }
+      // The body's model is the deployment's name, as on Azure's other routes.
+      expect(mock.received[0]?.json?.model).toBe('tts-prod');
+      expect(mock.received[1]?.fields?.model).toEqual(['stt-prod']);
+      expect(mock.received[1]?.file?.bytes.equals(clip)).toBe(true);
     });
 
     it('stream: true on a model that does not stream (whisper-1) is answered as usual', async () => {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient } from './support/http.js';
@@ -385,6 +385,18 @@ describe('Azure OpenAI provider with Microsoft Entra ID', () => {
       ],
       models: [
         {
+          id: 'test/entra-tts',
+          kind: 'speech',
+          endpoints: [{ provider: 'entra-azure', upstream_model: 'tts-1', pricing: { characters: 15 } }],
+        },
+        {
+          id: 'test/entra-stt',
+          kind: 'transcription',
+          endpoints: [
+            { provider: 'entra-azure', upstream_model: 'whisper-1', pricing: { audio_minute: 0.006 } },
+          ],
+        },
+        {
           id: 'test/entra-gpt',
           endpoints: [
             { provider: 'entra-azure', upstream_model: 'gpt-4o', pricing: { prompt: 1, completion: 2 } },
@@ -424,6 +436,27 @@ describe('Azure OpenAI provider with Microsoft Entra ID', () => {
       expect(req.headers['api-key']).toBeUndefined();
       expect(JSON.stringify(req.headers)).not.toContain(gw.apiKey);
       expect(JSON.stringify(req.headers)).not.toContain(SECRET);
+    }
+  });
+
+  it('speech and transcriptions carry the Entra token too (at the deployment, with the api-version)', async () => {
+    mock.reset();
+    const openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+    // The mock serves no audio: what counts is what reached it.
+    await openai.audio.speech
+      .create({ model: 'test/entra-tts', input: 'hi', voice: 'alloy' })
+      .catch(() => {});
+    await openai.audio.transcriptions
+      .create({ model: 'test/entra-stt', file: await toFile(Buffer.from('RIFF'), 'a.wav') })
+      .catch(() => {});
+    expect(mock.requests.map((r) => r.path)).toEqual([
+      '/openai/deployments/tts-1/audio/speech',
+      '/openai/deployments/whisper-1/audio/transcriptions',
+    ]);
+    for (const req of mock.requests) {
+      expect(req.query['api-version']).toBe('2024-10-21');
+      expect(req.headers.authorization).toBe('Bearer entra-token-1');
+      expect(req.headers['api-key']).toBeUndefined();
     }
   });
 });

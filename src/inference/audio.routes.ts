@@ -15,8 +15,8 @@ import type { OpenapiOnly } from '../server/openapi-only.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
 import { AUDIO_SCHEMAS, SpeechRequest, Transcription, TranscriptionRequest } from './audio-schemas.js';
-import { callOf, describe, traced } from './routes.js';
-import { callAbort } from './stream.js';
+import { callOf, describe, failed, traced } from './routes.js';
+import { callAbort, sendSse } from './stream.js';
 import { speechWire, transcriptionWire } from './wires/audio.js';
 import type { CallerWire } from './wires/wire.js';
 
@@ -276,10 +276,13 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
           if ('events' in done) {
             // `stream: true`: the upstream's events relayed as they arrive; the upload is kept
             // until the answer is over.
+            // One failing after it started ends with an `error` event, as a chat stream does.
             relaying = true;
             reply.raw.once('close', () => void removeDir());
-            reply.type(done.contentType);
-            return reply.send(Readable.from(done.events, { objectMode: false }));
+            const { info } = done;
+            return sendSse(req, reply, done.events, {
+              failed: (err) => failed(transcriptionWire, info, err),
+            });
           }
           const answer = transcriptionWire.encodeResponse(done, { ...call, echoUpstream: false });
           // Gone before the caller has the answer (a refusal's or failure's: before its error is sent).

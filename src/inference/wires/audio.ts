@@ -9,6 +9,7 @@ import {
   UPLOADED_FILE,
 } from '../../formats/audio.js';
 import { TranslationError } from '../../formats/chat.js';
+import { sseJson } from '../../formats/sse.js';
 import { badRequest } from '../../lib/errors.js';
 import { worstCaseSeconds } from '../../routing/audio-usage.js';
 import type { Body, TextSlot } from '../../routing/call.js';
@@ -106,7 +107,10 @@ export const transcriptionWire: CallerWire<TranscriptionAnswer> = {
       },
     };
   },
-  streamError: () => [],
+  // OpenAI's `error` event: the openai client's stream throws it as an APIError.
+  streamError: (_info, message, status = 502) => [
+    sseJson({ type: 'error', error: { message, type: 'server_error', code: status } }, 'error'),
+  ],
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),
 };

@@ -1,9 +1,9 @@
 /**
  * Azure OpenAI: the OpenAI wire (the shared code in `openai/`) at an Azure resource's URLs, with
- * `api-key: <key>` instead of `Authorization`. Chat Completions and Embeddings go to a deployment:
- * `{endpoint}/openai/deployments/{deployment}/{chat/completions|embeddings}?api-version=…`; the
- * Responses API is the v1 route `{endpoint}/openai/v1/responses`, where the deployment name is the
- * body's `model`. A model's deployment is its entry in the provider's `deployments`, else its id.
+ * `api-key: <key>` instead of `Authorization`. Chat Completions, Embeddings and audio go to a
+ * deployment: `{endpoint}/openai/deployments/{deployment}/{chat/completions|embeddings|audio/…}
+ * ?api-version=…`; the Responses API is the v1 route `{endpoint}/openai/v1/responses`, where the
+ * deployment name is the body's `model`. A model's deployment is its entry in the provider's `deployments`, else its id.
  */
 import type {
   ChatChunk,
@@ -12,6 +12,12 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
+import type {
+  SpeechAudio,
+  SpeechRequest,
+  TranscriptionAnswer,
+  TranscriptionRequest,
+} from '../../formats/audio.js';
 import { joinUrl } from '../http.js';
 import { OpenAiWireProvider } from '../openai/base.js';
 import { fromOpenAiChunk, fromOpenAiResponse } from '../openai/wire.js';
@@ -64,6 +70,14 @@ export class AzureProvider extends OpenAiWireProvider {
 
   override async embeddings(req: EmbeddingsRequest, ctx: CallContext): Promise<EmbeddingsResponse> {
     return super.embeddings(req, await this.credential(ctx));
+  }
+
+  override async speech(req: SpeechRequest, ctx: CallContext): Promise<SpeechAudio> {
+    return super.speech(req, await this.credential(ctx));
+  }
+
+  override async transcription(req: TranscriptionRequest, ctx: CallContext): Promise<TranscriptionAnswer> {
+    return super.transcription(req, await this.credential(ctx));
   }
 
   override async forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {

@@ -18,31 +18,35 @@ describe('speechDoneUsage', () => {
 });
 
 describe('TranscriptTap', () => {
-  const event = (e: object) => `data: ${JSON.stringify(e)}\n\n`;
+  const data = (e: object) => ({ data: JSON.stringify(e) });
 
-  it('reads the deltas and the done event however the bytes are cut (mid-line, mid-character)', () => {
+  it('reads the deltas and the done event', () => {
     const done = { type: 'transcript.text.done', text: 'héllo wörld', usage: { input_tokens: 5 } };
-    const bytes = Buffer.from(
-      event({ type: 'transcript.text.delta', delta: 'héllo' }) +
-        event({ type: 'transcript.text.delta', delta: ' wörld' }) +
-        event(done),
-    );
     const tap = new TranscriptTap();
-    for (let i = 0; i < bytes.length; i += 7) tap.push(bytes.subarray(i, i + 7));
-    tap.end();
+    tap.read(data({ type: 'transcript.text.delta', delta: 'héllo' }));
+    tap.read(data({ type: 'transcript.text.delta', delta: ' wörld' }));
+    tap.read(data(done));
     expect(tap.text).toBe('héllo wörld');
     expect(tap.done).toEqual(done);
   });
 
-  it('no done event when the stream stops before a whole one; other lines are ignored', () => {
+  it('other events are passed over; no done event until one came', () => {
     const tap = new TranscriptTap();
-    tap.push(
-      Buffer.from(
-        `: ping\nevent: x\n${event({ type: 'transcript.text.delta', delta: 'a' })}data: {"type":"transcript.text.do`,
-      ),
-    );
-    tap.end();
+    tap.read({ event: 'x', data: '{"type":"x"}' });
+    tap.read(data({ type: 'transcript.text.delta', delta: 'a' }));
     expect(tap.text).toBe('a');
     expect(tap.done).toBeNull();
+  });
+
+  it('an error event or data that is not JSON throws, the message without the secrets', () => {
+    const tap = new TranscriptTap(['sk-secret-1234']);
+    expect(() =>
+      tap.read({
+        event: 'error',
+        data: JSON.stringify({ type: 'error', error: { message: 'bad key sk-secret-1234', code: 500 } }),
+      }),
+    ).toThrow(expect.objectContaining({ status: 500, message: expect.not.stringContaining('sk-secret') }));
+    expect(() => tap.read(data({ type: 'error', error: { message: 'overloaded' } }))).toThrow('overloaded');
+    expect(() => tap.read({ data: '{"type":"transcript.te' })).toThrow(/invalid stream event/);
   });
 });

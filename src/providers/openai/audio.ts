@@ -7,6 +7,8 @@
 import { openAsBlob } from 'node:fs';
 import { FormData } from 'undici';
 import type { SpeechAudio, TranscriptionAnswer, TranscriptionRequest } from '../../formats/audio.js';
+import { encodeSse, parseSseChunks, type SseEvent } from '../../formats/sse.js';
+import type { ErrorShape } from '../errors.js';
 import {
   type ApiCall,
   ensureOk,
@@ -103,33 +105,27 @@ async function formOf(req: TranscriptionRequest): Promise<FormData> {
 
 /**
  * Reads OpenAI's transcription events as they pass (`transcript.text.delta`, then
- * `transcript.text.done` with the final text and the usage), whole lines at a time.
+ * `transcript.text.done` with the final text and the usage). An `error` event, or one whose data is
+ * not JSON, throws: the stream failed, and is ended as failed rather than relayed on.
  */
 export class TranscriptTap {
-  private line = '';
-  private readonly decoder = new TextDecoder();
   text = '';
   done: unknown = null;
 
-  push(chunk: Buffer): void {
-    const lines = (this.line + this.decoder.decode(chunk, { stream: true })).split(/\r?\n/);
-    this.line = lines.pop() ?? '';
-    for (const l of lines) this.read(l);
-  }
+  constructor(
+    private readonly secrets: (string | null | undefined)[] = [],
+    private readonly errors?: ErrorShape,
+  ) {}
 
-  end(): void {
-    this.read(this.line + this.decoder.decode());
-    this.line = '';
-  }
-
-  private read(line: string): void {
-    if (!line.startsWith('data:')) return;
-    let event: { type?: unknown; delta?: unknown };
+  read({ event: name, data }: SseEvent): void {
+    let event: { type?: unknown; delta?: unknown; error?: unknown };
     try {
-      event = JSON.parse(line.slice(5));
+      event = JSON.parse(data);
     } catch {
-      return;
+      throw new UpstreamError(502, 'upstream sent an invalid stream event', { retryable: true });
     }
+    if (name === 'error' || event?.type === 'error' || event?.error)
+      throwIfErrorPayload(event, this.secrets, true, this.errors);
     if (event?.type === 'transcript.text.delta' && typeof event.delta === 'string') this.text += event.delta;
     else if (event?.type === 'transcript.text.done') this.done = event;
   }
@@ -191,23 +187,38 @@ export async function postTranscription(
   return { contentType, body, parsed };
 }
 
+/**
+ * A transcription's event stream, relayed event by event (a caller never gets half an event, so a
+ * failure can be told after the last whole one); the events are re-encoded as they came.
+ */
 function streamedTranscription(
   contentType: string,
   body: AsyncIterable<Buffer> & { destroy(): void },
-  { signal, secrets }: ApiCall,
+  { signal, secrets, errors }: ApiCall,
 ): TranscriptionAnswer {
-  const tap = new TranscriptTap();
+  const tap = new TranscriptTap(secrets, errors);
   return {
     contentType,
     body: '',
     parsed: undefined,
     events: (async function* () {
       try {
-        for await (const chunk of body) {
-          tap.push(chunk);
-          yield chunk;
+        for await (const batch of parseSseChunks(body)) {
+          // The events before a failed one are relayed, then the failure.
+          let frames = '';
+          let failure: unknown = null;
+          for (const event of batch) {
+            try {
+              tap.read(event);
+            } catch (err) {
+              failure = err;
+              break;
+            }
+            frames += encodeSse(event);
+          }
+          if (frames) yield Buffer.from(frames);
+          if (failure) throw failure;
         }
-        tap.end();
       } catch (err) {
         throw toUpstreamError(err, signal, secrets);
       } finally {

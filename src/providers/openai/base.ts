@@ -199,8 +199,11 @@ export class OpenAiWireProvider implements Provider {
 
   /** A transcription of the request's audio, sent as a multipart form (see audio.ts). */
   transcription(req: TranscriptionRequest, ctx: CallContext): Promise<TranscriptionAnswer> {
-    // The target sees the model alone (Azure's deployment URL); the form carries the rest.
-    return postTranscription(this.call('/audio/transcriptions', { model: req.model }, ctx), req);
+    // The target sees the model alone (Azure's deployment URL); the form carries the rest, with the
+    // model the target sends (Azure's deployment name).
+    const call = this.call('/audio/transcriptions', { model: req.model }, ctx);
+    const model = (call.body as { model?: unknown } | undefined)?.model;
+    return postTranscription(call, typeof model === 'string' ? { ...req, model } : req);
   }
 
   forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
