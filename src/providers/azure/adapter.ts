@@ -5,6 +5,13 @@
  * ?api-version=…`; the Responses API is the v1 route `{endpoint}/openai/v1/responses`, where the
  * deployment name is the body's `model`. A model's deployment is its entry in the provider's `deployments`, else its id.
  */
+
+import type {
+  SpeechAudio,
+  SpeechRequest,
+  TranscriptionAnswer,
+  TranscriptionRequest,
+} from '../../formats/audio.js';
 import type {
   ChatChunk,
   ChatRequest,
@@ -12,12 +19,6 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
-import type {
-  SpeechAudio,
-  SpeechRequest,
-  TranscriptionAnswer,
-  TranscriptionRequest,
-} from '../../formats/audio.js';
 import { joinUrl } from '../http.js';
 import { OpenAiWireProvider } from '../openai/base.js';
 import { fromOpenAiChunk, fromOpenAiResponse } from '../openai/wire.js';
