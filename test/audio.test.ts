@@ -840,6 +840,35 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       expect(mock.received[1]?.file?.bytes.equals(clip)).toBe(true);
     });
 
+    it('content logging keeps a streamed transcription: its fields (not the audio) and the text of its events', async () => {
+      const workspace = (await call('GET', '/key')).body.data.workspace_id;
+      await mgmt('PATCH', `/workspaces/${workspace}`, { content_logging: true });
+      try {
+        const { data: stream, response } = await openai.audio.transcriptions
+          .create({
+            model: 'test/transcribe',
+            file: await toFile(clip, 'live.mp3'),
+            stream: true,
+            prompt: 'foxes',
+          })
+          .withResponse();
+        for await (const _ of stream);
+        const id = response.headers.get('x-gatehouse-generation-id');
+        let kept: { status: number; body: any } = { status: 0, body: null };
+        // Written after the answer: polled.
+        for (let i = 0; i < 100 && kept.status !== 200; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+          await gw.services.contentLog.flush();
+          kept = await call('GET', `/generation/content?id=${id}`);
+        }
+        expect(kept.status).toBe(200);
+        expect(kept.body.data.input.messages[0]).toMatchObject({ prompt: 'foxes', file: { kept: false } });
+        expect(kept.body.data.output.completion).toBe(TRANSCRIPT_DELTAS.join(''));
+      } finally {
+        await mgmt('PATCH', `/workspaces/${workspace}`, { content_logging: false });
+      }
+    });
+
     it('stream: true on a model that does not stream (whisper-1) is answered as usual', async () => {
       const form = new FormData();
       form.append('model', 'test/whisper');

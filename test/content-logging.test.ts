@@ -257,6 +257,83 @@ describe.each(databases)('content logging (%s)', (db) => {
       expect(data.error.message).toBeTruthy();
     });
 
+    /** A transcription of `audio` uploaded as OpenAI's form (the `openai` client's way). */
+    const transcribe = (audio: Buffer, fields: Record<string, string>) => {
+      const form = new FormData();
+      for (const [k, v] of Object.entries(fields)) form.append(k, v);
+      form.append('file', new Blob([audio], { type: 'audio/wav' }), 'clip.wav');
+      return fetch(`${gw.url}/api/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}` },
+        body: form,
+      });
+    };
+
+    it('rerank, speech and transcriptions: the request kept (never the audio), the ranking, a note of the audio, the text', async () => {
+      const ranked = await api('POST', '/rerank', {
+        model: 'gatehouse/rerank',
+        query: 'purring cats',
+        documents: ['Dogs bark.', 'Cats purr.'],
+        top_n: 2,
+        user: 'not content',
+      });
+      expect(ranked.status).toBe(200);
+      const rerank = await content(generationIdOf(ranked));
+      expect(rerank.input).toEqual({
+        messages: [
+          {
+            model: expect.any(String),
+            query: 'purring cats',
+            documents: ['Dogs bark.', 'Cats purr.'],
+            top_n: 2,
+          },
+        ],
+      });
+      const ranking = ranked.body.results.map((r: { index: number; relevance_score: number }) => ({
+        index: r.index,
+        relevance_score: r.relevance_score,
+      }));
+      expect(JSON.parse(rerank.output.completion)).toEqual(ranking);
+      expect(ranking[0].index).toBe(1);
+
+      const spoken = await fetch(`${gw.url}/api/v1/audio/speech`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gatehouse/speech', input: 'say this', voice: 'alloy' }),
+      });
+      const wav = Buffer.from(await spoken.arrayBuffer());
+      const speech = await content(spoken.headers.get('x-gatehouse-generation-id') as string);
+      expect(speech.input).toEqual({
+        messages: [{ model: expect.any(String), input: 'say this', voice: 'alloy' }],
+      });
+      expect(speech.output.completion).toBe(`[audio/wav audio, ${wav.length} bytes, not kept]`);
+
+      const audio = Buffer.alloc(40_000, 7);
+      const heard = await transcribe(audio, {
+        model: 'gatehouse/transcribe',
+        prompt: 'a clip',
+        language: 'en',
+      });
+      expect(heard.status).toBe(200);
+      const { text } = (await heard.json()) as { text: string };
+      const transcription = await content(heard.headers.get('x-gatehouse-generation-id') as string);
+      expect(transcription.input).toEqual({
+        messages: [
+          {
+            model: expect.any(String),
+            prompt: 'a clip',
+            language: 'en',
+            file: { filename: 'audio.wav', content_type: 'audio/wav', bytes: 40_000, kept: false },
+          },
+        ],
+      });
+      expect(transcription.output.completion).toBe(text);
+      // Neither the audio nor where the upload was saved.
+      const stored = JSON.stringify(await rows(gw.organizationId));
+      expect(stored).not.toContain(audio.toString('base64').slice(0, 40));
+      expect(stored).not.toContain('"path"');
+    });
+
     it('is read with the official SDK (response validation on)', async () => {
       mock.enqueue({ reply });
       const res = await api(
@@ -334,6 +411,15 @@ describe.each(databases)('content logging (%s)', (db) => {
       messages: [{ role: 'user', content: 'after' }],
     });
     expect(res.status).toBe(200);
+    const ranked = await api('POST', '/rerank', { model: 'gatehouse/rerank', query: 'q', documents: ['a'] });
+    expect(ranked.status).toBe(200);
+    const spoken = await api('POST', '/audio/speech', { model: 'gatehouse/speech', input: 'after' });
+    expect(spoken.status).toBe(200);
+    const heard = await api('POST', '/audio/transcriptions', {
+      model: 'gatehouse/transcribe',
+      input_audio: { data: Buffer.alloc(3000).toString('base64'), format: 'wav' },
+    });
+    expect(heard.status).toBe(200);
     await gw.services.contentLog.flush();
     expect((await rows(gw.organizationId)).length).toBe(before);
   });

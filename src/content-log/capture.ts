@@ -1,3 +1,4 @@
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { ChatChunk, ChatResponse } from '../formats/chat.js';
 import { frameEvents } from '../providers/lane.js';
 import type { NativeWire, RelayFrame } from '../providers/types.js';
@@ -288,5 +289,97 @@ export function frameReader(native: NativeWire): StreamReader<RelayFrame> {
       for (const e of frameEvents(f)) event(dataOf(e));
     },
     output: () => a.output(),
+  };
+}
+
+/** Fields of a rerank or audio body that are not content: Gatehouse's routing and observability. */
+const NOT_CONTENT = new Set([
+  'provider',
+  'models',
+  'route',
+  'debug',
+  'transforms',
+  'plugins',
+  'session_id',
+  'trace',
+  'user',
+]);
+
+/**
+ * The input of a rerank or audio call: its request as sent to the provider (after redactions), as
+ * one item — a rerank's query and documents, speech's input text and voice, a transcription's
+ * prompt and settings. A transcription's audio is never kept: its upload stands as its name, type
+ * and size, base64 `input_audio` as its format.
+ */
+export function requestInput(body: Body): ContentInput {
+  const out: Obj = {};
+  for (const [k, v] of Object.entries(body)) {
+    if (NOT_CONTENT.has(k)) continue;
+    if (k === 'file' && isObj(v) && v.kind === 'file')
+      out.file = { filename: v.filename, content_type: v.contentType, bytes: v.bytes, kept: false };
+    else if (k === 'input_audio' && isObj(v)) out.input_audio = { format: v.format, kept: false };
+    else out[k] = v;
+  }
+  return { messages: [withoutInlineData(out)] };
+}
+
+/** Only a text. */
+export const textOutput = (completion: string | null): ContentOutput => ({
+  completion,
+  reasoning: null,
+  tool_calls: null,
+});
+
+/** A rerank's ranking, best first, as JSON text: `[{"index":1,"relevance_score":0.97}, …]`. */
+export const rankingOutput = (results: { index: number; relevance_score: number }[]): ContentOutput =>
+  textOutput(JSON.stringify(results.map((r) => ({ index: r.index, relevance_score: r.relevance_score }))));
+
+/** A whole transcription: the text of a JSON answer, or a text, srt or vtt answer as it came. */
+export function transcriptOutput(parsed: unknown, body: string): ContentOutput {
+  if (parsed === undefined) return textOutput(body);
+  return textOutput(isObj(parsed) && typeof parsed.text === 'string' ? parsed.text : null);
+}
+
+/** Speech: its audio is not kept, only what it was. */
+export const audioNote = (contentType: string, bytes: number): ContentOutput =>
+  textOutput(`[${contentType} audio, ${bytes} bytes, not kept]`);
+
+/** A transcription's event stream: the deltas' text, replaced by `transcript.text.done`'s. */
+export function transcriptReader(): StreamReader<Buffer> {
+  let text = '';
+  let seen = false;
+  const decoder = new TextDecoder();
+  const parser = createParser({
+    onEvent: (m: EventSourceMessage) => {
+      let e: unknown;
+      try {
+        e = JSON.parse(m.data);
+      } catch {
+        return;
+      }
+      if (!isObj(e)) return;
+      if (e.type === 'transcript.text.delta' && typeof e.delta === 'string') {
+        text += e.delta;
+        seen = true;
+      } else if (e.type === 'transcript.text.done' && typeof e.text === 'string') {
+        text = e.text;
+        seen = true;
+      }
+    },
+  });
+  return {
+    read: (chunk) => parser.feed(decoder.decode(chunk, { stream: true })),
+    output: () => textOutput(seen ? text : null),
+  };
+}
+
+/** Speech's audio: its size counted as it passes. */
+export function audioReader(contentType: string): StreamReader<Buffer> {
+  let bytes = 0;
+  return {
+    read: (chunk) => {
+      bytes += chunk.length;
+    },
+    output: () => audioNote(contentType, bytes),
   };
 }

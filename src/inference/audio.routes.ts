@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { captureTranscript, tapSpeech, tapTranscript } from '../content-log/tap.js';
 import { type AudioSource, audioTypeOf, UPLOADED_FILE } from '../formats/audio.js';
 import { ApiError, badRequest } from '../lib/errors.js';
 import { TempFiles } from '../lib/temp-files.js';
@@ -145,7 +146,10 @@ async function readForm(
  * transcription (a multipart upload, or OpenRouter's JSON body with base64 audio). Every guard of
  * an inference call applies (engine.speak / engine.transcribe).
  */
-export async function audioRoutes(app: Router, { engine, config }: Pick<Services, 'engine' | 'config'>) {
+export async function audioRoutes(
+  app: Router,
+  { engine, config, contentLog }: Pick<Services, 'engine' | 'config' | 'contentLog'>,
+) {
   for (const schema of AUDIO_SCHEMAS) app.addSchema(schema);
   const response = (wire: CallerWire<unknown>) =>
     Object.fromEntries(ERROR_STATUSES.map((s) => [s, wire.errorSchema]));
@@ -174,10 +178,12 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
       schema: { tags, summary: speechWire.summary, body: AnyBody, response: response(speechWire) },
     },
     traced(async (req: FastifyRequest, reply: FastifyReply) => {
-      const spoken = await engine.speak(callOf(req, speechWire, callAbort(reply)));
+      const call = callOf(req, speechWire, callAbort(reply));
+      const spoken = await engine.speak(call);
       describe(reply, spoken.info);
       reply.type(spoken.contentType);
-      return reply.send(Readable.from(spoken.audio, { objectMode: false }));
+      const audio = tapSpeech(contentLog, call, spoken.info, spoken.audio, spoken.contentType);
+      return reply.send(Readable.from(audio, { objectMode: false }));
     }),
   );
 
@@ -280,11 +286,12 @@ export async function audioRoutes(app: Router, { engine, config }: Pick<Services
             relaying = true;
             reply.raw.once('close', () => void removeDir());
             const { info } = done;
-            return sendSse(req, reply, done.events, {
+            return sendSse(req, reply, tapTranscript(contentLog, call, info, done.events), {
               failed: (err) => failed(transcriptionWire, info, err),
             });
           }
           const answer = transcriptionWire.encodeResponse(done, { ...call, echoUpstream: false });
+          captureTranscript(contentLog, call, done.info, reply, done.response);
           // Gone before the caller has the answer (a refusal's or failure's: before its error is sent).
           await removeDir();
           if (typeof answer === 'string') reply.type(done.response.contentType);

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GenerationDetail } from '../activity/schemas.js';
-import { captureWhole, tapStream } from '../content-log/tap.js';
+import { captureRanking, captureWhole, tapStream } from '../content-log/tap.js';
 import type { CompactionDraft } from '../formats/compaction.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, notFound } from '../lib/errors.js';
@@ -422,6 +422,7 @@ export async function inferenceRoutes(
       const done = await engine.rerank(call);
       describe(reply, done.info);
       if (done.lane) throw new ApiError(502, 'A rerank call cannot be relayed');
+      captureRanking(services.contentLog, call, done.info, reply, done.response.results);
       return reply.send(rerankWire.encodeResponse(done, call));
     }),
   );
