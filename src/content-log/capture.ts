@@ -1,4 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { AUDIO_GATEHOUSE_FIELDS } from '../formats/audio.js';
 import type { ChatChunk, ChatResponse } from '../formats/chat.js';
 import { frameEvents } from '../providers/lane.js';
 import type { NativeWire, RelayFrame } from '../providers/types.js';
@@ -292,18 +293,11 @@ export function frameReader(native: NativeWire): StreamReader<RelayFrame> {
   };
 }
 
-/** Fields of a rerank or audio body that are not content: Gatehouse's routing and observability. */
-const NOT_CONTENT = new Set([
-  'provider',
-  'models',
-  'route',
-  'debug',
-  'transforms',
-  'plugins',
-  'session_id',
-  'trace',
-  'user',
-]);
+/**
+ * Fields of a rerank or audio body that are not content: Gatehouse's routing and observability
+ * fields (and voice references: audio, never kept).
+ */
+const NOT_CONTENT = new Set<string>(AUDIO_GATEHOUSE_FIELDS);
 
 /**
  * The input of a rerank or audio call: its request as sent to the provider (after redactions), as
