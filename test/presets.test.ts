@@ -244,6 +244,46 @@ describe.each(databases)('presets (%s)', (db) => {
     expect(mock.requests).toHaveLength(0);
   });
 
+  it("a preset in a `models` fallback list is a 400 in the caller's format naming the entry, before any upstream call", async () => {
+    const message = (i: number) =>
+      `\`models[${i}]\`: a preset cannot be a fallback model; use \`preset\` or \`model\``;
+    const chat = await call('POST', '/chat/completions', {
+      model: 'test/gpt',
+      models: ['test/gpt', '@preset/writer'],
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(chat.status).toBe(400);
+    expect(chat.body.error).toMatchObject({ code: 400, message: message(1) });
+    // With a preset named in `model` too, and in the `<model>@preset/<slug>` form.
+    const messages = await call('POST', '/messages', {
+      model: '@preset/writer',
+      models: ['test/claude@preset/writer'],
+      max_tokens: 5,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(messages.status).toBe(400);
+    expect(messages.body).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: message(0) },
+    });
+    const responses = await call('POST', '/responses', {
+      model: 'test/gpt',
+      models: ['test/claude', 'test/gpt', '@preset/thinker'],
+      input: 'hi',
+    });
+    expect(responses.status).toBe(400);
+    expect(responses.body.error.message).toBe(message(2));
+    // Nor can a preset be saved with one.
+    const saved = await call('POST', '/presets/fallback/chat/completions', {
+      model: 'test/gpt',
+      models: ['test/gpt', '@preset/writer'],
+    });
+    expect(saved.status).toBe(400);
+    expect(saved.body.error.message).toBe(message(1));
+    expect((await call('GET', '/presets/fallback')).status).toBe(404);
+    expect(mock.requests).toHaveLength(0);
+  });
+
   it("another workspace's or organization's key sees no preset and cannot use one", async () => {
     for (const other of others) {
       const theirs = client(gw.url, other.key);

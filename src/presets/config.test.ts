@@ -142,4 +142,13 @@ describe('preset configuration', () => {
     expect(() => presetRefOf({ model: '@preset/../x' })).toThrow(/Invalid preset slug/);
     expect(() => presetRefOf({ model: '@preset/' })).toThrow(/Invalid preset slug/);
   });
+
+  it('refuses a preset in the `models` fallback list, naming the entry, with or without one in `model`', () => {
+    expect(() => presetRefOf({ model: 'a/b', models: ['a/b', '@preset/w'] })).toThrow(
+      '`models[1]`: a preset cannot be a fallback model; use `preset` or `model`',
+    );
+    expect(() => presetRefOf({ preset: 'w', models: ['a/b@preset/w'] })).toThrow(/`models\[0\]`/);
+    expect(presetRefOf({ model: 'a/b', models: ['a/b', 'c/d'] })).toBeNull();
+    expect(presetRefOf({ model: 'a/b', models: 'not a list' })).toBeNull();
+  });
 });

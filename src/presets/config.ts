@@ -146,12 +146,28 @@ export interface PresetRef {
 }
 
 /**
+ * A preset named in the `models` fallback list is a 400 naming the entry: a call completes from one
+ * preset, chosen before routing, so a fallback cannot switch to another one's settings — and left
+ * alone it would only fail later as a model id no catalog has.
+ */
+function checkFallbacks(models: unknown): void {
+  if (!Array.isArray(models)) return;
+  const at = models.findIndex((m) => typeof m === 'string' && m.includes(PREFIX));
+  if (at >= 0)
+    throw new ApiError(
+      400,
+      `\`models[${at}]\`: a preset cannot be a fallback model; use \`preset\` or \`model\``,
+    );
+}
+
+/**
  * The preset `body` names, or null for none: in its `model` (`@preset/<slug>` or
  * `<model>@preset/<slug>`) or its `preset` field (OpenRouter's three ways). Naming two different
- * presets, or a slug that is not one, is a 400.
+ * presets, a slug that is not one, or a preset in `models` is a 400.
  */
 export function presetRefOf(body: Body): PresetRef | null {
   const { model, preset } = body;
+  checkFallbacks(body.models);
   let ref: PresetRef | null = null;
   if (typeof model === 'string') {
     const at = model.indexOf(PREFIX);
