@@ -259,6 +259,21 @@ describe.each(databases)('batch file retention (%s)', (db) => {
       (n) => n === 0,
     );
     expect(await answers(plain.id)).toBe(1);
+    // The batch is marked cleared, so later sweeps skip it instead of reading its requests again.
+    const cleared = async (batchId: string) =>
+      (
+        await gw.services.db
+          .selectFrom('batches')
+          .select('results_cleared_at')
+          .where('id', '=', batchId)
+          .executeTakeFirstOrThrow()
+      ).results_cleared_at;
+    await until(
+      'the batch marked cleared',
+      () => cleared(done.id),
+      (at) => at !== null,
+    );
+    expect(await cleared(plain.id)).toBeNull();
     expect((await call('GET', `/batches/${done.id}`)).body.request_counts).toEqual({
       completed: 1,
       failed: 1,

@@ -92,6 +92,7 @@ export class BatchFileSweep {
       const ids = await files.expiredResultBatches(db, now, FILES_PER_PAGE);
       for (const id of ids) {
         while ((await files.clearAnswers(db, id, ANSWERS_PER_UPDATE)) === ANSWERS_PER_UPDATE);
+        await files.markResultsCleared(db, id, now);
         counts.results++;
       }
       if (ids.length < FILES_PER_PAGE) break;

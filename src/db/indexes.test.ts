@@ -90,6 +90,14 @@ describe('batch file indexes', () => {
       /USING INDEX batches_input_file/,
     );
   });
+
+  it('finds batches whose expired answers are still to clear through the partial index, not a scan', () => {
+    const toClear = plan(
+      'select id from batches where output_expires_after_s is not null and results_cleared_at is null and finalized_at + output_expires_after_s <= 1 limit 100',
+    );
+    expect(toClear).toMatch(/USING INDEX batches_results_to_clear/);
+    expect(toClear).not.toMatch(/batch_requests/);
+  });
 });
 
 /** Generation feedback: GET /generation's newest entries and the cap's next number (SQLite's query plans). */

@@ -27,6 +27,7 @@ import * as m0024 from './migrations/0024_batch_file_expiry.js';
 import * as m0025 from './migrations/0025_batch_headers.js';
 import * as m0026 from './migrations/0026_presets.js';
 import * as m0027 from './migrations/0027_generation_feedback.js';
+import * as m0028 from './migrations/0028_batch_results_cleared.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -57,6 +58,7 @@ const migrations: Record<string, Migration> = {
   '0025_batch_headers': m0025,
   '0026_presets': m0026,
   '0027_generation_feedback': m0027,
+  '0028_batch_results_cleared': m0028,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -374,6 +374,8 @@ export interface BatchesTable {
    * Batches' `anthropic-version`, `anthropic-beta`), applied to each request; null when none.
    */
   headers_json: JsonText | null;
+  /** Migration 0028: when the sweep cleared the answers of a batch whose results expired (Unix s). */
+  results_cleared_at: Generated<number | null>;
 }
 
 /** An uploaded batch input file (migration 0023; see batches/openai-files*.ts). Times in Unix seconds. */
