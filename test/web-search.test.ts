@@ -633,6 +633,21 @@ describe('Gemini 3 on the Gemini API: Google Search beside function tools', () =
     ),
     usageMetadata: USAGE,
   };
+  /** The same answer streamed: the search's parts arrive on events of their own. */
+  const STREAM = [
+    { data: { ...candidate([{ text: 'Searching. ' }]), usageMetadata: { promptTokenCount: 10 } } },
+    { data: candidate([SEARCH_CALL, { text: '' }]) },
+    { data: candidate([SEARCH_RESPONSE]) },
+    {
+      data: {
+        ...candidate([{ text: 'Release 2.0 is out.' }, FUNCTION_CALL], {
+          finishReason: 'STOP',
+          groundingMetadata: GROUNDING,
+        }),
+        usageMetadata: USAGE,
+      },
+    },
+  ];
   /** The model turn the next request must carry: Gemini's parts in their order, unchanged. */
   const MODEL_TURN = {
     role: 'model',
@@ -706,22 +721,7 @@ describe('Gemini 3 on the Gemini API: Google Search beside function tools', () =
   });
 
   it('streamed: the same tool call and state; the assembled message sent back carries the parts in order', async () => {
-    mock.enqueue({
-      stream: [
-        { data: { ...candidate([{ text: 'Searching. ' }]), usageMetadata: { promptTokenCount: 10 } } },
-        { data: candidate([SEARCH_CALL, { text: '' }]) },
-        { data: candidate([SEARCH_RESPONSE]) },
-        {
-          data: {
-            ...candidate([{ text: 'Release 2.0 is out.' }, FUNCTION_CALL], {
-              finishReason: 'STOP',
-              groundingMetadata: GROUNDING,
-            }),
-            usageMetadata: USAGE,
-          },
-        },
-      ],
-    });
+    mock.enqueue({ stream: STREAM });
     const res = await call('POST', '/chat/completions', {
       model: 'ws/gemini3',
       messages: [ASK],
@@ -750,29 +750,35 @@ describe('Gemini 3 on the Gemini API: Google Search beside function tools', () =
     expectSentBack();
   });
 
-  it("on /responses: the reasoning item's encrypted_content carries the parts back", async () => {
-    mock.enqueue({ body: ANSWER });
+  it("on /responses, streamed or not: the reasoning items' encrypted_content carries the parts back", async () => {
     const tools = [
       { type: 'function', name: 'get_weather', parameters: WEATHER.function.parameters },
       { type: 'web_search' },
     ];
     const input = [{ role: 'user', content: ASK.content }];
-    const first = await call('POST', '/responses', { model: 'ws/gemini3', input, tools });
-    expect(first.status, first.text).toBe(200);
-    expect(upstreamBody().toolConfig).toEqual({ includeServerSideToolInvocations: true });
-    const types = first.body.output.map((o: any) => o.type);
-    expect(types.filter((t: string) => t === 'function_call')).toHaveLength(1);
+    for (const stream of [false, true]) {
+      mock.reset();
+      mock.enqueue(stream ? { stream: STREAM } : { body: ANSWER });
+      const first = await call('POST', '/responses', { model: 'ws/gemini3', input, tools, stream });
+      expect(first.status, first.text).toBe(200);
+      expect(upstreamBody().toolConfig).toEqual({ includeServerSideToolInvocations: true });
+      const answer = stream
+        ? sseData(first.text).find((e) => e.type === 'response.completed').response
+        : first.body;
+      const calls = answer.output.filter((o: any) => o.type === 'function_call');
+      expect(calls.map((c: any) => [c.call_id, c.name])).toEqual([['fc-1', 'get_weather']]);
 
-    mock.reset();
-    mock.enqueue({ reply: { text: 'It is 3°C.' } });
-    const output = { type: 'function_call_output', call_id: 'fc-1', output: '{"temp":3}' };
-    const next = await call('POST', '/responses', {
-      model: 'ws/gemini3',
-      input: [...input, ...first.body.output, output],
-      tools,
-    });
-    expect(next.status, next.text).toBe(200);
-    expectSentBack();
+      mock.reset();
+      mock.enqueue({ reply: { text: 'It is 3°C.' } });
+      const output = { type: 'function_call_output', call_id: 'fc-1', output: '{"temp":3}' };
+      const next = await call('POST', '/responses', {
+        model: 'ws/gemini3',
+        input: [...input, ...answer.output, output],
+        tools,
+      });
+      expect(next.status, next.text).toBe(200);
+      expectSentBack();
+    }
   });
 
   it('on /messages: the redacted_thinking block Gatehouse adds carries the parts back', async () => {
