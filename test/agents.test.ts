@@ -585,9 +585,12 @@ describe('the coding agents through Gatehouse', () => {
     // Carried in the reasoning item's encrypted_content Codex sends back.
     expectGeminiRequests(got, GEMINI_SIGNED.thoughtSignature);
     expect(wireView(got[0] as RecordedRequest).tools.map((t) => t.name)).toContain('exec_command');
-    // Gemini refuses Google Search beside functions: the web_search Codex offers is left out, listed.
+    // Gemini 3 on the Gemini API searches beside functions: the web_search Codex offers goes as
+    // Google Search, its server-side tool invocations asked for (Gemini 2 and Vertex drop and list it).
+    expect(got[0]?.body.tools.map(Object.keys)).toEqual([['functionDeclarations'], ['googleSearch']]);
+    expect(got[0]?.body.toolConfig).toMatchObject({ includeServerSideToolInvocations: true });
     const dropped = String(sent()[0]?.answerHeaders?.['x-gatehouse-dropped-fields']).split(',');
-    expect(dropped).toContain('web_search');
+    expect(dropped).not.toContain('web_search');
     expectOperatorKey(got, 'google');
     await expectPricedGenerations(PRICES['gemini-3.5-pro']);
   });

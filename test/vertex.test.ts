@@ -60,6 +60,10 @@ describe('Google Vertex AI provider', () => {
       ],
       models: [
         { id: 'test/gemini', endpoints: [{ provider: 'my-vertex', upstream_model: GEMINI, pricing: price }] },
+        {
+          id: 'test/gemini3',
+          endpoints: [{ provider: 'my-vertex', upstream_model: 'gemini-3-pro-preview', pricing: price }],
+        },
         { id: 'test/claude', endpoints: [{ provider: 'my-vertex', upstream_model: CLAUDE, pricing: price }] },
         {
           id: 'test/embed',
@@ -255,6 +259,24 @@ describe('Google Vertex AI provider', () => {
     const req = vertexRequest('google', GEMINI, 'generateContent');
     expect(req.headers['anthropic-beta']).toBeUndefined();
     expect(JSON.stringify(req.body)).not.toContain('context-1m');
+  });
+
+  it('Gemini 3: a search offered beside function tools is left out and listed (no server-side tool invocations on Vertex)', async () => {
+    const res = await client(gw.url, gw.apiKey)('POST', '/responses', {
+      model: 'test/gemini3',
+      input: 'Release news and the weather?',
+      tools: [
+        { type: 'function', name: 'get_weather', parameters: { type: 'object' } },
+        { type: 'web_search' },
+      ],
+    });
+    expect(res.status, res.text).toBe(200);
+    const req = vertexRequest('google', 'gemini-3-pro-preview', 'generateContent');
+    expect(req.body.tools).toEqual([
+      { functionDeclarations: [{ name: 'get_weather', parameters: { type: 'OBJECT' } }] },
+    ]);
+    expect(req.body).not.toHaveProperty('toolConfig');
+    expect(res.headers.get('x-gatehouse-dropped-fields')?.split(',')).toContain('web_search');
   });
 
   it('/messages on Claude is a pass-through lane: the body as sent, anthropic-beta forwarded', async () => {

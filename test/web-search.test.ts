@@ -12,6 +12,7 @@ import { OpenRouter } from '@openrouter/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { geminiRequestProblems } from './support/gemini-request.js';
 import { adminClient, client } from './support/http.js';
 import { MOCK_SEARCH, type MockUpstream } from './support/mock-upstream.js';
 import { startUpstreams } from './support/upstreams.js';
@@ -28,6 +29,14 @@ const MODELS = [
   {
     id: 'ws/gemini',
     endpoints: [{ provider: 'google-ai-studio', upstream_model: 'gemini-ws', pricing: PRICE }],
+  },
+  {
+    id: 'ws/gemini3',
+    endpoints: [{ provider: 'google-ai-studio', upstream_model: 'gemini-3-pro-preview', pricing: PRICE }],
+  },
+  {
+    id: 'ws/gemini25',
+    endpoints: [{ provider: 'google-ai-studio', upstream_model: 'gemini-2.5-pro', pricing: PRICE }],
   },
   {
     id: 'ws/embed',
@@ -577,6 +586,250 @@ describe("OpenRouter's web plugin and the :online variant", () => {
       },
       { type: 'web_search', search_context_size: 'low', user_location: null, filters: null },
     ]);
+  });
+});
+
+describe('Gemini 3 on the Gemini API: Google Search beside function tools', () => {
+  const WEATHER = {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { type: 'string' } } },
+    },
+  };
+  const TOOLS = [WEATHER, { type: 'openrouter:web_search' }];
+  const ASK = { role: 'user', content: 'Is the new release out, and the weather in Oslo?' };
+  // What Gemini 3 answers with its server-side tool invocations exposed: the search it ran (call
+  // and response, each signed) between the text, then the caller's function.
+  const SEARCH_CALL = {
+    toolCall: { id: 'srv-1', toolType: 'GOOGLE_SEARCH_WEB', args: { queries: [MOCK_SEARCH.query] } },
+    thoughtSignature: 'SRV-CALL-SIG',
+  };
+  const SEARCH_RESPONSE = {
+    toolResponse: { id: 'srv-1', toolType: 'GOOGLE_SEARCH_WEB', response: { search_suggestions: '<p/>' } },
+    thoughtSignature: 'SRV-RESP-SIG',
+  };
+  const FUNCTION_CALL = {
+    functionCall: { id: 'fc-1', name: 'get_weather', args: { city: 'Oslo' } },
+    thoughtSignature: 'FC-SIG',
+  };
+  const GROUNDING = {
+    webSearchQueries: [MOCK_SEARCH.query],
+    groundingChunks: [{ web: { uri: FIRST.url, title: FIRST.title } }],
+    groundingSupports: [
+      { segment: { startIndex: 11, endIndex: 30, text: 'Release 2.0 is out.' }, groundingChunkIndices: [0] },
+    ],
+  };
+  const USAGE = { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 };
+  const candidate = (parts: unknown[], extra: object = {}) => ({
+    candidates: [{ content: { role: 'model', parts }, index: 0, ...extra }],
+    modelVersion: 'gemini-3-pro-preview',
+    responseId: 'resp-g3',
+  });
+  const ANSWER = {
+    ...candidate(
+      [{ text: 'Searching. ' }, SEARCH_CALL, SEARCH_RESPONSE, { text: 'Release 2.0 is out.' }, FUNCTION_CALL],
+      { finishReason: 'STOP', groundingMetadata: GROUNDING },
+    ),
+    usageMetadata: USAGE,
+  };
+  /** The same answer streamed: the search's parts arrive on events of their own. */
+  const STREAM = [
+    { data: { ...candidate([{ text: 'Searching. ' }]), usageMetadata: { promptTokenCount: 10 } } },
+    { data: candidate([SEARCH_CALL, { text: '' }]) },
+    { data: candidate([SEARCH_RESPONSE]) },
+    {
+      data: {
+        ...candidate([{ text: 'Release 2.0 is out.' }, FUNCTION_CALL], {
+          finishReason: 'STOP',
+          groundingMetadata: GROUNDING,
+        }),
+        usageMetadata: USAGE,
+      },
+    },
+  ];
+  /** The model turn the next request must carry: Gemini's parts in their order, unchanged. */
+  const MODEL_TURN = {
+    role: 'model',
+    parts: [
+      { text: 'Searching. ' },
+      SEARCH_CALL,
+      SEARCH_RESPONSE,
+      { text: 'Release 2.0 is out.' },
+      { functionCall: { name: 'get_weather', args: { city: 'Oslo' } }, thoughtSignature: 'FC-SIG' },
+    ],
+  };
+
+  /** The second turn: the assistant message as received, and the function's result. */
+  const secondTurn = (assistant: unknown, callId: string) => ({
+    model: 'ws/gemini3',
+    tools: TOOLS,
+    messages: [ASK, assistant, { role: 'tool', tool_call_id: callId, content: '{"temp":3}' }],
+  });
+  const expectSentBack = () => {
+    const sent = upstreamBody();
+    expect(geminiRequestProblems(sent)).toEqual([]);
+    expect(sent.contents).toEqual([
+      { role: 'user', parts: [{ text: ASK.content }] },
+      MODEL_TURN,
+      { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { temp: 3 } } }] },
+    ]);
+  };
+
+  it('sends both tools with the flag; only the function comes back as a tool call; the parts go back in order', async () => {
+    mock.enqueue({ body: ANSWER });
+    const res = await call('POST', '/chat/completions', {
+      model: 'ws/gemini3',
+      messages: [ASK],
+      tools: TOOLS,
+    });
+    expect(res.status, res.text).toBe(200);
+    const sent = upstreamBody();
+    expect(sent.tools).toEqual([
+      {
+        functionDeclarations: [
+          {
+            name: 'get_weather',
+            parameters: { type: 'OBJECT', properties: { city: { type: 'STRING' } } },
+          },
+        ],
+      },
+      { googleSearch: {} },
+    ]);
+    expect(sent.toolConfig).toEqual({ includeServerSideToolInvocations: true });
+    expect(geminiRequestProblems(sent)).toEqual([]);
+    expect(res.headers.get(HEADER) ?? '').not.toContain('web_search');
+
+    const message = res.body.choices[0].message;
+    expect(res.body.choices[0].finish_reason).toBe('tool_calls');
+    expect(message.content).toBe('Searching. Release 2.0 is out.');
+    expect(message.tool_calls).toEqual([
+      { id: 'fc-1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } },
+    ]);
+    expect(message.annotations[0].url_citation).toMatchObject({
+      url: FIRST.url,
+      start_index: 11,
+      end_index: 30,
+    });
+    expect((await generation(res.body.id)).web_search_requests).toBe(1);
+
+    mock.reset();
+    mock.enqueue({ reply: { text: 'It is 3°C.' } });
+    const next = await call('POST', '/chat/completions', secondTurn(message, 'fc-1'));
+    expect(next.status, next.text).toBe(200);
+    expectSentBack();
+  });
+
+  it('streamed: the same tool call and state; the assembled message sent back carries the parts in order', async () => {
+    mock.enqueue({ stream: STREAM });
+    const res = await call('POST', '/chat/completions', {
+      model: 'ws/gemini3',
+      messages: [ASK],
+      tools: TOOLS,
+      stream: true,
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(upstreamBody().toolConfig).toEqual({ includeServerSideToolInvocations: true });
+    const deltas = sseData(res.text).flatMap((c) => (c.choices?.[0] ? [c.choices[0]] : []));
+    const toolCalls = deltas.flatMap((c) => c.delta?.tool_calls ?? []);
+    expect(toolCalls.map((t: any) => [t.id, t.function.name])).toEqual([['fc-1', 'get_weather']]);
+    expect(deltas.find((c) => c.finish_reason)?.finish_reason).toBe('tool_calls');
+    // The message as a client assembles it: content joined, the reasoning_details fragments as sent.
+    const assistant = {
+      role: 'assistant',
+      content: deltas.map((c) => c.delta?.content ?? '').join(''),
+      tool_calls: toolCalls.map(({ index: _, ...t }: any) => t),
+      reasoning_details: deltas.flatMap((c) => c.delta?.reasoning_details ?? []),
+    };
+    expect(assistant.content).toBe('Searching. Release 2.0 is out.');
+
+    mock.reset();
+    mock.enqueue({ reply: { text: 'It is 3°C.' } });
+    const next = await call('POST', '/chat/completions', { ...secondTurn(assistant, 'fc-1'), stream: true });
+    expect(next.status, next.text).toBe(200);
+    expectSentBack();
+  });
+
+  it("on /responses, streamed or not: the reasoning items' encrypted_content carries the parts back", async () => {
+    const tools = [
+      { type: 'function', name: 'get_weather', parameters: WEATHER.function.parameters },
+      { type: 'web_search' },
+    ];
+    const input = [{ role: 'user', content: ASK.content }];
+    for (const stream of [false, true]) {
+      mock.reset();
+      mock.enqueue(stream ? { stream: STREAM } : { body: ANSWER });
+      const first = await call('POST', '/responses', { model: 'ws/gemini3', input, tools, stream });
+      expect(first.status, first.text).toBe(200);
+      expect(upstreamBody().toolConfig).toEqual({ includeServerSideToolInvocations: true });
+      const answer = stream
+        ? sseData(first.text).find((e) => e.type === 'response.completed').response
+        : first.body;
+      const calls = answer.output.filter((o: any) => o.type === 'function_call');
+      expect(calls.map((c: any) => [c.call_id, c.name])).toEqual([['fc-1', 'get_weather']]);
+
+      mock.reset();
+      mock.enqueue({ reply: { text: 'It is 3°C.' } });
+      const output = { type: 'function_call_output', call_id: 'fc-1', output: '{"temp":3}' };
+      const next = await call('POST', '/responses', {
+        model: 'ws/gemini3',
+        input: [...input, ...answer.output, output],
+        tools,
+      });
+      expect(next.status, next.text).toBe(200);
+      expectSentBack();
+    }
+  });
+
+  it('on /messages: the redacted_thinking block Gatehouse adds carries the parts back', async () => {
+    mock.enqueue({ body: ANSWER });
+    const tools = [
+      { type: 'web_search_20250305' as const, name: 'web_search' as const },
+      {
+        name: 'get_weather',
+        input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } },
+      },
+    ];
+    const ask = { role: 'user' as const, content: ASK.content };
+    const first = await anthropic.messages.create({
+      model: 'ws/gemini3',
+      max_tokens: 100,
+      messages: [ask],
+      tools,
+    });
+    expect(upstreamBody().toolConfig).toEqual({ includeServerSideToolInvocations: true });
+    const uses = first.content.filter((b) => b.type === 'tool_use');
+    expect(uses.map((b) => [b.id, b.name])).toEqual([['fc-1', 'get_weather']]);
+
+    mock.reset();
+    mock.enqueue({ reply: { text: 'It is 3°C.' } });
+    await anthropic.messages.create({
+      model: 'ws/gemini3',
+      max_tokens: 100,
+      tools,
+      messages: [
+        ask,
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'fc-1', content: '{"temp":3}' }] },
+      ],
+    });
+    expectSentBack();
+  });
+
+  it('Gemini 2 on the same provider: a search offered beside functions is left out and listed', async () => {
+    const res = await call('POST', '/responses', {
+      model: 'ws/gemini25',
+      input: ASK.content,
+      tools: [
+        { type: 'function', name: 'get_weather', parameters: WEATHER.function.parameters },
+        { type: 'web_search' },
+      ],
+    });
+    expect(res.status, res.text).toBe(200);
+    const sent = upstreamBody();
+    expect(sent.tools.map(Object.keys)).toEqual([['functionDeclarations']]);
+    expect(sent).not.toHaveProperty('toolConfig');
+    expect(res.headers.get(HEADER)?.split(',')).toContain('web_search');
   });
 });
 

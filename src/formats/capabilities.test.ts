@@ -138,6 +138,9 @@ describe('web search on a provider without one (Bedrock’s Converse)', () => {
     expect(droppedFields(beside, 'google')).toEqual(['web_search']);
     expect(droppedFields(beside, 'anthropic')).toEqual([]);
     expect(droppedFields({ ...asked, tools: beside.tools }, 'google')).toEqual([]);
+    // Gemini 3 on the Gemini API keeps it (ProviderTraits.keeps); other hints are still listed.
+    expect(droppedFields(beside, 'google', [], ['web_search'])).toEqual([]);
+    expect(droppedFields({ ...beside, user: 'u' }, 'google', [], ['web_search'])).toEqual(['user']);
   });
 });
 

@@ -34,8 +34,9 @@ export const offeredSearch = (r: ChatRequest): boolean => r.web_search?.origin !
 
 /**
  * Gemini refuses its Google Search beside function declarations (2.x: "Tool use with function
- * calling is unsupported"; 3.x only with server-side tool invocations exposed, which the canonical
- * request cannot carry back): a search merely offered beside functions is left out there.
+ * calling is unsupported"; 3.x unless its server-side tool invocations are exposed, which only the
+ * Gemini API does: that provider keeps the search for those models, ProviderTraits.keeps): a search
+ * merely offered beside functions is left out there.
  */
 export const geminiDropsSearch = (r: ChatRequest): boolean => offeredSearch(r) && (r.tools?.length ?? 0) > 0;
 const when = (field: string, cond: (req: ChatRequest) => boolean) => (req: ChatRequest) =>
@@ -204,7 +205,8 @@ export function anthropicServiceTier(tier: string | undefined): 'auto' | 'standa
 }
 
 export const HINT_RULES: readonly HintRule[] = [
-  // Every kind searches; only a provider without a search (ProviderTraits.drops) drops an offered one.
+  // Every kind searches; only a provider without a search (ProviderTraits.drops) drops an offered
+  // one, and Gemini one beside functions (unless the provider keeps it: ProviderTraits.keeps).
   {
     field: 'web_search',
     dropped: (r, t) => (t === 'dev' && offeredSearch(r)) || (t === 'google' && geminiDropsSearch(r)),
@@ -282,17 +284,21 @@ export const HINT_RULES: readonly HintRule[] = [
  * The fields dropped when `req` is sent to a provider of kind `target`: the caller-side parser's
  * own list (`req.dropped`, fields the canonical request cannot carry) followed by the hints that
  * kind has no equivalent for, and those of `alsoDrops` (hints the kind carries but the provider
- * does not, for this model) that the request sets. Empty when nothing was lost.
+ * does not, for this model) that the request sets; not those of `keeps` (hints the kind drops but
+ * the provider carries, for this model). Empty when nothing was lost.
  */
 export function droppedFields(
   req: ChatRequest,
   target: TargetKind,
   alsoDrops: readonly string[] = [],
+  keeps: readonly string[] = [],
 ): string[] {
   const out = [...(req.dropped ?? [])];
   // The development kind keeps no hint: a rule drops for it exactly when the request sets it.
-  for (const rule of HINT_RULES)
+  for (const rule of HINT_RULES) {
+    if (keeps.includes(rule.field)) continue;
     if (rule.dropped(req, target) || (alsoDrops.includes(rule.field) && rule.dropped(req, 'dev')))
       out.push(rule.field);
+  }
   return [...new Set(out)];
 }

@@ -222,6 +222,11 @@ export interface ProviderTraits {
    */
   drops?: readonly string[];
   /**
+   * Hints `target`'s kind drops that this provider (for this model) carries: `web_search` offered
+   * beside function tools, which Gemini 3 on the Gemini API runs (Vertex AI and Gemini 2 do not).
+   */
+  keeps?: readonly string[];
+  /**
    * Capability rules (CAPABILITY_RULES fields) this provider refuses beyond those of `target`'s
    * kind: `web_search` on Bedrock's Converse, which has no search of its own.
    */

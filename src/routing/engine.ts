@@ -629,7 +629,7 @@ export class Engine {
                 ...(traits.laneDropped?.(prep.body, call.headers) ?? []),
               ]
             : call.wire.kind === 'chat'
-              ? droppedFields(sent as ChatRequest, target, traits.drops)
+              ? droppedFields(sent as ChatRequest, target, traits.drops, traits.keeps)
               : []),
           ...this.rejected(call, prep, routed.served),
         ]),

@@ -56,6 +56,9 @@ const PART_KINDS = [
   'functionResponse',
   'executableCode',
   'codeExecutionResult',
+  // Gemini 3's server-side tool invocations (a search it ran), sent back as they came.
+  'toolCall',
+  'toolResponse',
 ];
 
 /** Problems Gemini would report in one function's parameter schema, by path. */

@@ -37,4 +37,25 @@ describe('google adapter', () => {
     ]);
     for (const r of mock.requests) expect(r.headers['x-goog-api-key']).toBe('AIza-secret-123');
   });
+
+  it('Gemini 3 and later search beside function tools (server-side invocations); Gemini 2 does not', async () => {
+    mock.reset();
+    const p = new GoogleProvider({ slug: 'g', kind: 'google', baseUrl: `${mock.url}/v1beta`, apiKey: null });
+    const ctx = { apiKey: 'k', signal: new AbortController().signal };
+    const ask = (model: string) => ({
+      model,
+      messages: [{ role: 'user' as const, content: 'Hi' }],
+      tools: [{ type: 'function' as const, function: { name: 'f' } }],
+      web_search: { origin: 'web_search' },
+    });
+    for (const model of ['gemini-3-pro-preview', 'gemini-2.5-pro']) await p.chat(ask(model), ctx);
+    const [three, two] = mock.requests.map((r) => r.body);
+    expect(three.tools).toEqual([{ functionDeclarations: [{ name: 'f' }] }, { googleSearch: {} }]);
+    expect(three.toolConfig).toEqual({ includeServerSideToolInvocations: true });
+    expect(two.tools).toEqual([{ functionDeclarations: [{ name: 'f' }] }]);
+    expect(two).not.toHaveProperty('toolConfig');
+    // The engine lists the search as dropped only where it was.
+    expect(p.traits.forModel!('gemini-3-pro-preview').keeps).toEqual(['web_search']);
+    expect(p.traits.forModel!('gemini-2.5-pro').keeps).toBeUndefined();
+  });
 });

@@ -3,7 +3,8 @@
  * `:streamGenerateContent?alt=sse` and `:batchEmbedContents`, authenticated with the
  * `x-goog-api-key` header (never a `?key=` query parameter, so the key stays out of URLs and logs).
  * `baseUrl` includes the API version, e.g. https://generativelanguage.googleapis.com/v1beta.
- * Translation in `wire.ts`.
+ * Translation in `wire.ts`. Gemini 3 and later search beside function tools here (server-side tool
+ * invocations), so an offered search is kept beside functions (traits `keeps`).
  */
 import type {
   ChatChunk,
@@ -26,6 +27,7 @@ import {
   fromGeminiEmbeddings,
   fromGeminiResponse,
   GeminiStreamMapper,
+  geminiGeneration,
   geminiModelId,
   toGeminiEmbeddingsRequest,
   toGeminiRequest,
@@ -33,11 +35,24 @@ import {
 
 /** No caller speaks Gemini's wire: every call is translated. */
 const TRAITS: ProviderTraits = { natives: new Set(), target: 'google', keyOptional: false };
+/** A model that searches beside function tools: an offered search is not dropped there. */
+const SEARCHES_BESIDE_FUNCTIONS: ProviderTraits = { ...TRAITS, keeps: ['web_search'] };
 
 export class GoogleProvider implements Provider {
-  readonly traits: ProviderTraits = TRAITS;
+  readonly traits: ProviderTraits = {
+    ...TRAITS,
+    forModel: (model) => (this.serverSideTools(model) ? SEARCHES_BESIDE_FUNCTIONS : TRAITS),
+  };
 
   constructor(readonly config: ProviderConfig) {}
+
+  /**
+   * Whether `model` runs Google Search beside function declarations, its searches exposed as parts
+   * of the answer (`includeServerSideToolInvocations`): Gemini 3 and later. Vertex AI overrides.
+   */
+  protected serverSideTools(model: string): boolean {
+    return geminiGeneration(model) >= 3;
+  }
 
   private call(url: string, body: unknown, ctx: CallContext): ApiCall {
     return {
@@ -65,7 +80,9 @@ export class GoogleProvider implements Provider {
 
   /** The Gemini body; images and documents given by URL fetched and sent inline (Gemini fetches none). */
   private async body(req: ChatRequest, ctx: CallContext): Promise<Record<string, unknown>> {
-    return toGeminiRequest(await inlineRemoteMedia(req, ctx.media, ctx.signal));
+    return toGeminiRequest(await inlineRemoteMedia(req, ctx.media, ctx.signal), {
+      serverSideTools: this.serverSideTools(req.model),
+    });
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {

@@ -635,6 +635,193 @@ describe('Gemini 3: function calls of the current turn that come back unsigned',
   });
 });
 
+describe('Gemini 3: Google Search beside function tools (server-side tool invocations)', () => {
+  const fn = { type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object' } } };
+  const offered = {
+    model: 'gemini-3-pro-preview',
+    messages: [{ role: 'user' as const, content: 'Release and weather?' }],
+    tools: [fn],
+    web_search: { origin: 'web_search' },
+  };
+  const searchCall = {
+    toolCall: { id: 'srv-1', toolType: 'GOOGLE_SEARCH_WEB', args: { queries: ['gatehouse release'] } },
+    thoughtSignature: 'SRV-CALL-SIG',
+  };
+  const searchResponse = {
+    toolResponse: {
+      id: 'srv-1',
+      toolType: 'GOOGLE_SEARCH_WEB',
+      response: { search_suggestions: '<b>x</b>' },
+    },
+    thoughtSignature: 'SRV-RESP-SIG',
+  };
+  const answer = (parts: unknown[], extra: object = {}) => ({
+    candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0, ...extra }],
+    responseId: 'r1',
+  });
+  const entry = (part: unknown, textBefore: number, callsBefore: number) =>
+    JSON.stringify({ geminiServerPart: part, textBefore, callsBefore });
+
+  it('sends both tools and asks for the server-side invocations; without them the search stays out', () => {
+    const body = toGeminiRequest({ ...offered, tool_choice: 'auto' }, { serverSideTools: true });
+    expect(body.tools).toEqual([
+      { functionDeclarations: [{ name: 'lookup', parameters: { type: 'OBJECT' } }] },
+      { googleSearch: {} },
+    ]);
+    expect(body.toolConfig).toEqual({
+      functionCallingConfig: { mode: 'AUTO' },
+      includeServerSideToolInvocations: true,
+    });
+    // Gemini 2 and Vertex AI (no serverSideTools): the offered search is left out, no flag.
+    const older = toGeminiRequest({ ...offered, model: 'gemini-2.5-pro' });
+    expect(older.tools).toEqual([
+      { functionDeclarations: [{ name: 'lookup', parameters: { type: 'OBJECT' } }] },
+    ]);
+    expect(older).not.toHaveProperty('toolConfig');
+    // The search alone needs no flag.
+    const alone = toGeminiRequest({ ...offered, tools: undefined }, { serverSideTools: true });
+    expect(alone.tools).toEqual([{ googleSearch: {} }]);
+    expect(alone).not.toHaveProperty('toolConfig');
+  });
+
+  it("an answer's server parts become reasoning_details, never tool calls; grounding still maps", () => {
+    const grounding = {
+      webSearchQueries: ['gatehouse release'],
+      groundingChunks: [{ web: { uri: 'https://example.com/r', title: 'Release' } }],
+    };
+    const res = fromGeminiResponse(
+      {
+        ...answer(
+          [
+            { text: 'Searching. ' },
+            searchCall,
+            searchResponse,
+            { text: 'Found it.' },
+            {
+              functionCall: { id: 'fc-1', name: 'lookup', args: { city: 'Oslo' } },
+              thoughtSignature: 'FC-SIG',
+            },
+          ],
+          { groundingMetadata: grounding },
+        ),
+        usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 3 },
+      },
+      'gemini-3-pro-preview',
+    );
+    const m = res.choices[0]!.message;
+    expect(m.content).toBe('Searching. Found it.');
+    expect(m.tool_calls).toEqual([
+      { id: 'fc-1', type: 'function', function: { name: 'lookup', arguments: '{"city":"Oslo"}' } },
+    ]);
+    expect(res.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(m.reasoning_details).toEqual([
+      { type: 'reasoning.encrypted', data: entry(searchCall, 11, 0), format: G, index: 0 },
+      { type: 'reasoning.encrypted', data: entry(searchResponse, 11, 0), format: G, index: 1 },
+      { type: 'reasoning.encrypted', data: 'FC-SIG', id: 'fc-1', format: G, index: 2 },
+    ]);
+    expect(m.web_search_calls).toEqual([
+      {
+        id: 'ws_0',
+        query: 'gatehouse release',
+        sources: [{ url: 'https://example.com/r', title: 'Release' }],
+      },
+    ]);
+    expect(res.usage?.server_tool_use).toEqual({ web_search_requests: 1 });
+  });
+
+  it('sent back, the server parts return unchanged where they stood (text split around them)', () => {
+    const res = fromGeminiResponse(
+      answer([
+        { text: 'Thinking', thought: true, thoughtSignature: 'T-SIG' },
+        { text: 'Searching. ', thoughtSignature: 'TEXT-SIG' },
+        searchCall,
+        searchResponse,
+        { text: 'Found it.' },
+        { functionCall: { id: 'fc-1', name: 'lookup', args: {} }, thoughtSignature: 'FC-SIG' },
+        { toolCall: { id: 'srv-2', toolType: 'GOOGLE_SEARCH_WEB', args: {} } },
+        { functionCall: { id: 'fc-2', name: 'lookup', args: {} } },
+      ]),
+      'gemini-3-pro-preview',
+    );
+    const m = res.choices[0]!.message;
+    const messages: ChatRequest['messages'] = [
+      { role: 'user', content: 'Release and weather?' },
+      m,
+      { role: 'tool', tool_call_id: 'fc-1', content: '{"t":1}' },
+      { role: 'tool', tool_call_id: 'fc-2', content: '{"t":2}' },
+    ];
+    const body = toGeminiRequest({ ...offered, messages }, { serverSideTools: true });
+    expect((body.contents as unknown[])[1]).toEqual({
+      role: 'model',
+      parts: [
+        { text: 'Thinking', thought: true, thoughtSignature: 'T-SIG' },
+        { text: 'Searching. ', thoughtSignature: 'TEXT-SIG' },
+        searchCall,
+        searchResponse,
+        { text: 'Found it.' },
+        { functionCall: { name: 'lookup', args: {} }, thoughtSignature: 'FC-SIG' },
+        { toolCall: { id: 'srv-2', toolType: 'GOOGLE_SEARCH_WEB', args: {} } },
+        { functionCall: { name: 'lookup', args: {} } },
+      ],
+    });
+    // Where the model cannot take them (Vertex AI, Gemini 2): left out, the rest as before.
+    const elsewhere = toGeminiRequest({ ...offered, model: 'gemini-2.5-pro', messages });
+    expect((elsewhere.contents as { parts: unknown[] }[])[1]!.parts).toEqual([
+      { text: 'Thinking', thought: true, thoughtSignature: 'T-SIG' },
+      { text: 'Searching. Found it.', thoughtSignature: 'TEXT-SIG' },
+      { functionCall: { name: 'lookup', args: {} }, thoughtSignature: 'FC-SIG' },
+      { functionCall: { name: 'lookup', args: {} } },
+    ]);
+  });
+
+  it('a JSON entry that is no server part goes nowhere (not as a signature)', () => {
+    const body = toGeminiRequest(
+      {
+        ...offered,
+        messages: [
+          { role: 'user', content: 'x' },
+          {
+            role: 'assistant',
+            content: 'Hi',
+            reasoning_details: [
+              { type: 'reasoning.encrypted', data: '{"geminiServerPart":{"text":"x"}}', format: G },
+              { type: 'reasoning.encrypted', data: '{not json', format: G },
+            ],
+          },
+        ],
+      },
+      { serverSideTools: true },
+    );
+    expect((body.contents as unknown[])[1]).toEqual({ role: 'model', parts: [{ text: 'Hi' }] });
+  });
+
+  it('streams the server parts as entries in part order, whole, beside the text and the call', () => {
+    const s = new GeminiStreamMapper('gemini-3-pro-preview');
+    const out: ChatChunk[] = [];
+    out.push(...s.push({ candidates: [{ content: { parts: [{ text: 'Searching. ' }] } }] }));
+    out.push(...s.push({ candidates: [{ content: { parts: [searchCall, { text: '' }] } }] }));
+    out.push(...s.push({ candidates: [{ content: { parts: [searchResponse] } }] }));
+    out.push(
+      ...s.push(
+        answer([
+          { text: 'Found it.' },
+          { functionCall: { id: 'fc-1', name: 'lookup', args: {} }, thoughtSignature: 'FC-SIG' },
+        ]),
+      ),
+    );
+    out.push(...s.finish());
+    const deltas = out.map((c) => c.choices[0]?.delta);
+    expect(deltas.flatMap((d) => d?.tool_calls ?? []).map((c) => c.id)).toEqual(['fc-1']);
+    expect(deltas.map((d) => d?.content ?? '').join('')).toBe('Searching. Found it.');
+    expect(collapseReasoningDetails(deltas.flatMap((d) => d?.reasoning_details ?? []))).toEqual([
+      { type: 'reasoning.encrypted', data: entry(searchCall, 11, 0), format: G, index: 0 },
+      { type: 'reasoning.encrypted', data: entry(searchResponse, 11, 0), format: G, index: 1 },
+      { type: 'reasoning.encrypted', data: 'FC-SIG', id: 'fc-1', format: G, index: 2 },
+    ]);
+    expect(out.at(-2)?.choices[0]?.finish_reason).toBe('tool_calls');
+  });
+});
+
 describe('Gemini embeddings', () => {
   it('builds batchEmbedContents and maps the vectors back', () => {
     const { requests, texts } = toGeminiEmbeddingsRequest({

@@ -32,8 +32,14 @@
  *   includeThoughts: !exclude} (budget table in `../reasoning.ts`).
  *
  * - `web_search` → a `googleSearch` tool (Grounding with Google Search; its settings have no field
- *   here and are dropped and listed); a search only offered as a Responses tool beside function
- *   tools is left out and listed (Gemini refuses Google Search beside functions).
+ *   here and are dropped and listed). Beside function tools: with `serverSideTools` (Gemini 3 and
+ *   later on the Gemini API) both go, with `toolConfig.includeServerSideToolInvocations`; elsewhere
+ *   a search only offered as a Responses tool is left out and listed (Gemini 2 and Vertex AI refuse
+ *   Google Search beside functions).
+ * - Server-side tool parts (`toolCall`/`toolResponse`, the searches Gemini ran itself) an earlier
+ *   answer carried in `reasoning_details` (see Response) go back on its model turn where they were:
+ *   after as many characters of its text and function calls as preceded them. Without
+ *   `serverSideTools` they are left out (Vertex AI and Gemini 2 know no such parts).
  *
  * Not sent (no per-request equivalent; reported as dropped, see HINT_RULES): cache breakpoints
  * (Gemini caches prompt prefixes implicitly; explicit caches are separate `cachedContents`
@@ -48,8 +54,11 @@
  * part again when the caller sends the message back); of a non-thought text part →
  * `reasoning.encrypted` {data: signature} without `id`. `reasoning.exclude` omits the thought text
  * (`reasoning` and the `reasoning.text` entries) but keeps the signatures: Gemini needs them back
- * to continue a tool loop. Streams emit the same entries as fragments (a run's pieces share its
- * `index`).
+ * to continue a tool loop. A server-side tool part (`toolCall`/`toolResponse`: a search Gemini
+ * ran beside the caller's functions) is never a tool call: it → `reasoning.encrypted` whose data is
+ * the JSON `{geminiServerPart, textBefore, callsBefore}` (the part as it came, signature included,
+ * and how many characters of text and function calls preceded it): Gemini wants it back unchanged
+ * in the next turn. Streams emit the same entries as fragments (a run's pieces share its `index`).
  * A grounded answer's `groundingMetadata` → `web_search_calls` (one per `webSearchQueries` entry,
  * the pages on the first) and `annotations` (one per cited chunk of each `groundingSupports` entry;
  * byte offsets converted), in a stream on a chunk before the finish; each query counts as one
@@ -228,17 +237,96 @@ function toolResultParts(m: ChatMessage, names: Map<string, string>): { response
 
 const FORMAT = REASONING_FORMATS.google;
 
-/** An assistant message's parts, with its Gemini reasoning_details put back where they came from. */
-function modelParts(m: ChatMessage): Part[] {
+/**
+ * A server-side tool part of an answer (SERVER_PART_KEY in a `reasoning.encrypted` entry's data):
+ * the part as Gemini sent it, and where it stood — after `textBefore` characters of the answer's
+ * text and `callsBefore` of its function calls.
+ */
+interface ServerPart {
+  part: Part;
+  textBefore: number;
+  callsBefore: number;
+}
+
+const SERVER_PART_KEY = 'geminiServerPart';
+
+/** Gemini's record of a tool it ran itself (Google Search beside functions, Gemini 3). */
+const isServerPart = (p: Obj): boolean => p.toolCall !== undefined || p.toolResponse !== undefined;
+
+const encodeServerPart = (sp: ServerPart): string =>
+  JSON.stringify({ [SERVER_PART_KEY]: sp.part, textBefore: sp.textBefore, callsBefore: sp.callsBefore });
+
+/**
+ * A `reasoning.encrypted` entry's data as a server part; `signature` for a thought signature
+ * (base64, never `{`); null for JSON that is not a server part (sent nowhere).
+ */
+function decodeServerPart(data: string): ServerPart | 'signature' | null {
+  if (!data.startsWith('{')) return 'signature';
+  try {
+    const v = obj(JSON.parse(data));
+    const part = obj(v[SERVER_PART_KEY]);
+    return isServerPart(part)
+      ? { part, textBefore: num(v.textBefore), callsBefore: num(v.callsBefore) }
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The turn's text (and media) parts and function calls with its server parts put back where they
+ * stood: a text part is split where a server part came between its characters.
+ */
+function withServerParts(body: Part[], calls: Part[], server: ServerPart[]): Part[] {
+  const out: Part[] = [];
+  let next = 0;
+  let chars = 0;
+  const placeDue = (due: (sp: ServerPart) => boolean) => {
+    while (next < server.length && due(server[next] as ServerPart))
+      out.push((server[next++] as ServerPart).part);
+  };
+  const beforeText = (sp: ServerPart) => sp.callsBefore === 0 && sp.textBefore <= chars;
+  for (const part of body) {
+    let piece = part;
+    placeDue(beforeText);
+    while (typeof piece.text === 'string') {
+      const sp = server[next];
+      const cut = sp && sp.callsBefore === 0 ? sp.textBefore - chars : Number.POSITIVE_INFINITY;
+      if (cut >= piece.text.length) break;
+      out.push({ ...piece, text: piece.text.slice(0, cut) });
+      piece = { text: piece.text.slice(cut) }; // the signature stays on the first piece
+      chars += cut;
+      placeDue(beforeText);
+    }
+    out.push(piece);
+    if (typeof piece.text === 'string') chars += piece.text.length;
+  }
+  calls.forEach((call, k) => {
+    placeDue((sp) => sp.callsBefore <= k);
+    out.push(call);
+  });
+  placeDue(() => true);
+  return out;
+}
+
+/**
+ * An assistant message's parts, with its Gemini reasoning_details put back where they came from;
+ * server parts only where `serverSideTools` (elsewhere Gemini knows no such part).
+ */
+function modelParts(m: ChatMessage, serverSideTools: boolean): Part[] {
   const details = detailsOfFormat(m.reasoning_details, FORMAT);
   const thoughts: Part[] = [];
   const loose: string[] = [];
   const byCall = new Map<string, string>();
+  const server: ServerPart[] = [];
   for (const d of details) {
     if (d.type === 'reasoning.text' && typeof d.signature === 'string' && d.signature) {
       thoughts.push({ text: d.text, thought: true, thoughtSignature: d.signature });
     } else if (d.type === 'reasoning.encrypted' && d.data) {
-      if (d.id === undefined) loose.push(d.data);
+      const decoded = decodeServerPart(d.data);
+      if (decoded !== 'signature') {
+        if (decoded && serverSideTools) server.push(decoded);
+      } else if (d.id === undefined) loose.push(d.data);
       else if (!byCall.has(d.id)) byCall.set(d.id, d.data);
     }
   }
@@ -251,12 +339,19 @@ function modelParts(m: ChatMessage): Part[] {
     if (signature !== undefined) part.thoughtSignature = signature;
     return part;
   });
-  if (text.length === 0 && calls.length === 0) return []; // nothing for the thoughts to precede
-  return [...thoughts, ...text, ...calls];
+  // nothing for the thoughts to precede
+  if (text.length === 0 && calls.length === 0 && server.length === 0) return [];
+  return [...thoughts, ...withServerParts(text, calls, server)];
 }
 
-/** Canonical messages → Gemini `systemInstruction` + `contents`. */
-export function toGeminiContents(messages: ChatMessage[]): {
+/**
+ * Canonical messages → Gemini `systemInstruction` + `contents`; `serverSideTools`: the model takes
+ * server-side tool parts back (Gemini 3 and later on the Gemini API).
+ */
+export function toGeminiContents(
+  messages: ChatMessage[],
+  serverSideTools = false,
+): {
   systemInstruction?: { parts: Part[] };
   contents: Content[];
 } {
@@ -288,7 +383,7 @@ export function toGeminiContents(messages: ChatMessage[]): {
         break;
       case 'assistant':
         for (const tc of m.tool_calls ?? []) names.set(tc.id, tc.function.name);
-        push('model', modelParts(m));
+        push('model', modelParts(m, serverSideTools));
         break;
       case 'tool': {
         const result = toolResultParts(m, names);
@@ -315,11 +410,14 @@ export function toGeminiContents(messages: ChatMessage[]): {
  */
 export const SKIP_SIGNATURE = 'skip_thought_signature_validator';
 
-/** Gemini 3 and later refuse (400) a function call of the current turn without its signature. */
-function enforcesSignatures(model: string): boolean {
+/** The Gemini generation of a model id (`gemini-3-pro-preview` → 3); 0 when it names none. */
+export function geminiGeneration(model: string): number {
   const major = /(?:^|\/)gemini-(\d+)/i.exec(model)?.[1];
-  return major !== undefined && Number(major) >= 3;
+  return major === undefined ? 0 : Number(major);
 }
+
+/** Gemini 3 and later refuse (400) a function call of the current turn without its signature. */
+const enforcesSignatures = (model: string): boolean => geminiGeneration(model) >= 3;
 
 /**
  * The current turn (the model's steps since the last user message that is not only tool results):
@@ -422,9 +520,18 @@ function toolConfig(req: ChatRequest): Obj | undefined {
   return { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [tc.function.name] } };
 }
 
+export interface GeminiRequestOptions {
+  /**
+   * The provider runs Google Search beside function declarations for this model, its server-side
+   * tool invocations exposed (Gemini 3 and later on the Gemini API; not Vertex AI).
+   */
+  serverSideTools?: boolean;
+}
+
 /** The Gemini GenerateContentRequest body for a canonical request. */
-export function toGeminiRequest(req: ChatRequest): Record<string, unknown> {
-  const body: Record<string, unknown> = { ...toGeminiContents(req.messages) };
+export function toGeminiRequest(req: ChatRequest, opts: GeminiRequestOptions = {}): Record<string, unknown> {
+  const serverSideTools = opts.serverSideTools === true;
+  const body: Record<string, unknown> = { ...toGeminiContents(req.messages, serverSideTools) };
   if (enforcesSignatures(req.model)) signCurrentTurn(body.contents as Content[]);
   if (req.tools?.length) {
     body.tools = [
@@ -438,11 +545,14 @@ export function toGeminiRequest(req: ChatRequest): Record<string, unknown> {
     ];
   }
   // Gemini's own search; none of the canonical search settings has a field here (HINT_RULES). One
-  // only offered beside functions is left out: Gemini refuses the two together.
-  if (req.web_search && !geminiDropsSearch(req))
-    body.tools = [...((body.tools as Obj[]) ?? []), { googleSearch: {} }];
+  // only offered beside functions is left out unless the model runs the two together.
+  const search = Boolean(req.web_search) && (serverSideTools || !geminiDropsSearch(req));
+  if (search) body.tools = [...((body.tools as Obj[]) ?? []), { googleSearch: {} }];
   const tc = toolConfig(req);
   if (tc) body.toolConfig = tc;
+  // Gemini 3 takes the two together only when its searches come back as parts of the answer.
+  if (search && serverSideTools && req.tools?.length)
+    body.toolConfig = { ...tc, includeServerSideToolInvocations: true };
 
   const gen: Obj = {};
   const max = req.max_completion_tokens ?? req.max_tokens;
@@ -511,6 +621,9 @@ export function mapGeminiUsage(raw: unknown): Usage {
 class GeminiReasoning {
   private next = 0;
   private run: number | null = null;
+  /** The answer so far: characters of its text and function calls (where a server part stood). */
+  textChars = 0;
+  calls = 0;
 
   /** `excludeThoughts` (`reasoning.exclude`): thought parts give no entries. */
   constructor(private readonly excludeThoughts = false) {}
@@ -539,6 +652,13 @@ class GeminiReasoning {
     if (id !== undefined) d.id = id;
     return d;
   }
+
+  /** A server-side tool part: ends the current run; the whole part is an entry of its own. */
+  server(part: Part): ReasoningDetail {
+    this.run = null;
+    const data = encodeServerPart({ part, textBefore: this.textChars, callsBefore: this.calls });
+    return { type: 'reasoning.encrypted', data, format: FORMAT, index: this.next++ };
+  }
 }
 
 interface PartsOut {
@@ -549,13 +669,22 @@ interface PartsOut {
   thoughtDetails: ReasoningDetail[];
   /** signatures of non-thought text parts */
   textDetails: ReasoningDetail[];
+  /** server-side tool parts (never tool calls of the caller's) */
+  serverDetails: ReasoningDetail[];
 }
 
 const signatureOf = (p: Obj): string | undefined =>
   typeof p.thoughtSignature === 'string' && p.thoughtSignature ? p.thoughtSignature : undefined;
 
 function readParts(candidate: Obj, reasoning: GeminiReasoning): PartsOut {
-  const out: PartsOut = { text: [], thoughts: [], calls: [], thoughtDetails: [], textDetails: [] };
+  const out: PartsOut = {
+    text: [],
+    thoughts: [],
+    calls: [],
+    thoughtDetails: [],
+    textDetails: [],
+    serverDetails: [],
+  };
   const parts = Array.isArray(obj(candidate.content).parts)
     ? (obj(candidate.content).parts as unknown[])
     : [];
@@ -575,8 +704,14 @@ function readParts(candidate: Obj, reasoning: GeminiReasoning): PartsOut {
       };
       const detail = reasoning.part(signatureOf(p), call.id);
       out.calls.push(detail ? { call, detail } : { call });
+      reasoning.calls++;
+    } else if (isServerPart(p)) {
+      out.serverDetails.push(reasoning.server(p));
     } else {
-      if (typeof p.text === 'string') out.text.push(p.text);
+      if (typeof p.text === 'string') {
+        out.text.push(p.text);
+        reasoning.textChars += p.text.length;
+      }
       const detail = reasoning.part(signatureOf(p));
       if (detail) out.textDetails.push(detail);
     }
@@ -684,6 +819,7 @@ export function fromGeminiResponse(
   const details = collapseReasoningDetails([
     ...parts.thoughtDetails,
     ...parts.textDetails,
+    ...parts.serverDetails,
     ...parts.calls.flatMap((c) => (c.detail ? [c.detail] : [])),
   ]).sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
   if (details.length) message.reasoning_details = details;
@@ -762,7 +898,10 @@ export class GeminiStreamMapper {
       out.push(start);
     }
     const candidate = obj(Array.isArray(r.candidates) ? r.candidates[0] : undefined);
-    const { text, thoughts, calls, thoughtDetails, textDetails } = readParts(candidate, this.reasoning);
+    const { text, thoughts, calls, thoughtDetails, textDetails, serverDetails } = readParts(
+      candidate,
+      this.reasoning,
+    );
     if (thoughtDetails.length && !this.opts.excludeReasoning) {
       const reasoning = thoughts.join('');
       out.push(
@@ -773,6 +912,8 @@ export class GeminiStreamMapper {
         ),
       );
     }
+    // Searches Gemini ran: state to send back (their results show in the grounding at the end).
+    if (serverDetails.length) out.push(this.chunk({ reasoning_details: serverDetails }));
     const content = text.join('');
     this.text += content;
     if (candidate.groundingMetadata) this.grounding = candidate.groundingMetadata;

@@ -79,6 +79,39 @@ describe('vertex adapter', () => {
     });
   });
 
+  it('Gemini 3: no search beside function tools (Vertex AI has no server-side tool invocations)', async () => {
+    expect(provider.traits.forModel!('gemini-3-pro-preview').keeps).toBeUndefined();
+    const serverPart = { toolCall: { id: 's1', toolType: 'GOOGLE_SEARCH_WEB', args: {} } };
+    await provider.chat(
+      {
+        model: 'gemini-3-pro-preview',
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+        web_search: { origin: 'web_search' },
+        messages: [
+          { role: 'user', content: 'Hi' },
+          {
+            role: 'assistant',
+            content: 'Hello',
+            reasoning_details: [
+              {
+                type: 'reasoning.encrypted',
+                data: JSON.stringify({ geminiServerPart: serverPart, textBefore: 0, callsBefore: 0 }),
+                format: 'google-gemini-v1',
+              },
+            ],
+          },
+          { role: 'user', content: 'Again' },
+        ],
+      },
+      ctx,
+    );
+    const body = mock.requests[0]!.body;
+    expect(body.tools).toEqual([{ functionDeclarations: [{ name: 'f', parameters: { type: 'OBJECT' } }] }]);
+    expect(body).not.toHaveProperty('toolConfig');
+    // A server part from the Gemini API (a fallback) is left out: Vertex knows no such part.
+    expect(body.contents[1]).toEqual({ role: 'model', parts: [{ text: 'Hello' }] });
+  });
+
   it('a model id Vertex could not have is a 400 and nothing is sent', async () => {
     for (const model of ['../../x', 'a/b', 'gemini:evil', '..']) {
       const err = await provider.chat(ask(model), ctx).catch((e) => e);

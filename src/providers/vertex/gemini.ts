@@ -1,7 +1,8 @@
 /**
  * Gemini on Vertex AI: the Gemini adapter (`google/`) — same generateContent bodies, translation
  * and Google error shape — at Vertex's project/region URLs with a Bearer token, and embeddings
- * through `:predict`.
+ * through `:predict`. Vertex AI has no server-side tool invocations: Google Search beside function
+ * tools stays refused there for every model (an offered one is left out and listed).
  */
 import type { EmbeddingsRequest, EmbeddingsResponse } from '../../formats/chat.js';
 import { GoogleProvider } from '../google/adapter.js';
@@ -13,6 +14,10 @@ import { bearerHeaders } from './headers.js';
 import { vertexModelUrl } from './urls.js';
 
 export class VertexGemini extends GoogleProvider {
+  protected override serverSideTools(): boolean {
+    return false;
+  }
+
   protected override url(model: string, method: string): string {
     return vertexModelUrl(this.config, 'google', model, method);
   }
