@@ -61,5 +61,7 @@ describe('google adapter', () => {
     // One asked for outright beside functions is refused before any call where the model cannot.
     expect(p.traits.forModel!('gemini-2.5-pro').refuses).toEqual([SEARCH_BESIDE_FUNCTIONS]);
     expect(p.traits.forModel!('gemini-3-pro-preview').refuses).toBeUndefined();
+    // An alias naming no generation may be a Gemini 3: not refused here, Gemini decides.
+    expect(p.traits.forModel!('gemini-flash-latest').refuses).toBeUndefined();
   });
 });

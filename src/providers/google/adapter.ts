@@ -46,7 +46,10 @@ const SEARCHES_BESIDE_FUNCTIONS: ProviderTraits = { ...BASE, keeps: ['web_search
 export class GoogleProvider implements Provider {
   readonly traits: ProviderTraits = {
     ...TRAITS,
-    forModel: (model) => (this.serverSideTools(model) ? SEARCHES_BESIDE_FUNCTIONS : TRAITS),
+    // An id that names no generation (`gemini-flash-latest`) may be a Gemini 3: sent as asked,
+    // Gemini decides.
+    forModel: (model) =>
+      this.serverSideTools(model) ? SEARCHES_BESIDE_FUNCTIONS : geminiGeneration(model) > 0 ? TRAITS : BASE,
   };
 
   constructor(readonly config: ProviderConfig) {}
