@@ -279,6 +279,18 @@ describe('Google Vertex AI provider', () => {
     expect(res.headers.get('x-gatehouse-dropped-fields')?.split(',')).toContain('web_search');
   });
 
+  it('Gemini 3: a search asked for beside function tools is a 400 naming it, and nothing reaches Vertex', async () => {
+    const res = await client(gw.url, gw.apiKey)('POST', '/chat/completions', {
+      model: 'test/gemini3',
+      messages: [{ role: 'user', content: 'Release news and the weather?' }],
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+      plugins: [{ id: 'web' }],
+    });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.error.message).toContain('web_search cannot be sent to this provider');
+    expect(mock.requests).toHaveLength(0);
+  });
+
   it('/messages on Claude is a pass-through lane: the body as sent, anthropic-beta forwarded', async () => {
     mock.enqueue({ reply: { text: 'lane answer', usage } });
     const { data, response } = await anthropic.messages

@@ -831,6 +831,59 @@ describe('Gemini 3 on the Gemini API: Google Search beside function tools', () =
     expect(sent).not.toHaveProperty('toolConfig');
     expect(res.headers.get(HEADER)?.split(',')).toContain('web_search');
   });
+
+  it('Gemini 2: a search asked for beside functions is a 400 in the caller format naming it, nothing sent', async () => {
+    // Every chat spelling of an explicit search: the tool, the plugin, the option, :online; streamed too.
+    const chats = [
+      { model: 'ws/gemini25', tools: TOOLS },
+      { model: 'ws/gemini25', tools: TOOLS, stream: true },
+      { model: 'ws/gemini25', tools: [WEATHER], plugins: [{ id: 'web' }] },
+      { model: 'ws/gemini25', tools: [WEATHER], web_search_options: {} },
+      { model: 'ws/gemini25:online', tools: [WEATHER] },
+    ];
+    for (const body of chats) {
+      const res = await call('POST', '/chat/completions', { messages: [ASK], ...body });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error.message).toContain(
+        'web_search cannot be sent to this provider: this model does not search the web beside function tools',
+      );
+    }
+    const err = await anthropic.messages
+      .create({
+        model: 'ws/gemini25',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: ASK.content }],
+        tools: [
+          { type: 'web_search_20250305', name: 'web_search' },
+          { name: 'get_weather', input_schema: { type: 'object', properties: {} } },
+        ],
+      })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(err.message).toContain('web_search cannot be sent to this provider');
+    expect(mock.requests).toHaveLength(0);
+  });
+
+  it('Gemini 2 with a fallback model that searches beside functions: the fallback serves it', async () => {
+    const res = await call('POST', '/chat/completions', {
+      models: ['ws/gemini25', 'ws/claude'],
+      messages: [ASK],
+      tools: TOOLS,
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.model).toBe('ws/claude');
+    expect(upstreamBody().tools.map((t: any) => t.name)).toEqual(['get_weather', 'web_search']);
+    // The same request to Gemini 3 on the Gemini API: both tools and the flag go to Google.
+    mock.reset();
+    const three = await call('POST', '/chat/completions', {
+      model: 'ws/gemini3',
+      messages: [ASK],
+      tools: TOOLS,
+    });
+    expect(three.status, three.text).toBe(200);
+    expect(upstreamBody().tools.map(Object.keys)).toEqual([['functionDeclarations'], ['googleSearch']]);
+    expect(upstreamBody().toolConfig).toEqual({ includeServerSideToolInvocations: true });
+  });
 });
 
 describe("a workspace's disabled_server_tools", () => {

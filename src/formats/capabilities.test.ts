@@ -4,6 +4,7 @@ import {
   CAPABILITY_RULES,
   droppedFields,
   type ProviderKind,
+  SEARCH_BESIDE_FUNCTIONS,
   type TargetKind,
   untranslatableFields,
 } from './capabilities.js';
@@ -113,9 +114,10 @@ describe('assertTranslatable', () => {
   });
 
   it('keeps one table with a rule per refusal', () => {
-    expect(CAPABILITY_RULES.length).toBe(11);
-    // web_search: refused by a provider (Bedrock's Converse), not a kind.
-    for (const rule of CAPABILITY_RULES.filter((r) => r.field !== 'web_search'))
+    expect(CAPABILITY_RULES.length).toBe(12);
+    // Web search: refused by a provider (Bedrock's Converse; Gemini 2 beside functions), not a kind.
+    const byProvider = ['web_search', SEARCH_BESIDE_FUNCTIONS];
+    for (const rule of CAPABILITY_RULES.filter((r) => !byProvider.includes(r.field)))
       expect(rule.refusedBy.length).toBeGreaterThan(0);
   });
 });
@@ -141,6 +143,19 @@ describe('web search on a provider without one (Bedrock’s Converse)', () => {
     // Gemini 3 on the Gemini API keeps it (ProviderTraits.keeps); other hints are still listed.
     expect(droppedFields(beside, 'google', [], ['web_search'])).toEqual([]);
     expect(droppedFields({ ...beside, user: 'u' }, 'google', [], ['web_search'])).toEqual(['user']);
+  });
+
+  it('refuses one asked for beside functions where the model cannot run the two (Gemini 2, Vertex AI)', () => {
+    const tools = [{ type: 'function' as const, function: { name: 'f' } }];
+    const refuses = [SEARCH_BESIDE_FUNCTIONS];
+    expect(() => assertTranslatable({ ...asked, tools }, 'google', refuses)).toThrow(
+      'web_search cannot be sent to this provider: this model does not search the web beside function tools',
+    );
+    // Alone, or only offered (left out and listed instead), or where the model runs both: sent.
+    expect(untranslatableFields(asked, 'google', refuses)).toEqual([]);
+    expect(untranslatableFields({ ...offered, tools }, 'google', refuses)).toEqual([]);
+    expect(untranslatableFields({ ...asked, tools }, 'google')).toEqual([]);
+    expect(untranslatableFields({ ...base, tools }, 'google', refuses)).toEqual([]);
   });
 });
 

@@ -39,6 +39,13 @@ export const offeredSearch = (r: ChatRequest): boolean => r.web_search?.origin !
  * merely offered beside functions is left out there.
  */
 export const geminiDropsSearch = (r: ChatRequest): boolean => offeredSearch(r) && (r.tools?.length ?? 0) > 0;
+
+/**
+ * The rule a provider refuses (ProviderTraits.refuses) when its model cannot search beside function
+ * tools (Gemini 2, and Vertex AI for every model): a search asked for outright there beside functions
+ * is refused before the call rather than upstream; one merely offered is left out (geminiDropsSearch).
+ */
+export const SEARCH_BESIDE_FUNCTIONS = 'web_search+tools';
 const when = (field: string, cond: (req: ChatRequest) => boolean) => (req: ChatRequest) =>
   cond(req) ? field : null;
 
@@ -124,6 +131,12 @@ export const CAPABILITY_RULES: readonly CapabilityRule[] = [
     refusedBy: [],
     check: when('web_search', (r) => isSet(r.web_search) && !offeredSearch(r)),
     reason: 'the provider has no web search of its own',
+  },
+  {
+    field: SEARCH_BESIDE_FUNCTIONS,
+    refusedBy: [],
+    check: when('web_search', (r) => isSet(r.web_search) && !offeredSearch(r) && (r.tools?.length ?? 0) > 0),
+    reason: 'this model does not search the web beside function tools',
   },
 ];
 

@@ -228,7 +228,8 @@ export interface ProviderTraits {
   keeps?: readonly string[];
   /**
    * Capability rules (CAPABILITY_RULES fields) this provider refuses beyond those of `target`'s
-   * kind: `web_search` on Bedrock's Converse, which has no search of its own.
+   * kind: `web_search` on Bedrock's Converse, which has no search of its own; a search asked for
+   * beside function tools on a Gemini model that cannot run the two together (Gemini 2, Vertex AI).
    */
   refuses?: readonly string[];
   /**

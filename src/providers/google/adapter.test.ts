@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type MockUpstream, startMockUpstream } from '../../../test/support/mock-upstream.js';
+import { SEARCH_BESIDE_FUNCTIONS } from '../../formats/capabilities.js';
 import { GoogleProvider } from './adapter.js';
 
 describe('google adapter', () => {
@@ -57,5 +58,10 @@ describe('google adapter', () => {
     // The engine lists the search as dropped only where it was.
     expect(p.traits.forModel!('gemini-3-pro-preview').keeps).toEqual(['web_search']);
     expect(p.traits.forModel!('gemini-2.5-pro').keeps).toBeUndefined();
+    // One asked for outright beside functions is refused before any call where the model cannot.
+    expect(p.traits.forModel!('gemini-2.5-pro').refuses).toEqual([SEARCH_BESIDE_FUNCTIONS]);
+    expect(p.traits.forModel!('gemini-3-pro-preview').refuses).toBeUndefined();
+    // An alias naming no generation may be a Gemini 3: not refused here, Gemini decides.
+    expect(p.traits.forModel!('gemini-flash-latest').refuses).toBeUndefined();
   });
 });

@@ -4,8 +4,11 @@
  * `x-goog-api-key` header (never a `?key=` query parameter, so the key stays out of URLs and logs).
  * `baseUrl` includes the API version, e.g. https://generativelanguage.googleapis.com/v1beta.
  * Translation in `wire.ts`. Gemini 3 and later search beside function tools here (server-side tool
- * invocations), so an offered search is kept beside functions (traits `keeps`).
+ * invocations), so an offered search is kept beside functions (traits `keeps`); other models refuse
+ * one asked for outright beside functions (traits `refuses`), before any call.
  */
+
+import { SEARCH_BESIDE_FUNCTIONS } from '../../formats/capabilities.js';
 import type {
   ChatChunk,
   ChatRequest,
@@ -34,14 +37,19 @@ import {
 } from './wire.js';
 
 /** No caller speaks Gemini's wire: every call is translated. */
-const TRAITS: ProviderTraits = { natives: new Set(), target: 'google', keyOptional: false };
-/** A model that searches beside function tools: an offered search is not dropped there. */
-const SEARCHES_BESIDE_FUNCTIONS: ProviderTraits = { ...TRAITS, keeps: ['web_search'] };
+const BASE: ProviderTraits = { natives: new Set(), target: 'google', keyOptional: false };
+/** A model that cannot search beside function tools: such a search asked for outright is refused. */
+const TRAITS: ProviderTraits = { ...BASE, refuses: [SEARCH_BESIDE_FUNCTIONS] };
+/** A model that searches beside function tools: an offered search is not dropped there either. */
+const SEARCHES_BESIDE_FUNCTIONS: ProviderTraits = { ...BASE, keeps: ['web_search'] };
 
 export class GoogleProvider implements Provider {
   readonly traits: ProviderTraits = {
     ...TRAITS,
-    forModel: (model) => (this.serverSideTools(model) ? SEARCHES_BESIDE_FUNCTIONS : TRAITS),
+    // An id that names no generation (`gemini-flash-latest`) may be a Gemini 3: sent as asked,
+    // Gemini decides.
+    forModel: (model) =>
+      this.serverSideTools(model) ? SEARCHES_BESIDE_FUNCTIONS : geminiGeneration(model) > 0 ? TRAITS : BASE,
   };
 
   constructor(readonly config: ProviderConfig) {}

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type MockVertex, startMockVertex, vertexSettings } from '../../../test/support/mock-vertex.js';
+import { SEARCH_BESIDE_FUNCTIONS } from '../../formats/capabilities.js';
 import { UpstreamError } from '../types.js';
 import { VertexProvider } from './adapter.js';
 
@@ -38,6 +39,10 @@ describe('vertex adapter', () => {
     expect([...traits('gemini-2.5-pro').natives]).toEqual([]);
     expect(traits('gemini-2.5-pro').target).toBe('google');
     expect(provider.traits.keyOptional).toBe(true);
+    // No Gemini here searches beside function tools (no server-side invocations): asked, refused.
+    for (const m of ['gemini-2.5-pro', 'gemini-3-pro-preview'])
+      expect(traits(m).refuses).toEqual([SEARCH_BESIDE_FUNCTIONS]);
+    expect(traits('claude-opus-4-1@20250805').refuses).toBeUndefined();
   });
 
   it('sends the token, not an operator Authorization header; other operator headers travel', async () => {

@@ -8,6 +8,8 @@
  * Claude models serve `/messages` and `/messages/count_tokens` callers natively (pass-through
  * lanes); Gemini models are translated for every caller.
  */
+
+import { SEARCH_BESIDE_FUNCTIONS } from '../../formats/capabilities.js';
 import type {
   ChatChunk,
   ChatRequest,
@@ -30,8 +32,14 @@ import { VertexTokenSource } from './auth.js';
 import { droppedVertexFields, VertexClaude } from './claude.js';
 import { VertexGemini } from './gemini.js';
 
-// No key is ever configured (keyOptional): the credential is the entry's own OAuth token.
-const GEMINI: ProviderTraits = { natives: new Set(), target: 'google', keyOptional: true };
+// No key is ever configured (keyOptional): the credential is the entry's own OAuth token. No
+// Gemini model searches beside function tools here: one asked for outright beside them is refused.
+const GEMINI: ProviderTraits = {
+  natives: new Set(),
+  target: 'google',
+  keyOptional: true,
+  refuses: [SEARCH_BESIDE_FUNCTIONS],
+};
 const CLAUDE: ProviderTraits = {
   natives: new Set(['anthropic-messages', 'anthropic-count-tokens']),
   target: 'anthropic',
