@@ -2,8 +2,9 @@
  * The Presets page in Chromium against a real gateway on SQLite, in one browser session: with a
  * pasted API key, a preset is created from a JSON body (a body that is not JSON, and one the gateway
  * refuses, are explained under the editor), listed, shown with its configuration and how to call it,
- * given a second version from the editor, and deleted after a confirmation — each step checked
- * against what the gateway stores.
+ * given a second version from the editor, and deleted after a confirmation; a Messages preset opens
+ * in its own format, so saving it again loses nothing — each step checked against what the gateway
+ * stores.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
@@ -139,6 +140,38 @@ describe.skipIf(!hasChromium)('console: Presets', { timeout: 60_000 }, () => {
     await expect.poll(() => list().textContent()).toContain('No presets yet.');
     expect(await detail().count()).toBe(0);
     expect((await key()('GET', '/presets/triage')).status).toBe(404);
+  });
+
+  it('opens a Messages preset in the Messages format, so saving it again keeps its thinking', async () => {
+    const { page } = ui;
+    const saved = await key()('POST', '/presets/thinker/messages', {
+      model: 'test/gpt',
+      max_tokens: 500,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      stop_sequences: ['END'],
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'not kept' }],
+    });
+    expect(saved.status, saved.text).toBe(200);
+    await page.reload();
+    await page.getByRole('button', { name: 'Open thinker' }).click();
+    await expect.poll(() => detail().getByTestId('preset-version').textContent()).toBe('1');
+    expect(await detail().getByLabel('Request format').inputValue()).toBe('messages');
+    expect(JSON.parse(await detail().getByLabel('Request body (JSON)').inputValue())).toEqual({
+      model: 'test/gpt',
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      max_tokens: 500,
+      stop_sequences: ['END'],
+      system: 'Be brief.',
+    });
+    await detail().getByRole('button', { name: 'Save as new version' }).click();
+    await expect.poll(() => detail().getByTestId('preset-version').textContent()).toBe('2');
+    const [first, second] = (await key()('GET', '/presets/thinker/versions')).body.data as {
+      config: unknown;
+      system_prompt: string;
+    }[];
+    expect(second?.config).toEqual(first?.config);
+    expect(second?.system_prompt).toBe('Be brief.');
   });
 
   it('raised no console error, CSP violation or request to another host', () => {
