@@ -1,6 +1,6 @@
 /**
  * Every console page by keyboard, in Chromium against a real gateway on SQLite with data in it (calls
- * through a mock upstream, credits, a guardrail, a provider key, a vault secret, a user): for each
+ * through a mock upstream, credits, a guardrail, a provider key, a vault secret, a preset, a user): for each
  * page of the registry (console/src/pages/index.ts), in the management and the operator session,
  * Tab is pressed until the focus comes round again, and
  * - every interactive element was reached: links, buttons, fields, summaries, [tabindex], and
@@ -144,7 +144,7 @@ describe.skipIf(!hasChromium)('console: every page by keyboard', { timeout: 300_
     const mgmt = client(gw.url, gw.managementKey);
     const apiCall = client(gw.url, gw.apiKey);
     // Something on every page: credits and calls (Overview, Activity, Credits), a guardrail, a
-    // provider key, a vault secret, a second workspace, a user (operator pages).
+    // provider key, a vault secret, a preset, a second workspace, a user (operator pages).
     expect(
       (await admin('POST', '/admin/credits', { organization_id: gw.organizationId, amount_usd: 10 })).status,
     ).toBe(201);
@@ -172,6 +172,8 @@ describe.skipIf(!hasChromium)('console: every page by keyboard', { timeout: 300_
       hosts: ['api.example.com'],
     });
     expect(secret.status, secret.text).toBeLessThan(300);
+    const preset = await apiCall('POST', '/presets/kb-preset/chat/completions', { model: 'test/gpt' });
+    expect(preset.status, preset.text).toBe(200);
     // Generations are written a moment after the calls.
     await vi.waitFor(async () => expect((await mgmt('GET', '/generations')).body.data?.length).toBe(2), {
       timeout: 15_000,

@@ -19,7 +19,7 @@ async function checkApiKey(key: string): Promise<{ key: string; label: string }>
 }
 
 /**
- * The pages that call models, batches, interns and the vault need an API key: a management key may
+ * The pages that call models, batches, presets, interns and the vault need an API key: a management key may
  * not call them. Renders its children once the session has one; until then, asks for one — pasted,
  * or a temporary key the console creates in the default workspace (it expires in a day and is listed
  * on the Keys page like any other).
@@ -77,8 +77,8 @@ export function ApiKeyGate({ children }: { children: ReactNode }) {
     <section className="sign-in" aria-labelledby="api-key-gate">
       <h2 id="api-key-gate">An API key is needed here</h2>
       <p>
-        This page calls models (or batches, interns, the vault), which a management key may not do. Paste an
-        API key of your organization, or let the console create a temporary one for this session.
+        This page calls models (or batches, presets, interns, the vault), which a management key may not do.
+        Paste an API key of your organization, or let the console create a temporary one for this session.
       </p>
       <ErrorBanner error={error ?? (dropped ? new Error(dropped) : null)} />
       <form onSubmit={submitPasted} className="form-row">

@@ -22,6 +22,7 @@ import { ModelsPage } from './models';
 import { OrganizationsPage } from './organizations';
 import { OverviewPage } from './overview';
 import { PlaygroundPage } from './playground';
+import { PresetsPage } from './presets';
 import { ProviderHealthPage } from './provider-health';
 import { UsersPage } from './users';
 import { VaultPage } from './vault';
@@ -46,6 +47,7 @@ export const pages: PageDef[] = [
   { path: '/workspaces', title: 'Workspaces', component: WorkspacesPage, access: 'management' },
   { path: '/playground', title: 'Playground', component: PlaygroundPage, access: 'management' },
   { path: '/batches', title: 'Batches', component: BatchesPage, access: 'management' },
+  { path: '/presets', title: 'Presets', component: PresetsPage, access: 'management' },
   { path: '/vault', title: 'Vault', component: VaultPage, access: 'management' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
   { path: '/interns', title: 'Interns', component: InternsPage, access: 'management' },
