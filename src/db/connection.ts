@@ -6,7 +6,6 @@ import {
   type DatabaseConnection,
   type Driver,
   Kysely,
-  PostgresDialect,
   SqliteDialect,
   type SqliteDialectConfig,
   SqliteDriver,
@@ -15,6 +14,7 @@ import {
 import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import { startCheckpointer } from './checkpointer.js';
+import { PostgresSearchPathDialect } from './pg-introspector.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -68,7 +68,7 @@ export function openDatabase(
     // broken client fail and answer 503; the pool reconnects on the next use.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresSearchPathDialect({ pool }) });
     return { db, dialect: 'postgres', schema: opts.schema, close: () => db.destroy() };
   }
   const path = url.replace(/^sqlite:(\/\/)?/, '');
