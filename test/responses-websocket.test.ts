@@ -6,6 +6,7 @@
  * connection reaches; error events; the handshake refused as an HTTP call is.
  */
 import { createRequire } from 'node:module';
+import { connect as tcpConnect } from 'node:net';
 import { Agent, OpenAIResponsesWSModel, Runner, setTracingDisabled, tool } from '@openai/agents';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
@@ -514,6 +515,47 @@ describe('Responses WebSocket mode: limits and shutdown', () => {
   const closed = (ws: WebSocket) =>
     new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
 
+  /** A sample's value in the metrics listener's Prometheus text. */
+  const sample = async (series: string) => {
+    const metrics = await (await fetch(`${gw.metricsUrl}/metrics`)).text();
+    const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? undefined : Number(line.slice(series.length + 1));
+  };
+
+  it('counts turns by outcome with their duration, and the open connections', async () => {
+    const ws = await socket();
+    expect(await sample('gatehouse_websocket_connections')).toBe(1);
+    const next = () =>
+      new Promise<Event>((resolve) => {
+        const onMessage = (data: WebSocket.RawData) => {
+          const e = JSON.parse(String(data));
+          if (['response.completed', 'error'].includes(e.type)) {
+            ws.off('message', onMessage);
+            resolve(e);
+          }
+        };
+        ws.on('message', onMessage);
+      });
+    let done = next();
+    ws.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'hi' }));
+    expect((await done).type).toBe('response.completed');
+    mock.enqueue({ status: 400, error: { message: 'upstream says no' } });
+    done = next();
+    ws.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'hi' }));
+    expect((await done).type).toBe('error');
+
+    expect(await sample('gatehouse_websocket_turns_total{outcome="completed"}')).toBe(1);
+    expect(await sample('gatehouse_websocket_turns_total{outcome="error"}')).toBe(1);
+    expect(await sample('gatehouse_websocket_turns_total{outcome="failed"}')).toBe(0);
+    expect(await sample('gatehouse_websocket_turn_duration_seconds_count{outcome="completed"}')).toBe(1);
+    expect(await sample('gatehouse_websocket_turn_duration_seconds_count{outcome="error"}')).toBe(1);
+    const code = closed(ws);
+    ws.close();
+    await code;
+    await vi.waitFor(async () => expect(await sample('gatehouse_websocket_connections')).toBe(0));
+    mock.reset();
+  });
+
   it('a message over the body limit closes the socket (1009, as the HTTP body gets 413)', async () => {
     const ws = await socket();
     const code = closed(ws);
@@ -568,5 +610,59 @@ describe('Responses WebSocket mode: the connection age limit', () => {
         error: expect.objectContaining({ code: 'websocket_connection_limit_reached' }),
       }),
     ]);
+  });
+});
+
+describe('Responses WebSocket mode: an upgrade during shutdown', () => {
+  let gw: TestGateway;
+  let mock: MockUpstream;
+  let stop: () => Promise<void>;
+  beforeAll(async () => {
+    ({ gw, mock, stop } = await gatewayWithUpstreams());
+  });
+  afterAll(() => stop?.());
+
+  it('is answered 503 and its connection ends while a busy socket drains', async () => {
+    mock.enqueue({ reply: { text: 'a long answer in many parts' }, eventDelayMs: 100 });
+    const busy = new WebSocket(`${gw.url.replace('http', 'ws')}/api/v1/responses`, {
+      headers: { authorization: `Bearer ${gw.apiKey}` },
+    });
+    await new Promise((resolve, reject) => busy.once('open', resolve).once('error', reject));
+    const started = new Promise((resolve) => busy.once('message', resolve));
+    busy.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'long one' }));
+    await started;
+    // The shutdown waits for the busy socket's response; an upgrade arrives meanwhile. (The
+    // WebSocket plugin has stopped taking upgrades: Node serves it as a plain request, which
+    // Fastify answers 503 with `connection: close`. A listener of our own on 'upgrade' would
+    // leave it open and hold the shutdown until its grace is over.)
+    const stopped = gw.close();
+    const { port } = new URL(gw.url);
+    const conn = tcpConnect(Number(port), '127.0.0.1');
+    let answer = '';
+    conn.on('data', (d) => {
+      answer += String(d);
+    });
+    const ended = new Promise<string>((resolve) => conn.once('close', () => resolve('ended')));
+    conn.write(
+      [
+        'GET /api/v1/responses HTTP/1.1',
+        `host: 127.0.0.1:${port}`,
+        `authorization: Bearer ${gw.apiKey}`,
+        'connection: Upgrade',
+        'upgrade: websocket',
+        'sec-websocket-version: 13',
+        'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==',
+        '',
+        '',
+      ].join('\r\n'),
+    );
+    const outcome = await Promise.race([
+      ended,
+      new Promise((resolve) => setTimeout(() => resolve('still open'), 1000)),
+    ]);
+    conn.destroy();
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+    expect(outcome).toBe('ended');
+    await stopped;
   });
 });

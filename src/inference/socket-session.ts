@@ -22,6 +22,7 @@ import { inputList } from '../stored-responses/expansion.js';
 import { serveTraced } from '../telemetry/spans.js';
 import { callOf, failed, responsesTurn, streamFrames, withPreset } from './routes.js';
 import { errorEvent, errorOf, frameEvents, messageText, type SocketError } from './socket-events.js';
+import type { SocketMetrics, TurnOutcome } from './socket-metrics.js';
 import { WIRES } from './wires/index.js';
 import { isObj } from './wires/texts.js';
 
@@ -57,12 +58,15 @@ export class ResponsesSession {
   private last: Remembered | null = null;
   /** Why the socket closes once the response in flight is over (shutdown, age limit). */
   private closeAfter: { code: number; reason: string; error?: SocketError } | null = null;
+  /** How the turn in flight ended, for the metrics: an error event unless its events say otherwise. */
+  private outcome: TurnOutcome = 'error';
 
   constructor(
     private readonly socket: WebSocket,
     /** The upgrade request: its caller, headers and logger serve every turn. */
     private readonly req: FastifyRequest,
     private readonly services: SessionServices,
+    private readonly metrics: SocketMetrics,
   ) {
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     // The client gone mid-response: the call is aborted, and recorded as an HTTP stream cut short is.
@@ -122,10 +126,15 @@ export class ResponsesSession {
         param: 'type',
         message: `Unknown event type ${JSON.stringify(event.type ?? null)}: send response.create`,
       });
+    const start = performance.now();
     const refused = refusal(event);
-    if (refused) return void this.fail(refused);
+    if (refused) {
+      this.fail(refused);
+      return void this.metrics.turn('error', (performance.now() - start) / 1000);
+    }
     const abort = new CallAbort();
     this.inFlight = abort;
+    this.outcome = 'error';
     const turn = this.stillAuthorized().then((ok) => {
       if (!ok) return;
       return event.generate === false ? this.warmUp(event) : this.respond(event, abort);
@@ -137,6 +146,7 @@ export class ResponsesSession {
       })
       .finally(() => {
         this.inFlight = null;
+        this.metrics.turn(this.outcome, (performance.now() - start) / 1000);
         if (this.closeAfter) this.closeNow();
       });
   }
@@ -189,12 +199,19 @@ export class ResponsesSession {
           }
         } catch (err) {
           // The client left (the call was aborted): nothing to tell.
-          if (this.socket.readyState !== this.socket.OPEN) return 499;
+          if (this.socket.readyState !== this.socket.OPEN) {
+            this.outcome = 'cancelled';
+            return 499;
+          }
           // Failed after it started: ended as the HTTP stream is, in the Responses format.
+          this.outcome = 'failed';
           for (const frame of failed(wire, s.info, err))
             for (const text of frameEvents(frame)) this.send(text);
           return 502;
         }
+        // The client left before the response's last event.
+        if (this.outcome === 'error' && this.socket.readyState !== this.socket.OPEN)
+          this.outcome = 'cancelled';
         if (final) this.remember(final, context);
         return 200;
       } catch (err) {
@@ -238,6 +255,7 @@ export class ResponsesSession {
     };
     this.send(JSON.stringify({ type: 'response.created', sequence_number: 0, response }));
     this.send(JSON.stringify({ type: 'response.completed', sequence_number: 1, response }));
+    this.outcome = 'completed';
     this.last = { id: response.id, items: inputList((req.body as Body).input) ?? [], stored: false };
   }
 
@@ -269,6 +287,7 @@ export class ResponsesSession {
     }
     if (!isObj(event) || !isObj(event.response)) return { text, final: null };
     const terminal = event.type === 'response.completed' || event.type === 'response.incomplete';
+    if (terminal || event.type === 'response.failed') this.outcome = outcomeOf(event.type as string);
     if (continues === null) return { text, final: terminal ? event.response : null };
     event.response.previous_response_id = continues;
     return { text: JSON.stringify(event), final: terminal ? event.response : null };
@@ -309,6 +328,9 @@ function refusal(event: Body): SocketError | null {
     };
   return null;
 }
+
+const outcomeOf = (type: string): TurnOutcome =>
+  type === 'response.completed' ? 'completed' : type === 'response.incomplete' ? 'incomplete' : 'failed';
 
 function withoutEnvelope(event: Body): Body {
   const body: Body = {};

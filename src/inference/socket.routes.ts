@@ -9,16 +9,18 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sendError } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
+import { socketMetrics } from './socket-metrics.js';
 import { ResponsesSession, type SessionServices } from './socket-session.js';
 import { WIRES } from './wires/index.js';
 
 export async function responsesSocketRoutes(
   app: Router,
-  services: SessionServices & Pick<Services, 'config'>,
+  services: SessionServices & Pick<Services, 'config' | 'metrics'>,
 ) {
   const wire = WIRES.responses;
   const sessions = new Set<ResponsesSession>();
   const { bodyLimit, shutdownGraceMs, websocketMaxAgeMs } = services.config;
+  const metrics = socketMetrics(services.metrics);
 
   app.route({
     method: 'GET',
@@ -42,8 +44,9 @@ export async function responsesSocketRoutes(
       );
     },
     wsHandler: (socket, req) => {
-      const session = new ResponsesSession(socket, req, services);
+      const session = new ResponsesSession(socket, req, services, metrics);
       sessions.add(session);
+      metrics.opened();
       // A connection serves for a while, as OpenAI's (60 minutes): then it ends after its response.
       const limit = setTimeout(
         () =>
@@ -58,6 +61,7 @@ export async function responsesSocketRoutes(
       socket.on('close', () => {
         clearTimeout(limit);
         sessions.delete(session);
+        metrics.closed();
       });
     },
   });
