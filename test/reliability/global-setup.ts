@@ -12,6 +12,9 @@ import { scanAudit } from '../support/secrets-audit.js';
 import { writeFigures, writeResults } from './figures.js';
 
 export default function setup(project: TestProject) {
+  // Vitest runs this again for each project that extends the root config; the root's run serves
+  // them all (what it provides reaches every project), so the audit covers the whole suite once.
+  if (project.name !== '') return;
   const auditDir = mkdtempSync(join(tmpdir(), 'gatehouse-audit-'));
   project.provide('auditDir', auditDir);
   return function teardown() {
