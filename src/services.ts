@@ -198,6 +198,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     metrics: routingMetrics(metrics),
     newGenerationId,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     maxRetryWaitMs: config.maxRetryWaitMs,
     reservedOutputTokens: config.spendReservations.outputTokens,
     credentials,
