@@ -6,6 +6,7 @@ import { type OidcSettings, oidcSettings } from './accounts/oidc.settings.js';
 import { type HttpTimeouts, loadHttpTimeouts } from './lib/http-server.js';
 import type { RemoteMediaMode } from './providers/remote-media.js';
 import { type CredentialSettings, credentialSettings } from './routing/credentials/settings.js';
+import { upstreamDeadlines } from './routing/deadlines.js';
 
 /** The one typed configuration object, read from the environment (see the README's table). */
 export interface Config {
@@ -54,8 +55,10 @@ export interface Config {
   remoteMedia: RemoteMediaMode;
   /** Weighted credentials' circuit breakers and sticky routing (GATEHOUSE_CREDENTIAL_BREAKER, GATEHOUSE_STICKY_ROUTING …). */
   credentials: CredentialSettings;
-  /** Deadline of one upstream attempt, ms (GATEHOUSE_UPSTREAM_TIMEOUT_MS). */
+  /** Deadline of one upstream attempt until it answers (a stream: its headers), ms (GATEHOUSE_UPSTREAM_TIMEOUT_MS). */
   upstreamTimeoutMs: number;
+  /** Longest silence between two chunks of a stream once it started, ms (GATEHOUSE_STREAM_IDLE_TIMEOUT_MS). */
+  streamIdleTimeoutMs: number;
   /** How long recorded generations wait to be written in one group commit, ms (GATEHOUSE_ACCOUNTING_INTERVAL_MS). */
   accountingIntervalMs: number;
   /**
@@ -310,7 +313,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix: env.GATEHOUSE_REDIS_PREFIX || 'gatehouse',
     credits: creditsMode(env),
     remoteMedia: remoteMediaMode(env),
-    upstreamTimeoutMs: intFrom(env, 'GATEHOUSE_UPSTREAM_TIMEOUT_MS', 120_000),
+    ...upstreamDeadlines(env),
     credentials: credentialSettings(env),
     accountingIntervalMs: intFrom(env, 'GATEHOUSE_ACCOUNTING_INTERVAL_MS', 25),
     maxRetryWaitMs: intFrom(env, 'GATEHOUSE_MAX_RETRY_WAIT_MS', 5_000),

@@ -44,7 +44,7 @@ import { UsageLimits } from './limits/usage-limits.js';
 import { DEFAULT_DISPATCH, ExportDispatcher } from './observability/dispatcher.js';
 import { DestinationsService } from './observability/service.js';
 import { PresetsService } from './presets/service.js';
-import { closeUpstreamHttp } from './providers/http.js';
+import { closeUpstreamHttp, coverUpstreamDeadlines } from './providers/http.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { createRemoteMedia } from './providers/remote-media.js';
 import type { Provider } from './providers/types.js';
@@ -187,6 +187,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
   );
   const guard = new PolicyGuard(policy, spend, keys, limiter, admission, usageLimits);
   const credentials = new CredentialRouter(catalog, config.credentials, metrics);
+  coverUpstreamDeadlines(config);
   const engine = new Engine({
     catalog,
     provider,
@@ -198,6 +199,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     metrics: routingMetrics(metrics),
     newGenerationId,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    streamIdleTimeoutMs: config.streamIdleTimeoutMs,
     maxRetryWaitMs: config.maxRetryWaitMs,
     reservedOutputTokens: config.spendReservations.outputTokens,
     credentials,

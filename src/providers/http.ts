@@ -77,6 +77,20 @@ export function configureUpstreamHttp(opts: Partial<UpstreamHttpOptions>): void 
   if (old) void old.close().catch(() => {});
 }
 
+/**
+ * Raises the Agent's own timeouts to Gatehouse's upstream deadlines where these are longer (never
+ * lowers them): the attempt's deadline and the stream idle timeout must be what ends a call, not
+ * undici before them. A stream passes its idle timeout per request; a whole answer's body has the
+ * Agent's.
+ */
+export function coverUpstreamDeadlines(d: { upstreamTimeoutMs: number; streamIdleTimeoutMs: number }): void {
+  const headersTimeoutMs = Math.max(agentOptions.headersTimeoutMs, d.upstreamTimeoutMs);
+  const bodyTimeoutMs = Math.max(agentOptions.bodyTimeoutMs, d.streamIdleTimeoutMs);
+  if (headersTimeoutMs === agentOptions.headersTimeoutMs && bodyTimeoutMs === agentOptions.bodyTimeoutMs)
+    return;
+  configureUpstreamHttp({ headersTimeoutMs, bodyTimeoutMs });
+}
+
 /** Closes the pooled sockets (graceful shutdown). The next request makes a fresh Agent. */
 export async function closeUpstreamHttp(): Promise<void> {
   const old = agent;

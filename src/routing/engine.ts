@@ -102,8 +102,10 @@ export interface EngineDeps {
   record: (row: GenerationRow) => void | Promise<void>;
   metrics: RoutingMetrics;
   newGenerationId: () => string;
-  /** Deadline of an attempt until it answers (a stream: its headers); then a stream's longest silence. */
+  /** Deadline of an attempt until it answers (a stream: its headers). */
   upstreamTimeoutMs: number;
+  /** A stream's longest silence between two chunks once it started (and relayed audio's). */
+  streamIdleTimeoutMs: number;
   /** Longest Retry-After the engine waits before retrying the last candidate once. */
   maxRetryWaitMs: number;
   /** Output tokens reserved for a call that names no maximum (see worst-case.ts). */
@@ -585,7 +587,7 @@ export class Engine {
       apiKey: a.candidate.credential.apiKey,
       signal,
       media: this.deps.remoteMedia,
-      ...(stream ? { idleTimeoutMs: this.deps.upstreamTimeoutMs } : {}),
+      ...(stream ? { idleTimeoutMs: this.deps.streamIdleTimeoutMs } : {}),
     };
   }
 
@@ -1148,7 +1150,7 @@ export class Engine {
       this.whole(call, prep, (provider, sent, ctx) =>
         (provider.speech as NonNullable<Provider['speech']>)(sent as SpeechRequest, {
           ...ctx,
-          idleTimeoutMs: this.deps.upstreamTimeoutMs,
+          idleTimeoutMs: this.deps.streamIdleTimeoutMs,
         }),
       ),
     );
@@ -1253,7 +1255,7 @@ export class Engine {
       this.whole(call, prep, (provider, sent, ctx) =>
         (provider.transcription as NonNullable<Provider['transcription']>)(sent as TranscriptionRequest, {
           ...ctx,
-          idleTimeoutMs: this.deps.upstreamTimeoutMs,
+          idleTimeoutMs: this.deps.streamIdleTimeoutMs,
         }),
       ),
     );

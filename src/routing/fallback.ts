@@ -154,7 +154,8 @@ export interface AttemptScope {
 /**
  * open: one CallAbort aborted by the caller's signal or by the deadline. The deadline bounds the
  * attempt until it resolves (a whole answer, or a stream's headers): a stream that keeps sending
- * must not be cut by it later — its silences are bounded by the adapters (idleTimeoutMs).
+ * must not be cut by it later — its silences are bounded by the adapters (idleTimeoutMs, the
+ * engine's streamIdleTimeoutMs).
  * (AbortSignal.any or an AbortController would cost an EventTarget per attempt.)
  */
 export function openAttempt(callSignal: CallSignal, timeoutMs: number): AttemptScope {

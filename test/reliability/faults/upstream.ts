@@ -2,7 +2,7 @@
  * Upstream faults, for each wire format Gatehouse speaks (OpenAI, Anthropic, Gemini), through a
  * real gateway and the mock upstream over real sockets: a connection reset before the headers, a
  * body or stream cut mid-way, a stall longer than GATEHOUSE_UPSTREAM_TIMEOUT_MS (before the headers
- * and mid-stream), a slow stream that must pass, malformed JSON on a 200, a truncated stream (clean
+ * and mid-stream, where the stream idle timeout left unset is no longer than it), a slow stream that must pass, malformed JSON on a 200, a truncated stream (clean
  * end without its final event), a malformed stream event and a 200 with an HTML body.
  *
  * What the client must get: the next provider's answer when the model has one and nothing was sent
@@ -332,7 +332,7 @@ export function upstreamFaults(): void {
         ],
       );
       figures.notes.push(
-        `Upstream: GATEHOUSE_UPSTREAM_TIMEOUT_MS=${TIMEOUT_MS} bounds the wait for an answer (the headers of a stream) and, once a stream has started, the silence between two of its chunks; a stream that keeps sending is never cut by it.`,
+        `Upstream: GATEHOUSE_UPSTREAM_TIMEOUT_MS=${TIMEOUT_MS} bounds the wait for an answer (the headers of a stream) and, once a stream has started, the silence between two of its chunks (GATEHOUSE_STREAM_IDLE_TIMEOUT_MS, unset: no longer than the deadline); a stream that keeps sending is never cut.`,
       );
     });
   });
