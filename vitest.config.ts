@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-// Files that kill, stop and restart processes (gateways, batch workers, coding agents, npm) and hold
-// them to deadlines. Beside another heavy file on a 2-core machine they missed those deadlines
+// Files that kill, stop and restart processes (gateways, batch workers, coding agents, npm) or hold
+// the server to short deadlines (slow-client timeouts). Beside another heavy file on a 2-core machine they missed those deadlines
 // (a SIGSTOPped worker's lease taken over late: its PostgreSQL connects timed out at 5 s), so they
 // run one at a time, after everything else.
 const ALONE = [
@@ -15,6 +15,7 @@ const ALONE = [
   'test/usage-journal.test.ts',
   'test/workers.test.ts',
   'test/reliability/faults.test.ts',
+  'test/reliability/hostile-http.test.ts',
   'test/reliability/multi-node.test.ts',
   'test/reliability/soak.test.ts',
   'src/cluster/bus.test.ts',
