@@ -75,6 +75,11 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long one Responses WebSocket connection serves, ms (GATEHOUSE_WEBSOCKET_MAX_AGE_MS). */
   websocketMaxAgeMs: number;
+  /**
+   * A keep-alive SSE comment on a stream silent this long, ms, so that proxies' idle timeouts do
+   * not cut it (GATEHOUSE_STREAM_KEEPALIVE_MS; 0: none).
+   */
+  streamKeepaliveMs: number;
   /** How long a client may take to send a request (GATEHOUSE_HEADERS_TIMEOUT_MS, _REQUEST_TIMEOUT_MS, _KEEP_ALIVE_TIMEOUT_MS). */
   http: HttpTimeouts;
   /**
@@ -322,6 +327,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: intFrom(env, 'GATEHOUSE_SHUTDOWN_GRACE_MS', 20_000),
     // OpenAI's own limit for a Responses WebSocket connection: 60 minutes.
     websocketMaxAgeMs: Math.max(1, intFrom(env, 'GATEHOUSE_WEBSOCKET_MAX_AGE_MS', 3_600_000)),
+    streamKeepaliveMs: intFrom(env, 'GATEHOUSE_STREAM_KEEPALIVE_MS', 15_000),
     http: loadHttpTimeouts(env),
     responsesRetentionMs: intFrom(env, 'GATEHOUSE_RESPONSES_RETENTION_DAYS', 30) * 86_400_000,
     auditRetentionMs: Math.max(0, intFrom(env, 'GATEHOUSE_AUDIT_RETENTION_DAYS', 365)) * 86_400_000,

@@ -288,6 +288,7 @@ export async function audioRoutes(
             const { info } = done;
             return sendSse(req, reply, tapTranscript(contentLog, call, info, done.events), {
               failed: (err) => failed(transcriptionWire, info, err),
+              keepaliveMs: config.streamKeepaliveMs,
             });
           }
           const answer = transcriptionWire.encodeResponse(done, { ...call, echoUpstream: false });

@@ -128,7 +128,7 @@ export function failed(wire: CallerWire<unknown>, info: RouteInfo, err: unknown)
  * /responses endpoint's stored responses).
  */
 async function serveChat(
-  { engine, contentLog }: Pick<Services, 'engine' | 'contentLog'>,
+  { engine, contentLog, config }: Pick<Services, 'engine' | 'contentLog' | 'config'>,
   wire: ChatWire,
   req: FastifyRequest,
   reply: FastifyReply,
@@ -151,6 +151,7 @@ async function serveChat(
   const s = tapStream(contentLog, call, await engine.stream(call));
   describe(reply, s.info);
   const settled = () => s.final() !== null;
+  const keepaliveMs = config.streamKeepaliveMs;
   const debug = call.echoUpstream ? wire.debugFrame?.(s.info) : undefined;
   if (s.lane && !store && !debug) {
     // A lane's frames as they came (or as the wire rewrites them); a failure after the stream
@@ -160,9 +161,10 @@ async function serveChat(
       encode: relayFrame ? (f) => relayFrame(f, s.info) : (f) => f.frame,
       failed: (err) => failed(wire, s.info, err),
       settled,
+      keepaliveMs,
     });
   }
-  return sendSse(req, reply, streamFrames(wire, s, call, store), { settled });
+  return sendSse(req, reply, streamFrames(wire, s, call, store), { settled, keepaliveMs });
 }
 
 /**
@@ -248,7 +250,14 @@ export async function inferenceRoutes(
   app: Router,
   services: Pick<
     Services,
-    'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'generations' | 'presets' | 'feedback'
+    | 'engine'
+    | 'config'
+    | 'contentLog'
+    | 'storedResponses'
+    | 'compaction'
+    | 'generations'
+    | 'presets'
+    | 'feedback'
   >,
 ) {
   const { engine } = services;

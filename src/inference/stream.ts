@@ -9,6 +9,9 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
+/** What a silent stream sends to keep proxies from cutting it: an SSE comment, which clients skip. */
+const KEEPALIVE = ': GATEHOUSE PROCESSING\n\n';
+
 /** How `sendSse` turns what `frames` yields into the body, and ends it. */
 export interface SseOptions<T> {
   /** A frame's bytes (default: the item itself, already-encoded SSE text or a lane's bytes). */
@@ -25,6 +28,14 @@ export interface SseOptions<T> {
    * one write rather than two.
    */
   settled?: () => boolean;
+  /**
+   * A keep-alive comment after this long without a frame, and again each such interval while the
+   * silence lasts (GATEHOUSE_STREAM_KEEPALIVE_MS; 0 or absent: none): reverse proxies and load
+   * balancers cut a connection idle for 60-100 s, as a reasoning model's stream can be. It goes
+   * between two frames, so every frame must end on a whole event — as every stream's do (a lane's
+   * relayed bytes are cut at event boundaries: formats/sse-bytes.ts).
+   */
+  keepaliveMs?: number;
 }
 
 /**
@@ -39,7 +50,7 @@ export async function sendSse<T = string | Buffer>(
   request: FastifyRequest,
   reply: FastifyReply,
   frames: AsyncIterable<T>,
-  { encode, failed, settled }: SseOptions<T> = {},
+  { encode, failed, settled, keepaliveMs }: SseOptions<T> = {},
 ) {
   const res = reply.raw;
   // Fastify's onSend hooks do not run for a hijacked reply: its headers (x-request-id) go here.
@@ -58,14 +69,19 @@ export async function sendSse<T = string | Buffer>(
     if (settled?.()) setImmediate(uncorkLater);
     else res.uncork();
   };
+  // Counted for the keep-alive timer, which compares the count between its ticks: no clock read
+  // or timer reset per frame.
+  let writes = 0;
   // A promise only when the socket is full: no promise per frame otherwise.
   const write = (frame: string | Buffer): Promise<void> | null => {
+    writes++;
     if (res.writableCorked === 0) {
       res.cork();
       process.nextTick(uncork);
     }
     return res.write(frame) ? null : drained(res);
   };
+  const keepalive = keepaliveMs ? keepAlive(res, keepaliveMs, () => writes) : undefined;
   try {
     try {
       for await (const frame of frames) {
@@ -84,7 +100,26 @@ export async function sendSse<T = string | Buffer>(
   } catch (err) {
     request.log.warn({ err }, 'stream failed after it started');
     res.destroy(err as Error);
+  } finally {
+    clearInterval(keepalive);
   }
+}
+
+/**
+ * Writes the keep-alive comment at each tick of an interval when no frame was written since the
+ * previous tick (so after one to two intervals of silence), never while the socket is full; the
+ * comment itself is not counted, so it repeats while the silence lasts. Unref'd: it holds no
+ * process open; cleared by `sendSse` at the end, and by itself once the response is over.
+ */
+function keepAlive(res: ServerResponse, ms: number, written: () => number): NodeJS.Timeout {
+  let seen = written();
+  const timer = setInterval(() => {
+    if (res.destroyed || res.writableEnded) return clearInterval(timer);
+    const now = written();
+    if (now !== seen) seen = now;
+    else if (!res.writableNeedDrain) res.write(KEEPALIVE);
+  }, ms);
+  return timer.unref();
 }
 
 /** Resolves when `res` can take more, or is gone (then the loop above stops writing). */

@@ -34,7 +34,7 @@ const text = (content: InternChatBody['messages'][number]['content']): string =>
 
 /** What an intern's chat route uses: the interns and their runtimes, the programme, the interns settings. */
 export interface InternChatRouteDeps extends Pick<Services, 'interns' | 'provisioner' | 'programme'> {
-  config: Pick<Config, 'interns'>;
+  config: Pick<Config, 'interns' | 'streamKeepaliveMs'>;
 }
 
 /**
@@ -186,6 +186,7 @@ async function chatWith(services: InternChatRouteDeps, request: FastifyRequest, 
       controller.signal,
       () => grants.revoke(grant),
     ),
+    { keepaliveMs: services.config.streamKeepaliveMs },
   );
 }
 

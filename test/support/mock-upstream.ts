@@ -27,7 +27,8 @@
  *   socket mid-stream (the client sees a connection error, not a clean end);
  * - faults: `resetBeforeHeaders` (TCP RST once the request is read, no response at all),
  *   `endAfterEvents` (a clean end of the body after n events: a truncated stream),
- *   `stallAfterEvents` (no more bytes after n events, connection kept open until the client leaves);
+ *   `stallAfterEvents` (no more bytes after n events, connection kept open until the client leaves),
+ *   `pause` (a silence of `ms` after n events, then the rest: a model thinking mid-stream);
  * - `match` to reserve a step for requests on a path/model/format, `times` to repeat it.
  * - web search: a request asking for the vendor's search (Anthropic's `web_search_*` server tool,
  *   OpenAI's `web_search_options`, Gemini's `googleSearch` tool) is answered as that vendor answers
@@ -158,6 +159,8 @@ export interface MockStep {
   endAfterEvents?: number;
   /** Send nothing more after this many stream events; hold the connection until the client goes. */
   stallAfterEvents?: number;
+  /** Send nothing for `ms` after `afterEvents` stream events, then the rest (a model thinking). */
+  pause?: { afterEvents: number; ms: number };
 }
 
 export interface RecordedRequest {
@@ -1423,6 +1426,7 @@ export async function startMockUpstream(): Promise<MockUpstream> {
           return;
         }
         if (i > 0 && step?.eventDelayMs && !(await wait(step.eventDelayMs, res))) return;
+        if (step?.pause?.afterEvents === i && !(await wait(step.pause.ms, res))) return;
         await write(res, encodeEvent(events[i] as MockStreamEvent));
       }
       if (step?.dieAfterEvents !== undefined && step.dieAfterEvents >= events.length) {
