@@ -312,7 +312,9 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),
     audioMaxBytes: intFrom(env, 'GATEHOUSE_AUDIO_MAX_BYTES', 26_214_400),
-    rateLimitRequests: intFrom(env, 'GATEHOUSE_RATE_LIMIT_REQUESTS', 600),
+    // Off unless the operator sets it: keys have their own rpm_limit, and a blanket default of a few
+    // requests a second 429'd a team's services that had asked for no limit.
+    rateLimitRequests: intFrom(env, 'GATEHOUSE_RATE_LIMIT_REQUESTS', 0),
     rateLimitWindowSeconds: intFrom(env, 'GATEHOUSE_RATE_LIMIT_WINDOW', 60),
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.GATEHOUSE_REDIS_PREFIX || 'gatehouse',

@@ -34,10 +34,10 @@ afterAll(async () => {
 });
 
 describe('rate limiter config', () => {
-  it('reads the limits and the Redis URL from the environment', () => {
+  it('reads the limits and the Redis URL from the environment; no operator-wide limit unless set', () => {
     const base = { GATEHOUSE_DATA_DIR: '/tmp/gatehouse-rl-config', GATEHOUSE_MASTER_KEY: 'a'.repeat(64) };
     expect(loadConfig(base)).toMatchObject({
-      rateLimitRequests: 600,
+      rateLimitRequests: 0,
       rateLimitWindowSeconds: 60,
       redisUrl: null,
     });
