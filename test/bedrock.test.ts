@@ -66,6 +66,18 @@ describe('AWS Bedrock provider', () => {
         },
         { id: 'test/llama', endpoints: [{ provider: 'aws', upstream_model: LLAMA_ID, pricing: PRICE }] },
         {
+          id: 'test/claude-max',
+          endpoints: [
+            { provider: 'aws', upstream_model: CLAUDE_ID, pricing: PRICE, max_completion_tokens: 64000 },
+          ],
+        },
+        {
+          id: 'test/llama-max',
+          endpoints: [
+            { provider: 'aws', upstream_model: LLAMA_ID, pricing: PRICE, max_completion_tokens: 8192 },
+          ],
+        },
+        {
           id: 'test/titan-embed',
           kind: 'embeddings',
           endpoints: [{ provider: 'aws', upstream_model: 'amazon.titan-embed-text-v2:0', pricing: PRICE }],
@@ -245,6 +257,35 @@ describe('AWS Bedrock provider', () => {
     expect(text).toBe('a streamed response');
     expect(completed).toBe(true);
     expect(bedrockRequest().operation).toBe('converse-stream');
+  });
+
+  it("a translated call to Claude naming no limit sends the catalog's maximum output; other models none", async () => {
+    mock.enqueue({ reply: { text: 'long' } });
+    await openai.chat.completions.create({
+      model: 'test/claude-max',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(bedrockRequest().body.inferenceConfig).toEqual({ maxTokens: 64000 });
+    mock.reset();
+    mock.enqueue({ reply: { text: 'long' } });
+    await openai.responses.create({ model: 'test/claude-max', input: 'hi' });
+    expect(bedrockRequest().body.inferenceConfig).toEqual({ maxTokens: 64000 });
+    // No maximum in the catalog: Anthropic's 4096.
+    mock.reset();
+    mock.enqueue({ reply: { text: 'short' } });
+    await openai.chat.completions.create({
+      model: 'test/claude',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(bedrockRequest().body.inferenceConfig).toEqual({ maxTokens: 4096 });
+    // A model that is not Claude gets no limit of Gatehouse's own.
+    mock.reset();
+    mock.enqueue({ reply: { text: 'llama' } });
+    await openai.chat.completions.create({
+      model: 'test/llama-max',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(bedrockRequest().body).not.toHaveProperty('inferenceConfig');
   });
 
   it('/messages to an Anthropic model goes through InvokeModel with the caller’s body intact', async () => {

@@ -66,6 +66,12 @@ describe('Google Vertex AI provider', () => {
         },
         { id: 'test/claude', endpoints: [{ provider: 'my-vertex', upstream_model: CLAUDE, pricing: price }] },
         {
+          id: 'test/claude-max',
+          endpoints: [
+            { provider: 'my-vertex', upstream_model: CLAUDE, pricing: price, max_completion_tokens: 64000 },
+          ],
+        },
+        {
           id: 'test/embed',
           kind: 'embeddings',
           endpoints: [{ provider: 'my-vertex', upstream_model: 'text-embedding-005', pricing: price }],
@@ -205,6 +211,19 @@ describe('Google Vertex AI provider', () => {
     expect(req.headers['anthropic-version']).toBeUndefined();
     const gen = await generation(response.headers.get('x-gatehouse-generation-id')!);
     expect(gen).toMatchObject({ tokens_prompt: 1000, tokens_completion: 500 });
+  });
+
+  it("a translated call to Claude naming no limit sends the catalog's maximum output (4096 unknown)", async () => {
+    mock.enqueue({ reply: { text: 'long' } });
+    await openai.chat.completions.create({
+      model: 'test/claude-max',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(vertexRequest('anthropic', CLAUDE, 'rawPredict').body.max_tokens).toBe(64000);
+    mock.reset();
+    mock.enqueue({ reply: { text: 'short' } });
+    await openai.responses.create({ model: 'test/claude', input: 'hi' });
+    expect(vertexRequest('anthropic', CLAUDE, 'rawPredict').body.max_tokens).toBe(4096);
   });
 
   it('/chat/completions on Claude streams through streamRawPredict', async () => {

@@ -152,6 +152,12 @@ export interface CallContext {
   idleTimeoutMs?: number;
   /** Fetches image and document URLs for the wires that take their data inline only (Gemini, Converse). */
   media?: RemoteMedia;
+  /**
+   * The model's maximum output tokens at this endpoint, as the catalog knows it (absent: unknown).
+   * A catalog fact, not the provider's: wires that must name a limit (Anthropic's `max_tokens`)
+   * send it when the caller named none.
+   */
+  maxOutputTokens?: number;
 }
 
 /** A status that may pass if the same call is made again: 408, 429, 5xx, or 0 (no answer: timeout, connection). */

@@ -583,11 +583,13 @@ export class Engine {
   }
 
   private ctx(a: Attempt, signal: CallSignal, stream: boolean): CallContext {
+    const maxOutput = a.candidate.endpoint.maxCompletionTokens;
     return {
       apiKey: a.candidate.credential.apiKey,
       signal,
       media: this.deps.remoteMedia,
       ...(stream ? { idleTimeoutMs: this.deps.streamIdleTimeoutMs } : {}),
+      ...(maxOutput ? { maxOutputTokens: maxOutput } : {}),
     };
   }
 

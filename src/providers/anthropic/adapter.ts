@@ -104,14 +104,14 @@ export class AnthropicProvider implements Provider {
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
-    const body = toAnthropicRequest(req, false);
+    const body = toAnthropicRequest(req, false, ctx.maxOutputTokens);
     const raw = await callJson(this.call('messages', body, false, this.headers(ctx, betas(req)), ctx));
     if ((raw as { type?: unknown })?.type === 'error') throw anthropicStreamError(raw, [ctx.apiKey]);
     return fromAnthropicResponse(raw, req.model, { excludeReasoning: req.reasoning?.exclude === true });
   }
 
   async chatStream(req: ChatRequest, ctx: CallContext): Promise<AsyncIterable<ChatChunk>> {
-    const body = toAnthropicRequest(req, true);
+    const body = toAnthropicRequest(req, true, ctx.maxOutputTokens);
     const res = await callStream(this.call('messages', body, true, this.headers(ctx, betas(req)), ctx));
     const secrets = [ctx.apiKey];
     const mapper = new AnthropicStreamMapper(
@@ -139,7 +139,7 @@ export class AnthropicProvider implements Provider {
   }
 
   async countTokens(req: ChatRequest, ctx: CallContext): Promise<number> {
-    const whole = toAnthropicRequest(req, false);
+    const whole = toAnthropicRequest(req, false, ctx.maxOutputTokens);
     // Anthropic's count takes the prompt's fields only (it refuses max_tokens and the sampling ones).
     const body = Object.fromEntries(Object.entries(whole).filter(([k]) => COUNTED.has(k)));
     const call = this.call('messages/count_tokens', body, false, this.headers(ctx, betas(req)), ctx);

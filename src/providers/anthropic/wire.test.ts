@@ -374,6 +374,43 @@ describe('toAnthropicRequest', () => {
     expect(floor.thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
   });
 
+  it("sends the model's maximum output when the caller names no limit, 4096 when it is unknown", () => {
+    const hi = { messages: [{ role: 'user' as const, content: 'x' }] };
+    expect(toAnthropicRequest(req(hi), false, 64000).max_tokens).toBe(64000);
+    expect(toAnthropicRequest(req(hi), true, 64000).max_tokens).toBe(64000);
+    // The caller's own limit wins, in either field.
+    expect(toAnthropicRequest(req({ ...hi, max_tokens: 300 }), false, 64000).max_tokens).toBe(300);
+    expect(toAnthropicRequest(req({ ...hi, max_completion_tokens: 700 }), false, 64000).max_tokens).toBe(700);
+    // Unknown maximum (an unlisted id): the old default.
+    expect(toAnthropicRequest(req(hi), false, undefined).max_tokens).toBe(DEFAULT_MAX_TOKENS);
+  });
+
+  it("with thinking and no caller limit, sends the model's maximum with the budget below it", () => {
+    const x = [{ role: 'user' as const, content: 'x' }];
+    const medium = toAnthropicRequest(req({ messages: x, reasoning: { effort: 'medium' } }), false, 64000);
+    expect(medium.max_tokens).toBe(64000);
+    expect(medium.thinking).toEqual({ type: 'enabled', budget_tokens: 8192 });
+    // A budget at or past the maximum is cut to just below it.
+    const big = toAnthropicRequest(req({ messages: x, reasoning: { max_tokens: 40000 } }), false, 32000);
+    expect(big.max_tokens).toBe(32000);
+    expect(big.thinking).toEqual({ type: 'enabled', budget_tokens: 31999 });
+    // A maximum too small for the least budget: no thinking, the maximum still sent.
+    const small = toAnthropicRequest(req({ messages: x, reasoning: { effort: 'high' } }), false, 1000);
+    expect(small).not.toHaveProperty('thinking');
+    expect(small.max_tokens).toBe(1000);
+    // The caller's limit bounds the budget, not the model's maximum.
+    const capped = toAnthropicRequest(
+      req({ messages: x, reasoning: { effort: 'high' }, max_tokens: 5000 }),
+      false,
+      64000,
+    );
+    expect(capped.max_tokens).toBe(5000);
+    expect(capped.thinking).toEqual({ type: 'enabled', budget_tokens: 4999 });
+    // Maximum unknown: budget + 4096, as before.
+    const unknown = toAnthropicRequest(req({ messages: x, reasoning: { effort: 'medium' } }), false);
+    expect(unknown.max_tokens).toBe(8192 + DEFAULT_MAX_TOKENS);
+  });
+
   it('does not enable thinking for a forced tool or a tool-loop continuation', () => {
     const forced = toAnthropicRequest(
       req({

@@ -27,8 +27,10 @@
  *   blocks; otherwise thinking is not enabled for the call (Anthropic rejects a thinking-enabled
  *   continuation whose last assistant turn has no thinking block).
  * - Images: `data:` URLs → `{type:'base64'}` sources, http(s) URLs → `{type:'url'}` sources.
- * - `max_tokens` is required by Anthropic: `max_completion_tokens ?? max_tokens ?? 4096`
- *   (`DEFAULT_MAX_TOKENS`); with thinking and no caller limit it is `budget + 4096`.
+ * - `max_tokens` is required by Anthropic: `max_completion_tokens ?? max_tokens`, else the model's
+ *   maximum output as the catalog knows it for the endpoint (`maxOutput`: an OpenAI-format caller
+ *   that names no limit expects none), else 4096 (`DEFAULT_MAX_TOKENS`); with thinking, no caller
+ *   limit and no known maximum it is `budget + 4096`.
  * - `stop` → `stop_sequences`; `temperature` is clamped to Anthropic's [0, 1]; `top_k` as is;
  *   `user` (else `safety_identifier`) → `metadata.user_id`; `service_tier` auto/default →
  *   auto/standard_only (other tiers are not sent: see HINT_RULES); tools → `{name, description,
@@ -36,7 +38,8 @@
  *   `parallel_tool_calls: false` → `disable_parallel_tool_use`; `web_search` → the
  *   `web_search_20250305` server tool after the functions (`webSearchTool`).
  * - `reasoning` → `thinking: {type:'enabled', budget_tokens}` (`reasoning.max_tokens`, else the
- *   effort table in `../reasoning.ts`; at least 1024 and below `max_tokens`, else no thinking).
+ *   effort table in `../reasoning.ts`; at least 1024 and below `max_tokens` — the caller's limit or
+ *   the model's maximum — else no thinking).
  *   With thinking on, `temperature`/`top_p`/`top_k` are dropped (Anthropic requires the defaults)
  *   and a forced tool_choice (required/named) turns thinking off instead (Anthropic refuses the
  *   pair).
@@ -302,13 +305,21 @@ export function webSearchTool(ws: WebSearchRequest): Block {
   return tool;
 }
 
-/** The Anthropic request body for a canonical request. */
-export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<string, unknown> {
+/**
+ * The Anthropic request body for a canonical request. `maxOutput`: the model's maximum output
+ * tokens at this endpoint, when the catalog knows it (`CallContext.maxOutputTokens`).
+ */
+export function toAnthropicRequest(
+  req: ChatRequest,
+  stream: boolean,
+  maxOutput?: number,
+): Record<string, unknown> {
   const { system, messages } = toAnthropicMessages(req.messages);
-  const callerMax = req.max_completion_tokens ?? req.max_tokens;
+  // The output limit thinking's budget stays below: the caller's, else the model's own.
+  const limit = req.max_completion_tokens ?? req.max_tokens ?? maxOutput;
   const body: Record<string, unknown> = {
     model: req.model,
-    max_tokens: callerMax ?? DEFAULT_MAX_TOKENS,
+    max_tokens: limit ?? DEFAULT_MAX_TOKENS,
     messages,
   };
   if (system !== undefined) body.system = system;
@@ -347,8 +358,8 @@ export function toAnthropicRequest(req: ChatRequest, stream: boolean): Record<st
   const forcedTool = choice?.type === 'any' || choice?.type === 'tool';
   if (budget !== undefined && !forcedTool && !toolLoopWithoutThinking(messages)) {
     budget = Math.max(MIN_THINKING_BUDGET, budget);
-    let max = callerMax ?? budget + DEFAULT_MAX_TOKENS;
-    if (callerMax !== undefined && budget >= callerMax) budget = callerMax - 1;
+    let max = limit ?? budget + DEFAULT_MAX_TOKENS;
+    if (limit !== undefined && budget >= limit) budget = limit - 1;
     if (budget >= MIN_THINKING_BUDGET) {
       if (max <= budget) max = budget + 1;
       body.max_tokens = max;

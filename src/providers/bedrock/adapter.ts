@@ -223,7 +223,10 @@ export class BedrockProvider implements Provider {
    */
   private async converse(req: ChatRequest, ctx: CallContext): Promise<Record<string, unknown>> {
     const inlined = await inlineRemoteMedia(req, ctx.media, ctx.signal);
-    return toConverseRequest(inlined, { anthropic: isAnthropicModel(this.modelId(req.model)) });
+    return toConverseRequest(inlined, {
+      anthropic: isAnthropicModel(this.modelId(req.model)),
+      maxOutput: ctx.maxOutputTokens,
+    });
   }
 
   /** One InvokeModel call's JSON answer and its input token count header. */

@@ -17,7 +17,8 @@
  * has, anthropic/betas.ts), and thinking
  * blocks of history (reasoning_details of format anthropic-claude-v1, with their signatures) →
  * `reasoningContent`; other models get no thinking, no betas (listed as dropped) and no default
- * max tokens. `response_format: json_schema` → `outputConfig.textFormat` (structured output).
+ * max tokens (Claude's is Anthropic's: the model's maximum as the catalog knows it, else 4096).
+ * `response_format: json_schema` → `outputConfig.textFormat` (structured output).
  * Seed, penalties, logprobs and `json_object` have no Converse field: the engine refuses them
  * before the call (the `anthropic` capability rows).
  *
@@ -176,6 +177,8 @@ function outputFormat(req: ChatRequest, a: Record<string, unknown>): Block | und
 export interface ConverseOptions {
   /** An Anthropic model: `reasoning` becomes Claude's `thinking` (an additional model field). */
   anthropic: boolean;
+  /** The model's maximum output tokens as the catalog knows it: Claude's limit when the caller names none. */
+  maxOutput?: number;
 }
 
 /** The Converse body of a canonical request (the model goes in the URL). */
@@ -185,7 +188,9 @@ export function toConverseRequest(req: ChatRequest, opts: ConverseOptions): Reco
   // Converse has no web search: one offered as a tool is left out (listed, see capabilities.ts),
   // one asked for outright was refused before the call.
   const sent: ChatRequest = { ...req, web_search: undefined };
-  const a = toAnthropicRequest(opts.anthropic ? sent : { ...sent, reasoning: undefined }, false);
+  const a = opts.anthropic
+    ? toAnthropicRequest(sent, false, opts.maxOutput)
+    : toAnthropicRequest({ ...sent, reasoning: undefined }, false);
   const messages = (a.messages as { role: string; content: Block[] }[])
     .map((m) => ({ role: m.role, content: m.content.flatMap(converseBlocks) }))
     .filter((m) => m.content.length > 0);

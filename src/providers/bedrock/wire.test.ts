@@ -99,6 +99,21 @@ describe('canonical → Converse', () => {
     expect(llama.additionalModelRequestFields).toBeUndefined();
     expect(llama.inferenceConfig).toEqual({ temperature: 0.3 });
     expect((llama.messages as any[])[1].content).toEqual([{ text: 'a' }]);
+
+    // The model's maximum as the catalog knows it: Claude's limit; a Llama still gets none.
+    const known = toConverseRequest(req, { anthropic: true, maxOutput: 64000 });
+    expect(known.inferenceConfig).toEqual({ maxTokens: 64000 });
+    expect(known.additionalModelRequestFields).toEqual({
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+    });
+    const plain = { ...req, reasoning: undefined, temperature: undefined };
+    expect(toConverseRequest(plain, { anthropic: true, maxOutput: 64000 }).inferenceConfig).toEqual({
+      maxTokens: 64000,
+    });
+    expect(toConverseRequest(plain, { anthropic: true }).inferenceConfig).toEqual({ maxTokens: 4096 });
+    expect(toConverseRequest(req, { anthropic: false, maxOutput: 64000 }).inferenceConfig).toEqual({
+      temperature: 0.3,
+    });
   });
 
   it('carries images and documents in tool results as toolResult content blocks', () => {
