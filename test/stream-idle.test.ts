@@ -9,10 +9,12 @@ import { adminClient } from './support/http.js';
 import type { MockUpstream } from './support/mock-upstream.js';
 import { startUpstreams } from './support/upstreams.js';
 
-const IDLE_MS = 500;
+// Ten times the pauses of the stream that must complete: a loaded machine's event-loop delays do
+// not make those look idle.
+const IDLE_MS = 1_000;
 /** Far above the silences below: only the idle timeout may cut these streams. */
 const DEADLINE_MS = 10_000;
-const TEXT = 'one two three four five six seven eight';
+const TEXT = Array.from({ length: 24 }, (_, i) => `word${i}`).join(' ');
 
 describe('stream idle timeout', () => {
   let gw: TestGateway;
@@ -69,10 +71,10 @@ describe('stream idle timeout', () => {
     });
 
     it('completes a stream that pauses less than the idle timeout, however long it takes in all', async () => {
-      mock.enqueue({ reply: { text: TEXT }, eventDelayMs: 150 });
+      mock.enqueue({ reply: { text: TEXT }, eventDelayMs: 100 });
       const t0 = Date.now();
       const { events, content, done } = await stream(model);
-      // The mock waited 150 ms between each of its events: longer in all than the idle timeout.
+      // The mock waited 100 ms between each of its events: longer in all than the idle timeout.
       expect(Date.now() - t0).toBeGreaterThan(IDLE_MS);
       expect(content).toBe(TEXT);
       expect(events.some((e) => e.error)).toBe(false);
