@@ -30,8 +30,13 @@ export interface Config {
   adminAuthFailures: number;
   bootstrapManagementKey: string | null;
   bootstrapApiKey: string | null;
-  /** Largest JSON body accepted on ordinary routes, in bytes. */
+  /** Largest JSON body accepted on ordinary routes (management, stored state …), in bytes. */
   bodyLimit: number;
+  /**
+   * Largest body of a model call (GATEHOUSE_INFERENCE_BODY_LIMIT): the inference routes' JSON, a
+   * Responses WebSocket message, one batch request item by default. As large as the providers take.
+   */
+  inferenceBodyLimit: number;
   /** Largest audio file a transcription takes (a multipart upload, or decoded base64), in bytes. */
   audioMaxBytes: number;
   /** Requests each API key may make per rate-limit window. */
@@ -291,6 +296,9 @@ function adminTokenFrom(env: Env): string | null {
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.GATEHOUSE_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL || `sqlite:${join(dataDir, 'gatehouse.db')}`;
+  // OpenAI takes up to 50 MB of request payload (images included), Anthropic's Messages API 32 MB:
+  // a long agent session or a phone's photo in base64 is well over the ordinary 1 MiB.
+  const inferenceBodyLimit = intFrom(env, 'GATEHOUSE_INFERENCE_BODY_LIMIT', 52_428_800);
   return {
     env,
     port: intFrom(env, 'PORT', 8080),
@@ -311,6 +319,7 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapManagementKey: env.GATEHOUSE_BOOTSTRAP_MANAGEMENT_KEY || null,
     bootstrapApiKey: env.GATEHOUSE_BOOTSTRAP_API_KEY || null,
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),
+    inferenceBodyLimit,
     audioMaxBytes: intFrom(env, 'GATEHOUSE_AUDIO_MAX_BYTES', 26_214_400),
     // Off unless the operator sets it: keys have their own rpm_limit, and a blanket default of a few
     // requests a second 429'd a team's services that had asked for no limit.
@@ -337,7 +346,8 @@ export function loadConfig(env: Env = process.env): Config {
       worker: !isOff(env.GATEHOUSE_WORKER),
       drainMs: intFrom(env, 'GATEHOUSE_WORKER_DRAIN_MS', 10_000),
       maxBytes: intFrom(env, 'GATEHOUSE_BATCH_MAX_BYTES', 200 * 1024 * 1024),
-      maxItemBytes: intFrom(env, 'GATEHOUSE_BATCH_MAX_ITEM_BYTES', 1_048_576),
+      // One item is one model call's body.
+      maxItemBytes: intFrom(env, 'GATEHOUSE_BATCH_MAX_ITEM_BYTES', inferenceBodyLimit),
       concurrency: Math.max(1, intFrom(env, 'GATEHOUSE_BATCH_CONCURRENCY', 64)),
       providerConcurrency: Math.max(1, intFrom(env, 'GATEHOUSE_BATCH_PROVIDER_CONCURRENCY', 64)),
       leaseMs: Math.max(500, intFrom(env, 'GATEHOUSE_BATCH_LEASE_MS', 60_000)),

@@ -123,7 +123,8 @@ export async function buildApp(services: Services, opts: AppOptions) {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
 
   installErrorHandling(app);
-  await installWebsocket(app, config.bodyLimit);
+  // The one socket route is the Responses WebSocket mode: its messages are model calls' bodies.
+  await installWebsocket(app, config.inferenceBodyLimit);
   // Callback-style hooks on every request: an async hook costs a promise per request.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);

@@ -429,7 +429,12 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
     configFile = join(mkdtempSync(join(tmpdir(), 'gatehouse-audio-')), 'gatehouse.json');
     writeFileSync(configFile, JSON.stringify(config));
     gw = await startTestGateway(db, {
-      env: { GATEHOUSE_CONFIG: configFile, GATEHOUSE_AUDIO_MAX_BYTES: String(AUDIO_LIMIT) },
+      env: {
+        GATEHOUSE_CONFIG: configFile,
+        GATEHOUSE_AUDIO_MAX_BYTES: String(AUDIO_LIMIT),
+        // Under the base64 form of the largest audio: the JSON limit is then the audio's.
+        GATEHOUSE_INFERENCE_BODY_LIMIT: '1048576',
+      },
     });
     openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
     sdk = new OpenRouter({
@@ -609,10 +614,10 @@ describe.each(databases)('audio: speech and transcriptions (%s)', (db) => {
       expect(mock.received).toHaveLength(0);
     });
 
-    it('a body over GATEHOUSE_BODY_LIMIT is a 413 naming that limit', async () => {
+    it('a body over GATEHOUSE_INFERENCE_BODY_LIMIT is a 413 naming that limit', async () => {
       const res = await call('POST', '/audio/speech', { model: 'test/tts', input: 'x'.repeat(1_100_000) });
       expect(res.status).toBe(413);
-      expect(res.body.error.message).toMatch(/GATEHOUSE_BODY_LIMIT/);
+      expect(res.body.error.message).toMatch(/1048576 bytes.*GATEHOUSE_INFERENCE_BODY_LIMIT/);
     });
   });
 

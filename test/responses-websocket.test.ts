@@ -455,8 +455,22 @@ describe('Responses WebSocket mode', () => {
         ws.once('open', () => resolve(headers));
       });
       ws.close();
-      expect(upgrade['x-codex-websocket-max-message-bytes']).toBe(String(gw.services.config.bodyLimit));
+      // The limit of a model call's body (GATEHOUSE_INFERENCE_BODY_LIMIT), not the 1 MiB of the rest.
+      expect(upgrade['x-codex-websocket-max-message-bytes']).toBe('52428800');
     });
+  });
+
+  it('a response.create message over 1 MiB is served, its input reaching the provider whole', async () => {
+    const long = 'A long session of an agent. '.repeat(60_000);
+    const events = await turn(connect(), {
+      type: 'response.create',
+      model: 'test/gpt',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: long }] }],
+      store: false,
+    });
+    expect(completed(events)?.status, JSON.stringify(events.at(-1)).slice(0, 300)).toBe('completed');
+    expect(long.length).toBeGreaterThan(1_048_576);
+    expect(JSON.stringify(mock.requests[0]?.body)).toContain(long);
   });
 
   it('the Agents SDK’s OpenAIResponsesWSModel runs an agent with a tool to completion', async () => {
@@ -501,7 +515,7 @@ describe('Responses WebSocket mode: limits and shutdown', () => {
   let mock: MockUpstream;
   let stop: () => Promise<void>;
   beforeAll(async () => {
-    ({ gw, mock, stop } = await gatewayWithUpstreams({ GATEHOUSE_BODY_LIMIT: '4096' }));
+    ({ gw, mock, stop } = await gatewayWithUpstreams({ GATEHOUSE_INFERENCE_BODY_LIMIT: '4096' }));
   });
   afterAll(() => stop?.());
 

@@ -11,12 +11,11 @@ import { type AudioSource, audioTypeOf, UPLOADED_FILE } from '../formats/audio.j
 import { ApiError, badRequest } from '../lib/errors.js';
 import { TempFiles } from '../lib/temp-files.js';
 import type { Body, EarlyAdmission } from '../routing/call.js';
-import type { ErrorRenderer } from '../server/errors.js';
 import type { OpenapiOnly } from '../server/openapi-only.js';
 import type { Router } from '../server/router.js';
 import type { Services } from '../services.js';
 import { AUDIO_SCHEMAS, SpeechRequest, Transcription, TranscriptionRequest } from './audio-schemas.js';
-import { callOf, describe, failed, traced } from './routes.js';
+import { callOf, describe, failed, inferenceTooLarge, traced } from './routes.js';
 import { callAbort, sendSse } from './stream.js';
 import { speechWire, transcriptionWire } from './wires/audio.js';
 import type { CallerWire } from './wires/wire.js';
@@ -24,17 +23,6 @@ import type { CallerWire } from './wires/wire.js';
 const tags = ['Inference'];
 const ERROR_STATUSES = [400, 401, 402, 403, 404, 413, 429, 500, 502];
 const AnyBody = Type.Object({}, { additionalProperties: true });
-/** The message server/errors.ts gives Fastify's body-limit error. */
-const FASTIFY_TOO_LARGE = 'Request body is too large';
-
-/** Fastify's own 413 (a JSON body over the route's limit), told with the limit that applies. */
-const tooLargeSays =
-  (wire: CallerWire<unknown>, message: string): ErrorRenderer =>
-  (parts, req) =>
-    wire.renderError(
-      parts.status === 413 && parts.message === FASTIFY_TOO_LARGE ? { ...parts, message } : parts,
-      req,
-    );
 
 /** The saved upload's name as sent upstream: its extension kept, nothing of a path. */
 const safeName = (name: string | undefined): string => {
@@ -166,13 +154,12 @@ export async function audioRoutes(
   app.post(
     speechWire.path,
     {
+      bodyLimit: config.inferenceBodyLimit,
       config: {
         auth: 'api' as const,
         verbatim: true,
-        renderError: tooLargeSays(
-          speechWire,
-          `The body is larger than ${config.bodyLimit} bytes (GATEHOUSE_BODY_LIMIT)`,
-        ),
+        renderError: speechWire.renderError,
+        tooLarge: inferenceTooLarge(config.inferenceBodyLimit),
         openapi: speechDoc,
       },
       schema: { tags, summary: speechWire.summary, body: AnyBody, response: response(speechWire) },
@@ -187,9 +174,15 @@ export async function audioRoutes(
     }),
   );
 
-  // A JSON body carries its audio base64-encoded: its limit is that of the largest audio so encoded.
+  // A JSON body carries its audio base64-encoded: its limit is that of the largest audio so
+  // encoded, when that is over the inference limit.
   const maxAudio = config.audioMaxBytes;
-  const jsonLimit = Math.max(config.bodyLimit, Math.ceil(maxAudio / 3) * 4 + 64 * 1024);
+  const audioJsonLimit = Math.ceil(maxAudio / 3) * 4 + 64 * 1024;
+  const jsonLimit = Math.max(config.inferenceBodyLimit, audioJsonLimit);
+  const jsonTooLarge =
+    audioJsonLimit > config.inferenceBodyLimit
+      ? `The JSON body is larger than ${jsonLimit} bytes, the most /audio/transcriptions takes (GATEHOUSE_AUDIO_MAX_BYTES=${maxAudio} of audio, base64-encoded)`
+      : inferenceTooLarge(jsonLimit);
   const transcriptionDoc: OpenapiOnly = {
     body: Type.Ref(TranscriptionRequest),
     response: {
@@ -219,10 +212,8 @@ export async function audioRoutes(
         config: {
           auth: 'api' as const,
           verbatim: true,
-          renderError: tooLargeSays(
-            transcriptionWire,
-            `The JSON body is larger than ${jsonLimit} bytes, the most /audio/transcriptions takes (GATEHOUSE_AUDIO_MAX_BYTES=${maxAudio} of audio, base64-encoded)`,
-          ),
+          renderError: transcriptionWire.renderError,
+          tooLarge: jsonTooLarge,
           openapi: transcriptionDoc,
         },
         schema: {

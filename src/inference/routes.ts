@@ -48,7 +48,11 @@ import { forwardedHeaders, modelsOf } from './wires/wire.js';
 
 const AnyBody = Type.Object({}, { additionalProperties: true });
 const tags = ['Inference'];
-const ERROR_STATUSES = [400, 401, 402, 403, 404, 429, 500, 502];
+const ERROR_STATUSES = [400, 401, 402, 403, 404, 413, 429, 500, 502];
+
+/** What a body over the inference routes' limit is told (413). */
+export const inferenceTooLarge = (limit: number) =>
+  `The body is larger than ${limit} bytes, the most a model call takes (GATEHOUSE_INFERENCE_BODY_LIMIT)`;
 
 /**
  * One call as the engine takes it: the body as sent (`sent`: the request's unless given), what the
@@ -261,12 +265,21 @@ export async function inferenceRoutes(
   >,
 ) {
   const { engine } = services;
+  const { inferenceBodyLimit } = services.config;
   for (const schema of OPENAPI_SCHEMAS) app.addSchema(schema);
   // `openapi`: the body and answer the document shows; the runtime takes any JSON object (see
   // openapi-schemas.ts) and sends the answer as it is.
   const route = (wire: CallerWire<unknown>, openapi: OpenapiOnly, description?: string) => ({
+    // A model call's body: as large as the providers take, not the management routes' 1 MiB.
+    bodyLimit: inferenceBodyLimit,
     // Errors, refusals included, in the caller's own format (Anthropic's on /messages).
-    config: { auth: 'api' as const, verbatim: true, renderError: wire.renderError, openapi },
+    config: {
+      auth: 'api' as const,
+      verbatim: true,
+      renderError: wire.renderError,
+      tooLarge: inferenceTooLarge(inferenceBodyLimit),
+      openapi,
+    },
     schema: {
       tags,
       summary: wire.summary,

@@ -19,7 +19,7 @@ export async function responsesSocketRoutes(
 ) {
   const wire = WIRES.responses;
   const sessions = new Set<ResponsesSession>();
-  const { bodyLimit, shutdownGraceMs, websocketMaxAgeMs } = services.config;
+  const { inferenceBodyLimit, shutdownGraceMs, websocketMaxAgeMs } = services.config;
   const metrics = socketMetrics(services.metrics);
 
   app.route({
@@ -66,9 +66,9 @@ export async function responsesSocketRoutes(
     },
   });
 
-  // What Codex reads from the handshake: the largest message it may send (the HTTP body limit).
+  // What Codex reads from the handshake: the largest message it may send (a model call's body limit).
   app.websocketServer.on('headers', (headers) => {
-    headers.push(`x-codex-websocket-max-message-bytes: ${bodyLimit}`);
+    headers.push(`x-codex-websocket-max-message-bytes: ${inferenceBodyLimit}`);
   });
 
   // Shutdown: idle sockets close now (1001, going away); one with a response in flight once it

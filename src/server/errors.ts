@@ -90,11 +90,12 @@ function errorParts(err: FastifyError, request: FastifyRequest): ErrorParts {
   }
   const status = err.statusCode ?? 500;
   if (status >= 400 && status < 500) {
-    // Fastify's own client errors (invalid JSON, empty body, 413, 415 …) carry safe messages.
-    return {
-      status,
-      message: status === 413 ? 'Request body is too large' : err.message || reasons[status] || 'Error',
-    };
+    // Fastify's own client errors (invalid JSON, empty body, 413, 415 …) carry safe messages; a
+    // body over the route's limit is told that limit when the route says it.
+    const tooLarge =
+      (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' && request.routeOptions.config?.tooLarge) ||
+      'Request body is too large';
+    return { status, message: status === 413 ? tooLarge : err.message || reasons[status] || 'Error' };
   }
   request.log.error({ err }, 'unhandled error');
   return { status: 500, message: 'Internal server error', metadata: { request_id: request.id } };
@@ -121,6 +122,8 @@ declare module 'fastify' {
     verbatim?: boolean;
     /** Errors of the route in its callers' own format (the standard envelope when absent). */
     renderError?: ErrorRenderer;
+    /** What a body over the route's limit is told (413): the limit and the setting that makes it. */
+    tooLarge?: string;
   }
 }
 

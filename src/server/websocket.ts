@@ -13,9 +13,9 @@ declare module 'fastify' {
  * WebSocket upgrades (`@fastify/websocket`) through the routes and their hooks, authentication
  * included, like any request: only a route declaring `config.upgrade` opens a socket. Installed
  * before the other hooks, so that every upgrade is marked before a hook answers it (a 401): the
- * socket of a refused upgrade is closed once that answer is sent. A message is bounded as an HTTP
- * body is (`maxPayload`: larger closes the socket, 1009). The routes close their own sockets on
- * shutdown.
+ * socket of a refused upgrade is closed once that answer is sent. A message is bounded as the
+ * route's HTTP body is (`maxPayload`: larger closes the socket, 1009). The routes close their own
+ * sockets on shutdown.
  */
 export async function installWebsocket(app: FastifyInstance, maxPayload: number): Promise<void> {
   await app.register(websocket, { options: { maxPayload }, preClose: (done) => done() });
