@@ -523,6 +523,7 @@ describe.each(databases)("Message Batches handed to Anthropic's batch API (%s)",
             kind: 'anthropic',
             base_url: `${mock.url}/anthropic`,
             api_key: 'sk-operator-anth-0000',
+            discover_models: false, // this mock has no Models API
           },
         ],
         models: [

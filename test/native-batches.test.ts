@@ -54,6 +54,7 @@ function writeConfig(mock: MockBatches): string {
           kind: 'anthropic',
           base_url: `${mock.url}/anthropic`,
           api_key: 'sk-operator-anth-0000',
+          discover_models: false, // this mock has no Models API
         },
         {
           slug: 'openai-quarter',

@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startMockUpstream } from '../../test/support/mock-upstream.js';
 import { findModel, loadCatalog } from '../routing/catalog.js';
+import { listAnthropicLimits } from './anthropic-limits.js';
 import { DiscoveryLoop, listServerModels } from './refresh.js';
 
 const log = {
@@ -87,5 +89,59 @@ describe('model discovery', () => {
     expect(log.warned).toHaveLength(2);
     expect(JSON.stringify(log.warned)).not.toContain('sk-local-secret');
     expect(log.warned[0]).toMatchObject({ provider: 'local', error: 'GET /models answered 503' });
+  });
+});
+
+function anthropicCatalog(baseUrl: string) {
+  const path = join(mkdtempSync(join(tmpdir(), 'limits-')), 'c.json');
+  const anthropic = {
+    slug: 'anthropic',
+    kind: 'anthropic',
+    base_url: baseUrl,
+    api_key: 'sk-ant-limits-secret',
+  };
+  writeFileSync(path, JSON.stringify({ development_provider: false, providers: [anthropic] }));
+  const env = { GATEHOUSE_CONFIG: path };
+  return { catalog: loadCatalog(env), env };
+}
+
+describe("Anthropic's model limits", () => {
+  it('reads every page of the Models API with the key and the version header', async () => {
+    const mock = await startMockUpstream();
+    closers.push(() => void mock.close());
+    mock.models = ['claude-a-20250101', 'claude-b-20250202', 'claude-c'];
+    mock.modelLimits = { 'claude-a-20250101': { max_tokens: 64000, max_input_tokens: 200000 } };
+    mock.modelsPageSize = 2;
+    const { catalog } = anthropicCatalog(`${mock.url}/anthropic`);
+    expect(await listAnthropicLimits(catalog.providers.get('anthropic')!)).toEqual([
+      { id: 'claude-a-20250101', maxOutputTokens: 64000, maxInputTokens: 200000 },
+      { id: 'claude-b-20250202', maxOutputTokens: null, maxInputTokens: null },
+      { id: 'claude-c', maxOutputTokens: null, maxInputTokens: null },
+    ]);
+    expect(mock.requests.map((r) => [r.path, r.query.after_id])).toEqual([
+      ['/anthropic/v1/models', undefined],
+      ['/anthropic/v1/models', 'claude-b-20250202'],
+    ]);
+    expect(mock.requests[0]).toMatchObject({
+      format: 'anthropic-models',
+      query: { limit: '1000' },
+      headers: { 'x-api-key': 'sk-ant-limits-secret', 'anthropic-version': '2023-06-01' },
+    });
+  });
+
+  it('an unreachable provider is logged without its key and asked again; the catalog stays as it was', async () => {
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    const port = (s.address() as AddressInfo).port;
+    await new Promise((r) => s.close(r));
+    const { catalog, env } = anthropicCatalog(`http://127.0.0.1:${port}`);
+    const loop = new DiscoveryLoop({ catalog, env, log }, 60_000, 10);
+    closers.push(() => loop.stop());
+    loop.start();
+    for (let i = 0; i < 500 && log.warned.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(log.warned.length).toBeGreaterThanOrEqual(2);
+    expect(log.warned[0]).toMatchObject({ provider: 'anthropic', error: expect.any(String) });
+    expect(JSON.stringify(log.warned)).not.toContain('sk-ant-limits-secret');
+    expect(catalog.models.get('anthropic/claude-sonnet-4.5')?.endpoints[0]?.maxCompletionTokens).toBeNull();
   });
 });

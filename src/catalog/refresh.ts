@@ -2,6 +2,7 @@ import { request } from 'undici';
 import { type Catalog, type ProviderEntry, reloadCatalog } from '../routing/catalog.js';
 import { providerData } from '../routing/catalog-vendors.js';
 import { refreshModelData } from '../routing/model-data.js';
+import { limitsAskable, listAnthropicLimits } from './anthropic-limits.js';
 
 /** What the refresh logs through (pino's shape). */
 export interface CatalogLog {
@@ -61,29 +62,42 @@ export interface ServerOutcome {
   error?: string;
 }
 
+/** Asks one provider, keeping what it answered under its slug; a failure keeps its previous answer. */
+async function ask<T extends unknown[]>(
+  p: ProviderEntry,
+  into: Map<string, T>,
+  list: () => Promise<T>,
+  log: CatalogLog,
+): Promise<ServerOutcome> {
+  const provider = p.config.slug;
+  try {
+    const answer = await list();
+    into.set(provider, answer);
+    return { provider, models: answer.length };
+  } catch (err) {
+    // The message only: an error object may carry the request's headers (the server's key).
+    const error = (err as Error).message;
+    log.warn({ provider, error }, 'model discovery failed; retrying later');
+    return { provider, models: null, error };
+  }
+}
+
 /**
- * Asks every discoverable server for its models and keeps the answers in `catalog.discovered`
- * (a server that fails keeps its previous list). Does not rebuild the catalog.
+ * Asks every discoverable server for its models and keeps the answers in `catalog.discovered`,
+ * and every Anthropic provider for its models' limits, kept in `catalog.limits` (a provider that
+ * fails keeps its previous answer). Does not rebuild the catalog.
  */
 export async function discoverModels(deps: RefreshDeps): Promise<ServerOutcome[]> {
   const { catalog, log } = deps;
   catalog.discovered ??= new Map();
-  const discovered = catalog.discovered;
-  return Promise.all(
-    discoverable(catalog).map(async (p): Promise<ServerOutcome> => {
-      const provider = p.config.slug;
-      try {
-        const ids = await listServerModels(p, deps.timeoutMs);
-        discovered.set(provider, ids);
-        return { provider, models: ids.length };
-      } catch (err) {
-        // The message only: an error object may carry the request's headers (the server's key).
-        const error = (err as Error).message;
-        log.warn({ provider, error }, 'model discovery failed; retrying later');
-        return { provider, models: null, error };
-      }
-    }),
-  );
+  catalog.limits ??= new Map();
+  const { discovered, limits } = catalog;
+  return Promise.all([
+    ...discoverable(catalog).map((p) => ask(p, discovered, () => listServerModels(p, deps.timeoutMs), log)),
+    ...limitsAskable(catalog.providers.values()).map((p) =>
+      ask(p, limits, () => listAnthropicLimits(p, deps.timeoutMs), log),
+    ),
+  ]);
 }
 
 const running = new WeakMap<Catalog, Promise<RefreshResult>>();
@@ -96,7 +110,8 @@ export interface RefreshResult {
 
 /**
  * Reloads the catalog without a restart: the model data (when a newer package is installed),
- * GATEHOUSE_CONFIG, and the model lists of the OpenAI-compatible servers, then swaps the catalog's
+ * GATEHOUSE_CONFIG, the model lists of the OpenAI-compatible servers and the Anthropic providers'
+ * model limits, then swaps the catalog's
  * contents in place. Concurrent calls share one refresh. A GATEHOUSE_CONFIG that does not load
  * throws and leaves the catalog as it was.
  */
@@ -131,8 +146,12 @@ export function reloadInBackground(
   );
 }
 
+/** What the providers answered, to tell whether the catalog needs a rebuild. */
+const answers = (c: Catalog): string => JSON.stringify([[...(c.discovered ?? [])], [...(c.limits ?? [])]]);
+
 /**
- * Keeps the OpenAI-compatible servers' models current: asks them at start and every `intervalMs`
+ * Keeps the OpenAI-compatible servers' models and the Anthropic providers' model limits current:
+ * asks them at start and every `intervalMs`
  * (0: at start only); a server that failed is asked again after `retryMs` until it answers.
  */
 export class DiscoveryLoop {
@@ -159,12 +178,11 @@ export class DiscoveryLoop {
   private async tick(): Promise<void> {
     let failed = false;
     try {
-      const before = JSON.stringify([...(this.deps.catalog.discovered ?? [])]);
+      const before = answers(this.deps.catalog);
       const servers = await discoverModels(this.deps);
       failed = servers.some((s) => s.models === null);
-      // Rebuilt only when a server's list changed (a rebuild also re-reads GATEHOUSE_CONFIG).
-      if (JSON.stringify([...(this.deps.catalog.discovered ?? [])]) !== before)
-        reloadCatalog(this.deps.catalog, this.deps.env);
+      // Rebuilt only when an answer changed (a rebuild also re-reads GATEHOUSE_CONFIG).
+      if (answers(this.deps.catalog) !== before) reloadCatalog(this.deps.catalog, this.deps.env);
     } catch (err) {
       failed = true;
       this.deps.log.warn({ error: (err as Error).message }, 'model catalog refresh failed');

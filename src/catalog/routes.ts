@@ -364,8 +364,8 @@ export async function catalogRoutes(app: Router, { catalog, policy, config, clus
     },
   );
 
-  // OpenAI-compatible servers' models, asked in the background from start (a server that is down
-  // is retried; the gateway serves meanwhile).
+  // OpenAI-compatible servers' models and Anthropic providers' model limits, asked in the
+  // background from start (a provider that is down is retried; the gateway serves meanwhile).
   const discovery = new DiscoveryLoop(refreshDeps, config.modelDiscoveryIntervalMs);
   app.addHook('onReady', async () => discovery.start());
   app.addHook('onClose', async () => discovery.stop());

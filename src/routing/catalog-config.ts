@@ -184,7 +184,7 @@ export interface FileConfig {
     batch_discount?: number;
     /** The model data's provider id whose models and prices this provider serves, or false. */
     model_data?: string | false;
-    /** OpenAI-compatible servers: list the server's own `GET /models` (default: vendors the model data does not know). */
+    /** OpenAI-compatible servers: list the server's own `GET /models` (default: vendors the model data does not know); Anthropic: ask its Models API for output limits (default: on). */
     discover_models?: boolean;
     /** Whether organizations' BYOK credentials apply here (default: see byokByDefault). */
     byok?: boolean;

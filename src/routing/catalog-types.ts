@@ -45,7 +45,10 @@ export interface ProviderEntry {
   batchDiscount?: number;
   /** The model data's provider id that lists and prices its models; false: none (GATEHOUSE_CONFIG `model_data`). */
   modelData?: string | false;
-  /** OpenAI-compatible servers: add the models their `GET /models` lists (default: when the model data does not know the vendor). */
+  /**
+   * OpenAI-compatible servers: add the models their `GET /models` lists (default: when the model
+   * data does not know the vendor). Anthropic: ask its Models API for output limits (default: on).
+   */
   discoverModels?: boolean;
 }
 
@@ -101,6 +104,13 @@ export interface ModelEntry {
   contextFallback?: string;
 }
 
+/** What a provider's Models API says of one model (Anthropic's `GET /v1/models`); null: not said. */
+export interface ModelLimits {
+  id: string;
+  maxOutputTokens: number | null;
+  maxInputTokens: number | null;
+}
+
 export interface Catalog {
   providers: Map<string, ProviderEntry>;
   models: Map<string, ModelEntry>;
@@ -110,6 +120,8 @@ export interface Catalog {
   unpriced?: 'allow' | 'deny';
   /** Model ids each OpenAI-compatible server listed at its `GET /models` (kept across reloads). */
   discovered?: Map<string, string[]>;
+  /** The model limits each Anthropic provider's Models API gave, by provider slug (kept across reloads). */
+  limits?: Map<string, ModelLimits[]>;
   /** Unlisted ids resolved since the last reload. */
   passthrough?: Map<string, ModelEntry>;
   /**

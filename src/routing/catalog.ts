@@ -10,8 +10,9 @@ import {
   modelFallbacks,
   readFileConfig,
 } from './catalog-config.js';
+import { applyCatalogLimits } from './catalog-limits.js';
 import { servedCapabilities } from './catalog-presets.js';
-import type { Catalog, ModelEntry, ProviderEntry } from './catalog-types.js';
+import type { Catalog, ModelEntry, ModelLimits, ProviderEntry } from './catalog-types.js';
 import { kindOfId, providerData, vendorModels } from './catalog-vendors.js';
 import { operatorCredentials } from './credentials/operator-keys.js';
 import { matchModel, pricingOf } from './model-data.js';
@@ -85,11 +86,12 @@ function discoveredModels(
  * OPENAI_/ANTHROPIC_/GEMINI_ API_KEY/BASE_URL and by GATEHOUSE_CONFIG (same slug replaces); for each
  * provider of a vendor the model data knows, that vendor's current models and prices; the models
  * OpenAI-compatible servers listed (`discovered`); then GATEHOUSE_CONFIG's models, each replacing
- * the catalog model of the same id.
+ * the catalog model of the same id; last, the limits Anthropic providers' Models API gave (`limits`).
  */
 export function loadCatalog(
   env: Record<string, string | undefined> = process.env,
   discovered: Map<string, string[]> = new Map(),
+  limits: Map<string, ModelLimits[]> = new Map(),
 ): Catalog {
   const providers = new Map<string, ProviderEntry>();
   const models = new Map<string, ModelEntry>();
@@ -114,6 +116,7 @@ export function loadCatalog(
     if (m.endpoints.length === 0) models.delete(id);
     for (const e of m.endpoints) e.capabilities = servedCapabilities(providers.get(e.provider), e);
   }
+  applyCatalogLimits(models, providers, limits);
   const lookup = new Map<string, string>();
   for (const m of models.values()) lookup.set(m.id, m.id);
   // The operator's own aliases first: they win over the model data's (a configured model may
@@ -125,7 +128,15 @@ export function loadCatalog(
   resolveAzureDeployments(providers, models);
   for (const p of providers.values()) p.credentials = operatorCredentials(p.config);
   resolveBedrockModelIds(providers, models);
-  return { providers, models, lookup, unpriced: unpricedPolicy(env), discovered, passthrough: new Map() };
+  return {
+    providers,
+    models,
+    lookup,
+    unpriced: unpricedPolicy(env),
+    discovered,
+    limits,
+    passthrough: new Map(),
+  };
 }
 
 /**
@@ -135,7 +146,7 @@ export function loadCatalog(
  * cannot be built, leaves the catalog (and the adapters in use) unchanged.
  */
 export function reloadCatalog(catalog: Catalog, env: Record<string, string | undefined>): number {
-  const next = loadCatalog(env, catalog.discovered ?? new Map());
+  const next = loadCatalog(env, catalog.discovered ?? new Map(), catalog.limits ?? new Map());
   const providers = catalog.prepareProviders?.(next.providers);
   const swap = <K, V>(into: Map<K, V>, from: Map<K, V>) => {
     into.clear();
@@ -149,6 +160,7 @@ export function reloadCatalog(catalog: Catalog, env: Record<string, string | und
   catalog.passthrough = new Map();
   catalog.unpriced = next.unpriced;
   catalog.discovered ??= next.discovered;
+  catalog.limits ??= next.limits;
   return catalog.models.size;
 }
 

@@ -1,5 +1,6 @@
 import { forbidden } from '../lib/errors.js';
 import { ALL_CAPS } from './catalog-config.js';
+import { applyLimits } from './catalog-limits.js';
 import { servedCapabilities } from './catalog-presets.js';
 import type { Catalog, ModelEndpoint, ModelEntry, ProviderEntry } from './catalog-types.js';
 import { kindOfId, providerData } from './catalog-vendors.js';
@@ -85,8 +86,11 @@ export function unlistedModel(catalog: Catalog, requested: string): ModelEntry |
       capabilities: ALL_CAPS,
     };
   });
-  for (const e of endpoints)
+  for (const e of endpoints) {
     e.capabilities = kind !== 'chat' ? [] : servedCapabilities(catalog.providers.get(e.provider), e);
+    // What the provider's Models API said of the id (Anthropic's output limit).
+    applyLimits(e, catalog.limits?.get(e.provider));
+  }
   const model: ModelEntry = {
     id: target.id,
     name: name ?? target.id,

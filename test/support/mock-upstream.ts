@@ -8,7 +8,9 @@
  *   `POST …/responses/input_tokens`
  * - Anthropic: `POST …/messages`, `POST …/messages/count_tokens` (`{"input_tokens": n}`)
  * - `GET …/models` and `GET …/models/{id}`: an Anthropic-format listing when the request carries
- *   `anthropic-version`, else OpenAI's; the ids are `mock.models` (settable; `MOCK_MODELS` by default)
+ *   `anthropic-version`, else OpenAI's; the ids are `mock.models` (settable; `MOCK_MODELS` by default).
+ *   Anthropic's gives each model's `max_tokens` and `max_input_tokens` from `mock.modelLimits` (null
+ *   when not set) and pages by `limit` / `after_id` (`mock.modelsPageSize` caps a page)
  * - Gemini: `POST …/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`,
  *   `:batchEmbedContents`
  *
@@ -182,6 +184,10 @@ export interface MockUpstream {
   url: string;
   /** The ids `GET …/models` lists (edit it to change the listing). */
   models: string[];
+  /** What Anthropic's listing says of a model's limits (unset: null). */
+  modelLimits?: Record<string, { max_tokens?: number; max_input_tokens?: number }>;
+  /** The most models one page of Anthropic's listing holds (unset: as many as `limit` asks). */
+  modelsPageSize?: number;
   close(): Promise<void>;
   enqueue(...steps: MockStep[]): void;
   requests: RecordedRequest[];
@@ -951,19 +957,33 @@ function openAiModel(id: string) {
   return { id, object: 'model', created: MODEL_CREATED, owned_by: 'mock' };
 }
 
-function anthropicModel(id: string) {
+interface Listing {
+  models: string[];
+  modelLimits: NonNullable<MockUpstream['modelLimits']>;
+  modelsPageSize?: number;
+}
+
+function anthropicModel(id: string, listing?: Listing) {
   return {
     type: 'model',
     id,
     display_name: id,
     created_at: new Date(MODEL_CREATED * 1000).toISOString(),
+    max_tokens: listing?.modelLimits[id]?.max_tokens ?? null,
+    max_input_tokens: listing?.modelLimits[id]?.max_input_tokens ?? null,
   };
 }
 
 /** `GET …/models` (a listing) or `GET …/models/{id}` (one model; 404 when it is not listed). */
-function renderModels(format: MockFormat, path: string, models: string[]): { status: number; body: unknown } {
+function renderModels(
+  format: MockFormat,
+  path: string,
+  query: Record<string, string>,
+  listing: Listing,
+): { status: number; body: unknown } {
+  const { models } = listing;
   const one = /\/models\/([^/]+)$/.exec(path);
-  const render = format === 'anthropic-models' ? anthropicModel : openAiModel;
+  const render = format === 'anthropic-models' ? (id: string) => anthropicModel(id, listing) : openAiModel;
   if (one) {
     const id = decodeURIComponent(one[1] as string);
     return models.includes(id)
@@ -971,13 +991,16 @@ function renderModels(format: MockFormat, path: string, models: string[]): { sta
       : { status: 404, body: renderError(format, 404, { message: `model '${id}' not found` }) };
   }
   if (format === 'anthropic-models') {
+    const start = query.after_id ? models.indexOf(query.after_id) + 1 : 0;
+    const size = Math.min(Number(query.limit) || 20, listing.modelsPageSize ?? Number.POSITIVE_INFINITY);
+    const page = models.slice(start, start + size);
     return {
       status: 200,
       body: {
-        data: models.map(anthropicModel),
-        has_more: false,
-        first_id: models[0] ?? null,
-        last_id: models[models.length - 1] ?? null,
+        data: page.map((id) => anthropicModel(id, listing)),
+        has_more: start + size < models.length,
+        first_id: page[0] ?? null,
+        last_id: page[page.length - 1] ?? null,
       },
     };
   }
@@ -1331,7 +1354,7 @@ function commonHeaders(format: MockFormat): Record<string, string> {
 export async function startMockUpstream(): Promise<MockUpstream> {
   const queue: (MockStep & { left: number })[] = [];
   const requests: RecordedRequest[] = [];
-  const mock = { models: [...MOCK_MODELS] };
+  const mock: Listing = { models: [...MOCK_MODELS], modelLimits: {} };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
@@ -1366,7 +1389,7 @@ export async function startMockUpstream(): Promise<MockUpstream> {
 
     const listing =
       format === 'openai-models' || format === 'anthropic-models'
-        ? renderModels(format, u.pathname, mock.models)
+        ? renderModels(format, u.pathname, rec.query, mock)
         : undefined;
     const status = step?.status ?? listing?.status ?? (format === 'unknown' ? 404 : 200);
     const headers: Record<string, string> = { ...commonHeaders(format), ...step?.headers };
@@ -1467,6 +1490,18 @@ export async function startMockUpstream(): Promise<MockUpstream> {
     },
     set models(ids: string[]) {
       mock.models = ids;
+    },
+    get modelLimits() {
+      return mock.modelLimits;
+    },
+    set modelLimits(limits: Listing['modelLimits'] | undefined) {
+      mock.modelLimits = limits ?? {};
+    },
+    get modelsPageSize() {
+      return mock.modelsPageSize;
+    },
+    set modelsPageSize(size: number | undefined) {
+      mock.modelsPageSize = size;
     },
     requests,
     enqueue(...steps: MockStep[]) {

@@ -9,10 +9,13 @@ import { type MockUpstream, startMockUpstream } from './mock-upstream.js';
  * OpenAI-compatible server, told apart by their base-URL prefix), and a GATEHOUSE_CONFIG catalog:
  * `test/gpt` (openai), `test/claude` (anthropic), `test/gemini` (google), `test/multi` (openai,
  * then groq: for fallbacks), `test/embed` (openai embeddings), and any `extraModels` (catalog
- * entries on these providers, e.g. with cache prices).
+ * entries on these providers, e.g. with cache prices). The Anthropic provider is not asked for its
+ * models' limits unless `anthropicLimits` (suites count the requests reaching the mock; the limits
+ * have their own tests).
  */
 export async function startUpstreams(
   extraModels: object[] = [],
+  opts: { anthropicLimits?: boolean } = {},
 ): Promise<{ mock: MockUpstream; env: Record<string, string> }> {
   const mock = await startMockUpstream();
   const price = { prompt: 1, completion: 2 };
@@ -32,6 +35,7 @@ export async function startUpstreams(
         base_url: `${mock.url}/anthropic`,
         api_key: 'sk-operator-anthropic-00',
         native_batches: false,
+        discover_models: opts.anthropicLimits ?? false,
       },
       {
         slug: 'google-ai-studio',
