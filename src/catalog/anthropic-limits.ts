@@ -38,6 +38,12 @@ export async function listAnthropicLimits(p: ProviderEntry, timeoutMs = 5_000): 
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
+    // An Anthropic-format server without the Models API (a proxy, a compatible server) has no
+    // limits to tell: an answer, not a failure retried and warned about every 30 s.
+    if (res.statusCode === 404 || res.statusCode === 405) {
+      await res.body.dump();
+      return out;
+    }
     if (res.statusCode !== 200) {
       await res.body.dump();
       throw new Error(`GET /v1/models answered ${res.statusCode}`);

@@ -129,6 +129,27 @@ describe("Anthropic's model limits", () => {
     });
   });
 
+  it('a server without the Models API (404) has no limits to tell: no warning, no retry', async () => {
+    let calls = 0;
+    const s = createServer((_req, res) => {
+      calls++;
+      res.statusCode = 404;
+      res.end('not found');
+    });
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    closers.push(() => s.close());
+    const { catalog, env } = anthropicCatalog(`http://127.0.0.1:${(s.address() as AddressInfo).port}`);
+    expect(await listAnthropicLimits(catalog.providers.get('anthropic')!)).toEqual([]);
+    // The loop's retry interval is 10 ms: a failure would have been asked again many times.
+    const loop = new DiscoveryLoop({ catalog, env, log }, 60_000, 10);
+    closers.push(() => loop.stop());
+    loop.start();
+    for (let i = 0; i < 50 && calls < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(calls).toBe(2);
+    expect(log.warned).toEqual([]);
+  });
+
   it('an unreachable provider is logged without its key and asked again; the catalog stays as it was', async () => {
     const s = createServer();
     await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
