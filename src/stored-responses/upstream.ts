@@ -14,8 +14,12 @@ import type { UpstreamInputItems } from './service.js';
 export interface UpstreamItemsDeps {
   catalog: Catalog;
   provider(slug: string): Provider;
+  /** The model calls' deadline (GATEHOUSE_UPSTREAM_TIMEOUT_MS); a listing waits at most LISTING_WAIT_MS of it. */
   timeoutMs: number;
 }
+
+/** A listing answers in a second or two: its caller is not kept waiting as long as a model's answer. */
+const LISTING_WAIT_MS = 30_000;
 
 /** The query string OpenAI takes (`include[]` repeated, as its SDKs send it). */
 export function inputItemsQueryString(q: InputItemsQuery): string {
@@ -39,7 +43,7 @@ export function upstreamInputItems(deps: UpstreamItemsDeps): UpstreamInputItems 
     try {
       return await provider.inputItems(responseId, inputItemsQueryString(query), {
         apiKey: entry.config.apiKey,
-        signal: AbortSignal.timeout(deps.timeoutMs),
+        signal: AbortSignal.timeout(Math.min(deps.timeoutMs, LISTING_WAIT_MS)),
       });
     } catch (err) {
       if (isAbortError(err)) throw new ApiError(502, `${slug}: no answer in time`);
