@@ -19,7 +19,7 @@
  *   npm run bench:bodies
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { request } from 'undici';
@@ -27,6 +27,7 @@ import { type LoadResult, runLoad } from './loadgen.js';
 import {
   API_KEY,
   build,
+  cpuOf,
   defaultMachineName,
   gitCommit,
   log,
@@ -78,16 +79,6 @@ export function largeBody(wire: Wire, shape: Shape, model: string, mb: number): 
       content: `src/module-${i}.ts: export const line = ${i};\n`.repeat(90),
     })),
   });
-}
-
-/** CPU ms used so far by process `pid`: all its threads, and its main (event loop) thread. */
-function cpuMs(pid: number): { process: number; loop: number } {
-  const ticks = (file: string) => {
-    const stat = readFileSync(file, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  };
-  return { process: ticks(`/proc/${pid}/stat`), loop: ticks(`/proc/${pid}/task/${pid}/stat`) };
 }
 
 interface Target {
@@ -142,17 +133,17 @@ interface CostRow {
 async function measureCost(t: Target, c: Case): Promise<CostRow> {
   const body = largeBody(c.wire, c.shape, c.model, OPTS.mb);
   await call(t, c.wire, body);
-  const before = cpuMs(t.pid);
+  const before = cpuOf(t.pid);
   const t0 = performance.now();
   for (let i = 0; i < OPTS.calls; i++) await call(t, c.wire, body);
   const wallMs = (performance.now() - t0) / OPTS.calls;
-  const after = cpuMs(t.pid);
+  const after = cpuOf(t.pid);
   return {
     target: t.name,
     label: c.label,
     mb: body.length / 1e6,
-    processMs: (after.process - before.process) / OPTS.calls,
-    loopMs: (after.loop - before.loop) / OPTS.calls,
+    processMs: (after.process - before.process) / 1000 / OPTS.calls,
+    loopMs: (after.loop - before.loop) / 1000 / OPTS.calls,
     wallMs,
   };
 }

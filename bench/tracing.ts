@@ -19,7 +19,7 @@
  *
  *   npm run bench:tracing
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { request } from 'undici';
@@ -27,6 +27,7 @@ import { type LoadResult, runLoad, type Summary, summarize } from './loadgen.js'
 import {
   API_KEY,
   build,
+  cpuOf,
   defaultMachineName,
   gitCommit,
   log,
@@ -72,16 +73,6 @@ const chatBody = (stream: boolean) =>
     temperature: 0.2,
     ...(stream ? { stream: true } : {}),
   });
-
-/** CPU µs used so far by process `pid` (all threads) and by its main thread (Linux; 10 ms ticks). */
-function cpuOf(pid: number): { process: number; loop: number } {
-  const ticks = (file: string) => {
-    const stat = readFileSync(file, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10_000;
-  };
-  return { process: ticks(`/proc/${pid}/stat`), loop: ticks(`/proc/${pid}/task/${pid}/stat`) };
-}
 
 interface Cell {
   mode: Mode;
