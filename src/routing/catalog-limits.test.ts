@@ -103,6 +103,29 @@ describe('learned limits in the catalog', () => {
     expect(bedrock).toMatchObject({ maxCompletionTokens: 50000, contextAssumed: true });
   });
 
+  it('reach every Anthropic provider of a model, each from its own listing', () => {
+    const proxy = { ...anthropic, slug: 'claude-proxy', base_url: 'http://127.0.0.1:2' };
+    const c = loadCatalog(
+      config({
+        providers: [anthropic, proxy],
+        models: [
+          {
+            id: 'acme/two',
+            endpoints: [
+              { provider: 'anthropic', upstream_model: 'claude-new' },
+              { provider: 'claude-proxy', upstream_model: 'claude-new' },
+            ],
+          },
+        ],
+      }),
+      new Map(),
+      new Map([...limits, ['claude-proxy', [listed('claude-new', 20000, 100_000)]]]),
+    );
+    const [first, second] = c.models.get('acme/two')?.endpoints ?? [];
+    expect(first).toMatchObject({ maxCompletionTokens: 50000, contextLength: 400_000 });
+    expect(second).toMatchObject({ maxCompletionTokens: 20000, contextLength: 100_000 });
+  });
+
   it('reach an id passed through to Anthropic that the catalog does not list', () => {
     const c = loadCatalog(config({ providers: [anthropic] }), new Map(), limits);
     expect(findModel(c, 'claude-new')).toMatchObject({

@@ -52,7 +52,9 @@ export function applyCatalogLimits(
     for (const e of m.endpoints) {
       const listed = limits.get(e.provider);
       if (!listed || providers.get(e.provider)?.config.kind !== 'anthropic') continue;
-      learned ??= applyLimits(e, listed);
+      // Every Anthropic endpoint takes its own provider's listing; the first limit found is the model's.
+      const own = applyLimits(e, listed);
+      learned ??= own;
     }
     if (learned === null) continue;
     for (const e of m.endpoints) {
