@@ -1,4 +1,5 @@
 import { request } from 'undici';
+import { anthropicUrl } from '../providers/anthropic/adapter.js';
 import { ANTHROPIC_VERSION } from '../providers/anthropic/wire.js';
 import type { ModelLimits, ProviderEntry } from '../routing/catalog-types.js';
 
@@ -22,8 +23,7 @@ const limit = (v: unknown): number | null =>
  * `after_id`): `max_tokens`, the most a call may ask for, and `max_input_tokens`.
  */
 export async function listAnthropicLimits(p: ProviderEntry, timeoutMs = 5_000): Promise<ModelLimits[]> {
-  const base = p.config.baseUrl.replace(/\/+$/, '');
-  const url = `${/\/v1$/.test(base) ? base : `${base}/v1`}/models?limit=1000`;
+  const url = `${anthropicUrl(p.config.baseUrl, 'models')}?limit=1000`;
   const out: ModelLimits[] = [];
   let after: string | null = null;
   for (let page = 0; page < MAX_PAGES; page++) {

@@ -33,6 +33,12 @@ import {
 
 type MessagesPath = 'messages' | 'messages/count_tokens';
 
+/** `{base}/v1/{path}` of an Anthropic-format API: its base URL may be given with or without `/v1`. */
+export function anthropicUrl(baseUrl: string, path: string): string {
+  const base = baseUrl.replace(/\/+$/, '');
+  return joinUrl(base, /\/v1$/.test(base) ? path : `v1/${path}`);
+}
+
 /** The fields of a Messages body that Anthropic's count_tokens takes. */
 const COUNTED = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking']);
 
@@ -54,8 +60,7 @@ export class AnthropicProvider implements Provider {
   constructor(readonly config: ProviderConfig) {}
 
   private url(path: MessagesPath): string {
-    const base = this.config.baseUrl.replace(/\/+$/, '');
-    return joinUrl(base, /\/v1$/.test(base) ? path : `v1/${path}`);
+    return anthropicUrl(this.config.baseUrl, path);
   }
 
   /**
