@@ -18,7 +18,7 @@
  *
  *   npm run bench:bodies
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
@@ -34,6 +34,7 @@ import {
   machineInfo,
   ROOT,
   runBenchmark,
+  startChild,
   startGatehouse,
   startMock,
   startScriptProcess,
@@ -148,20 +149,14 @@ async function measureCost(t: Target, c: Case): Promise<CostRow> {
   };
 }
 
-/** A second process sending the image body to `t` back to back until stopped. */
+/**
+ * A second process sending the image body to `t` back to back until stopped (a child like the
+ * others: stopped with them on failure or Ctrl-C).
+ */
 function startNoise(t: Target): ChildProcess {
-  return spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(ROOT, 'bench', 'large-bodies.ts'),
-      '--noise',
-      JSON.stringify(t),
-      String(OPTS.mb),
-    ],
-    { cwd: ROOT, env: { PATH: env.PATH, HOME: env.HOME }, stdio: ['ignore', 'inherit', 'inherit'] },
-  );
+  const script = join(ROOT, 'bench', 'large-bodies.ts');
+  const args = ['--import', 'tsx', script, '--noise', JSON.stringify(t), String(OPTS.mb)];
+  return startChild('noise', process.execPath, args, { PATH: env.PATH, HOME: env.HOME }).child;
 }
 
 async function noiseLoop(t: Target, mb: number): Promise<never> {
