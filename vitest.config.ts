@@ -28,6 +28,9 @@ export default defineConfig({
     pool: 'forks',
     globalSetup: ['test/reliability/global-setup.ts'],
     setupFiles: ['test/reliability/audit-setup.ts'],
+    // Each body a lane serializes from the caller's bytes is checked against JSON.stringify (a
+    // parsed body changed in place would otherwise go upstream as the caller first sent it).
+    env: { GATEHOUSE_VERIFY_RAW_JSON: '1' },
     projects: [
       {
         // Everything else, two files at a time: most files wait on sockets, timers and child

@@ -44,6 +44,7 @@ import { credentialRoutes } from './routing/credentials/routes.js';
 import { apiReferenceOptions } from './server/api-reference.js';
 import { installConsole } from './server/console.js';
 import { frameworkErrors, installErrorHandling, sendError } from './server/errors.js';
+import { installJsonBodies } from './server/json-bodies.js';
 import { landingPage } from './server/landing.js';
 import { installMetrics } from './server/metrics.js';
 import { documentedSchema } from './server/openapi-only.js';
@@ -183,6 +184,7 @@ export async function buildApp(services: Services, opts: AppOptions) {
   await app.register(async (internal) => runtimeCallbackRoutes(internal, services));
   await app.register(
     async (api) => {
+      installJsonBodies(api);
       for (const routes of apiRoutes) await routes(api, services);
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     },

@@ -296,6 +296,26 @@ describe('content filters', () => {
       });
     }
 
+    it('a large body is redacted as a small one is (its unchanged bytes are not what goes upstream)', async () => {
+      // ~200 KB of history: large enough that a lane forwards unchanged members as the caller's bytes.
+      const history = Array.from({ length: 400 }, (_, i) => ({
+        role: i % 2 ? 'assistant' : 'user',
+        content: `turn ${i}: ${'lorem ipsum '.repeat(40)}`,
+      }));
+      const body = (model: string) => ({
+        model,
+        messages: [...history, { role: 'user', content: `find ${T}` }],
+      });
+      const { call } = await keyWithGuardrail(filter('redact'));
+      for (const [i, model] of ['test/gpt', 'test/claude'].entries()) {
+        const res = await call('POST', '/chat/completions', body(model));
+        expect(res.status, `${model}: ${res.text}`).toBe(200);
+        expect(mock.requests[i]?.raw, model).not.toContain(T);
+        expect(mock.requests[i]?.raw, model).toContain('[REDACTED:CODENAME]');
+      }
+      expect(mock.requests[0]?.body.messages).toHaveLength(401);
+    });
+
     it('messages format: system, tool inputs and results, tool schemas', async () => {
       const { call } = await keyWithGuardrail(filter('redact'));
       const res = await call('POST', '/messages', {

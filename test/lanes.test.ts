@@ -697,6 +697,61 @@ describe('pass-through lanes', () => {
     });
   });
 
+  describe('a large body', () => {
+    // ~100 KB of history as a client might write it: pretty-printed, with escapes and number
+    // spellings that a parse and a re-serialization would change.
+    const turns = Array.from({ length: 300 }, (_, i) => ({
+      role: i % 2 ? 'assistant' : 'user',
+      content: `café n° ${i}: ${'lorem ipsum '.repeat(25)}`,
+    }));
+    const history = JSON.stringify(turns, null, 1).replaceAll('é', '\\u00e9').replaceAll('°', '\\u00b0');
+    const post = (path: string, head: string, headers: Record<string, string>) =>
+      fetch(`${gw.url}/api/v1${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: `{${head},"provider":{"allow_fallbacks":true},"messages":${history},"top_p":1.0}`,
+      });
+
+    it('reaches the provider with its unchanged members as the caller wrote them, on both lanes', async () => {
+      const messages = await post('/messages', '"model":"test/claude","max_tokens":64', {
+        'x-api-key': gw.apiKey,
+        'anthropic-version': '2023-06-01',
+      });
+      expect(messages.status, await messages.text()).toBe(200);
+      const chat = await post('/chat/completions', '"model":"test/gpt","stream":true', {
+        authorization: `Bearer ${gw.apiKey}`,
+      });
+      expect(chat.status).toBe(200);
+      expect(await chat.text()).toContain('data: [DONE]');
+
+      const [toClaude, toGpt] = mock.requests;
+      for (const up of [toClaude!, toGpt!]) {
+        // The history byte for byte; Gatehouse's own field gone; the rest as JSON says.
+        expect(up.raw).toContain(`"messages":${history}`);
+        expect(up.body.messages).toEqual(turns);
+        expect(up.body.provider).toBeUndefined();
+        expect(up.body.top_p).toBe(1);
+      }
+      expect(toClaude!.body).toMatchObject({ model: 'claude-x', max_tokens: 64 });
+      expect(toGpt!.body).toMatchObject({
+        model: 'gpt-x',
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+    });
+
+    it('is translated in full where the formats differ', async () => {
+      const res = await post('/chat/completions', '"model":"test/claude"', {
+        authorization: `Bearer ${gw.apiKey}`,
+      });
+      expect(res.status).toBe(200);
+      const up = mock.requests[0]!;
+      expect(up.format).toBe('anthropic-messages');
+      const sent = JSON.stringify(up.body.messages);
+      for (const t of [turns[0]!, turns[299]!]) expect(sent).toContain(t.content);
+    });
+  });
+
   it('keeps bad input a 400 in the caller’s format: no model, not an object', async () => {
     const noModel = await client(gw.url, gw.apiKey)('POST', '/messages', { messages: [] });
     expect(noModel.status).toBe(400);

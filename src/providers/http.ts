@@ -18,6 +18,7 @@
 import { Agent, type Dispatcher, util } from 'undici';
 import { parseSse, parseSseChunks, type SseEvent } from '../formats/sse.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import { jsonBody } from '../lib/raw-json.js';
 import { withTraceparent } from '../telemetry/spans.js';
 import { ArrivingBody } from './arriving-body.js';
 import type { ErrorShape } from './errors.js';
@@ -152,7 +153,8 @@ function postOptions(
       { 'content-type': 'application/json', accept: 'application/json', ...headers },
       signal,
     ),
-    body: JSON.stringify(body),
+    // A lane's large body: its unchanged members as the caller's bytes (lib/raw-json.ts).
+    body: jsonBody(body),
     ...(opts.headersTimeoutMs !== undefined ? { headersTimeout: opts.headersTimeoutMs } : {}),
     ...(opts.bodyTimeoutMs !== undefined ? { bodyTimeout: opts.bodyTimeoutMs } : {}),
   };

@@ -3,6 +3,7 @@
  * caller sent it, or the canonical request of a translated call (same field names). The vendor
  * would answer these fields with a 400, so they are left out and reported as dropped instead.
  */
+import { sameSource } from '../lib/raw-json.js';
 import type { Quirk } from './presets.js';
 
 type Body = Record<string, unknown>;
@@ -39,7 +40,7 @@ export function withoutRejected<T extends object>(body: T, quirks: readonly Quir
   let out: Body | null = null;
   for (const q of quirks) {
     if (!applies(q, model) || !carries(out ?? (body as Body), q)) continue;
-    out ??= { ...(body as Body) };
+    out ??= sameSource({ ...(body as Body) }, body);
     const { list, key } = pathOf(q.field);
     if (!list) {
       delete out[key];

@@ -173,6 +173,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** JSON-parsed body, or the raw text when it is not JSON. */
   body: any;
+  /** The body as it arrived (text). */
+  raw: string;
   format: MockFormat;
   /** The model the request names (body.model, or the Gemini path segment). */
   model: string | null;
@@ -1371,6 +1373,7 @@ export async function startMockUpstream(): Promise<MockUpstream> {
       query: Object.fromEntries(u.searchParams),
       headers: req.headers,
       body,
+      raw,
       format,
       model: modelOf(format, u.pathname, body),
       stream: format === 'gemini-stream' || (format !== 'gemini-generate' && body?.stream === true),

@@ -203,6 +203,7 @@ export async function startMockVertex(
       path: u.pathname,
       query: Object.fromEntries(u.searchParams),
       headers: req.headers,
+      raw,
       body,
       format,
       model: countTokens ? (typeof body?.model === 'string' ? body.model : null) : model,

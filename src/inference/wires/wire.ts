@@ -8,6 +8,7 @@ import {
 import { anthropicBeta } from '../../formats/messages.js';
 import { readPlugins } from '../../formats/plugins.js';
 import { badRequest } from '../../lib/errors.js';
+import { sameSource } from '../../lib/raw-json.js';
 import type { RelayFrame } from '../../providers/types.js';
 import type { Body, CallWire, RouteInfo } from '../../routing/call.js';
 import type { Completed, Streaming } from '../../routing/engine.js';
@@ -123,7 +124,7 @@ export const GATEHOUSE_FIELDS = [
 
 /** The caller's body for a lane: a shallow copy with the upstream's model id and without `drop`. */
 export function withoutFields(body: Body, upstreamModel: string, drop: readonly string[]): Body {
-  const out: Body = { ...body, model: upstreamModel };
+  const out: Body = sameSource({ ...body, model: upstreamModel }, body);
   for (const f of drop) delete out[f];
   return out;
 }

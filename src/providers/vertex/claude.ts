@@ -7,6 +7,7 @@
  * configured ones go as they are), and a body field whose beta Vertex lacks is left out. Token
  * counting is `…/models/count-tokens:rawPredict`, the model in the body.
  */
+import { sameSource } from '../../lib/raw-json.js';
 import { AnthropicProvider } from '../anthropic/adapter.js';
 import { betaList, hostBetas, ungatedFields } from '../anthropic/betas.js';
 import type { ErrorShape } from '../errors.js';
@@ -32,11 +33,12 @@ export class VertexClaude extends AnthropicProvider {
     if (path === 'messages/count_tokens')
       return {
         url: vertexModelUrl(this.config, 'anthropic', 'count-tokens', 'rawPredict'),
-        body: { anthropic_version: VERTEX_ANTHROPIC_VERSION, model, ...rest },
+        body: sameSource({ anthropic_version: VERTEX_ANTHROPIC_VERSION, model, ...rest }, body),
       };
     const method = stream ? 'streamRawPredict' : 'rawPredict';
     const url = vertexModelUrl(this.config, 'anthropic', String(model ?? ''), method);
-    return { url, body: { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...rest } };
+    // A lane's large body keeps the caller's bytes for its unchanged members (lib/raw-json.ts).
+    return { url, body: sameSource({ anthropic_version: VERTEX_ANTHROPIC_VERSION, ...rest }, body) };
   }
 
   /**
