@@ -90,6 +90,14 @@ describe('jsonBody', () => {
     expect(jsonBody(structuredClone(body))).toBe(JSON.stringify(body));
   });
 
+  it('serializes a member set on the parsed body itself after the parse', () => {
+    const body = parsed(text);
+    body.model = 'c/d';
+    body.messages = [];
+    const out = jsonBody(sameSource({ ...body }, body)).toString();
+    expect(JSON.parse(out)).toMatchObject({ model: 'c/d', messages: [] });
+  });
+
   it('skips undefined members as JSON.stringify does', () => {
     const body = parsed(text);
     const out = jsonBody(sameSource({ ...body, tools: undefined }, body)).toString();

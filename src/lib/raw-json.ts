@@ -16,6 +16,7 @@ const SOURCE = Symbol('raw JSON source');
 
 interface Source {
   bytes: Buffer;
+  /** The parsed body's members as the parse made them (a member set on the body later is not theirs). */
   body: Record<string, unknown>;
   /** Where each top-level member's value lies in `bytes`; null when the scan could not follow them. */
   spans?: Map<string, Span> | null;
@@ -38,7 +39,7 @@ export function keepBytes(body: unknown, bytes: Buffer): void {
   if (bytes.length < MIN_BODY_BYTES || typeof body !== 'object' || body === null || Array.isArray(body))
     return;
   Object.defineProperty(body, SOURCE, {
-    value: { bytes, body: body as Record<string, unknown> } satisfies Source,
+    value: { bytes, body: { ...(body as Record<string, unknown>) } } satisfies Source,
   });
 }
 
