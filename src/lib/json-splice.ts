@@ -1,8 +1,9 @@
 /**
- * Setting top-level members of a JSON object given as text, without parsing and re-serializing
- * the rest of it. A relayed answer gets a few members added (the provider, the cost in its usage,
- * how it was routed) and keeps everything else as the provider wrote it; re-serializing the whole
- * parsed answer for that cost more than parsing it did.
+ * The top-level members of a JSON object given as text or bytes, found without parsing it, and
+ * setting some of them without parsing and re-serializing the rest. A relayed answer gets a few
+ * members added (the provider, the cost in its usage, how it was routed) and keeps everything else
+ * as the provider wrote it; re-serializing the whole parsed answer for that cost more than parsing
+ * it did. (A request's bytes are scanned the same way: raw-json.ts.)
  */
 
 const QUOTE = 0x22;
@@ -14,35 +15,41 @@ const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
-const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+/** JSON text, or its UTF-8 bytes: the scan's indexes are characters of the one, bytes of the other. */
+export type JsonText = string | Buffer;
 
-function skipSpace(text: string, i: number): number {
-  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+const code = (src: JsonText, i: number): number | undefined =>
+  typeof src === 'string' ? src.charCodeAt(i) : src[i];
+
+const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+function skipSpace(src: JsonText, i: number): number {
+  while (i < src.length && isSpace(code(src, i))) i++;
   return i;
 }
 
 /** The index just past the string starting at `i` (a quote), or -1 when it never ends. */
-function skipString(text: string, i: number): number {
-  let at = text.indexOf('"', i + 1);
+function skipString(src: JsonText, i: number): number {
+  let at = src.indexOf('"', i + 1);
   while (at !== -1) {
     let slashes = 0;
-    while (text.charCodeAt(at - 1 - slashes) === BACKSLASH) slashes++;
+    while (code(src, at - 1 - slashes) === BACKSLASH) slashes++;
     if (slashes % 2 === 0) return at + 1;
-    at = text.indexOf('"', at + 1);
+    at = src.indexOf('"', at + 1);
   }
   return -1;
 }
 
 /** The index just past the value starting at `i`, or -1 when it is cut off. */
-function skipValue(text: string, i: number): number {
-  const c = text.charCodeAt(i);
-  if (c === QUOTE) return skipString(text, i);
+function skipValue(src: JsonText, i: number): number {
+  const c = code(src, i);
+  if (c === QUOTE) return skipString(src, i);
   if (c === OPEN_BRACE || c === OPEN_BRACKET) {
     let depth = 0;
-    while (i < text.length) {
-      const d = text.charCodeAt(i);
+    while (i < src.length) {
+      const d = code(src, i);
       if (d === QUOTE) {
-        i = skipString(text, i);
+        i = skipString(src, i);
         if (i === -1) return -1;
         continue;
       }
@@ -56,12 +63,46 @@ function skipValue(text: string, i: number): number {
     return -1;
   }
   // A number, true, false or null: up to the next delimiter.
-  while (i < text.length) {
-    const d = text.charCodeAt(i);
+  while (i < src.length) {
+    const d = code(src, i);
     if (d === COMMA || d === CLOSE_BRACE || isSpace(d)) return i;
     i++;
   }
   return -1;
+}
+
+/**
+ * Walks the members of the JSON object `src`, calling `member` with each one's key and where its
+ * value starts and ends (`member` returns false to stop). Returns the index of the closing brace,
+ * or -1 when the scan cannot follow the object (not an object, cut off, a key written with escapes)
+ * or `member` stopped it.
+ */
+export function scanMembers(
+  src: JsonText,
+  member: (key: string, start: number, end: number) => boolean,
+): number {
+  let i = skipSpace(src, 0);
+  if (code(src, i) !== OPEN_BRACE) return -1;
+  i = skipSpace(src, i + 1);
+  if (code(src, i) === CLOSE_BRACE) return i;
+  for (;;) {
+    if (code(src, i) !== QUOTE) return -1;
+    const keyEnd = skipString(src, i);
+    if (keyEnd === -1) return -1;
+    const key =
+      typeof src === 'string' ? src.slice(i + 1, keyEnd - 1) : src.toString('utf8', i + 1, keyEnd - 1);
+    if (key.includes('\\')) return -1;
+    i = skipSpace(src, keyEnd);
+    if (code(src, i) !== COLON) return -1;
+    const start = skipSpace(src, i + 1);
+    const end = skipValue(src, start);
+    if (end === -1 || end === start || !member(key, start, end)) return -1;
+    i = skipSpace(src, end);
+    const c = code(src, i);
+    if (c === CLOSE_BRACE) return i;
+    if (c !== COMMA) return -1;
+    i = skipSpace(src, i + 1);
+  }
 }
 
 /**
@@ -72,37 +113,16 @@ function skipValue(text: string, i: number): number {
  * key written with escapes): the caller then parses and serializes.
  */
 export function setMembers(text: string, set: Record<string, string>): string | null {
-  let i = skipSpace(text, 0);
-  if (text.charCodeAt(i) !== OPEN_BRACE) return null;
-  i = skipSpace(text, i + 1);
   const found = new Map<string, [number, number]>();
   let members = 0;
-  if (text.charCodeAt(i) !== CLOSE_BRACE) {
-    for (;;) {
-      if (text.charCodeAt(i) !== QUOTE) return null;
-      const keyEnd = skipString(text, i);
-      if (keyEnd === -1) return null;
-      const key = text.slice(i + 1, keyEnd - 1);
-      if (key.includes('\\')) return null;
-      i = skipSpace(text, keyEnd);
-      if (text.charCodeAt(i) !== COLON) return null;
-      const start = skipSpace(text, i + 1);
-      const end = skipValue(text, start);
-      if (end === -1 || end === start) return null;
-      if (Object.hasOwn(set, key)) {
-        if (found.has(key)) return null;
-        found.set(key, [start, end]);
-      }
-      members++;
-      i = skipSpace(text, end);
-      const c = text.charCodeAt(i);
-      if (c === CLOSE_BRACE) break;
-      if (c !== COMMA) return null;
-      i = skipSpace(text, i + 1);
-    }
-  }
-  if (skipSpace(text, i + 1) !== text.length) return null;
-  const close = i;
+  const close = scanMembers(text, (key, start, end) => {
+    members++;
+    if (!Object.hasOwn(set, key)) return true;
+    if (found.has(key)) return false;
+    found.set(key, [start, end]);
+    return true;
+  });
+  if (close === -1 || skipSpace(text, close + 1) !== text.length) return null;
   // The replaced values in text order, then what is appended before the closing brace.
   const replaced = [...found].sort((a, b) => a[1][0] - b[1][0]);
   let out = '';

@@ -12,6 +12,8 @@
  * test suite sets it) checks each serialization against `JSON.stringify` and throws on a difference.
  */
 
+import { scanMembers } from './json-splice.js';
+
 const SOURCE = Symbol('raw JSON source');
 
 interface Source {
@@ -92,92 +94,12 @@ function verify(out: Buffer, body: unknown): void {
     throw new Error('raw JSON: a copied member differs from the body (was a parsed body changed in place?)');
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-
-const isSpace = (c: number | undefined) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-
-function skipSpace(b: Buffer, i: number): number {
-  while (i < b.length && isSpace(b[i])) i++;
-  return i;
-}
-
-/** The index just past the string starting at `i` (a quote), or -1 when it never ends. */
-function skipString(b: Buffer, i: number): number {
-  let at = b.indexOf(QUOTE, i + 1);
-  while (at !== -1) {
-    let slashes = 0;
-    while (b[at - 1 - slashes] === BACKSLASH) slashes++;
-    if (slashes % 2 === 0) return at + 1;
-    at = b.indexOf(QUOTE, at + 1);
-  }
-  return -1;
-}
-
-/** The index just past the value starting at `i`, or -1 when it is cut off. */
-function skipValue(b: Buffer, i: number): number {
-  const c = b[i];
-  if (c === QUOTE) return skipString(b, i);
-  if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-    let depth = 0;
-    while (i < b.length) {
-      const d = b[i];
-      if (d === QUOTE) {
-        i = skipString(b, i);
-        if (i === -1) return -1;
-        continue;
-      }
-      if (d === OPEN_BRACE || d === OPEN_BRACKET) depth++;
-      else if (d === CLOSE_BRACE || d === CLOSE_BRACKET) {
-        depth--;
-        if (depth === 0) return i + 1;
-      }
-      i++;
-    }
-    return -1;
-  }
-  // A number, true, false or null: up to the next delimiter.
-  while (i < b.length) {
-    const d = b[i];
-    if (d === COMMA || d === CLOSE_BRACE || isSpace(d)) return i;
-    i++;
-  }
-  return -1;
-}
-
 /**
  * Where the value of each top-level member of the JSON object in `b` lies (the last of a repeated
  * key, as JSON.parse keeps), or null when the scan cannot follow it (not an object, a key written
  * with escapes). `b` was parsed already: it is well-formed JSON.
  */
 export function memberSpans(b: Buffer): Map<string, Span> | null {
-  let i = skipSpace(b, 0);
-  // A byte-order mark (which the parse skipped) or anything but an object: not followed.
-  if (b[i] !== OPEN_BRACE) return null;
-  i = skipSpace(b, i + 1);
   const spans = new Map<string, Span>();
-  if (b[i] === CLOSE_BRACE) return spans;
-  for (;;) {
-    if (b[i] !== QUOTE) return null;
-    const keyEnd = skipString(b, i);
-    if (keyEnd === -1) return null;
-    for (let k = i + 1; k < keyEnd - 1; k++) if (b[k] === BACKSLASH) return null;
-    const key = b.toString('utf8', i + 1, keyEnd - 1);
-    i = skipSpace(b, keyEnd);
-    if (b[i] !== COLON) return null;
-    const start = skipSpace(b, i + 1);
-    const end = skipValue(b, start);
-    if (end === -1 || end === start) return null;
-    spans.set(key, [start, end]);
-    i = skipSpace(b, end);
-    if (b[i] === CLOSE_BRACE) return spans;
-    if (b[i] !== COMMA) return null;
-    i = skipSpace(b, i + 1);
-  }
+  return scanMembers(b, (key, start, end) => !!spans.set(key, [start, end])) === -1 ? null : spans;
 }
