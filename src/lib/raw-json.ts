@@ -101,5 +101,9 @@ function verify(out: Buffer, body: unknown): void {
  */
 export function memberSpans(b: Buffer): Map<string, Span> | null {
   const spans = new Map<string, Span>();
-  return scanMembers(b, (key, start, end) => !!spans.set(key, [start, end])) === -1 ? null : spans;
+  const close = scanMembers(b, (key, start, end) => {
+    spans.set(key, [start, end]);
+    return true;
+  });
+  return close === -1 ? null : spans;
 }
