@@ -76,8 +76,8 @@ function loopThreadCpuUs(): number {
   }
 }
 
-/** Child mode: `--measure <dist> <mock base URL> <n>` prints `{cpu_us_per_call}`. */
-async function measure(dist: string, mockBaseUrl: string, n: number): Promise<void> {
+/** One gateway of `dist` in this process, on the mock, with `calls(total)` making its calls. */
+async function startSide(dist: string, mockBaseUrl: string) {
   const { loadConfig } = await import(pathToFileURL(join(dist, 'config.js')).href);
   const { prepareGateway } = await import(pathToFileURL(join(dist, 'gateway.js')).href);
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-inproc-'));
@@ -129,15 +129,21 @@ async function measure(dist: string, mockBaseUrl: string, n: number): Promise<vo
       }),
     );
   };
+  return { calls, close: () => g.close(), dir };
+}
+
+/** Child mode: `--measure <dist> <mock base URL> <n>` prints `{cpu_us_per_call}`. */
+async function measure(dist: string, mockBaseUrl: string, n: number): Promise<void> {
+  const { calls, close, dir } = await startSide(dist, mockBaseUrl);
   await calls(3_000);
-  if (TOGGLE) return toggled(dist, calls, n, () => g.close(), dir);
+  if (TOGGLE) return toggled(dist, calls, n, close, dir);
   const allocations = await sampleAllocations();
   const before = process.cpuUsage();
   const loopBefore = loopThreadCpuUs();
   await calls(n);
   await allocations?.stop();
   // Closing sends the spans still buffered (traced): their cost is the calls' too.
-  await g.close();
+  await close();
   const used = process.cpuUsage(before);
   const loop = loopThreadCpuUs() - loopBefore;
   process.stdout.write(
@@ -215,11 +221,60 @@ async function toggled(
   process.exit(0);
 }
 
+/**
+ * BENCH_INTERLEAVE=1: both builds in one process, each its own gateway (its own modules, database
+ * and upstream agent) on the same mock, taking alternate blocks of BENCH_BLOCK calls, the order
+ * flipped each round. A VM's drift between processes (±25 % here from one to the next) then hits
+ * both sides alike; what they share is the heap, so a collection can land in the other side's block
+ * (blocks of a thousand calls keep most of a side's young-generation garbage in its own). Prints
+ * A ÷ B CPU per call of the loop's thread and of the process.
+ */
+const INTERLEAVE = process.env.BENCH_INTERLEAVE === '1';
+async function interleaved(distA: string, distB: string, mockBaseUrl: string, n: number): Promise<void> {
+  const sides = [await startSide(distA, mockBaseUrl), await startSide(distB, mockBaseUrl)] as const;
+  for (const side of sides) await side.calls(3_000);
+  const block = Number(process.env.BENCH_BLOCK ?? 1000);
+  const sum = [
+    { loop: 0, cpu: 0 },
+    { loop: 0, cpu: 0 },
+  ];
+  for (let round = 0; round * block * 2 < n; round++) {
+    for (const i of round % 2 ? [1, 0] : [0, 1]) {
+      const before = process.cpuUsage();
+      const loopBefore = loopThreadCpuUs();
+      await (sides[i] as (typeof sides)[0]).calls(block);
+      const used = process.cpuUsage(before);
+      (sum[i] as { loop: number }).loop += loopThreadCpuUs() - loopBefore;
+      (sum[i] as { cpu: number }).cpu += used.user + used.system;
+    }
+  }
+  for (const side of sides) {
+    await side.close();
+    rmSync(side.dir, { recursive: true, force: true });
+  }
+  const [a, b] = sum as [{ loop: number; cpu: number }, { loop: number; cpu: number }];
+  process.stdout.write(
+    `${JSON.stringify({ cpu_us_per_call: a.cpu / b.cpu, loop_us_per_call: a.loop / b.loop })}\n`,
+  );
+  process.exit(0);
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args[0] === '--measure') return measure(resolve(args[1] as string), args[2] as string, Number(args[3]));
+  if (args[0] === '--interleave')
+    return interleaved(
+      resolve(args[1] as string),
+      resolve(args[2] as string),
+      args[3] as string,
+      Number(args[4]),
+    );
   // Two sides (A B), or two comparisons (A B C D: A/B beside C/D, e.g. a build's traced ÷ untraced
   // beside its base's, all four measured in each round).
+  if (INTERLEAVE && args.some((a) => a.endsWith('@traced')))
+    throw new Error(
+      'BENCH_INTERLEAVE compares builds untraced (BENCH_TOGGLE measures tracing in one process)',
+    );
   if (args.length !== 2 && args.length !== 4)
     throw new Error('usage: tsx bench/inproc-ab.ts <dist A> <dist B> [<dist C> <dist D>]');
   const k = Number(process.env.BENCH_K ?? 8);
@@ -240,11 +295,10 @@ async function main(): Promise<void> {
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
     OTEL_TRACES_SAMPLER: 'always_on',
   };
-  const run = async (side: string): Promise<{ cpu: number; loop: number }> => {
-    const traced = side.endsWith('@traced');
-    const dist = traced ? side.slice(0, -'@traced'.length) : side;
+  /** A child process of this script with `childArgs`; its last line's CPU per call (or ratios). */
+  const child = (childArgs: string[], env: NodeJS.ProcessEnv): Promise<{ cpu: number; loop: number }> =>
     // Asynchronously: the mock answers from this process's event loop.
-    return new Promise((done, fail) =>
+    new Promise((done, fail) =>
       execFile(
         process.execPath,
         [
@@ -252,12 +306,9 @@ async function main(): Promise<void> {
           '--import',
           'tsx',
           import.meta.filename,
-          '--measure',
-          resolve(dist),
-          mock.baseUrl,
-          String(n),
+          ...childArgs,
         ],
-        { env: traced ? traceEnv : process.env, maxBuffer: 1 << 24 },
+        { env, maxBuffer: 1 << 24 },
         (err, stdout) => {
           if (err) return fail(err);
           const m = JSON.parse(stdout.trim().split('\n').at(-1) as string);
@@ -265,6 +316,10 @@ async function main(): Promise<void> {
         },
       ),
     );
+  const run = (side: string) => {
+    const traced = side.endsWith('@traced');
+    const dist = traced ? side.slice(0, -'@traced'.length) : side;
+    return child(['--measure', resolve(dist), mock.baseUrl, String(n)], traced ? traceEnv : process.env);
   };
   const median = (v: number[]) => [...v].sort((p, q) => p - q)[v.length >> 1] as number;
   const pairs = args.length / 2;
@@ -277,6 +332,22 @@ async function main(): Promise<void> {
     // With two comparisons, the second goes first every other round (no side always runs first).
     for (let step = 0; step < pairs; step++) {
       const j = (step + i) % pairs;
+      if (INTERLEAVE) {
+        // One process takes both sides; the first goes first every other round.
+        const [a, b] = i % 2 ? [args[2 * j + 1], args[2 * j]] : [args[2 * j], args[2 * j + 1]];
+        const r = await child(
+          ['--interleave', resolve(a as string), resolve(b as string), mock.baseUrl, String(n)],
+          process.env,
+        );
+        const cpu = i % 2 ? 1 / r.cpu : r.cpu;
+        const loop = i % 2 ? 1 / r.loop : r.loop;
+        (ratios[j] as number[]).push(cpu);
+        (loopRatios[j] as number[]).push(loop);
+        process.stdout.write(
+          `round ${i + 1} ${label(j)} (one process): A/B ${cpu.toFixed(3)} (loop thread ${loop.toFixed(3)})\n`,
+        );
+        continue;
+      }
       const x = await run(args[2 * j] as string);
       const y = await run(args[2 * j + 1] as string);
       (ratios[j] as number[]).push(x.cpu / y.cpu);
