@@ -1,6 +1,7 @@
 import type { ChatChunk, ChatResponse, Usage } from '../formats/chat.js';
 import type { ResponsesCost } from '../formats/responses.js';
 import { setMembers } from '../lib/json-splice.js';
+import { extended } from '../lib/objects.js';
 import type { RouteInfo } from '../routing/call.js';
 import { gatewayMetadata } from '../routing/gateway-metadata.js';
 import type { Cost } from '../routing/pricing.js';
@@ -64,10 +65,10 @@ export function withProviderAndCost(
   const prior = (json as { usage?: unknown }).usage;
   const members: Record<string, unknown> = {
     provider: done.info.served.endpoint.provider,
-    usage: {
-      ...(typeof prior === 'object' && prior !== null && !Array.isArray(prior) ? prior : {}),
-      ...fullUsage(done.usage, done.cost, done.info.served.credential.isByok),
-    },
+    usage: extended(
+      typeof prior === 'object' && prior !== null && !Array.isArray(prior) ? prior : {},
+      fullUsage(done.usage, done.cost, done.info.served.credential.isByok),
+    ),
     ...extra,
   };
   const texts: Record<string, string> = {};

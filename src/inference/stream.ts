@@ -1,6 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CallAbort } from '../lib/call-abort.js';
+import { extended } from '../lib/objects.js';
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -55,11 +56,10 @@ export async function sendSse<T = string | Buffer>(
   const res = reply.raw;
   // Fastify's onSend hooks do not run for a hijacked reply: its headers (x-request-id) go here.
   reply.hijack();
-  res.writeHead(200, {
-    ...(reply.getHeaders() as OutgoingHttpHeaders),
-    'x-request-id': request.id,
-    ...SSE_HEADERS,
-  });
+  res.writeHead(
+    200,
+    extended(reply.getHeaders() as OutgoingHttpHeaders, { 'x-request-id': request.id, ...SSE_HEADERS }),
+  );
   request.log.debug('streaming response');
   // After `end` the socket may carry the next request's response: only this one's cork is undone.
   const uncorkLater = () => {

@@ -18,6 +18,7 @@
 import { Agent, type Dispatcher, util } from 'undici';
 import { parseSse, parseSseChunks, type SseEvent } from '../formats/sse.js';
 import type { CallSignal } from '../lib/call-abort.js';
+import { extended } from '../lib/objects.js';
 import { jsonBody } from '../lib/raw-json.js';
 import { withTraceparent } from '../telemetry/spans.js';
 import { ArrivingBody } from './arriving-body.js';
@@ -174,12 +175,12 @@ export async function postJson(
 ): Promise<UpstreamResponse> {
   throwIfAborted(signal);
   try {
-    const res = await upstreamAgent().request({
-      ...postOptions(url, body, headers, signal, opts),
-      // undici takes any EventTarget-like signal (it only listens for 'abort' and reads `reason`);
-      // its types name AbortSignal and EventEmitter only.
-      signal: signal as AbortSignal,
-    });
+    // Onto postOptions' own new object: a spread of it would get a hidden class per call
+    // (lib/objects.ts). undici takes any EventTarget-like signal (it only listens for 'abort' and
+    // reads `reason`); its types name AbortSignal and EventEmitter only.
+    const res = await upstreamAgent().request(
+      Object.assign(postOptions(url, body, headers, signal, opts), { signal: signal as AbortSignal }),
+    );
     return { status: res.statusCode, headers: res.headers, body: res.body };
   } catch (err) {
     throw toUpstreamError(err, signal, opts.secrets);
@@ -353,7 +354,7 @@ export async function callStream(call: ApiCall): Promise<UpstreamResponse<Arrivi
   const res = await postStream(
     call.url,
     call.body,
-    { ...call.headers, accept: 'text/event-stream' },
+    extended(call.headers, { accept: 'text/event-stream' }),
     signal,
     {
       secrets,

@@ -20,6 +20,7 @@ import type { AnswerScan } from '../guardrails/answer-filter.js';
 import { providerSafeguardRecords } from '../guardrails/content-filters.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, badRequest, forbidden, notFound } from '../lib/errors.js';
+import { extended } from '../lib/objects.js';
 import { randomHex } from '../lib/random-pool.js';
 import { OPENROUTER_HISTORY, type Quirk } from '../providers/presets.js';
 import { rejectedFields, withoutRejected } from '../providers/quirks.js';
@@ -261,16 +262,20 @@ export class Engine {
       promptTokens: estimateTokens(sentChars),
     });
     const { body, safeguards, records } = filterBody(call, checks);
-    const { skipped, ...planned } = await this.plan(call, chain.models, body, checks);
+    const { skipped, attempts, excluded, canonical } = await this.plan(call, chain.models, body, checks);
     const strategy = call.prefs.sort ? `sort:${call.prefs.sort}` : call.prefs.order ? 'order' : 'default';
-    const model = (planned.attempts[0] as Attempt).candidate.model;
+    const model = (attempts[0] as Attempt).candidate.model;
+    // Every member named, no spread: keys after a spread give the object a hidden class per call
+    // (lib/objects.ts), and every step of the call reads it.
     const prep: Prepared = {
       model,
       models: chain.models,
       skippedModels: [...chain.skipped, ...skipped],
       primaryModel: primary.id,
       body,
-      ...planned,
+      canonical,
+      attempts,
+      excluded,
       safeguards,
       safeguardRecords: records,
       strategy,
@@ -280,7 +285,7 @@ export class Engine {
     // Every attempt's endpoint, across the models of the list: the dearest model that may serve
     // the call prices the reservation (a fallback must not overspend what the primary reserved).
     const worst = worstCaseUsd(
-      planned.attempts.map((a) => a.candidate.endpoint),
+      attempts.map((a) => a.candidate.endpoint),
       {
         body,
         // The body as filtered (a redaction changes its size); walked again only then.
@@ -845,7 +850,7 @@ export class Engine {
       });
     }
     if (scan?.blocked) throw blockedBy(scan);
-    return { ...answer, info, usage, cost };
+    return extended(answer, { info, usage, cost });
   }
 
   /**

@@ -4,6 +4,7 @@ import { lanePlugins, lanePluginsDropped, withPlugins } from '../../formats/plug
 import { sseJson } from '../../formats/sse.js';
 import { laneSearchDropped, laneWebSearch } from '../../formats/web-search.js';
 import { ApiError } from '../../lib/errors.js';
+import { extended } from '../../lib/objects.js';
 import { effortFromReasoning } from '../../providers/openai/wire.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
 import { costOf } from '../../routing/pricing.js';
@@ -244,11 +245,9 @@ export const chatWire: ChatWire = {
       const cost = costOf(info.served.endpoint.pricing, frame.usage);
       const usage = fullUsage(frame.usage, cost, info.served.credential.isByok);
       const prior = isObj(frame.json.usage) ? frame.json.usage : {};
-      return sseJson({
-        ...frame.json,
-        provider: info.served.endpoint.provider,
-        usage: { ...prior, ...usage },
-      });
+      return sseJson(
+        extended(frame.json, { provider: info.served.endpoint.provider, usage: extended(prior, usage) }),
+      );
     }
     return withoutNullUsage(frame.frame);
   },

@@ -12,6 +12,7 @@ import {
 } from '../../formats/responses.js';
 import { sseJson } from '../../formats/sse.js';
 import { laneSearchDropped, laneWebSearch } from '../../formats/web-search.js';
+import { extended } from '../../lib/objects.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
 import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
@@ -94,14 +95,15 @@ function withOpenRouterFields(
   response: Record<string, unknown>,
   cost?: ResponsesCost,
 ): Record<string, unknown> {
-  const out = { ...response };
+  // Assigned, not spread: the members set below would give a spread copy a hidden class per call.
+  const out = extended(response, {});
   if (out.completed_at === undefined)
     out.completed_at = out.status === 'completed' ? Math.floor(Date.now() / 1000) : null;
   if (out.frequency_penalty === undefined) out.frequency_penalty = null;
   if (out.presence_penalty === undefined) out.presence_penalty = null;
   if (out.output_text === undefined && Array.isArray(out.output))
     out.output_text = outputText(out.output as ResponsesOutputItem[]);
-  if (cost && isObj(out.usage)) out.usage = { ...out.usage, ...cost };
+  if (cost && isObj(out.usage)) out.usage = extended(out.usage, cost);
   return out;
 }
 

@@ -8,6 +8,7 @@ import {
 import { anthropicBeta } from '../../formats/messages.js';
 import { readPlugins } from '../../formats/plugins.js';
 import { badRequest } from '../../lib/errors.js';
+import { extended } from '../../lib/objects.js';
 import { sameSource } from '../../lib/raw-json.js';
 import type { RelayFrame } from '../../providers/types.js';
 import type { Body, CallWire, RouteInfo } from '../../routing/call.js';
@@ -124,7 +125,9 @@ export const GATEHOUSE_FIELDS = [
 
 /** The caller's body for a lane: a shallow copy with the upstream's model id and without `drop`. */
 export function withoutFields(body: Body, upstreamModel: string, drop: readonly string[]): Body {
-  const out: Body = sameSource({ ...body, model: upstreamModel }, body);
+  // Assigned, not spread: a wire may add members (a stream's options) that would give a spread's
+  // copy a hidden class per call (lib/objects.ts).
+  const out: Body = sameSource(extended(body, { model: upstreamModel }), body);
   for (const f of drop) delete out[f];
   return out;
 }

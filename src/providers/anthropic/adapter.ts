@@ -80,7 +80,12 @@ export class AnthropicProvider implements Provider {
    * `anthropic-version` wins: the body is written for it; betas of both are sent), and the key.
    */
   protected headers(ctx: CallContext, caller: Record<string, string> = {}): Record<string, string> {
-    const h: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, ...this.config.headers };
+    // Assigned, not spread: the keys set below would give a spread's object a hidden class per call
+    // (lib/objects.ts).
+    const h: Record<string, string> = Object.assign(
+      { 'anthropic-version': ANTHROPIC_VERSION },
+      this.config.headers,
+    );
     for (const [name, value] of Object.entries(caller)) {
       h[name] = name === 'anthropic-beta' && h[name] ? `${h[name]},${value}` : value;
     }

@@ -5,6 +5,7 @@
  */
 import type { SseEvent } from '../../formats/sse.js';
 import { utf16Length } from '../../formats/sse-bytes.js';
+import { extended } from '../../lib/objects.js';
 import { obj } from '../errors.js';
 import { type EventTap, eventJson, type TapRead } from '../lane.js';
 import type { Tapped } from '../types.js';
@@ -50,7 +51,7 @@ export function messagesStreamTap(secrets: (string | null | undefined)[]): Event
       }
       case 'message_delta': {
         const d = obj(eventJson(ev));
-        raw = { ...raw, ...obj(d.usage) };
+        raw = extended(raw, obj(d.usage));
         const stop = text(obj(d.delta).stop_reason);
         return { usage: mapAnthropicUsage(raw), ...(stop ? { finishReason: stop } : {}) };
       }

@@ -23,6 +23,7 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
+import { extended } from '../../lib/objects.js';
 import type { ErrorShape } from '../errors.js';
 import { type ApiCall, callJson, callStream, getJson, joinUrl, sseEvents } from '../http.js';
 import { forwardJson, forwardStream } from '../lane.js';
@@ -126,19 +127,19 @@ export class OpenAiWireProvider implements Provider {
 
   /** The operator's configured headers, then the caller's own on a lane (openai-beta), and the key. */
   protected headers(ctx: CallContext, caller: Record<string, string> = {}): Record<string, string> {
-    const h: Record<string, string> = { ...this.config.headers, ...caller };
+    const h: Record<string, string> = extended(this.config.headers ?? {}, caller);
     if (ctx.apiKey) h.authorization = `Bearer ${ctx.apiKey}`;
     return h;
   }
 
   protected call(path: string, body: unknown, ctx: CallContext, caller?: Record<string, string>): ApiCall {
-    return {
-      ...this.target(path, body),
+    // Onto target's own new object: a spread of it would get a hidden class per call (lib/objects.ts).
+    return Object.assign(this.target(path, body), {
       headers: this.headers(ctx, caller && ownHeaders(caller)),
       signal: ctx.signal,
       secrets: [ctx.apiKey],
       idleTimeoutMs: ctx.idleTimeoutMs,
-    };
+    });
   }
 
   async chat(req: ChatRequest, ctx: CallContext): Promise<ChatResponse> {
