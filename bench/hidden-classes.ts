@@ -4,14 +4,14 @@
  * garbage, and every later read of the object megamorphic (src/lib/objects.ts, NOTES §32).
  *
  * Copies `dist/` to `bench/.base/hidden-classes/dist`, wraps every outermost object literal that
- * holds a spread in a probe that compares its result's map with the previous result's of the same
- * literal, then makes warm calls in process (bench/inproc-ab.ts --measure: Chat Completions and
- * Messages, whole and streamed) and lists the literals whose map changed at least once in ten
- * calls, with how often per call.
+ * holds a spread in a probe that counts its results whose map (hidden class) it has not seen
+ * before, then makes warm calls in process (bench/inproc-ab.ts --measure: Chat Completions and
+ * Messages, on their lanes and translated, whole and streamed) and lists the literals that made a
+ * new map at least once in ten calls, with how often per call.
  *
  *   npm run build:server && npx tsx bench/hidden-classes.ts [calls=6000]
  *
- * A literal whose input legitimately varies in shape shows too; read the count beside the code.
+ * A literal whose input takes a few shapes makes a few maps and is not listed.
  */
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -60,17 +60,24 @@ function instrument(): string[] {
   return sites;
 }
 
-/** The probe, preloaded with --allow-natives-syntax: map changes per literal, written at exit. */
+/**
+ * The probe, preloaded with --allow-natives-syntax: per literal, the results with a map not seen
+ * before among its first eight (a literal whose input takes a few shapes settles on a few maps; one
+ * that makes a map per call never does), written at exit.
+ */
 const PROBE = `
 import { writeFileSync } from 'node:fs';
-const last = new Map(), changes = new Map();
+const seen = new Map(), fresh = new Map();
 globalThis.__probe = (id, o) => {
-  const prev = last.get(id);
-  if (prev !== undefined && !%HaveSameMap(prev, o)) changes.set(id, (changes.get(id) ?? 0) + 1);
-  last.set(id, o);
+  const maps = seen.get(id) ?? [];
+  if (!maps.some((m) => %HaveSameMap(m, o))) {
+    if (maps.length < 8) maps.push(o);
+    seen.set(id, maps);
+    fresh.set(id, (fresh.get(id) ?? 0) + 1);
+  }
   return o;
 };
-process.on('exit', () => writeFileSync(process.env.PROBE_OUT, JSON.stringify([...changes])));
+process.on('exit', () => writeFileSync(process.env.PROBE_OUT, JSON.stringify([...fresh])));
 `;
 
 const run = promisify(execFile);
@@ -80,9 +87,14 @@ const probe = join(dir, 'probe.mjs');
 writeFileSync(probe, PROBE);
 const mock = await startMockUpstream();
 try {
-  for (const call of ['chat', 'messages'])
+  for (const [call, translated] of [
+    ['chat', '0'],
+    ['messages', '0'],
+    ['chat', '1'],
+    ['messages', '1'],
+  ] as const)
     for (const stream of ['0', '1']) {
-      const out = join(dir, `${call}-${stream}.json`);
+      const out = join(dir, `${call}-${translated}-${stream}.json`);
       // Asynchronously: the mock answers from this process's event loop.
       await run(
         process.execPath,
@@ -99,7 +111,13 @@ try {
           String(CALLS),
         ],
         {
-          env: { ...process.env, BENCH_CALL: call, BENCH_STREAM: stream, PROBE_OUT: out },
+          env: {
+            ...process.env,
+            BENCH_CALL: call,
+            BENCH_TRANSLATED: translated,
+            BENCH_STREAM: stream,
+            PROBE_OUT: out,
+          },
           maxBuffer: 1 << 24,
         },
       );
@@ -108,7 +126,8 @@ try {
         .map(([id, n]) => [n / (CALLS + WARM_UP), sites[id]] as const)
         .filter(([perCall]) => perCall >= 0.1)
         .sort((a, b) => b[0] - a[0]);
-      process.stdout.write(`\n${call}${stream === '1' ? ' (streamed)' : ''}: ${rows.length} literal(s)\n`);
+      const what = `${call}${translated === '1' ? ' translated' : ' lane'}${stream === '1' ? ', streamed' : ''}`;
+      process.stdout.write(`\n${what}: ${rows.length} literal(s)\n`);
       for (const [perCall, site] of rows) process.stdout.write(`  ${perCall.toFixed(2)} a call  ${site}\n`);
     }
 } finally {

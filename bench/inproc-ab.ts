@@ -61,6 +61,11 @@ const CONCURRENCY = Number(process.env.BENCH_C ?? 64);
  */
 const CALL = process.env.BENCH_CALL === 'messages' ? 'messages' : 'chat';
 const STREAM = process.env.BENCH_STREAM === '1';
+/**
+ * BENCH_TRANSLATED=1: the same call to the other format's model (`bench/claude` for Chat
+ * Completions, `bench/fast` for Messages), translated both ways instead of relayed.
+ */
+const TRANSLATED = process.env.BENCH_TRANSLATED === '1';
 
 /**
  * CPU µs of the event loop's thread alone (Linux: /proc, 10 ms ticks), beside process.cpuUsage's
@@ -105,7 +110,7 @@ async function startSide(dist: string, mockBaseUrl: string) {
   });
   if (granted.statusCode >= 300) throw new Error(`credits: ${granted.statusCode} ${granted.body}`);
   const payload = JSON.stringify({
-    model: CALL === 'messages' ? 'bench/claude' : 'bench/fast',
+    model: (CALL === 'messages') !== TRANSLATED ? 'bench/claude' : 'bench/fast',
     ...(CALL === 'messages' ? { system: 'You are a helpful assistant.' } : {}),
     messages: [
       ...(CALL === 'messages' ? [] : [{ role: 'system', content: 'You are a helpful assistant.' }]),

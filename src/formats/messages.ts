@@ -1020,7 +1020,7 @@ export async function* chatStreamToMessages(
             stop_details: stopDetails(reason),
             container: null,
           },
-          usage: { ...tokenCounts(s.usage), server_tool_use: serverToolUsage(s.usage) },
+          usage: Object.assign(tokenCounts(s.usage), { server_tool_use: serverToolUsage(s.usage) }),
         });
         yield sse({ type: 'message_stop' });
         break;

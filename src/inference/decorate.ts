@@ -137,8 +137,9 @@ export function decorateChatResponse(
   echoUpstream: boolean,
 ) {
   const { provider_safeguards: upstreamSafeguards, ...answer } = res;
-  return {
-    ...answer,
+  // Assigned, not spread: the keys the canonical answer lacks would give a spread a hidden class
+  // per call (lib/objects.ts).
+  return extended(answer, {
     system_fingerprint: res.system_fingerprint ?? null,
     choices: withoutEmptyDetails(res.choices),
     id: info.generationId,
@@ -149,7 +150,7 @@ export function decorateChatResponse(
     // The gateway's own filters, then the provider's (Azure's content filters) when it sent any.
     safeguard_results: upstreamSafeguards ? [...info.safeguards, ...upstreamSafeguards] : info.safeguards,
     ...(echoUpstream ? { debug: { echo_upstream_body: info.upstreamRequest } } : {}),
-  };
+  });
 }
 
 /**
@@ -160,12 +161,12 @@ export function decorateChatResponse(
 export const decorateChunk = (
   { prompt_usage: _, provider_safeguards: safeguards, ...chunk }: ChatChunk,
   info: RouteInfo,
-) => ({
-  ...chunk,
-  choices: withoutSearches(chunk.choices),
-  // A chunk carrying the provider's filter verdicts (Azure) reports them as it comes.
-  ...(safeguards ? { safeguard_results: safeguards } : {}),
-  id: info.generationId,
-  model: info.model.id,
-  provider: info.served.endpoint.provider,
-});
+) =>
+  extended(chunk, {
+    choices: withoutSearches(chunk.choices),
+    id: info.generationId,
+    model: info.model.id,
+    provider: info.served.endpoint.provider,
+    // A chunk carrying the provider's filter verdicts (Azure) reports them as it comes.
+    ...(safeguards ? { safeguard_results: safeguards } : {}),
+  });

@@ -685,7 +685,7 @@ export class Engine {
   ): Promise<Completed<ChatResponse>> {
     const { result, info, span } = await this.held(prep, () =>
       this.whole(call, prep, (provider, sent, ctx) =>
-        provider.chat({ ...(sent as ChatRequest), stream: false }, ctx),
+        provider.chat(extended(sent as ChatRequest, { stream: false }), ctx),
       ),
     );
     if (isForwarded(result))
@@ -887,7 +887,7 @@ export class Engine {
               this.ctx(a, signal, true),
             );
           return provider.chatStream(
-            { ...(sent as ChatRequest), stream: true, stream_options: { include_usage: true } },
+            extended(sent as ChatRequest, { stream: true, stream_options: { include_usage: true } }),
             this.ctx(a, signal, true),
           );
         },

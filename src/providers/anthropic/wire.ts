@@ -247,9 +247,10 @@ export function toAnthropicMessages(messages: ChatMessage[]): {
   const asBlocks = systemMessages.some((m) => Array.isArray(m.content) || m.cache_control);
   if (asBlocks) {
     const blocks = systemBlocks(systemMessages);
-    return { ...(blocks.length ? { system: blocks } : {}), messages: out };
+    return blocks.length ? { system: blocks, messages: out } : { messages: out };
   }
-  return { ...(system.length ? { system: system.join('\n\n') } : {}), messages: out };
+  // Two literals, not a spread before `messages`: that would make a hidden class per call (lib/objects.ts).
+  return system.length ? { system: system.join('\n\n'), messages: out } : { messages: out };
 }
 
 /**
