@@ -162,7 +162,8 @@ export class BedrockProvider implements Provider {
       {
         url,
         body: JSON.stringify(body),
-        headers: { ...this.extraHeaders, 'content-type': 'application/json', accept },
+        // Assigned, not spread: keys after a spread make a hidden class per call (lib/objects.ts).
+        headers: Object.assign({}, this.extraHeaders, { 'content-type': 'application/json', accept }),
       },
       ctx.signal,
     );

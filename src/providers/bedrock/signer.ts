@@ -96,7 +96,7 @@ export class BedrockSigner {
       ...(u.port ? { port: Number(u.port) } : {}),
       path: u.pathname,
       query: Object.fromEntries(u.searchParams),
-      headers: { ...req.headers, host: u.host },
+      headers: Object.assign({}, req.headers, { host: u.host }),
       body: req.body,
     });
     if (signal.aborted) throw abortReason(signal);

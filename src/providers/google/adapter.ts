@@ -81,7 +81,9 @@ export class GoogleProvider implements Provider {
 
   /** The operator's headers and the credential (Vertex AI overrides: a Bearer token). */
   protected headers(ctx: CallContext): Record<string, string> {
-    const headers: Record<string, string> = { ...this.config.headers };
+    // Assigned, not spread: the key set below would give a spread copy a hidden class per call
+    // (lib/objects.ts).
+    const headers: Record<string, string> = Object.assign({}, this.config.headers);
     if (ctx.apiKey) headers['x-goog-api-key'] = ctx.apiKey;
     return headers;
   }
