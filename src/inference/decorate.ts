@@ -137,8 +137,6 @@ export function decorateChatResponse(
   echoUpstream: boolean,
 ) {
   const { provider_safeguards: upstreamSafeguards, ...answer } = res;
-  // Assigned, not spread: the keys the canonical answer lacks would give a spread a hidden class
-  // per call (lib/objects.ts).
   return extended(answer, {
     system_fingerprint: res.system_fingerprint ?? null,
     choices: withoutEmptyDetails(res.choices),

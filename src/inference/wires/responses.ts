@@ -95,7 +95,7 @@ function withOpenRouterFields(
   response: Record<string, unknown>,
   cost?: ResponsesCost,
 ): Record<string, unknown> {
-  // Assigned, not spread: the members set below would give a spread copy a hidden class per call.
+  // A copy by assignment: the members set below would give a spread copy a hidden class per call.
   const out = extended(response, {});
   if (out.completed_at === undefined)
     out.completed_at = out.status === 'completed' ? Math.floor(Date.now() / 1000) : null;

@@ -125,8 +125,7 @@ export const GATEHOUSE_FIELDS = [
 
 /** The caller's body for a lane: a shallow copy with the upstream's model id and without `drop`. */
 export function withoutFields(body: Body, upstreamModel: string, drop: readonly string[]): Body {
-  // Assigned, not spread: a wire may add members (a stream's options) that would give a spread's
-  // copy a hidden class per call (lib/objects.ts).
+  // Not a spread: a wire may add members later (a stream's options).
   const out: Body = sameSource(extended(body, { model: upstreamModel }), body);
   for (const f of drop) delete out[f];
   return out;

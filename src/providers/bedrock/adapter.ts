@@ -22,6 +22,7 @@ import type {
 } from '../../formats/chat.js';
 import { encodeSse } from '../../formats/sse.js';
 import type { CallSignal } from '../../lib/call-abort.js';
+import { extended } from '../../lib/objects.js';
 import { messagesStreamTap, tapMessage } from '../anthropic/lane.js';
 import { obj } from '../errors.js';
 import {
@@ -162,8 +163,7 @@ export class BedrockProvider implements Provider {
       {
         url,
         body: JSON.stringify(body),
-        // Assigned, not spread: keys after a spread make a hidden class per call (lib/objects.ts).
-        headers: Object.assign({}, this.extraHeaders, { 'content-type': 'application/json', accept }),
+        headers: extended(this.extraHeaders, { 'content-type': 'application/json', accept }),
       },
       ctx.signal,
     );

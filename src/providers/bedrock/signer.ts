@@ -9,6 +9,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { CallSignal } from '../../lib/call-abort.js';
+import { extended } from '../../lib/objects.js';
 import { abortReason, redact } from '../http.js';
 import { type BedrockSettings, UpstreamError } from '../types.js';
 
@@ -96,7 +97,7 @@ export class BedrockSigner {
       ...(u.port ? { port: Number(u.port) } : {}),
       path: u.pathname,
       query: Object.fromEntries(u.searchParams),
-      headers: Object.assign({}, req.headers, { host: u.host }),
+      headers: extended(req.headers, { host: u.host }),
       body: req.body,
     });
     if (signal.aborted) throw abortReason(signal);

@@ -16,6 +16,7 @@ import type {
   EmbeddingsRequest,
   EmbeddingsResponse,
 } from '../../formats/chat.js';
+import { extended } from '../../lib/objects.js';
 import { type ApiCall, callJson, callStream, joinUrl, sseEvents } from '../http.js';
 import { inlineRemoteMedia } from '../remote-media.js';
 import {
@@ -81,11 +82,7 @@ export class GoogleProvider implements Provider {
 
   /** The operator's headers and the credential (Vertex AI overrides: a Bearer token). */
   protected headers(ctx: CallContext): Record<string, string> {
-    // Assigned, not spread: the key set below would give a spread copy a hidden class per call
-    // (lib/objects.ts).
-    const headers: Record<string, string> = Object.assign({}, this.config.headers);
-    if (ctx.apiKey) headers['x-goog-api-key'] = ctx.apiKey;
-    return headers;
+    return extended(this.config.headers ?? {}, ctx.apiKey ? { 'x-goog-api-key': ctx.apiKey } : {});
   }
 
   /** The Gemini body; images and documents given by URL fetched and sent inline (Gemini fetches none). */
