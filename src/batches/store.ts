@@ -240,15 +240,38 @@ export async function claim(
   return claimed;
 }
 
-/** Extends the leases `owner` holds in these batches. */
-export async function heartbeat(db: Db, owner: string, batchIds: string[], until: number): Promise<void> {
+/**
+ * Extends the leases `owner` holds in these batches. On PostgreSQL rows another transaction holds
+ * are skipped, not waited for: they are this worker's own outcomes being written (or a cancel
+ * closing them), and waiting would lock rows in a different order than that writer does — a
+ * deadlock. A skipped lease is extended by the next beat, which comes well within the lease.
+ */
+export async function heartbeat(
+  db: Db,
+  dialect: Dialect,
+  owner: string,
+  batchIds: string[],
+  until: number,
+): Promise<void> {
   if (batchIds.length === 0) return;
-  await db
-    .updateTable('batch_requests')
-    .set({ lease_expires_at: until })
+  const mine = db
+    .selectFrom('batch_requests')
+    .select(['batch_id', 'idx'])
     .where('batch_id', 'in', batchIds)
     .where('state', '=', 'running')
-    .where('lease_owner', '=', owner)
+    .where('lease_owner', '=', owner);
+  // SQLite has one writer at a time: no lock to skip, so the rows are updated where they stand.
+  const picked = dialect === 'postgres' ? mine.forUpdate().skipLocked() : mine;
+  await db
+    .with(
+      (wb) => wb('mine').materialized(),
+      () => picked,
+    )
+    .updateTable('batch_requests')
+    .from('mine')
+    .set({ lease_expires_at: until })
+    .whereRef('batch_requests.batch_id', '=', 'mine.batch_id')
+    .whereRef('batch_requests.idx', '=', 'mine.idx')
     .execute();
 }
 
@@ -314,9 +337,12 @@ export async function recordOutcomes(
   outcomes: Outcome[],
   at: { now: number; by: string },
 ): Promise<boolean[]> {
-  const counted: boolean[] = [];
+  const counted: boolean[] = new Array(outcomes.length).fill(false);
   const deltas = new Map<string, Deltas>();
-  for (const o of outcomes) {
+  // Rows are locked in (batch, index) order, as every other multi-row writer meets them, so two
+  // writers never wait on each other in a cycle; the batch counters then follow in id order.
+  const order = outcomes.map((o, i) => ({ o, i })).sort((a, b) => compareRefs(a.o.ref, b.o.ref));
+  for (const { o, i } of order) {
     const leased = tx
       .updateTable('batch_requests')
       .where('batch_id', '=', o.ref.batchId)
@@ -346,12 +372,15 @@ export async function recordOutcomes(
             })
             .executeTakeFirst();
     const ok = Number(res.numUpdatedRows) === 1;
-    counted.push(ok);
+    counted[i] = ok;
     if (ok && o.kind === 'done') addDeltas(deltas, o.ref.batchId, o.result);
   }
   for (const [batchId, d] of deltas) await addToBatch(tx, batchId, d);
   return counted;
 }
+
+const compareRefs = (a: LeaseRef, b: LeaseRef): number =>
+  a.batchId < b.batchId ? -1 : a.batchId > b.batchId ? 1 : a.idx - b.idx;
 
 async function addToBatch(tx: Db, batchId: string, d: Partial<Deltas>): Promise<void> {
   await tx

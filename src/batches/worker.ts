@@ -383,7 +383,13 @@ export class BatchWorker {
       ...new Set([...[...this.inflight.values()].map((f) => f.ref.batchId), ...this.writer.batchIds()]),
     ];
     try {
-      await store.heartbeat(this.deps.db, this.id, batchIds, Date.now() + this.deps.config.leaseMs);
+      await store.heartbeat(
+        this.deps.db,
+        this.deps.dialect,
+        this.id,
+        batchIds,
+        Date.now() + this.deps.config.leaseMs,
+      );
     } catch (err) {
       this.deps.log.warn({ err }, 'batch lease heartbeat failed');
     }
