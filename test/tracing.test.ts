@@ -173,29 +173,36 @@ describe('tracing over OTLP/HTTP JSON', () => {
       });
     await turn();
     await turn();
+    // A third turn the client leaves mid-way: a closed request (499), as its metric counts it.
+    mock.enqueue({ match: { format: 'openai-responses' }, stallAfterEvents: 3 });
+    const firstEvent = new Promise((resolve) => ws.once('message', resolve));
+    ws.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'hang', store: false }));
+    await firstEvent;
     ws.close();
-    const servers = await until('two server spans', () => {
+    const servers = await until('three server spans', () => {
       const found = traceOf(rx, traceId).filter((s) => s.kind === SERVER);
-      return found.length === 2 ? found : undefined;
+      return found.length === 3 ? found : undefined;
     });
     for (const server of servers) {
       expect(server.name).toBe('GET /api/v1/responses');
       expect(server.parentSpanId).toBe(callerSpan);
-      expect(server.attributes).toMatchObject({
-        'http.response.status_code': 200,
-        'gen_ai.request.model': 'test/gpt',
-      });
+      expect(server.attributes).toMatchObject({ 'gen_ai.request.model': 'test/gpt' });
     }
+    expect(servers.map((s) => s.attributes['http.response.status_code']).sort()).toEqual([200, 200, 499]);
     const attempts = traceOf(rx, traceId).filter((s) => s.kind === CLIENT);
     expect(attempts.map((a) => a.parentSpanId).sort()).toEqual(servers.map((s) => s.spanId).sort());
-    expect(mock.requests.map((r) => r.headers.traceparent)).toEqual([expect.any(String), expect.any(String)]);
+    expect(mock.requests.map((r) => r.headers.traceparent)).toEqual([
+      expect.any(String),
+      expect.any(String),
+      expect.any(String),
+    ]);
     // Each turn has its access line, with its span's ids.
-    const lines = await until('two access lines', () => {
+    const lines = await until('three access lines', () => {
       const found = logs.lines.filter((l) => l.msg === 'websocket turn completed' && l.trace_id === traceId);
-      return found.length === 2 ? found : undefined;
+      return found.length === 3 ? found : undefined;
     });
     expect(lines.map((l) => l.span_id).sort()).toEqual(servers.map((s) => s.spanId).sort());
-    expect(lines.map((l) => (l.res as { statusCode: number }).statusCode)).toEqual([200, 200]);
+    expect(lines.map((l) => (l.res as { statusCode: number }).statusCode)).toEqual([200, 200, 499]);
   });
 
   it('a streamed call whose first provider fails: the caller’s traceparent parents the SERVER span, two CLIENT attempt spans under it, the fallback’s with usage; the upstream sees each attempt’s traceparent', async () => {

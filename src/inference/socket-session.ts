@@ -209,9 +209,12 @@ export class ResponsesSession {
             for (const text of frameEvents(frame)) this.send(text);
           return 502;
         }
-        // The client left before the response's last event.
-        if (this.outcome === 'error' && this.socket.readyState !== this.socket.OPEN)
+        // The client left before the response's last event: logged and traced as an HTTP call
+        // the client closed (499), as the metric counts it.
+        if (this.outcome === 'error' && this.socket.readyState !== this.socket.OPEN) {
           this.outcome = 'cancelled';
+          return 499;
+        }
         if (final) this.remember(final, context);
         return 200;
       } catch (err) {
