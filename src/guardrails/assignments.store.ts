@@ -1,17 +1,9 @@
+import { chunks } from '../db/chunks.js';
 import type { Db } from '../db/connection.js';
 import type { GuardrailKeyAssignmentsTable, GuardrailMemberAssignmentsTable } from '../db/schema.js';
 
 export type KeyAssignmentRow = GuardrailKeyAssignmentsTable;
 export type MemberAssignmentRow = GuardrailMemberAssignmentsTable;
-
-/** Rows per statement, well under both databases' bound-parameter limits. */
-const CHUNK = 500;
-
-function chunks<T>(items: readonly T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
-  return out;
-}
 
 interface Scope {
   organizationId: string;

@@ -1,3 +1,4 @@
+import { CHUNK, chunks } from '../db/chunks.js';
 import type { Db } from '../db/connection.js';
 import type { ConversationItemsTable, ConversationsTable, StoredResponsesTable } from '../db/schema.js';
 
@@ -12,12 +13,6 @@ export interface Scope {
   organizationId: string;
   workspaceId: string;
 }
-
-/** Ids per `in (…)` list: far below either database's limit on bound parameters. */
-const CHUNK = 500;
-
-const chunks = <T>(list: readonly T[]): T[][] =>
-  Array.from({ length: Math.ceil(list.length / CHUNK) }, (_, i) => list.slice(i * CHUNK, (i + 1) * CHUNK));
 
 /** The rows of `query` over the distinct `ids`, CHUNK ids a query. */
 async function byIds<T>(ids: readonly string[], query: (part: string[]) => Promise<T[]>): Promise<T[]> {
