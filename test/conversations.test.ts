@@ -9,7 +9,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
-import { adminClient, client, makeOrganization } from './support/http.js';
+import { adminClient, client, otherTenants } from './support/http.js';
 import { type MockUpstream, wireView } from './support/mock-upstream.js';
 import { startUpstreams } from './support/upstreams.js';
 
@@ -44,15 +44,7 @@ describe.each(databases)('conversations (%s)', (db) => {
     await admin('POST', '/admin/credits', { organization_id: gw.organizationId, amount_usd: 100 });
     openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
     call = client(gw.url, gw.apiKey);
-    const mgmt = client(gw.url, gw.managementKey);
-    const ws = await mgmt('POST', '/workspaces', { name: 'Second', slug: 'second' });
-    const wsKey = await mgmt('POST', '/keys', { name: 'second', workspace_id: ws.body.data.id });
-    const org = await makeOrganization(gw.url, `Other ${db}`);
-    await admin('POST', '/admin/credits', { organization_id: org.organizationId, amount_usd: 10 });
-    others.push(
-      { name: 'another workspace', key: wsKey.body.key },
-      { name: 'another organization', key: org.apiKey },
-    );
+    others.push(...(await otherTenants(gw, `Other ${db}`, 10)));
   });
   afterAll(async () => {
     await gw?.stop();

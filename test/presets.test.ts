@@ -3,7 +3,7 @@ import { OpenRouter } from '@openrouter/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { databases, startTestGateway, type TestGateway } from './support/gateway.js';
-import { client, makeOrganization } from './support/http.js';
+import { client, otherTenants } from './support/http.js';
 import type { MockUpstream } from './support/mock-upstream.js';
 import { startUpstreams } from './support/upstreams.js';
 
@@ -32,14 +32,7 @@ describe.each(databases)('presets (%s)', (db) => {
     });
     openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
     call = client(gw.url, gw.apiKey);
-    const mgmt = client(gw.url, gw.managementKey);
-    const ws = await mgmt('POST', '/workspaces', { name: 'Second', slug: 'second' });
-    const wsKey = await mgmt('POST', '/keys', { name: 'second', workspace_id: ws.body.data.id });
-    const org = await makeOrganization(gw.url, `Other ${db}`);
-    others.push(
-      { name: 'another workspace', key: wsKey.body.key },
-      { name: 'another organization', key: org.apiKey },
-    );
+    others.push(...(await otherTenants(gw, `Other ${db}`)));
   });
   afterAll(async () => {
     await gw?.stop();

@@ -1,14 +1,6 @@
-/**
- * Conversations over a real database (SQLite and PostgreSQL): what the Conversations API creates,
- * lists and deletes, how a `/responses` turn naming a conversation is expanded from it and added to
- * it, scoping, retention and purge.
- */
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { databases, postgresUrl } from '../../test/support/gateway.js';
-import { type DbHandle, openDatabase } from '../db/connection.js';
-import { migrateToLatest } from '../db/migrate.js';
+import { openTestDatabase } from '../../test/support/database.js';
+import { databases } from '../../test/support/gateway.js';
 import { encodeReasoningState } from '../formats/reasoning-state.js';
 import { ConversationsService } from './conversations.js';
 import { type StorableResponse, StoredResponsesService } from './service.js';
@@ -58,38 +50,13 @@ function texts(items: unknown[]): string[] {
   });
 }
 
-async function open(kind: 'sqlite' | 'postgres'): Promise<{ handle: DbHandle; drop: () => Promise<void> }> {
-  if (kind === 'sqlite') {
-    const handle = openDatabase('sqlite::memory:');
-    await migrateToLatest(handle);
-    return { handle, drop: () => handle.close() };
-  }
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = async (q: string) => {
-    const c = new pg.Client({ connectionString: postgresUrl as string });
-    await c.connect();
-    await c.query(q);
-    await c.end();
-  };
-  await admin(`create schema ${schema}`);
-  const handle = openDatabase(postgresUrl as string, { schema });
-  await migrateToLatest(handle);
-  return {
-    handle,
-    drop: async () => {
-      await handle.close();
-      await admin(`drop schema if exists ${schema} cascade`);
-    },
-  };
-}
-
 describe.each(databases)('conversations (%s)', (kind) => {
-  let db: Awaited<ReturnType<typeof open>>;
+  let db: Awaited<ReturnType<typeof openTestDatabase>>;
   let clock: number;
   let conversations: ConversationsService;
   let stored: StoredResponsesService;
   beforeAll(async () => {
-    db = await open(kind);
+    db = await openTestDatabase(kind);
   });
   afterAll(async () => {
     await db?.drop();

@@ -3,11 +3,9 @@
  * how a later body is expanded from it, scoping, deletion, retention and purge.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { databases, postgresUrl } from '../../test/support/gateway.js';
-import { type DbHandle, openDatabase } from '../db/connection.js';
-import { migrateToLatest } from '../db/migrate.js';
+import { openTestDatabase } from '../../test/support/database.js';
+import { databases } from '../../test/support/gateway.js';
 import { type StorableResponse, StoredResponsesService } from './service.js';
 
 const DAY = 86_400_000;
@@ -57,37 +55,12 @@ function texts(body: unknown): string[] {
   });
 }
 
-async function open(kind: 'sqlite' | 'postgres'): Promise<{ handle: DbHandle; drop: () => Promise<void> }> {
-  if (kind === 'sqlite') {
-    const handle = openDatabase('sqlite::memory:');
-    await migrateToLatest(handle);
-    return { handle, drop: () => handle.close() };
-  }
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = async (q: string) => {
-    const c = new pg.Client({ connectionString: postgresUrl as string });
-    await c.connect();
-    await c.query(q);
-    await c.end();
-  };
-  await admin(`create schema ${schema}`);
-  const handle = openDatabase(postgresUrl as string, { schema });
-  await migrateToLatest(handle);
-  return {
-    handle,
-    drop: async () => {
-      await handle.close();
-      await admin(`drop schema if exists ${schema} cascade`);
-    },
-  };
-}
-
 describe.each(databases)('stored responses (%s)', (kind) => {
-  let db: Awaited<ReturnType<typeof open>>;
+  let db: Awaited<ReturnType<typeof openTestDatabase>>;
   let clock: number;
   let service: StoredResponsesService;
   beforeAll(async () => {
-    db = await open(kind);
+    db = await openTestDatabase(kind);
   });
   afterAll(async () => {
     await db?.drop();

@@ -77,3 +77,28 @@ export async function makeOrganization(
     apiKey: api.body.key as string,
   };
 }
+
+/**
+ * API keys of the tenants next to the test gateway's own: the owner's second workspace, and another
+ * organization (funded with `credits` USD when given) — for checks that one tenant never reads
+ * another's state.
+ */
+export async function otherTenants(
+  gw: { url: string; managementKey: string },
+  name: string,
+  credits?: number,
+): Promise<{ name: string; key: string }[]> {
+  const mgmt = client(gw.url, gw.managementKey);
+  const ws = await mgmt('POST', '/workspaces', { name: 'Second', slug: 'second' });
+  const wsKey = await mgmt('POST', '/keys', { name: 'second', workspace_id: ws.body.data.id });
+  const org = await makeOrganization(gw.url, name);
+  if (credits !== undefined)
+    await adminClient(gw.url)('POST', '/admin/credits', {
+      organization_id: org.organizationId,
+      amount_usd: credits,
+    });
+  return [
+    { name: 'another workspace', key: wsKey.body.key as string },
+    { name: 'another organization', key: org.apiKey },
+  ];
+}
