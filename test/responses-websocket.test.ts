@@ -7,7 +7,16 @@
  */
 import { createRequire } from 'node:module';
 import { connect as tcpConnect } from 'node:net';
-import { Agent, OpenAIResponsesWSModel, Runner, setTracingDisabled, tool } from '@openai/agents';
+import {
+  Agent,
+  OpenAIResponsesWSModel,
+  Runner,
+  run,
+  setDefaultOpenAIClient,
+  setOpenAIResponsesTransport,
+  setTracingDisabled,
+  tool,
+} from '@openai/agents';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import WebSocket from 'ws';
@@ -49,6 +58,35 @@ const WEATHER = {
   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
   strict: false,
 };
+
+/** A sample's value in the metrics listener's Prometheus text. */
+async function sample(gw: TestGateway, series: string) {
+  const metrics = await (await fetch(`${gw.metricsUrl}/metrics`)).text();
+  const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+/** Node 20 has no global WebSocket (Node 22 has): the Agents SDK's documented requirement, met with `ws`. */
+function withGlobalWebSocket() {
+  const hadGlobal = 'WebSocket' in globalThis;
+  if (!hadGlobal) Object.assign(globalThis, { WebSocket });
+  onTestFinished(() => {
+    if (!hadGlobal) Reflect.deleteProperty(globalThis, 'WebSocket');
+  });
+}
+
+/** The Agents SDK's function tool the agent tests call, recording the cities it was called for. */
+function weatherTool(runs: string[]) {
+  return tool({
+    name: 'weather',
+    description: 'The weather of a city',
+    parameters: z.object({ city: z.string() }),
+    execute: async ({ city }) => {
+      runs.push(city);
+      return `sunny in ${city}`;
+    },
+  });
+}
 
 describe('Responses WebSocket mode', () => {
   let gw: TestGateway;
@@ -479,27 +517,13 @@ describe('Responses WebSocket mode', () => {
       { reply: { text: 'It is sunny in Oslo.' } },
     );
     const runs: string[] = [];
-    const weather = tool({
-      name: 'weather',
-      description: 'The weather of a city',
-      parameters: z.object({ city: z.string() }),
-      execute: async ({ city }) => {
-        runs.push(city);
-        return `sunny in ${city}`;
-      },
-    });
-    // Node 20 has no global WebSocket (Node 22 has): the SDK's documented requirement, met with `ws`.
-    const hadGlobal = 'WebSocket' in globalThis;
-    if (!hadGlobal) Object.assign(globalThis, { WebSocket });
-    onTestFinished(() => {
-      if (!hadGlobal) Reflect.deleteProperty(globalThis, 'WebSocket');
-    });
+    withGlobalWebSocket();
     const model = new OpenAIResponsesWSModel(openai, 'test/gpt');
     const agent = new Agent({
       name: 'Weather',
       instructions: 'Answer about the weather.',
       model,
-      tools: [weather],
+      tools: [weatherTool(runs)],
     });
     const result = await new Runner().run(agent, 'Weather in Oslo?');
     await model.close?.();
@@ -507,6 +531,38 @@ describe('Responses WebSocket mode', () => {
     expect(runs).toEqual(['Oslo']);
     expect(mock.requests.map((r) => r.path)).toEqual(['/openai/v1/responses', '/openai/v1/responses']);
     expect(JSON.stringify(mock.requests[1]?.body)).toContain('sunny in Oslo');
+  });
+
+  it('the Agents SDK’s transport switch (setOpenAIResponsesTransport) runs a model named by id over the socket', async () => {
+    mock.enqueue(
+      { reply: { tool_calls: [{ id: 'call_b1', name: 'weather', arguments: { city: 'Bergen' } }] } },
+      { reply: { text: 'It is sunny in Bergen.' } },
+    );
+    const runs: string[] = [];
+    withGlobalWebSocket();
+    // The SDK's documented set-up: a default client at the gateway, then the transport switch.
+    setDefaultOpenAIClient(openai);
+    setOpenAIResponsesTransport('websocket');
+    onTestFinished(() => {
+      setOpenAIResponsesTransport('http');
+      setDefaultOpenAIClient(undefined as never);
+    });
+    const turns = async () => (await sample(gw, 'gatehouse_websocket_turns_total{outcome="completed"}')) ?? 0;
+    const before = await turns();
+    const agent = new Agent({
+      name: 'Weather',
+      instructions: 'Answer about the weather.',
+      model: 'test/gpt',
+      tools: [weatherTool(runs)],
+    });
+    const result = await run(agent, 'Weather in Bergen?');
+    expect(result.finalOutput).toBe('It is sunny in Bergen.');
+    expect(runs).toEqual(['Bergen']);
+    // Both turns over the WebSocket mode (none as an HTTP call), each passed through upstream.
+    expect(await turns()).toBe(before + 2);
+    expect(mock.requests.map((r) => r.path)).toEqual(['/openai/v1/responses', '/openai/v1/responses']);
+    expect(mock.requests[0]?.body.model).toBe('gpt-x');
+    expect(JSON.stringify(mock.requests[1]?.body)).toContain('sunny in Bergen');
   });
 });
 
@@ -529,16 +585,9 @@ describe('Responses WebSocket mode: limits and shutdown', () => {
   const closed = (ws: WebSocket) =>
     new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
 
-  /** A sample's value in the metrics listener's Prometheus text. */
-  const sample = async (series: string) => {
-    const metrics = await (await fetch(`${gw.metricsUrl}/metrics`)).text();
-    const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
-    return line === undefined ? undefined : Number(line.slice(series.length + 1));
-  };
-
   it('counts turns by outcome with their duration, and the open connections', async () => {
     const ws = await socket();
-    expect(await sample('gatehouse_websocket_connections')).toBe(1);
+    expect(await sample(gw, 'gatehouse_websocket_connections')).toBe(1);
     const next = () =>
       new Promise<Event>((resolve) => {
         const onMessage = (data: WebSocket.RawData) => {
@@ -558,15 +607,15 @@ describe('Responses WebSocket mode: limits and shutdown', () => {
     ws.send(JSON.stringify({ type: 'response.create', model: 'test/gpt', input: 'hi' }));
     expect((await done).type).toBe('error');
 
-    expect(await sample('gatehouse_websocket_turns_total{outcome="completed"}')).toBe(1);
-    expect(await sample('gatehouse_websocket_turns_total{outcome="error"}')).toBe(1);
-    expect(await sample('gatehouse_websocket_turns_total{outcome="failed"}')).toBe(0);
-    expect(await sample('gatehouse_websocket_turn_duration_seconds_count{outcome="completed"}')).toBe(1);
-    expect(await sample('gatehouse_websocket_turn_duration_seconds_count{outcome="error"}')).toBe(1);
+    expect(await sample(gw, 'gatehouse_websocket_turns_total{outcome="completed"}')).toBe(1);
+    expect(await sample(gw, 'gatehouse_websocket_turns_total{outcome="error"}')).toBe(1);
+    expect(await sample(gw, 'gatehouse_websocket_turns_total{outcome="failed"}')).toBe(0);
+    expect(await sample(gw, 'gatehouse_websocket_turn_duration_seconds_count{outcome="completed"}')).toBe(1);
+    expect(await sample(gw, 'gatehouse_websocket_turn_duration_seconds_count{outcome="error"}')).toBe(1);
     const code = closed(ws);
     ws.close();
     await code;
-    await vi.waitFor(async () => expect(await sample('gatehouse_websocket_connections')).toBe(0));
+    await vi.waitFor(async () => expect(await sample(gw, 'gatehouse_websocket_connections')).toBe(0));
     mock.reset();
   });
 
