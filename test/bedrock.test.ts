@@ -8,6 +8,7 @@ import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 import { BEDROCK_TEST_KEYS, type MockBedrock, startMockBedrock } from './support/mock-bedrock.js';
 import { registerSecret } from './support/secrets-audit.js';
+import { expectThreadsHeld } from './support/threads.js';
 
 const WRONG_SECRET = 'not-the-secret-0123456789';
 // Provider credentials: the run's secrets audit checks no answer or log line carries them.
@@ -287,6 +288,12 @@ describe('AWS Bedrock provider', () => {
     });
     expect(bedrockRequest().body).not.toHaveProperty('inferenceConfig');
   });
+
+  it('a message thread is held by Gatehouse: each turn the provider gets the whole conversation', () =>
+    expectThreadsHeld(anthropic, 'test/claude', {
+      requests: () => mock.requests,
+      enqueueText: (text) => mock.enqueue({ reply: { text } }),
+    }));
 
   it('/messages to an Anthropic model goes through InvokeModel with the caller’s body intact', async () => {
     mock.enqueue({ reply: { text: 'native claude', usage: { prompt_tokens: 20, completion_tokens: 5 } } });

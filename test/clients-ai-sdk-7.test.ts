@@ -479,6 +479,37 @@ describe('AI SDK 7 through Gatehouse', () => {
     }
   });
 
+  it.each(
+    MODELS,
+  )('@ai-sdk/anthropic 4 message threads on %s: a continue sends only the new turn', async (id) => {
+    mock.enqueue({ reply: { text: 'first answer' } }, { reply: { text: 'second answer' } });
+    const first = await generateText({
+      model: anthropic()(id),
+      system: 'Be brief.',
+      prompt: 'first question',
+      providerOptions: { anthropic: { thread: { type: 'create' } } },
+    });
+    const second = await generateText({
+      model: anthropic()(id),
+      messages: [{ role: 'user', content: 'second question' }],
+      providerOptions: { anthropic: { thread: { type: 'continue', previousMessageId: first.response.id } } },
+    });
+    expect(second.text).toBe('second answer');
+    expect(sent[1]?.thread).toEqual({ type: 'continue', previous_message_id: first.response.id });
+    expect(sent[1]?.messages).toHaveLength(1);
+    const upstream = JSON.stringify(mock.requests[1]?.body);
+    if (id === 'test/claude') {
+      // Anthropic's API holds it: the continue goes as sent.
+      expect(mock.requests[1]?.body.thread).toEqual(sent[1]?.thread);
+      expect(upstream).not.toContain('first question');
+    } else {
+      // Gatehouse holds it: the provider gets the whole conversation.
+      for (const text of ['Be brief.', 'first question', 'first answer', 'second question'])
+        expect(upstream).toContain(text);
+      expect(upstream).not.toContain('"thread"');
+    }
+  });
+
   it('@ai-sdk/openai 4: embed and embedMany', async () => {
     mock.enqueue(
       { embeddings: [[0.1, 0.2, 0.3]] },

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { adminClient, client } from './support/http.js';
 import { type MockVertex, startMockVertex } from './support/mock-vertex.js';
+import { expectThreadsHeld } from './support/threads.js';
 
 const GEMINI = 'gemini-2.5-flash';
 const CLAUDE = 'claude-sonnet-4@20250514';
@@ -309,6 +310,12 @@ describe('Google Vertex AI provider', () => {
     expect(res.body.error.message).toContain('web_search cannot be sent to this provider');
     expect(mock.requests).toHaveLength(0);
   });
+
+  it('a message thread is held by Gatehouse: each turn the provider gets the whole conversation', () =>
+    expectThreadsHeld(anthropic, 'test/claude', {
+      requests: () => mock.requests,
+      enqueueText: (text) => mock.enqueue({ reply: { text } }),
+    }));
 
   it('/messages on Claude is a pass-through lane: the body as sent, anthropic-beta forwarded', async () => {
     mock.enqueue({ reply: { text: 'lane answer', usage } });

@@ -504,6 +504,7 @@ export interface Database {
   stored_response_items: StoredResponseItemsTable;
   conversations: ConversationsTable;
   conversation_items: ConversationItemsTable;
+  message_threads: MessageThreadsTable;
   audit_events: AuditEventsTable;
 }
 
@@ -612,6 +613,26 @@ export interface StoredResponsesTable {
   chain_json: JsonText;
   input_json: JsonText;
   response_json: JsonText;
+  created_at: number;
+  expires_at: number;
+}
+
+/** One answered turn of an Anthropic message thread Gatehouse holds (migration 0029). */
+export interface MessageThreadsTable {
+  /** The reply's message id: what a later turn's `previous_message_id` names. */
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  /** The ids of the thread's earlier turns, oldest first (the first one holds `fields_json`). */
+  chain_json: JsonText;
+  /** The thread's `system` and `tools` as it was created; null on later turns. */
+  fields_json: JsonText | null;
+  /** This turn's messages as sent (the whole conversation on the turn that created the thread). */
+  messages_json: JsonText;
+  /** The reply as the assistant message a later turn sends back: `{role, content}`. */
+  reply_json: JsonText;
+  continued: 'in_flight' | 'done' | null;
+  continued_at: number | null;
   created_at: number;
   expires_at: number;
 }

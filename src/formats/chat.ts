@@ -354,9 +354,15 @@ export interface EmbeddingsResponse {
   usage: { prompt_tokens: number; total_tokens: number };
 }
 
-/** A request the target format cannot express: the edge answers 400 with this message. */
+/**
+ * A request the target format cannot express: the edge answers 400 with this message, and with
+ * `details` (machine-readable, for the caller's client: `error.details` on `/messages`) when given.
+ */
 export class TranslationError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
     super(message);
     this.name = 'TranslationError';
   }

@@ -62,7 +62,8 @@
  * is dropped and listed (no provider can be made to search). In history, `server_tool_use` and
  * `web_search_tool_result` blocks (the provider's own records) are dropped and listed.
  *
- * Refused: `container`, `mcp_servers`, `inference_geo`,
+ * Refused: `container`, `mcp_servers`, `inference_geo`, `thread` (formats/threads.ts: with the
+ * rejection Anthropic's clients fall back on),
  * search-result blocks, file image and document sources, other server tools (a tool `type` other
  * than `custom` and web search), `thinking.type: 'between_tools'`, tool
  * `input_examples` / non-direct `allowed_callers`.
@@ -105,6 +106,7 @@ import { documentParts } from './files.js';
 import { cachedTextParts, optCacheControl, withCacheControl } from './hints.js';
 import { decodeReasoningState, encodeReasoningState, isGatehouseReasoningState } from './reasoning-state.js';
 import { type Block, responseBlocks, segmentChatStream } from './segments.js';
+import { refuseThread } from './threads.js';
 import {
   argumentsObject,
   arr,
@@ -589,6 +591,7 @@ export function anthropicBeta(headers: MessagesHeaders = {}): string | undefined
 export function messagesRequestToChat(body: unknown, headers: MessagesHeaders = {}): ChatRequest {
   const b = obj(body, 'body');
   for (const [field, why] of Object.entries(REFUSED_FIELDS)) if (given(b[field])) fail(field, why);
+  refuseThread(b, 'a provider of another format');
 
   const model = nonEmptyStr(b.model, 'model');
   if (!given(b.max_tokens)) fail('max_tokens', 'is required');

@@ -269,6 +269,20 @@ export const MessagesRequest = Type.Object(
     top_k: Type.Optional(Type.Integer({ minimum: 0 })),
     stop_sequences: Type.Optional(Type.Array(Type.String())),
     metadata: Type.Optional(Type.Object({ user_id: Type.Optional(Type.String()) }, open)),
+    thread: Type.Optional(
+      Type.Object(
+        {
+          type: Type.Union([Type.Literal('create'), Type.Literal('continue')]),
+          previous_message_id: Type.Optional(Type.String()),
+        },
+        {
+          description:
+            "A message thread: `create` keeps this conversation under the answer's id; `continue` " +
+            'sends only the new messages after the answer `previous_message_id` names. Held by ' +
+            "Anthropic's API for the models it serves, by Gatehouse for every other provider.",
+        },
+      ),
+    ),
     ...routingFields,
   },
   {

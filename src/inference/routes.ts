@@ -39,6 +39,7 @@ import {
 } from './openapi-schemas.js';
 import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
+import { holdThread } from './threads.js';
 import { compactWire } from './wires/compact.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
 import { inputTokensWire } from './wires/input-tokens.js';
@@ -147,7 +148,7 @@ async function serveChat(
     captureWhole(contentLog, call, done, reply);
     if (done.lane) {
       const added = wire.relayJson?.(done, call);
-      return relayed(reply, done, store && added !== undefined ? await store.json(added, done.info) : added);
+      return relayed(reply, done, store ? await store.json(added ?? done.forwarded.json, done.info) : added);
     }
     const body = wire.encodeResponse(done, call);
     return reply.send(store ? await store.json(body, done.info) : body);
@@ -258,6 +259,7 @@ export async function inferenceRoutes(
     | 'config'
     | 'contentLog'
     | 'storedResponses'
+    | 'messageThreads'
     | 'compaction'
     | 'generations'
     | 'presets'
@@ -307,9 +309,17 @@ export async function inferenceRoutes(
   app.post(
     WIRES.messages.path,
     messages,
-    traced(async (req, reply) =>
-      serveChat(services, WIRES.messages, req, reply, await withPreset(services, req, 'messages')),
-    ),
+    traced(async (req, reply) => {
+      const sent = req.body;
+      const presetId = await withPreset(services, req, 'messages');
+      const held = await holdThread(services, req, sent);
+      if (!held) return serveChat(services, WIRES.messages, req, reply, presetId);
+      try {
+        return await serveChat(services, WIRES.messages, req, reply, presetId, held.store);
+      } finally {
+        await held.settle();
+      }
+    }),
   );
   // The WebSocket upgrade (socket.routes.ts) is no HTTP operation: the document tells of it here.
   const responses = route(

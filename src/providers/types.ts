@@ -223,6 +223,11 @@ export interface ProviderTraits {
   /** Calls work without any key (local OpenAI-compatible servers, the development provider). */
   keyOptional: boolean;
   /**
+   * Holds Anthropic message threads itself (`thread` on /messages, passed through on its lane):
+   * Anthropic's API. For a model no such provider serves, Gatehouse holds them.
+   */
+  holdsThreads?: boolean;
+  /**
    * Hints `target`'s kind carries that this provider (for this model) has no field for: dropped,
    * and listed when the request sets them (`anthropic-beta` to a Llama on Bedrock's Converse).
    */

@@ -447,9 +447,10 @@ export class Engine {
     );
 
     const attempts: Attempt[] = [];
-    let refusal: string | null = null;
-    const refuse = (c: Candidate, reason: string) => {
-      refusal = reason;
+    // The last refusal is the caller's 400 when no candidate is left.
+    const refusals: ApiError[] = [];
+    const refuse = (c: Candidate, reason: string, details?: Record<string, unknown>) => {
+      refusals.push(badRequest(reason, details && { details }));
       excluded.push({ provider: c.endpoint.provider, reason });
     };
     for (const candidate of candidates) {
@@ -466,7 +467,8 @@ export class Engine {
       }
       const req = parse.parsed();
       if (req === undefined) {
-        refuse(candidate, parse.error() ?? 'the request cannot be translated');
+        const why = parse.error();
+        refuse(candidate, why?.message ?? 'the request cannot be translated', why?.details);
         continue;
       }
       const traits = traitsOf(provider, upstreamModel);
@@ -481,7 +483,7 @@ export class Engine {
       }
       attempts.push({ candidate, lane: false });
     }
-    if (attempts.length === 0) throw refusal ? badRequest(refusal) : noProvider(model, excluded);
+    if (attempts.length === 0) throw refusals.at(-1) ?? noProvider(model, excluded);
     return { attempts, excluded };
   }
 
@@ -520,6 +522,22 @@ export class Engine {
         this.deps.catalog.providers.has(e.provider) &&
         speaks(this.deps.provider(e.provider), native, e.upstreamModel),
     );
+  }
+
+  /**
+   * Whether a provider of the model `requested` names holds Anthropic message threads itself (then
+   * `thread` is passed through to it); true for a model the catalog lacks, which the call refuses.
+   */
+  upstreamHoldsThreads(requested: string): boolean {
+    const model = findModel(this.deps.catalog, requested);
+    if (!model) return true;
+    return model.endpoints.some((e) => {
+      if (!this.deps.catalog.providers.has(e.provider)) return false;
+      const p = this.deps.provider(e.provider);
+      return (
+        traitsOf(p, e.upstreamModel).holdsThreads === true && speaks(p, 'anthropic-messages', e.upstreamModel)
+      );
+    });
   }
 
   /**

@@ -184,7 +184,11 @@ export function openAttempt(callSignal: CallSignal, timeoutMs: number): AttemptS
  * against the credential's health.
  */
 export class Untranslatable extends UpstreamError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** What the caller's client may act on (TranslationError's `details`). */
+    readonly details?: Record<string, unknown>,
+  ) {
     super(400, message, { retryable: false });
     this.name = 'Untranslatable';
   }
@@ -193,7 +197,7 @@ export class Untranslatable extends UpstreamError {
 /** classify: what an attempt threw, as an UpstreamError (a timeout and a transport error are status 0). */
 export function classify(raw: unknown, timedOut: boolean, timeoutMs: number): UpstreamError {
   if (raw instanceof UpstreamError) return raw;
-  if (raw instanceof TranslationError) return new Untranslatable(raw.message);
+  if (raw instanceof TranslationError) return new Untranslatable(raw.message, raw.details);
   if (timedOut) return new UpstreamError(0, `timed out after ${timeoutMs} ms`);
   return new UpstreamError(0, (raw as Error)?.message || 'upstream call failed');
 }
@@ -227,7 +231,11 @@ export function decide(
 export function upstreamToApiError(last: Failure): ApiError {
   const { err, provider } = last;
   if (err instanceof Untranslatable)
-    return new ApiError(400, `The request cannot be sent to ${provider}: ${err.message}`);
+    return new ApiError(
+      400,
+      `The request cannot be sent to ${provider}: ${err.message}`,
+      err.details && { details: err.details },
+    );
   const where = `Upstream provider ${provider}`;
   // On a lane the caller speaks the provider's format: its own error body can go back as it is.
   const native = last.lane && err.body !== undefined ? { upstream_error: err.body } : undefined;

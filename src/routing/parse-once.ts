@@ -12,14 +12,14 @@ export interface ParseOnce {
   /** The canonical request, or undefined when the body cannot be translated (see `error`). */
   parsed(): Canonical | undefined;
   /** Why the body cannot be translated, once `parsed` found out; else null. */
-  error(): string | null;
+  error(): TranslationError | null;
   /** The canonical request if some attempt needed it (not parsing it otherwise). */
   canonical(): Canonical | undefined;
 }
 
 export function parseOnce(call: Pick<InferenceCall, 'wire' | 'headers'>, body: Body): ParseOnce {
   let canonical: Canonical | undefined;
-  let parseError: string | null = null;
+  let parseError: TranslationError | null = null;
   return {
     parsed() {
       if (canonical === undefined && parseError === null) {
@@ -27,7 +27,7 @@ export function parseOnce(call: Pick<InferenceCall, 'wire' | 'headers'>, body: B
           canonical = call.wire.parse(body, call.headers);
         } catch (err) {
           if (!(err instanceof TranslationError)) throw err;
-          parseError = err.message;
+          parseError = err;
         }
       }
       return canonical;

@@ -46,13 +46,15 @@ const errorType = (status: number) =>
   ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
 
 /**
- * Anthropic's error object `{type:'error', error:{type, message}, request_id}`; an Anthropic
- * provider's own error body (a lane's failure) goes back as it came.
+ * Anthropic's error object `{type:'error', error:{type, message, details?}, request_id}` (`details`
+ * for a client that acts on it: a thread refused, formats/threads.ts); an Anthropic provider's own
+ * error body (a lane's failure) goes back as it came.
  */
 const renderError: ErrorRenderer = ({ status, message, metadata }, request) => {
   const native = metadata?.upstream_error;
   if (isObj(native) && native.type === 'error' && isObj(native.error)) return native;
-  return { type: 'error', error: { type: errorType(status), message }, request_id: request.id };
+  const details = isObj(metadata?.details) ? { details: metadata.details } : {};
+  return { type: 'error', error: { type: errorType(status), message, ...details }, request_id: request.id };
 };
 
 const ErrorSchema = Type.Object(

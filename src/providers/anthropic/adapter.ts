@@ -46,6 +46,7 @@ const TRAITS: ProviderTraits = {
   natives: new Set(['anthropic-messages', 'anthropic-count-tokens']),
   target: 'anthropic',
   keyOptional: false,
+  holdsThreads: true,
 };
 
 /** A translated request's betas, as the caller's header (joined with the operator's configured ones). */

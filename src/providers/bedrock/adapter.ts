@@ -21,6 +21,7 @@ import type {
   EmbeddingsResponse,
 } from '../../formats/chat.js';
 import { encodeSse } from '../../formats/sse.js';
+import { refuseThread } from '../../formats/threads.js';
 import type { CallSignal } from '../../lib/call-abort.js';
 import { extended } from '../../lib/objects.js';
 import { messagesStreamTap, tapMessage } from '../anthropic/lane.js';
@@ -290,6 +291,7 @@ export class BedrockProvider implements Provider {
   }
 
   async forward(req: ForwardRequest, ctx: CallContext): Promise<ForwardedJson> {
+    refuseThread(req.body, 'Amazon Bedrock');
     const model = String(req.body.model ?? '');
     const res = await this.send(this.url(model, 'invoke'), invokeBody(req.body, req.headers), ctx, false);
     let text: string;
@@ -318,6 +320,7 @@ export class BedrockProvider implements Provider {
    * JSON in `bytes`), relayed to the caller as the SSE frame Anthropic's own API would send.
    */
   async forwardStream(req: ForwardRequest, ctx: CallContext): Promise<AsyncIterable<RelayFrame>> {
+    refuseThread(req.body, 'Amazon Bedrock');
     const model = String(req.body.model ?? '');
     const url = this.url(model, 'invoke-with-response-stream');
     const res = await this.send(url, invokeBody(req.body, req.headers), ctx, true);

@@ -7,6 +7,7 @@
  * configured ones go as they are), and a body field whose beta Vertex lacks is left out. Token
  * counting is `…/models/count-tokens:rawPredict`, the model in the body.
  */
+import { refuseThread } from '../../formats/threads.js';
 import { sameSource } from '../../lib/raw-json.js';
 import { AnthropicProvider } from '../anthropic/adapter.js';
 import { betaList, hostBetas, ungatedFields } from '../anthropic/betas.js';
@@ -35,6 +36,7 @@ export class VertexClaude extends AnthropicProvider {
         url: vertexModelUrl(this.config, 'anthropic', 'count-tokens', 'rawPredict'),
         body: sameSource({ anthropic_version: VERTEX_ANTHROPIC_VERSION, model, ...rest }, body),
       };
+    refuseThread(body, 'Google Vertex AI');
     const method = stream ? 'streamRawPredict' : 'rawPredict';
     const url = vertexModelUrl(this.config, 'anthropic', String(model ?? ''), method);
     // A lane's large body keeps the caller's bytes for its unchanged members (lib/raw-json.ts).
