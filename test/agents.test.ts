@@ -7,7 +7,7 @@
  * Each agent talks to a recording proxy in front of the gateway, so a test can compare what the
  * agent sent with what reached the upstream.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -399,6 +399,68 @@ describe('the coding agents through Gatehouse', () => {
     },
   );
 
+  claudeIt(
+    'Claude Code --json-schema on an OpenAI-served model: its StructuredOutput tool, the answer in the schema',
+    async () => {
+      const schema = { type: 'object', properties: { says: { type: 'string' } }, required: ['says'] };
+      mock.enqueue({
+        match: { path: /^\/openai\// },
+        reply: { tool_calls: [{ id: 'call_s1', name: 'StructuredOutput', arguments: { says: 'hello' } }] },
+      });
+      const r = await runClaudeCode({
+        baseUrl: claudeBase(),
+        apiKey: gw.apiKey,
+        model: 'gpt-5.5',
+        prompt: 'What does hello.txt say?',
+        args: ['--json-schema', JSON.stringify(schema), '--output-format', 'json'],
+      });
+      expect(r.exitCode, r.stderr.slice(-1000)).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ is_error: false, structured_output: { says: 'hello' } });
+      // Claude Code asks for the schema as a tool it makes the model call: a function like any other.
+      const got = upstream('openai');
+      expect(got).toHaveLength(1);
+      const tool = wireView(got[0] as RecordedRequest).tools.find((t) => t.name === 'StructuredOutput');
+      expect(tool?.parameters).toEqual(schema);
+    },
+  );
+
+  claudeIt(
+    "Claude Code's gateway model discovery reads Gatehouse's models in Anthropic's shape; a discovered id runs",
+    async () => {
+      let cached: { baseUrl: string; models: { id: string; display_name?: string }[] } | undefined;
+      const r = await runClaudeCode({
+        baseUrl: claudeBase(),
+        apiKey: gw.apiKey,
+        model: 'anthropic/claude-opus-5-5',
+        prompt: 'Hi',
+        env: { CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY: '1' },
+        // What the model picker offers: the discovery's cache, written once the list validated.
+        afterExit: (home) => {
+          cached = JSON.parse(readFileSync(join(home, '.claude', 'cache', 'gateway-models.json'), 'utf8'));
+        },
+      });
+      expectFinished(r, 'Hello from claude-opus-5-5!');
+      const asked = proxy.requests.find((q) => q.method === 'GET' && q.url.startsWith('/api/v1/models'));
+      expect(asked?.url).toBe('/api/v1/models?limit=1000');
+      expect(asked?.headers['anthropic-version']).toBeTruthy();
+      // Claude Code keeps the Claude models of the list, each with the catalog's display name.
+      const listed = (await (
+        await fetch(`${gw.url}/api/v1/models?limit=1000`, { headers: { 'anthropic-version': '2023-06-01' } })
+      ).json()) as { data: { id: string; display_name: string }[] };
+      const claudes = listed.data.filter((m) => /claude|anthropic/i.test(m.id));
+      expect(cached?.baseUrl).toBe(claudeBase());
+      expect(cached?.models.map((m) => m.id)).toEqual(claudes.map((m) => m.id));
+      const { name } = (await (
+        await fetch(`${gw.url}/api/v1/models/anthropic%2Fclaude-opus-5-5`)
+      ).json()) as {
+        name: string;
+      };
+      expect(name).toBeTruthy();
+      expect(cached?.models.find((m) => m.id === 'anthropic/claude-opus-5-5')?.display_name).toBe(name);
+      expect(upstream('anthropic').map((q) => q.body.model)).toEqual(['claude-opus-5-5']);
+    },
+  );
+
   codexIt(
     'Codex (its default model) → OpenAI Responses: the request reaches the upstream intact',
     async () => {
@@ -533,6 +595,43 @@ describe('the coding agents through Gatehouse', () => {
     expectOperatorKey(got, 'anthropic');
     await expectPricedGenerations(PRICES['claude-opus-5-5']);
   });
+
+  codexIt(
+    'Codex exec --output-schema: its JSON schema reaches OpenAI as sent and Claude as structured output',
+    async () => {
+      const schema = {
+        type: 'object',
+        properties: { file: { type: 'string' }, says: { type: 'string' } },
+        required: ['file', 'says'],
+        additionalProperties: false,
+      };
+      const answer = JSON.stringify({ file: 'hello.txt', says: 'hello from the file' });
+      for (const [model, vendor] of [
+        ['gpt-5.5', 'openai'],
+        ['claude-opus-5-5', 'anthropic'],
+      ] as const) {
+        proxy.requests.length = 0;
+        mock.reset();
+        mock.enqueue({ match: { path: new RegExp(`^/${vendor}/`) }, reply: { text: answer } });
+        const r = await runCodex({
+          baseUrl: codexBase(),
+          apiKey: gw.apiKey,
+          model,
+          prompt: 'What does hello.txt say? Answer in the schema.',
+          args: ['--output-schema', 'schema.json'],
+          files: { ...FILES, 'schema.json': JSON.stringify(schema) },
+        });
+        expectFinished(r, answer);
+        // Codex asks for the schema as the Responses API's strict json_schema text format.
+        const format = sent()[0]?.body.text?.format;
+        expect(format).toMatchObject({ type: 'json_schema', strict: true, schema });
+        const got = upstream(vendor);
+        expect(got).toHaveLength(1);
+        if (vendor === 'openai') expect(got[0]?.body.text?.format).toEqual(format);
+        else expect(got[0]?.body.output_config?.format).toMatchObject({ type: 'json_schema', schema });
+      }
+    },
+  );
 
   /** Gemini's wire: the model in the path, streamed as SSE, every request one Gemini would take. */
   function expectGeminiRequests(got: RecordedRequest[], signature: string) {

@@ -11,12 +11,14 @@ import type { Roles } from './roles.js';
 /**
  * Per-route authentication, declared in the route's `config.auth`:
  * - `none`: public (health, docs);
+ * - `optional`: public, but a valid key presented is read (`caller` set; any other credential is
+ *   ignored): the catalog lists what an Anthropic client's key may use;
  * - `key`: any valid key (API or management);
  * - `api`: an API key (inference, batches, interns);
  * - `management`: a management key;
  * - `admin`: the operator token GATEHOUSE_ADMIN_TOKEN.
  */
-export type AuthMode = 'none' | 'key' | 'api' | 'management' | 'admin';
+export type AuthMode = 'none' | 'optional' | 'key' | 'api' | 'management' | 'admin';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -30,7 +32,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /**
      * Set on every route whose auth mode is key, api or management — also when the caller's role
-     * is then refused (403), so the audit log records the attempt.
+     * is then refused (403), so the audit log records the attempt — and on an `optional` one when
+     * the key presented is valid (else null).
      */
     caller: Caller;
     /** True once the operator token was accepted (admin routes). */
@@ -70,6 +73,11 @@ export function installAuth(
     )
       return sendError(reply, 401, 'Invalid credentials: the Authorization or x-api-key header is over 1 KB');
     const token = presentedKey(request);
+    if (mode === 'optional') {
+      const caller = token ? await keys.authenticate(token) : null;
+      if (caller) request.caller = caller;
+      return;
+    }
     if (mode === 'admin') {
       if (!adminToken)
         return sendError(reply, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`);

@@ -1,10 +1,19 @@
 import { type TSchema, Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
+import { WIRES } from '../inference/wires/index.js';
 import { ApiError, notFound } from '../lib/errors.js';
 import type { Catalog, ModelEntry } from '../routing/catalog.js';
+import { type ErrorRenderer, envelope } from '../server/errors.js';
 import type { Router } from '../server/router.js';
 import { errors, Nullable } from '../server/schemas.js';
 import type { Services } from '../services.js';
+import {
+  anthropicListQuery,
+  anthropicModelPage,
+  anthropicModelView,
+  speaksAnthropic,
+} from './anthropic-models.js';
 import { DiscoveryLoop, refreshCatalog } from './refresh.js';
 import { type ModelQuery, modelsForPolicy, page, queryModels } from './service.js';
 import { endpointView, modelEndpointsView, modelView, providerView } from './views.js';
@@ -141,6 +150,21 @@ type ListQuery = ModelQuery & { offset?: number; limit?: number };
 
 const ok = (schema: TSchema, ...codes: number[]) => ({ 200: schema, ...errors(...codes) });
 
+/** Errors of the routes an Anthropic client calls too: in Anthropic's format when it is one. */
+const eitherFormat: ErrorRenderer = (parts, req) =>
+  speaksAnthropic(req.headers) ? WIRES.messages.renderError(parts, req) : envelope(parts, req);
+
+/** Sends an Anthropic-shaped answer as it is, past the route's (OpenRouter-shaped) response schema. */
+const anthropicAnswer = <T>(reply: FastifyReply, body: T): T => {
+  reply.type('application/json; charset=utf-8').serializer(JSON.stringify);
+  return body;
+};
+/** The error answers of those routes: the standard envelope, or Anthropic's error object. */
+const eitherErrors = (...codes: number[]) =>
+  Object.fromEntries(codes.map((c) => [c, Type.Union([Type.Ref('ErrorBody'), WIRES.messages.errorSchema])]));
+const ANTHROPIC_NOTE =
+  "With an `anthropic-version` header (any Anthropic client) the answer is Anthropic's instead";
+
 /** A listed model by `author/slug` (aliases and `:variant` suffixes resolve; unlisted ids do not). */
 function listed(catalog: Catalog, requested: string): ModelEntry {
   const id = catalog.lookup.get(requested) ?? catalog.lookup.get(requested.replace(/:[\w-]+$/, ''));
@@ -173,15 +197,26 @@ export async function catalogRoutes(app: Router, { catalog, policy, config, clus
   app.get(
     '/models',
     {
-      config: { auth: 'none' },
+      // A key is read when one is presented: an Anthropic client is listed what its key may use.
+      config: { auth: 'optional', renderError: eitherFormat },
       schema: {
         tags,
         summary: 'The model catalog, with pricing and providers',
+        description: `${ANTHROPIC_NOTE}: its chat models as \`{data, has_more, first_id, last_id}\`, paged by \`limit\` (20 by default), \`after_id\` and \`before_id\`; with the client's API key, only those its guardrails allow.`,
         querystring: ListQuery,
-        response: ok(ModelList, 400),
+        response: { 200: ModelList, ...eitherErrors(400) },
       },
     },
-    async (req) => models(req.query as ListQuery, '/api/v1/models'),
+    async (req: FastifyRequest, reply) => {
+      const q = req.query as ListQuery;
+      if (!speaksAnthropic(req.headers)) return models(q, '/api/v1/models');
+      // As Anthropic's API lists the models the key may use: a picker (Claude Code's gateway model
+      // discovery) then offers none the key's guardrails refuse.
+      const visible = req.caller
+        ? modelsForPolicy(catalog, queryModels(catalog, q), await policy.forKey(req.caller))
+        : queryModels(catalog, q);
+      return anthropicAnswer(reply, anthropicModelPage(visible, anthropicListQuery(req.url)));
+    },
   );
 
   app.get(
@@ -257,16 +292,25 @@ export async function catalogRoutes(app: Router, { catalog, policy, config, clus
   app.get(
     '/models/:id',
     {
-      config: { auth: 'none' },
+      // A key is read when one is presented: an Anthropic client retrieves only what its key may use.
+      config: { auth: 'optional', renderError: eitherFormat },
       schema: {
         tags,
         summary:
           'One model by its id, as OpenAI answers models.retrieve (aliases and :variant suffixes resolve)',
+        description: `${ANTHROPIC_NOTE} (\`ModelInfo\`, as its \`models.retrieve\` reads it); with the client's API key, a model its guardrails refuse is not found, as in the list.`,
         params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 400 }) }),
-        response: ok(Type.Ref('Model'), 404),
+        response: { 200: Type.Ref('Model'), ...eitherErrors(404) },
       },
     },
-    async (req) => modelView(catalog, listed(catalog, req.params.id)),
+    async (req, reply) => {
+      const model = listed(catalog, req.params.id);
+      if (!speaksAnthropic(req.headers)) return modelView(catalog, model);
+      // As the list: a model the key's guardrails refuse is not one it can find.
+      if (req.caller && modelsForPolicy(catalog, [model], await policy.forKey(req.caller)).length === 0)
+        throw notFound(`Model ${req.params.id}`);
+      return anthropicAnswer(reply, anthropicModelView(model));
+    },
   );
 
   app.get(

@@ -46,6 +46,8 @@ interface AgentOptions {
   timeoutMs?: number;
   /** Called with the working directory's absolute path once it exists, before the agent starts. */
   beforeStart?: (cwd: string) => void | Promise<void>;
+  /** Called with the agent's HOME once it exited, before its directories are removed. */
+  afterExit?: (home: string) => void | Promise<void>;
 }
 
 export interface ClaudeCodeOptions extends AgentOptions {
@@ -218,7 +220,7 @@ async function runAgent(
   const guard = await startOutboundGuard();
   try {
     const { cmd, args, env } = command(dirs);
-    return await run(cmd, args, {
+    const result = await run(cmd, args, {
       cwd: dirs.cwd,
       timeoutMs: opts.timeoutMs ?? 120_000,
       outbound: guard.outbound,
@@ -233,6 +235,8 @@ async function runAgent(
         ...env,
       },
     });
+    await opts.afterExit?.(dirs.home);
+    return result;
   } finally {
     await guard.close();
     rmSync(root, { recursive: true, force: true });
