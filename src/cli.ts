@@ -84,11 +84,14 @@ async function serve() {
   let media: MediaHandle | null = null;
   try {
     // The media service shares the gateway's database: its API keys authenticate (GATEHOUSE_MEDIA_AUTH default keys).
-    if (mediaModules && mediaConfig)
+    if (mediaModules && mediaConfig) {
       media = await mediaModules.startMedia(mediaConfig, {
         keys: gateway.services.keys,
         billing: gateway.services.mediaBilling,
       });
+      // `/api/v1/images…` on the gateway reaches this media service unless GATEHOUSE_MEDIA_URL says otherwise.
+      gateway.services.mediaLink.url ??= media.url;
+    }
   } catch (err) {
     await gateway.close();
     throw err;

@@ -109,6 +109,11 @@ export interface Config {
    */
   mediaUrl: string | null;
   /**
+   * Where the gateway forwards `/api/v1/images…` (GATEHOUSE_MEDIA_URL): the media service's address
+   * as the gateway reaches it; null → the media service `serve` runs beside it, if any.
+   */
+  mediaForwardUrl: string | null;
+  /**
    * The gateway's public base URL as clients reach it (GATEHOUSE_PUBLIC_URL: scheme, host and any
    * path prefix a proxy adds, before `/api/v1`), for answers that link back to the gateway; null:
    * such links are built from the request (X-Forwarded-Proto / X-Forwarded-Host, else Host).
@@ -371,6 +376,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency_limit: limitFrom(env, 'GATEHOUSE_KEY_CONCURRENCY'),
     },
     mediaUrl: mediaUrlFrom(env),
+    mediaForwardUrl: httpUrlFrom(env, 'GATEHOUSE_MEDIA_URL'),
     publicUrl: httpUrlFrom(env, 'GATEHOUSE_PUBLIC_URL'),
     exportPrivate: isOn(env.GATEHOUSE_EXPORT_PRIVATE),
     exportQueueMax: intFrom(env, 'GATEHOUSE_EXPORT_QUEUE_MAX', 10_000),

@@ -38,6 +38,7 @@ import { internsRoutes } from './interns/routes.js';
 import { AccessLog } from './lib/access-log.js';
 import { httpServerOptions } from './lib/http-server.js';
 import type { Log } from './lib/log.js';
+import { mediaForwardRoutes } from './media/forward.routes.js';
 import { observabilityRoutes } from './observability/routes.js';
 import { presetsRoutes } from './presets/routes.js';
 import { credentialRoutes } from './routing/credentials/routes.js';
@@ -182,6 +183,8 @@ export async function buildApp(services: Services, opts: AppOptions) {
   await installConsole(app, config.env.GATEHOUSE_CONSOLE_DIR);
   await app.register(async (browser) => oidcBrowserRoutes(browser, services));
   await app.register(async (internal) => runtimeCallbackRoutes(internal, services));
+  // Image generation, forwarded to the media service with its body unparsed.
+  await app.register(async (media) => mediaForwardRoutes(media, services.mediaLink), { prefix: API_PREFIX });
   await app.register(
     async (api) => {
       installJsonBodies(api);

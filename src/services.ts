@@ -41,6 +41,8 @@ import { InternsService } from './interns/service.js';
 import type { Log } from './lib/log.js';
 import { MemoryLimitStore, RedisLimitStore } from './limits/store.js';
 import { UsageLimits } from './limits/usage-limits.js';
+import type { MediaLink } from './media/forward.routes.js';
+import { MessageThreadsService } from './message-threads/service.js';
 import { DEFAULT_DISPATCH, ExportDispatcher } from './observability/dispatcher.js';
 import { DestinationsService } from './observability/service.js';
 import { PresetsService } from './presets/service.js';
@@ -259,6 +261,8 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     retentionMs: config.responsesRetentionMs,
     upstreamInputItems: upstreamInputItems({ catalog, provider, timeoutMs: config.upstreamTimeoutMs }),
   });
+  // Anthropic message threads Gatehouse holds are kept as long as stored responses (the same setting).
+  const messageThreads = new MessageThreadsService({ db, retentionMs: config.responsesRetentionMs });
   const presets = new PresetsService(db);
   // Compaction items Gatehouse mints carry their summary sealed under the master key.
   const compaction = new CompactionService(config.masterKey);
@@ -383,12 +387,15 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     provisioner,
     interns,
     mediaBilling: media,
+    /** Where `/api/v1/images…` is forwarded; `serve` sets it to the media service it starts, unless configured. */
+    mediaLink: { url: config.mediaForwardUrl } as MediaLink,
     generations,
     feedback,
     contentLog,
     destinations,
     activity,
     storedResponses,
+    messageThreads,
     presets,
     compaction,
     conversations,

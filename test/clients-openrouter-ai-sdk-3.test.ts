@@ -7,7 +7,7 @@
  * `eager_input_streaming`, a streamed `debug.echo_upstream_body`, embeddings, web search (the `web`
  * plugin and the provider's `webSearch` tool), OpenRouter's routing options (`provider`, `models`)
  * and errors with the real packages, and checks what the SDK reads back and what reached the mock
- * upstream. Its image and video models have no route (404).
+ * upstream. Its video model has no route (404); its image model is driven in media-image-apis.test.ts.
  * (The 2.x line with `ai` 6 is driven by clients-ai-sdk.test.ts.)
  */
 import {
@@ -592,7 +592,8 @@ describe('@openrouter/ai-sdk-provider 3 with AI SDK 7 through Gatehouse', () => 
     ]);
   });
 
-  it('the image and video models have no route here: a clean 404, nothing sent upstream', async () => {
+  // Images are forwarded to the media service (test/media-image-apis.test.ts), which this gateway runs without.
+  it('the image model without a media service, and the video model: a clean 404, nothing sent upstream', async () => {
     const image = await generateImage({
       model: openrouter().imageModel('test/gpt'),
       prompt: 'A lighthouse.',

@@ -162,7 +162,7 @@ describe.each(databases)('isolation between organizations (%s)', (db) => {
     const tried: string[] = [];
     for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) {
       // The catalog's routes name models, not objects of an organization.
-      const catalog = /^\/models?\//.test(path);
+      const catalog = /^\/(models?|images\/models)\//.test(path);
       if (
         !path.includes('{') ||
         catalog ||

@@ -1,6 +1,6 @@
 /**
- * Image URLs given in a request (`image_input`, `reference_images`, `image`) fetched to a temp file:
- * http(s) only, through the address guard (address-guard.ts: internal addresses refused, the
+ * Image URLs given in a request (`image_input`, `reference_images`, `image`) written to a temp file.
+ * A `data:` URL (base64, what SDKs send for a local file) is decoded; an http(s) URL is fetched through the address guard (address-guard.ts: internal addresses refused, the
  * connection pinned to the address judged), no redirects, a deadline, the size limit enforced while streaming and
  * the bytes sniffed to be an image.
  */
@@ -12,6 +12,8 @@ import {
   guardedGet,
   hostOf,
 } from '../lib/address-guard.js';
+import type { TempFiles } from '../lib/temp-files.js';
+import type { MediaConfig } from './config.js';
 import { type InputImage, MediaError } from './types.js';
 import { saveImageStream } from './uploads.js';
 
@@ -26,6 +28,30 @@ export interface FetchOptions {
 
 const failed = (field: string, message: string) => new MediaError(400, 'image_fetch_failed', message, field);
 
+/** Fetches a request's image URLs, each to a temp file, at once; the first failure is thrown. */
+export async function fetchImages(
+  urls: { param: string; url: string }[],
+  temp: TempFiles,
+  config: Pick<MediaConfig, 'maxUploadBytes' | 'fetchPrivate' | 'fetchTimeoutMs'>,
+  signal: AbortSignal,
+): Promise<InputImage[]> {
+  const fetched = await Promise.allSettled(
+    urls.map(async ({ param, url }) =>
+      fetchImage(url, {
+        dest: await temp.path(),
+        field: param,
+        maxBytes: config.maxUploadBytes,
+        allowPrivate: config.fetchPrivate,
+        timeoutMs: config.fetchTimeoutMs,
+        signal,
+      }),
+    ),
+  );
+  const failure = fetched.find((r) => r.status === 'rejected');
+  if (failure) throw failure.reason;
+  return fetched.map((r) => (r as PromiseFulfilledResult<InputImage>).value);
+}
+
 /** Fetches one image URL to `dest` (see the module comment); errors are MediaErrors naming `field`. */
 export async function fetchImage(url: string, opts: FetchOptions): Promise<InputImage> {
   const { field } = opts;
@@ -35,8 +61,9 @@ export async function fetchImage(url: string, opts: FetchOptions): Promise<Input
   } catch {
     throw new MediaError(400, 'invalid_value', `${field} holds an invalid URL`, field);
   }
+  if (target.protocol === 'data:') return saveDataUrl(url, opts);
   if (target.protocol !== 'http:' && target.protocol !== 'https:')
-    throw new MediaError(400, 'invalid_value', `${field} must hold http(s) URLs`, field);
+    throw new MediaError(400, 'invalid_value', `${field} must hold http(s) or data: URLs`, field);
   const host = hostOf(target);
 
   const deadline = AbortSignal.timeout(opts.timeoutMs);
@@ -85,4 +112,22 @@ export async function fetchImage(url: string, opts: FetchOptions): Promise<Input
   } finally {
     answer.close();
   }
+}
+
+/** A base64 `data:` URL's bytes, decoded to `dest` under the same size limit and type sniffing. */
+async function saveDataUrl(url: string, opts: FetchOptions): Promise<InputImage> {
+  const { field } = opts;
+  const comma = url.indexOf(',');
+  if (comma < 0 || !/;base64$/i.test(url.slice(0, comma)))
+    throw new MediaError(400, 'invalid_value', `${field}: a data: URL must be base64-encoded`, field);
+  // Base64 is 4 characters per 3 bytes: a payload this long cannot fit the limit, so it is not decoded.
+  if ((url.length - comma - 1) * 0.75 > opts.maxBytes + 3)
+    throw new MediaError(
+      400,
+      'file_too_large',
+      `${field} is larger than the limit of ${opts.maxBytes} bytes`,
+      field,
+    );
+  const bytes = Buffer.from(url.slice(comma + 1), 'base64');
+  return saveImageStream([bytes], opts.dest, field, opts.maxBytes, { stopAtLimit: true });
 }

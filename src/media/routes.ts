@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { TempFiles } from '../lib/temp-files.js';
 import type { MediaConfig } from './config.js';
 import { PROMPT_MAX_LENGTH } from './config.js';
-import { fetchImage } from './fetch.js';
+import { fetchImages } from './fetch.js';
 import type { AdmittedRequest, MediaService } from './service.js';
 import type { FilesystemStore } from './storage/filesystem.js';
 import { type InputImage, MediaError, type MediaRoute, type ParamSpec } from './types.js';
@@ -191,23 +191,7 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
         req.mediaCaller,
       );
 
-      const fetched = await Promise.allSettled(
-        valid.imageUrls.map(async ({ param, url }) =>
-          fetchImage(url, {
-            dest: await temp.path(),
-            field: param,
-            maxBytes: config.maxUploadBytes,
-            allowPrivate: config.fetchPrivate,
-            timeoutMs: config.fetchTimeoutMs,
-            signal: cancel.signal,
-          }),
-        ),
-      );
-      const images = [...uploads];
-      for (const r of fetched) {
-        if (r.status === 'rejected') throw r.reason;
-        images.push(r.value);
-      }
+      const images = [...uploads, ...(await fetchImages(valid.imageUrls, temp, config, cancel.signal))];
 
       const outputs = await service.generate(
         route,
@@ -221,7 +205,7 @@ export async function mediaRoutes(app: FastifyInstance, deps: RouteDeps): Promis
       return {
         success: true,
         message: `Generated ${outputs.length} ${noun}${outputs.length === 1 ? '' : 's'}`,
-        data: { model: route.name, outputs },
+        data: { model: route.name, outputs: outputs.map(({ url, key }) => ({ url, key })) },
       };
     } finally {
       // Refused or failed before generating (an image URL that could not be fetched): nothing spent.

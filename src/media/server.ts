@@ -21,6 +21,7 @@ import { httpServerOptions, listenError } from '../lib/http-server.js';
 import { createLog } from '../lib/log.js';
 import { sweepOrphanedTempFilesLater } from '../lib/temp-files.js';
 import { apiReferenceOptions } from '../server/api-reference.js';
+import { API_PREFIX, imageApiRoutes } from './apis/routes.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
 import { LocalGenerator } from './generators/local.js';
@@ -71,10 +72,11 @@ export function sendMediaError(
   message: string,
   field?: string,
 ): FastifyReply {
-  return reply
-    .code(status)
-    .type('application/json; charset=utf-8')
-    .send({ success: false, message, error: field ? { code, field } : { code } });
+  // The client APIs' routes (/api/v1/…) answer OpenRouter's envelope, the code and field as its metadata.
+  const body = reply.request.url.startsWith(API_PREFIX)
+    ? { error: { code: status, message, metadata: { error_code: code, ...(field ? { field } : {}) } } }
+    : { success: false, message, error: field ? { code, field } : { code } };
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
 
 /** Builds the media app (not listening). */
@@ -253,6 +255,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     service,
     files: store instanceof FilesystemStore ? store : null,
   });
+  await imageApiRoutes(app, { config, service });
   await mediaWebPage(app, { config });
   return { app, service, store, auth };
 }

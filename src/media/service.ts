@@ -17,12 +17,21 @@ import {
   type MediaHold,
   type MediaRoute,
   type ObjectStore,
+  providerSlugOf,
 } from './types.js';
 import type { ValidatedRequest } from './validate.js';
 
 /** A request admitted for an API key: a priced one holds its spend reservation until it ends. */
 export interface AdmittedRequest extends ValidatedRequest {
   hold?: MediaHold | null;
+}
+
+/** A stored output: where it is, and its bytes (the OpenRouter-shaped routes answer them inline). */
+export interface StoredOutput {
+  url: string;
+  key: string;
+  contentType: string;
+  data: Buffer;
 }
 
 /** How many recent generation times the median is taken over. */
@@ -60,6 +69,11 @@ export class MediaService {
     private readonly billing: MediaBilling | null = null,
   ) {}
 
+  /** Whether generations by API keys are charged (the gateway's billing is wired in). */
+  get bills(): boolean {
+    return this.billing !== null;
+  }
+
   /** Throws when a route names a provider no generator serves (checked at start-up). */
   checkRoutes(routes: MediaRoute[]): void {
     for (const r of routes) {
@@ -86,8 +100,7 @@ export class MediaService {
     if (!this.billing || !caller) return input;
     const { prompt, hold } = await this.billing.admit(caller, {
       model: `media/${route.kind}/${route.name}`,
-      // The built-in generator is Gatehouse's own, named in guardrails as the slug `gatehouse`.
-      provider: route.provider === 'local' ? 'gatehouse' : route.provider,
+      provider: providerSlugOf(route),
       costUsd: route.priceUsd ?? 0,
       prompt: input.prompt,
     });
@@ -101,7 +114,7 @@ export class MediaService {
     images: InputImage[],
     cancel?: AbortSignal,
     caller: Caller | null = null,
-  ): Promise<{ url: string; key: string }[]> {
+  ): Promise<StoredOutput[]> {
     const generator = this.generators[route.provider];
     if (!generator) throw new Error(`No generator for provider ${route.provider}`);
     const price = route.priceUsd ?? 0;
@@ -167,16 +180,17 @@ export class MediaService {
    * Stores every output, or none: when one cannot be stored (507 storage_full, …) the ones that
    * were are removed again, so a failed generation leaves nothing behind.
    */
-  private async storeAll(
-    route: MediaRoute,
-    outputs: GeneratedOutput[],
-  ): Promise<{ url: string; key: string }[]> {
+  private async storeAll(route: MediaRoute, outputs: GeneratedOutput[]): Promise<StoredOutput[]> {
     const results = await Promise.allSettled(
       outputs.map((o) => this.store.put(objectKey(route.kind, o.extension), o.data, o.contentType)),
     );
     const failure = results.find((r) => r.status === 'rejected');
     if (!failure)
-      return results.map((r) => (r as PromiseFulfilledResult<{ url: string; key: string }>).value);
+      return results.map((r, i) => {
+        const { url, key } = (r as PromiseFulfilledResult<{ url: string; key: string }>).value;
+        const { contentType, data } = outputs[i] as GeneratedOutput;
+        return { url, key, contentType, data };
+      });
     await Promise.all(
       results.map((r) =>
         r.status === 'fulfilled' ? this.store.delete?.(r.value.key).catch(() => {}) : undefined,

@@ -36,6 +36,10 @@ export interface MediaRoute {
   priceUsd?: number;
 }
 
+/** The provider a route is served by as guardrails and catalogs name it: the built-in generator is `gatehouse`. */
+export const providerSlugOf = (route: MediaRoute): string =>
+  route.provider === 'local' ? 'gatehouse' : route.provider;
+
 /**
  * Charges generations to the caller's organization. Built by the gateway's composition root
  * (services.ts), which owns accounting and credits: the media service only sees this interface.

@@ -62,7 +62,7 @@ function finish(out: WriteStream): Promise<void> {
  * dropped, so the request stays readable), and checks that it is an image (else invalid_image).
  */
 export async function saveImageStream(
-  source: AsyncIterable<Buffer | Uint8Array>,
+  source: AsyncIterable<Buffer | Uint8Array> | Iterable<Buffer | Uint8Array>,
   dest: string,
   field: string,
   maxBytes: number,
@@ -105,16 +105,22 @@ export interface MultipartBody {
 }
 
 /**
- * Reads a multipart body part by part. The only file part allowed is one named like an `image`
- * parameter of the route, once; its bytes go to a temp file as they arrive. Any other file part, a
- * second one, or an image that fails its checks is a 400 naming the field, raised after the rest of
- * the body has been read (and dropped), so the client always gets the answer.
+ * Which parameter a file part fills, given the files saved so far: its name, or the error that
+ * refuses it (the part is then read and dropped).
  */
-export async function readMultipart(
+export type FilePolicy = (field: string, saved: readonly InputImage[]) => string | MediaError;
+
+/**
+ * Reads a multipart body part by part: text fields (repeated ones as lists), and file parts as
+ * `accept` allows, each image's bytes going to a temp file as they arrive. A refused file part or an
+ * image that fails its checks is a 400 naming the field, raised after the rest of the body has been
+ * read (and dropped), so the client always gets the answer.
+ */
+export async function readImageForm(
   req: FastifyRequest,
-  route: MediaRoute,
   temp: TempFiles,
   limits: { maxUploadBytes: number; fieldBytes: number },
+  accept: FilePolicy,
 ): Promise<MultipartBody> {
   const fields: Record<string, string | string[]> = Object.create(null);
   const files: InputImage[] = [];
@@ -134,34 +140,14 @@ export async function readMultipart(
           prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
         continue;
       }
-      const name = part.fieldname;
       const drain = async () => {
         for await (const _ of part.file) {
           // dropped
         }
       };
-      if (failure) {
-        await drain();
-        continue;
-      }
-      const spec = route.params[name];
-      if (!spec) {
-        failure = new MediaError(
-          400,
-          'unknown_parameter',
-          `${route.kind}/${route.name} does not take the parameter ${name}`,
-          name,
-        );
-        await drain();
-        continue;
-      }
-      if (spec.type !== 'image') {
-        failure = new MediaError(400, 'invalid_type', `${name} cannot be sent as a file`, name);
-        await drain();
-        continue;
-      }
-      if (files.some((f) => f.param === name)) {
-        failure = new MediaError(400, 'invalid_value', `${name} may be sent only once`, name);
+      const param = failure ? null : accept(part.fieldname, files);
+      if (param === null || param instanceof MediaError) {
+        failure ??= param;
         await drain();
         continue;
       }
@@ -172,7 +158,7 @@ export async function readMultipart(
         partError = err;
       });
       try {
-        files.push(await saveImageStream(part.file, await temp.path(), name, limits.maxUploadBytes));
+        files.push(await saveImageStream(part.file, await temp.path(), param, limits.maxUploadBytes));
       } catch (err) {
         failure = partError ? malformed(partError) : err;
         await drain();
@@ -186,4 +172,31 @@ export async function readMultipart(
   }
   if (failure) throw failure;
   return { fields: { ...fields }, files };
+}
+
+/**
+ * A media route's form: the only file part allowed is one named like an `image` parameter of the
+ * route, once.
+ */
+export function readMultipart(
+  req: FastifyRequest,
+  route: MediaRoute,
+  temp: TempFiles,
+  limits: { maxUploadBytes: number; fieldBytes: number },
+): Promise<MultipartBody> {
+  return readImageForm(req, temp, limits, (name, saved) => {
+    const spec = route.params[name];
+    if (!spec)
+      return new MediaError(
+        400,
+        'unknown_parameter',
+        `${route.kind}/${route.name} does not take the parameter ${name}`,
+        name,
+      );
+    if (spec.type !== 'image')
+      return new MediaError(400, 'invalid_type', `${name} cannot be sent as a file`, name);
+    if (saved.some((f) => f.param === name))
+      return new MediaError(400, 'invalid_value', `${name} may be sent only once`, name);
+    return name;
+  });
 }

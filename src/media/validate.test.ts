@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { mediaFailure } from '../../test/support/media-errors.js';
 import { DEFAULT_ROUTES } from './config.js';
-import { MediaError, type MediaRoute } from './types.js';
-import { isHttpUrl, validateGeneration } from './validate.js';
+import type { MediaRoute } from './types.js';
+import { isHttpUrl, isImageUrl, validateGeneration } from './validate.js';
 
 const route = (kind: string, name: string) =>
   DEFAULT_ROUTES.find((r) => r.kind === kind && r.name === name) as MediaRoute;
@@ -11,16 +12,7 @@ const i2iA = route('i2i', 'model-a');
 const i2iB = route('i2i', 'model-b');
 const video = route('video', 'video-model');
 
-function failure(fn: () => unknown): { status: number; code: string; field?: string } {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(MediaError);
-    const e = err as MediaError;
-    return { status: e.status, code: e.code, field: e.field };
-  }
-  throw new Error('expected a MediaError');
-}
+const failure = mediaFailure;
 
 describe('validateGeneration', () => {
   it('applies defaults and keeps the prompt as given', () => {
@@ -178,5 +170,14 @@ describe('isHttpUrl', () => {
       '',
     ])
       expect(isHttpUrl(u), u).toBe(false);
+  });
+});
+
+describe('isImageUrl', () => {
+  it('accepts http(s) URLs and base64 data: URLs, nothing else', () => {
+    for (const u of ['https://a.example/x.png', 'data:image/png;base64,AAAA', 'DATA:;base64,AA'])
+      expect(isImageUrl(u), u).toBe(true);
+    for (const u of ['data:image/png,%89PNG', 'data:text/plain;charset=utf-8,hi', 'file:///etc/passwd', ''])
+      expect(isImageUrl(u), u).toBe(false);
   });
 });

@@ -20,11 +20,21 @@ export interface ValidatedRequest {
 export interface ValidateOptions {
   /** The values came from a multipart form: strings (or lists of strings for repeated fields). */
   form?: boolean;
-  /** Parameters that arrived as uploaded files (multipart parts). */
+  /** Parameters that arrived as uploaded files (multipart parts), one entry per file. */
   files?: string[];
+  /**
+   * Files may fill an image-URL list parameter too, counted with its URLs (OpenAI's image edits
+   * upload their inputs). The media routes' own forms take a file for an `image` parameter only.
+   */
+  filesForLists?: boolean;
 }
 
 const bad = (code: string, field: string, message: string) => new MediaError(400, code, message, field);
+
+/** Whether `value` is an image URL the service takes: an absolute http(s) URL, or a base64 `data:` URL. */
+export function isImageUrl(value: string): boolean {
+  return /^data:[^,]*;base64,/i.test(value) || isHttpUrl(value);
+}
 
 /** Whether `value` is an absolute http(s) URL. */
 export function isHttpUrl(value: string): boolean {
@@ -54,8 +64,10 @@ export function validateGeneration(
         `${routeId} does not take the parameter ${key} (it takes ${takes})`,
       );
   }
+  const filesOf = (name: string) => (opts.files ?? []).filter((f) => f === name).length;
   for (const key of files) {
-    if (route.params[key]?.type !== 'image')
+    const type = route.params[key]?.type;
+    if (type !== 'image' && !(opts.filesForLists && type === 'image_urls'))
       throw bad('invalid_type', key, `${key} cannot be sent as a file; only an image parameter can`);
   }
 
@@ -71,18 +83,22 @@ export function validateGeneration(
 
   const params: GenerateRequest['params'] = {};
   const imageUrls: ValidatedRequest['imageUrls'] = [];
-  let images = files.size;
+  let images = opts.files?.length ?? 0;
   for (const [name, spec] of Object.entries(route.params)) {
     const raw = input[name];
     if (!present(raw)) {
       if (spec.type === 'image' && files.has(name)) continue;
+      if (spec.type === 'image_urls' && files.has(name)) {
+        checkCount(name, spec, filesOf(name));
+        continue;
+      }
       if (spec.required) throw bad('missing_parameter', name, `${name} is required`);
       if ('default' in spec && spec.default !== undefined) params[name] = spec.default;
       continue;
     }
     if (spec.type === 'image' && files.has(name))
       throw bad('invalid_value', name, `${name} was sent both as a file and as a URL; send one`);
-    const value = checkValue(name, spec, raw, form);
+    const value = checkValue(name, spec, raw, form, filesOf(name));
     params[name] = value;
     if (spec.type === 'image_urls') {
       for (const url of value as string[]) imageUrls.push({ param: name, url });
@@ -111,11 +127,32 @@ function describeImageInputs(route: MediaRoute): string {
     .join(', or ');
 }
 
+/** An image list's size (its URLs and any files sent for it) against the parameter's bounds. */
+function checkCount(
+  name: string,
+  spec: ParamSpec & { type: 'image_urls' },
+  count: number,
+  noun = 'images',
+): void {
+  const min = spec.minItems ?? 0;
+  const max = spec.maxItems ?? Number.POSITIVE_INFINITY;
+  if (count < min || count > max)
+    throw bad(
+      'invalid_value',
+      name,
+      Number.isFinite(max)
+        ? `${name} must hold ${min} to ${max} ${noun} (got ${count})`
+        : `${name} must hold at least ${min} ${noun} (got ${count})`,
+    );
+}
+
 function checkValue(
   name: string,
   spec: ParamSpec,
   raw: unknown,
   form: boolean,
+  /** Files sent for an image list, counted with its URLs. */
+  files = 0,
 ): string | number | boolean | string[] {
   if (spec.type !== 'image_urls' && Array.isArray(raw))
     throw bad('invalid_type', name, `${name} must be a single ${spec.type === 'image' ? 'URL' : spec.type}`);
@@ -154,7 +191,7 @@ function checkValue(
     }
     case 'image': {
       if (typeof raw !== 'string') throw bad('invalid_type', name, `${name} must be an image URL or a file`);
-      if (!isHttpUrl(raw)) throw bad('invalid_value', name, `${name} must be an http(s) URL`);
+      if (!isImageUrl(raw)) throw bad('invalid_value', name, `${name} must be an http(s) or data: URL`);
       return raw;
     }
     case 'image_urls': {
@@ -175,18 +212,9 @@ function checkValue(
       if (!Array.isArray(list) || !list.every((u) => typeof u === 'string'))
         throw bad('invalid_type', name, `${name} must be a list of image URL strings`);
       const urls = (list as string[]).filter((u) => !(form && u === ''));
-      const min = spec.minItems ?? 0;
-      const max = spec.maxItems ?? Number.POSITIVE_INFINITY;
-      if (urls.length < min || urls.length > max)
-        throw bad(
-          'invalid_value',
-          name,
-          Number.isFinite(max)
-            ? `${name} must hold ${min} to ${max} image URLs (got ${urls.length})`
-            : `${name} must hold at least ${min} image URLs (got ${urls.length})`,
-        );
+      checkCount(name, spec, urls.length + files, files > 0 ? 'images' : 'image URLs');
       for (const u of urls)
-        if (!isHttpUrl(u)) throw bad('invalid_value', name, `${name} must hold http(s) URLs`);
+        if (!isImageUrl(u)) throw bad('invalid_value', name, `${name} must hold http(s) or data: URLs`);
       return urls;
     }
   }

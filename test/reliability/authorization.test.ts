@@ -70,7 +70,8 @@ const FOREIGN: Cred[] = ['ws_api', 'org_api', 'org_mgmt'];
 // ---------------------------------------------------------------------------------------------
 // The table
 
-type Mode = 'none' | 'key' | 'api' | 'management' | 'admin' | 'runtime';
+/** `optional`: public, a valid key only narrows what an Anthropic client is listed (any credential: `ok`). */
+type Mode = 'none' | 'optional' | 'key' | 'api' | 'management' | 'admin' | 'runtime';
 /** An expected answer: a status, and for errors the envelope's code when it is not the status. */
 type Answer = number | { status: number; code: string | number };
 
@@ -154,17 +155,46 @@ const ROUTES: Record<string, Row> = {
   'GET /console/oidc/login': { auth: 'none', ok: 404 },
   'GET /console/oidc/callback': { auth: 'none', ok: 404 },
   'GET /api/v1/auth/config': { auth: 'none', ok: 200 },
-  'GET /api/v1/models': { auth: 'none', ok: 200 },
+  'GET /api/v1/models': { auth: 'optional', ok: 200 },
   'GET /api/v1/models/count': { auth: 'none', ok: 200 },
   'GET /api/v1/embeddings/models': { auth: 'none', ok: 200 },
   'GET /api/v1/model/:author/:slug': { auth: 'none', path: () => '/model/gatehouse/echo', ok: 200 },
-  'GET /api/v1/models/:id': { auth: 'none', path: () => '/models/gatehouse%2Fecho', ok: 200 },
+  'GET /api/v1/models/:id': { auth: 'optional', path: () => '/models/gatehouse%2Fecho', ok: 200 },
   'GET /api/v1/models/:author/:slug/endpoints': {
     auth: 'none',
     path: () => '/models/gatehouse/echo/endpoints',
     ok: 200,
   },
   'GET /api/v1/endpoints/zdr': { auth: 'none', ok: 200 },
+  // Image generation, forwarded to the media service (linked here), which answers OpenRouter's shapes.
+  'GET /api/v1/images/models': { auth: 'none', ok: 200 },
+  'GET /api/v1/images/models/:author/:slug/endpoints': {
+    auth: 'none',
+    path: () => '/images/models/media/model-a/endpoints',
+    ok: 200,
+  },
+  'POST /api/v1/images': {
+    auth: 'api',
+    body: () => ({ model: 'media/model-a', prompt: 'a lighthouse' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/images/edits': {
+    auth: 'api',
+    body: () => ({
+      model: 'media/model-a',
+      prompt: 'x',
+      images: [{ image_url: `data:image/png;base64,${PNG.toString('base64')}` }],
+    }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  'POST /api/v1/images/generations': {
+    auth: 'api',
+    body: () => ({ model: 'media/model-a', prompt: 'a lighthouse' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
   'GET /api/v1/providers': { auth: 'none', ok: 200 },
   'POST /api/v1/credits/crypto-charge': { auth: 'none', ok: 410 }, // removed: always 410 (seed)
   // Interns' runtimes call back with their own runtime token; no key or operator token opens them.
@@ -777,6 +807,7 @@ function expected(id: string, row: Row, cred: Cred): Answer {
   const foreign = row.org ?? (named ? 404 : row.ok);
   switch (row.auth) {
     case 'none':
+    case 'optional':
       return row.ok;
     case 'runtime':
       return 401;
@@ -821,6 +852,8 @@ const MEDIA_PUBLIC: Record<string, Answer> = {
   'GET /docs/': 200,
   'GET /docs/js/scalar.js': 200,
   'GET /files/*': { status: 404, code: 'not_found' }, // public; no such file
+  'GET /api/v1/images/models': 200,
+  'GET /api/v1/images/models/:author/:slug/endpoints': 200,
 };
 
 /** A media answer for `cred` on a generation route. An empty body proves a valid key got past auth (400, no prompt). */
@@ -834,7 +867,11 @@ function mediaExpected(route: string, cred: Cred): Answer {
     : { status: 400, code: 'missing_parameter' };
 }
 const mediaPath = (route: string) =>
-  route.split(' ')[1]!.replace(':kind/:model', 't2i/no-such-model').replace('*', 'no-such-file.png');
+  route
+    .split(' ')[1]!
+    .replace(':kind/:model', 't2i/no-such-model')
+    .replace(':author/:slug', 'media/model-a')
+    .replace('*', 'no-such-file.png');
 
 // ---------------------------------------------------------------------------------------------
 
@@ -877,6 +914,7 @@ function mismatch(
   media: boolean,
   anthropic: boolean,
   openai = false,
+  path = '',
 ): string | null {
   const status = typeof want === 'number' ? want : want.status;
   const code = typeof want === 'number' ? want : want.code;
@@ -897,6 +935,12 @@ function mismatch(
     ];
     if ((type && e?.type !== type) || typeof e?.message !== 'string' || e.message === '' || !('param' in e))
       return `OpenAI error object (want ${type}) ${got.text.slice(0, 160)}`;
+    return null;
+  }
+  // The media service's OpenRouter-shaped routes: OpenRouter's envelope, its own code in the metadata.
+  if (media && path.startsWith('/api/v1/')) {
+    if (e?.code !== status || typeof e?.message !== 'string' || e.metadata?.error_code !== code)
+      return `OpenRouter envelope (want ${code}) ${got.text.slice(0, 160)}`;
     return null;
   }
   if (media) {
@@ -985,6 +1029,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       loadMediaConfig({ MEDIA_PORT: '0', MEDIA_HOST: '127.0.0.1', GATEHOUSE_MEDIA_STORE_DIR: mediaDir }),
       { log: false, generator: fixedGenerator, keys: gw.services.keys, onRoute: record(mediaRoutes) },
     );
+    gw.services.mediaLink.url = media.url;
   });
   afterAll(async () => {
     await media?.close();
@@ -1329,6 +1374,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
         // Anthropic-format routes (not saving a preset from a Messages body: a management answer).
         /^\/messages(\/|$)/.test(c.path),
         !c.media && /^\/files(\/|$)/.test(c.path),
+        c.path,
       );
       if (wrong) problems.push(`${c.label}: ${wrong}`);
       if (FOREIGN.includes(c.cred)) {

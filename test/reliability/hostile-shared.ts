@@ -48,7 +48,8 @@ export function answerProblem(a: Answer, service: 'gateway' | 'media'): string |
   if (!a.contentType.startsWith('application/json')) return `4xx as ${a.contentType || 'no type'}: ${head}`;
   const body = json(a.text);
   const e = body?.error;
-  if (service === 'media') {
+  // The media service's own routes answer its envelope; its OpenRouter-shaped ones (/api/v1/…) the standard one.
+  if (service === 'media' && !(a.path ?? '').startsWith('/api/v1/')) {
     if (body?.success !== false || typeof body.message !== 'string' || typeof e?.code !== 'string')
       return `media envelope: ${head}`;
     return null;
