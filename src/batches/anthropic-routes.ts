@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { WIRES } from '../inference/wires/index.js';
 import { forwardedHeaders } from '../inference/wires/wire.js';
 import { ApiError } from '../lib/errors.js';
+import { publicOrigin } from '../server/public-base.js';
 import type { Router } from '../server/router.js';
 import { IdParams } from '../server/schemas.js';
 import type { Services } from '../services.js';
@@ -24,27 +25,16 @@ const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, e
 const config = { auth: 'api' as const, renderError };
 
 /** The first value of a proxy header (`a, b` → `a`). */
-const first = (v: string | string[] | undefined): string | undefined =>
-  (Array.isArray(v) ? v[0] : v)?.split(',')[0]?.trim() || undefined;
-const HOST = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::\d{1,5})?$/i;
-
 /**
  * Where the client reaches this gateway's results file: the SDK's `results()` fetches `results_url`
- * as it is, so it must be absolute. Under the operator's public URL (GATEHOUSE_PUBLIC_URL) when
- * set; else built from the request: `X-Forwarded-Proto` / `X-Forwarded-Host` as a reverse proxy
- * sets them, else the connection's scheme and `Host`. A client forging them only misdirects its own
- * next call.
+ * as it is, so it must be absolute (server/public-base.ts).
  */
 export function resultsUrl(req: FastifyRequest, publicUrl: string | null): ResultsUrl {
   // The route's own prefix (/api/v1), so the URL follows wherever the API is mounted.
   const route = req.routeOptions.url ?? '';
   const path = `${route.slice(0, route.indexOf('/messages/batches'))}/messages/batches`;
-  if (publicUrl) return (id) => `${publicUrl}${path}/${id}/results`;
-  const proto = first(req.headers['x-forwarded-proto']);
-  const scheme = proto === 'https' || proto === 'http' ? proto : req.protocol;
-  const forwarded = first(req.headers['x-forwarded-host']);
-  const host = [forwarded, req.headers.host].find((h) => h !== undefined && HOST.test(h)) ?? 'localhost';
-  return (id) => `${scheme}://${host}${path}/${id}/results`;
+  const origin = publicOrigin(req, publicUrl);
+  return (id) => `${origin}${path}/${id}/results`;
 }
 
 /** Anthropic's Message Batches API (`client.messages.batches`) over Gatehouse's batches. */
