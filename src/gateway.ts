@@ -6,7 +6,7 @@ import { type DbHandle, openDatabase } from './db/connection.js';
 import { migrateToLatest } from './db/migrate.js';
 import { type App, type AppOptions, buildApp } from './http.js';
 import { assertShellSandbox } from './interns/runtime/sandbox.js';
-import { listenError } from './lib/http-server.js';
+import { closeWithin, listenError } from './lib/http-server.js';
 import { createLog, type LogOptions } from './lib/log.js';
 import { sweepOrphanedTempFilesLater } from './lib/temp-files.js';
 import { startMetricsListener } from './server/metrics.js';
@@ -85,23 +85,6 @@ export async function prepareGateway(
     await handle.close();
     await tracing?.close();
     throw err;
-  }
-}
-
-/**
- * Closes the app: new connections are refused (and new requests on open keep-alive connections
- * get 503) while in-flight ones drain; what still runs after `graceMs` has its connection closed
- * (a stream's generation is then recorded as cancelled, a batch upload is discarded).
- */
-async function closeWithin(app: App, graceMs: number): Promise<void> {
-  const cut = setTimeout(() => {
-    app.log.warn({ grace_ms: graceMs }, 'shutdown grace over: closing the remaining connections');
-    app.server.closeAllConnections();
-  }, graceMs);
-  try {
-    await app.close();
-  } finally {
-    clearTimeout(cut);
   }
 }
 

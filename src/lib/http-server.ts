@@ -107,3 +107,30 @@ export function listenError(err: unknown, variable: string, host: string, port: 
     );
   return err instanceof Error ? err : new Error(String(err));
 }
+
+/** What closeWithin needs of a Fastify app. */
+interface Closable {
+  close(): Promise<unknown>;
+  server: { closeAllConnections(): void; closeIdleConnections(): void };
+  log: { warn(obj: object, msg: string): void };
+}
+
+/**
+ * Closes the app: new connections are refused (and new requests on open keep-alive connections
+ * get 503) while in-flight ones drain; what still runs after `graceMs` has its connection closed.
+ * With `sweepIdleMs`, keep-alive connections that go idle while others drain are closed as they do
+ * (the server closes only those idle at the start; the rest would wait for their keep-alive timeout).
+ */
+export async function closeWithin(app: Closable, graceMs: number, sweepIdleMs?: number): Promise<void> {
+  const cut = setTimeout(() => {
+    app.log.warn({ grace_ms: graceMs }, 'shutdown grace over: closing the remaining connections');
+    app.server.closeAllConnections();
+  }, graceMs);
+  const sweep = sweepIdleMs ? setInterval(() => app.server.closeIdleConnections(), sweepIdleMs) : undefined;
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(cut);
+    clearInterval(sweep);
+  }
+}
