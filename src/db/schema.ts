@@ -505,6 +505,7 @@ export interface Database {
   conversations: ConversationsTable;
   conversation_items: ConversationItemsTable;
   message_threads: MessageThreadsTable;
+  media_video_jobs: MediaVideoJobsTable;
   audit_events: AuditEventsTable;
 }
 
@@ -614,6 +615,28 @@ export interface StoredResponsesTable {
   input_json: JsonText;
   response_json: JsonText;
   created_at: number;
+  expires_at: number;
+}
+
+/** A video job of the media service's OpenRouter video API (migration 0030). */
+export interface MediaVideoJobsTable {
+  /** `gen-vid-<unix seconds>-<20 alphanumerics>`, as OpenRouter names its jobs. */
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  /** The model as the caller named it (`media/<route name>`). */
+  model: string;
+  status: 'pending' | 'in_progress' | 'completed' | 'failed';
+  /** The process running the job; it refreshes `heartbeat_at` while it works. */
+  owner: string;
+  heartbeat_at: number;
+  /** The stored videos once completed: `[{key, url, contentType}]`. */
+  outputs_json: JsonText | null;
+  /** What the caller was charged, once completed. */
+  cost_usd: number | null;
+  error: string | null;
+  created_at: number;
+  completed_at: number | null;
   expires_at: number;
 }
 
