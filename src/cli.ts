@@ -88,6 +88,7 @@ async function serve() {
       media = await mediaModules.startMedia(mediaConfig, {
         keys: gateway.services.keys,
         billing: gateway.services.mediaBilling,
+        videoJobs: gateway.services.mediaVideoJobs,
       });
       // `/api/v1/images…` on the gateway reaches this media service unless GATEHOUSE_MEDIA_URL says otherwise.
       gateway.services.mediaLink.url ??= media.url;
@@ -174,7 +175,7 @@ async function media() {
       : null;
   let handle: MediaHandle;
   try {
-    handle = await startMedia(config, { keys: keys?.keys ?? null });
+    handle = await startMedia(config, { keys: keys?.keys ?? null, videoJobs: keys?.videoJobs ?? null });
   } catch (err) {
     await keys?.close();
     throw err;

@@ -184,7 +184,9 @@ export async function buildApp(services: Services, opts: AppOptions) {
   await app.register(async (browser) => oidcBrowserRoutes(browser, services));
   await app.register(async (internal) => runtimeCallbackRoutes(internal, services));
   // Image generation, forwarded to the media service with its body unparsed.
-  await app.register(async (media) => mediaForwardRoutes(media, services.mediaLink), { prefix: API_PREFIX });
+  await app.register(async (media) => mediaForwardRoutes(media, services.mediaLink, config.publicUrl), {
+    prefix: API_PREFIX,
+  });
   await app.register(
     async (api) => {
       installJsonBodies(api);

@@ -42,6 +42,7 @@ import type { Log } from './lib/log.js';
 import { MemoryLimitStore, RedisLimitStore } from './limits/store.js';
 import { UsageLimits } from './limits/usage-limits.js';
 import type { MediaLink } from './media/forward.routes.js';
+import { VideoJobStore } from './media/jobs/store.js';
 import { MessageThreadsService } from './message-threads/service.js';
 import { DEFAULT_DISPATCH, ExportDispatcher } from './observability/dispatcher.js';
 import { DestinationsService } from './observability/service.js';
@@ -389,6 +390,8 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     mediaBilling: media,
     /** Where `/api/v1/images…` is forwarded; `serve` sets it to the media service it starts, unless configured. */
     mediaLink: { url: config.mediaForwardUrl } as MediaLink,
+    /** The media service's video jobs, in this database (its video API needs them). */
+    mediaVideoJobs: new VideoJobStore(db),
     generations,
     feedback,
     contentLog,

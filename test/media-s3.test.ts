@@ -57,6 +57,17 @@ const client = () =>
     credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
   });
 
+/** An S3Store on the test bucket, used directly. */
+const directStore = () =>
+  new S3Store({
+    endpoint,
+    bucket: 'media',
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    publicUrl: null,
+    urlTtlS: 60,
+  });
+
 async function start(env: Record<string, string>) {
   const handle = await startMedia(loadMediaConfig({ ...s3env(), ...env }), { log: false, generator: fixed });
   handles.push(handle);
@@ -142,15 +153,25 @@ describe('media S3 store', () => {
   });
 
   it('S3Store refuses invalid keys', async () => {
-    const store = new S3Store({
-      endpoint,
-      bucket: 'media',
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-      publicUrl: null,
-      urlTtlS: 60,
-    });
+    const store = directStore();
     await expect(store.put('../x.png', PNG, 'image/png')).rejects.toThrow(/Invalid object key/);
+    store.destroy();
+  });
+
+  it('S3Store.open reads a stored object back (a video job’s content); a missing one is null', async () => {
+    const store = directStore();
+    const { key } = await store.put(
+      'video/2026/11/29/00000000-0000-4000-8000-000000000000.webp',
+      PNG,
+      'image/webp',
+    );
+    const file = await store.open(key);
+    expect(file).toMatchObject({ contentType: 'image/webp', size: PNG.length });
+    const chunks: Buffer[] = [];
+    for await (const chunk of file?.stream ?? []) chunks.push(Buffer.from(chunk));
+    expect(Buffer.concat(chunks)).toEqual(PNG);
+    expect(await store.open('video/2026/11/29/11111111-1111-4111-8111-111111111111.webp')).toBeNull();
+    expect(await store.open('../x.png')).toBeNull();
     store.destroy();
   });
 });

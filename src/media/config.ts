@@ -57,6 +57,8 @@ export interface MediaConfig {
   queuePerOrganization: number;
   /** How long a client may take to send a request (the gateway's GATEHOUSE_HEADERS_TIMEOUT_MS … variables). */
   http: HttpTimeouts;
+  /** How long running video jobs may take to finish when the service stops (GATEHOUSE_SHUTDOWN_GRACE_MS, as the gateway's). */
+  shutdownGraceMs: number;
 }
 
 export type MediaAuthMode = 'keys' | 'token' | 'none';
@@ -184,6 +186,7 @@ export function loadMediaConfig(env: Env = process.env): MediaConfig {
     fetchTimeoutMs: intFrom(env, 'GATEHOUSE_MEDIA_FETCH_TIMEOUT_MS', 30_000, 1),
     fetchPrivate: isOn(env.GATEHOUSE_MEDIA_FETCH_PRIVATE),
     http: loadHttpTimeouts(env),
+    shutdownGraceMs: intFrom(env, 'GATEHOUSE_SHUTDOWN_GRACE_MS', 20_000, 0),
     ...operations,
   };
 }

@@ -8,15 +8,16 @@ import { OrganizationsService } from '../accounts/organizations.service.js';
 import { WorkspacesService } from '../accounts/workspaces.service.js';
 import { type DbHandle, openDatabase } from '../db/connection.js';
 import type { KeyAuthenticator } from './auth.js';
+import { VideoJobStore } from './jobs/store.js';
 
 /**
  * The gateway's keys from its database, for the media service running alone (`gatehouse media`
  * with GATEHOUSE_MEDIA_AUTH=keys): the same DATABASE_URL / data dir as the gateway. The database
- * must already be migrated (the gateway does that); this only reads keys.
+ * must already be migrated (the gateway does that); this reads keys and keeps video jobs.
  */
 export async function openKeyAuthenticator(
   databaseUrl: string,
-): Promise<{ keys: KeyAuthenticator; close(): Promise<void> }> {
+): Promise<{ keys: KeyAuthenticator; videoJobs: VideoJobStore; close(): Promise<void> }> {
   let handle: DbHandle;
   try {
     handle = openDatabase(databaseUrl);
@@ -45,5 +46,6 @@ export async function openKeyAuthenticator(
     },
   ) as ConstructorParameters<typeof KeysService>[3];
   const keys = new KeysService(db, new WorkspacesService(db), new OrganizationsService(db), noUsage);
-  return { keys, close: () => handle.close() };
+  // The video API's jobs live beside the keys, so every media process reads the same ones.
+  return { keys, videoJobs: new VideoJobStore(db), close: () => handle.close() };
 }

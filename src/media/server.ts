@@ -17,14 +17,17 @@ import Fastify, {
 } from 'fastify';
 import { AccessLog } from '../lib/access-log.js';
 import { isDatabaseUnavailable } from '../lib/errors.js';
-import { httpServerOptions, listenError } from '../lib/http-server.js';
+import { closeWithin, httpServerOptions, listenError } from '../lib/http-server.js';
 import { createLog } from '../lib/log.js';
 import { sweepOrphanedTempFilesLater } from '../lib/temp-files.js';
 import { apiReferenceOptions } from '../server/api-reference.js';
 import { API_PREFIX, imageApiRoutes } from './apis/routes.js';
+import { videoApiRoutes } from './apis/video-routes.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
 import { LocalGenerator } from './generators/local.js';
+import { VideoJobRunner } from './jobs/runner.js';
+import type { VideoJobStore } from './jobs/store.js';
 import { providerGenerators } from './providers/index.js';
 import { GenerationQueue, QueueFullError, tenantOf } from './queue.js';
 import { mediaRoutes } from './routes.js';
@@ -55,6 +58,10 @@ export interface MediaAppOptions {
   log?: FastifyBaseLogger | false;
   /** The gateway's API keys (KeysService), for GATEHOUSE_MEDIA_AUTH=keys; given → `keys` is the default mode. */
   keys?: KeyAuthenticator | null;
+  /** The video API's jobs in the gateway's database (`keys` mode); null → the video API is not served. */
+  videoJobs?: VideoJobStore | null;
+  /** How often a running video job's heartbeat is refreshed (tests shorten it). */
+  videoHeartbeatMs?: number;
   /** Sees every route as it is registered (the authorization matrix test enumerates them with it). */
   onRoute?: (route: RouteOptions) => void;
 }
@@ -211,7 +218,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   }
 
   await app.register(multipart, { throwFileSizeLimit: false });
-  // The generation routes (POST /api/*) need the bearer credential unless the service is open.
+  // The generation routes (POST /api/*) and video jobs need the bearer credential unless the service is open.
   const guarded = auth.mode !== 'none';
   await app.register(swagger, {
     openapi: {
@@ -241,7 +248,9 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     },
     transform: ({ schema, url, route }) => ({
       schema:
-        guarded && route.method === 'POST' && url.startsWith('/api/')
+        guarded &&
+        url.startsWith('/api/') &&
+        (route.method === 'POST' || url.startsWith('/api/v1/videos/:id'))
           ? { ...schema, security: [{ bearer: [] }] }
           : schema,
       url,
@@ -256,6 +265,16 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     files: store instanceof FilesystemStore ? store : null,
   });
   await imageApiRoutes(app, { config, service });
+  // Video jobs need the gateway's database (and a key's workspace to belong to): `keys` mode only.
+  const jobs =
+    opts.videoJobs && auth.mode === 'keys'
+      ? new VideoJobRunner(opts.videoJobs, app.log, {
+          graceMs: config.shutdownGraceMs,
+          heartbeatMs: opts.videoHeartbeatMs,
+        })
+      : null;
+  if (jobs) app.addHook('onClose', () => jobs.close());
+  await videoApiRoutes(app, { config, service, auth, store, jobs });
   await mediaWebPage(app, { config });
   return { app, service, store, auth };
 }
@@ -281,5 +300,11 @@ export async function startMedia(
   sweepOrphanedTempFilesLater(app.log);
   const port = new URL(address.replace('[::1]', '127.0.0.1').replace('[::]', '127.0.0.1')).port;
   if (!config.publicUrl && store instanceof FilesystemStore) store.setPublicUrl(`http://localhost:${port}`);
-  return { app, service, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+  // Video jobs and generations in flight get the shutdown grace (the runner waits as long).
+  return {
+    app,
+    service,
+    url: `http://127.0.0.1:${port}`,
+    close: () => closeWithin(app, config.shutdownGraceMs, 100),
+  };
 }

@@ -4,6 +4,7 @@
  * against its route, hands the generator a GenerateRequest, stores each output, answers URLs.
  */
 
+import type { Readable } from 'node:stream';
 import type { Caller } from '../accounts/caller.js';
 
 export type MediaKind = 't2i' | 'i2i' | 'video';
@@ -117,6 +118,8 @@ export interface ObjectStore {
   put(key: string, data: Buffer, contentType: string): Promise<{ url: string; key: string }>;
   /** Removes a stored output (the other outputs of a generation that could not be stored whole). */
   delete?(key: string): Promise<void>;
+  /** A stored output opened for reading (a video job's content); null when there is none. */
+  open?(key: string): Promise<{ stream: Readable; size?: number; contentType: string } | null>;
 }
 
 /**

@@ -97,6 +97,8 @@ interface Fx {
   conversationItem: string;
   /** A preset of workspace A1 (its slug). */
   preset: string;
+  /** A video job of workspace A1. */
+  videoJob: string;
   spare: {
     guardrail: string;
     key: string;
@@ -192,6 +194,22 @@ const ROUTES: Record<string, Row> = {
   'POST /api/v1/images/generations': {
     auth: 'api',
     body: () => ({ model: 'media/model-a', prompt: 'a lighthouse' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
+  // Video jobs, forwarded as well: a job is its workspace's alone.
+  'GET /api/v1/videos/models': { auth: 'none', ok: 200 },
+  'POST /api/v1/videos': {
+    auth: 'api',
+    body: () => ({ model: 'media/video-model', prompt: 'a lighthouse' }),
+    ok: 202,
+    mgmtOnApi: 403,
+  },
+  'GET /api/v1/videos/:id': { auth: 'api', path: (fx) => `/videos/${fx.videoJob}`, ok: 200, mgmtOnApi: 403 },
+  // The fixed generator's output is stored as a PNG; the job completes at once.
+  'GET /api/v1/videos/:id/content': {
+    auth: 'api',
+    path: (fx) => `/videos/${fx.videoJob}/content`,
     ok: 200,
     mgmtOnApi: 403,
   },
@@ -830,7 +848,7 @@ function expected(id: string, row: Row, cred: Cred): Answer {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Media (GATEHOUSE_MEDIA_AUTH=keys): POST /api/* needs an API key; the rest is public.
+// Media (GATEHOUSE_MEDIA_AUTH=keys): POST /api/* and a video job's GETs need an API key; the rest is public.
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
@@ -854,6 +872,7 @@ const MEDIA_PUBLIC: Record<string, Answer> = {
   'GET /files/*': { status: 404, code: 'not_found' }, // public; no such file
   'GET /api/v1/images/models': 200,
   'GET /api/v1/images/models/:author/:slug/endpoints': 200,
+  'GET /api/v1/videos/models': 200,
 };
 
 /** A media answer for `cred` on a generation route. An empty body proves a valid key got past auth (400, no prompt). */
@@ -861,8 +880,8 @@ function mediaExpected(route: string, cred: Cred): Answer {
   if (MEDIA_PUBLIC[route] !== undefined) return MEDIA_PUBLIC[route];
   if (cred === 'mgmt' || cred === 'org_mgmt') return { status: 403, code: 'forbidden' };
   if (INVALID.includes(cred) || cred === 'admin') return { status: 401, code: 'unauthorized' };
-  // The catch-all answers unknown models, behind authentication.
-  return route === 'POST /api/:kind/:model'
+  // The catch-all answers unknown models, and a video poll unknown jobs, behind authentication.
+  return route === 'POST /api/:kind/:model' || route.startsWith('GET /api/v1/videos/:id')
     ? { status: 404, code: 'not_found' }
     : { status: 400, code: 'missing_parameter' };
 }
@@ -871,6 +890,7 @@ const mediaPath = (route: string) =>
     .split(' ')[1]!
     .replace(':kind/:model', 't2i/no-such-model')
     .replace(':author/:slug', 'media/model-a')
+    .replace(':id', 'gen-vid-1-nosuchjob')
     .replace('*', 'no-such-file.png');
 
 // ---------------------------------------------------------------------------------------------
@@ -1027,7 +1047,13 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     mediaDir = await mkdtemp(join(tmpdir(), 'authz-media-'));
     media = await startMedia(
       loadMediaConfig({ MEDIA_PORT: '0', MEDIA_HOST: '127.0.0.1', GATEHOUSE_MEDIA_STORE_DIR: mediaDir }),
-      { log: false, generator: fixedGenerator, keys: gw.services.keys, onRoute: record(mediaRoutes) },
+      {
+        log: false,
+        generator: fixedGenerator,
+        keys: gw.services.keys,
+        videoJobs: gw.services.mediaVideoJobs,
+        onRoute: record(mediaRoutes),
+      },
     );
     gw.services.mediaLink.url = media.url;
   });
@@ -1052,8 +1078,9 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
     ).toEqual([]);
     for (const [id, r] of routes) expect(declared(r), id).toBe(ROUTES[id]!.auth);
     const generation = [...mediaRoutes.keys()].filter((id) => MEDIA_PUBLIC[id] === undefined);
+    // Keyed media routes: generations, and the video jobs they leave (a key's own to read).
     expect(
-      generation.every((id) => id.startsWith('POST /api/')),
+      generation.every((id) => id.startsWith('POST /api/') || id.startsWith('GET /api/v1/videos/:id')),
       generation.join(),
     ).toBe(true);
     expect(generation).toContain('POST /api/:kind/:model');
@@ -1201,6 +1228,13 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       created(await api('POST', `/presets/${slug}/chat/completions`, chat), 200);
       return slug;
     };
+    const videoJob = created(
+      await api('POST', '/videos', { model: 'media/video-model', prompt: 'a1 video' }),
+      202,
+    ).id as string;
+    await vi.waitFor(async () =>
+      expect(created(await api('GET', `/videos/${videoJob}`), 200).status).toBe('completed'),
+    );
     await gw.services.accountant.flush();
     const fx: Fx = {
       otherOrg: other.organizationId,
@@ -1219,6 +1253,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       conversation,
       conversationItem,
       preset: await preset('a1-preset'),
+      videoJob,
       spare: {
         guardrail: created(await mgmt('POST', '/guardrails', { name: 'spare' })).data.id,
         key: created(await mgmt('POST', '/keys', { name: 'spare' })).data.hash,
@@ -1256,6 +1291,7 @@ describe.each(databases)('authorization matrix (%s)', (db) => {
       secret.value,
       response,
       conversation,
+      videoJob,
     ];
 
     // What the owner reads of every object others target, before and after.

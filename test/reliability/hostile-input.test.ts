@@ -28,7 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { RouteOptions } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadMediaConfig } from '../../src/media/config.js';
 import { type MediaHandle, startMedia } from '../../src/media/server.js';
 import type { GeneratedOutput, MediaGenerator } from '../../src/media/types.js';
@@ -55,7 +55,7 @@ const RUNS = { json: 40, mutation: 80, bytes: 20, multipart: 80, params: 25, que
  * paths, which are fuzzed in full: here a quarter of the runs checks the forwarding itself.
  */
 const forwarded = (t: { service: string; url: string }) =>
-  t.service === 'gateway' && t.url.startsWith('/api/v1/images');
+  t.service === 'gateway' && (t.url.startsWith('/api/v1/images') || t.url.startsWith('/api/v1/videos'));
 const runsOf = (t: { service: string; url: string }, kind: keyof typeof RUNS) =>
   forwarded(t) ? Math.ceil(RUNS[kind] / 4) : RUNS[kind];
 /** A request without an answer after this long is a hang. */
@@ -444,6 +444,8 @@ interface Fx {
   member: string;
   otherOrg: string;
   imageUrl: string;
+  /** A completed video job (GET /videos/{id} and its content). */
+  videoJob: string;
 }
 
 const SECRET = 'fuzz_secret';
@@ -455,6 +457,7 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
   // Both the gateway's (forwarded) and the media service's own.
   'POST /api/v1/images': () => ({ model: 'media/model-a', prompt: 'a lighthouse at dusk' }),
   'POST /api/v1/images/generations': () => ({ model: 'media/model-a', prompt: 'a lighthouse at dusk' }),
+  'POST /api/v1/videos': () => ({ model: 'media/video-model', prompt: 'a lighthouse at dusk', duration: 2 }),
   'POST /api/v1/images/edits': () => ({
     model: 'media/model-a',
     prompt: 'a lighthouse at dusk',
@@ -590,6 +593,7 @@ function paramValue(t: Target, name: string, fx: Fx): string {
   };
   if (t.id === 'DELETE /api/v1/presets/:slug') return 'deletable-preset';
   if (t.url.startsWith('/api/v1/images/models/')) return name === 'author' ? 'media' : 'model-a';
+  if (t.url.startsWith('/api/v1/videos/')) return fx.videoJob;
   if (byName[name]) return byName[name];
   if (t.id === 'GET /api/v1/models/:id') return 'gatehouse/echo';
   if (t.id === 'DELETE /api/v1/messages/batches/:id') return fx.deletableMessageBatch;
@@ -788,9 +792,15 @@ describe('hostile input: property-based requests on every route', () => {
         GATEHOUSE_MEDIA_STORE_DIR: mediaDir,
         GATEHOUSE_MEDIA_FETCH_PRIVATE: 'on', // the example image is served on loopback
       }),
-      { log: false, generator: fixedGenerator, keys: gw.services.keys, onRoute: (r) => mediaRoutes.push(r) },
+      {
+        log: false,
+        generator: fixedGenerator,
+        keys: gw.services.keys,
+        videoJobs: gw.services.mediaVideoJobs,
+        onRoute: (r) => mediaRoutes.push(r),
+      },
     );
-    // The gateway's /api/v1/images… reach this media service.
+    // The gateway's /api/v1/images… and /api/v1/videos… reach this media service.
     gw.services.mediaLink.url = media.url;
 
     // Fixtures the valid examples name.
@@ -838,6 +848,16 @@ describe('hostile input: property-based requests on every route', () => {
       ok(await api('POST', `/messages/batches/${created.id}/cancel`));
       return created.id as string;
     };
+    /** A video job the fixed generator completes at once, polled until it has. */
+    const completedVideoJob = async () => {
+      const { id } = ok(
+        await api('POST', '/videos', { model: 'media/video-model', prompt: 'fixture' }),
+      ) as any;
+      await vi.waitFor(async () =>
+        expect((ok(await api('GET', `/videos/${id}`)) as any).status).toBe('completed'),
+      );
+      return id as string;
+    };
     fx = {
       guardrail: (ok(await mgmt('POST', '/guardrails', { name: 'fuzz' })) as any).data.id,
       key: (ok(await mgmt('POST', '/keys', { name: 'fuzz' })) as any).data.hash,
@@ -864,6 +884,7 @@ describe('hostile input: property-based requests on every route', () => {
       member: member.data.id,
       otherOrg: other.data.id,
       imageUrl: `http://127.0.0.1:${(images.address() as AddressInfo).port}/a.png`,
+      videoJob: await completedVideoJob(),
     };
     // Presets are named by slug: `echo` (the slug every `:slug` parameter gets) for the reads, and
     // one for DELETE.
@@ -894,7 +915,7 @@ describe('hostile input: property-based requests on every route', () => {
         if (!takesBody && !schema.querystring && params.length === 0) continue;
         const auth: AuthMode =
           service === 'media'
-            ? method === 'POST' && r.url.startsWith('/api/')
+            ? (method === 'POST' && r.url.startsWith('/api/')) || r.url.startsWith('/api/v1/videos/:id')
               ? 'api'
               : 'none'
             : r.url.startsWith('/internal/runtime/')

@@ -22,6 +22,10 @@ import { type ImageCall, imageCall, openAiEditCall, openAiImageCall } from './im
 /** Routes under it answer errors in OpenRouter's envelope (server.ts), which OpenAI's clients read too. */
 export const API_PREFIX = '/api/v1/';
 
+/** Input images may come inline as base64 data: URLs: a JSON body has room for one at the upload limit. */
+export const inlineImageBodyLimit = (config: Pick<MediaConfig, 'bodyLimit' | 'maxUploadBytes'>): number =>
+  Math.max(config.bodyLimit, Math.ceil((config.maxUploadBytes * 4) / 3) + 64 * 1024);
+
 /** How often a stream that has sent nothing yet says it is still working (an SSE comment). */
 const STREAM_KEEPALIVE_MS = 10_000;
 
@@ -52,8 +56,7 @@ export async function imageApiRoutes(app: FastifyInstance, deps: ImageApiDeps): 
       return found;
     },
   );
-  // Input images may come inline as base64 data: URLs: room for one at the upload limit.
-  const bodyLimit = Math.max(config.bodyLimit, Math.ceil((config.maxUploadBytes * 4) / 3) + 64 * 1024);
+  const bodyLimit = inlineImageBodyLimit(config);
   app.post(
     `${API_PREFIX}images`,
     {
@@ -252,7 +255,7 @@ const OPENAI: ImageApi = {
  * The dropped fields as a header value: names a header can carry (a body's keys may hold any
  * character), at most 20 of them; null when there are none to list.
  */
-function droppedHeader(fields: string[]): string | null {
+export function droppedHeader(fields: string[]): string | null {
   const named = fields.filter((f) => /^[\w.\-[\]]{1,64}$/.test(f));
   const listed = named.slice(0, 20);
   const more = fields.length - listed.length;

@@ -1,5 +1,5 @@
 /**
- * OpenRouter's image API as the gateway's OpenAPI document shows it (documentation only: the media
+ * OpenRouter's image and video APIs as the gateway's OpenAPI document shows them (documentation only: the media
  * service validates requests itself, and answers pass unfiltered).
  */
 
@@ -121,4 +121,60 @@ export const OpenAiImageAnswer = Type.Object({
     output_tokens: Type.Integer(),
     total_tokens: Type.Integer(),
   }),
+});
+
+const ImageUrlPart = Type.Object({
+  type: Type.Literal('image_url'),
+  image_url: Type.Object({ url: Type.String({ description: 'An http(s) or base64 data: URL' }) }),
+});
+
+export const VideoRequest = Type.Object(
+  {
+    model: Type.String({ description: 'A video model: `media/<route name>`' }),
+    prompt: Type.String({ minLength: 1 }),
+    duration: Type.Optional(Type.Integer({ description: 'Seconds, as the route allows' })),
+    resolution: Type.Optional(Type.String({ description: 'A resolution the route takes (`480p`, `720p`)' })),
+    size: Type.Optional(Type.String({ description: '`WxH` pixels: the resolution of its short side' })),
+    aspect_ratio: Type.Optional(Type.String()),
+    frame_images: Type.Optional(
+      Type.Array(Type.Intersect([ImageUrlPart, Type.Object({ frame_type: Type.Literal('first_frame') })]), {
+        description: 'The first frame (a route with an `image` parameter)',
+      }),
+    ),
+    input_references: Type.Optional(
+      Type.Array(ImageUrlPart, { description: 'Reference images (a route with an image list)' }),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+export const VideoJob = Type.Object({
+  id: Type.String({ description: '`gen-vid-<unix seconds>-<20 alphanumerics>`' }),
+  polling_url: Type.String(),
+  status: Type.Union(['pending', 'in_progress', 'completed', 'failed'].map((s) => Type.Literal(s))),
+  unsigned_urls: Type.Optional(
+    Type.Array(Type.String(), { description: 'The stored videos, once completed' }),
+  ),
+  usage: Type.Optional(
+    Type.Object({ cost: Type.Number({ description: 'USD charged' }), is_byok: Type.Boolean() }),
+  ),
+  error: Type.Optional(Type.String()),
+});
+
+export const VideoModels = Type.Object({
+  data: Type.Array(
+    Type.Object(
+      {
+        id: Type.String(),
+        name: Type.String(),
+        canonical_slug: Type.String(),
+        created: Type.Integer(),
+        supported_durations: Type.Union([Type.Array(Type.Integer()), Type.Null()]),
+        supported_resolutions: Type.Union([Type.Array(Type.String()), Type.Null()]),
+        supported_aspect_ratios: Type.Union([Type.Array(Type.String()), Type.Null()]),
+        supported_frame_images: Type.Union([Type.Array(Type.String()), Type.Null()]),
+      },
+      { additionalProperties: true },
+    ),
+  ),
 });

@@ -6,6 +6,7 @@
  * Credentials are never logged: they live only in the SDK client.
  */
 
+import type { Readable } from 'node:stream';
 import {
   DeleteObjectCommand,
   GetObjectCommand,
@@ -53,6 +54,23 @@ export class S3Store implements ObjectStore {
   async delete(key: string): Promise<void> {
     if (!isValidKey(key)) return;
     await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: key }));
+  }
+
+  /** The object at `key` opened for reading; null when there is none. */
+  async open(key: string): Promise<{ stream: Readable; size?: number; contentType: string } | null> {
+    if (!isValidKey(key)) return null;
+    try {
+      const got = await this.client.send(new GetObjectCommand({ Bucket: this.config.bucket, Key: key }));
+      if (!got.Body) return null;
+      return {
+        stream: got.Body as Readable,
+        size: got.ContentLength,
+        contentType: got.ContentType ?? 'application/octet-stream',
+      };
+    } catch (err) {
+      if ((err as Error).name === 'NoSuchKey') return null;
+      throw err;
+    }
   }
 
   /** `<public url>/<key>`, or a GET URL presigned for `urlTtlS` seconds. */

@@ -1,0 +1,355 @@
+/**
+ * OpenRouter's video API through the gateway: `@openrouter/sdk`'s `videoGeneration.*` and the AI
+ * SDK's `openrouter.videoModel(id)`, with the gateway's base URL, submit a job (202), poll it and
+ * read its video. The media service admits and bills the key as its own routes do, runs the job in
+ * the background and keeps it in the gateway's database: another media process polls the same job,
+ * a job whose process stopped ends failed, and a job is its workspace's alone.
+ */
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OpenRouter } from '@openrouter/sdk';
+import { experimental_generateVideo as generateVideo } from 'ai-v7';
+import { createOpenRouter } from 'openrouter-ai-sdk-provider-v3';
+import sharp from 'sharp';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadMediaConfig } from '../src/media/config.js';
+import { LocalGenerator } from '../src/media/generators/local.js';
+import { ABANDONED } from '../src/media/jobs/store.js';
+import { type MediaHandle, startMedia } from '../src/media/server.js';
+import {
+  type GenerateRequest,
+  MediaError,
+  type MediaGenerator,
+  type MediaRoute,
+} from '../src/media/types.js';
+import { startTestGateway, type TestGateway } from './support/gateway.js';
+import { client, otherTenants } from './support/http.js';
+
+const PRICE = 0.25;
+/** An MP4's first box: what a provider's video starts with. */
+const MP4 = Buffer.concat([
+  Buffer.from([0, 0, 0, 0x18]),
+  Buffer.from('ftypisom'),
+  Buffer.from([0, 0, 2, 0]),
+  Buffer.from('isomiso2'),
+  Buffer.alloc(64, 7),
+]);
+const json = async (res: Response): Promise<any> => res.json();
+
+describe('the video API through the gateway', () => {
+  let dir: string;
+  let gw: TestGateway;
+  let media: MediaHandle;
+  let sdk: OpenRouter;
+  let others: { name: string; key: string }[];
+  const asked: { route: string; params: GenerateRequest['params']; images: string[] }[] = [];
+  /** Set by a test: the next generation waits for it, or fails with it. */
+  let gate: Promise<void> | null = null;
+  let failWith: Error | null = null;
+  const local = new LocalGenerator();
+  const recording: MediaGenerator = {
+    async generate(req, signal) {
+      asked.push({ route: req.route, params: req.params, images: req.images.map((i) => i.contentType) });
+      if (gate) await gate;
+      if (failWith) throw failWith;
+      return req.route === 'mp4-model'
+        ? [{ data: MP4, contentType: 'video/mp4', extension: 'mp4' }]
+        : local.generate(req, signal);
+    },
+  };
+  const mp4Route: MediaRoute = {
+    kind: 'video',
+    name: 'mp4-model',
+    provider: 'local',
+    providerModel: 'mp4',
+    params: { duration: { type: 'integer', enum: [4, 8], default: 4 } },
+  };
+
+  const startMediaProcess = async () => {
+    const config = loadMediaConfig({
+      MEDIA_PORT: '0',
+      MEDIA_HOST: '127.0.0.1',
+      GATEHOUSE_MEDIA_STORE_DIR: join(dir, 'objects'),
+    });
+    const routes = [
+      ...config.routes.map((r) => (r.kind === 'video' ? { ...r, priceUsd: PRICE } : r)),
+      mp4Route,
+    ];
+    return startMedia(
+      { ...config, routes },
+      {
+        log: false,
+        generators: { local: recording },
+        keys: gw.services.keys,
+        billing: gw.services.mediaBilling,
+        videoJobs: gw.services.mediaVideoJobs,
+      },
+    );
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'media-video-'));
+    gw = await startTestGateway('sqlite', { env: { GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' } });
+    media = await startMediaProcess();
+    gw.services.mediaLink.url = media.url;
+    sdk = new OpenRouter({
+      serverURL: `${gw.url}/api/v1`,
+      apiKey: gw.apiKey,
+      retryConfig: { strategy: 'none' },
+    });
+    others = await otherTenants(gw, 'Video neighbours', 10);
+  });
+  afterAll(async () => {
+    await media?.close();
+    await gw?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  beforeEach(() => {
+    asked.length = 0;
+    gate = null;
+    failWith = null;
+  });
+
+  const submit = (body: unknown, key: string | null = gw.apiKey) =>
+    fetch(`${gw.url}/api/v1/videos`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+      body: JSON.stringify(body),
+    });
+  const poll = (id: string, key = gw.apiKey, base = `${gw.url}/api/v1`) =>
+    fetch(`${base}/videos/${id}`, { headers: { authorization: `Bearer ${key}` } });
+  /** Polls until the job is no longer pending or running. */
+  const settled = async (id: string) => {
+    for (let i = 0; i < 400; i++) {
+      const job = await json(await poll(id));
+      if (job.status !== 'pending' && job.status !== 'in_progress') return job;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`job ${id} did not settle`);
+  };
+  const usage = async () => (await client(gw.url, gw.apiKey)('GET', '/key')).body.data.usage as number;
+
+  it('videoGeneration.generate → getGeneration → getVideoContent with the SDK; the price is charged once', async () => {
+    const before = await usage();
+    const job = await sdk.videoGeneration.generate({
+      videoGenerationRequest: { model: 'media/mp4-model', prompt: 'a lighthouse in a storm', duration: 8 },
+    });
+    expect(job.id).toMatch(/^gen-vid-\d{10}-[A-Za-z0-9]{20}$/);
+    expect(job.pollingUrl).toBe(`${gw.url}/api/v1/videos/${job.id}`);
+    expect(['pending', 'in_progress', 'completed']).toContain(job.status);
+
+    let polled = await sdk.videoGeneration.getGeneration({ jobId: job.id });
+    for (let i = 0; i < 400 && polled.status !== 'completed'; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      polled = await sdk.videoGeneration.getGeneration({ jobId: job.id });
+    }
+    expect(polled.status).toBe('completed');
+    expect(polled.unsignedUrls).toHaveLength(1);
+    expect(polled.usage).toEqual({ cost: 0, isByok: false });
+    expect(asked).toEqual([{ route: 'mp4-model', params: { duration: 8 }, images: [] }]);
+
+    const content = await sdk.videoGeneration.getVideoContent({ jobId: job.id });
+    const bytes = Buffer.from(await new Response(content).arrayBuffer());
+    expect(bytes.equals(MP4)).toBe(true);
+    // The stored file is at its URL too.
+    const stored = await fetch(polled.unsignedUrls?.[0] as string);
+    expect(stored.headers.get('content-type')).toBe('video/mp4');
+    expect(await usage()).toBeCloseTo(before, 8); // mp4-model is free
+
+    // The priced route charges its price once the video is made.
+    const priced = await json(await submit({ model: 'media/video-model', prompt: 'x', duration: 2 }));
+    const done = await settled(priced.id);
+    expect(done.usage).toEqual({ cost: PRICE, is_byok: false });
+    expect((await usage()) - before).toBeCloseTo(PRICE, 8);
+  });
+
+  it('the AI SDK video model: size becomes the route’s resolution, the first frame its image; the video is downloaded', async () => {
+    const frame = await sharp({ create: { width: 64, height: 36, channels: 3, background: '#c63' } })
+      .png()
+      .toBuffer();
+    const { video } = await generateVideo({
+      model: createOpenRouter({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey }).videoModel(
+        'media/video-model',
+        {
+          pollIntervalMs: 50,
+        },
+      ),
+      prompt: { text: 'waves on a beach', image: frame },
+      resolution: '1280x720',
+      duration: 2,
+      maxRetries: 0,
+      // The SDK's own download refuses loopback hosts (SSRF protection); this media service is local.
+      download: async ({ url }) => {
+        const res = await fetch(url);
+        return {
+          data: new Uint8Array(await res.arrayBuffer()),
+          mediaType: res.headers.get('content-type') ?? undefined,
+        };
+      },
+    });
+    // The built-in generator makes an animated WebP at the asked resolution.
+    const meta = await sharp(Buffer.from(video.uint8Array), { animated: true }).metadata();
+    expect(meta.format).toBe('webp');
+    expect(meta.width).toBe(1280);
+    expect(meta.pages).toBe(16);
+    expect(asked).toEqual([
+      {
+        route: 'video-model',
+        params: expect.objectContaining({ duration: 2, resolution: '720p' }),
+        images: ['image/png'],
+      },
+    ]);
+  });
+
+  it('fields the route lacks are dropped and listed; GET /videos/models lists the video routes', async () => {
+    const res = await submit({
+      model: 'media/video-model',
+      prompt: 'x',
+      duration: 2,
+      aspect_ratio: '16:9',
+      generate_audio: true,
+      callback_url: 'https://example.com/hook',
+      user: 'u-1',
+    });
+    expect(res.status).toBe(202);
+    expect(res.headers.get('x-gatehouse-dropped-fields')).toBe('generate_audio,callback_url,aspect_ratio');
+    await settled((await json(res)).id);
+
+    const models = await sdk.videoGeneration.listVideosModels();
+    expect(models.data.map((m) => m.id)).toEqual(['media/video-model', 'media/mp4-model']);
+    const builtIn = models.data[0];
+    expect(builtIn?.supportedDurations).toEqual([2, 3, 4, 5]);
+    expect(builtIn?.supportedResolutions).toEqual(['480p', '720p']);
+    expect(builtIn?.supportedFrameImages).toEqual(['first_frame']);
+    expect(builtIn?.pricingSkus).toEqual({ video: String(PRICE) });
+  });
+
+  it('refusals come at once, in OpenRouter’s envelope: unknown model, bad values, a last frame, no key, a management key', async () => {
+    const cases: [unknown, number, string, string | undefined][] = [
+      [{ model: 'media/nope', prompt: 'x' }, 404, 'not_found', 'model'],
+      [{ model: 'media/video-model', prompt: 'x', duration: 9 }, 400, 'invalid_value', 'duration'],
+      [{ model: 'media/video-model', prompt: 'x', size: '640x640' }, 400, 'invalid_value', 'size'],
+      [{ model: 'media/video-model' }, 400, 'missing_parameter', 'prompt'],
+      [
+        { model: 'media/video-model', prompt: 'x', previous_job_id: 'gen-vid-1' },
+        400,
+        'invalid_value',
+        'previous_job_id',
+      ],
+      [
+        {
+          model: 'media/video-model',
+          prompt: 'x',
+          frame_images: [
+            { type: 'image_url', image_url: { url: 'https://example.com/a.png' }, frame_type: 'last_frame' },
+          ],
+        },
+        400,
+        'invalid_value',
+        'frame_images',
+      ],
+    ];
+    for (const [body, status, code, field] of cases) {
+      const res = await submit(body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      const { error } = await json(res);
+      expect(error.code).toBe(status);
+      expect(error.metadata).toEqual({ error_code: code, ...(field ? { field } : {}) });
+    }
+    expect(asked).toEqual([]);
+    expect((await submit({ model: 'media/video-model', prompt: 'x' }, null)).status).toBe(401);
+    const mgmt = await submit({ model: 'media/video-model', prompt: 'x' }, gw.managementKey);
+    expect(mgmt.status).toBe(403);
+    expect((await poll('gen-vid-1-x', gw.managementKey)).status).toBe(403);
+    // The SDK reads a refusal as its error class.
+    const err = await sdk.videoGeneration
+      .generate({ videoGenerationRequest: { model: 'media/nope', prompt: 'x' } })
+      .then(
+        () => null,
+        (e: { statusCode: number }) => e,
+      );
+    expect(err?.statusCode).toBe(404);
+  });
+
+  it('a job is its workspace’s alone: another workspace or organization polls a 404', async () => {
+    const { id } = await json(await submit({ model: 'media/video-model', prompt: 'mine', duration: 2 }));
+    await settled(id);
+    for (const other of others) {
+      const res = await poll(id, other.key);
+      expect(res.status, other.name).toBe(404);
+      expect((await json(res)).error.metadata).toEqual({ error_code: 'not_found', field: 'id' });
+      const content = await fetch(`${gw.url}/api/v1/videos/${id}/content`, {
+        headers: { authorization: `Bearer ${other.key}` },
+      });
+      expect(content.status, other.name).toBe(404);
+    }
+  });
+
+  it('a running job is polled from another media process; content is 409 until it is done', async () => {
+    let open: () => void = () => {};
+    gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const { id } = await json(await submit({ model: 'media/mp4-model', prompt: 'slow' }));
+    await expect.poll(async () => (await json(await poll(id))).status).toBe('in_progress');
+    const early = await fetch(`${gw.url}/api/v1/videos/${id}/content`, {
+      headers: { authorization: `Bearer ${gw.apiKey}` },
+    });
+    expect(early.status).toBe(409);
+    expect((await json(early)).error.metadata.error_code).toBe('not_ready');
+
+    const second = await startMediaProcess();
+    try {
+      const there = await json(await poll(id, gw.apiKey, `${second.url}/api/v1`));
+      expect(there).toMatchObject({ id, status: 'in_progress' });
+      open();
+      await settled(id);
+      const done = await json(await poll(id, gw.apiKey, `${second.url}/api/v1`));
+      expect(done.status).toBe('completed');
+      const content = await fetch(`${second.url}/api/v1/videos/${id}/content`, {
+        headers: { authorization: `Bearer ${gw.apiKey}` },
+      });
+      expect(Buffer.from(await content.arrayBuffer()).equals(MP4)).toBe(true);
+    } finally {
+      open();
+      await second.close();
+    }
+  });
+
+  it('a failed generation ends the job failed with its message, uncharged; an abandoned job ends failed', async () => {
+    const before = await usage();
+    failWith = new MediaError(502, 'provider_error', 'The provider failed (status 500)');
+    const { id } = await json(await submit({ model: 'media/video-model', prompt: 'doomed', duration: 2 }));
+    const failed = await settled(id);
+    expect(failed).toMatchObject({ id, status: 'failed', error: 'The provider failed (status 500)' });
+    expect(failed.unsigned_urls).toBeUndefined();
+    expect(await usage()).toBeCloseTo(before, 8);
+
+    // A job whose process stopped beating (it died) is failed by the next poll.
+    const org = gw.organizationId;
+    const ws = (await client(gw.url, gw.apiKey)('GET', '/key')).body.data.workspace_id as string;
+    const long = Date.now() - 10 * 60_000;
+    await gw.services.db
+      .insertInto('media_video_jobs')
+      .values({
+        id: 'gen-vid-1-abandonedabandonedaband',
+        organization_id: org,
+        workspace_id: ws,
+        model: 'media/video-model',
+        status: 'in_progress',
+        owner: 'media-gone',
+        heartbeat_at: long,
+        outputs_json: null,
+        cost_usd: null,
+        error: null,
+        created_at: long,
+        completed_at: null,
+        expires_at: Date.now() + 86_400_000,
+      })
+      .execute();
+    const abandoned = await json(await poll('gen-vid-1-abandonedabandonedaband'));
+    expect(abandoned).toMatchObject({ status: 'failed', error: ABANDONED });
+  });
+});
