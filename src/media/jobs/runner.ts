@@ -43,6 +43,8 @@ export class VideoJobRunner {
     const done = (async () => {
       try {
         await this.store.start(id, this.owner, Date.now());
+        // Cancelled (shutdown) while it was being marked: an abort before `work` listens never reaches it.
+        cancel.signal.throwIfAborted();
         const result = await work(cancel.signal);
         const kept = await this.store.finish(id, this.owner, { status: 'completed', ...result }, Date.now());
         if (!kept) this.log.warn({ job: id }, 'video job finished after it was failed as abandoned');

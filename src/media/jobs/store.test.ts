@@ -71,6 +71,28 @@ describe.each(databases)('video jobs (%s)', (kind) => {
     expect(await store.purge(t + 10)).toBe(0);
   });
 
+  it('the runner fails a job cancelled while it was still being marked running (no hang)', async () => {
+    // `start` outlasts the grace: the cancel comes before the job's work could listen for it.
+    const slowStart = Object.create(store, {
+      start: {
+        value: async (...a: Parameters<VideoJobStore['start']>) => {
+          await new Promise((r) => setTimeout(r, 100));
+          return store.start(...a);
+        },
+      },
+    }) as VideoJobStore;
+    const runner = new VideoJobRunner(slowStart, silent, { graceMs: 10 });
+    await store.create({ id: 'early', model: 'm', owner: runner.owner, scope }, Date.now(), DAY);
+    let worked = false;
+    runner.run('early', async (signal) => {
+      worked = true;
+      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    });
+    await runner.close();
+    expect(worked).toBe(false);
+    expect((await store.find('early', scope, Date.now()))?.status).toBe('failed');
+  });
+
   it('the runner records a job’s end; on close a job past the grace is cancelled and failed', async () => {
     const runner = new VideoJobRunner(store, silent, { graceMs: 50 });
     const now = Date.now();
