@@ -37,7 +37,7 @@ import { type MediaBilling, MediaError, type MediaGenerator, type ObjectStore } 
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The API key's caller of a generation request (`GATEHOUSE_MEDIA_AUTH=keys`), else null. */
+    /** The API key's caller of a request that needs one (`needsCredential`, `GATEHOUSE_MEDIA_AUTH=keys`), else null. */
     mediaCaller: Caller | null;
   }
 }
@@ -65,6 +65,13 @@ export interface MediaAppOptions {
   /** Sees every route as it is registered (the authorization matrix test enumerates them with it). */
   onRoute?: (route: RouteOptions) => void;
 }
+
+/**
+ * Whether a route takes the caller's credential (GATEHOUSE_MEDIA_AUTH): the generations
+ * (`POST /api/*`) and a video job's reads (its workspace's alone); the rest is public.
+ */
+export const needsCredential = (method: string, url: string | undefined): boolean =>
+  url?.startsWith('/api/') === true && (method === 'POST' || url.startsWith('/api/v1/videos/:id'));
 
 /** Codes of the requests Node refuses before routing (see httpServerOptions). */
 const CLIENT_ERROR_CODES: Record<number, string> = {
@@ -192,14 +199,15 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
-  // Generation requests: authenticated, and refused at once when the queue is full — both before
+  // Requests that need a credential (needsCredential): authenticated, and generations refused at once when the queue is full — both before
   // the body (perhaps a large upload) is read.
   app.decorateRequest('mediaCaller', null);
   app.addHook('onRequest', async (req) => {
     // The matched route, not the raw URL (which may be percent-encoded: /%61pi/… routes to /api/…).
-    if (req.method !== 'POST' || !req.routeOptions.url?.startsWith('/api/')) return;
+    if (!needsCredential(req.method, req.routeOptions.url)) return;
     req.mediaCaller = await auth.check(req.headers.authorization);
-    if (queue.isFull(tenantOf(req.mediaCaller))) throw new QueueFullError(queue.retryAfterS());
+    if (req.method === 'POST' && queue.isFull(tenantOf(req.mediaCaller)))
+      throw new QueueFullError(queue.retryAfterS());
   });
   if (s3) app.addHook('onClose', async () => s3.destroy());
   if (opts.log !== false) {
@@ -248,9 +256,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
     },
     transform: ({ schema, url, route }) => ({
       schema:
-        guarded &&
-        url.startsWith('/api/') &&
-        (route.method === 'POST' || url.startsWith('/api/v1/videos/:id'))
+        guarded && needsCredential(String(route.method), url)
           ? { ...schema, security: [{ bearer: [] }] }
           : schema,
       url,
@@ -274,7 +280,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
         })
       : null;
   if (jobs) app.addHook('onClose', () => jobs.close());
-  await videoApiRoutes(app, { config, service, auth, store, jobs });
+  await videoApiRoutes(app, { config, service, store, jobs });
   await mediaWebPage(app, { config });
   return { app, service, store, auth };
 }

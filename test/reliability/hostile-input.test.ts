@@ -30,7 +30,7 @@ import fc from 'fast-check';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadMediaConfig } from '../../src/media/config.js';
-import { type MediaHandle, startMedia } from '../../src/media/server.js';
+import { type MediaHandle, needsCredential, startMedia } from '../../src/media/server.js';
 import type { GeneratedOutput, MediaGenerator } from '../../src/media/types.js';
 import { ADMIN_TOKEN, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { adminClient, client } from '../support/http.js';
@@ -915,7 +915,7 @@ describe('hostile input: property-based requests on every route', () => {
         if (!takesBody && !schema.querystring && params.length === 0) continue;
         const auth: AuthMode =
           service === 'media'
-            ? (method === 'POST' && r.url.startsWith('/api/')) || r.url.startsWith('/api/v1/videos/:id')
+            ? needsCredential(method, r.url)
               ? 'api'
               : 'none'
             : r.url.startsWith('/internal/runtime/')

@@ -9,7 +9,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Caller } from '../../accounts/caller.js';
 import { TempFiles } from '../../lib/temp-files.js';
-import type { MediaAuth } from '../auth.js';
 import type { MediaConfig } from '../config.js';
 import { fetchImages } from '../fetch.js';
 import { JOB_RETENTION_MS, type VideoJobRunner } from '../jobs/runner.js';
@@ -23,7 +22,6 @@ import { jobAnswer, videoCall, videoJobId, videoModels } from './videos.js';
 export interface VideoApiDeps {
   config: MediaConfig;
   service: MediaService;
-  auth: MediaAuth;
   store: ObjectStore;
   /** Null when the media service has no database (`token` or `none` auth): the API is not served. */
   jobs: VideoJobRunner | null;
@@ -33,7 +31,7 @@ export interface VideoApiDeps {
 export const BASE_URL_HEADER = 'x-gatehouse-base-url';
 
 export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): Promise<void> {
-  const { config, service, auth, store, jobs } = deps;
+  const { config, service, store, jobs } = deps;
   const started = Math.floor(Date.now() / 1000);
   const tags = ['openrouter'];
 
@@ -149,8 +147,7 @@ export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): 
   /** The caller's job `id` (404 for any other workspace's). */
   async function findJob(req: FastifyRequest, id: string) {
     const runner = available(jobs);
-    // GETs are not authenticated by the service-wide hook (it covers generation requests).
-    const caller = keyed(await auth.check(req.headers.authorization));
+    const caller = keyed(req.mediaCaller); // authenticated by the service's hook (needsCredential)
     const job = await runner.store.find(id, scopeOf(caller), Date.now());
     if (!job) throw new MediaError(404, 'not_found', 'There is no such video job', 'id');
     return job;
