@@ -2,7 +2,7 @@
  * Video jobs over a real database (SQLite and PostgreSQL): scoping, the heartbeat that tells a live
  * job from an abandoned one, the end of a job once, purge; and the runner's shutdown.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openTestDatabase } from '../../../test/support/database.js';
 import { databases } from '../../../test/support/gateway.js';
 import { MediaError } from '../types.js';
@@ -104,20 +104,27 @@ describe.each(databases)('video jobs (%s)', (kind) => {
       throw new MediaError(502, 'provider_error', 'The provider failed');
     });
     let cancelled: unknown = null;
-    runner.run(
-      'slow',
-      (signal) =>
-        new Promise((_, reject) =>
-          signal.addEventListener('abort', () => {
-            cancelled = signal.reason;
-            reject(signal.reason);
-          }),
-        ),
-    );
+    let working: () => void = () => {};
+    const slowWorks = new Promise<void>((resolve) => {
+      working = resolve;
+    });
+    runner.run('slow', (signal) => {
+      working();
+      return new Promise((_, reject) =>
+        signal.addEventListener('abort', () => {
+          cancelled = signal.reason;
+          reject(signal.reason);
+        }),
+      );
+    });
+    const read = async (id: string) => store.find(id, scope, Date.now());
+    // Closed once the two short jobs have ended and the slow one works (a loaded database may
+    // take longer than the grace just to mark them running).
+    await slowWorks;
+    await vi.waitFor(async () => expect(runner.size).toBe(1));
     await runner.close();
     expect(runner.size).toBe(0);
     expect(cancelled).toBeInstanceOf(MediaError);
-    const read = async (id: string) => store.find(id, scope, Date.now());
     expect((await read('quick'))?.status).toBe('completed');
     expect(await read('broken')).toMatchObject({ status: 'failed', error: 'The provider failed' });
     expect(await read('slow')).toMatchObject({
