@@ -47,7 +47,7 @@ export class VideoJobRunner {
         cancel.signal.throwIfAborted();
         const result = await work(cancel.signal);
         const kept = await this.store.finish(id, this.owner, { status: 'completed', ...result }, Date.now());
-        if (!kept) this.log.warn({ job: id }, 'video job finished after it was failed as abandoned');
+        if (!kept) this.log.warn({ job: id }, 'video job finished after its record had ended (purged?)');
       } catch (err) {
         const error = err instanceof MediaError ? err.message : 'The video could not be generated';
         if (!(err instanceof MediaError)) this.log.error({ err, job: id }, 'video job failed');

@@ -57,10 +57,22 @@ describe.each(databases)('video jobs (%s)', (kind) => {
     await store.beat('p1', ['live', 'dead'], later - 1_000); // p1 beats its own job only
     expect((await store.find('live', scope, later))?.status).toBe('in_progress');
     expect(await store.find('dead', scope, later)).toMatchObject({ status: 'failed', error: ABANDONED });
-    // Its process, if it comes back, cannot complete it any more.
-    expect(await store.finish('dead', 'p2', { status: 'completed', outputs: [], costUsd: 0 }, later)).toBe(
-      false,
+    // Its process, if it comes back and fails it, leaves it as the poll found it; another cannot end it.
+    expect(await store.finish('dead', 'p2', { status: 'failed', error: 'late' }, later)).toBe(false);
+    const outputs = [{ key: 'video/d.webp', url: 'http://m/files/video/d.webp', contentType: 'image/webp' }];
+    expect(await store.finish('dead', 'p1', { status: 'completed', outputs, costUsd: 1 }, later)).toBe(false);
+    expect(await store.find('dead', scope, later)).toMatchObject({ status: 'failed', error: ABANDONED });
+    // If it completes after all, the record says so: the video exists and was charged.
+    expect(await store.finish('dead', 'p2', { status: 'completed', outputs, costUsd: 0.5 }, later + 1)).toBe(
+      true,
     );
+    expect(await store.find('dead', scope, later + 2)).toMatchObject({
+      status: 'completed',
+      outputs,
+      costUsd: 0.5,
+      error: null,
+      completedAt: later + 1,
+    });
   });
 
   it('expired jobs are not found, and purged', async () => {

@@ -135,8 +135,9 @@ export class VideoJobStore {
   }
 
   /**
-   * Ends the owner's job. False when it had already been failed as abandoned (its heartbeat stopped
-   * for longer than `staleMs`): the caller was told it failed, so its outputs are not kept.
+   * Ends the owner's job; false when it had already ended. A job failed as abandoned (its process
+   * stalled past `staleMs`, so a poll gave up on it) that completes after all is recorded completed:
+   * its video exists and was charged, and the record says so. A late failure leaves it as it is.
    */
   async finish(
     id: string,
@@ -154,13 +155,21 @@ export class VideoJobStore {
               status: 'completed',
               outputs_json: JSON.stringify(end.outputs),
               cost_usd: end.costUsd,
+              error: null,
               completed_at: now,
             }
           : { status: 'failed', error: end.error, completed_at: now },
       )
       .where('id', '=', id)
       .where('owner', '=', owner)
-      .where('status', 'in', ['pending', 'in_progress'])
+      .where((w) =>
+        end.status === 'completed'
+          ? w.or([
+              w('status', 'in', ['pending', 'in_progress']),
+              w.and([w('status', '=', 'failed'), w('error', '=', ABANDONED)]),
+            ])
+          : w('status', 'in', ['pending', 'in_progress']),
+      )
       .executeTakeFirst();
     return Number(res.numUpdatedRows) === 1;
   }
