@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openTestDatabase } from '../../test/support/database.js';
 import { databases } from '../../test/support/gateway.js';
+import { waitFor } from '../../test/support/processes.js';
 import { ApiError } from '../lib/errors.js';
 import { MessageThreadsService } from './service.js';
 
@@ -60,6 +61,17 @@ describe.each(databases)('message threads (%s)', (kind) => {
     });
   });
   const fresh = () => `msg_${randomBytes(6).toString('hex')}`;
+  /** When the claim on reply `id` was last written (taken or refreshed). */
+  const claimedAt = async (id: string) =>
+    Number(
+      (
+        await db.handle.db
+          .selectFrom('message_threads')
+          .select('continued_at')
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow()
+      ).continued_at,
+    );
 
   /** One answered turn, as the endpoint runs it: begin, then save the reply; the body sent. */
   async function turn(scope: typeof A, body: Record<string, unknown>, id: string, text: string) {
@@ -194,7 +206,46 @@ describe.each(databases)('message threads (%s)', (kind) => {
     clock += 30_000;
     expect((await rejection(threads.begin(cont, A, log))).code).toBe('thread_continue_in_flight');
     clock += 31_000;
-    expect(await threads.begin(cont, A, log)).not.toBeNull();
+    const taken = await threads.begin(cont, A, log);
+    expect(taken).not.toBeNull();
+    // The first, if it comes back and gives up, cannot give back the claim now held by the second.
+    await threads.release(left as never);
+    expect((await rejection(threads.begin(cont, A, log))).code).toBe('thread_continue_in_flight');
+    await threads.release(taken as never);
+  });
+
+  it('a continue running longer than the in-flight time keeps its claim: it is refreshed while it runs', async () => {
+    const beating = new MessageThreadsService({
+      db: db.handle.db,
+      retentionMs: 30 * DAY,
+      inFlightMs: 60_000,
+      beatMs: 10,
+      now: () => clock,
+    });
+    const [m1, m2] = [fresh(), fresh()];
+    await turn(A, { model: 'm', messages: [user('hi')], thread: { type: 'create' } }, m1, 'hello');
+    const cont = {
+      model: 'm',
+      messages: [user('next')],
+      thread: { type: 'continue', previous_message_id: m1 },
+    };
+    const long = await beating.begin(cont, A, log);
+    // Ten minutes of streaming, in steps shorter than the in-flight time, each followed by a beat.
+    for (let i = 0; i < 10; i++) {
+      clock += 59_000;
+      await waitFor('a beat', async () => (await claimedAt(m1)) === clock, { everyMs: 5 });
+      expect((await rejection(threads.begin(cont, A, log))).code).toBe('thread_continue_in_flight');
+    }
+    await beating.save(long as never, reply(m2, 'a long one'));
+    await beating.release(long as never);
+    expect((await rejection(threads.begin(cont, A, log))).code).toBe('thread_already_continued');
+    // A failed long continue gives back its claim as last refreshed.
+    const next = { ...cont, thread: { type: 'continue', previous_message_id: m2 } };
+    const failing = await beating.begin(next, A, log);
+    clock += 59_000;
+    await waitFor('a beat', async () => (await claimedAt(m2)) === clock, { everyMs: 5 });
+    await beating.release(failing as never);
+    expect(await threads.begin(next, A, log)).not.toBeNull();
   });
 
   it('thread_not_found for an unknown id, another workspace’s, and an expired thread; purge removes it', async () => {

@@ -15,7 +15,15 @@
 import type { Db } from '../db/connection.js';
 import { isObj, type Obj } from '../formats/validate.js';
 import { ApiError } from '../lib/errors.js';
-import { claimTurn, findTurns, insertTurn, purgeExpired, releaseTurn, type Scope } from './store.js';
+import {
+  claimTurn,
+  findTurns,
+  insertTurn,
+  purgeExpired,
+  refreshClaim,
+  releaseTurn,
+  type Scope,
+} from './store.js';
 
 /** Where failures that do not fail the call are reported (the request's logger). */
 export interface Log {
@@ -36,18 +44,26 @@ export interface ThreadTurn {
   fields: Obj | null;
   /** This turn's own messages, as sent. */
   messages: unknown[];
-  /** The continued reply this call holds, and since when (given back when nothing is stored). */
+  /** The continued reply this call holds, and its last refresh (given back when nothing is stored). */
   claim: { id: string; at: number } | null;
   saved: boolean;
   log: Log;
+  /** Refreshes the claim while the call runs; stopped when the turn is saved or released. */
+  keeper?: NodeJS.Timeout;
+  /** A refresh under way: `release` waits for it, so that it gives back the claim as last written. */
+  refreshing?: Promise<void>;
 }
 
 export interface MessageThreadsDeps {
   db: Db;
   /** How long a thread is kept after its last turn, ms; 0 holds none. */
   retentionMs: number;
-  /** How long a continue may run before another may take its place (its process died), ms. */
+  /**
+   * How long a continue's claim lasts without a refresh before another may take its place (its
+   * process died), ms; a running continue refreshes it every `beatMs` (a third of it; 0: never).
+   */
   inFlightMs?: number;
+  beatMs?: number;
   /** How often expired rows are purged (checked on each write), ms. */
   purgeEveryMs?: number;
   now?: () => number;
@@ -106,15 +122,10 @@ export class MessageThreadsService {
       throw new ApiError(400, 'thread.previous_message_id: a message id is required to continue a thread');
 
     const now = this.now();
-    const claimed = await claimTurn(
-      this.deps.db,
-      scope,
-      previous,
-      now,
-      now - (this.deps.inFlightMs ?? 600_000),
-    );
+    const claimed = await claimTurn(this.deps.db, scope, previous, now, now - this.inFlightMs);
     if (claimed !== 'claimed') throw this.unclaimable(claimed, previous);
     turn.claim = { id: previous, at: now };
+    this.keep(turn);
     try {
       await this.expand(turn, body, isObj(sent) ? sent : body, previous, now);
     } catch (err) {
@@ -124,6 +135,39 @@ export class MessageThreadsService {
     return turn;
   }
 
+  private get inFlightMs(): number {
+    return this.deps.inFlightMs ?? 600_000;
+  }
+
+  /**
+   * Keeps a running continue's claim fresh, so that a turn longer than the in-flight time (a long
+   * stream) is not taken over while it runs; only a process that stopped lets its claims go stale.
+   */
+  private keep(turn: ThreadTurn): void {
+    const every = this.deps.beatMs ?? Math.floor(this.inFlightMs / 3);
+    if (every <= 0) return;
+    turn.keeper = setInterval(() => {
+      const claim = turn.claim;
+      if (!claim || turn.refreshing) return;
+      const at = this.now();
+      turn.refreshing = refreshClaim(this.deps.db, claim.id, claim.at, at)
+        .then((kept) => {
+          if (kept) claim.at = at;
+        })
+        .catch((err) => turn.log.warn({ err, messageId: claim.id }, 'refreshing the thread claim failed'))
+        .finally(() => {
+          turn.refreshing = undefined;
+        });
+    }, every);
+    turn.keeper.unref();
+  }
+
+  private stopKeeping(turn: ThreadTurn): Promise<void> | undefined {
+    clearInterval(turn.keeper);
+    turn.keeper = undefined;
+    return turn.refreshing;
+  }
+
   /**
    * Stores the turn under its reply's id once the reply is whole (a Message; not for a stream cut
    * short). A failed write does not fail the call: it is logged, and a later continue of the reply
@@ -131,6 +175,7 @@ export class MessageThreadsService {
    */
   async save(turn: ThreadTurn, message: unknown): Promise<void> {
     if (!isObj(message) || message.type !== 'message' || typeof message.id !== 'string') return;
+    await this.stopKeeping(turn);
     const now = this.now();
     try {
       await insertTurn(
@@ -159,6 +204,7 @@ export class MessageThreadsService {
 
   /** Ends a turn that stored nothing: the reply it continued may be continued again. */
   async release(turn: ThreadTurn): Promise<void> {
+    await this.stopKeeping(turn);
     if (!turn.claim || turn.saved) return;
     const { id, at } = turn.claim;
     turn.claim = null;

@@ -66,6 +66,18 @@ export async function claimTurn(
   return row?.continued ?? 'missing';
 }
 
+/** Moves a claim still held as of `at` to `now`; false when it is no longer this claim (taken over). */
+export async function refreshClaim(db: Db, id: string, at: number, now: number): Promise<boolean> {
+  const res = await db
+    .updateTable('message_threads')
+    .set({ continued_at: now })
+    .where('id', '=', id)
+    .where('continued', '=', 'in_flight')
+    .where('continued_at', '=', at)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
 /** Gives back a claim that produced no stored reply (the call failed): the reply may be continued again. */
 export async function releaseTurn(db: Db, id: string, claimedAt: number): Promise<void> {
   await db
