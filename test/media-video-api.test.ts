@@ -163,6 +163,11 @@ describe('the video API through the gateway', () => {
     const done = await settled(priced.id);
     expect(done.usage).toEqual({ cost: PRICE, is_byok: false });
     expect((await usage()) - before).toBeCloseTo(PRICE, 8);
+    // The built-in route makes an MP4 for this API, which the SDK's content call takes as it is.
+    const made = await sdk.videoGeneration.getVideoContent({ jobId: priced.id });
+    const clip = Buffer.from(await new Response(made).arrayBuffer());
+    expect(clip.toString('latin1', 4, 8)).toBe('ftyp');
+    expect(clip.includes(Buffer.from('avc1'))).toBe(true);
   });
 
   it('the AI SDK video model: size becomes the route’s resolution, the first frame its image; the video is downloaded', async () => {
@@ -189,15 +194,16 @@ describe('the video API through the gateway', () => {
         };
       },
     });
-    // The built-in generator makes an animated WebP at the asked resolution.
-    const meta = await sharp(Buffer.from(video.uint8Array), { animated: true }).metadata();
-    expect(meta.format).toBe('webp');
-    expect(meta.width).toBe(1280);
-    expect(meta.pages).toBe(16);
+    // The built-in generator makes an H.264 MP4 for this API, at the asked resolution.
+    expect(video.mediaType).toBe('video/mp4');
+    const clip = Buffer.from(video.uint8Array);
+    expect(clip.toString('latin1', 4, 8)).toBe('ftyp');
+    const tkhd = clip.indexOf('tkhd', 0, 'latin1') + 4; // the track header's payload
+    expect([clip.readUInt32BE(tkhd + 76) >> 16, clip.readUInt32BE(tkhd + 80) >> 16]).toEqual([1280, 720]);
     expect(asked).toEqual([
       {
         route: 'video-model',
-        params: expect.objectContaining({ duration: 2, resolution: '720p' }),
+        params: expect.objectContaining({ duration: 2, resolution: '720p', output_format: 'mp4' }),
         images: ['image/png'],
       },
     ]);

@@ -279,7 +279,12 @@ describe('generation routes', () => {
       ['image', new Blob([JPEG], { type: 'image/jpeg' })],
     ]);
     expect(r.status).toBe(200);
-    expect(fake.last.req.params).toEqual({ duration: 4, resolution: '480p', camera_fixed: true });
+    expect(fake.last.req.params).toEqual({
+      duration: 4,
+      resolution: '480p',
+      camera_fixed: true,
+      output_format: 'webp',
+    });
     expect(fake.last.images).toMatchObject([{ param: 'image', contentType: 'image/jpeg' }]);
   });
 });

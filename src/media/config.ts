@@ -139,6 +139,7 @@ export const DEFAULT_ROUTES: MediaRoute[] = [
       image: { type: 'image' },
       reference_images: { type: 'image_urls', minItems: 0, maxItems: 4 },
       camera_fixed: { type: 'boolean', default: false },
+      output_format: { type: 'string', enum: ['webp', 'mp4'], default: 'webp' },
     },
   },
 ];

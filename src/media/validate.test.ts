@@ -25,6 +25,7 @@ describe('validateGeneration', () => {
       duration: 3,
       resolution: '480p',
       camera_fixed: false,
+      output_format: 'webp',
     });
   });
 
@@ -50,6 +51,7 @@ describe('validateGeneration', () => {
       duration: 5,
       camera_fixed: true,
       resolution: '480p',
+      output_format: 'webp',
       reference_images: ['http://a.example/1.png', 'https://b.example/2.jpg'],
     });
     expect(v.imageUrls).toEqual([

@@ -8,13 +8,17 @@ const routes = DEFAULT_ROUTES;
 const call = (extra: object, list: MediaRoute[] = routes) =>
   videoCall({ model: 'media/video-model', prompt: 'x', ...extra }, list);
 const ref = (url: string) => ({ type: 'image_url', image_url: { url } });
+/** What the API asks of the built-in route, which makes MP4 on request. */
+const MP4 = { output_format: 'mp4' };
 
 describe('videoCall (OpenRouter video API)', () => {
   it('names the video route by media/<name> or <name>; the route’s own fields pass, others are dropped', () => {
     const c = call({ duration: 4, resolution: '720p', camera_fixed: true, seed: 7, user: 'u', provider: {} });
     expect(c.route).toMatchObject({ kind: 'video', name: 'video-model' });
-    expect(c.input).toEqual({ prompt: 'x', duration: 4, resolution: '720p', camera_fixed: true });
+    expect(c.input).toEqual({ prompt: 'x', ...MP4, duration: 4, resolution: '720p', camera_fixed: true });
     expect(c.dropped).toEqual(['seed']);
+    // The API's content is MP4: asked of a route that offers it, unless the caller chose a format.
+    expect(call({ output_format: 'webp' }).input).toEqual({ prompt: 'x', output_format: 'webp' });
     expect(videoCall({ model: 'video-model', prompt: 'x' }, routes).route.name).toBe('video-model');
     expect(failure(() => videoCall({ model: 'media/model-a', prompt: 'x' }, routes))).toEqual({
       status: 404,
@@ -26,8 +30,8 @@ describe('videoCall (OpenRouter video API)', () => {
   });
 
   it('size WxH becomes the resolution of its short side; one the route does not make is a 400 naming size', () => {
-    expect(call({ size: '1280x720' }).input).toEqual({ prompt: 'x', resolution: '720p' });
-    expect(call({ size: '480x854' }).input).toEqual({ prompt: 'x', resolution: '480p' });
+    expect(call({ size: '1280x720' }).input).toEqual({ prompt: 'x', ...MP4, resolution: '720p' });
+    expect(call({ size: '480x854' }).input).toEqual({ prompt: 'x', ...MP4, resolution: '480p' });
     expect(failure(() => call({ size: '1080x1920' }))).toEqual({
       status: 400,
       code: 'invalid_value',
@@ -36,7 +40,7 @@ describe('videoCall (OpenRouter video API)', () => {
     expect(failure(() => call({ size: 'big' }))).toMatchObject({ code: 'invalid_value', field: 'size' });
     // A given resolution wins over size's; aspect_ratio the route lacks is dropped.
     const both = call({ size: '854x480', resolution: '720p', aspect_ratio: '16:9' });
-    expect(both.input).toEqual({ prompt: 'x', resolution: '720p' });
+    expect(both.input).toEqual({ prompt: 'x', ...MP4, resolution: '720p' });
     expect(both.dropped).toEqual(['aspect_ratio']);
     // A route with an aspect ratio gets the nearest one.
     const wide: MediaRoute = {
@@ -68,6 +72,7 @@ describe('videoCall (OpenRouter video API)', () => {
     });
     expect(c.input).toEqual({
       prompt: 'x',
+      ...MP4,
       image: 'https://a.example/f.png',
       reference_images: ['https://a.example/r1.png'],
     });
@@ -119,6 +124,11 @@ describe('video job answers', () => {
       supported_frame_images: ['first_frame'],
       pricing_skus: null,
     });
-    expect(model?.allowed_passthrough_parameters).toEqual(['duration', 'resolution', 'camera_fixed']);
+    expect(model?.allowed_passthrough_parameters).toEqual([
+      'duration',
+      'resolution',
+      'camera_fixed',
+      'output_format',
+    ]);
   });
 });

@@ -65,6 +65,11 @@ export function videoCall(body: unknown, routes: MediaRoute[]): VideoCall {
   }
   mapFormat(body, route, input, dropped);
   mapImages(body, route, input, dropped);
+  // The API's content is `video/mp4` (its clients take nothing else): asked of a route that offers
+  // it as its `output_format`, unless the caller chose one.
+  const output = route.params.output_format;
+  if (input.output_format === undefined && output?.type === 'string' && output.enum?.includes('mp4'))
+    input.output_format = 'mp4';
   return { route, model, input, dropped };
 }
 

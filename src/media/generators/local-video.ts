@@ -1,6 +1,7 @@
 /**
  * Short animations for the local generator's video route: an animated WebP (every current browser
- * plays it in an <img>, loops, full colour — unlike GIF's 256). A slow zoom-and-pan over the
+ * plays it in an <img>, loops, full colour — unlike GIF's 256), or an H.264 MP4 (what video
+ * clients expect; local-mp4.ts). A slow zoom-and-pan over the
  * prompt's composition (or over the input image) with a glowing subject moving along a path drawn
  * from the prompt's digest, the caption on top. The loop is seamless: camera and subject return
  * to where they started.
@@ -12,6 +13,7 @@
 
 import sharp, { type OverlayOptions, type Sharp } from 'sharp';
 import { captionSvg, compositionSvg, type DecodedInput, decodeInputRaw } from './local-image.js';
+import { mp4Encoder } from './local-mp4.js';
 import { type Palette, rngFrom } from './local-palette.js';
 
 export const VIDEO_FPS = 8;
@@ -25,6 +27,14 @@ export function videoDimensions(resolution: unknown): { width: number; height: n
   const width = Math.round((height * 16) / 9 / 2) * 2;
   return { width, height };
 }
+
+export type VideoFormat = 'webp' | 'mp4';
+export const VIDEO_TYPES: Record<VideoFormat, { contentType: string; extension: string }> = {
+  webp: { contentType: 'image/webp', extension: 'webp' },
+  mp4: { contentType: 'video/mp4', extension: 'mp4' },
+};
+/** The route's `output_format`: `mp4`, else the animated WebP. */
+export const videoFormat = (value: unknown): VideoFormat => (value === 'mp4' ? 'mp4' : 'webp');
 
 export function frameCount(duration: unknown): number {
   const seconds = typeof duration === 'number' && duration > 0 ? duration : Number(duration) || 5;
@@ -44,6 +54,8 @@ export interface VideoJob {
   signal: AbortSignal;
   /** Frames encoded at once (sharp's thread pool does the work); default 2. */
   parallel?: number;
+  /** Default `webp`. */
+  format?: VideoFormat;
 }
 
 /** How far the camera zooms in at the middle of the loop. */
@@ -76,9 +88,10 @@ function subjectSvg(palette: Palette, size: number): string {
   );
 }
 
-/** Renders the frames and returns the animated WebP. */
+/** Renders the frames and returns the clip: an animated WebP, or an MP4. */
 export async function renderVideo(job: VideoJob): Promise<Buffer> {
   const { width: w, height: h, frames, signal } = job;
+  const mp4 = job.format === 'mp4';
   // The background, larger than the frame so the camera can move over it: the composition, or the
   // input image under a translucent one (as for i2i).
   const bw = Math.ceil(w * ZOOM);
@@ -154,23 +167,39 @@ export async function renderVideo(job: VideoJob): Promise<Buffer> {
         top: h - captionLayer.height,
       });
     }
-    // Opaque frames: a plain VP8 bitstream each, no ALPH chunk.
-    return pipeline.composite(layers).removeAlpha().webp({ quality: 75, effort: 1 }).toBuffer();
+    const composed = pipeline.composite(layers);
+    // MP4: raw RGBA for the encoder. WebP: opaque frames, a plain VP8 bitstream each, no ALPH chunk.
+    return mp4
+      ? composed.ensureAlpha().raw().toBuffer()
+      : composed.removeAlpha().webp({ quality: 75, effort: 1 }).toBuffer();
   };
 
-  const encoded: Buffer[] = new Array(frames);
-  const parallel = Math.max(1, job.parallel ?? 2);
-  let next = 0;
-  const worker = async () => {
-    while (next < frames) {
-      signal.throwIfAborted();
-      const i = next++;
-      encoded[i] = await frame(i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, frames) }, worker));
-  signal.throwIfAborted();
-  return assembleAnimatedWebp(encoded, w, h, Math.round(1000 / VIDEO_FPS));
+  const encoder = mp4 ? mp4Encoder(w, h, VIDEO_FPS) : null;
+  try {
+    const encoded: (Buffer | undefined)[] = new Array(frames);
+    let fed = 0;
+    const parallel = Math.max(1, job.parallel ?? 2);
+    let next = 0;
+    const worker = async () => {
+      while (next < frames) {
+        signal.throwIfAborted();
+        const i = next++;
+        encoded[i] = await frame(i);
+        // The encoder takes frames in order, each as soon as those before it are in: memory holds
+        // only the few rendered out of order, not the clip.
+        for (let f = encoded[fed]; encoder && f; f = encoded[fed]) {
+          encoder.add(f);
+          encoded[fed++] = undefined;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(parallel, frames) }, worker));
+    signal.throwIfAborted();
+    if (encoder) return await encoder.finish();
+    return assembleAnimatedWebp(encoded as Buffer[], w, h, Math.round(1000 / VIDEO_FPS));
+  } finally {
+    encoder?.abort();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GenerateRequest, type InputImage, MediaError } from '../types.js';
 import { LocalGenerator } from './local.js';
 import { captionLines, escapeXml, imageDimensions } from './local-image.js';
+import { mp4Encoder } from './local-mp4.js';
 import { paletteFor, promptDigest } from './local-palette.js';
 import { assembleAnimatedWebp, frameCount, VIDEO_FPS, videoDimensions } from './local-video.js';
 
@@ -322,6 +323,29 @@ describe('video', () => {
     ).rejects.toMatchObject({ status: 400, code: 'invalid_image', field: 'image' });
   });
 
+  it('output_format mp4 → an H.264 MP4 of duration × fps frames at the resolution; deterministic', async () => {
+    const req = request('video', 'a paper boat on a river', {
+      duration: 2,
+      resolution: '480p',
+      output_format: 'mp4',
+    });
+    const out = await only(req);
+    expect([out.contentType, out.extension]).toEqual(['video/mp4', 'mp4']);
+    const top = mp4Boxes(out.data);
+    expect(top.map((b) => b.type)).toEqual(expect.arrayContaining(['ftyp', 'moov', 'mdat']));
+    const moov = mp4Boxes(box(top, 'moov'));
+    const mvhd = box(moov, 'mvhd');
+    expect(mvhd.readUInt32BE(16) / mvhd.readUInt32BE(12)).toBeCloseTo(2, 1); // duration ÷ timescale
+    const trak = mp4Boxes(box(moov, 'trak'));
+    const tkhd = box(trak, 'tkhd');
+    expect([tkhd.readUInt32BE(76) >> 16, tkhd.readUInt32BE(80) >> 16]).toEqual([854, 480]);
+    const stbl = mp4Boxes(box(mp4Boxes(box(mp4Boxes(box(trak, 'mdia')), 'minf')), 'stbl'));
+    expect(box(stbl, 'stsz').readUInt32BE(8)).toBe(2 * VIDEO_FPS); // samples: one per frame
+    expect(mp4Boxes(box(stbl, 'stsd').subarray(8)).map((b) => b.type)).toEqual(['avc1']);
+    // The same pictures (the headers carry the time of muxing).
+    expect(box(mp4Boxes((await only(req)).data), 'mdat').equals(box(top, 'mdat'))).toBe(true);
+  });
+
   it('packs frames into a valid animated WebP container', async () => {
     const frames = await Promise.all(
       ['#ff0000', '#00ff00', '#0000ff'].map((c) => solid(64, 32, c).webp({ quality: 90 }).toBuffer()),
@@ -334,6 +358,23 @@ describe('video', () => {
     expect(r + b).toBeLessThan(60);
   });
 });
+
+/** An MP4 (ISO BMFF) box list: each box's type and its payload. */
+function mp4Boxes(data: Buffer): { type: string; data: Buffer }[] {
+  const out: { type: string; data: Buffer }[] = [];
+  for (let at = 0; at + 8 <= data.length; ) {
+    const size = data.readUInt32BE(at);
+    if (size < 8 || at + size > data.length) throw new Error(`bad box size ${size} at ${at}`);
+    out.push({ type: data.toString('latin1', at + 4, at + 8), data: data.subarray(at + 8, at + size) });
+    at += size;
+  }
+  return out;
+}
+const box = (list: { type: string; data: Buffer }[], type: string): Buffer => {
+  const found = list.find((b) => b.type === type);
+  if (!found) throw new Error(`no ${type} box among ${list.map((b) => b.type).join(', ')}`);
+  return found.data;
+};
 
 describe('abort', () => {
   it('an already aborted signal rejects with its reason', async () => {
@@ -355,5 +396,20 @@ describe('abort', () => {
     await expect(pending).rejects.toBe(reason);
     // A full 10 s 720p clip takes seconds; the abort lands within a frame or two.
     expect(performance.now() - started).toBeLessThan(1500);
+  });
+
+  it('aborting an MP4 rejects with the reason; a stopped encoder never answers a finish', async () => {
+    const encoder = mp4Encoder(64, 32, 8);
+    encoder.add(new Uint8Array(64 * 32 * 4));
+    encoder.abort();
+    await expect(encoder.finish()).rejects.toThrow(/stopped before the clip was finished/);
+    const controller = new AbortController();
+    const reason = new Error('cancelled');
+    const pending = gen.generate(
+      request('video', 'long one', { duration: 10, resolution: '720p', output_format: 'mp4' }),
+      controller.signal,
+    );
+    setTimeout(() => controller.abort(reason), 150);
+    await expect(pending).rejects.toBe(reason);
   });
 });

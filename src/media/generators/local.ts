@@ -8,9 +8,9 @@
  * - i2i: the first input image, cover-cropped to the output size, under a translucent version of the
  *   prompt's composition and the caption; further inputs as thumbnails along the top. Without an
  *   `aspect_ratio` the output keeps the input's.
- * - video: an animated WebP, 8 fps × `duration` seconds at `resolution` (480p → 854×480, 720p →
- *   1280×720): a seamless zoom/pan loop over the composition or the `image` input with a moving
- *   subject (`camera_fixed` keeps the camera still).
+ * - video: an animated WebP, or an H.264 MP4 with `output_format: mp4`, 8 fps × `duration` seconds
+ *   at `resolution` (480p → 854×480, 720p → 1280×720): a seamless zoom/pan loop over the
+ *   composition or the `image` input with a moving subject (`camera_fixed` keeps the camera still).
  */
 
 import type { GeneratedOutput, GenerateRequest, MediaGenerator } from '../types.js';
@@ -23,7 +23,7 @@ import {
   renderImage,
 } from './local-image.js';
 import { paletteFor, promptDigest } from './local-palette.js';
-import { frameCount, renderVideo, videoDimensions } from './local-video.js';
+import { frameCount, renderVideo, VIDEO_TYPES, videoDimensions, videoFormat } from './local-video.js';
 
 export class LocalGenerator implements MediaGenerator {
   async generate(req: GenerateRequest, signal: AbortSignal): Promise<GeneratedOutput[]> {
@@ -40,6 +40,7 @@ export class LocalGenerator implements MediaGenerator {
 
     if (req.kind === 'video') {
       const { width, height } = videoDimensions(req.params.resolution);
+      const format = videoFormat(req.params.output_format);
       const data = await renderVideo({
         prompt: req.prompt,
         digest,
@@ -50,8 +51,9 @@ export class LocalGenerator implements MediaGenerator {
         cameraFixed: req.params.camera_fixed === true || req.params.camera_fixed === 'true',
         input: inputs.find((i) => i.image.param === 'image') ?? inputs[0],
         signal,
+        format,
       });
-      return [{ data, contentType: 'image/webp', extension: 'webp' }];
+      return [{ data, ...VIDEO_TYPES[format] }];
     }
 
     const first = inputs[0];
