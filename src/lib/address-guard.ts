@@ -51,13 +51,20 @@ export async function resolveAllowed(host: string, allowPrivate: boolean): Promi
   return pinned;
 }
 
-/** An undici dispatcher whose every connection goes to `pinned` (close it after use). */
-export function pinnedAgent(pinned: Resolved, timeouts: { headersTimeout: number; bodyTimeout: number }) {
+/**
+ * An undici dispatcher whose every connection goes to `pinned` (close it after use); `tls`: more
+ * connection options (a CA to trust).
+ */
+export function pinnedAgent(
+  pinned: Resolved,
+  timeouts: { headersTimeout: number; bodyTimeout: number },
+  tls: { ca?: string } = {},
+) {
   const pin: LookupFunction = (_host, options, callback) => {
     if ((options as { all?: boolean }).all) callback(null, [pinned]);
     else callback(null, pinned.address, pinned.family);
   };
-  return new Agent({ connect: { lookup: pin }, ...timeouts });
+  return new Agent({ connect: { lookup: pin, ...tls }, ...timeouts });
 }
 
 /** Why a guarded GET brought no body to read; each caller words it for its own callers. */

@@ -9,8 +9,9 @@ import { createHash } from 'node:crypto';
 import { type Attributes, SpanKind, SpanStatusCode, TraceFlags } from '@opentelemetry/api';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
+import { post } from '../lib/guarded-post.js';
 import { operationName } from '../telemetry/operation.js';
-import { post, type Sender } from './delivery.js';
+import type { Sender } from './delivery.js';
 import type { ExportRecord } from './records.js';
 import type { LiveDestination } from './service.js';
 

@@ -4,7 +4,8 @@
  * Stripe and others use, so receivers can check it and refuse replays).
  */
 import { createHmac } from 'node:crypto';
-import { post, type Sender } from './delivery.js';
+import { post } from '../lib/guarded-post.js';
+import type { Sender } from './delivery.js';
 
 export const signature = (secret: string, timestamp: number, body: string) =>
   `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
