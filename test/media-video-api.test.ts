@@ -26,6 +26,8 @@ import {
 } from '../src/media/types.js';
 import { startTestGateway, type TestGateway } from './support/gateway.js';
 import { client, otherTenants } from './support/http.js';
+import { type HttpsReceiver, startHttpsReceiver } from './support/https-receiver.js';
+import { waitFor } from './support/processes.js';
 
 const PRICE = 0.25;
 /** An MP4's first box: what a provider's video starts with. */
@@ -44,6 +46,8 @@ describe('the video API through the gateway', () => {
   let media: MediaHandle;
   let sdk: OpenRouter;
   let others: { name: string; key: string }[];
+  /** Where the jobs' callbacks go (HTTPS on loopback: the media processes allow internal addresses). */
+  let hooks: HttpsReceiver;
   const asked: { route: string; params: GenerateRequest['params']; images: string[] }[] = [];
   /** Set by a test: the next generation waits for it, or fails with it. */
   let gate: Promise<void> | null = null;
@@ -72,6 +76,7 @@ describe('the video API through the gateway', () => {
       MEDIA_PORT: '0',
       MEDIA_HOST: '127.0.0.1',
       GATEHOUSE_MEDIA_STORE_DIR: join(dir, 'objects'),
+      GATEHOUSE_MEDIA_FETCH_PRIVATE: 'on',
     });
     const routes = [
       ...config.routes.map((r) => (r.kind === 'video' ? { ...r, priceUsd: PRICE } : r)),
@@ -85,12 +90,16 @@ describe('the video API through the gateway', () => {
         keys: gw.services.keys,
         billing: gw.services.mediaBilling,
         videoJobs: gw.services.mediaVideoJobs,
+        // Beats (and sweeps for abandoned jobs) often, so that a test sees a sweep.
+        videoHeartbeatMs: 200,
+        videoCallbacks: { ca: hooks.ca, retryDelaysMs: [50] },
       },
     );
   };
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'media-video-'));
+    hooks = await startHttpsReceiver();
     gw = await startTestGateway('sqlite', { env: { GATEHOUSE_RATE_LIMIT_REQUESTS: '1000' } });
     media = await startMediaProcess();
     gw.services.mediaLink.url = media.url;
@@ -104,6 +113,7 @@ describe('the video API through the gateway', () => {
   afterAll(async () => {
     await media?.close();
     await gw?.stop();
+    await hooks?.close();
     await rm(dir, { recursive: true, force: true });
   });
   beforeEach(() => {
@@ -128,6 +138,11 @@ describe('the video API through the gateway', () => {
       await new Promise((r) => setTimeout(r, 25));
     }
     throw new Error(`job ${id} did not settle`);
+  };
+  /** The event the callback receiver got at `path`, parsed. */
+  const hookFor = async (path: string) => {
+    const got = await waitFor(`a callback at ${path}`, () => hooks.received.find((r) => r.path === path));
+    return { headers: got.headers, body: JSON.parse(got.body) };
   };
   const usage = async () => (await client(gw.url, gw.apiKey)('GET', '/key')).body.data.usage as number;
 
@@ -220,7 +235,7 @@ describe('the video API through the gateway', () => {
       user: 'u-1',
     });
     expect(res.status).toBe(202);
-    expect(res.headers.get('x-gatehouse-dropped-fields')).toBe('generate_audio,callback_url,aspect_ratio');
+    expect(res.headers.get('x-gatehouse-dropped-fields')).toBe('generate_audio,aspect_ratio');
     await settled((await json(res)).id);
 
     const models = await sdk.videoGeneration.listVideosModels();
@@ -353,9 +368,74 @@ describe('the video API through the gateway', () => {
         created_at: long,
         completed_at: null,
         expires_at: Date.now() + 86_400_000,
+        callback_url: `${hooks.url}/dead`,
+        polling_url: `${gw.url}/api/v1/videos/gen-vid-1-abandonedabandonedaband`,
       })
       .execute();
     const abandoned = await json(await poll('gen-vid-1-abandonedabandonedaband'));
     expect(abandoned).toMatchObject({ status: 'failed', error: ABANDONED });
+    // Its callback hears of it once, whichever process failed it (a poll, or a sweep before it).
+    const event = await hookFor('/dead');
+    expect(event.body).toMatchObject({
+      type: 'video.generation.failed',
+      data: { id: 'gen-vid-1-abandonedabandonedaband', status: 'failed', error: ABANDONED },
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(hooks.received.filter((r) => r.path === '/dead')).toHaveLength(1);
+  });
+
+  it('callback_url: the job’s end is POSTed there, as OpenRouter’s webhook event — completed or failed', async () => {
+    const job = await sdk.videoGeneration.generate({
+      videoGenerationRequest: {
+        model: 'media/mp4-model',
+        prompt: 'a lighthouse',
+        callbackUrl: `${hooks.url}/done?team=7`,
+      },
+    });
+    const done = await hookFor('/done?team=7');
+    expect(done.headers['x-openrouter-idempotency-key']).toBe(`${job.id}-completed`);
+    expect(done.body).toEqual({
+      type: 'video.generation.completed',
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      data: {
+        id: job.id,
+        polling_url: `${gw.url}/api/v1/videos/${job.id}`,
+        status: 'completed',
+        unsigned_urls: [expect.stringMatching(/\.mp4$/)],
+        usage: { cost: 0, is_byok: false },
+        model: 'media/mp4-model',
+      },
+    });
+    // What the event says is what a poll reads.
+    const polled = await json(await poll(job.id));
+    expect(polled.unsigned_urls).toEqual(done.body.data.unsigned_urls);
+
+    failWith = new MediaError(502, 'provider_error', 'The provider failed (status 500)');
+    const { id } = await json(
+      await submit({
+        model: 'media/video-model',
+        prompt: 'doomed',
+        duration: 2,
+        callback_url: `${hooks.url}/failed`,
+      }),
+    );
+    const failed = await hookFor('/failed');
+    expect(failed.headers['x-openrouter-idempotency-key']).toBe(`${id}-failed`);
+    expect(failed.body).toMatchObject({
+      type: 'video.generation.failed',
+      data: { id, status: 'failed', error: 'The provider failed (status 500)', model: 'media/video-model' },
+    });
+
+    // Only https callbacks are taken, refused before anything runs.
+    const plain = await submit({
+      model: 'media/video-model',
+      prompt: 'x',
+      callback_url: 'http://hooks.example/x',
+    });
+    expect(plain.status).toBe(400);
+    expect((await json(plain)).error.metadata).toMatchObject({
+      error_code: 'invalid_value',
+      field: 'callback_url',
+    });
   });
 });

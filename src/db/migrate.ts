@@ -30,6 +30,7 @@ import * as m0027 from './migrations/0027_generation_feedback.js';
 import * as m0028 from './migrations/0028_batch_results_cleared.js';
 import * as m0029 from './migrations/0029_message_threads.js';
 import * as m0030 from './migrations/0030_media_video_jobs.js';
+import * as m0031 from './migrations/0031_media_video_job_callbacks.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -63,6 +64,7 @@ const migrations: Record<string, Migration> = {
   '0028_batch_results_cleared': m0028,
   '0029_message_threads': m0029,
   '0030_media_video_jobs': m0030,
+  '0031_media_video_job_callbacks': m0031,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

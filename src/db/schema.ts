@@ -638,6 +638,10 @@ export interface MediaVideoJobsTable {
   created_at: number;
   completed_at: number | null;
   expires_at: number;
+  /** Where the job's end is POSTed (`callback_url`; migration 0031), or null. */
+  callback_url: string | null;
+  /** The job's polling URL as its caller reached it (the callback event carries it). */
+  polling_url: string | null;
 }
 
 /** One answered turn of an Anthropic message thread Gatehouse holds (migration 0029). */

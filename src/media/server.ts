@@ -22,6 +22,7 @@ import { createLog } from '../lib/log.js';
 import { sweepOrphanedTempFilesLater } from '../lib/temp-files.js';
 import { apiReferenceOptions } from '../server/api-reference.js';
 import { API_PREFIX, imageApiRoutes } from './apis/routes.js';
+import { VideoCallbacks } from './apis/video-callbacks.js';
 import { videoApiRoutes } from './apis/video-routes.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
@@ -62,6 +63,8 @@ export interface MediaAppOptions {
   videoJobs?: VideoJobStore | null;
   /** How often a running video job's heartbeat is refreshed (tests shorten it). */
   videoHeartbeatMs?: number;
+  /** Video job callbacks: a CA to trust besides the system's, and the retry delays (tests). */
+  videoCallbacks?: { ca?: string; retryDelaysMs?: number[] };
   /** Sees every route as it is registered (the authorization matrix test enumerates them with it). */
   onRoute?: (route: RouteOptions) => void;
 }
@@ -272,14 +275,28 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   });
   await imageApiRoutes(app, { config, service });
   // Video jobs need the gateway's database (and a key's workspace to belong to): `keys` mode only.
+  const jobStore = opts.videoJobs && auth.mode === 'keys' ? opts.videoJobs : null;
+  const callbacks = jobStore
+    ? new VideoCallbacks(app.log, jobStore, {
+        allowPrivate: config.fetchPrivate,
+        timeoutMs: config.fetchTimeoutMs,
+        ...opts.videoCallbacks,
+      })
+    : null;
   const jobs =
-    opts.videoJobs && auth.mode === 'keys'
-      ? new VideoJobRunner(opts.videoJobs, app.log, {
+    jobStore && callbacks
+      ? new VideoJobRunner(jobStore, app.log, {
           graceMs: config.shutdownGraceMs,
           heartbeatMs: opts.videoHeartbeatMs,
+          // A job's end, however it came, goes to its callback.
+          onEnded: (id) => callbacks.ended(id),
         })
       : null;
-  if (jobs) app.addHook('onClose', () => jobs.close());
+  if (jobs)
+    app.addHook('onClose', async () => {
+      await jobs.close();
+      await callbacks?.close();
+    });
   await videoApiRoutes(app, { config, service, store, jobs });
   await mediaWebPage(app, { config });
   return { app, service, store, auth };

@@ -72,7 +72,14 @@ export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): 
         const images = await fetchImages(admitted.imageUrls, temp, config, gone.signal);
         const id = videoJobId();
         await runner.store.create(
-          { id, model: call.model, owner: runner.owner, scope: scopeOf(caller) },
+          {
+            id,
+            model: call.model,
+            owner: runner.owner,
+            scope: scopeOf(caller),
+            callbackUrl: call.callbackUrl,
+            pollingUrl: pollingUrl(req, id),
+          },
           Date.now(),
           JOB_RETENTION_MS,
         );
@@ -150,6 +157,7 @@ export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): 
     const caller = keyed(req.mediaCaller); // authenticated by the service's hook (needsCredential)
     const job = await runner.store.find(id, scopeOf(caller), Date.now());
     if (!job) throw new MediaError(404, 'not_found', 'There is no such video job', 'id');
+    if (job.abandonedNow) runner.ended(id);
     return job;
   }
 

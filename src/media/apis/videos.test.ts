@@ -29,6 +29,26 @@ describe('videoCall (OpenRouter video API)', () => {
     expect(failure(() => videoCall([1], routes))).toMatchObject({ code: 'invalid_body' });
   });
 
+  it('callback_url is kept (an https URL, as OpenRouter requires); anything else is a 400 naming it', () => {
+    const c = call({ callback_url: 'https://hooks.example.com/video?team=7' });
+    expect(c.callbackUrl).toBe('https://hooks.example.com/video?team=7');
+    expect(c.dropped).toEqual([]);
+    expect(c.input).not.toHaveProperty('callback_url');
+    expect(call({}).callbackUrl).toBeNull();
+    for (const bad of [
+      'http://hooks.example.com/x',
+      'not a url',
+      'https://user:pw@hooks.example.com/',
+      7,
+      `https://x.example/${'a'.repeat(2048)}`,
+    ])
+      expect(failure(() => call({ callback_url: bad }))).toEqual({
+        status: 400,
+        code: 'invalid_value',
+        field: 'callback_url',
+      });
+  });
+
   it('size WxH becomes the resolution of its short side; one the route does not make is a 400 naming size', () => {
     expect(call({ size: '1280x720' }).input).toEqual({ prompt: 'x', ...MP4, resolution: '720p' });
     expect(call({ size: '480x854' }).input).toEqual({ prompt: 'x', ...MP4, resolution: '480p' });

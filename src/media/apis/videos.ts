@@ -20,6 +20,8 @@ export interface VideoCall {
   input: Record<string, unknown>;
   /** Fields the route has no equivalent for, left out. */
   dropped: string[];
+  /** Where the job's end is POSTed (`callback_url`, HTTPS), or null. */
+  callbackUrl: string | null;
 }
 
 /** Fields read here, never passed or listed as dropped. */
@@ -32,6 +34,7 @@ const READ_HERE = new Set([
   'frame_images',
   'input_references',
   'previous_job_id',
+  'callback_url',
 ]);
 /** Fields that steer the gateway or identify the caller, not the video: ignored. */
 const IGNORED = new Set(['provider', 'user', 'session_id', 'trace']);
@@ -70,7 +73,23 @@ export function videoCall(body: unknown, routes: MediaRoute[]): VideoCall {
   const output = route.params.output_format;
   if (input.output_format === undefined && output?.type === 'string' && output.enum?.includes('mp4'))
     input.output_format = 'mp4';
-  return { route, model, input, dropped };
+  return { route, model, input, dropped, callbackUrl: callbackOf(body.callback_url) };
+}
+
+/** `callback_url`: an https URL (as OpenRouter requires), at most 2,048 characters; null when absent. */
+function callbackOf(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const invalid = () =>
+    bad('invalid_value', 'callback_url', 'callback_url must be an https:// URL (at most 2,048 characters)');
+  if (typeof value !== 'string' || value.length > 2048) throw invalid();
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalid();
+  }
+  if (url.protocol !== 'https:' || url.username || url.password) throw invalid();
+  return url.href;
 }
 
 /**

@@ -28,7 +28,12 @@ export class VideoJobRunner {
   constructor(
     readonly store: VideoJobStore,
     private readonly log: FastifyBaseLogger,
-    private readonly opts: { heartbeatMs?: number; graceMs: number },
+    private readonly opts: {
+      heartbeatMs?: number;
+      graceMs: number;
+      /** Told of every job this process ended (completed, failed, or found abandoned): its callback. */
+      onEnded?: (id: string) => void;
+    },
   ) {
     const beat = setInterval(() => this.beat(), opts.heartbeatMs ?? HEARTBEAT_MS);
     const purge = setInterval(() => this.purge(), PURGE_EVERY_MS);
@@ -47,13 +52,15 @@ export class VideoJobRunner {
         cancel.signal.throwIfAborted();
         const result = await work(cancel.signal);
         const kept = await this.store.finish(id, this.owner, { status: 'completed', ...result }, Date.now());
-        if (!kept) this.log.warn({ job: id }, 'video job finished after its record had ended (purged?)');
+        if (kept) this.ended(id);
+        else this.log.warn({ job: id }, 'video job finished after its record had ended (purged?)');
       } catch (err) {
         const error = err instanceof MediaError ? err.message : 'The video could not be generated';
         if (!(err instanceof MediaError)) this.log.error({ err, job: id }, 'video job failed');
-        await this.store
+        const kept = await this.store
           .finish(id, this.owner, { status: 'failed', error }, Date.now())
           .catch((e) => this.log.error({ err: e, job: id }, 'could not record a failed video job'));
+        if (kept) this.ended(id);
       } finally {
         this.running.delete(id);
       }
@@ -83,12 +90,25 @@ export class VideoJobRunner {
     await all();
   }
 
+  /** Job `id` ended here (by its work, or found abandoned by a poll or a sweep). */
+  ended(id: string): void {
+    this.opts.onEnded?.(id);
+  }
+
+  /** Beats this process's jobs, and fails other processes' jobs whose heartbeat stopped. */
   private beat(): void {
+    const now = Date.now();
     this.store
-      .beat(this.owner, [...this.running.keys()], Date.now())
+      .beat(this.owner, [...this.running.keys()], now)
       .catch((err) =>
         this.log.warn({ err: { message: (err as Error).message } }, 'video job heartbeat failed'),
       );
+    this.store
+      .abandonStale(now)
+      .then((ids) => {
+        for (const id of ids) this.ended(id);
+      })
+      .catch((err) => this.log.warn({ err: { message: (err as Error).message } }, 'video job sweep failed'));
   }
 
   private purge(): void {

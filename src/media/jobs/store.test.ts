@@ -75,6 +75,41 @@ describe.each(databases)('video jobs (%s)', (kind) => {
     });
   });
 
+  it('a sweep fails each stale job once (any process may run it), leaving beating ones; get reads any scope', async () => {
+    const t = 2_500_000;
+    for (const id of ['s-dead', 's-live'])
+      await store.create(
+        {
+          id,
+          model: 'm',
+          owner: id,
+          scope,
+          callbackUrl: `https://h.example/${id}`,
+          pollingUrl: `https://gw/v/${id}`,
+        },
+        t,
+        DAY,
+      );
+    await store.start('s-dead', 's-dead', t);
+    await store.start('s-live', 's-live', t);
+    const later = t + STALE_MS + 1;
+    await store.beat('s-live', ['s-live'], later - 1_000);
+    const [first, second] = await Promise.all([store.abandonStale(later), store.abandonStale(later)]);
+    expect([...(first ?? []), ...(second ?? [])].filter((id) => id.startsWith('s-'))).toEqual(['s-dead']);
+    expect(await store.get('s-dead')).toMatchObject({
+      status: 'failed',
+      error: ABANDONED,
+      callbackUrl: 'https://h.example/s-dead',
+      pollingUrl: 'https://gw/v/s-dead',
+    });
+    expect((await store.get('s-live'))?.status).toBe('in_progress');
+    // A poll of a job a sweep failed does not report it as failed by itself.
+    expect(await store.find('s-dead', scope, later + 1)).toMatchObject({
+      status: 'failed',
+      abandonedNow: false,
+    });
+  });
+
   it('expired jobs are not found, and purged', async () => {
     const t = 3_000_000;
     await store.create({ id: 'old', model: 'm', owner: 'p1', scope }, t, 10);

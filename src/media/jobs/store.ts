@@ -24,7 +24,12 @@ export interface VideoJob {
   error: string | null;
   createdAt: number;
   completedAt: number | null;
+  /** Where the job's end is POSTed (`callback_url`), or null. */
+  callbackUrl: string | null;
+  pollingUrl: string | null;
 }
+
+type Row = MediaVideoJobsTable;
 
 export interface JobScope {
   organizationId: string;
@@ -47,7 +52,14 @@ export class VideoJobStore {
   ) {}
 
   async create(
-    job: { id: string; model: string; owner: string; scope: JobScope },
+    job: {
+      id: string;
+      model: string;
+      owner: string;
+      scope: JobScope;
+      callbackUrl?: string | null;
+      pollingUrl?: string | null;
+    },
     now: number,
     retentionMs: number,
   ): Promise<void> {
@@ -67,15 +79,22 @@ export class VideoJobStore {
         created_at: now,
         completed_at: null,
         expires_at: now + retentionMs,
+        callback_url: job.callbackUrl ?? null,
+        polling_url: job.pollingUrl ?? null,
       })
       .execute();
   }
 
   /**
    * The scope's job `id`, or null (another workspace's job is not found). A running job whose owner
-   * stopped beating is failed first, so a caller never polls it forever.
+   * stopped beating is failed first, so a caller never polls it forever (`abandonedNow`: by this
+   * read, whose caller then tells the job's callback).
    */
-  async find(id: string, scope: JobScope, now: number): Promise<VideoJob | null> {
+  async find(
+    id: string,
+    scope: JobScope,
+    now: number,
+  ): Promise<(VideoJob & { abandonedNow: boolean }) | null> {
     const read = () =>
       this.db
         .selectFrom('media_video_jobs')
@@ -87,28 +106,54 @@ export class VideoJobStore {
         .executeTakeFirst();
     let row = await read();
     if (!row) return null;
-    if ((row.status === 'pending' || row.status === 'in_progress') && row.heartbeat_at < now - this.staleMs) {
-      // Conditional on the heartbeat read: an owner that beat meanwhile keeps its job.
-      await this.db
-        .updateTable('media_video_jobs')
-        .set({ status: 'failed', error: ABANDONED, completed_at: now })
-        .where('id', '=', id)
-        .where('status', 'in', ['pending', 'in_progress'])
-        .where('heartbeat_at', '=', row.heartbeat_at)
-        .execute();
-      row = await read();
-      if (!row) return null;
-    }
-    return {
-      id: row.id,
-      model: row.model,
-      status: row.status,
-      outputs: row.outputs_json ? (JSON.parse(row.outputs_json) as VideoJobOutput[]) : [],
-      costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
-      error: row.error,
-      createdAt: Number(row.created_at),
-      completedAt: row.completed_at === null ? null : Number(row.completed_at),
-    };
+    const abandonedNow = this.isStale(row, now) && (await this.abandon(row, now));
+    if (abandonedNow) row = await read();
+    return row ? { ...jobOf(row), abandonedNow } : null;
+  }
+
+  /** Job `id` whatever its scope (the process ending it tells its callback), or null. */
+  async get(id: string): Promise<VideoJob | null> {
+    const row = await this.db
+      .selectFrom('media_video_jobs')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row ? jobOf(row) : null;
+  }
+
+  /**
+   * Fails every running job whose owner stopped beating (any process's sweep finds them, so a
+   * job with a callback ends even if nobody polls it); the ids this call failed.
+   */
+  async abandonStale(now: number, limit = 100): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('media_video_jobs')
+      .selectAll()
+      .where('status', 'in', ['pending', 'in_progress'])
+      .where('heartbeat_at', '<', now - this.staleMs)
+      .limit(limit)
+      .execute();
+    const failed: string[] = [];
+    for (const row of rows) if (await this.abandon(row, now)) failed.push(row.id);
+    return failed;
+  }
+
+  private isStale(row: Row, now: number): boolean {
+    return (
+      (row.status === 'pending' || row.status === 'in_progress') && row.heartbeat_at < now - this.staleMs
+    );
+  }
+
+  /** Fails a stale job, conditional on the heartbeat read (an owner that beat meanwhile keeps it). */
+  private async abandon(row: Row, now: number): Promise<boolean> {
+    const res = await this.db
+      .updateTable('media_video_jobs')
+      .set({ status: 'failed', error: ABANDONED, completed_at: now })
+      .where('id', '=', row.id)
+      .where('status', 'in', ['pending', 'in_progress'])
+      .where('heartbeat_at', '=', row.heartbeat_at)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
   }
 
   /** Marks the owner's job as running (its generation started). */
@@ -182,4 +227,19 @@ export class VideoJobStore {
       .executeTakeFirst();
     return Number(res.numDeletedRows);
   }
+}
+
+function jobOf(row: Row): VideoJob {
+  return {
+    id: row.id,
+    model: row.model,
+    status: row.status,
+    outputs: row.outputs_json ? (JSON.parse(row.outputs_json) as VideoJobOutput[]) : [],
+    costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
+    error: row.error,
+    createdAt: Number(row.created_at),
+    completedAt: row.completed_at === null ? null : Number(row.completed_at),
+    callbackUrl: row.callback_url,
+    pollingUrl: row.polling_url,
+  };
 }

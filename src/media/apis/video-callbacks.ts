@@ -1,0 +1,113 @@
+/**
+ * OpenRouter's video webhooks: when a job with a `callback_url` ends, its event is POSTed there —
+ * `{type: "video.generation.<status>", created_at, data: <the job as its poll answers it>}` with
+ * `X-OpenRouter-Idempotency-Key: <job id>-<status>` — through the SSRF guard (lib/guarded-post.ts).
+ * Failures worth it are retried with backoff; a callback is a notification, the job's poll stays
+ * its record (retries pending when the process stops are dropped, and said so in the log).
+ */
+
+import type { FastifyBaseLogger } from 'fastify';
+import { type DeliveryOptions, post } from '../../lib/guarded-post.js';
+import type { VideoJob } from '../jobs/store.js';
+import { jobAnswer } from './videos.js';
+
+/** How long after a failed attempt each retry goes (then the delivery is given up). */
+export const RETRY_DELAYS_MS = [2_000, 15_000, 60_000];
+
+export const IDEMPOTENCY_HEADER = 'x-openrouter-idempotency-key';
+
+/** The event a job's end sends. */
+export function callbackEvent(job: VideoJob, now = Date.now()) {
+  return {
+    type: `video.generation.${job.status}`,
+    created_at: new Date(now).toISOString(),
+    data: { ...jobAnswer(job, job.pollingUrl ?? ''), model: job.model },
+  };
+}
+
+export class VideoCallbacks {
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(
+    private readonly log: FastifyBaseLogger,
+    /** The jobs, read back when one ends: the event says what was recorded. */
+    private readonly jobs: { get(id: string): Promise<VideoJob | null> },
+    private readonly opts: DeliveryOptions & { retryDelaysMs?: number[] },
+  ) {}
+
+  /** Job `id` ended (completed, failed, or found abandoned): its event goes to its callback. */
+  ended(id: string): void {
+    this.track(
+      this.jobs
+        .get(id)
+        .then((job) => {
+          if (job) this.send(job);
+        })
+        .catch((err) =>
+          this.log.warn({ err: { message: (err as Error).message }, job: id }, 'video job callback failed'),
+        ),
+    );
+  }
+
+  /** Sends the ended job's event to its callback (nothing when it has none). */
+  send(job: VideoJob): void {
+    const url = job.callbackUrl;
+    if (!url || this.closed) return;
+    const body = JSON.stringify(callbackEvent(job));
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'gatehouse-media',
+      [IDEMPOTENCY_HEADER]: `${job.id}-${job.status}`,
+    };
+    const delays = this.opts.retryDelaysMs ?? RETRY_DELAYS_MS;
+    const attempt = (n: number): void => {
+      const sent = post(url, { method: 'POST', headers, body }, this.opts).then((res) => {
+        if (res.ok) return;
+        const delay = delays[n];
+        // The callback's host is the caller's: only its name goes to the log, never the URL's query.
+        const where = { job: job.id, host: new URL(url).host, reason: res.reason };
+        if (!res.retry || delay === undefined || this.closed) {
+          this.log.warn(where, 'video job callback not delivered');
+          return;
+        }
+        const timer = setTimeout(() => {
+          this.timers.delete(timer);
+          attempt(n + 1);
+        }, delay);
+        timer.unref();
+        this.timers.add(timer);
+      });
+      this.track(sent);
+    };
+    attempt(0);
+  }
+
+  private track(p: Promise<void>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  /**
+   * Sends what has ended so far (the jobs shutdown failed included), waiting up to `waitMs` for
+   * the deliveries under way; retries not yet due are dropped.
+   */
+  async close(waitMs = 5_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs);
+    });
+    const drained = (async () => {
+      // A read that ends in a send adds its delivery: wait until nothing is left.
+      while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    })();
+    await Promise.race([drained, deadline]);
+    clearTimeout(timer);
+    this.closed = true;
+    if (this.timers.size > 0)
+      this.log.warn({ dropped: this.timers.size }, 'video job callback retries dropped at shutdown');
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+}
