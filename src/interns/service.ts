@@ -24,6 +24,7 @@ import type { InternsConfig } from '../config.js';
 import type { Db } from '../db/connection.js';
 import type { InternStatus } from '../db/schema.js';
 import { codedError } from '../lib/errors.js';
+import { settledWithin } from '../lib/time.js';
 import type { VaultService } from '../vault/service.js';
 import type { InternAccess } from './access.js';
 import { assertRuntimeRoom } from './capacity.js';
@@ -310,14 +311,7 @@ export class InternsService {
     await this.loops.close();
     // Destroys under way get a moment to finish; one still running stays `destroying` and is
     // finished by the next boot's reconcile.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all([...this.destroys.values()]),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, CLOSE_DESTROY_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settledWithin(Promise.all([...this.destroys.values()]), CLOSE_DESTROY_WAIT_MS);
     await this.deps.provisioner.close();
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { windowStart } from './time.js';
+import { settledWithin, windowStart } from './time.js';
 
 describe('windowStart', () => {
   // 2026-11-25 is a Wednesday.
@@ -24,5 +24,23 @@ describe('windowStart', () => {
     expect(windowStart('weekly', new Date('2027-01-02T10:00:00Z')).toISOString()).toBe(
       '2026-12-28T00:00:00.000Z',
     );
+  });
+});
+
+describe('settledWithin', () => {
+  it('waits for the work, at most the given time, and never rejects', async () => {
+    let done = false;
+    const work = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        done = true;
+        resolve();
+      }, 20),
+    );
+    await settledWithin(work, 5_000);
+    expect(done).toBe(true);
+    const started = Date.now();
+    await settledWithin(new Promise(() => {}), 30);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await expect(settledWithin(Promise.reject(new Error('x')), 1_000)).resolves.toBeUndefined();
   });
 });

@@ -21,3 +21,18 @@ export function windowStart(interval: ResetInterval, now: Date = new Date()): Da
       return new Date(Date.UTC(y, m, 1));
   }
 }
+
+/**
+ * Waits for `work` to settle, or `ms` at most (a shutdown's grace for what is under way); whatever
+ * still runs afterwards goes on unawaited. Never rejects.
+ */
+export async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([work.then(noop, noop), deadline]);
+  clearTimeout(timer);
+}
+
+const noop = () => {};

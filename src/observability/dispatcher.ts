@@ -10,6 +10,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { GenerationsTable } from '../db/schema.js';
 import type { Log } from '../lib/log.js';
 import { redactUrl } from '../lib/redact-url.js';
+import { settledWithin } from '../lib/time.js';
 import { CONTENT_MAX_BYTES, capContent } from './content-cap.js';
 import type { Sender } from './delivery.js';
 import { deliverOtlp } from './otlp.js';
@@ -226,13 +227,6 @@ export class ExportDispatcher {
     this.closed = true;
     for (const wake of [...this.waiting]) wake();
     for (const q of this.queues.values()) this.flush(q);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all([...this.queues.values()].map((q) => q.sending)),
-      new Promise((r) => {
-        timer = setTimeout(r, graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settledWithin(Promise.all([...this.queues.values()].map((q) => q.sending)), graceMs);
   }
 }

@@ -8,6 +8,7 @@
 
 import type { FastifyBaseLogger } from 'fastify';
 import { type DeliveryOptions, post } from '../../lib/guarded-post.js';
+import { settledWithin } from '../../lib/time.js';
 import type { VideoJob } from '../jobs/store.js';
 import { jobAnswer } from './videos.js';
 
@@ -94,16 +95,11 @@ export class VideoCallbacks {
    * the deliveries under way; retries not yet due are dropped.
    */
   async close(waitMs = 5_000): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, waitMs);
-    });
     const drained = (async () => {
       // A read that ends in a send adds its delivery: wait until nothing is left.
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     })();
-    await Promise.race([drained, deadline]);
-    clearTimeout(timer);
+    await settledWithin(drained, waitMs);
     this.closed = true;
     if (this.timers.size > 0)
       this.log.warn({ dropped: this.timers.size }, 'video job callback retries dropped at shutdown');

@@ -7,6 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
+import { settledWithin } from '../../lib/time.js';
 import { MediaError } from '../types.js';
 import { HEARTBEAT_MS, type VideoJobOutput, type VideoJobStore } from './store.js';
 
@@ -77,12 +78,7 @@ export class VideoJobRunner {
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     const all = () => Promise.all([...this.running.values()].map((j) => j.done));
-    let timer: NodeJS.Timeout | undefined;
-    const graceOver = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this.opts.graceMs);
-    });
-    await Promise.race([all(), graceOver]);
-    clearTimeout(timer);
+    await settledWithin(all(), this.opts.graceMs);
     for (const j of this.running.values())
       j.cancel.abort(
         new MediaError(503, 'shutting_down', 'The media service stopped before this video was finished'),
