@@ -24,7 +24,6 @@ const { renderError, errorSchema } = WIRES.messages;
 const errors = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, errorSchema]));
 const config = { auth: 'api' as const, renderError };
 
-/** The first value of a proxy header (`a, b` → `a`). */
 /**
  * Where the client reaches this gateway's results file: the SDK's `results()` fetches `results_url`
  * as it is, so it must be absolute (server/public-base.ts).
