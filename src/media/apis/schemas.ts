@@ -144,6 +144,11 @@ export const VideoRequest = Type.Object(
     input_references: Type.Optional(
       Type.Array(ImageUrlPart, { description: 'Reference images (a route with an image list)' }),
     ),
+    callback_url: Type.Optional(
+      Type.String({
+        description: "An https:// URL: the job's end is POSTed there (a `video.generation.*` event)",
+      }),
+    ),
   },
   { additionalProperties: true },
 );

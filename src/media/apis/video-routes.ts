@@ -71,6 +71,7 @@ export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): 
       try {
         const images = await fetchImages(admitted.imageUrls, temp, config, gone.signal);
         const id = videoJobId();
+        const polling = pollingUrl(req, id);
         await runner.store.create(
           {
             id,
@@ -78,7 +79,7 @@ export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): 
             owner: runner.owner,
             scope: scopeOf(caller),
             callbackUrl: call.callbackUrl,
-            pollingUrl: pollingUrl(req, id),
+            pollingUrl: polling,
           },
           Date.now(),
           JOB_RETENTION_MS,
@@ -101,12 +102,7 @@ export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): 
         if (dropped) reply.header('x-gatehouse-dropped-fields', dropped);
         return reply
           .code(202)
-          .send(
-            jobAnswer(
-              { id, status: 'pending', outputs: [], costUsd: null, error: null },
-              pollingUrl(req, id),
-            ),
-          );
+          .send(jobAnswer({ id, status: 'pending', outputs: [], costUsd: null, error: null }, polling));
       } finally {
         reply.raw.off('close', onClose);
         if (!handedOver) {
