@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { adminTokenWeakness } from './accounts/admin.token.js';
 import { type OidcSettings, oidcSettings } from './accounts/oidc.settings.js';
 import { type HttpTimeouts, loadHttpTimeouts } from './lib/http-server.js';
+import { loadMasterKey } from './lib/master-key.js';
 import type { RemoteMediaMode } from './providers/remote-media.js';
 import { type CredentialSettings, credentialSettings } from './routing/credentials/settings.js';
 import { upstreamDeadlines } from './routing/deadlines.js';
@@ -265,29 +264,6 @@ function remoteMediaMode(env: Env): RemoteMediaMode {
   if (raw === '' || raw === 'public') return 'public';
   if (raw === 'any' || raw === 'off') return raw;
   throw new Error("GATEHOUSE_REMOTE_MEDIA must be 'public', 'any' or 'off'");
-}
-
-/**
- * The master key comes from GATEHOUSE_MASTER_KEY (64 hex chars or base64 of 32 bytes); when unset
- * it is generated once into `<dataDir>/master.key` (mode 0600) and read from there afterwards.
- */
-export function loadMasterKey(env: Env, dataDir: string): Buffer {
-  const raw = env.GATEHOUSE_MASTER_KEY?.trim();
-  if (raw) return parseMasterKey(raw);
-  const file = join(dataDir, 'master.key');
-  if (existsSync(file)) return parseMasterKey(readFileSync(file, 'utf8').trim());
-  mkdirSync(dataDir, { recursive: true });
-  const key = randomBytes(32);
-  writeFileSync(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
-  chmodSync(file, 0o600);
-  return key;
-}
-
-function parseMasterKey(raw: string): Buffer {
-  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
-  if (key.length !== 32)
-    throw new Error('GATEHOUSE_MASTER_KEY must be 32 bytes (64 hex characters or base64)');
-  return key;
 }
 
 /** GATEHOUSE_ADMIN_TOKEN, refused at start when short or predictable (accounts/admin.token.ts). */
