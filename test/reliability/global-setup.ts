@@ -33,13 +33,14 @@ export default function setup(project: TestProject) {
           ['operator provider keys configured', report.secrets['provider-key']],
           ['vault values stored', report.secrets['vault-value']],
           ['master keys configured (hex and base64)', report.secrets['master-key']],
+          ['webhook signing secrets made', report.secrets['webhook-secret']],
           ['response bodies scanned', report.responses],
           ['response bytes scanned', report.responseBytes],
           ['log lines scanned', report.logLines],
           ['secrets found in a response or log line', leaks],
         ],
         notes: [
-          'The one answer allowed to carry an API key is the one that creates it (POST …/keys); it is not scanned.',
+          'The one answer allowed to carry an API key is the one that creates it (POST …/keys), and a webhook signing secret the one that makes it (POST …/webhook-secret, POST /observability/destinations); they are not scanned.',
           'Gateways started in-process log at info level into the audit; spawned processes log at their own level (worker: info, serve: warn).',
         ],
       });

@@ -21,7 +21,15 @@ const RESPONSE_CAP = 4 * 1024 * 1024;
 /** Shorter registered values are not scanned for: they would match by chance. */
 const MIN_SECRET_LENGTH = 8;
 
-export type SecretKind = 'api-key' | 'byok-key' | 'provider-key' | 'vault-value' | 'master-key';
+export type SecretKind =
+  | 'api-key'
+  | 'byok-key'
+  | 'provider-key'
+  | 'vault-value'
+  | 'master-key'
+  | 'webhook-secret';
+/** Webhook signing secrets (a workspace's, an export destination's): shown once, in the answer that made them. */
+const WEBHOOK_SECRET_SHAPE = /whsec_[A-Za-z0-9_-]{32}/g;
 
 const dir = (): string | null => process.env[AUDIT_DIR_ENV] || null;
 const file = (name: string) => join(dir() as string, `${name}-${process.pid}.jsonl`);
@@ -95,11 +103,18 @@ function harvestRequest(path: string, body: string): void {
 /** Whether this answer is the one place an API key is shown: its creation. */
 const isKeyCreation = (method: string, path: string) =>
   method === 'POST' && /\/keys\/?$/.test(path) && !/\/vault\//.test(path);
+/** Whether this answer is the one place a webhook signing secret is shown. */
+const isWebhookSecretCreation = (method: string, path: string) =>
+  method === 'POST' && /\/(webhook-secret|observability\/destinations)\/?$/.test(path);
 
 function recordResponse(method: string, url: string, status: number, text: string, truncated: boolean) {
   const path = new URL(url).pathname;
   if (isKeyCreation(method, path) && status < 300) {
     for (const k of text.match(API_KEY_SHAPE) ?? []) registerSecret('api-key', k);
+    return;
+  }
+  if (isWebhookSecretCreation(method, path) && status < 300) {
+    for (const k of text.match(WEBHOOK_SECRET_SHAPE) ?? []) registerSecret('webhook-secret', k);
     return;
   }
   appendFileSync(file('responses'), `${JSON.stringify({ method, url, status, text, truncated })}\n`);
@@ -198,7 +213,14 @@ export function scanAudit(auditDir: string): AuditReport {
       secrets.set(value, kind);
     }
   const report: AuditReport = {
-    secrets: { 'api-key': 0, 'byok-key': 0, 'provider-key': 0, 'vault-value': 0, 'master-key': 0 },
+    secrets: {
+      'api-key': 0,
+      'byok-key': 0,
+      'provider-key': 0,
+      'vault-value': 0,
+      'master-key': 0,
+      'webhook-secret': 0,
+    },
     responses: 0,
     responseBytes: 0,
     logLines: 0,
