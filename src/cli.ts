@@ -89,6 +89,7 @@ async function serve() {
         keys: gateway.services.keys,
         billing: gateway.services.mediaBilling,
         videoJobs: gateway.services.mediaVideoJobs,
+        videoWebhooks: gateway.services.workspaceWebhooks,
       });
       // `/api/v1/images…` on the gateway reaches this media service unless GATEHOUSE_MEDIA_URL says otherwise.
       gateway.services.mediaLink.url ??= media.url;
@@ -171,11 +172,18 @@ async function media() {
   // DATABASE_URL / GATEHOUSE_DATA_DIR as the gateway's.
   const keys =
     config.auth === 'keys'
-      ? await (await import('./media/key-authenticator.js')).openKeyAuthenticator(config.databaseUrl)
+      ? await (await import('./media/key-authenticator.js')).openKeyAuthenticator(
+          config.databaseUrl,
+          config.masterKey,
+        )
       : null;
   let handle: MediaHandle;
   try {
-    handle = await startMedia(config, { keys: keys?.keys ?? null, videoJobs: keys?.videoJobs ?? null });
+    handle = await startMedia(config, {
+      keys: keys?.keys ?? null,
+      videoJobs: keys?.videoJobs ?? null,
+      videoWebhooks: keys?.videoWebhooks ?? null,
+    });
   } catch (err) {
     await keys?.close();
     throw err;

@@ -5,6 +5,7 @@ import { KeysService } from './accounts/keys.service.js';
 import { OidcSignIn } from './accounts/oidc.service.js';
 import { OrganizationsService } from './accounts/organizations.service.js';
 import { Roles } from './accounts/roles.js';
+import { WorkspaceWebhooks } from './accounts/workspace-webhooks.js';
 import { WorkspacesService } from './accounts/workspaces.service.js';
 import { ActivityService } from './activity/service.js';
 import { AuditLog } from './audit/service.js';
@@ -392,6 +393,8 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     mediaLink: { url: config.mediaForwardUrl } as MediaLink,
     /** The media service's video jobs, in this database (its video API needs them). */
     mediaVideoJobs: new VideoJobStore(db),
+    /** Workspaces' video webhook settings: their signing secrets (routes) and what the media service signs with. */
+    workspaceWebhooks: new WorkspaceWebhooks(db, config.masterKey, workspaces),
     generations,
     feedback,
     contentLog,

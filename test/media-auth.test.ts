@@ -185,14 +185,16 @@ describe('media auth: keys (the gateway database)', () => {
     const config = loadMediaConfig({ GATEHOUSE_MEDIA_AUTH: 'keys', DATABASE_URL: dbUrl() });
     expect(config.auth).toBe('keys');
     expect(config.databaseUrl).toBe(dbUrl());
-    const opened = await openKeyAuthenticator(config.databaseUrl);
+    const opened = await openKeyAuthenticator(config.databaseUrl, config.masterKey);
     closeKeys = opened.close;
     const media = await start({ GATEHOUSE_MEDIA_AUTH: 'keys' }, { keys: opened.keys });
     await checkKeys(media);
   });
 
   it('alone: a database without the gateway tables is a start-up error', async () => {
-    await expect(openKeyAuthenticator(`sqlite:${join(dir, 'empty', 'x.db')}`)).rejects.toThrow(/no keys/);
+    await expect(openKeyAuthenticator(`sqlite:${join(dir, 'empty', 'x.db')}`, null)).rejects.toThrow(
+      /no keys/,
+    );
   });
 
   it('GATEHOUSE_MEDIA_AUTH=keys without the gateway keys is a start-up error', async () => {

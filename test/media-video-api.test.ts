@@ -6,6 +6,7 @@
  * a job whose process stopped ends failed, and a job is its workspace's alone.
  */
 
+import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +91,7 @@ describe('the video API through the gateway', () => {
         keys: gw.services.keys,
         billing: gw.services.mediaBilling,
         videoJobs: gw.services.mediaVideoJobs,
+        videoWebhooks: gw.services.workspaceWebhooks,
         // Beats (and sweeps for abandoned jobs) often, so that a test sees a sweep.
         videoHeartbeatMs: 200,
         videoCallbacks: { ca: hooks.ca, retryDelaysMs: [50] },
@@ -437,5 +439,78 @@ describe('the video API through the gateway', () => {
       error_code: 'invalid_value',
       field: 'callback_url',
     });
+  });
+
+  it('a workspace’s default callback URL and signing secret: events signed as OpenRouter signs them, the secret shown once', async () => {
+    const mgmt = client(gw.url, gw.managementKey);
+    const ws = (await client(gw.url, gw.apiKey)('GET', '/key')).body.data.workspace_id as string;
+    /** Whether `header` is OpenRouter's signature of `body` under `secret`, made just now. */
+    const signedBy = (header: unknown, body: string, secret: string) => {
+      const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(header));
+      if (!m || Math.abs(Date.now() / 1000 - Number(m[1])) > 300) return false;
+      return createHmac('sha256', secret).update(`${m[1]},${body}`).digest('hex') === m[2];
+    };
+    const rawHook = (path: string) =>
+      waitFor(`a callback at ${path}`, () => hooks.received.find((r) => r.path === path));
+
+    // The workspace's settings: an https default callback (http refused), no secret yet.
+    const http = await mgmt('PATCH', `/workspaces/${ws}`, { video_callback_url: 'http://hooks.example/x' });
+    expect(http.status).toBe(400);
+    expect(http.body.error.message).toMatch(/video_callback_url/);
+    const set = await mgmt('PATCH', `/workspaces/${ws}`, { video_callback_url: `${hooks.url}/default` });
+    expect(set.status).toBe(200);
+    expect(set.body.data).toMatchObject({
+      video_callback_url: `${hooks.url}/default`,
+      has_webhook_secret: false,
+    });
+
+    const made = await mgmt('POST', `/workspaces/${ws}/webhook-secret`);
+    expect(made.status).toBe(201);
+    const secret = made.body.data.signing_secret as string;
+    expect(secret).toMatch(/^whsec_[\w-]{32}$/);
+    const read = await mgmt('GET', `/workspaces/${ws}`);
+    expect(read.body.data.has_webhook_secret).toBe(true);
+    expect(JSON.stringify(read.body)).not.toContain(secret);
+
+    // A job without callback_url reports to the workspace's, signed; one with its own goes there.
+    const { id } = await json(await submit({ model: 'media/mp4-model', prompt: 'by default' }));
+    const byDefault = await rawHook('/default');
+    expect(JSON.parse(byDefault.body).data.id).toBe(id);
+    expect(signedBy(byDefault.headers['x-openrouter-signature'], byDefault.body, secret)).toBe(true);
+    await submit({ model: 'media/mp4-model', prompt: 'mine', callback_url: `${hooks.url}/own` });
+    const own = await rawHook('/own');
+    expect(signedBy(own.headers['x-openrouter-signature'], own.body, secret)).toBe(true);
+
+    // A new secret replaces the old one at once.
+    const rotated = (await mgmt('POST', `/workspaces/${ws}/webhook-secret`)).body.data
+      .signing_secret as string;
+    expect(rotated).not.toBe(secret);
+    await submit({ model: 'media/mp4-model', prompt: 'rotated', callback_url: `${hooks.url}/rotated` });
+    const after = await rawHook('/rotated');
+    expect(signedBy(after.headers['x-openrouter-signature'], after.body, rotated)).toBe(true);
+    expect(signedBy(after.headers['x-openrouter-signature'], after.body, secret)).toBe(false);
+
+    // Removed: events go unsigned; removing it again is a 404.
+    expect((await mgmt('DELETE', `/workspaces/${ws}/webhook-secret`)).status).toBe(200);
+    expect((await mgmt('DELETE', `/workspaces/${ws}/webhook-secret`)).status).toBe(404);
+    await submit({ model: 'media/mp4-model', prompt: 'plain', callback_url: `${hooks.url}/plain` });
+    expect((await rawHook('/plain')).headers['x-openrouter-signature']).toBeUndefined();
+
+    // The audit log has each change, the secret masked.
+    const log = await mgmt('GET', '/audit-log?action=workspace.rotate_webhook_secret');
+    expect(log.body.data).toHaveLength(2);
+    expect(log.body.data[0].after).toEqual({ workspace_id: ws, signing_secret: '[redacted]' });
+    expect(JSON.stringify(log.body)).not.toContain('whsec_');
+    const removed = await mgmt('GET', '/audit-log?action=workspace.delete_webhook_secret');
+    expect(removed.body.data.map((e: { status: number }) => e.status)).toEqual([404, 200]);
+
+    // Cleared, a job without callback_url reports to nobody.
+    expect(
+      (await mgmt('PATCH', `/workspaces/${ws}`, { video_callback_url: null })).body.data.video_callback_url,
+    ).toBe(null);
+    const before = hooks.received.length;
+    await settled((await json(await submit({ model: 'media/mp4-model', prompt: 'quiet' }))).id);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(hooks.received).toHaveLength(before);
   });
 });

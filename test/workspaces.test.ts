@@ -109,6 +109,8 @@ describe.each(databases)('Workspaces, members and budgets (%s)', (db) => {
         'include_byok_in_budgets',
         'content_logging',
         'content_retention_days',
+        'video_callback_url',
+        'has_webhook_secret',
       ].sort(),
     );
 

@@ -48,6 +48,8 @@ export class OrganizationsService {
       include_byok_in_budgets: 0,
       content_logging: 0,
       content_retention_days: DEFAULT_CONTENT_RETENTION_DAYS,
+      video_callback_url: null,
+      webhook_secret_ciphertext: null,
       created_by: null,
       created_at: now,
       updated_at: now,

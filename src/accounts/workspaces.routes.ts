@@ -16,7 +16,10 @@ const config = { auth: 'management' as const };
 const adminConfig = { auth: 'management' as const, role: 'admin' as const };
 const Params = Type.Object({ id: Type.String({ minLength: 1, description: 'Workspace UUID or slug' }) });
 
-export async function workspacesRoutes(app: Router, { workspaces }: Pick<Services, 'workspaces'>) {
+export async function workspacesRoutes(
+  app: Router,
+  { workspaces, workspaceWebhooks }: Pick<Services, 'workspaces' | 'workspaceWebhooks'>,
+) {
   app.addSchema(Workspace);
   app.addSchema(WorkspaceMember);
   const WorkspaceRef = Type.Ref(Workspace);
@@ -165,5 +168,47 @@ export async function workspacesRoutes(app: Router, { workspaces }: Pick<Service
       },
     },
     async (req) => workspaces.removeMembers(req.caller, req.params.id, req.body.user_ids),
+  );
+
+  app.post(
+    '/workspaces/:id/webhook-secret',
+    {
+      config: adminConfig,
+      schema: {
+        tags,
+        summary: "Make the workspace's webhook signing secret (replacing any); it is returned this once",
+        description:
+          'Video job events (callback_url) of the workspace are then signed: `X-OpenRouter-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>,<raw body>">`.',
+        params: Params,
+        response: {
+          201: Type.Object({
+            data: Type.Object({
+              workspace_id: Type.String(),
+              signing_secret: Type.String({ description: 'Shown only here' }),
+            }),
+          }),
+          ...errors(401, 403, 404, 500),
+        },
+      },
+    },
+    async (req, reply) =>
+      reply.code(201).send({ data: await workspaceWebhooks.rotate(req.caller, req.params.id) }),
+  );
+
+  app.delete(
+    '/workspaces/:id/webhook-secret',
+    {
+      config: adminConfig,
+      schema: {
+        tags,
+        summary: "Remove the workspace's webhook signing secret (its video job events go unsigned)",
+        params: Params,
+        response: { 200: Deleted, ...errors(401, 403, 404, 500) },
+      },
+    },
+    async (req) => {
+      await workspaceWebhooks.remove(req.caller, req.params.id);
+      return { deleted: true as const };
+    },
   );
 }

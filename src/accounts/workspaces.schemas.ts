@@ -37,6 +37,13 @@ export const Workspace = Type.Object(
       description: "Whether the content of the workspace's generations is kept (see GET /generation/content)",
     }),
     content_retention_days: Type.Integer({ description: 'Days kept content is served before it is deleted' }),
+    video_callback_url: Nullable(
+      Type.String({ description: "Where the workspace's video jobs without a callback_url send their end" }),
+    ),
+    has_webhook_secret: Type.Boolean({
+      description:
+        "Whether the workspace's video job events are signed (POST /workspaces/{id}/webhook-secret)",
+    }),
   },
   { $id: 'Workspace', title: 'Workspace' },
 );
@@ -80,6 +87,14 @@ const optionalFields = {
       maximum: MAX_CONTENT_RETENTION_DAYS,
       description: `Days content is kept (default ${DEFAULT_CONTENT_RETENTION_DAYS})`,
     }),
+  ),
+  video_callback_url: Type.Optional(
+    Nullable(
+      Type.String({
+        description:
+          "An https:// URL: where the workspace's video jobs without a callback_url send their end; null clears it",
+      }),
+    ),
   ),
 };
 

@@ -3,6 +3,7 @@ import { deleteWorkspaceContents } from '../content-log/store.js';
 import { fromJsonList, isForeignKeyViolation, isUniqueViolation } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
 import type { WorkspacesTable } from '../db/schema.js';
+import { CALLBACK_URL_MAX_LENGTH, httpsCallbackUrl } from '../lib/callback-url.js';
 import { badRequest, conflict, notFound } from '../lib/errors.js';
 import { defaultGuardrailId, derivedId, isUuid, newId } from '../lib/ids.js';
 import { nowIso } from '../lib/time.js';
@@ -42,6 +43,8 @@ export interface WorkspaceInput {
   /** Keep the content of the workspace's generations (off by default). */
   content_logging?: boolean;
   content_retention_days?: number;
+  /** Where the workspace's video jobs without a `callback_url` send their end (https); null clears it. */
+  video_callback_url?: string | null;
 }
 
 export type WorkspacePatch = Partial<WorkspaceInput>;
@@ -75,6 +78,9 @@ export function workspaceView(row: store.WorkspaceRow) {
     include_byok_in_budgets: row.include_byok_in_budgets === 1,
     content_logging: row.content_logging === 1,
     content_retention_days: row.content_retention_days,
+    video_callback_url: row.video_callback_url,
+    // Whether the workspace's video job events are signed; the secret is shown only when made.
+    has_webhook_secret: row.webhook_secret_ciphertext !== null,
   };
 }
 export type WorkspaceView = ReturnType<typeof workspaceView>;
@@ -165,6 +171,15 @@ function columnsOf(p: WorkspacePatch): Updateable<WorkspacesTable> {
     }
     out.content_retention_days = days;
   }
+  if (p.video_callback_url !== undefined) {
+    const url = p.video_callback_url === null ? null : httpsCallbackUrl(p.video_callback_url);
+    if (p.video_callback_url !== null && url === null) {
+      throw badRequest(
+        `video_callback_url must be an https:// URL (at most ${CALLBACK_URL_MAX_LENGTH} characters) or null`,
+      );
+    }
+    out.video_callback_url = url;
+  }
   return out;
 }
 
@@ -245,6 +260,8 @@ export class WorkspacesService {
       include_byok_in_budgets: 0,
       content_logging: cols.content_logging ?? 0,
       content_retention_days: cols.content_retention_days ?? DEFAULT_CONTENT_RETENTION_DAYS,
+      video_callback_url: cols.video_callback_url ?? null,
+      webhook_secret_ciphertext: null,
       created_by: caller.userId,
       created_at: now,
       updated_at: now,

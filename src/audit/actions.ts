@@ -101,6 +101,16 @@ export const AUDITED: Record<string, AuditedRoute> = {
     resource: 'workspace',
     before: '/workspaces/:id/members',
   },
+  [`POST ${P}/workspaces/:id/webhook-secret`]: {
+    action: 'workspace.rotate_webhook_secret',
+    resource: 'workspace',
+    before: '/workspaces/:id',
+  },
+  [`DELETE ${P}/workspaces/:id/webhook-secret`]: {
+    action: 'workspace.delete_webhook_secret',
+    resource: 'workspace',
+    before: '/workspaces/:id',
+  },
   [`PUT ${P}/workspaces/:workspace_ref/budgets/:interval`]: {
     action: 'budget.set',
     resource: 'budget',

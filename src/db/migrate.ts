@@ -31,6 +31,7 @@ import * as m0028 from './migrations/0028_batch_results_cleared.js';
 import * as m0029 from './migrations/0029_message_threads.js';
 import * as m0030 from './migrations/0030_media_video_jobs.js';
 import * as m0031 from './migrations/0031_media_video_job_callbacks.js';
+import * as m0032 from './migrations/0032_workspace_video_webhooks.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -65,6 +66,7 @@ const migrations: Record<string, Migration> = {
   '0029_message_threads': m0029,
   '0030_media_video_jobs': m0030,
   '0031_media_video_job_callbacks': m0031,
+  '0032_workspace_video_webhooks': m0032,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -50,6 +50,10 @@ export interface WorkspacesTable {
   /** 1: the content of the workspace's generations is kept (content-log/), for `content_retention_days`. */
   content_logging: Bool;
   content_retention_days: number;
+  /** Where the workspace's video jobs without a `callback_url` send their end (migration 0032). */
+  video_callback_url: string | null;
+  /** The secret video job events are signed with, sealed under the master key (never shown after it is made). */
+  webhook_secret_ciphertext: string | null;
   created_by: string | null;
   created_at: string;
   updated_at: string | null;

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,6 +18,21 @@ describe('loadMediaConfig', () => {
     });
     expect(c.routes).toBe(DEFAULT_ROUTES);
     expect(loadMediaConfig({}).storeDir).toBe(resolve('./data/objects'));
+  });
+
+  it("reads the gateway's master key in keys mode, and never makes one", () => {
+    const data = mkdtempSync(join(tmpdir(), 'media-master-'));
+    const hex = 'ab'.repeat(32);
+    const keys = { GATEHOUSE_DATA_DIR: data, GATEHOUSE_MEDIA_AUTH: 'keys' };
+    expect(loadMediaConfig(keys).masterKey).toBeNull();
+    expect(existsSync(join(data, 'master.key'))).toBe(false);
+    writeFileSync(join(data, 'master.key'), `${hex}\n`);
+    expect(loadMediaConfig(keys).masterKey?.toString('hex')).toBe(hex);
+    expect(
+      loadMediaConfig({ ...keys, GATEHOUSE_MASTER_KEY: 'cd'.repeat(32) }).masterKey?.toString('hex'),
+    ).toBe('cd'.repeat(32));
+    // Other modes read no database and no secret.
+    expect(loadMediaConfig({ GATEHOUSE_DATA_DIR: data }).masterKey).toBeNull();
   });
 
   it("refuses a filesystem store that is, contains or overlaps the gateway's files", async () => {

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { type HttpTimeouts, loadHttpTimeouts } from '../lib/http-server.js';
+import { readMasterKey } from '../lib/master-key.js';
 import { checkRouteProviders, loadProvidersFile, type MediaProviderConfig } from './providers/config.js';
 import { storeDirProblem } from './storage/store-dir.js';
 import type { MediaKind, MediaRoute, ParamSpec } from './types.js';
@@ -49,6 +50,11 @@ export interface MediaConfig {
   token: string | null;
   /** The gateway's database (DATABASE_URL, else the SQLite file in GATEHOUSE_DATA_DIR), for `keys` alone. */
   databaseUrl: string;
+  /**
+   * The gateway's master key (GATEHOUSE_MASTER_KEY, else `master.key` in the data directory; never
+   * made here), for `keys` alone: it unseals the workspaces' webhook signing secrets. Null: none.
+   */
+  masterKey: Buffer | null;
   /** Generations running at once (GATEHOUSE_MEDIA_CONCURRENCY). */
   concurrency: number;
   /** Generations waiting for a slot before a 429 queue_full (GATEHOUSE_MEDIA_QUEUE). */
@@ -209,6 +215,7 @@ function loadMediaOperations(env: Env, dataDir: string) {
     auth: auth as MediaAuthMode | null,
     token,
     databaseUrl: env.DATABASE_URL || `sqlite:${join(dataDir, 'gatehouse.db')}`,
+    masterKey: auth === 'keys' ? readMasterKey(env, dataDir) : null,
     concurrency: intFrom(env, 'GATEHOUSE_MEDIA_CONCURRENCY', 2, 1),
     queue: intFrom(env, 'GATEHOUSE_MEDIA_QUEUE', 16, 0),
     queuePerOrganization: intFrom(env, 'GATEHOUSE_MEDIA_QUEUE_PER_ORG', 0, 0),

@@ -5,6 +5,7 @@
 
 import { KeysService } from '../accounts/keys.service.js';
 import { OrganizationsService } from '../accounts/organizations.service.js';
+import { WorkspaceWebhooks } from '../accounts/workspace-webhooks.js';
 import { WorkspacesService } from '../accounts/workspaces.service.js';
 import { type DbHandle, openDatabase } from '../db/connection.js';
 import type { KeyAuthenticator } from './auth.js';
@@ -17,7 +18,14 @@ import { VideoJobStore } from './jobs/store.js';
  */
 export async function openKeyAuthenticator(
   databaseUrl: string,
-): Promise<{ keys: KeyAuthenticator; videoJobs: VideoJobStore; close(): Promise<void> }> {
+  /** The gateway's, to sign video job events with the workspaces' secrets; null: they cannot be read. */
+  masterKey: Buffer | null,
+): Promise<{
+  keys: KeyAuthenticator;
+  videoJobs: VideoJobStore;
+  videoWebhooks: WorkspaceWebhooks;
+  close(): Promise<void>;
+}> {
   let handle: DbHandle;
   try {
     handle = openDatabase(databaseUrl);
@@ -45,7 +53,13 @@ export async function openKeyAuthenticator(
       },
     },
   ) as ConstructorParameters<typeof KeysService>[3];
-  const keys = new KeysService(db, new WorkspacesService(db), new OrganizationsService(db), noUsage);
+  const workspaces = new WorkspacesService(db);
+  const keys = new KeysService(db, workspaces, new OrganizationsService(db), noUsage);
   // The video API's jobs live beside the keys, so every media process reads the same ones.
-  return { keys, videoJobs: new VideoJobStore(db), close: () => handle.close() };
+  return {
+    keys,
+    videoJobs: new VideoJobStore(db),
+    videoWebhooks: new WorkspaceWebhooks(db, masterKey, workspaces),
+    close: () => handle.close(),
+  };
 }

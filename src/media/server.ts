@@ -22,7 +22,7 @@ import { createLog } from '../lib/log.js';
 import { sweepOrphanedTempFilesLater } from '../lib/temp-files.js';
 import { apiReferenceOptions } from '../server/api-reference.js';
 import { API_PREFIX, imageApiRoutes } from './apis/routes.js';
-import { VideoCallbacks } from './apis/video-callbacks.js';
+import { VideoCallbacks, type WebhookSettings } from './apis/video-callbacks.js';
 import { videoApiRoutes } from './apis/video-routes.js';
 import { type KeyAuthenticator, MediaAuth, resolveAuthMode } from './auth.js';
 import type { MediaConfig } from './config.js';
@@ -63,6 +63,8 @@ export interface MediaAppOptions {
   videoJobs?: VideoJobStore | null;
   /** How often a running video job's heartbeat is refreshed (tests shorten it). */
   videoHeartbeatMs?: number;
+  /** Workspaces' default callback URLs and signing secrets (the gateway's database); null: none. */
+  videoWebhooks?: WebhookSettings | null;
   /** Video job callbacks: a CA to trust besides the system's, and the retry delays (tests). */
   videoCallbacks?: { ca?: string; retryDelaysMs?: number[] };
   /** Sees every route as it is registered (the authorization matrix test enumerates them with it). */
@@ -277,7 +279,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
   // Video jobs need the gateway's database (and a key's workspace to belong to): `keys` mode only.
   const jobStore = opts.videoJobs && auth.mode === 'keys' ? opts.videoJobs : null;
   const callbacks = jobStore
-    ? new VideoCallbacks(app.log, jobStore, {
+    ? new VideoCallbacks(app.log, jobStore, opts.videoWebhooks ?? null, {
         allowPrivate: config.fetchPrivate,
         timeoutMs: config.fetchTimeoutMs,
         ...opts.videoCallbacks,
@@ -297,7 +299,7 @@ export async function buildMediaApp(opts: MediaAppOptions) {
       await jobs.close();
       await callbacks?.close();
     });
-  await videoApiRoutes(app, { config, service, store, jobs });
+  await videoApiRoutes(app, { config, service, store, jobs, webhooks: opts.videoWebhooks ?? null });
   await mediaWebPage(app, { config });
   return { app, service, store, auth };
 }

@@ -362,6 +362,17 @@ const ROUTES: Record<string, Row> = {
     body: (fx) => ({ user_ids: [fx.ownerUser] }),
     ok: 200,
   },
+  'POST /api/v1/workspaces/:id/webhook-secret': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/webhook-secret`,
+    ok: 201,
+  },
+  // After the row above made one.
+  'DELETE /api/v1/workspaces/:id/webhook-secret': {
+    auth: 'management',
+    path: (fx) => `/workspaces/${fx.workspace}/webhook-secret`,
+    ok: 200,
+  },
   'GET /api/v1/workspaces/:workspace_ref/budgets': {
     auth: 'management',
     path: (fx) => `/workspaces/${fx.workspace}/budgets`,
@@ -1684,6 +1695,8 @@ describe.each(databases)('organization roles on management writes (%s)', (db) =>
       ['PATCH', `/workspaces/${w}`, { name: 'Renamed' }, 200],
       ['POST', `/workspaces/${w}/members/add`, { user_ids: [member.id] }, 200],
       ['POST', `/workspaces/${w}/members/remove`, { user_ids: [gw.ownerUserId] }, 200],
+      ['POST', `/workspaces/${w}/webhook-secret`, undefined, 201],
+      ['DELETE', `/workspaces/${w}/webhook-secret`, undefined, 200],
       ['PUT', `/workspaces/${w}/budgets/monthly`, { limit_usd: 1000 }, 200],
       ['POST', '/byok', { provider: 'anthropic', key: 'sk-member-provider-key' }, 201],
       ['PATCH', `/byok/${b}`, { disabled: true }, 200],

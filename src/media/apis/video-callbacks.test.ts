@@ -3,14 +3,25 @@
  * them, retries on failures worth one (and none on a refusal), loopback refused unless allowed,
  * and shutdown sending what has ended while dropping retries not yet due.
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type HttpsReceiver, startHttpsReceiver } from '../../../test/support/https-receiver.js';
 import { waitFor } from '../../../test/support/processes.js';
 import type { VideoJob } from '../jobs/store.js';
-import { IDEMPOTENCY_HEADER, VideoCallbacks } from './video-callbacks.js';
+import { IDEMPOTENCY_HEADER, SIGNATURE_HEADER, VideoCallbacks } from './video-callbacks.js';
 
 const log = pino({ level: 'silent' });
+const SECRET = 'whsec_test-signing-secret';
+
+/** What a receiver does (OpenRouter's documented check): HMAC-SHA256 of "<t>,<raw body>", recent t. */
+function verified(header: unknown, body: string, secret = SECRET): boolean {
+  const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(typeof header === 'string' ? header : '');
+  if (!m) return false;
+  const expected = createHmac('sha256', secret).update(`${m[1]},${body}`).digest();
+  const fresh = Math.abs(Date.now() / 1000 - Number(m[1])) < 300;
+  return fresh && timingSafeEqual(expected, Buffer.from(m[2] ?? '', 'hex'));
+}
 
 describe('video job callbacks', () => {
   let receiver: HttpsReceiver;
@@ -28,13 +39,22 @@ describe('video job callbacks', () => {
       completedAt: 2,
       callbackUrl: `${receiver.url}/hooks/video?team=7`,
       pollingUrl: `https://gw.example/api/v1/videos/${id}`,
+      workspaceId: 'ws-unsigned',
       ...over,
     };
     jobs.set(id, j);
     return j;
   };
+  // Workspace `ws-signed` signs its events; `ws-sealed` has a secret this process cannot read.
+  const secrets = {
+    callbackUrl: async () => null,
+    signingSecret: async (ws: string) => {
+      if (ws === 'ws-sealed') throw new Error('no master key');
+      return ws === 'ws-signed' ? SECRET : null;
+    },
+  };
   const callbacks = (over: { allowPrivate?: boolean; retryDelaysMs?: number[] } = {}) =>
-    new VideoCallbacks(log, store, {
+    new VideoCallbacks(log, store, secrets, {
       allowPrivate: true,
       timeoutMs: 5_000,
       ca: receiver.ca,
@@ -85,6 +105,29 @@ describe('video job callbacks', () => {
       type: 'video.generation.failed',
       data: { status: 'failed', error: 'the provider failed' },
     });
+  });
+
+  it('signs the events of a workspace with a signing secret, every attempt afresh', async () => {
+    const cb = callbacks();
+    receiver.answer(503);
+    cb.send(job('gen-vid-5-signed', { workspaceId: 'ws-signed' }));
+    await waitFor('the retry', () => receiver.received[1]);
+    for (const got of receiver.received) {
+      expect(verified(got.headers[SIGNATURE_HEADER], got.body)).toBe(true);
+      // Not under another secret, and not for another body.
+      expect(verified(got.headers[SIGNATURE_HEADER], got.body, 'whsec_other')).toBe(false);
+      expect(verified(got.headers[SIGNATURE_HEADER], `${got.body} `)).toBe(false);
+    }
+    // A workspace without one: no signature header at all.
+    receiver.received.length = 0;
+    cb.send(job('gen-vid-5-plain'));
+    await waitFor('the unsigned event', () => receiver.received[0]);
+    expect(receiver.received[0]?.headers[SIGNATURE_HEADER]).toBeUndefined();
+    // A secret this process cannot read: nothing is sent (an unsigned event would be refused).
+    receiver.received.length = 0;
+    cb.send(job('gen-vid-5-sealed', { workspaceId: 'ws-sealed' }));
+    await cb.close();
+    expect(receiver.received).toHaveLength(0);
   });
 
   it('retries a 5xx and a 429, not a 4xx refusal; gives up after the last delay', async () => {

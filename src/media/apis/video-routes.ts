@@ -17,6 +17,7 @@ import type { MediaService } from '../service.js';
 import { MediaError, type ObjectStore } from '../types.js';
 import { validateGeneration } from '../validate.js';
 import { API_PREFIX, droppedHeader, inlineImageBodyLimit } from './routes.js';
+import type { WebhookSettings } from './video-callbacks.js';
 import { jobAnswer, videoCall, videoJobId, videoModels } from './videos.js';
 
 export interface VideoApiDeps {
@@ -25,13 +26,15 @@ export interface VideoApiDeps {
   store: ObjectStore;
   /** Null when the media service has no database (`token` or `none` auth): the API is not served. */
   jobs: VideoJobRunner | null;
+  /** Workspaces' default callback URLs (a job without `callback_url` takes its workspace's). */
+  webhooks: Pick<WebhookSettings, 'callbackUrl'> | null;
 }
 
 /** The gateway's API base as its caller reached it (set when it forwards), for `polling_url`. */
 export const BASE_URL_HEADER = 'x-gatehouse-base-url';
 
 export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): Promise<void> {
-  const { config, service, store, jobs } = deps;
+  const { config, service, store, jobs, webhooks } = deps;
   const started = Math.floor(Date.now() / 1000);
   const tags = ['openrouter'];
 
@@ -72,13 +75,14 @@ export async function videoApiRoutes(app: FastifyInstance, deps: VideoApiDeps): 
         const images = await fetchImages(admitted.imageUrls, temp, config, gone.signal);
         const id = videoJobId();
         const polling = pollingUrl(req, id);
+        const callbackUrl = call.callbackUrl ?? (await webhooks?.callbackUrl(caller.workspaceId)) ?? null;
         await runner.store.create(
           {
             id,
             model: call.model,
             owner: runner.owner,
             scope: scopeOf(caller),
-            callbackUrl: call.callbackUrl,
+            callbackUrl,
             pollingUrl: polling,
           },
           Date.now(),

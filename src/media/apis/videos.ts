@@ -8,6 +8,7 @@
 
 import { randomInt } from 'node:crypto';
 import { isObj } from '../../formats/validate.js';
+import { httpsCallbackUrl } from '../../lib/callback-url.js';
 import type { VideoJob } from '../jobs/store.js';
 import { MediaError, type MediaRoute, providerSlugOf } from '../types.js';
 import { MEDIA_AUTHOR, nearestRatio } from './images.js';
@@ -79,17 +80,14 @@ export function videoCall(body: unknown, routes: MediaRoute[]): VideoCall {
 /** `callback_url`: an https URL (as OpenRouter requires), at most 2,048 characters; null when absent. */
 function callbackOf(value: unknown): string | null {
   if (value === undefined || value === null) return null;
-  const invalid = () =>
-    bad('invalid_value', 'callback_url', 'callback_url must be an https:// URL (at most 2,048 characters)');
-  if (typeof value !== 'string' || value.length > 2048) throw invalid();
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw invalid();
-  }
-  if (url.protocol !== 'https:' || url.username || url.password) throw invalid();
-  return url.href;
+  const url = httpsCallbackUrl(value);
+  if (url === null)
+    throw bad(
+      'invalid_value',
+      'callback_url',
+      'callback_url must be an https:// URL (at most 2,048 characters)',
+    );
+  return url;
 }
 
 /**

@@ -27,6 +27,8 @@ export interface VideoJob {
   /** Where the job's end is POSTed (`callback_url`), or null. */
   callbackUrl: string | null;
   pollingUrl: string | null;
+  /** The workspace the job belongs to (its webhook settings sign the job's event). */
+  workspaceId: string;
 }
 
 type Row = MediaVideoJobsTable;
@@ -241,5 +243,6 @@ function jobOf(row: Row): VideoJob {
     completedAt: row.completed_at === null ? null : Number(row.completed_at),
     callbackUrl: row.callback_url,
     pollingUrl: row.polling_url,
+    workspaceId: row.workspace_id,
   };
 }
