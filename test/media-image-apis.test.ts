@@ -34,6 +34,8 @@ describe('image APIs through the gateway', () => {
   let sdk: OpenRouter;
   /** What the generator was asked for (the built-in generator does the work). */
   const asked: { kind: string; route: string; params: GenerateRequest['params']; images: string[] }[] = [];
+  /** The parameter each input of each call came from. */
+  const askedFrom: string[][] = [];
   const local = new LocalGenerator();
   const recording: MediaGenerator = {
     generate(req, signal) {
@@ -43,6 +45,7 @@ describe('image APIs through the gateway', () => {
         params: req.params,
         images: req.images.map((i) => `${i.contentType}:${i.bytes}`),
       });
+      askedFrom.push(req.images.map((i) => i.param));
       return local.generate(req, signal);
     },
   };
@@ -354,7 +357,7 @@ describe('image APIs through the gateway', () => {
     expect(asked.slice(1).map((a) => a.route)).toEqual(['model-a', 'model-a']);
   });
 
-  it('openai images.edit: uploaded images (one or several) go to the image-to-image route; a mask is refused', async () => {
+  it('openai images.edit: uploaded images (one or several) go to the image-to-image route; a mask where the route takes none is refused', async () => {
     const openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
     const [a, b] = [await png(40, 30), await png(30, 40)];
     const edited = await openai.images.edit({
@@ -436,6 +439,54 @@ describe('image APIs through the gateway', () => {
     });
     expect(noImage.status).toBe(400);
     expect((await json(noImage)).error.metadata).toEqual({ error_code: 'missing_parameter', field: 'image' });
+  });
+
+  it('openai images.edit with a mask (inpainting): only the transparent area is edited', async () => {
+    const openai = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey, maxRetries: 0 });
+    const red = await sharp({ create: { width: 256, height: 128, channels: 3, background: '#d02020' } })
+      .png()
+      .toBuffer();
+    // Opaque on the left (kept), transparent on the right (edited).
+    const alpha = Buffer.alloc(256 * 128);
+    for (let y = 0; y < 128; y++) alpha.fill(255, y * 256, y * 256 + 128);
+    const mask = await sharp({ create: { width: 256, height: 128, channels: 3, background: '#000' } })
+      .joinChannel(alpha, { raw: { width: 256, height: 128, channels: 1 } })
+      .png()
+      .toBuffer();
+    const edited = await openai.images.edit({
+      model: 'media/model-b',
+      prompt: 'a bright sun',
+      image: await toFile(red, 'in.png', { type: 'image/png' }),
+      mask: await toFile(mask, 'mask.png', { type: 'image/png' }),
+    });
+    expect(asked.at(-1)).toMatchObject({ kind: 'i2i', route: 'model-b' });
+    expect(askedFrom.at(-1)).toEqual(['image_input', 'mask']);
+    const out = Buffer.from(edited.data?.[0]?.b64_json ?? '', 'base64');
+    const { data, info } = await sharp(out).raw().toBuffer({ resolveWithObject: true });
+    const at = (x: number, y: number) => [
+      ...data.subarray((y * info.width + x) * info.channels, (y * info.width + x) * info.channels + 3),
+    ];
+    // The kept side is the input, pixel for pixel; the edited side is drawn over.
+    for (const y of [10, info.height / 2, info.height - 10])
+      for (const x of [5, info.width / 4, info.width / 2 - 30]) expect(at(x, y)).toEqual([0xd0, 0x20, 0x20]);
+    const right = [0, 0.5, 0.9].map((f) =>
+      at(Math.round(info.width * 0.55 + f * info.width * 0.4), info.height / 2),
+    );
+    expect(right.some((px) => px.join() !== [0xd0, 0x20, 0x20].join())).toBe(true);
+
+    // A JSON edit names its mask by URL, as OpenAI's JSON edits do.
+    const viaJson = await fetch(`${gw.url}/api/v1/images/edits`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${gw.apiKey}` },
+      body: JSON.stringify({
+        model: 'media/model-b',
+        prompt: 'x',
+        images: [{ image_url: `data:image/png;base64,${red.toString('base64')}` }],
+        mask: { image_url: `data:image/png;base64,${mask.toString('base64')}` },
+      }),
+    });
+    expect(viaJson.status).toBe(200);
+    expect(askedFrom.at(-1)).toEqual(['image_input', 'mask']);
   });
 
   it('without a media service to reach, 404 naming the setting; with one down, 502 — both as OpenRouter errors', async () => {

@@ -155,6 +155,7 @@ function taskView(t: MockTask) {
     case 'never':
       return { ...base, status: 'running' };
     case 'b64':
+    case 'b64-edit':
       return { ...base, status: 'succeeded', outputs: [{ b64: OUT_PNG.toString('base64') }] };
     case 'not-a-video':
       return { ...base, status: 'succeeded', outputs: [{ url: `${taskUrl}/out/text.txt` }] };
@@ -291,6 +292,7 @@ function routesDoc() {
         params: {
           image_input: { type: 'image_urls', min_items: 1, max_items: 4 },
           image: { type: 'image' },
+          mask: { type: 'image' },
           aspect_ratio: { type: 'string', enum: ['1:1', '3:2', '2:3'] },
         },
       },
@@ -307,6 +309,14 @@ function routesDoc() {
         },
       },
       { kind: 't2i', name: 'task-image', provider: 'tasks', provider_model: 'acme/image-1', params: {} },
+      {
+        kind: 'i2i',
+        name: 'task-edit',
+        provider: 'tasks',
+        provider_model: 'acme/edit-1',
+        requires_image: true,
+        params: { image: { type: 'image' }, mask: { type: 'image' } },
+      },
     ],
   };
 }
@@ -439,6 +449,31 @@ describe('openai-images', () => {
     expect((await stored(media.url, body.data.outputs[0])).data.equals(OUT_PNG)).toBe(true);
   });
 
+  it('i2i with a mask: the mask goes as the mask part, apart from the image[] parts', async () => {
+    const form = new FormData();
+    form.append('prompt', 'ok');
+    form.append('image', new Blob([PNG], { type: 'image/png' }), 'mine.png');
+    form.append('mask', new Blob([OUT_PNG], { type: 'image/png' }), 'mask.png');
+    const res = await fetch(`${media.url}/api/i2i/model-b`, { method: 'POST', body: form });
+    expect(res.status).toBe(200);
+    const f = lastOpenai().form as FormData;
+    const images = f.getAll('image[]') as File[];
+    expect(images).toHaveLength(1);
+    expect(Buffer.from(await (images[0] as File).arrayBuffer()).equals(PNG)).toBe(true);
+    const masks = f.getAll('mask') as File[];
+    expect(masks).toHaveLength(1);
+    expect(Buffer.from(await (masks[0] as File).arrayBuffer()).equals(OUT_PNG)).toBe(true);
+    // A mask alone edits nothing: refused before any call.
+    const before = openaiSeen.length;
+    const alone = new FormData();
+    alone.append('prompt', 'ok');
+    alone.append('mask', new Blob([OUT_PNG], { type: 'image/png' }), 'mask.png');
+    const refused = await fetch(`${media.url}/api/i2i/model-b`, { method: 'POST', body: alone });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as any).error).toMatchObject({ code: 'missing_parameter', field: 'mask' });
+    expect(openaiSeen).toHaveLength(before);
+  });
+
   it('i2i from image_input URLs: every image an image[] part, no size without an aspect ratio', async () => {
     const r = await postJson(media.url, '/api/i2i/model-b', {
       prompt: 'ok',
@@ -540,6 +575,24 @@ describe('task-api', () => {
     const file = await stored(media.url, out);
     expect(file.type).toMatch(/^video\/mp4/);
     expect(file.data.equals(MP4)).toBe(true);
+  });
+
+  it('i2i with a mask: the image in image_urls, the mask as mask_url', async () => {
+    const before = taskSeen.length;
+    const r = await postJson(media.url, '/api/i2i/task-edit', {
+      prompt: 'b64-edit',
+      image: `${taskUrl}/in.png`,
+      mask: `data:image/png;base64,${OUT_PNG.toString('base64')}`,
+    });
+    expect(r.status).toBe(200);
+    expect(taskSeen[before]?.json).toEqual({
+      model: 'acme/edit-1',
+      input: {
+        prompt: 'b64-edit',
+        image_urls: [`data:image/png;base64,${PNG.toString('base64')}`],
+        mask_url: `data:image/png;base64,${OUT_PNG.toString('base64')}`,
+      },
+    });
   });
 
   it('a poll answering 502 is retried and polling goes on', async () => {

@@ -116,11 +116,13 @@ export const DEFAULT_ROUTES: MediaRoute[] = [
     name: 'model-b',
     provider: 'local',
     providerModel: 'model-b',
-    description: 'Image to image: image_input URLs, or a multipart file part named image.',
+    description:
+      'Image to image: image_input URLs, or a multipart file part named image; a mask (transparent where the image is edited) keeps the rest as it was.',
     requiresImage: true,
     params: {
       image_input: { type: 'image_urls', minItems: 1, maxItems: 4 },
       image: { type: 'image' },
+      mask: { type: 'image' },
       size: { type: 'string', enum: SIZES, default: '1K' },
     },
   },

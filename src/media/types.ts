@@ -19,6 +19,13 @@ export type ParamSpec =
   /** One image: a URL in JSON, or a multipart file part of this name. */
   | { type: 'image'; required?: boolean };
 
+/**
+ * A route's `image` parameter of this name is an inpainting mask, not an input image: transparent
+ * (alpha 0) where the image is to be edited, as OpenAI's image edits take it. It needs an input
+ * image beside it, does not count as one, and generators pass it apart (a `mask` part, `mask_url`).
+ */
+export const MASK_PARAM = 'mask';
+
 /** A route `POST /api/<kind>/<name>`, mapped to a provider and that provider's model. */
 export interface MediaRoute {
   kind: MediaKind;

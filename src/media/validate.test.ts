@@ -110,6 +110,34 @@ describe('validateGeneration', () => {
     ).toMatchObject({ code: 'invalid_type', field: 'image_input' });
   });
 
+  it('a mask edits an input image: it needs one beside it and does not count as one', () => {
+    expect(
+      validateGeneration(
+        i2iB,
+        { prompt: 'x', mask: 'https://a.example/m.png' },
+        { form: true, files: ['image'] },
+      ),
+    ).toEqual({
+      prompt: 'x',
+      params: { mask: 'https://a.example/m.png', size: '1K' },
+      imageUrls: [{ param: 'mask', url: 'https://a.example/m.png' }],
+    });
+    expect(
+      validateGeneration(i2iB, { prompt: 'x' }, { form: true, files: ['image', 'mask'] }).imageUrls,
+    ).toEqual([]);
+    for (const alone of [
+      () => validateGeneration(i2iB, { prompt: 'x' }, { form: true, files: ['mask'] }),
+      () => validateGeneration(i2iB, { prompt: 'x', mask: 'https://a.example/m.png' }),
+    ])
+      expect(failure(alone)).toMatchObject({ code: 'missing_parameter', field: 'mask' });
+    // A route without one refuses it by name.
+    expect(
+      failure(() =>
+        validateGeneration(i2iA, { prompt: 'x', image_input: ['https://a.example/1.png'], mask: 'm' }),
+      ),
+    ).toMatchObject({ code: 'unknown_parameter', field: 'mask' });
+  });
+
   it('a URL image satisfies requiresImage and is listed for fetching', () => {
     const v = validateGeneration(i2iB, { prompt: 'x', image: 'https://a.example/1.webp' });
     expect(v.imageUrls).toEqual([{ param: 'image', url: 'https://a.example/1.webp' }]);

@@ -7,7 +7,7 @@
  */
 
 import { PROMPT_MAX_LENGTH } from './config.js';
-import { type GenerateRequest, MediaError, type MediaRoute, type ParamSpec } from './types.js';
+import { type GenerateRequest, MASK_PARAM, MediaError, type MediaRoute, type ParamSpec } from './types.js';
 
 export interface ValidatedRequest {
   prompt: string;
@@ -83,7 +83,9 @@ export function validateGeneration(
 
   const params: GenerateRequest['params'] = {};
   const imageUrls: ValidatedRequest['imageUrls'] = [];
-  let images = opts.files?.length ?? 0;
+  // A mask is an image parameter but not an input image: it edits one, and needs one beside it.
+  let images = (opts.files ?? []).filter((f) => f !== MASK_PARAM).length;
+  let mask = files.has(MASK_PARAM);
   for (const [name, spec] of Object.entries(route.params)) {
     const raw = input[name];
     if (!present(raw)) {
@@ -105,15 +107,18 @@ export function validateGeneration(
       images += (value as string[]).length;
     } else if (spec.type === 'image') {
       imageUrls.push({ param: name, url: value as string });
-      images += 1;
+      if (name === MASK_PARAM) mask = true;
+      else images += 1;
     }
   }
+  if (mask && images === 0)
+    throw bad('missing_parameter', MASK_PARAM, `${MASK_PARAM} edits an input image: send the image with it`);
 
   if (route.requiresImage && images === 0) {
     const entries = Object.entries(route.params);
     const field =
       entries.find(([, s]) => s.type === 'image_urls')?.[0] ??
-      entries.find(([, s]) => s.type === 'image')?.[0] ??
+      entries.find(([n, s]) => s.type === 'image' && n !== MASK_PARAM)?.[0] ??
       'image';
     throw bad('missing_parameter', field, `${routeId} needs an input image (${describeImageInputs(route)})`);
   }
@@ -122,7 +127,7 @@ export function validateGeneration(
 
 function describeImageInputs(route: MediaRoute): string {
   return Object.entries(route.params)
-    .filter(([, s]) => s.type === 'image' || s.type === 'image_urls')
+    .filter(([n, s]) => (s.type === 'image' && n !== MASK_PARAM) || s.type === 'image_urls')
     .map(([n, s]) => (s.type === 'image' ? `${n} as a URL or a multipart file` : `${n} as a list of URLs`))
     .join(', or ');
 }

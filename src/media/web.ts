@@ -162,7 +162,7 @@ const SCRIPT = `
       input.accept = 'image/png,image/jpeg,image/webp,image/gif';
       const hint = document.createElement('span');
       hint.className = 'hint';
-      hint.textContent = ' PNG, JPEG, WebP or GIF';
+      hint.textContent = p.name === 'mask' ? ' PNG with transparency: where the picture is edited' : ' PNG, JPEG, WebP or GIF';
       label.append(hint);
     } else if (p.type === 'image_urls') {
       input = document.createElement('textarea');

@@ -139,7 +139,7 @@ describe('OpenAI Images API', () => {
     ).toBe('response_format');
   });
 
-  it('edits: uploads or JSON images make an image-to-image call; form text is typed; a mask is refused', () => {
+  it('edits: uploads or JSON images make an image-to-image call; form text is typed; a mask where the route takes one', () => {
     const form = openAiEditCall({ model: 'media/model-b', prompt: 'x', n: '2', stream: 'false' }, routes, {
       uploads: 1,
       form: true,
@@ -162,11 +162,50 @@ describe('OpenAI Images API', () => {
       code: 'missing_parameter',
       field: 'image',
     });
+    // A mask goes to a route that takes one (model-b): a file part fills it, JSON names its URL.
+    const masked = openAiEditCall({ model: 'model-b', prompt: 'x' }, routes, {
+      uploads: 1,
+      form: true,
+      maskFile: true,
+    });
+    expect(masked).toMatchObject({ uploadParam: 'image_input', input: { prompt: 'x' } });
     expect(
-      failure(() =>
-        openAiEditCall({ model: 'model-a', prompt: 'x', mask: 'file' }, routes, { uploads: 1, form: true }),
-      ),
-    ).toMatchObject({ field: 'mask' });
+      openAiEditCall(
+        {
+          model: 'model-b',
+          prompt: 'x',
+          images: [{ image_url: 'https://a.example/1.png' }],
+          mask: { image_url: 'https://a.example/m.png' },
+        },
+        routes,
+        { uploads: 0, form: false },
+      ).input,
+    ).toEqual({ prompt: 'x', image_input: ['https://a.example/1.png'], mask: 'https://a.example/m.png' });
+    // Refused, naming it: a route without one, a mask as form text, a JSON mask not {image_url}.
+    for (const [body, opts] of [
+      [
+        { model: 'model-a', prompt: 'x' },
+        { uploads: 1, form: true, maskFile: true },
+      ],
+      [
+        { model: 'model-b', prompt: 'x', mask: 'file' },
+        { uploads: 1, form: true },
+      ],
+      [
+        {
+          model: 'model-b',
+          prompt: 'x',
+          images: [{ image_url: 'https://a/1.png' }],
+          mask: 'https://a/m.png',
+        },
+        { uploads: 0, form: false },
+      ],
+    ] as const)
+      expect(failure(() => openAiEditCall({ ...body }, routes, opts))).toMatchObject({
+        status: 400,
+        code: 'invalid_value',
+        field: 'mask',
+      });
     expect(
       failure(() =>
         openAiEditCall({ model: 'model-a', prompt: 'x', images: [{ file_id: 'f' }] }, routes, {

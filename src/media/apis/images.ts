@@ -10,7 +10,7 @@
  */
 
 import { isObj } from '../../formats/validate.js';
-import { MediaError, type MediaRoute, type ParamSpec } from '../types.js';
+import { MASK_PARAM, MediaError, type MediaRoute, type ParamSpec } from '../types.js';
 
 /** The author segment of every media model id (`media/model-a`). */
 export const MEDIA_AUTHOR = 'media';
@@ -72,24 +72,21 @@ export function openAiImageCall(body: unknown, routes: MediaRoute[], uploads = 0
 /**
  * OpenAI's image edits (`/images/edits`) as an image-to-image call: a form's fields with its
  * uploaded images (`image`, `image[]`), or a JSON body whose `images` are `{image_url}` objects.
- * Form fields are text: `n` and `stream` are read as their number and boolean.
+ * Form fields are text: `n` and `stream` are read as their number and boolean. A `mask` (a file
+ * part, or `{image_url}` in JSON) fills the route's `mask` parameter; a route without one refuses it.
  */
 export function openAiEditCall(
   body: Record<string, unknown>,
   routes: MediaRoute[],
-  opts: { uploads: number; form: boolean },
+  opts: { uploads: number; form: boolean; maskFile?: boolean },
 ): ImageCall {
   const fields = { ...body };
   if (opts.form) {
     if (typeof fields.n === 'string' && /^\s*\d+\s*$/.test(fields.n)) fields.n = Number(fields.n);
     if (fields.stream === 'true' || fields.stream === 'false') fields.stream = fields.stream === 'true';
   }
-  if (fields.mask !== undefined)
-    throw bad(
-      'invalid_value',
-      'mask',
-      'A mask (inpainting) is not supported: the media routes edit whole images',
-    );
+  const mask = fields.mask;
+  delete fields.mask;
   if (fields.images !== undefined) {
     const list = fields.images;
     if (!Array.isArray(list))
@@ -104,6 +101,23 @@ export function openAiEditCall(
   const call = openAiImageCall(fields, routes, opts.uploads);
   if (call.route.kind !== 'i2i')
     throw bad('missing_parameter', 'image', 'An edit needs an input image (image, or images in a JSON body)');
+  if (mask === undefined && !opts.maskFile) return call;
+  if (call.route.params[MASK_PARAM]?.type !== 'image')
+    throw bad(
+      'invalid_value',
+      MASK_PARAM,
+      `${imageModelId(call.route.name)} does not take a mask (inpainting): it edits whole images`,
+    );
+  if (mask !== undefined) {
+    // JSON: `{image_url}` as OpenAI's edits take it (a form's mask is a file part, never text).
+    if (opts.form || !isObj(mask) || typeof mask.image_url !== 'string')
+      throw bad(
+        'invalid_value',
+        MASK_PARAM,
+        'mask must be a file part, or {image_url: "<http(s) or data: URL>"} in JSON',
+      );
+    call.input[MASK_PARAM] = mask.image_url;
+  }
   return call;
 }
 
@@ -167,7 +181,7 @@ function inputReferences(raw: unknown): string[] {
 
 /** The route parameter input images fill: its list of images, or its single image (then only one). */
 function imageParam(route: MediaRoute, count: number): string {
-  const params = Object.entries(route.params);
+  const params = Object.entries(route.params).filter(([name]) => name !== MASK_PARAM);
   const list = params.find(([, s]) => s.type === 'image_urls')?.[0];
   if (list) return list;
   const single = params.find(([, s]) => s.type === 'image')?.[0];

@@ -13,7 +13,7 @@ import { TempFiles } from '../../lib/temp-files.js';
 import type { MediaConfig } from '../config.js';
 import { fetchImages } from '../fetch.js';
 import type { MediaService, StoredOutput } from '../service.js';
-import { type InputImage, MediaError, type MediaRoute } from '../types.js';
+import { type InputImage, MASK_PARAM, MediaError, type MediaRoute } from '../types.js';
 import { type ValidatedRequest, validateGeneration } from '../validate.js';
 import { imageModelEndpoints, imageModels } from './catalog.js';
 import { readEditForm } from './edit-form.js';
@@ -124,9 +124,14 @@ export async function imageApiRoutes(app: FastifyInstance, deps: ImageApiDeps): 
         uploads = read.files;
       }
       if (!isObj(body)) throw new MediaError(400, 'invalid_body', 'The body must be a JSON object', 'body');
-      const call = openAiEditCall(body, config.routes, { uploads: uploads.length, form });
+      const images = uploads.filter((u) => u.param !== MASK_PARAM);
+      const call = openAiEditCall(body, config.routes, {
+        uploads: images.length,
+        form,
+        maskFile: images.length < uploads.length,
+      });
       const param = call.uploadParam;
-      if (param) for (const u of uploads) u.param = param;
+      if (param) for (const u of images) u.param = param;
       const valid = validateGeneration(call.route, call.input, {
         form,
         files: uploads.map((u) => u.param),

@@ -245,6 +245,7 @@ export interface DecodedInput {
   image: InputImage;
   width: number;
   height: number;
+  hasAlpha: boolean;
 }
 
 function invalidImage(image: InputImage, detail: string): MediaError {
@@ -278,7 +279,7 @@ export async function probeInput(image: InputImage): Promise<DecodedInput> {
   const height = meta.autoOrient?.height ?? meta.height;
   if (!width || !height) throw invalidImage(image, 'no dimensions');
   if (width * height > MAX_INPUT_PIXELS) throw invalidImage(image, `${width}×${height} is too large`);
-  return { image, width, height };
+  return { image, width, height, hasAlpha: meta.hasAlpha === true };
 }
 
 /**
@@ -297,6 +298,32 @@ export async function decodeInputRaw(input: DecodedInput, w: number, h: number):
   } catch (err) {
     throw invalidImage(
       input.image,
+      err instanceof Error ? err.message.split('\n')[0] || 'corrupt' : 'corrupt',
+    );
+  }
+}
+
+/**
+ * An inpainting mask's alpha channel, covered and centred to `w`×`h` as the input is: 0 where the
+ * image is edited. A mask without an alpha channel says nothing about where: a 400, as OpenAI's.
+ */
+export async function decodeMaskAlpha(mask: DecodedInput, w: number, h: number): Promise<Buffer> {
+  if (!mask.hasAlpha)
+    throw new MediaError(
+      400,
+      'invalid_image',
+      `${mask.image.param}: needs an alpha channel (transparent where the image is to be edited)`,
+      mask.image.param,
+    );
+  try {
+    return await inputPipeline(mask.image)
+      .resize(w, h, { fit: 'cover', position: 'centre' })
+      .extractChannel('alpha')
+      .raw()
+      .toBuffer();
+  } catch (err) {
+    throw invalidImage(
+      mask.image,
       err instanceof Error ? err.message.split('\n')[0] || 'corrupt' : 'corrupt',
     );
   }
@@ -325,6 +352,8 @@ export interface ImageJob {
   format: ImageFormat;
   /** i2i: the first image is the background; the rest appear as thumbnails along the top. */
   inputs: DecodedInput[];
+  /** i2i: where the first image is edited (transparent); elsewhere it stays as it was. */
+  mask?: DecodedInput;
   signal: AbortSignal;
 }
 
@@ -356,6 +385,16 @@ export async function renderImage(job: ImageJob): Promise<Buffer> {
   }
   const caption = captionSvg(job.prompt, w, h);
   if (caption) layers.push({ input: Buffer.from(caption.svg), top: h - caption.height, left: 0 });
+  if (first && job.mask) {
+    // Inpainting: the input, opaque where the mask is, goes back on top of everything drawn.
+    const alpha = await decodeMaskAlpha(job.mask, w, h);
+    const kept = await sharp(await decodeInputRaw(first, w, h), { raw: { width: w, height: h, channels: 3 } })
+      .joinChannel(alpha, { raw: { width: w, height: h, channels: 1 } })
+      .raw()
+      .toBuffer();
+    signal.throwIfAborted();
+    layers.push({ input: kept, raw: { width: w, height: h, channels: 4 } });
+  }
   // Every output is opaque RGB.
   return encode(base.composite(layers).removeAlpha(), job.format);
 }

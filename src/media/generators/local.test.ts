@@ -246,6 +246,52 @@ describe('image to image', () => {
     expect(r2).toBeLessThan(r1);
   });
 
+  it('with a mask, only its transparent area changes; elsewhere the input stays as it was', async () => {
+    // Left half opaque (kept), right half transparent (edited): OpenAI's convention.
+    const alpha = Buffer.alloc(600 * 400);
+    for (let y = 0; y < 400; y++) alpha.fill(255, y * 600, y * 600 + 300);
+    const maskPng = await sharp({ create: { width: 600, height: 400, channels: 3, background: '#000' } })
+      .joinChannel(alpha, { raw: { width: 600, height: 400, channels: 1 } })
+      .png()
+      .toBuffer();
+    const mask = await writeInput('mask.png', maskPng, 'image/png', 'mask');
+    const out = await only(request('i2i', 'a bright sun', { size: '1K' }, [inputs.red as InputImage, mask]));
+    const { data, info } = await sharp(out.data).raw().toBuffer({ resolveWithObject: true });
+    expect([info.width, info.height]).toEqual([1024, 680]);
+    const meanOf = (x0: number, x1: number) => {
+      const sum = [0, 0, 0];
+      for (let y = 0; y < info.height; y++)
+        for (let x = x0; x < x1; x++)
+          for (let c = 0; c < 3; c++) sum[c] = (sum[c] ?? 0) + (data[(y * info.width + x) * 3 + c] ?? 0);
+      return sum.map((v) => v / ((x1 - x0) * info.height));
+    };
+    // The kept half is the input's red exactly (a few pixels from the edge, past resampling).
+    const kept = meanOf(0, 500);
+    expect(kept[0]).toBeCloseTo(0xd0, 0);
+    expect(kept[1]).toBeCloseTo(0x20, 0);
+    expect(kept[2]).toBeCloseTo(0x20, 0);
+    // The edited half is drawn over: not the plain input.
+    const edited = meanOf(530, 1024);
+    expect(Math.abs((edited[1] ?? 0) - 0x20) + Math.abs((edited[2] ?? 0) - 0x20)).toBeGreaterThan(20);
+    // Without the mask the whole picture changes.
+    const whole = await only(request('i2i', 'a bright sun', { size: '1K' }, [inputs.red as InputImage]));
+    expect(out.data.equals(whole.data)).toBe(false);
+    // A mask without an alpha channel says nothing about where: a 400 naming it.
+    const flat = await writeInput(
+      'flat-mask.png',
+      await solid(600, 400, '#000').png().toBuffer(),
+      'image/png',
+      'mask',
+    );
+    await expect(
+      gen.generate(request('i2i', 'x', {}, [inputs.red as InputImage, flat]), live()),
+    ).rejects.toMatchObject({
+      status: 400,
+      code: 'invalid_image',
+      field: 'mask',
+    });
+  });
+
   it.each([
     ['text bytes', 'text', 'image_input'],
     ['a truncated PNG', 'truncated', 'image'],

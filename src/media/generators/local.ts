@@ -7,13 +7,14 @@
  *   and `aspect_ratio` (W:H; default square), sides rounded to a multiple of 8.
  * - i2i: the first input image, cover-cropped to the output size, under a translucent version of the
  *   prompt's composition and the caption; further inputs as thumbnails along the top. Without an
- *   `aspect_ratio` the output keeps the input's.
+ *   `aspect_ratio` the output keeps the input's. With a `mask`, only its transparent area changes:
+ *   elsewhere the input is kept as it was (inpainting as OpenAI's edits do it).
  * - video: an animated WebP, or an H.264 MP4 with `output_format: mp4`, 8 fps × `duration` seconds
  *   at `resolution` (480p → 854×480, 720p → 1280×720): a seamless zoom/pan loop over the
  *   composition or the `image` input with a moving subject (`camera_fixed` keeps the camera still).
  */
 
-import type { GeneratedOutput, GenerateRequest, MediaGenerator } from '../types.js';
+import { type GeneratedOutput, type GenerateRequest, MASK_PARAM, type MediaGenerator } from '../types.js';
 import {
   type DecodedInput,
   IMAGE_TYPES,
@@ -38,6 +39,10 @@ export class LocalGenerator implements MediaGenerator {
       signal.throwIfAborted();
     }
 
+    // A mask is not a picture: it says where the first one is edited.
+    const pictures = inputs.filter((i) => i.image.param !== MASK_PARAM);
+    const mask = inputs.find((i) => i.image.param === MASK_PARAM);
+
     if (req.kind === 'video') {
       const { width, height } = videoDimensions(req.params.resolution);
       const format = videoFormat(req.params.output_format);
@@ -49,14 +54,14 @@ export class LocalGenerator implements MediaGenerator {
         height,
         frames: frameCount(req.params.duration),
         cameraFixed: req.params.camera_fixed === true || req.params.camera_fixed === 'true',
-        input: inputs.find((i) => i.image.param === 'image') ?? inputs[0],
+        input: pictures.find((i) => i.image.param === 'image') ?? pictures[0],
         signal,
         format,
       });
       return [{ data, ...VIDEO_TYPES[format] }];
     }
 
-    const first = inputs[0];
+    const first = pictures[0];
     const { width, height } = imageDimensions(
       req.params.size,
       req.params.aspect_ratio,
@@ -70,7 +75,8 @@ export class LocalGenerator implements MediaGenerator {
       width,
       height,
       format,
-      inputs: req.kind === 'i2i' ? inputs : [],
+      inputs: req.kind === 'i2i' ? pictures : [],
+      mask: req.kind === 'i2i' ? mask : undefined,
       signal,
     });
     return [{ data, ...IMAGE_TYPES[format] }];

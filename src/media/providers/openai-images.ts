@@ -6,7 +6,7 @@
  *   `{model, prompt, n: 1, size, quality?, output_format?, response_format: "b64_json"}`
  * i2i → `POST {base}/images/edits`, multipart/form-data: `model`, `prompt`, `n`, `size`?, `quality`?,
  *   `output_format`?, `response_format`, and each input image as an `image[]` file part streamed
- *   from its temp file (never read whole into memory).
+ *   from its temp file (never read whole into memory); a route's `mask` as the `mask` part.
  * Answer `{data: [{b64_json} | {url}]}`: base64 decoded, URLs fetched under `max_output_bytes`;
  * every output sniffed (PNG/JPEG/WebP/GIF) — anything else is 502 invalid_provider_response.
  *
@@ -22,7 +22,7 @@
 import { openAsBlob } from 'node:fs';
 import { FormData } from 'undici';
 import type { GeneratedOutput, GenerateRequest, MediaGenerator } from '../types.js';
-import { MediaError } from '../types.js';
+import { MASK_PARAM, MediaError } from '../types.js';
 import type { MediaProviderConfig } from './config.js';
 import { decodeBase64, ProviderHttp, type ProviderHttpOptions, sniffOutput } from './http.js';
 
@@ -76,6 +76,7 @@ export class OpenAiImagesGenerator implements MediaGenerator {
     if (req.kind === 'i2i' && req.images.length > 0) {
       // Blobs backed by the temp files: each attempt streams them from disk.
       const blobs = await Promise.all(req.images.map((i) => openAsBlob(i.path, { type: i.contentType })));
+      const partOf = (i: number) => (req.images[i]?.param === MASK_PARAM ? MASK_PARAM : 'image[]');
       answer = await this.http.json(
         {
           method: 'POST',
@@ -86,7 +87,7 @@ export class OpenAiImagesGenerator implements MediaGenerator {
             for (const [k, v] of Object.entries(fields)) form.append(k, String(v));
             blobs.forEach((blob, i) => {
               const ext = (req.images[i]?.contentType.split('/')[1] ?? 'png').replace('jpeg', 'jpg');
-              form.append('image[]', blob, `image-${i}.${ext}`);
+              form.append(partOf(i), blob, `${partOf(i) === MASK_PARAM ? 'mask' : 'image'}-${i}.${ext}`);
             });
             return { body: form };
           },

@@ -7,7 +7,8 @@
  *   submit  POST {base}/tasks              Idempotency-Key: <uuid> (one per generation, the same on retries)
  *           {"model": "<provider_model>",
  *            "input": {"prompt": "…", <the route's other params, as validated>,
- *                      "image_urls": ["data:image/png;base64,…", …]}}     (only with input images)
+ *                      "image_urls": ["data:image/png;base64,…", …],      (only with input images)
+ *                      "mask_url": "data:image/png;base64,…"}}           (only with a route's `mask`)
  *           → 200/201/202 {"id": "…", "status": "…", …}   (a task may already be finished: same shape as poll)
  *   poll    GET  {base}/tasks/{id}          every poll_interval_ms
  *           → {"id", "status": "queued"|"pending"|"starting"|"running"|"processing"|"in_progress"
@@ -31,7 +32,13 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type GeneratedOutput, type GenerateRequest, MediaError, type MediaGenerator } from '../types.js';
+import {
+  type GeneratedOutput,
+  type GenerateRequest,
+  MASK_PARAM,
+  MediaError,
+  type MediaGenerator,
+} from '../types.js';
 import type { MediaProviderConfig } from './config.js';
 import {
   decodeBase64,
@@ -142,9 +149,11 @@ export class TaskApiGenerator implements MediaGenerator {
             `${image.param} is larger than the ${max} bytes ${this.http.name} accepts inline`,
             image.param,
           );
-        urls.push(`data:${image.contentType};base64,${(await readFile(image.path)).toString('base64')}`);
+        const url = `data:${image.contentType};base64,${(await readFile(image.path)).toString('base64')}`;
+        if (image.param === MASK_PARAM) input.mask_url = url;
+        else urls.push(url);
       }
-      input.image_urls = urls;
+      if (urls.length > 0) input.image_urls = urls;
     }
     return input;
   }
