@@ -123,4 +123,44 @@ describe.skipIf(!hasChromium)('console: Workspaces page', { timeout: 90_000 }, (
     expect((await mgmt()('GET', `/workspaces/${ws.id}/budgets`)).body.data).toHaveLength(1);
     ui.expectClean();
   });
+
+  it('sets the video callback URL, and makes, replaces and removes a signing secret shown once', async () => {
+    const { page } = ui;
+    const ws = () => mgmt()('GET', '/workspaces/research').then((r) => r.body.data);
+    const form = page.getByRole('form', { name: 'Video webhooks of Research lab' });
+    // Only https: the gateway's reason is shown.
+    await form.getByLabel('Default callback URL').fill('http://hooks.example.com/video');
+    await form.getByRole('button', { name: 'Save callback URL' }).click();
+    await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('video_callback_url');
+    await page.getByRole('button', { name: 'Dismiss' }).click();
+    await form.getByLabel('Default callback URL').fill('https://hooks.example.com/video');
+    await form.getByRole('button', { name: 'Save callback URL' }).click();
+    await expect.poll(async () => (await ws()).video_callback_url).toBe('https://hooks.example.com/video');
+
+    const signing = page.getByTestId('webhook-signing');
+    expect(await signing.textContent()).toContain('Events are not signed.');
+    await page.getByRole('button', { name: 'Make a signing secret' }).click();
+    const shown = page.getByTestId('new-webhook-secret');
+    await expect.poll(() => shown.textContent()).toMatch(/^whsec_/);
+    const first = (await shown.textContent()) as string;
+    expect(await gw.services.workspaceWebhooks.signingSecret((await ws()).id)).toBe(first);
+    await expect.poll(() => signing.textContent()).toContain('Events are signed.');
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    expect(await page.getByTestId('new-webhook-secret').count()).toBe(0);
+
+    await page.getByRole('button', { name: 'Replace the signing secret' }).click();
+    await expect
+      .poll(async () => (await shown.count()) > 0 && (await shown.textContent()) !== first)
+      .toBe(true);
+    expect(await gw.services.workspaceWebhooks.signingSecret((await ws()).id)).toBe(
+      await shown.textContent(),
+    );
+    expect(await ui.axe()).toEqual([]);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+
+    await page.getByRole('button', { name: 'Remove the signing secret' }).click();
+    await expect.poll(() => signing.textContent()).toContain('Events are not signed.');
+    expect((await ws()).has_webhook_secret).toBe(false);
+    ui.expectClean();
+  });
 });

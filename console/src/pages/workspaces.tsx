@@ -10,6 +10,7 @@ import { fetchWorkspaces, WORKSPACES } from '../components/workspace-picker';
 import { useResource } from '../lib/use-resource';
 import { Budgets } from './workspaces/budgets';
 import { Members, OrganizationMembers } from './workspaces/members';
+import { VideoWebhooks } from './workspaces/webhooks';
 
 type Workspace = JsonOk<'/workspaces/{id}', 'get'>['data'];
 type UpdateBody = JsonBody<'/workspaces/{id}', 'patch'>;
@@ -22,7 +23,7 @@ const SORTS = [
   { value: 'exacto', label: 'Exacto' },
 ];
 
-/** Workspaces of the organization (create, edit, delete), their members and budgets, and the organization's members. */
+/** Workspaces of the organization (create, edit, delete), their members, budgets and video webhooks, and the organization's members. */
 export function WorkspacesPage() {
   const [editing, setEditing] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(null);
@@ -114,6 +115,7 @@ export function WorkspacesPage() {
           <h2 id="workspace-detail">“{opened.name}”: members and budgets</h2>
           <Members workspace={opened} />
           <Budgets workspace={opened} />
+          <VideoWebhooks workspace={opened} />
         </section>
       )}
       <OrganizationMembers />
