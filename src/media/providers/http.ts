@@ -22,8 +22,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Dispatcher, request } from 'undici';
 import { AddressRefused, hostOf, pinnedAgent, resolveAllowed } from '../../lib/address-guard.js';
+import { sniffImage } from '../../lib/sniff.js';
 import { MediaError, type MediaKind } from '../types.js';
-import { sniffImage } from '../uploads.js';
 import type { MediaProviderConfig } from './config.js';
 
 /** Longest wait a Retry-After may impose between two attempts. */
