@@ -38,6 +38,8 @@ export interface Config {
   inferenceBodyLimit: number;
   /** Largest audio file a transcription takes (a multipart upload, or decoded base64), in bytes. */
   audioMaxBytes: number;
+  /** Largest model input file an upload takes (GATEHOUSE_FILES_MAX_BYTES), in bytes. */
+  filesMaxBytes: number;
   /** Requests each API key may make per rate-limit window. */
   rateLimitRequests: number;
   /** The rate-limit window, in seconds. */
@@ -302,6 +304,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimit: intFrom(env, 'GATEHOUSE_BODY_LIMIT', 1_048_576),
     inferenceBodyLimit,
     audioMaxBytes: intFrom(env, 'GATEHOUSE_AUDIO_MAX_BYTES', 26_214_400),
+    filesMaxBytes: intFrom(env, 'GATEHOUSE_FILES_MAX_BYTES', 33_554_432),
     // Off unless the operator sets it: keys have their own rpm_limit, and a blanket default of a few
     // requests a second 429'd a team's services that had asked for no limit.
     rateLimitRequests: intFrom(env, 'GATEHOUSE_RATE_LIMIT_REQUESTS', 0),

@@ -15,7 +15,6 @@ import { activityRoutes } from './activity/routes.js';
 import { installAudit } from './audit/hook.js';
 import { auditRoutes } from './audit/routes.js';
 import { messageBatchesRoutes } from './batches/anthropic-routes.js';
-import { batchFilesRoutes } from './batches/openai-files-routes.js';
 import { batchesRoutes } from './batches/routes.js';
 import { byokRoutes } from './byok/routes.js';
 import { catalogRoutes } from './catalog/routes.js';
@@ -25,6 +24,7 @@ import { budgetsRoutes } from './credits/budgets.routes.js';
 import { creditsRoutes } from './credits/routes.js';
 import { ping } from './db/connection.js';
 import { feedbackRoutes } from './feedback/routes.js';
+import { filesRoutes } from './files/routes.js';
 import { guardrailAssignmentsRoutes } from './guardrails/assignments.routes.js';
 import { effectivePolicyRoutes } from './guardrails/effective.routes.js';
 import { guardrailsRoutes } from './guardrails/routes.js';
@@ -86,7 +86,7 @@ const apiRoutes: ((app: Router, services: Services) => Promise<void>)[] = [
   presetsRoutes,
   conversationRoutes,
   batchesRoutes,
-  batchFilesRoutes,
+  filesRoutes,
   messageBatchesRoutes,
   internsRoutes,
   internChatRoutes,

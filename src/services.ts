@@ -30,6 +30,7 @@ import { SpendAdmission } from './credits/spend-admission.js';
 import { UsageService } from './credits/usage.service.js';
 import type { DbHandle } from './db/connection.js';
 import { FeedbackService } from './feedback/service.js';
+import { InputFiles } from './files/input-files.js';
 import { assertTranslatable } from './formats/capabilities.js';
 import { GuardrailAssignmentsService } from './guardrails/assignments.service.js';
 import { EffectivePolicyService } from './guardrails/effective.service.js';
@@ -277,6 +278,8 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     shared: windows,
   });
   const batchFiles = new BatchFilesService({ db, dialect: handle.dialect, config: config.batches });
+  // Files models read: stored beside batch files, put into the calls that name them.
+  const inputFiles = new InputFiles(db, handle.dialect);
   const batches = new BatchesService({
     files: batchFiles,
     db,
@@ -409,6 +412,7 @@ export function buildServices(handle: DbHandle, config: Config, log: Log) {
     oidc,
     batches,
     batchFiles,
+    inputFiles,
     messageBatches,
     createWorker,
     shutdown,

@@ -6,9 +6,9 @@ import { FINAL_STATUSES } from './model.js';
 import type { BatchRow } from './store.js';
 
 /**
- * SQL of uploaded batch files (OpenAI's Files API, purpose `batch`): the file row, its content in
- * chunks of whole lines, and the final batches whose output / error files are derived from their
- * results. Times in Unix seconds.
+ * SQL of uploaded files (OpenAI's Files API): the file row, its content in chunks — a batch file's
+ * whole lines, a model input file's base64 (files/input-files.ts) — and the final batches whose
+ * output / error files are derived from their results. Times in Unix seconds.
  */
 
 export type FileRow = Selectable<BatchFilesTable>;
@@ -47,7 +47,8 @@ export async function appendChunk(db: Db, fileId: string, seq: number, data: str
 export async function completeFile(
   db: Db,
   id: string,
-  fields: Pick<FileRow, 'bytes' | 'line_count' | 'purpose' | 'expires_at'>,
+  fields: Pick<FileRow, 'bytes' | 'line_count' | 'purpose' | 'expires_at'> &
+    Partial<Pick<FileRow, 'mime_type'>>,
 ): Promise<void> {
   await db
     .updateTable('batch_files')
@@ -165,7 +166,14 @@ export async function listFiles(
   db: Db,
   dialect: Dialect,
   owner: Owner,
-  opts: { cursor: Cursor | null; order: 'asc' | 'desc'; limit: number; purpose: string | null; now: number },
+  opts: {
+    cursor: Cursor | null;
+    order: 'asc' | 'desc';
+    limit: number;
+    /** One purpose, a list of them, or null: every purpose. */
+    purpose: string | readonly string[] | null;
+    now: number;
+  },
 ): Promise<FileRow[]> {
   const id = byteOrder(dialect);
   const { cursor } = opts;
@@ -177,7 +185,8 @@ export async function listFiles(
     .where('workspace_id', '=', owner.workspaceId)
     .where('complete', '=', 1)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', opts.now)]))
-    .$if(opts.purpose !== null, (q) => q.where('purpose', '=', opts.purpose as string))
+    .$if(typeof opts.purpose === 'string', (q) => q.where('purpose', '=', opts.purpose as string))
+    .$if(Array.isArray(opts.purpose), (q) => q.where('purpose', 'in', opts.purpose as string[]))
     .$if(cursor !== null, (q) =>
       q.where(sql<boolean>`(created_at, ${id}) ${sql.raw(past)} (${cursor?.createdAt}, ${cursor?.id})`),
     )

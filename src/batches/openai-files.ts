@@ -30,7 +30,8 @@ export interface FileObject {
   bytes: number;
   created_at: number;
   filename: string;
-  purpose: 'batch' | 'batch_output';
+  /** `batch` and `batch_output`, or a model input file's (files/input-files.ts). */
+  purpose: 'batch' | 'batch_output' | 'user_data' | 'assistants' | 'vision';
   status: 'processed';
   expires_at: number | null;
   status_details: null;
@@ -70,6 +71,17 @@ export interface ReceivedFile {
   bytes: number;
   lines: number;
   createdAt: number;
+}
+
+/**
+ * When a file made at `createdAt` expires, from OpenAI's `expires_after[seconds]` (one hour to 30
+ * days; null: never). Another value is a 400 naming it.
+ */
+export function expiryOf(seconds: number | null, createdAt: number): number | null {
+  if (seconds === null) return null;
+  if (!(Number.isInteger(seconds) && seconds >= MIN_EXPIRY_S && seconds <= MAX_EXPIRY_S))
+    throw badRequest(`expires_after[seconds] must be an integer from ${MIN_EXPIRY_S} to ${MAX_EXPIRY_S}`);
+  return createdAt + seconds;
 }
 
 const lineError = (line: number, problem: string) =>
@@ -206,18 +218,13 @@ export class BatchFilesService {
 
   /** Shows a received file with its purpose (`batch`) and optional `expires_after` seconds. */
   async finish(received: ReceivedFile, expiresAfterSeconds: number | null): Promise<FileObject> {
-    if (
-      expiresAfterSeconds !== null &&
-      !(
-        Number.isInteger(expiresAfterSeconds) &&
-        expiresAfterSeconds >= MIN_EXPIRY_S &&
-        expiresAfterSeconds <= MAX_EXPIRY_S
-      )
-    ) {
+    let expiresAt: number | null;
+    try {
+      expiresAt = expiryOf(expiresAfterSeconds, received.createdAt);
+    } catch (err) {
       await this.discard(received);
-      throw badRequest(`expires_after[seconds] must be an integer from ${MIN_EXPIRY_S} to ${MAX_EXPIRY_S}`);
+      throw err;
     }
-    const expiresAt = expiresAfterSeconds === null ? null : received.createdAt + expiresAfterSeconds;
     await files.completeFile(this.deps.db, received.id, {
       bytes: received.bytes,
       line_count: received.lines,
@@ -243,6 +250,11 @@ export class BatchFilesService {
   }
 
   async get(caller: Caller, id: string): Promise<FileObject> {
+    return (await this.record(caller, id)).view;
+  }
+
+  /** A file of the caller's workspace: its OpenAI view, and a model input file's media type. */
+  async record(caller: Caller, id: string): Promise<{ view: FileObject; mimeType: string | null }> {
     const owner = this.owner(caller);
     const derived = DERIVED.exec(id);
     if (derived) {
@@ -255,11 +267,11 @@ export class BatchFilesService {
       const kind = derived[2] as 'output' | 'error';
       if (!batch || (kind === 'output' ? batch.completed_count : batch.failed_count) === 0)
         throw notFound('File');
-      return this.derivedView(batch, kind);
+      return { view: await this.derivedView(batch, kind), mimeType: null };
     }
     const row = await files.getFile(this.deps.db, owner, id, Math.floor(Date.now() / 1000));
     if (!row) throw notFound('File');
-    return uploadedView(row);
+    return { view: uploadedView(row), mimeType: row.mime_type };
   }
 
   async delete(caller: Caller, id: string): Promise<{ id: string; object: 'file'; deleted: true }> {
@@ -278,24 +290,33 @@ export class BatchFilesService {
     return { id, object: 'file', deleted: true };
   }
 
-  /** A file's content: the uploaded bytes as stored, or a batch's output / error lines. */
-  async content(caller: Caller, id: string): Promise<{ filename: string; body: AsyncIterable<string> }> {
-    const file = await this.get(caller, id);
+  /**
+   * A file's content: the uploaded bytes as stored (a model input file's decoded from its base64),
+   * or a batch's output / error lines; `mimeType` is a model input file's (else JSON Lines).
+   */
+  async content(
+    caller: Caller,
+    id: string,
+  ): Promise<{ filename: string; mimeType: string | null; body: AsyncIterable<string | Buffer> }> {
+    const { view, mimeType } = await this.record(caller, id);
     const db = this.deps.db;
     const derived = DERIVED.exec(id);
     if (derived)
       return {
-        filename: file.filename,
+        filename: view.filename,
+        mimeType: null,
         body: resultLines(db, derived[1] as string, derived[2] as 'output' | 'error'),
       };
+    const binary = mimeType !== null;
     return {
-      filename: file.filename,
+      filename: view.filename,
+      mimeType,
       body: (async function* () {
         let after = -1;
         for (;;) {
           const rows = await files.chunks(db, id, after, 8);
           if (rows.length === 0) return;
-          for (const r of rows) yield r.data;
+          for (const r of rows) yield binary ? Buffer.from(r.data, 'base64') : r.data;
           after = (rows[rows.length - 1] as { seq: number }).seq;
         }
       })(),
@@ -347,7 +368,7 @@ export class BatchFilesService {
   }
 
   /**
-   * OpenAI's file list: uploaded files and batch output/error files of the caller's workspace,
+   * OpenAI's file list: uploaded files (batch and model input files) and batch output/error files of the caller's workspace,
    * newest first (or `asc`), `limit` at a time after the `after` file.
    */
   async list(
@@ -379,12 +400,13 @@ export class BatchFilesService {
     // here. No derived file's size is read until it is on the page.
     type Entry = { created_at: number; id: string; view: () => Promise<FileObject> };
     const entries: Entry[] = [];
-    if (purpose === null || purpose === 'batch') {
+    // Uploaded files: every purpose (batch and model inputs) unless one is asked for.
+    if (purpose !== 'batch_output') {
       for (const row of await files.listFiles(db, dialect, owner, {
         cursor,
         order,
         limit: limit + 1,
-        purpose: 'batch',
+        purpose,
         now,
       }))
         entries.push({ created_at: Number(row.created_at), id: row.id, view: async () => uploadedView(row) });
@@ -446,7 +468,7 @@ function uploadedView(row: files.FileRow): FileObject {
     bytes: Number(row.bytes),
     created_at: Number(row.created_at),
     filename: row.filename,
-    purpose: 'batch',
+    purpose: row.purpose as FileObject['purpose'],
     status: 'processed',
     expires_at: row.expires_at === null ? null : Number(row.expires_at),
     status_details: null,

@@ -32,6 +32,7 @@ import * as m0029 from './migrations/0029_message_threads.js';
 import * as m0030 from './migrations/0030_media_video_jobs.js';
 import * as m0031 from './migrations/0031_media_video_job_callbacks.js';
 import * as m0032 from './migrations/0032_workspace_video_webhooks.js';
+import * as m0033 from './migrations/0033_input_files.js';
 
 /** Migrations are compiled in (no directory scan) so `dist/` and `tsx` runs behave the same. */
 const migrations: Record<string, Migration> = {
@@ -67,6 +68,7 @@ const migrations: Record<string, Migration> = {
   '0030_media_video_jobs': m0030,
   '0031_media_video_job_callbacks': m0031,
   '0032_workspace_video_webhooks': m0032,
+  '0033_input_files': m0033,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

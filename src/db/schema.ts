@@ -395,9 +395,14 @@ export interface BatchFilesTable {
   complete: Generated<Bool>;
   created_at: number;
   expires_at: number | null;
+  /** A model input file's media type (migration 0033); null for batch files (JSON Lines). */
+  mime_type: Generated<string | null>;
 }
 
-/** A file's content in order: whole lines of UTF-8 text. */
+/**
+ * A file's content in order: a batch file's whole lines of UTF-8 text, or a model input file's
+ * base64 (each chunk whole 3-byte groups: the chunks joined are the file's base64).
+ */
 export interface BatchFileChunksTable {
   file_id: string;
   seq: number;

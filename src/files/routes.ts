@@ -1,16 +1,10 @@
+import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import { finished } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError, badRequest, forbidden } from '../lib/errors.js';
-import type { ErrorRenderer } from '../server/errors.js';
-import type { OpenapiOnly } from '../server/openapi-only.js';
-import type { Router } from '../server/router.js';
-import { IdParams } from '../server/schemas.js';
-import type { Services } from '../services.js';
-import { errorKinds } from './model.js';
-import type { BatchFilesService, FileObject as FileObjectView, ReceivedFile } from './openai-files.js';
+import { errorKinds } from '../batches/model.js';
+import { type BatchFilesService, expiryOf } from '../batches/openai-files.js';
 import {
   FileDeleted,
   FileList,
@@ -18,32 +12,69 @@ import {
   FileObject,
   OpenAiError,
   UploadForm,
-} from './openai-schemas.js';
+} from '../batches/openai-schemas.js';
+import { WIRES } from '../inference/wires/index.js';
+import { ApiError, badRequest, forbidden } from '../lib/errors.js';
+import { TempFiles } from '../lib/temp-files.js';
+import type { ErrorRenderer } from '../server/errors.js';
+import type { OpenapiOnly } from '../server/openapi-only.js';
+import type { Router } from '../server/router.js';
+import { IdParams } from '../server/schemas.js';
+import type { Services } from '../services.js';
+import { INPUT_PURPOSES, type InputFiles, isInputPurpose } from './input-files.js';
+import { readUploadForm } from './upload.js';
+import {
+  AnthropicFile,
+  AnthropicFileList,
+  anthropicDeleted,
+  anthropicFile,
+  isAnthropicClient,
+  openAiDeleted,
+  openAiFile,
+} from './views.js';
 
 const tags = ['Files'];
-/** Typed apart: inferred in place, the form's schema type is too deep for TypeScript. */
-const uploadDoc: OpenapiOnly = { body: UploadForm };
-
-/** OpenAI's error object `{error: {message, type, param, code}}`: the format the `openai` client reads. */
-const renderError: ErrorRenderer = ({ status, message, code }) => {
-  const kinds = errorKinds(status);
-  const type = status === 401 ? 'authentication_error' : kinds.type;
-  return { error: { message, type, param: null, code: code ?? kinds.error_type } };
-};
-
-const errs = (...codes: number[]) => Object.fromEntries(codes.map((c) => [c, Type.Ref('OpenAiError')]));
 
 /**
- * OpenAI's Files API for batch input files (`POST /files`, purpose `batch`), and the output and
- * error files of batches. API keys only; a file belongs to the key's workspace.
+ * Errors in the asking client's format: Anthropic's error object for Anthropic's clients, else
+ * OpenAI's `{error: {message, type, param, code}}` (what the `openai` client and `@openrouter/sdk` read).
  */
-export async function batchFilesRoutes(app: Router, { batchFiles }: Pick<Services, 'batchFiles'>) {
+const renderError: ErrorRenderer = (parts, req) => {
+  if (isAnthropicClient(req.headers)) return WIRES.messages.renderError(parts, req);
+  const kinds = errorKinds(parts.status);
+  const type = parts.status === 401 ? 'authentication_error' : kinds.type;
+  return { error: { message: parts.message, type, param: null, code: parts.code ?? kinds.error_type } };
+};
+
+/** Error answers: OpenAI's object, or Anthropic's for its clients. */
+const errs = (...codes: number[]) =>
+  Object.fromEntries(
+    codes.map((c) => [c, Type.Union([Type.Ref('OpenAiError'), WIRES.messages.errorSchema])]),
+  );
+const oneFile: OpenapiOnly = {
+  response: { 200: Type.Union([Type.Ref(FileObject), Type.Ref(AnthropicFile)]) },
+};
+
+export interface FilesDeps {
+  batchFiles: BatchFilesService;
+  inputFiles: InputFiles;
+  config: Pick<Services['config'], 'filesMaxBytes' | 'batches'>;
+}
+
+/**
+ * The Files API: OpenAI's (batch input files, purpose `batch`; model input files, purposes
+ * `user_data`, `assistants`, `vision`), Anthropic's and OpenRouter's (files a model reads, no
+ * purpose). One store and one id space: a file is its key's workspace's, listed, read, downloaded
+ * and deleted the same whichever client uploaded it; the answer takes the asking client's shape.
+ * Batch output and error files are derived from their batches' results. API keys only.
+ */
+export async function filesRoutes(app: Router, deps: Pick<Services, 'batchFiles' | 'inputFiles' | 'config'>) {
+  const { batchFiles, inputFiles, config } = deps;
   app.addSchema(FileObject);
   app.addSchema(OpenAiError);
-  const config = { auth: 'api' as const, renderError };
+  app.addSchema(AnthropicFile);
+  const routeConfig = { auth: 'api' as const, renderError };
 
-  // Uploads are multipart/form-data, read part by part: the file's bytes go to the database as
-  // they arrive (see BatchFilesService.receive), never held whole.
   await app.register(async (scope) => {
     // Registered on the plain instance: TypeScript cannot follow the plugin's types through the
     // TypeBox provider (its instantiation is "excessively deep").
@@ -51,76 +82,108 @@ export async function batchFilesRoutes(app: Router, { batchFiles }: Pick<Service
     scope.post(
       '/files',
       {
-        config: {
-          ...config,
-          openapi: uploadDoc,
-        },
+        config: { ...routeConfig, openapi: { body: UploadForm, ...oneFile } as OpenapiOnly },
         schema: {
           tags,
-          summary: 'Upload a batch input file (multipart/form-data: file, purpose=batch)',
+          summary: 'Upload a file (multipart/form-data: file, and purpose)',
           consumes: ['multipart/form-data'],
-          description:
-            'Each line is checked as it arrives; the first malformed one is a 400 naming its line. Up to the batch size limit (413 beyond).',
-          response: { 200: Type.Ref('FileObject'), ...errs(400, 401, 403, 413, 415, 500) },
+          description: `purpose \`batch\`: a batch's requests, JSON Lines, each line checked (the first malformed one is a 400 naming it), up to the batch size limit. \`${INPUT_PURPOSES.join('`, `')}\` or none (Anthropic's and OpenRouter's clients send none): a file models read, named by its id in a call's file, input_file, input_image, document or image part, up to GATEHOUSE_FILES_MAX_BYTES.`,
+          response: errs(400, 401, 403, 413, 415, 500),
         },
       },
-      (req) => upload(batchFiles, req),
+      async (req) => upload({ batchFiles, inputFiles, config }, req),
     );
   });
 
   app.get(
     '/files',
     {
-      config,
+      config: {
+        ...routeConfig,
+        openapi: { response: { 200: Type.Union([FileList, AnthropicFileList]) } },
+      },
       schema: {
         tags,
-        summary: "The workspace's batch files and batch output files, newest first",
-        querystring: FileListQuery,
-        response: { 200: FileList, ...errs(400, 401, 403, 500) },
+        summary: "The workspace's files, newest first (batch, model input and batch output files)",
+        description:
+          "Anthropic's clients get Anthropic's list of the files models read (`page` or `after_id`, `before_id`, `limit` 1–1000, default 20; `next_page` continues).",
+        querystring: Type.Intersect([
+          FileListQuery,
+          Type.Object({
+            after_id: Type.Optional(Type.String()),
+            before_id: Type.Optional(Type.String()),
+            page: Type.Optional(
+              Type.String({ description: "Anthropic's cursor: a previous page's next_page" }),
+            ),
+          }),
+        ]),
+        response: errs(400, 401, 403, 500),
       },
     },
-    async (req) => batchFiles.list(req.caller, req.query),
+    async (req) => {
+      if (!isAnthropicClient(req.headers)) {
+        const list = await batchFiles.list(req.caller, req.query);
+        return { ...list, _shape: 'openai', data: list.data.map(openAiFile) };
+      }
+      const q = req.query;
+      const limit = q.limit ?? 20;
+      if (limit > 1000) throw badRequest('limit must be at most 1000');
+      // A page cursor is the last file shown: the next page is the one after it.
+      const afterId = q.after_id ?? q.page;
+      const page = await inputFiles.list(req.caller, { afterId, beforeId: q.before_id, limit });
+      const data = page.rows.map((r) => anthropicFile(r.view, r.mimeType));
+      const lastId = data[data.length - 1]?.id ?? null;
+      return {
+        _shape: 'anthropic',
+        data,
+        has_more: page.hasMore,
+        first_id: data[0]?.id ?? null,
+        last_id: lastId,
+        next_page: page.hasMore && q.before_id === undefined ? lastId : null,
+      };
+    },
   );
 
   app.get(
     '/files/:id',
     {
-      config,
-      schema: {
-        tags,
-        summary: 'A file',
-        params: IdParams,
-        response: { 200: Type.Ref(FileObject), ...errs(401, 403, 404, 500) },
-      },
+      config: { ...routeConfig, openapi: oneFile },
+      schema: { tags, summary: 'A file', params: IdParams, response: errs(401, 403, 404, 500) },
     },
-    async (req) => batchFiles.get(req.caller, req.params.id),
+    async (req) => {
+      const { view, mimeType } = await batchFiles.record(req.caller, req.params.id);
+      return isAnthropicClient(req.headers) ? anthropicFile(view, mimeType) : openAiFile(view);
+    },
   );
 
   app.get(
     '/files/:id/content',
     {
       config: {
-        ...config,
+        ...routeConfig,
         openapi: {
           response: {
             200: {
-              description: "The file's content: JSON Lines",
-              content: { 'application/jsonl': { schema: Type.String() } },
+              description: "The file's bytes (a batch's output file: one result per line, in request order)",
+              content: { 'application/octet-stream': { schema: Type.String({ format: 'binary' }) } },
             },
           },
         },
       },
       schema: {
         tags,
-        summary: "A file's content (an output file: one result per line, in request order)",
+        summary: "A file's content",
         params: IdParams,
         response: errs(401, 403, 404, 500),
       },
     },
     async (req, reply) => {
-      const { filename, body } = await batchFiles.content(req.caller, req.params.id);
+      const { filename, mimeType, body } = await batchFiles.content(req.caller, req.params.id);
+      // A model input file's bytes: its own type to Anthropic's clients, else OpenAI's (and the
+      // type `@openrouter/sdk` takes nothing but) `application/octet-stream`.
+      const binary = isAnthropicClient(req.headers) ? mimeType : 'application/octet-stream';
       reply
-        .type('application/jsonl; charset=utf-8')
+        .type(mimeType === null ? 'application/jsonl; charset=utf-8' : (binary as string))
         .header('content-disposition', `attachment; filename="${filename.replace(/["\\\r\n]/g, '_')}"`);
       return reply.send(Readable.from(body));
     },
@@ -129,85 +192,56 @@ export async function batchFilesRoutes(app: Router, { batchFiles }: Pick<Service
   app.delete(
     '/files/:id',
     {
-      config,
+      config: { ...routeConfig, openapi: { response: { 200: FileDeleted } } },
       schema: {
         tags,
         summary: 'Delete an uploaded file (batches created from it keep running)',
         params: IdParams,
-        response: { 200: FileDeleted, ...errs(400, 401, 403, 404, 500) },
+        response: errs(400, 401, 403, 404, 500),
       },
     },
-    async (req) => batchFiles.delete(req.caller, req.params.id),
+    async (req) => {
+      const { id } = await batchFiles.delete(req.caller, req.params.id);
+      return isAnthropicClient(req.headers) ? anthropicDeleted(id) : openAiDeleted(id);
+    },
   );
 }
 
-function purposeError(purpose: string): ApiError {
-  return badRequest(
-    `Only batch files are accepted: purpose must be "batch" (got ${JSON.stringify(purpose.slice(0, 40))})`,
-  );
-}
+const tooLarge = (max: number, setting: string) =>
+  new ApiError(413, `The file is larger than ${max} bytes, the most an upload takes (${setting})`);
 
-/** Reads the upload form part by part; refusals are answered once the body has been read. */
-async function upload(batchFiles: BatchFilesService, req: FastifyRequest): Promise<FileObjectView> {
+/** Reads the upload form, then stores its file as its purpose says: a batch file or a model input file. */
+async function upload(deps: FilesDeps, req: FastifyRequest): Promise<unknown> {
+  const { batchFiles, inputFiles, config } = deps;
   if (req.caller.isManagement) throw forbidden('Management keys cannot use files; use an API key');
-  if (!req.isMultipart())
-    throw new ApiError(415, 'Send the file as multipart/form-data with the fields file and purpose');
-  const caller = req.caller;
-  const fields: Record<string, string> = {};
-  let received: ReceivedFile | null = null;
-  let failure: unknown = null;
-  let wrongPurpose: ApiError | null = null;
-  const refuse = (err: unknown) => {
-    failure ??= err;
-  };
+  if (!req.isMultipart()) throw new ApiError(415, 'Send the file as multipart/form-data with the field file');
+  const temp = new TempFiles('files');
   try {
-    // No file size limit here: the plugin's default (the JSON body limit, 1 MiB) would cut a file
-    // short without a word; `receive` counts the bytes against the batch size limit (413 beyond).
-    const limits = { fieldSize: 4096, fields: 20, parts: 30, fileSize: Number.POSITIVE_INFINITY };
-    for await (const part of req.parts({ limits })) {
-      if (part.type === 'field') {
-        fields[part.fieldname] = String(part.value);
-        // Whatever else was wrong, another purpose is the answer (the file may come first).
-        if (part.fieldname === 'purpose' && part.value !== 'batch')
-          wrongPurpose = purposeError(String(part.value));
-        continue;
-      }
-      if (failure || wrongPurpose || part.fieldname !== 'file' || received) {
-        if (!failure)
-          refuse(
-            badRequest(
-              part.fieldname === 'file' ? 'Send one file per upload' : `Unknown file field ${part.fieldname}`,
-            ),
-          );
-        await Readable.from(part.file).forEach(() => {});
-        continue;
-      }
-      try {
-        received = await batchFiles.receive(caller, part.filename, part.file);
-      } catch (err) {
-        refuse(err);
-        // The rest of the body is read and dropped, so the client gets the answer.
-        part.file.resume();
-        await finished(part.file).catch(() => {});
-      }
+    const most = Math.max(config.batches.maxBytes, config.filesMaxBytes);
+    const { fields, file } = await readUploadForm(req, temp, most, (max) =>
+      tooLarge(max, 'GATEHOUSE_BATCH_MAX_BYTES, GATEHOUSE_FILES_MAX_BYTES'),
+    );
+    const purpose = fields.purpose;
+    if (purpose !== undefined && purpose !== 'batch' && !isInputPurpose(purpose))
+      throw badRequest(
+        `purpose must be batch, ${INPUT_PURPOSES.join(', ')} (got ${JSON.stringify(purpose.slice(0, 40))})`,
+      );
+    if (!file) throw badRequest('file is required');
+    const anchor = fields['expires_after[anchor]'];
+    if (anchor !== undefined && anchor !== 'created_at')
+      throw badRequest('expires_after[anchor] must be created_at');
+    const seconds = fields['expires_after[seconds]'];
+    const expiresAfter = seconds === undefined ? null : Number(seconds);
+    if (purpose === 'batch') {
+      const received = await batchFiles.receive(req.caller, file.filename, createReadStream(file.path));
+      return openAiFile(await batchFiles.finish(received, expiresAfter));
     }
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    refuse(badRequest(`The multipart body is malformed: ${(err as Error).message}`));
+    if (file.bytes > config.filesMaxBytes) throw tooLarge(config.filesMaxBytes, 'GATEHOUSE_FILES_MAX_BYTES');
+    const expiresAt = expiryOf(expiresAfter, Math.floor(Date.now() / 1000));
+    const stored = await inputFiles.store(req.caller, file, purpose ?? 'user_data', expiresAt);
+    const { view, mimeType } = await batchFiles.record(req.caller, stored.id);
+    return isAnthropicClient(req.headers) ? anthropicFile(view, mimeType) : openAiFile(view);
+  } finally {
+    await temp.cleanup();
   }
-  if (wrongPurpose) failure = wrongPurpose;
-  if (!failure && fields.purpose === undefined) refuse(badRequest('purpose is required: batch'));
-  if (!failure && !received) refuse(badRequest('file is required: the JSONL file of requests'));
-  if (
-    !failure &&
-    fields['expires_after[anchor]'] !== undefined &&
-    fields['expires_after[anchor]'] !== 'created_at'
-  )
-    refuse(badRequest('expires_after[anchor] must be created_at'));
-  if (failure) {
-    if (received) await batchFiles.discard(received);
-    throw failure;
-  }
-  const seconds = fields['expires_after[seconds]'];
-  return batchFiles.finish(received as ReceivedFile, seconds === undefined ? null : Number(seconds));
 }

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GenerationDetail } from '../activity/schemas.js';
 import { captureRanking, captureWhole, tapStream } from '../content-log/tap.js';
+import { type FileWire, inlineFiles } from '../files/references.js';
 import type { CompactionDraft } from '../formats/compaction.js';
 import type { CallSignal } from '../lib/call-abort.js';
 import { ApiError, notFound } from '../lib/errors.js';
@@ -219,12 +220,25 @@ function sendCount(
  * summaries (OpenAI's own stay for its lane); the turn is stored as it was sent.
  */
 export async function responsesTurn(
-  services: Pick<Services, 'storedResponses' | 'compaction'>,
+  services: Pick<Services, 'storedResponses' | 'compaction' | 'inputFiles'>,
   req: FastifyRequest,
 ): Promise<AnswerStore> {
   const store = await storeAround(services.storedResponses, req);
   req.body = services.compaction.expand(req.body, req.caller.organizationId);
+  await withFiles(services, req, 'responses');
   return store;
+}
+
+/**
+ * The uploaded files a body names by id, put in it (files/references.ts): after everything that
+ * expands it (a preset, a thread, stored responses), so that what they hold is covered too.
+ */
+export async function withFiles(
+  { inputFiles }: Pick<Services, 'inputFiles'>,
+  req: FastifyRequest,
+  wire: FileWire,
+): Promise<void> {
+  req.body = await inlineFiles(wire, req.body, (id) => inputFiles.inline(req.caller, id));
 }
 
 /**
@@ -264,6 +278,7 @@ export async function inferenceRoutes(
     | 'generations'
     | 'presets'
     | 'feedback'
+    | 'inputFiles'
   >,
 ) {
   const { engine } = services;
@@ -298,9 +313,11 @@ export async function inferenceRoutes(
   app.post(
     WIRES.chat.path,
     chat,
-    traced(async (req, reply) =>
-      serveChat(services, WIRES.chat, req, reply, await withPreset(services, req, 'chat')),
-    ),
+    traced(async (req, reply) => {
+      const presetId = await withPreset(services, req, 'chat');
+      await withFiles(services, req, 'chat');
+      return serveChat(services, WIRES.chat, req, reply, presetId);
+    }),
   );
   const messages = route(WIRES.messages, {
     body: Type.Ref(MessagesRequest),
@@ -313,8 +330,12 @@ export async function inferenceRoutes(
       const sent = req.body;
       const presetId = await withPreset(services, req, 'messages');
       const held = await holdThread(services, req, sent);
-      if (!held) return serveChat(services, WIRES.messages, req, reply, presetId);
+      if (!held) {
+        await withFiles(services, req, 'messages');
+        return serveChat(services, WIRES.messages, req, reply, presetId);
+      }
       try {
+        await withFiles(services, req, 'messages');
         return await serveChat(services, WIRES.messages, req, reply, presetId, held.store);
       } finally {
         await held.settle();
@@ -370,6 +391,7 @@ export async function inferenceRoutes(
       const body = req.body as Body;
       const named = isObj(body) && body.input === undefined && body.previous_response_id;
       req.body = await withHeldState(req, named ? { ...body, input: [] } : body);
+      await withFiles(services, req, 'responses');
       const call = callOf(req, compactWire, callAbort(reply));
       if (presetId) call.presetId = presetId;
       const done = await engine.complete(call);
@@ -395,6 +417,7 @@ export async function inferenceRoutes(
     counting,
     traced(async (req, reply) => {
       await withPreset(services, req, 'messages', true);
+      await withFiles(services, req, 'messages');
       const counted = await engine.countTokens(callOf(req, countTokensWire, callAbort(reply)));
       return sendCount(reply, counted, (n, estimated) => ({
         input_tokens: n,
@@ -415,6 +438,7 @@ export async function inferenceRoutes(
     traced(async (req, reply) => {
       await withPreset(services, req, 'responses', true);
       req.body = await withHeldState(req, req.body);
+      await withFiles(services, req, 'responses');
       const counted = await engine.countTokens(callOf(req, inputTokensWire, callAbort(reply)));
       return sendCount(reply, counted, (n, estimated) => ({
         object: 'response.input_tokens',

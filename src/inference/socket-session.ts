@@ -28,7 +28,7 @@ import { isObj } from './wires/texts.js';
 
 export type SessionServices = Pick<
   Services,
-  'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'keys' | 'presets'
+  'engine' | 'contentLog' | 'storedResponses' | 'compaction' | 'keys' | 'presets' | 'inputFiles'
 >;
 
 /** The connection's last response: what a turn naming it continues from. */

@@ -1,5 +1,6 @@
 /**
- * Uploads too large to hold in memory (audio to transcribe, input images of the media service) go
+ * Uploads too large to hold in memory (audio to transcribe, input images of the media service,
+ * uploaded files until their form is read) go
  * to a temp directory per request, removed when the request ends. A process killed mid-request
  * cannot remove its own: each directory's name carries the process id (`gatehouse-audio-<pid>-…`),
  * so the next Gatehouse process started on the machine recognises the directories of processes
@@ -10,10 +11,10 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export type TempKind = 'audio' | 'media';
+export type TempKind = 'audio' | 'media' | 'files';
 
 /** `gatehouse-<kind>-<pid>-<random>`; names without a pid are an earlier version's. */
-const NAME = /^gatehouse-(audio|media)-(?:(\d+)-)?/;
+const NAME = /^gatehouse-(audio|media|files)-(?:(\d+)-)?/;
 /** An earlier version's directories (no pid in the name) are left this long, then removed. */
 const UNNAMED_TTL_MS = 24 * 60 * 60 * 1000;
 
