@@ -783,6 +783,28 @@ describe.each(databases)('batches (%s)', (db) => {
         /^requests\[0\] \(custom_id "r-0"\)\.body: previous_response_id, conversation and item_reference/,
       ],
       [
+        'a file named by id (put into calls as they are served, which batch requests are not)',
+        {
+          endpoint: '/v1/messages',
+          completion_window: '24h',
+          requests: [
+            item('m-0', {
+              model: 'test/claude',
+              max_tokens: 10,
+              messages: [
+                {
+                  role: 'user',
+                  content: [
+                    { type: 'document', source: { type: 'file', file_id: `file-${'0'.repeat(24)}` } },
+                  ],
+                },
+              ],
+            }),
+          ],
+        },
+        /^requests\[0\] \(custom_id "m-0"\)\.body: files named by id \(file_id\) are not supported in batches/,
+      ],
+      [
         'a conversation (on a model OpenAI serves: never passed through)',
         {
           endpoint: '/v1/responses',

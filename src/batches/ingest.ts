@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
 import type { BatchConfig } from '../config.js';
 import type { Db } from '../db/connection.js';
+import { ownFileIds } from '../files/references.js';
 import { TranslationError } from '../formats/chat.js';
 import { WIRES } from '../inference/wires/index.js';
 import { ApiError, badRequest } from '../lib/errors.js';
@@ -366,6 +367,15 @@ export class Ingestion {
         index,
         customId,
         `.body.model: ${entry.id} is not ${kind === 'chat' ? 'a chat' : 'an embeddings'} model`,
+      );
+    // Files named by id are put into a call as it is served, which a batch's requests are not:
+    // their id would reach a provider that has no such file.
+    const format = BATCH_ENDPOINTS[endpoint];
+    if (format !== 'embeddings' && ownFileIds(format, b).size > 0)
+      throw requestError(
+        index,
+        customId,
+        '.body: files named by id (file_id) are not supported in batches (send the file as file_data or a base64 source)',
       );
     // A body the endpoint's translation refuses is refused now, as the synchronous endpoint would —
     // unless a provider of the model takes the caller's format as it is (a pass-through lane).

@@ -90,6 +90,18 @@ function* partLists(wire: FileWire, body: Obj): Generator<unknown[]> {
   }
 }
 
+/** The ids of Gatehouse's files a body names (none for a body that is no object). */
+export function ownFileIds(wire: FileWire, body: unknown): Set<string> {
+  const ids = new Set<string>();
+  if (!isObj(body)) return ids;
+  for (const parts of partLists(wire, body))
+    for (const part of parts) {
+      const id = isObj(part) ? idOf(wire, part) : undefined;
+      if (id) ids.add(id);
+    }
+  return ids;
+}
+
 /**
  * `body` with every own file it names inlined; the same body when it names none (the common case,
  * read without a lookup). `load` reads a file of the caller's workspace (null: it has none).
@@ -99,14 +111,8 @@ export async function inlineFiles(
   body: unknown,
   load: (id: string) => Promise<InlineFile | null>,
 ): Promise<unknown> {
-  if (!isObj(body)) return body;
-  const ids = new Set<string>();
-  for (const parts of partLists(wire, body))
-    for (const part of parts) {
-      const id = isObj(part) ? idOf(wire, part) : undefined;
-      if (id) ids.add(id);
-    }
-  if (ids.size === 0) return body;
+  const ids = ownFileIds(wire, body);
+  if (ids.size === 0 || !isObj(body)) return body;
   const loaded = new Map<string, InlineFile>();
   await Promise.all(
     [...ids].map(async (id) => {
