@@ -461,7 +461,8 @@ export class BatchFilesService {
   }
 }
 
-function uploadedView(row: files.FileRow): FileObject {
+/** An uploaded file's File object (a batch file's, or a model input file's). */
+export function uploadedView(row: files.FileRow): FileObject {
   return {
     id: row.id,
     object: 'file',

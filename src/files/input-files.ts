@@ -1,11 +1,12 @@
 import { createReadStream } from 'node:fs';
 import { lookup } from 'mime-types';
 import type { Caller } from '../accounts/caller.js';
-import type { FileObject } from '../batches/openai-files.js';
+import { type FileObject, uploadedView } from '../batches/openai-files.js';
 import * as files from '../batches/openai-files-store.js';
 import type { Db, Dialect } from '../db/connection.js';
 import { badRequest } from '../lib/errors.js';
 import { isPdf, sniffImage } from '../lib/sniff.js';
+import type { InlineFile } from './references.js';
 
 /**
  * Files for model inputs: uploaded once (OpenAI's `files.create` with purpose `user_data`,
@@ -46,14 +47,6 @@ export function mediaTypeOf(upload: Pick<Upload, 'filename' | 'declaredType' | '
   return lookup(upload.filename) || 'application/octet-stream';
 }
 
-/** A model input file's content, as references inline it. */
-export interface InlineFile {
-  id: string;
-  filename: string;
-  mimeType: string;
-  base64: string;
-}
-
 export class InputFiles {
   constructor(
     private readonly db: Db,
@@ -87,7 +80,7 @@ export class InputFiles {
     const page = rows.slice(0, q.limit);
     if (order === 'asc') page.reverse();
     return {
-      rows: page.map((r) => ({ view: inputView(r), mimeType: r.mime_type })),
+      rows: page.map((r) => ({ view: uploadedView(r), mimeType: r.mime_type })),
       hasMore: rows.length > q.limit,
     };
   }
@@ -157,19 +150,4 @@ export class InputFiles {
       after = (rows[rows.length - 1] as { seq: number }).seq;
     }
   }
-}
-
-/** A model input file's OpenAI File object. */
-function inputView(row: files.FileRow): FileObject {
-  return {
-    id: row.id,
-    object: 'file',
-    bytes: Number(row.bytes),
-    created_at: Number(row.created_at),
-    filename: row.filename,
-    purpose: row.purpose as InputPurpose,
-    status: 'processed',
-    expires_at: row.expires_at === null ? null : Number(row.expires_at),
-    status_details: null,
-  };
 }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { InlineFile } from './input-files.js';
-import { inlineFiles } from './references.js';
+import { type InlineFile, inlineFiles } from './references.js';
 
 const PDF_ID = `file-${'a'.repeat(24)}`;
 const TXT_ID = `file-${'b'.repeat(24)}`;

@@ -1,6 +1,5 @@
 import { notFound } from '../lib/errors.js';
 import { sameSource } from '../lib/raw-json.js';
-import type { InlineFile } from './input-files.js';
 
 /**
  * A call that names an uploaded file by id gets the file's content in its place, before anything
@@ -18,6 +17,14 @@ import type { InlineFile } from './input-files.js';
  */
 
 export type FileWire = 'chat' | 'responses' | 'messages';
+
+/** A file's content, as a call receives it. */
+export interface InlineFile {
+  id: string;
+  filename: string;
+  mimeType: string;
+  base64: string;
+}
 
 /** Gatehouse's file ids (batches/openai-files-store.ts `newFileId`). */
 const OWN_ID = /^file-[0-9a-f]{24}$/;
