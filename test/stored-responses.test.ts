@@ -217,6 +217,27 @@ describe.each(databases)('stored responses (%s)', (db) => {
     expect(mock.requests).toHaveLength(1); // the refused follow-up never went upstream
   });
 
+  it.each(
+    Object.entries(MODELS),
+  )('background: true (%s) is served in the foreground: the answer is done, and a poll of it reads the same', async (_kind, model) => {
+    mock.enqueue({ reply: { text: 'Done in the foreground.' } });
+    const res = await openai.responses
+      .create({ model, input: 'take your time', background: true })
+      .withResponse();
+    expect(res.data.status).toBe('completed');
+    expect(res.data.output_text).toBe('Done in the foreground.');
+    expect(res.response.headers.get('x-gatehouse-dropped-fields')).toContain('background');
+    // OpenAI would have answered `queued` and finished it out of Gatehouse's sight (nor billed).
+    expect(mock.requests[0]?.body.background).toBeUndefined();
+    // A client's polling loop ends at once.
+    const polled = await openai.responses.retrieve(res.data.id);
+    expect(polled).toMatchObject({
+      id: res.data.id,
+      status: 'completed',
+      output_text: 'Done in the foreground.',
+    });
+  });
+
   it("never shows another workspace's or organization's responses: 404 on every path, and they stay", async () => {
     mock.enqueue({ reply: { text: 'Private.' } });
     const mine = await openai.responses.create({ model: MODELS.openai, input: 'mine' });

@@ -373,6 +373,13 @@ describe('responsesRequestToChat', () => {
     ).toBeUndefined();
   });
 
+  it('drops and lists background: the response is served in the foreground', () => {
+    expect(responsesRequestToChat({ model: 'm', input: 'hi', background: true }).dropped).toEqual([
+      'background',
+    ]);
+    expect(responsesRequestToChat({ model: 'm', input: 'hi', background: false }).dropped).toBeUndefined();
+  });
+
   it('accepts exactly what the official client sends, and a plain string input', async () => {
     const wire = chatResponseToResponses(TEXT_RESPONSE, 'gpt-test');
     const { client, sent } = clientAnswering(JSON.stringify(wire), 'application/json');
@@ -406,7 +413,6 @@ describe('responsesRequestToChat', () => {
     ['input', { model: 'm', instructions: 'only instructions', input: [] }],
     ['previous_response_id', { ...ok, previous_response_id: 'resp_1' }],
     ['conversation', { ...ok, conversation: 'conv_1' }],
-    ['background', { ...ok, background: true }],
     ['prompt', { ...ok, prompt: { id: 'pmpt_1' } }],
     ['tools[0].type', { ...ok, tools: [{ type: 'file_search', vector_store_ids: ['vs'] }] }],
     ['tools[0].name', { ...ok, tools: [{ type: 'function' }] }],

@@ -434,7 +434,6 @@ const NO_CONVERSATION =
 function refuseStatefulFields(b: Obj): void {
   if (given(b.previous_response_id)) fail('previous_response_id', NOT_STORED);
   if (given(b.conversation)) fail('conversation', NO_CONVERSATION);
-  if (b.background === true) fail('background', 'background responses are not supported');
   if (given(b.prompt)) fail('prompt', 'stored prompt templates are not supported');
 }
 
@@ -763,6 +762,8 @@ export function responsesRequestToChat(body: unknown): ChatRequest {
   }
   // Context housekeeping and a cap on built-in tool calls (none run on a translated call): the
   // answer is the same without them unless the context overflows, which the provider then reports.
+  // Served in the foreground: the answer comes when it is done (a client polling it is answered at once).
+  if (b.background === true) dropped.push('background');
   if (b.truncation === 'auto') dropped.push('truncation');
   if (given(b.max_tool_calls)) dropped.push('max_tool_calls');
   if (dropped.length) req.dropped = dropped;

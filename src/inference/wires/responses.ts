@@ -120,9 +120,20 @@ function gatehouseReasoningItems(body: Body): number[] {
   );
 }
 
+/**
+ * `background: true` is served in the foreground on a lane too: OpenAI would answer `queued` and
+ * finish the response where Gatehouse never sees it (neither its answer nor its usage), so the call
+ * is made as an ordinary one and answered when done — what a client polling it then reads at once.
+ */
+const BACKGROUND = ['background'] as const;
+
 function laneBody(body: Body, upstreamModel: string): Body {
   const out = laneWebSearch(
-    withoutFields(lanePlugins(body, 'responses'), upstreamModel, GATEHOUSE_FIELDS),
+    withoutFields(
+      lanePlugins(body, 'responses'),
+      upstreamModel,
+      body.background === true ? [...GATEHOUSE_FIELDS, ...BACKGROUND] : GATEHOUSE_FIELDS,
+    ),
     'responses',
   );
   const own = new Set(gatehouseReasoningItems(body));
@@ -153,6 +164,7 @@ export const responsesWire: ChatWire = {
   inspect: inspectBody,
   parse: (body, headers) => withPlugins(withAnthropicBeta(responsesRequestToChat(body), headers), body),
   laneDropped: (body, headers) => [
+    ...(body.background === true ? BACKGROUND : []),
     ...gatehouseReasoningItems(body).map((i) => `input[${i}]`),
     ...laneSearchDropped(body, 'responses'),
     ...lanePluginsDropped(body, 'responses'),
