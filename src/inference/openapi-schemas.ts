@@ -223,6 +223,62 @@ export const ChatCompletion = Type.Object(
   { $id: 'ChatCompletion', title: 'Chat completion', ...open },
 );
 
+// ── POST /completions (OpenAI legacy Completions) ──────────────────────────────────────────────
+
+export const CompletionRequest = Type.Object(
+  {
+    model: modelField,
+    prompt: Type.Unsafe<unknown>({
+      description:
+        'The text to complete; a list of prompts, token arrays, `suffix`, `echo`, `logprobs` and `best_of` only where a provider of the Completions API serves the model',
+      anyOf: [{ type: 'string' }, { type: 'array' }],
+    }),
+    suffix: Type.Optional(Type.String()),
+    stream: streamField,
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    temperature,
+    top_p: topP,
+    stop: Type.Optional(Type.Unsafe<unknown>({ anyOf: [{ type: 'string' }, { type: 'array' }] })),
+    ...routingFields,
+  },
+  {
+    $id: 'CompletionRequest',
+    title: 'Completion request',
+    description: 'OpenAI legacy Completions body; other fields are passed to providers that take them.',
+    ...open,
+  },
+);
+
+export const TextCompletion = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('text_completion'),
+    created: Type.Integer(),
+    model: Type.String({ description: 'The catalog model that served' }),
+    provider: Type.Optional(Type.String({ description: 'The provider that served' })),
+    choices: Type.Array(
+      Type.Object(
+        {
+          text: Type.String(),
+          index: Type.Integer(),
+          finish_reason: Type.Unsafe<string | null>({ type: ['string', 'null'] }),
+        },
+        open,
+      ),
+    ),
+    usage: Type.Object(
+      {
+        prompt_tokens: Type.Integer(),
+        completion_tokens: Type.Integer(),
+        total_tokens: Type.Integer(),
+        ...costFields,
+      },
+      open,
+    ),
+  },
+  { $id: 'TextCompletion', title: 'Text completion', ...open },
+);
+
 // ── POST /messages and /messages/count_tokens (Anthropic Messages) ─────────────────────────────
 
 const AnthropicMessageParam = Type.Object(
@@ -647,6 +703,8 @@ export const OPENAPI_SCHEMAS = [
   ProviderPreferences,
   ChatCompletionRequest,
   ChatCompletion,
+  CompletionRequest,
+  TextCompletion,
   MessagesRequest,
   AnthropicMessage,
   CountTokensRequest,

@@ -22,6 +22,7 @@ import {
   ChatCompletion,
   ChatCompletionRequest,
   CompactedResponse,
+  CompletionRequest,
   CountTokensRequest,
   CountTokensResponse,
   EmbeddingsRequest,
@@ -37,11 +38,13 @@ import {
   ResponseCompactRequest,
   ResponseObject,
   ResponsesRequest,
+  TextCompletion,
 } from './openapi-schemas.js';
 import { type AnswerStore, storeAround } from './stored.js';
 import { callAbort, sendSse } from './stream.js';
 import { holdThread } from './threads.js';
 import { compactWire } from './wires/compact.js';
+import { completionsWire } from './wires/completions.js';
 import { type CallerWire, type ChatWire, countTokensWire, WIRES } from './wires/index.js';
 import { inputTokensWire } from './wires/input-tokens.js';
 import { rerankWire } from './wires/rerank.js';
@@ -318,6 +321,16 @@ export async function inferenceRoutes(
       await withFiles(services, req, 'chat');
       return serveChat(services, WIRES.chat, req, reply, presetId);
     }),
+  );
+  // OpenAI's legacy Completions: a prompt in, a text out (code autocomplete, base models).
+  const completion = route(completionsWire, {
+    body: Type.Ref(CompletionRequest),
+    response: { 200: jsonOrStream(TextCompletion, 'The completion') },
+  });
+  app.post(
+    completionsWire.path,
+    completion,
+    traced(async (req, reply) => serveChat(services, completionsWire, req, reply, undefined)),
   );
   const messages = route(WIRES.messages, {
     body: Type.Ref(MessagesRequest),

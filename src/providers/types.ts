@@ -196,6 +196,8 @@ export class UpstreamError extends Error {
  */
 export type NativeWire =
   | 'openai-chat'
+  /** OpenAI's legacy `POST /completions` (OpenAI-compatible servers: vLLM, llama.cpp, Ollama). */
+  | 'openai-completions'
   | 'openai-responses'
   /** OpenAI's `POST /responses/compact` and `POST /responses/input_tokens`. */
   | 'openai-responses-compact'

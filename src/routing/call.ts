@@ -20,6 +20,8 @@ import type { Candidate, Credential, Exclusion } from './select.js';
 
 export type EndpointName =
   | 'chat'
+  /** OpenAI's legacy Completions (`POST /completions`). */
+  | 'completions'
   | 'messages'
   | 'responses'
   | 'embeddings'

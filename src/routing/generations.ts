@@ -6,7 +6,7 @@ import type { Accountant, GenerationRow } from './accounting.js';
 function apiType(
   r: GenerationRow,
 ): 'completions' | 'embeddings' | 'rerank' | 'tts' | 'stt' | 'image' | 'video' | null {
-  if (r.endpoint === 'chat' || r.endpoint === 'messages' || r.endpoint === 'responses') return 'completions';
+  if (['chat', 'completions', 'messages', 'responses'].includes(r.endpoint)) return 'completions';
   if (r.endpoint === 'embeddings') return 'embeddings';
   if (r.endpoint === 'rerank') return 'rerank';
   if (r.endpoint === 'speech') return 'tts';

@@ -490,6 +490,12 @@ const ROUTES: Record<string, Row> = {
 
   // API keys: inference (a management key is refused in the handler, so bodies are valid).
   'POST /api/v1/chat/completions': { auth: 'api', body: () => chat, ok: 200, mgmtOnApi: 403 },
+  'POST /api/v1/completions': {
+    auth: 'api',
+    body: () => ({ model: chat.model, prompt: 'hi' }),
+    ok: 200,
+    mgmtOnApi: 403,
+  },
   'POST /api/v1/messages': {
     auth: 'api',
     body: () => ({ ...chat, max_tokens: 16 }),

@@ -504,6 +504,7 @@ const EXAMPLES: Record<string, (fx: Fx) => unknown> = {
   'POST /api/v1/admin/keys': (fx) => ({ name: 'fuzz', organization_id: fx.otherOrg }),
   'POST /api/v1/admin/credits': (fx) => ({ organization_id: fx.otherOrg, amount_usd: 1, note: 'fuzz' }),
   'POST /api/v1/chat/completions': () => ({ ...chat, max_tokens: 16, temperature: 0.5 }),
+  'POST /api/v1/completions': () => ({ model: chat.model, prompt: 'hi', max_tokens: 16 }),
   'POST /api/v1/messages': () => ({ ...chat, max_tokens: 16, system: 'be brief' }),
   'POST /api/v1/messages/count_tokens': () => ({ ...chat, system: 'be brief' }),
   'POST /api/v1/responses': () => ({

@@ -46,6 +46,7 @@ import type { AddressInfo } from 'node:net';
 
 export type MockFormat =
   | 'openai-chat'
+  | 'openai-completions'
   | 'openai-embeddings'
   | 'openai-responses'
   | 'openai-responses-compact'
@@ -207,6 +208,7 @@ export function formatOf(method: string, path: string, headers: RecordedRequest[
   }
   if (method !== 'POST') return 'unknown';
   if (path.endsWith('/chat/completions')) return 'openai-chat';
+  if (path.endsWith('/completions')) return 'openai-completions';
   if (path.endsWith('/embeddings')) return 'openai-embeddings';
   if (path.endsWith('/responses')) return 'openai-responses';
   if (path.endsWith('/responses/compact')) return 'openai-responses-compact';
@@ -473,6 +475,59 @@ export function renderOpenAiStream(r: Resolved, model: string, includeUsage: boo
   events.push(delta({}, r.finish));
   if (includeUsage && !r.reply.omitUsage) events.push(base([], { usage: openaiUsage(r) }));
   if (!r.reply.omitDone) events.push({ data: '[DONE]' });
+  return events;
+}
+
+/** OpenAI's legacy Completions answer (vLLM's and llama.cpp's shape): the reply as `text`. */
+export function renderTextCompletion(r: Resolved, model: string): unknown {
+  return {
+    id: rid('cmpl-'),
+    object: 'text_completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, text: r.text, logprobs: null, finish_reason: r.finish }],
+    usage: {
+      prompt_tokens: r.prompt,
+      completion_tokens: r.completion,
+      total_tokens: r.prompt + r.completion,
+    },
+  };
+}
+
+/** A legacy Completions stream: text pieces, the finish, the usage chunk when asked for, `[DONE]`. */
+export function renderTextCompletionStream(
+  r: Resolved,
+  model: string,
+  includeUsage: boolean,
+): MockStreamEvent[] {
+  const id = rid('cmpl-');
+  const created = Math.floor(Date.now() / 1000);
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+    data: {
+      id,
+      object: 'text_completion',
+      created,
+      model,
+      choices,
+      ...(includeUsage ? { usage: null } : {}),
+      ...extra,
+    },
+  });
+  const events: MockStreamEvent[] = textPieces(r.text).map((text) =>
+    chunk([{ index: 0, text, logprobs: null, finish_reason: null }]),
+  );
+  events.push(chunk([{ index: 0, text: '', logprobs: null, finish_reason: r.finish }]));
+  if (includeUsage)
+    events.push(
+      chunk([], {
+        usage: {
+          prompt_tokens: r.prompt,
+          completion_tokens: r.completion,
+          total_tokens: r.prompt + r.completion,
+        },
+      }),
+    );
+  events.push({ data: '[DONE]' });
   return events;
 }
 
@@ -1422,7 +1477,12 @@ export async function startMockUpstream(): Promise<MockUpstream> {
         payload = renderCompaction(resolveReply(step?.reply, model, body), body);
       else {
         const r = resolveReply(step?.reply, model, body);
-        if (format === 'openai-chat') {
+        if (format === 'openai-completions') {
+          events = rec.stream
+            ? renderTextCompletionStream(r, model, body?.stream_options?.include_usage === true)
+            : undefined;
+          payload = rec.stream ? undefined : renderTextCompletion(r, model);
+        } else if (format === 'openai-chat') {
           events = rec.stream
             ? renderOpenAiStream(r, model, body?.stream_options?.include_usage === true)
             : undefined;

@@ -40,7 +40,7 @@ const NULL_USAGE = /,"usage":null|"usage":null,/g;
 const NULL_USAGE_BYTES = Buffer.from('"usage":null');
 
 /** A frame's text without `"usage":null` (a Buffer's bytes spliced, not decoded). */
-function withoutNullUsage(frame: string | Buffer): string | Buffer {
+export function withoutNullUsage(frame: string | Buffer): string | Buffer {
   if (typeof frame === 'string')
     return frame.includes('"usage":null') ? frame.replace(NULL_USAGE, '') : frame;
   let at = frame.indexOf(NULL_USAGE_BYTES);

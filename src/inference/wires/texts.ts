@@ -213,6 +213,33 @@ export function chatChunkSlots(json: unknown): AnswerSlot[] {
   return out;
 }
 
+/**
+ * A legacy completion: each choice's `text` (a lane's body), or the chat answer a translated call
+ * was made of (its message contents).
+ */
+export function completionAnswerSlots(json: unknown): AnswerSlot[] {
+  const out: AnswerSlot[] = [];
+  if (!isObj(json) || !Array.isArray(json.choices)) return out;
+  for (const c of json.choices) {
+    if (!isObj(c)) continue;
+    if (isObj(c.message)) contentSlots(out, 'assistant', c.message);
+    else stringSlot(out, 'assistant', c, 'text');
+  }
+  return out;
+}
+
+/** A legacy completion's stream chunk (or a translated chat chunk): the text deltas, one channel per choice. */
+export function completionChunkSlots(json: unknown): AnswerSlot[] {
+  const out: AnswerSlot[] = [];
+  if (!isObj(json) || !Array.isArray(json.choices)) return out;
+  for (const c of json.choices) {
+    if (!isObj(c)) continue;
+    if (isObj(c.delta)) deltaSlot(out, c.delta, 'content', `${c.index}`);
+    else deltaSlot(out, c, 'text', `${c.index}`);
+  }
+  return out;
+}
+
 /** An Anthropic message: text blocks and tool inputs. */
 export function messagesAnswerSlots(json: unknown): AnswerSlot[] {
   const out: AnswerSlot[] = [];

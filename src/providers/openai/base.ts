@@ -54,6 +54,7 @@ import {
 /** The path of each native wire under the base URL. */
 const PATHS: Partial<Record<NativeWire, string>> = {
   'openai-chat': '/chat/completions',
+  'openai-completions': '/completions',
   'openai-responses': '/responses',
   'openai-responses-compact': '/responses/compact',
   'openai-responses-input-tokens': '/responses/input_tokens',
@@ -62,13 +63,14 @@ const PATHS: Partial<Record<NativeWire, string>> = {
 
 /**
  * What each flavour serves natively: OpenAI itself the Responses API too; OpenAI-compatible
- * servers Chat Completions and Embeddings (the wires they all have). Keys are optional only on
+ * servers Chat Completions, the legacy Completions and Embeddings (the wires they all have). Keys are optional only on
  * OpenAI-compatible servers (a local vLLM or Ollama takes none).
  */
 const TRAITS: Record<OpenAiFlavor, ProviderTraits> = {
   openai: {
     natives: new Set([
       'openai-chat',
+      'openai-completions',
       'openai-responses',
       'openai-responses-compact',
       'openai-responses-input-tokens',
@@ -78,7 +80,7 @@ const TRAITS: Record<OpenAiFlavor, ProviderTraits> = {
     keyOptional: false,
   },
   'openai-compatible': {
-    natives: new Set(['openai-chat', 'openai-embeddings']),
+    natives: new Set(['openai-chat', 'openai-completions', 'openai-embeddings']),
     target: 'openai-compatible',
     keyOptional: true,
   },

@@ -40,7 +40,8 @@ export function tapChat(json: unknown, secrets: Secrets, shape: ErrorShape = ope
     usage,
     finishReason: nonEmpty(choice.finish_reason) ?? null,
     responseId: nonEmpty(r.id) ?? null,
-    outputChars: usage ? 0 : String(obj(choice.message).content ?? '').length,
+    // A legacy completion's answer is its `text`.
+    outputChars: usage ? 0 : String(obj(choice.message).content ?? choice.text ?? '').length,
   };
 }
 
@@ -82,6 +83,7 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
         }
         const delta = obj(choice.delta);
         if (typeof delta.content === 'string') chars += delta.content.length;
+        if (typeof choice.text === 'string') chars += choice.text.length;
         if (delta.tool_calls) chars += JSON.stringify(delta.tool_calls).length;
       }
       if (chars > 0) out.outputChars = chars;
