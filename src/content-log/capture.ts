@@ -159,6 +159,8 @@ export class AnswerAssembly {
   chatChunk(json: unknown): void {
     if (!isObj(json) || !Array.isArray(json.choices)) return;
     const choice = json.choices[0];
+    // A legacy completion's chunk: its text.
+    if (isObj(choice) && typeof choice.text === 'string') this.text(choice.text);
     if (!isObj(choice) || !isObj(choice.delta)) return;
     const d = choice.delta;
     if (typeof d.content === 'string') this.text(d.content);
@@ -246,7 +248,12 @@ export function laneOutput(native: NativeWire, json: unknown): ContentOutput {
   const a = new AnswerAssembly();
   if (native === 'anthropic-messages') a.messagesBlocks(isObj(json) ? json.content : null);
   else if (native === 'openai-responses') a.responsesOutput(json);
-  else if (isObj(json) && Array.isArray(json.choices)) a.chatMessage((json.choices[0] as Obj)?.message);
+  else if (isObj(json) && Array.isArray(json.choices)) {
+    const choice = json.choices[0] as Obj | undefined;
+    // A legacy completion's answer is its `text` (openai-completions).
+    if (typeof choice?.text === 'string') a.chatMessage({ content: choice.text });
+    else a.chatMessage(choice?.message);
+  }
   return a.output();
 }
 
