@@ -1,3 +1,6 @@
+import { createOpenAI } from '@ai-sdk/openai';
+import { OpenAI as LangChainOpenAI } from '@langchain/openai';
+import { generateText, streamText } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestGateway } from './support/gateway.js';
@@ -111,6 +114,33 @@ describe('legacy completions', () => {
     }
     expect(text).toBe('Rome, of course.');
     expect(finish).toBe('stop');
+  });
+
+  it('the Vercel AI SDK’s completion model and LangChain’s OpenAI LLM work unchanged', async () => {
+    mock.enqueue(
+      { reply: { text: 'a fine day' } },
+      { reply: { text: 'streamed along' } },
+      { reply: { text: 'from langchain' } },
+    );
+    const provider = createOpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: gw.apiKey });
+    const { text, usage } = await generateText({
+      model: provider.completion('test/gpt'),
+      prompt: 'Today is',
+      maxRetries: 0,
+    });
+    expect(text).toBe('a fine day');
+    expect(usage.inputTokens).toBeGreaterThan(0);
+    expect(mock.requests[0]?.path).toBe('/openai/v1/completions');
+    const streamed = streamText({ model: provider.completion('test/gpt'), prompt: 'Go', maxRetries: 0 });
+    expect(await streamed.text).toBe('streamed along');
+    const llm = new LangChainOpenAI({
+      model: 'test/claude',
+      apiKey: gw.apiKey,
+      configuration: { baseURL: `${gw.url}/api/v1` },
+      maxRetries: 0,
+    });
+    expect(await llm.invoke('Say something')).toBe('from langchain');
+    expect(mock.requests[2]?.format).toBe('anthropic-messages');
   });
 
   it('refuses, naming the field, what only the Completions API itself answers (nothing goes upstream)', async () => {
