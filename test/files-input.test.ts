@@ -281,4 +281,49 @@ describe.each(databases)('model input files stored (%s)', (db) => {
     await openai.files.delete(file.id);
     expect(await gw.services.inputFiles.inline(owner, file.id)).toBeNull();
   });
+
+  it('a deleted workspace takes its uploaded files with it', async () => {
+    const mgmt = client(gw.url, gw.managementKey);
+    const ws = (await mgmt('POST', '/workspaces', { name: 'Gone', slug: `gone-${db}` })).body.data
+      .id as string;
+    const key = await mgmt('POST', '/keys', { name: 'gone', workspace_id: ws });
+    const theirs = new OpenAI({ baseURL: `${gw.url}/api/v1`, apiKey: key.body.key, maxRetries: 0 });
+    await theirs.files.create({ file: await toFile(PDF, 'a.pdf'), purpose: 'user_data' });
+    await theirs.files.create({
+      file: await toFile(
+        Buffer.from('{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{}}\n'),
+        'b.jsonl',
+      ),
+      purpose: 'batch',
+    });
+    const count = async (table: 'batch_files' | 'batch_file_chunks') =>
+      table === 'batch_files'
+        ? (
+            await gw.services.db
+              .selectFrom('batch_files')
+              .select('id')
+              .where('workspace_id', '=', ws)
+              .execute()
+          ).length
+        : (
+            await gw.services.db
+              .selectFrom('batch_file_chunks')
+              .select('file_id')
+              .where('file_id', 'in', (eb) =>
+                eb.selectFrom('batch_files').select('id').where('workspace_id', '=', ws),
+              )
+              .execute()
+          ).length;
+    expect(await count('batch_files')).toBe(2);
+    expect(await count('batch_file_chunks')).toBe(2);
+    const chunksBefore = (await gw.services.db.selectFrom('batch_file_chunks').select('file_id').execute())
+      .length;
+    expect((await mgmt('PATCH', `/keys/${key.body.data.hash}`, { disabled: true })).status).toBe(200);
+    expect((await mgmt('DELETE', `/workspaces/${ws}`)).status).toBe(200);
+    expect(await count('batch_files')).toBe(0);
+    // Only its chunks went: every other file's stay.
+    expect((await gw.services.db.selectFrom('batch_file_chunks').select('file_id').execute()).length).toBe(
+      chunksBefore - 2,
+    );
+  });
 });

@@ -1,4 +1,5 @@
 import type { Updateable } from 'kysely';
+import { deleteWorkspaceFiles } from '../batches/openai-files-store.js';
 import { deleteWorkspaceContents } from '../content-log/store.js';
 import { fromJsonList, isForeignKeyViolation, isUniqueViolation } from '../db/columns.js';
 import type { Db } from '../db/connection.js';
@@ -315,7 +316,7 @@ export class WorkspacesService {
   }
 
   /**
-   * Deletes a workspace with its members, budgets, guardrails and disabled keys. Active keys block
+   * Deletes a workspace with its members, budgets, guardrails, disabled keys, kept content and uploaded files. Active keys block
    * it; the default workspace also needs `confirmDefault`.
    */
   async delete(caller: Pick<Caller, 'organizationId'>, ref: string, confirmDefault = false): Promise<void> {
@@ -336,6 +337,7 @@ export class WorkspacesService {
         if (active > 0) throw activeKeys(active);
         await store.deleteDisabledKeysOfWorkspace(tx, ws.id);
         await deleteWorkspaceContents(tx, ws.id);
+        await deleteWorkspaceFiles(tx, ws.id);
         await store.deleteWorkspace(tx, ws.id);
       });
       this.announce(ws.id);

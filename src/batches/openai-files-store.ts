@@ -142,6 +142,20 @@ export async function deleteChunks(db: Db, fileId: string, limit: number): Promi
   return Number(r.numDeletedRows);
 }
 
+/**
+ * Deletes a workspace's uploaded files (with the workspace, in its transaction): what was uploaded
+ * to it is not kept once it is gone. Batches hold their own copy of their requests.
+ */
+export async function deleteWorkspaceFiles(db: Db, workspaceId: string): Promise<void> {
+  await db
+    .deleteFrom('batch_file_chunks')
+    .where('file_id', 'in', (eb) =>
+      eb.selectFrom('batch_files').select('id').where('workspace_id', '=', workspaceId),
+    )
+    .execute();
+  await db.deleteFrom('batch_files').where('workspace_id', '=', workspaceId).execute();
+}
+
 /** Deletes a file's row once its chunks are gone. */
 export async function deleteFileRow(db: Db, id: string): Promise<void> {
   await db.deleteFrom('batch_files').where('id', '=', id).execute();
