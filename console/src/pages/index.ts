@@ -15,6 +15,7 @@ import { BatchesPage } from './batches';
 import { ByokPage } from './byok';
 import { CreditGrantsPage } from './credit-grants';
 import { CreditsPage } from './credits';
+import { FilesPage } from './files';
 import { GuardrailsPage } from './guardrails';
 import { InternsPage } from './interns';
 import { KeysPage } from './keys';
@@ -47,6 +48,7 @@ export const pages: PageDef[] = [
   { path: '/workspaces', title: 'Workspaces', component: WorkspacesPage, access: 'management' },
   { path: '/playground', title: 'Playground', component: PlaygroundPage, access: 'management' },
   { path: '/batches', title: 'Batches', component: BatchesPage, access: 'management' },
+  { path: '/files', title: 'Files', component: FilesPage, access: 'management' },
   { path: '/presets', title: 'Presets', component: PresetsPage, access: 'management' },
   { path: '/vault', title: 'Vault', component: VaultPage, access: 'management' },
   { path: '/organizations', title: 'Organizations', component: OrganizationsPage, access: 'operator' },
