@@ -685,15 +685,27 @@ describe('Vercel AI SDK providers through Gatehouse', () => {
       });
     });
 
-    it('the legacy completion model has no route: a clean 404, nothing sent upstream', async () => {
-      const err = await generateText({
+    it('the legacy completion model: POST /completions, passed through, its text and usage back', async () => {
+      mock.enqueue({ reply: { text: 'Hello there.' } }, { reply: { text: 'Streamed hello.' } });
+      const { text, usage } = await generateText({
         model: openrouter().completion('test/gpt'),
         prompt: 'Say hello.',
         maxRetries: 0,
-      }).catch((e: unknown) => e);
-      expect(APICallError.isInstance(err)).toBe(true);
-      expect((err as APICallError).statusCode).toBe(404);
-      expect(mock.requests).toHaveLength(0);
+      });
+      expect(text).toBe('Hello there.');
+      expect(usage.inputTokens).toBeGreaterThan(0);
+      expect(mock.requests[0]?.path).toBe('/openai/v1/completions');
+      expect(mock.requests[0]?.body.prompt).toContain('Say hello.');
+      // Streamed, this provider's completion model sends its text deltas without opening a text
+      // part (no text-start), which AI SDK 6 leaves out of `text`: the deltas themselves arrive.
+      const streamed = streamText({
+        model: openrouter().completion('test/gpt'),
+        prompt: 'Again.',
+        maxRetries: 0,
+      });
+      const deltas: string[] = [];
+      for await (const part of streamed.fullStream) if (part.type === 'text-delta') deltas.push(part.text);
+      expect(deltas.join('')).toBe('Streamed hello.');
     });
 
     it('embed and embedMany', async () => {
