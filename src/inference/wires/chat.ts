@@ -6,6 +6,7 @@ import { laneSearchDropped, laneWebSearch } from '../../formats/web-search.js';
 import { ApiError } from '../../lib/errors.js';
 import { extended } from '../../lib/objects.js';
 import { effortFromReasoning } from '../../providers/openai/wire.js';
+import type { RelayFrame } from '../../providers/types.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
 import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
@@ -40,7 +41,7 @@ const NULL_USAGE = /,"usage":null|"usage":null,/g;
 const NULL_USAGE_BYTES = Buffer.from('"usage":null');
 
 /** A frame's text without `"usage":null` (a Buffer's bytes spliced, not decoded). */
-export function withoutNullUsage(frame: string | Buffer): string | Buffer {
+function withoutNullUsage(frame: string | Buffer): string | Buffer {
   if (typeof frame === 'string')
     return frame.includes('"usage":null') ? frame.replace(NULL_USAGE, '') : frame;
   let at = frame.indexOf(NULL_USAGE_BYTES);
@@ -61,6 +62,22 @@ export function withoutNullUsage(frame: string | Buffer): string | Buffer {
   }
   kept.push(frame.subarray(from));
   return Buffer.concat(kept);
+}
+
+/**
+ * A relayed OpenAI-format stream frame (Chat Completions', legacy Completions'): its usage chunk
+ * re-serialized with the cost and the provider added, any other as it came without `"usage":null`.
+ */
+export function relayUsageFrame(frame: RelayFrame, info: RouteInfo): string | Buffer {
+  if (frame.usage && isObj(frame.json)) {
+    const cost = costOf(info.served.endpoint.pricing, frame.usage);
+    const usage = fullUsage(frame.usage, cost, info.served.credential.isByok);
+    const prior = isObj(frame.json.usage) ? frame.json.usage : {};
+    return sseJson(
+      extended(frame.json, { provider: info.served.endpoint.provider, usage: extended(prior, usage) }),
+    );
+  }
+  return withoutNullUsage(frame.frame);
 }
 
 /** OpenRouter's request extensions a provider's Chat Completions API does not take. */
@@ -240,17 +257,7 @@ export const chatWire: ChatWire = {
   // Only the usage chunk of a relayed stream is re-serialized (its cost added). OpenAI sends
   // `"usage":null` in every other chunk of a stream that asked for usage, which OpenRouter's format
   // (and its SDK's validation) leaves out: cut from the text, the chunk is otherwise as it came.
-  relayFrame(frame, info) {
-    if (frame.usage && isObj(frame.json)) {
-      const cost = costOf(info.served.endpoint.pricing, frame.usage);
-      const usage = fullUsage(frame.usage, cost, info.served.credential.isByok);
-      const prior = isObj(frame.json.usage) ? frame.json.usage : {};
-      return sseJson(
-        extended(frame.json, { provider: info.served.endpoint.provider, usage: extended(prior, usage) }),
-      );
-    }
-    return withoutNullUsage(frame.frame);
-  },
+  relayFrame: relayUsageFrame,
   streamError: (info, message, status = 502) => errorFrames(info, status, message),
   // As OpenRouter opens such a stream: a chunk without choices, before the answer's.
   debugFrame: (info) => ownChunk(info, { choices: [], debug: { echo_upstream_body: info.upstreamRequest } }),

@@ -2,12 +2,11 @@ import { Type } from '@sinclair/typebox';
 import { chatToCompletion, chunkToCompletion, completionsRequestToChat } from '../../formats/completions.js';
 import { sseJson } from '../../formats/sse.js';
 import { ApiError } from '../../lib/errors.js';
-import { extended } from '../../lib/objects.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
 import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { fullUsage, gatewayMetadata, withProviderAndCost } from '../decorate.js';
-import { withoutNullUsage } from './chat.js';
+import { relayUsageFrame } from './chat.js';
 import { withFinalUsage } from './final-usage.js';
 import { completionAnswerSlots, completionChunkSlots, isObj, stringSlot } from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, laneDroppedHeaders, withoutFields } from './wire.js';
@@ -115,20 +114,7 @@ export const completionsWire: ChatWire = {
       ...(call.echoUpstream ? { debug: { echo_upstream_body: done.info.upstreamRequest } } : {}),
     }),
   // Only the usage chunk of a relayed stream is re-serialized (its cost added).
-  relayFrame(frame, info) {
-    if (frame.usage && isObj(frame.json)) {
-      const usage = fullUsage(
-        frame.usage,
-        costOf(info.served.endpoint.pricing, frame.usage),
-        info.served.credential.isByok,
-      );
-      const prior = isObj(frame.json.usage) ? frame.json.usage : {};
-      return sseJson(
-        extended(frame.json, { provider: info.served.endpoint.provider, usage: extended(prior, usage) }),
-      );
-    }
-    return withoutNullUsage(frame.frame);
-  },
+  relayFrame: relayUsageFrame,
   streamError: (info, message, status = 502) => errorFrames(info, status, message),
   renderError: envelope,
   errorSchema: Type.Ref('ErrorBody'),
