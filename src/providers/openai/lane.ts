@@ -123,7 +123,10 @@ export function chatStreamTap(secrets: Secrets, shape: ErrorShape = openAiErrors
       out.finishReason = reason;
       finished = true;
     }
-    const chars = stringValuesLength(text, CONTENT);
+    // A legacy completion's chunk carries its text as `text`.
+    const chars =
+      stringValuesLength(text, CONTENT) +
+      (text.includes(TEXT_COMPLETION) ? stringValuesLength(text, TEXT) : 0);
     if (chars > 0) out.outputChars = chars;
     return out;
   };
@@ -137,6 +140,8 @@ const FINISH_REASON = '"finish_reason"';
 const ERROR = '"error"';
 const TOOL_CALLS = '"tool_calls"';
 const CONTENT = '"content"';
+const TEXT = '"text"';
+const TEXT_COMPLETION = '"text_completion"';
 const OBJECT = 0x7b;
 const ARRAY = 0x5b;
 const ANNOTATIONS = '"annotations"';
