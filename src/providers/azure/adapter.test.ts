@@ -72,6 +72,24 @@ describe('azure adapter', () => {
     ]);
   });
 
+  it('a legacy completion goes to the deployment’s completions route, as it was sent', async () => {
+    mock.enqueue({ reply: { text: 'def fib' } });
+    const done = await provider.forward(
+      {
+        wire: 'openai-completions',
+        body: { model: 'gpt-4o', prompt: 'x', suffix: 'y' },
+        headers: {},
+        stream: false,
+      },
+      ctx,
+    );
+    const r = mock.requests[0]!;
+    expect(r.path).toBe('/openai/deployments/prod-4o/completions');
+    expect(r.query).toEqual({ 'api-version': '2025-01-01-preview' });
+    expect(r.body).toEqual({ model: 'prod-4o', prompt: 'x', suffix: 'y' });
+    expect((done.json as { choices: { text: string }[] }).choices[0]?.text).toBe('def fib');
+  });
+
   it("a tool result's image goes in a user message after the tool message", async () => {
     await provider.chat(
       {

@@ -1,7 +1,7 @@
 /**
  * Azure OpenAI: the OpenAI wire (the shared code in `openai/`) at an Azure resource's URLs, with
  * `api-key: <key>` instead of `Authorization`. Chat Completions, Embeddings and audio go to a
- * deployment: `{endpoint}/openai/deployments/{deployment}/{chat/completions|embeddings|audio/…}
+ * deployment: `{endpoint}/openai/deployments/{deployment}/{chat/completions|completions|embeddings|audio/…}
  * ?api-version=…`; the Responses API is the v1 route `{endpoint}/openai/v1/responses`, where the
  * deployment name is the body's `model`. A model's deployment is its entry in the provider's `deployments`, else its id.
  */
@@ -39,7 +39,7 @@ import { azureSafeguards } from './filters.js';
 export const AZURE_DEFAULT_API_VERSION = '2024-10-21';
 
 const TRAITS: ProviderTraits = {
-  natives: new Set(['openai-chat', 'openai-responses', 'openai-embeddings']),
+  natives: new Set(['openai-chat', 'openai-completions', 'openai-responses', 'openai-embeddings']),
   // Azure takes OpenAI's own request fields (max_completion_tokens, reasoning_effort …).
   target: 'openai',
   keyOptional: false,
