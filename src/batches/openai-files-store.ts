@@ -87,6 +87,17 @@ export async function chunks(db: Db, fileId: string, afterSeq: number, limit: nu
     .execute();
 }
 
+/** A file's chunks' data in order, read a few chunks at a time. */
+export async function* chunkData(db: Db, fileId: string): AsyncGenerator<string> {
+  let after = -1;
+  for (;;) {
+    const rows = await chunks(db, fileId, after, 8);
+    if (rows.length === 0) return;
+    for (const r of rows) yield r.data;
+    after = (rows[rows.length - 1] as { seq: number }).seq;
+  }
+}
+
 /**
  * Expired uploaded files (`expires_at` reached), `limit` of them, but those an unfinished batch was
  * created from or is being created from (its ingestion reads the file while it is `validating`).

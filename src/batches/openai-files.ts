@@ -312,13 +312,7 @@ export class BatchFilesService {
       filename: view.filename,
       mimeType,
       body: (async function* () {
-        let after = -1;
-        for (;;) {
-          const rows = await files.chunks(db, id, after, 8);
-          if (rows.length === 0) return;
-          for (const r of rows) yield binary ? Buffer.from(r.data, 'base64') : r.data;
-          after = (rows[rows.length - 1] as { seq: number }).seq;
-        }
+        for await (const data of files.chunkData(db, id)) yield binary ? Buffer.from(data, 'base64') : data;
       })(),
     };
   }

@@ -132,22 +132,7 @@ export class InputFiles {
     const row = await files.getFile(this.db, owner, id, Math.floor(Date.now() / 1000));
     if (!row || !isInputPurpose(row.purpose)) return null;
     let base64 = '';
-    for await (const part of this.base64Of(id)) base64 += part;
+    for await (const part of files.chunkData(this.db, id)) base64 += part;
     return { id, filename: row.filename, mimeType: row.mime_type ?? 'application/octet-stream', base64 };
-  }
-
-  /** A stored input file's bytes, chunk by chunk (its download). */
-  async *bytesOf(id: string): AsyncGenerator<Buffer> {
-    for await (const part of this.base64Of(id)) yield Buffer.from(part, 'base64');
-  }
-
-  private async *base64Of(id: string): AsyncGenerator<string> {
-    let after = -1;
-    for (;;) {
-      const rows = await files.chunks(this.db, id, after, 8);
-      if (rows.length === 0) return;
-      for (const r of rows) yield r.data;
-      after = (rows[rows.length - 1] as { seq: number }).seq;
-    }
   }
 }

@@ -4,7 +4,7 @@ import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorKinds } from '../batches/model.js';
-import { type BatchFilesService, expiryOf } from '../batches/openai-files.js';
+import { type BatchFilesService, expiryOf, uploadedView } from '../batches/openai-files.js';
 import {
   FileDeleted,
   FileList,
@@ -239,8 +239,8 @@ async function upload(deps: FilesDeps, req: FastifyRequest): Promise<unknown> {
     if (file.bytes > config.filesMaxBytes) throw tooLarge(config.filesMaxBytes, 'GATEHOUSE_FILES_MAX_BYTES');
     const expiresAt = expiryOf(expiresAfter, Math.floor(Date.now() / 1000));
     const stored = await inputFiles.store(req.caller, file, purpose ?? 'user_data', expiresAt);
-    const { view, mimeType } = await batchFiles.record(req.caller, stored.id);
-    return isAnthropicClient(req.headers) ? anthropicFile(view, mimeType) : openAiFile(view);
+    const view = uploadedView(stored);
+    return isAnthropicClient(req.headers) ? anthropicFile(view, stored.mime_type) : openAiFile(view);
   } finally {
     await temp.cleanup();
   }
