@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import type { ChatChunk } from '../../formats/chat.js';
 import { chatRequestFromBody } from '../../formats/chat-edge.js';
 import { lanePlugins, lanePluginsDropped, withPlugins } from '../../formats/plugins.js';
 import { sseJson } from '../../formats/sse.js';
@@ -8,6 +9,7 @@ import { extended } from '../../lib/objects.js';
 import { effortFromReasoning } from '../../providers/openai/wire.js';
 import type { RelayFrame } from '../../providers/types.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
+import type { Streaming } from '../../routing/engine.js';
 import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import {
@@ -78,6 +80,35 @@ export function relayUsageFrame(frame: RelayFrame, info: RouteInfo): string | Bu
     );
   }
   return withoutNullUsage(frame.frame);
+}
+
+/**
+ * A translated stream in an OpenAI format (Chat Completions', legacy Completions'): each chunk as
+ * `shape` makes it, the usage chunk priced, a failure after the start ended by the format's
+ * `errorFrames`, then `[DONE]`.
+ */
+export async function* openAiFormatStream(
+  s: Streaming & { lane: false },
+  shape: (chunk: ChatChunk) => Record<string, unknown>,
+  errorFrames: (info: RouteInfo, code: number, message: string) => string[],
+): AsyncGenerator<string> {
+  const { info } = s;
+  try {
+    for await (const chunk of withFinalUsage(s)) {
+      const out = shape(chunk);
+      if (!chunk.usage) {
+        yield sseJson(out);
+        continue;
+      }
+      const cost = costOf(info.served.endpoint.pricing, chunk.usage);
+      yield sseJson({ ...out, usage: fullUsage(chunk.usage, cost, info.served.credential.isByok) });
+    }
+  } catch (err) {
+    const e = err instanceof ApiError ? err : null;
+    yield* errorFrames(info, e?.status ?? 502, (err as Error).message || 'Upstream stream failed');
+    return;
+  }
+  yield 'data: [DONE]\n\n';
 }
 
 /** OpenRouter's request extensions a provider's Chat Completions API does not take. */
@@ -225,27 +256,7 @@ export const chatWire: ChatWire = {
   frameTexts: chatChunkSlots,
   encodeResponse: (done, call) =>
     decorateChatResponse(done.response, done.info, done.usage, done.cost, call.echoUpstream),
-  async *encodeStream(s) {
-    const { info } = s;
-    try {
-      for await (const chunk of withFinalUsage(s)) {
-        const out = decorateChunk(chunk, info);
-        if (chunk.usage) {
-          const usage = fullUsage(
-            chunk.usage,
-            costOf(info.served.endpoint.pricing, chunk.usage),
-            info.served.credential.isByok,
-          );
-          yield sseJson({ ...out, usage });
-        } else yield sseJson(out);
-      }
-    } catch (err) {
-      const e = err instanceof ApiError ? err : null;
-      yield* errorFrames(info, e?.status ?? 502, (err as Error).message || 'Upstream stream failed');
-      return;
-    }
-    yield 'data: [DONE]\n\n';
-  },
+  encodeStream: (s) => openAiFormatStream(s, (chunk) => decorateChunk(chunk, s.info), errorFrames),
   // The provider's own answer, with what OpenRouter's format adds to it (the provider, the cost,
   // how it was routed): nothing of the provider's is changed or lost.
   relayJson: (done, call) =>

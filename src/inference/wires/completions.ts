@@ -1,13 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { chatToCompletion, chunkToCompletion, completionsRequestToChat } from '../../formats/completions.js';
 import { sseJson } from '../../formats/sse.js';
-import { ApiError } from '../../lib/errors.js';
 import type { Body, RouteInfo, TextSlot } from '../../routing/call.js';
-import { costOf } from '../../routing/pricing.js';
 import { envelope } from '../../server/errors.js';
 import { fullUsage, gatewayMetadata, withProviderAndCost } from '../decorate.js';
-import { relayUsageFrame } from './chat.js';
-import { withFinalUsage } from './final-usage.js';
+import { openAiFormatStream, relayUsageFrame } from './chat.js';
 import { completionAnswerSlots, completionChunkSlots, isObj, stringSlot } from './texts.js';
 import { type ChatWire, GATEHOUSE_FIELDS, inspectBody, laneDroppedHeaders, withoutFields } from './wire.js';
 
@@ -80,34 +77,17 @@ export const completionsWire: ChatWire = {
       ...(call.echoUpstream ? { debug: { echo_upstream_body: info.upstreamRequest } } : {}),
     };
   },
-  async *encodeStream(s) {
-    const { info } = s;
-    try {
-      for await (const chunk of withFinalUsage(s)) {
-        const out = {
-          ...chunkToCompletion(chunk),
-          id: info.generationId,
-          model: info.model.id,
-          provider: info.served.endpoint.provider,
-        };
-        if (chunk.usage)
-          yield sseJson({
-            ...out,
-            usage: fullUsage(
-              chunk.usage,
-              costOf(info.served.endpoint.pricing, chunk.usage),
-              info.served.credential.isByok,
-            ),
-          });
-        else yield sseJson(out);
-      }
-    } catch (err) {
-      const e = err instanceof ApiError ? err : null;
-      yield* errorFrames(info, e?.status ?? 502, (err as Error).message || 'Upstream stream failed');
-      return;
-    }
-    yield 'data: [DONE]\n\n';
-  },
+  encodeStream: (s) =>
+    openAiFormatStream(
+      s,
+      (chunk) => ({
+        ...chunkToCompletion(chunk),
+        id: s.info.generationId,
+        model: s.info.model.id,
+        provider: s.info.served.endpoint.provider,
+      }),
+      errorFrames,
+    ),
   relayJson: (done, call) =>
     withProviderAndCost(done, {
       gateway_metadata: gatewayMetadata(done.info),
